@@ -1,0 +1,169 @@
+// Package launch defines the launcher boundary: where a plan's steps run
+// (this host, a recording, later ssh, Slurm, Kubernetes) and how their
+// outputs reach the results folder. A launcher never knows what the output
+// means; it only runs steps, writes what they print through redaction, and
+// cleans up what it started.
+package launch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
+)
+
+// Request is one test's plan, handed to a launcher.
+type Request struct {
+	// Test is the full test name ("nccl.all_reduce").
+	Test     string
+	Plan     plan.Plan
+	Topology plan.Topology
+	// Dir is the folder for this test's raw outputs; the launcher writes
+	// each step's log and files there with CreateLog and CollectFile.
+	Dir string
+	// Timeout bounds the whole test; steps may have their own, shorter.
+	Timeout time.Duration
+}
+
+// Launcher runs plans. Launch returns one Output per step that was started
+// or that could not be started (with LaunchError set); the error is for
+// problems that stop the whole test before any step (bad configuration).
+// On ctx cancellation or timeout a launcher stops everything it started
+// before it returns.
+type Launcher interface {
+	// Name is the --launcher value.
+	Name() string
+	// Launch runs the request's steps.
+	Launch(ctx context.Context, req Request) ([]plan.Output, error)
+	// Commands renders what Launch would run, exactly, for --dry-run.
+	Commands(req Request) ([]string, error)
+}
+
+// OutputsFile records, per test folder of raw outputs, how each step ended:
+// a JSON list of plan.Output with paths relative to that folder. The runner
+// writes it; the replay launcher reads it, so a results folder replays as it
+// ran.
+const OutputsFile = "outputs.json"
+
+// LogName is the file name of a step's combined stdout and stderr.
+func LogName(step string) string { return step + ".log" }
+
+// FilesDir is the folder of a step's collected files.
+func FilesDir(step string) string { return step + ".files" }
+
+// CreateLog creates the log file of a step in dir behind a redacting
+// writer. Close the returned writer to flush it and close the file.
+func CreateLog(dir, step string) (io.WriteCloser, string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", fmt.Errorf("create raw output folder %s: %w", dir, err)
+	}
+	p := filepath.Join(dir, LogName(step))
+	f, err := os.Create(p)
+	if err != nil {
+		return nil, "", fmt.Errorf("create log of step %s: %w", step, err)
+	}
+	return &redactedFile{w: redact.NewWriter(f), f: f}, p, nil
+}
+
+// CollectFile copies a file a step wrote (read from src) into dir, masking
+// secrets, and returns its path there.
+func CollectFile(dir, step, name string, src io.Reader) (string, error) {
+	if name == "" || strings.Contains(name, "..") || filepath.IsAbs(name) {
+		return "", fmt.Errorf("collect file %q of step %s: not a plain relative name", name, step)
+	}
+	d := filepath.Join(dir, FilesDir(step))
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", fmt.Errorf("collect file %s of step %s: %w", name, step, err)
+	}
+	p := filepath.Join(d, filepath.Base(name))
+	f, err := os.Create(p)
+	if err != nil {
+		return "", fmt.Errorf("collect file %s of step %s: %w", name, step, err)
+	}
+	if _, err := redact.Copy(f, src); err != nil {
+		f.Close()
+		return "", fmt.Errorf("collect file %s of step %s: %w", name, step, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("collect file %s of step %s: %w", name, step, err)
+	}
+	return p, nil
+}
+
+type redactedFile struct {
+	w    *redact.Writer
+	f    *os.File
+	once sync.Once
+	err  error
+}
+
+func (r *redactedFile) Write(p []byte) (int, error) { return r.w.Write(p) }
+
+func (r *redactedFile) Close() error {
+	r.once.Do(func() {
+		r.err = r.w.Close()
+		if err := r.f.Close(); r.err == nil {
+			r.err = err
+		}
+	})
+	return r.err
+}
+
+var (
+	regMu    sync.Mutex
+	registry = map[string]func(Options) (Launcher, error){}
+)
+
+// Options configure a launcher from the command line. Each launcher reads
+// the fields it needs and rejects a request it cannot serve.
+type Options struct {
+	// ReplayDir is the recordings folder of the replay launcher.
+	ReplayDir string
+	// ReplayFS, when set, is used instead of ReplayDir (embedded data).
+	ReplayFS fs.FS
+	// Hosts are the node names given with --hosts or --hostfile.
+	Hosts []string
+	// MPIArgs are extra arguments for the rank starter (mpirun).
+	MPIArgs []string
+}
+
+// Register adds a launcher constructor under its --launcher name. It is
+// called from the launchers' init functions.
+func Register(name string, f func(Options) (Launcher, error)) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	registry[name] = f
+}
+
+// New builds the named launcher, or returns an error listing those that
+// exist.
+func New(name string, o Options) (Launcher, error) {
+	regMu.Lock()
+	f, ok := registry[name]
+	regMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown launcher %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return f(o)
+}
+
+// Names lists the registered launchers, sorted.
+func Names() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,131 @@
+// Package plan holds what a test plugin hands a launcher: the topology a test
+// runs on and the steps (processes) to start. It is the contract between the
+// "what to run" side (plugins) and the "where and how to run it" side
+// (launchers); neither side knows the other.
+package plan
+
+import (
+	"fmt"
+	"time"
+)
+
+// Topology is the set of machines a test runs on.
+type Topology struct {
+	// Nodes is the number of nodes the test spans (>= 1).
+	Nodes int `json:"nodes"`
+	// GPUsPerNode is the number of GPUs used on each node (>= 1).
+	GPUsPerNode int `json:"gpus_per_node"`
+	// Hosts are the node names, when the launcher knows them before the run
+	// (ssh hostfile, Slurm allocation). Empty for local and replay runs.
+	Hosts []string `json:"hosts,omitempty"`
+	// NICs are the HCA names per node (e.g. "mlx5_0"), when known.
+	NICs []string `json:"nics,omitempty"`
+}
+
+// Ranks is the total number of GPUs (ranks in the nccl-tests sense) in the
+// topology: Nodes × GPUsPerNode.
+func (t Topology) Ranks() int { return t.Nodes * t.GPUsPerNode }
+
+// String renders the scope the way reports and baselines name it: "1x2" is
+// one node with two GPUs.
+func (t Topology) String() string { return fmt.Sprintf("%dx%d", t.Nodes, t.GPUsPerNode) }
+
+// Step is one program start: a single process, or an MPI job of several
+// processes that a rank starter (mpirun, srun) launches together.
+type Step struct {
+	// Name identifies the step within its plan; it names the step's raw
+	// output files, so it is a short word ([a-z0-9_.-]).
+	Name string `json:"name"`
+	// Role is empty for symmetric workloads, or "server"/"client" for paired
+	// ones such as ib_write_bw.
+	Role string `json:"role,omitempty"`
+	// Argv is the program and its arguments. Relative paths in it are
+	// relative to the step's working directory, which the launcher creates
+	// fresh for the step and from which it collects Files.
+	Argv []string `json:"argv"`
+	// Env is added to the environment of every process of the step, and
+	// passed on explicitly by rank starters (mpirun -x NAME).
+	Env map[string]string `json:"env,omitempty"`
+	// Procs is the number of processes to start in total (>= 1).
+	Procs int `json:"procs"`
+	// ProcsPerNode is how many of them go on each node (>= 1).
+	ProcsPerNode int `json:"procs_per_node"`
+	// MPI says the processes form one MPI job and need a rank starter even
+	// when Procs is 1.
+	MPI bool `json:"mpi,omitempty"`
+	// Host is the index into Topology.Hosts of the node a single-host step
+	// (a server or a client) runs on; ignored for multi-node steps.
+	Host int `json:"host,omitempty"`
+	// ReadyMarker, when set, is a line fragment the launcher waits for in
+	// this step's output before it starts the next step.
+	ReadyMarker string `json:"ready_marker,omitempty"`
+	// Timeout bounds the step's run time; zero means the run's own timeout.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Files are the names, relative to the working directory, of files the
+	// step writes and the launcher must collect (e.g. nccl-tests' -J JSON).
+	Files []string `json:"files,omitempty"`
+}
+
+// Plan is the ordered list of steps one test needs.
+type Plan struct {
+	Steps []Step `json:"steps"`
+}
+
+// Validate reports the first structural problem of the plan: a step without
+// a name or argv, a duplicate name, or a process count below one.
+func (p Plan) Validate() error {
+	if len(p.Steps) == 0 {
+		return fmt.Errorf("plan has no steps")
+	}
+	seen := map[string]bool{}
+	for i, s := range p.Steps {
+		switch {
+		case !validName(s.Name):
+			return fmt.Errorf("step %d: name %q is not a short word of [a-z0-9_.-]", i, s.Name)
+		case seen[s.Name]:
+			return fmt.Errorf("step %d: name %q used twice", i, s.Name)
+		case len(s.Argv) == 0:
+			return fmt.Errorf("step %q: empty argv", s.Name)
+		case s.Procs < 1 || s.ProcsPerNode < 1:
+			return fmt.Errorf("step %q: procs %d / procs per node %d must be >= 1", s.Name, s.Procs, s.ProcsPerNode)
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return s != "." && s != ".."
+}
+
+// Output is what a launcher collected from one step: where its combined
+// stdout and stderr and its files were written, and how it ended. Paths are
+// absolute on the machine that runs gpuaccept, so an out-of-process plugin
+// streams them instead of receiving them over RPC.
+type Output struct {
+	Step string `json:"step"`
+	Role string `json:"role,omitempty"`
+	// Host is where the step (or its first rank) ran, when known.
+	Host string `json:"host,omitempty"`
+	// ExitCode is the process's (or the rank starter's) exit status; -1
+	// when it did not exit by itself (killed on timeout, not started).
+	ExitCode int `json:"exit_code"`
+	// LaunchError says why the step could not run or was stopped
+	// (timeout, unreachable host, scheduler error); empty when it ran.
+	LaunchError string `json:"launch_error,omitempty"`
+	// Log is the path of the step's combined stdout and stderr.
+	Log string `json:"log"`
+	// Files maps each collected file name (Step.Files) to its path; a
+	// file the step did not write is absent.
+	Files map[string]string `json:"files,omitempty"`
+	// Command is the command line that ran, as a shell would show it.
+	Command string `json:"command,omitempty"`
+}

@@ -1,0 +1,208 @@
+// Package result is gpuaccept's result model: what a plugin measured
+// (Parsed), how each number was judged (Metric with a Status), and the
+// verdict per test and per run.
+package result
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is a verdict. The order of the constants is their severity:
+// Worst of several statuses is the one declared last.
+type Status string
+
+// The verdicts, from best to worst severity for aggregation.
+const (
+	// Skip: not judged (no baseline at this scope, not applicable).
+	Skip Status = "skip"
+	// Pass: inside the band.
+	Pass Status = "pass"
+	// Warn: inside the warn zone before failure, or a finding that does not
+	// fail the test.
+	Warn Status = "warn"
+	// Fail: outside the band, or a correctness gate failed.
+	Fail Status = "fail"
+	// Error: could not run, or its output could not be parsed.
+	Error Status = "error"
+)
+
+func (s Status) rank() int {
+	switch s {
+	case Pass:
+		return 1
+	case Warn:
+		return 2
+	case Fail:
+		return 3
+	case Error:
+		return 4
+	}
+	return 0
+}
+
+// Worst returns the most severe of the statuses; Skip when given none.
+// Pass outranks Skip, so a test with one judged, passing metric passes.
+func Worst(ss ...Status) Status {
+	w := Skip
+	for _, s := range ss {
+		if s.rank() > w.rank() {
+			w = s
+		}
+	}
+	return w
+}
+
+// Metric is one measured number. Bandwidth is in GB/s (1e9 bytes/s) for
+// collectives and Gb/s for NICs; times in us; sizes in bytes.
+type Metric struct {
+	// Name is the quantity: "busbw", "algbw", "time", ...
+	Name string `json:"name"`
+	// Value is the measured number in Unit.
+	Value float64 `json:"value"`
+	// Unit is "GB/s", "Gb/s", "us", "count", ...
+	Unit string `json:"unit"`
+	// Size is the message size in bytes for a point of a curve; 0 for a
+	// metric that is not per size.
+	Size int64 `json:"size,omitempty"`
+	// Labels tell points of the same name and size apart, e.g.
+	// placement=out-of-place|in-place, type=float, redop=sum.
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// Key renders name, size and labels for messages: "busbw[in-place] at 4 GiB".
+func (m Metric) Key() string {
+	s := m.Name
+	if p := m.Labels["placement"]; p != "" {
+		s += "[" + p + "]"
+	}
+	if m.Size > 0 {
+		s += " at " + FormatBytes(m.Size)
+	}
+	return s
+}
+
+// Check is a correctness gate a plugin evaluated on the output: data
+// validation (#wrong), out-of-bounds values, rank count. A failed check fails
+// the test whatever its bandwidth.
+type Check struct {
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Message string `json:"message,omitempty"`
+}
+
+// Level is a diagnostic's weight.
+type Level string
+
+// Diagnostic levels.
+const (
+	Info    Level = "info"
+	Warning Level = "warning"
+	// Problem diagnostics make the test an error when no metric was found.
+	Problem Level = "error"
+)
+
+// Diagnostic is a note about the output: an NCCL WARN line, a tool error, a
+// line the parser did not understand. Source is "file:line" where known.
+type Diagnostic struct {
+	Level   Level  `json:"level"`
+	Message string `json:"message"`
+	Source  string `json:"source,omitempty"`
+}
+
+// Parsed is what a plugin's Parse returns for the outputs of one test.
+type Parsed struct {
+	Metrics     []Metric     `json:"metrics,omitempty"`
+	Checks      []Check      `json:"checks,omitempty"`
+	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+	// Error, when set, says why the outputs could not be turned into a
+	// measurement (empty, truncated, another tool's output, tool exit code).
+	// The test ends as Error, but Metrics found before it are kept.
+	Error string `json:"error,omitempty"`
+	// Info holds facts for reports: tool and library versions, hosts, ranks.
+	Info map[string]string `json:"info,omitempty"`
+}
+
+// Judged is a metric with its verdict against the baseline.
+type Judged struct {
+	Metric
+	Status Status `json:"status"`
+	// Expected is the baseline reference value, when there is one.
+	Expected *float64 `json:"expected,omitempty"`
+	// Band renders the tolerance band, e.g. ">= 310.9 (baseline 345.5 -10%)".
+	Band string `json:"band,omitempty"`
+	// Message explains a warn or fail, e.g.
+	// "busbw 28.7 GB/s at 4 GiB below 310.9 (baseline 345.5 -10%)".
+	Message string `json:"message,omitempty"`
+	// Source is where the baseline number came from.
+	Source string `json:"source,omitempty"`
+}
+
+// Test is the verdict of one test of a suite.
+type Test struct {
+	// Name is "plugin.test", e.g. "nccl.all_reduce".
+	Name    string            `json:"name"`
+	Status  Status            `json:"status"`
+	Message string            `json:"message,omitempty"`
+	Scope   string            `json:"scope"`
+	Params  map[string]string `json:"params,omitempty"`
+	// Commands are the exact command lines that ran, one per step.
+	Commands    []string          `json:"commands,omitempty"`
+	Metrics     []Judged          `json:"metrics"`
+	Checks      []Check           `json:"checks,omitempty"`
+	Diagnostics []Diagnostic      `json:"diagnostics,omitempty"`
+	Info        map[string]string `json:"info,omitempty"`
+	// Raw are the paths of the raw outputs, relative to the results folder.
+	Raw      []string      `json:"raw,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Run is the verdict of a whole suite run.
+type Run struct {
+	Status   Status    `json:"status"`
+	SKU      string    `json:"sku"`
+	Suite    string    `json:"suite"`
+	Launcher string    `json:"launcher"`
+	Scope    string    `json:"scope"`
+	Hosts    []string  `json:"hosts,omitempty"`
+	Started  time.Time `json:"started"`
+	// Duration is the wall time of the whole run.
+	Duration time.Duration `json:"duration_ns"`
+	Version  string        `json:"gpuaccept_version"`
+	Tests    []Test        `json:"tests"`
+	// Dir is the results folder, when one was written.
+	Dir string `json:"results_dir,omitempty"`
+}
+
+// Finish sets the run's status from its tests.
+func (r *Run) Finish() {
+	ss := make([]Status, len(r.Tests))
+	for i, t := range r.Tests {
+		ss[i] = t.Status
+	}
+	r.Status = Worst(ss...)
+}
+
+// ExitCode maps a run's status to the CLI contract: 0 when nothing failed or
+// errored, 1 when a test failed, 2 when a test errored (could not run).
+func (r *Run) ExitCode() int {
+	switch r.Status {
+	case Fail:
+		return 1
+	case Error:
+		return 2
+	}
+	return 0
+}
+
+// FormatBytes renders a message size the way people read nccl-tests sizes:
+// powers of two as "4 GiB", "512 KiB"; other sizes in bytes ("1000000 B").
+func FormatBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, u := n, 0
+	for u < len(units)-1 && v >= 1024 && v%1024 == 0 {
+		v /= 1024
+		u++
+	}
+	return fmt.Sprintf("%d %s", v, units[u])
+}

@@ -1,0 +1,372 @@
+// Package runner drives a suite: for each test it asks the plugin for a
+// plan, hands the plan to the launcher, gives the raw outputs back to the
+// plugin to parse, and judges the result against the SKU's baseline. It is
+// the one place where the data-flow chain suite → plan → launch → parse →
+// judge is wired.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpuaccept/gpuaccept/framework/judge"
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// Plugins is what the runner needs of the plugin host.
+type Plugins interface {
+	Plan(ctx context.Context, plugin string, req pluginapi.PlanRequest) (plan.Plan, error)
+	Parse(ctx context.Context, plugin string, req pluginapi.ParseRequest) (result.Parsed, error)
+}
+
+// Runner runs a suite of a SKU through one launcher.
+type Runner struct {
+	Plugins  Plugins
+	Launcher launch.Launcher
+	SKU      *sku.SKU
+	// Dir is the results folder; raw outputs go to Dir/raw/TEST/.
+	Dir string
+	// Timeout bounds each test that has no timeout of its own; zero: none.
+	Timeout time.Duration
+	// Params override suite and test parameters for every test.
+	Params map[string]string
+	// Only, when set, restricts the run to these test names.
+	Only []string
+	// DryRun prints the exact commands to Progress instead of running.
+	DryRun bool
+	// Progress receives one line per test as it starts and ends.
+	Progress io.Writer
+	// Version is gpuaccept's version, recorded in the result.
+	Version string
+}
+
+// SplitName splits "nccl.all_reduce" into plugin and test.
+func SplitName(name string) (plugin, test string, err error) {
+	p, t, ok := strings.Cut(name, ".")
+	if !ok || p == "" || t == "" {
+		return "", "", fmt.Errorf("test name %q is not plugin.test", name)
+	}
+	return p, t, nil
+}
+
+// Run runs the named suite at topology topo. The returned error is for
+// problems that prevent the run as a whole (unknown suite, results folder
+// not writable); problems of single tests end as their Error results.
+func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) (*result.Run, error) {
+	su, ok := r.SKU.Suites[suiteName]
+	if !ok {
+		return nil, fmt.Errorf("SKU %s has no suite %q (known: %s)", r.SKU.Name, suiteName, strings.Join(r.SKU.SuiteNames(), ", "))
+	}
+	if err := r.checkOnly(su); err != nil {
+		return nil, err
+	}
+	run := &result.Run{SKU: r.SKU.Name, Suite: suiteName, Launcher: r.Launcher.Name(), Scope: topo.String(),
+		Hosts: topo.Hosts, Started: time.Now().UTC(), Version: r.Version, Dir: r.Dir, Tests: []result.Test{}}
+	if !r.DryRun {
+		if err := os.MkdirAll(filepath.Join(r.Dir, "raw"), 0o755); err != nil {
+			return nil, fmt.Errorf("create results folder: %w", err)
+		}
+	}
+	for _, st := range su.Tests {
+		if !r.selected(st.Test) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			run.Tests = append(run.Tests, result.Test{Name: st.Test, Status: result.Error, Scope: topo.String(),
+				Message: "not run: " + err.Error(), Metrics: []result.Judged{}})
+			continue
+		}
+		t := r.runTest(ctx, su, st, topo)
+		run.Tests = append(run.Tests, t)
+	}
+	run.Duration = time.Since(run.Started)
+	run.Finish()
+	return run, nil
+}
+
+func (r *Runner) checkOnly(su *sku.Suite) error {
+	for _, o := range r.Only {
+		found := false
+		for _, t := range su.Tests {
+			if t.Test == o {
+				found = true
+			}
+		}
+		if !found {
+			names := make([]string, len(su.Tests))
+			for i, t := range su.Tests {
+				names[i] = t.Test
+			}
+			return fmt.Errorf("test %q is not in the suite (its tests: %s)", o, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+func (r *Runner) selected(name string) bool {
+	if len(r.Only) == 0 {
+		return true
+	}
+	for _, o := range r.Only {
+		if o == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Params merges suite, test and command-line parameters, later ones winning.
+func Params(layers ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, l := range layers {
+		for k, v := range l {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (r *Runner) progress(format string, a ...any) {
+	if r.Progress != nil {
+		fmt.Fprintf(r.Progress, format+"\n", a...)
+	}
+}
+
+func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology) result.Test {
+	start := time.Now()
+	params := Params(su.Params, st.Params, r.Params)
+	t := result.Test{Name: st.Test, Scope: topo.String(), Params: params, Metrics: []result.Judged{}}
+	if st.Skip != "" {
+		t.Status, t.Message = result.Skip, st.Skip
+		r.progress("%-24s skip  %s", st.Test, st.Skip)
+		return t
+	}
+	pluginName, test, err := SplitName(st.Test)
+	if err != nil {
+		t.Status, t.Message = result.Error, err.Error()
+		return t
+	}
+	pl, err := r.Plugins.Plan(ctx, pluginName, pluginapi.PlanRequest{Test: test, Params: params, Topology: topo})
+	if err != nil {
+		t.Status, t.Message = result.Error, "plan: "+err.Error()
+		r.progress("%-24s error %s", st.Test, t.Message)
+		return t
+	}
+	timeout := r.Timeout
+	if st.Timeout > 0 {
+		timeout = st.Timeout
+	}
+	dir := filepath.Join(r.Dir, "raw", st.Test)
+	req := launch.Request{Test: st.Test, Plan: pl, Topology: topo, Dir: dir, Timeout: timeout}
+	if r.DryRun {
+		cmds, err := r.Launcher.Commands(req)
+		if err != nil {
+			t.Status, t.Message = result.Error, err.Error()
+			return t
+		}
+		t.Commands = cmds
+		t.Status, t.Message = result.Skip, "dry run"
+		for _, c := range cmds {
+			r.progress("%s", c)
+		}
+		return t
+	}
+	r.progress("%-24s running on %s (%s)", st.Test, topo, r.Launcher.Name())
+	outs, err := r.Launcher.Launch(ctx, req)
+	if err != nil {
+		t.Status, t.Message = result.Error, "launch: "+err.Error()
+		t.Duration = time.Since(start)
+		r.progress("%-24s error %s", st.Test, t.Message)
+		return t
+	}
+	for _, o := range outs {
+		if o.Command != "" {
+			t.Commands = append(t.Commands, o.Command)
+		}
+	}
+	if err := writeOutputs(dir, outs); err != nil {
+		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Warning, Message: err.Error()})
+	}
+	t = r.judge(ctx, t, pluginName, test, params, topo, outs)
+	t.Duration = time.Since(start)
+	t.Raw = rawPaths(r.Dir, outs)
+	r.progress("%-24s %-5s %s (%s)", st.Test, t.Status, t.Message, t.Duration.Round(time.Millisecond))
+	return t
+}
+
+// judge parses outputs with the plugin and judges them against the SKU's
+// baseline at topo's scope.
+func (r *Runner) judge(ctx context.Context, t result.Test, pluginName, test string, params map[string]string, topo plan.Topology, outs []plan.Output) result.Test {
+	parsed, err := r.Plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Params: params, Topology: topo, Outputs: outs})
+	if err != nil {
+		parsed = result.Parsed{Error: "parse: " + err.Error()}
+	}
+	j := Judge(r.SKU, t.Name, topo, parsed)
+	j.Name, j.Scope, j.Params, j.Commands, j.Duration = t.Name, t.Scope, t.Params, t.Commands, t.Duration
+	j.Diagnostics = append(t.Diagnostics, j.Diagnostics...)
+	return j
+}
+
+// Judge judges parsed output of a test at a topology against a SKU: the
+// baseline entries of that scope, or Skip naming the scopes that exist.
+func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) result.Test {
+	scope := sku.Scope{Nodes: topo.Nodes, GPUsPerNode: topo.GPUsPerNode}
+	entries := s.Entries(name, scope)
+	noBaseline := fmt.Sprintf("no baseline for %s in SKU %s", name, s.Name)
+	if scopes := s.Scopes(name); len(scopes) > 0 && len(entries) == 0 {
+		names := make([]string, len(scopes))
+		for i, sc := range scopes {
+			names[i] = sc.String()
+		}
+		noBaseline = fmt.Sprintf("no baseline for %s at scope %s (nodes x GPUs per node) in SKU %s; it has %s",
+			name, scope, s.Name, strings.Join(names, ", "))
+	}
+	t := judge.Test(parsed, entries, noBaseline)
+	t.Name, t.Scope = name, topo.String()
+	judge.SortMetrics(t.Metrics)
+	return t
+}
+
+// writeOutputs records the outputs of a test with paths relative to dir.
+func writeOutputs(dir string, outs []plan.Output) error {
+	rel := make([]plan.Output, len(outs))
+	for i, o := range outs {
+		rel[i] = o
+		rel[i].Log = relTo(dir, o.Log)
+		if len(o.Files) > 0 {
+			rel[i].Files = map[string]string{}
+			for k, v := range o.Files {
+				rel[i].Files[k] = relTo(dir, v)
+			}
+		}
+	}
+	data, err := json.MarshalIndent(rel, "", "  ")
+	if err != nil {
+		return fmt.Errorf("record outputs: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("record outputs: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, launch.OutputsFile), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("record outputs: %w", err)
+	}
+	return nil
+}
+
+func relTo(base, p string) string {
+	if p == "" {
+		return ""
+	}
+	if r, err := filepath.Rel(base, p); err == nil {
+		return r
+	}
+	return p
+}
+
+func rawPaths(root string, outs []plan.Output) []string {
+	var ps []string
+	for _, o := range outs {
+		if o.Log != "" {
+			ps = append(ps, relTo(root, o.Log))
+		}
+		for _, f := range o.Files {
+			ps = append(ps, relTo(root, f))
+		}
+	}
+	sort.Strings(ps)
+	return ps
+}
+
+// Check judges existing output files of one test offline, without running
+// anything. Files are grouped into runs: a JSON file (nccl-tests -J) joins
+// the text log of the same name stem (x.log / x.txt with x.json); every other
+// file is a run of its own. Each run is one test result; with several runs
+// the test name carries the file name ("nccl.all_reduce[a.log]").
+func Check(ctx context.Context, plugins Plugins, s *sku.SKU, name string, topo plan.Topology, files []string, version string) (*result.Run, error) {
+	pluginName, test, err := SplitName(name)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no log files to check")
+	}
+	groups, err := groupFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	run := &result.Run{SKU: s.Name, Suite: "check", Launcher: "check", Scope: topo.String(), Started: time.Now().UTC(), Version: version, Tests: []result.Test{}}
+	for _, g := range groups {
+		start := time.Now()
+		parsed, err := plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Topology: topo, Outputs: []plan.Output{g.out}})
+		if err != nil {
+			parsed = result.Parsed{Error: "parse: " + err.Error()}
+		}
+		t := Judge(s, name, topo, parsed)
+		if len(groups) > 1 {
+			t.Name = fmt.Sprintf("%s[%s]", name, g.label)
+		}
+		t.Raw = g.files
+		t.Duration = time.Since(start)
+		run.Tests = append(run.Tests, t)
+	}
+	run.Duration = time.Since(run.Started)
+	run.Finish()
+	return run, nil
+}
+
+type fileGroup struct {
+	label string
+	out   plan.Output
+	files []string
+}
+
+func groupFiles(files []string) ([]fileGroup, error) {
+	var groups []fileGroup
+	byStem := map[string]int{}
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return nil, fmt.Errorf("log file: %w", err)
+		}
+		if fi.IsDir() {
+			return nil, fmt.Errorf("log file %s: is a folder", f)
+		}
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, fmt.Errorf("log file %s: %w", f, err)
+		}
+		base := filepath.Base(f)
+		stem := strings.TrimSuffix(abs, filepath.Ext(abs))
+		isJSON := strings.EqualFold(filepath.Ext(f), ".json")
+		i, ok := byStem[stem]
+		if ok && (isJSON && !hasJSON(groups[i].out) || !isJSON && groups[i].out.Log == "") {
+			// joins the run of the same stem
+		} else {
+			groups = append(groups, fileGroup{label: base, out: plan.Output{Step: "check"}})
+			i = len(groups) - 1
+			byStem[stem] = i
+		}
+		g := &groups[i]
+		if isJSON {
+			g.out.Files = map[string]string{base: abs}
+		} else {
+			g.out.Log = abs
+			g.label = base
+		}
+		g.files = append(g.files, f)
+	}
+	return groups, nil
+}
+
+func hasJSON(o plan.Output) bool { return len(o.Files) > 0 }

@@ -1,0 +1,528 @@
+// Package sku reads SKU files: one YAML file per SKU holding its suites (which
+// tests to run, with which parameters) and its golden baseline (expected
+// values with tolerance bands and their sources). Malformed files are
+// rejected with file, line and field.
+package sku
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// SKU is one SKU file.
+type SKU struct {
+	// Name is the SKU's name as given to --sku ("h200").
+	Name string `yaml:"sku"`
+	// Description says what hardware this is.
+	Description string `yaml:"description"`
+	// GPUsPerNode is the node's GPU count, the default --gpus-per-node.
+	GPUsPerNode int `yaml:"gpus_per_node"`
+	// Suites by name ("singlenode", "multinode").
+	Suites map[string]*Suite `yaml:"suites"`
+	// Baselines are the expected values.
+	Baselines []*Entry `yaml:"baselines"`
+	// File is where the SKU was read from (for messages).
+	File string `yaml:"-"`
+}
+
+// Suite is a named list of tests with their parameters.
+type Suite struct {
+	Description string `yaml:"description"`
+	// Nodes is the suite's default node count (--nodes overrides).
+	Nodes int `yaml:"nodes"`
+	// Params apply to every test of the suite; a test's own params win.
+	Params map[string]string `yaml:"params"`
+	Tests  []*SuiteTest      `yaml:"tests"`
+	Line   int               `yaml:"-"`
+}
+
+// SuiteTest is one entry of a suite.
+type SuiteTest struct {
+	// Test is "plugin.test", e.g. "nccl.all_reduce".
+	Test string `yaml:"test"`
+	// Params are the plugin's parameters for this test (strings; the plugin
+	// parses them and documents their units in Describe).
+	Params map[string]string `yaml:"params"`
+	// Skip, when set, lists the test without running it, with this reason.
+	Skip string `yaml:"skip"`
+	// Timeout bounds the test; zero means the run's --timeout.
+	Timeout time.Duration `yaml:"timeout"`
+	Line    int           `yaml:"-"`
+}
+
+// Scope is the shape a baseline value was measured at.
+type Scope struct {
+	Nodes       int `yaml:"nodes"`
+	GPUsPerNode int `yaml:"gpus_per_node"`
+}
+
+// String renders a scope as "NxG".
+func (s Scope) String() string { return fmt.Sprintf("%dx%d", s.Nodes, s.GPUsPerNode) }
+
+// Entry is one baseline entry: the expected values of one metric of one test
+// at one scope, either a single value or a curve of per-size points.
+type Entry struct {
+	Test   string            `yaml:"test"`
+	Scope  Scope             `yaml:"scope"`
+	Metric string            `yaml:"metric"`
+	Unit   string            `yaml:"unit"`
+	Labels map[string]string `yaml:"labels"`
+	// Band applies to every point unless the point gives its own edges.
+	Band Band `yaml:"-"`
+	// Value and Size give a single expected value (Size 0: not per size).
+	Value *float64 `yaml:"value"`
+	Size  Size     `yaml:"size"`
+	// Points give a curve: one expected value per message size.
+	Points []Point `yaml:"points"`
+	// Ceiling is the physical limit (NVLink, NIC line rate) in Unit, for
+	// efficiency figures; 0 when unknown.
+	Ceiling float64 `yaml:"ceiling"`
+	// Source says where the numbers came from (seed file and line, measured
+	// run with date, machine and versions).
+	Source string `yaml:"source"`
+	Line   int    `yaml:"-"`
+}
+
+// Point is one expected value of a curve.
+type Point struct {
+	Size  Size    `yaml:"size"`
+	Value float64 `yaml:"value"`
+	// Band, when set, overrides edges of the entry's band for this size.
+	Band Band `yaml:"-"`
+	Line int  `yaml:"-"`
+}
+
+// Size is a message size in bytes. In YAML it is an integer or a string with
+// a binary suffix: "4G", "4 GiB", "512K", "8M".
+type Size int64
+
+// ParseSize parses "4294967296", "4G", "4GiB", "4 GiB", "512K", "8 MiB".
+// Suffixes are binary (K = 1024), as nccl-tests reads -b/-e.
+func ParseSize(s string) (Size, error) {
+	t := strings.TrimSpace(s)
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "i")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K', 'k':
+			mult = 1 << 10
+		case 'M', 'm':
+			mult = 1 << 20
+		case 'G', 'g':
+			mult = 1 << 30
+		case 'T', 't':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = strings.TrimSpace(t[:n-1])
+		}
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v < 0 || v > (1<<62)/mult {
+		return 0, fmt.Errorf("size %q: want bytes, or a number with K, M, G or T (binary)", s)
+	}
+	return Size(v * mult), nil
+}
+
+// UnmarshalYAML reads an integer or a suffixed string.
+func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*s = v
+	return nil
+}
+
+// UnmarshalYAML reads a suite with its line.
+func (s *Suite) UnmarshalYAML(n *yaml.Node) error {
+	type raw Suite
+	if err := strictDecode(n, (*raw)(s)); err != nil {
+		return err
+	}
+	s.Line = n.Line
+	return nil
+}
+
+// UnmarshalYAML reads a suite test with its line.
+func (t *SuiteTest) UnmarshalYAML(n *yaml.Node) error {
+	type raw SuiteTest
+	if err := strictDecode(n, (*raw)(t)); err != nil {
+		return err
+	}
+	t.Line = n.Line
+	return nil
+}
+
+// UnmarshalYAML reads an entry with its band and line.
+func (e *Entry) UnmarshalYAML(n *yaml.Node) error {
+	// entryFields has Entry's fields but not its methods, so decoding it
+	// does not recurse into this UnmarshalYAML.
+	type entryFields Entry
+	type raw struct {
+		entryFields `yaml:",inline"`
+		Band        yaml.Node `yaml:"band"`
+	}
+	var r raw
+	if err := strictDecode(n, &r); err != nil {
+		return err
+	}
+	*e = Entry(r.entryFields)
+	e.Line = n.Line
+	if r.Band.Kind != 0 {
+		b, err := decodeBand(&r.Band)
+		if err != nil {
+			return err
+		}
+		e.Band = b
+	}
+	return nil
+}
+
+// UnmarshalYAML reads a point with its optional band.
+func (p *Point) UnmarshalYAML(n *yaml.Node) error {
+	type raw struct {
+		Size  Size      `yaml:"size"`
+		Value *float64  `yaml:"value"`
+		Band  yaml.Node `yaml:"band"`
+	}
+	var r raw
+	if err := strictDecode(n, &r); err != nil {
+		return err
+	}
+	if r.Value == nil {
+		return fmt.Errorf("line %d: field value: missing", n.Line)
+	}
+	*p = Point{Size: r.Size, Value: *r.Value, Line: n.Line}
+	if r.Band.Kind != 0 {
+		b, err := decodeBand(&r.Band)
+		if err != nil {
+			return err
+		}
+		p.Band = b
+	}
+	return nil
+}
+
+func decodeBand(n *yaml.Node) (Band, error) {
+	var r rawBand
+	if err := strictDecode(n, &r); err != nil {
+		return Band{}, err
+	}
+	var b Band
+	for _, f := range []struct {
+		name  string
+		text  string
+		lower bool
+		dst   *Bound
+	}{{"min", r.Min, true, &b.Min}, {"warn_min", r.WarnMin, true, &b.WarnMin}, {"max", r.Max, false, &b.Max}, {"warn_max", r.WarnMax, false, &b.WarnMax}} {
+		if f.text == "" {
+			continue
+		}
+		v, err := ParseBound(f.text, f.lower)
+		if err != nil {
+			return Band{}, fmt.Errorf("line %d: field band.%s: %w", lineOf(n, f.name), f.name, err)
+		}
+		*f.dst = v
+	}
+	return b, nil
+}
+
+// strictDecode decodes a mapping node into out after checking that every
+// key names a field of out, so a typo ("tolerence:") is an error with its
+// line instead of a silently ignored setting.
+func strictDecode(n *yaml.Node, out any) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: want a mapping, got %s", n.Line, kindName(n))
+	}
+	known := yamlFields(reflect.TypeOf(out).Elem())
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if !known[k.Value] {
+			names := make([]string, 0, len(known))
+			for f := range known {
+				names = append(names, f)
+			}
+			sort.Strings(names)
+			return fmt.Errorf("line %d: field %q is not known here (known: %s)", k.Line, k.Value, strings.Join(names, ", "))
+		}
+	}
+	if err := n.Decode(out); err != nil {
+		return cleanYAMLError(err)
+	}
+	return nil
+}
+
+func yamlFields(t reflect.Type) map[string]bool {
+	m := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			for k := range yamlFields(f.Type) {
+				m[k] = true
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		m[name] = true
+	}
+	return m
+}
+
+func lineOf(n *yaml.Node, key string) int {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i].Line
+		}
+	}
+	return n.Line
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the value %q", n.Value)
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return "something else"
+}
+
+// cleanYAMLError turns yaml.v3's "yaml: unmarshal errors:\n  line 3: ..."
+// into "line 3: ...".
+func cleanYAMLError(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return errors.New(strings.Join(te.Errors, "; "))
+	}
+	return err
+}
+
+// Parse reads a SKU file's content; name is the file name for messages.
+// Errors name the file, the line and the field.
+func Parse(data []byte, name string) (*SKU, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty file", name)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s: empty file", name)
+	}
+	type raw SKU
+	var s SKU
+	if err := strictDecode(root.Content[0], (*raw)(&s)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	s.File = name
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &s, nil
+}
+
+// knownUnits are the units baselines may use. GB/s is 1e9 bytes/s (NCCL
+// busbw/algbw); Gb/s is 1e9 bits/s (NIC line rate).
+var knownUnits = map[string]bool{"GB/s": true, "Gb/s": true, "MB/s": true, "us": true, "ms": true, "count": true, "%": true}
+
+func (s *SKU) validate() error {
+	if s.Name == "" {
+		return errors.New("field sku: missing")
+	}
+	if s.GPUsPerNode < 0 {
+		return fmt.Errorf("field gpus_per_node: %d is negative", s.GPUsPerNode)
+	}
+	for name, su := range s.Suites {
+		if su == nil || len(su.Tests) == 0 {
+			return fmt.Errorf("suite %q: no tests", name)
+		}
+		for _, t := range su.Tests {
+			if _, _, ok := strings.Cut(t.Test, "."); !ok {
+				return fmt.Errorf("line %d: field test: %q is not plugin.test", t.Line, t.Test)
+			}
+		}
+	}
+	for _, e := range s.Baselines {
+		if err := e.validate(); err != nil {
+			if strings.HasPrefix(err.Error(), "line ") {
+				return err // already names a more precise line
+			}
+			return fmt.Errorf("line %d: %w", e.Line, err)
+		}
+	}
+	return nil
+}
+
+func (e *Entry) validate() error {
+	switch {
+	case !strings.Contains(e.Test, "."):
+		return fmt.Errorf("field test: %q is not plugin.test", e.Test)
+	case e.Scope.Nodes < 1 || e.Scope.GPUsPerNode < 1:
+		return fmt.Errorf("field scope: nodes and gpus_per_node must be >= 1, got %s", e.Scope)
+	case e.Metric == "":
+		return errors.New("field metric: missing")
+	case !knownUnits[e.Unit]:
+		return fmt.Errorf("field unit: %q is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %%", e.Unit)
+	case e.Source == "":
+		return errors.New("field source: missing (say where the numbers come from)")
+	case (e.Value == nil) == (len(e.Points) == 0):
+		return errors.New("fields value/points: give exactly one of a single value or a list of points")
+	case e.Band.IsZero() && !e.pointsHaveBands():
+		return errors.New("field band: missing (give at least min or max)")
+	}
+	if err := e.checkUnits(e.Band); err != nil {
+		return err
+	}
+	for _, p := range e.Points {
+		if err := e.checkUnits(p.Band); err != nil {
+			return fmt.Errorf("line %d: %w", p.Line, err)
+		}
+	}
+	if e.Value != nil {
+		return e.Band.check(*e.Value)
+	}
+	seen := map[Size]bool{}
+	for _, p := range e.Points {
+		if seen[p.Size] {
+			return fmt.Errorf("line %d: field size: %d listed twice", p.Line, p.Size)
+		}
+		seen[p.Size] = true
+		if err := e.Band.Merge(p.Band).check(p.Value); err != nil {
+			return fmt.Errorf("line %d: %w", p.Line, err)
+		}
+	}
+	return nil
+}
+
+// checkUnits catches a bound written in another unit than the entry's, the
+// classic GB/s (bytes) vs Gb/s (bits) slip that is off by 8x.
+func (e *Entry) checkUnits(b Band) error {
+	for _, x := range []Bound{b.Min, b.WarnMin, b.Max, b.WarnMax} {
+		if x.IsSet() && !x.Relative && x.Unit != "" && x.Unit != e.Unit {
+			return fmt.Errorf("field band: bound %q is in %s but the entry's unit is %s", x.Text, x.Unit, e.Unit)
+		}
+	}
+	return nil
+}
+
+func (e *Entry) pointsHaveBands() bool {
+	if len(e.Points) == 0 {
+		return false
+	}
+	for _, p := range e.Points {
+		if p.Band.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// Scopes lists the scopes the baseline has for a test, sorted.
+func (s *SKU) Scopes(test string) []Scope {
+	seen := map[Scope]bool{}
+	var out []Scope
+	for _, e := range s.Baselines {
+		if e.Test == test && !seen[e.Scope] {
+			seen[e.Scope] = true
+			out = append(out, e.Scope)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Nodes != out[j].Nodes {
+			return out[i].Nodes < out[j].Nodes
+		}
+		return out[i].GPUsPerNode < out[j].GPUsPerNode
+	})
+	return out
+}
+
+// Entries returns the baseline entries of a test at a scope.
+func (s *SKU) Entries(test string, sc Scope) []*Entry {
+	var out []*Entry
+	for _, e := range s.Baselines {
+		if e.Test == test && e.Scope == sc {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// SuiteNames lists the SKU's suites, sorted.
+func (s *SKU) SuiteNames() []string {
+	out := make([]string, 0, len(s.Suites))
+	for n := range s.Suites {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Catalog is a set of SKU files.
+type Catalog struct {
+	SKUs map[string]*SKU
+}
+
+// Load reads every *.yaml file at the top of fsys as a SKU file. One bad
+// file fails the whole load with its name, line and field: a catalog with a
+// silently missing SKU would skip its tests without saying why.
+func Load(fsys fs.FS) (*Catalog, error) {
+	names, err := fs.Glob(fsys, "*.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("list SKU files: %w", err)
+	}
+	c := &Catalog{SKUs: map[string]*SKU{}}
+	for _, n := range names {
+		data, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			return nil, fmt.Errorf("read SKU file %s: %w", n, err)
+		}
+		s, err := Parse(data, path.Join("baselines", n))
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := c.SKUs[s.Name]; dup {
+			return nil, fmt.Errorf("%s: sku %q is also defined in %s", s.File, s.Name, prev.File)
+		}
+		c.SKUs[s.Name] = s
+	}
+	return c, nil
+}
+
+// Names lists the catalog's SKU names, sorted.
+func (c *Catalog) Names() []string {
+	out := make([]string, 0, len(c.SKUs))
+	for n := range c.SKUs {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Get returns the named SKU, or an error listing those that exist.
+func (c *Catalog) Get(name string) (*SKU, error) {
+	if s, ok := c.SKUs[name]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("unknown SKU %q (known: %s)", name, strings.Join(c.Names(), ", "))
+}

@@ -1,0 +1,131 @@
+package sku
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/gpuaccept/gpuaccept/baselines"
+)
+
+const good = `sku: t
+description: test SKU
+gpus_per_node: 2
+suites:
+  singlenode:
+    nodes: 1
+    params: {maxbytes: 4G}
+    tests:
+      - test: nccl.all_reduce
+      - test: nccl.gemm
+        skip: no plugin yet
+baselines:
+  - test: nccl.all_reduce
+    scope: {nodes: 1, gpus_per_node: 2}
+    metric: busbw
+    unit: GB/s
+    labels: {placement: out-of-place}
+    band: {min: "-10%", warn_min: "-5%"}
+    source: measured
+    points:
+      - {size: 1G, value: 330}
+      - {size: 4294967296, value: 344, band: {min: ">= 300 GB/s"}}
+`
+
+func TestParseGood(t *testing.T) {
+	s, err := Parse([]byte(good), "t.yaml")
+	assert.NilError(t, err)
+	assert.Equal(t, s.Name, "t")
+	assert.Equal(t, len(s.Suites["singlenode"].Tests), 2)
+	assert.Equal(t, s.Suites["singlenode"].Tests[1].Skip, "no plugin yet")
+	e := s.Baselines[0]
+	assert.Equal(t, e.Line, 13)
+	assert.Equal(t, len(e.Points), 2)
+	assert.Equal(t, e.Points[0].Size, Size(1<<30))
+	assert.Equal(t, e.Points[1].Size, Size(4<<30))
+	assert.Equal(t, e.Band.Min.Limit(344), 344*0.9)
+	merged := e.Band.Merge(e.Points[1].Band)
+	assert.Equal(t, merged.Min.Limit(344), 300.0)
+	assert.Equal(t, merged.WarnMin.Text, "-5%")
+	assert.DeepEqual(t, s.Scopes("nccl.all_reduce"), []Scope{{1, 2}})
+	assert.Equal(t, len(s.Entries("nccl.all_reduce", Scope{1, 8})), 0)
+}
+
+// Every malformed file is rejected with the file, the line and the field.
+func TestParseBad(t *testing.T) {
+	cases := []struct {
+		name, from, to, want string
+	}{
+		{"typo in a field", "    band: {min", "    bnad: {min", `t.yaml: line 18: field "bnad" is not known here`},
+		{"typo in a band edge", `{min: "-10%", warn_min`, `{mn: "-10%", warn_min`, `line 18: field "mn" is not known here`},
+		{"relative floor written positive", `min: "-10%"`, `min: "10%"`, `line 18: field band.min: bound "10%": a floor`},
+		{"absolute floor written as ceiling", `>= 300 GB/s`, `<= 300 GB/s`, `field band.min: bound "<= 300 GB/s": a floor (min, warn_min) is written with >=`},
+		{"bits instead of bytes in a bound", `>= 300 GB/s`, `>= 300 Gb/s`, `line 22: field band: bound ">= 300 Gb/s" is in Gb/s but the entry's unit is GB/s`},
+		{"unknown unit", "unit: GB/s", "unit: GBps", `line 13: field unit: "GBps" is not one of`},
+		{"size not a size", "size: 1G", "size: lots", `line 21: size "lots": want bytes`},
+		{"value not a number", "value: 330", "value: fast", "line 21: cannot unmarshal !!str `fast` into float64"},
+		{"missing source", "    source: measured\n", "", "line 13: field source: missing"},
+		{"warn zone outside the band", `warn_min: "-5%"`, `warn_min: "-20%"`, `warn_min -20% is below min -10%`},
+		{"band that can never pass", `band: {min: "-10%", warn_min: "-5%"}`, `band: {min: ">= 400", max: "<= 300"}`, `no value can pass`},
+		{"no band", `    band: {min: "-10%", warn_min: "-5%"}` + "\n", "", "field band: missing"},
+		{"bad test name", "  - test: nccl.all_reduce\n    scope", "  - test: allreduce\n    scope", `line 13: field test: "allreduce" is not plugin.test`},
+		{"bad scope", "scope: {nodes: 1,", "scope: {nodes: 0,", "field scope: nodes and gpus_per_node must be >= 1"},
+		{"duplicate size", "size: 1G", "size: 4G", "t.yaml: line 22: field size: 4294967296 listed twice"},
+		{"value and points", "    points:\n", "    value: 3\n    points:\n", "give exactly one of a single value or a list of points"},
+		{"not YAML", "sku: t\n", "sku: [t\n", "t.yaml: yaml: line"},
+		{"suite test not a mapping", "      - test: nccl.all_reduce\n      - test: nccl.gemm", "      - nccl.all_reduce\n      - test: nccl.gemm", `line 9: want a mapping, got the value "nccl.all_reduce"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Assert(t, strings.Contains(good, c.from), "case does not apply: %q", c.from)
+			_, err := Parse([]byte(strings.Replace(good, c.from, c.to, 1)), "t.yaml")
+			assert.ErrorContains(t, err, c.want)
+			assert.Assert(t, strings.HasPrefix(err.Error(), "t.yaml: "), err.Error())
+		})
+	}
+}
+
+func TestParseEmpty(t *testing.T) {
+	_, err := Parse(nil, "e.yaml")
+	assert.ErrorContains(t, err, "e.yaml: empty file")
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]Size{"8": 8, "4G": 4 << 30, "4 GiB": 4 << 30, "512K": 512 << 10, "8MiB": 8 << 20, "1T": 1 << 40} {
+		got, err := ParseSize(in)
+		assert.NilError(t, err, in)
+		assert.Equal(t, got, want, in)
+	}
+	for _, in := range []string{"", "G", "-1", "1.5G", "99999999999T"} {
+		_, err := ParseSize(in)
+		assert.Assert(t, err != nil, in)
+	}
+}
+
+// The shipped SKU files load and every value has a source.
+func TestShippedBaselines(t *testing.T) {
+	cat, err := Load(baselines.FS)
+	assert.NilError(t, err)
+	assert.Assert(t, is.Contains(cat.Names(), "h200"))
+	h := cat.SKUs["h200"]
+	assert.Assert(t, len(h.Entries("nccl.all_reduce", Scope{1, 2})) == 2)
+	for _, e := range h.Baselines {
+		assert.Assert(t, e.Source != "")
+		file, _, _ := strings.Cut(e.Source, " ")
+		_, err := os.Stat("../../" + file)
+		assert.NilError(t, err, "source of %s names a file that is not in the repository", e.Test)
+	}
+	_, err = cat.Get("h999")
+	assert.ErrorContains(t, err, `unknown SKU "h999" (known: h200`)
+}
+
+func TestLoadDuplicateSKU(t *testing.T) {
+	dir := t.TempDir()
+	assert.NilError(t, os.WriteFile(dir+"/a.yaml", []byte(good), 0o644))
+	assert.NilError(t, os.WriteFile(dir+"/b.yaml", []byte(good), 0o644))
+	_, err := Load(os.DirFS(dir))
+	assert.ErrorContains(t, err, `sku "t" is also defined in baselines/a.yaml`)
+}

@@ -1,0 +1,296 @@
+// Package local is the launcher that runs steps on this host: single
+// processes directly, MPI steps under mpirun. Every step runs in its own
+// process group, so a timeout or Ctrl-C kills the whole tree (mpirun and its
+// ranks), not just the first process.
+package local
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
+)
+
+// Name is the --launcher value.
+const Name = "local"
+
+func init() {
+	launch.Register(Name, func(o launch.Options) (launch.Launcher, error) {
+		return &Launcher{MPIArgs: o.MPIArgs}, nil
+	})
+}
+
+// Launcher runs steps on this host.
+type Launcher struct {
+	// MPIArgs are extra mpirun arguments.
+	MPIArgs []string
+	// Environ is the environment steps start from; nil means os.Environ().
+	Environ []string
+	// KillGrace is how long a step has between SIGTERM and SIGKILL after a
+	// timeout; zero means 5 s.
+	KillGrace time.Duration
+}
+
+// Name implements launch.Launcher.
+func (l *Launcher) Name() string { return Name }
+
+func (l *Launcher) environ() []string {
+	if l.Environ != nil {
+		return l.Environ
+	}
+	return os.Environ()
+}
+
+func (l *Launcher) argv(s plan.Step) ([]string, error) {
+	if !rankstart.NeedsStarter(s) {
+		return s.Argv, nil
+	}
+	return rankstart.OpenMPI(s, rankstart.Options{AllowRoot: os.Geteuid() == 0, ExtraArgs: l.MPIArgs, Environ: l.environ()})
+}
+
+func (l *Launcher) check(req launch.Request) error {
+	if req.Topology.Nodes > 1 {
+		return fmt.Errorf("launcher local runs on this host only, but the test asks for %d nodes (use --launcher ssh or slurm, or --nodes 1)", req.Topology.Nodes)
+	}
+	return nil
+}
+
+// Commands implements launch.Launcher: each step as a shell line, with its
+// environment in front.
+func (l *Launcher) Commands(req launch.Request) ([]string, error) {
+	if err := l.check(req); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range req.Plan.Steps {
+		argv, err := l.argv(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, command(s, argv))
+	}
+	return out, nil
+}
+
+func command(s plan.Step, argv []string) string {
+	line := rankstart.ShellJoin(argv)
+	if env := rankstart.EnvPrefix(s); env != "" {
+		line = env + " " + line
+	}
+	return line
+}
+
+// Launch implements launch.Launcher. Steps start in order; a step with a
+// ReadyMarker lets the next one start once the marker shows in its output,
+// and keeps running beside it. All steps are waited for before Launch
+// returns.
+func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Output, error) {
+	if err := l.check(req); err != nil {
+		return nil, err
+	}
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	outs := make([]plan.Output, len(req.Plan.Steps))
+	var wg sync.WaitGroup
+	for i, s := range req.Plan.Steps {
+		ready := make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i] = l.runStep(ctx, req, s, ready)
+		}()
+		if s.ReadyMarker == "" {
+			wg.Wait()
+			continue
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+		}
+	}
+	wg.Wait()
+	return outs, nil
+}
+
+// runStep runs one step to its end and closes ready when its marker shows
+// (or when it ends without one).
+func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step, ready chan struct{}) plan.Output {
+	var readyOnce sync.Once
+	markReady := func() { readyOnce.Do(func() { close(ready) }) }
+	defer markReady()
+
+	host, _ := os.Hostname()
+	out := plan.Output{Step: s.Name, Role: s.Role, Host: host, ExitCode: -1}
+	argv, err := l.argv(s)
+	if err != nil {
+		out.LaunchError = err.Error()
+		return out
+	}
+	out.Command = command(s, argv)
+	work, err := os.MkdirTemp("", "gpuaccept-"+s.Name+"-")
+	if err != nil {
+		out.LaunchError = fmt.Sprintf("create working folder: %v", err)
+		return out
+	}
+	defer os.RemoveAll(work)
+
+	logw, logPath, err := launch.CreateLog(req.Dir, s.Name)
+	if err != nil {
+		out.LaunchError = err.Error()
+		return out
+	}
+	out.Log = logPath
+	defer logw.Close()
+
+	sctx := ctx
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, s.Timeout)
+		defer cancel()
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = work
+	cmd.Env = rankstart.Environ(l.environ(), s)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var sink io.Writer = logw
+	if s.ReadyMarker != "" {
+		sink = &markerWriter{w: logw, marker: []byte(s.ReadyMarker), found: markReady}
+	}
+	sw := &syncWriter{w: sink}
+	cmd.Stdout, cmd.Stderr = sw, sw
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		out.LaunchError = fmt.Sprintf("start %s: %v", argv[0], err)
+		fmt.Fprintf(logw, "gpuaccept: %s\n", out.LaunchError)
+		return out
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-sctx.Done():
+		l.killGroup(cmd.Process.Pid, done)
+		werr = sctx.Err()
+		why := "cancelled"
+		if errors.Is(werr, context.DeadlineExceeded) {
+			why = fmt.Sprintf("timed out after %s", time.Since(start).Round(time.Millisecond))
+		}
+		out.LaunchError = why + "; process group killed"
+		fmt.Fprintf(logw, "\ngpuaccept: step %s %s\n", s.Name, out.LaunchError)
+	}
+	if out.LaunchError == "" {
+		out.ExitCode = exitCode(werr)
+		if out.ExitCode < 0 {
+			out.LaunchError = fmt.Sprintf("wait for %s: %v", argv[0], werr)
+		}
+	}
+	for _, f := range s.Files {
+		src, err := os.Open(filepath.Join(work, f))
+		if err != nil {
+			continue // not written: the plugin sees it missing and says so
+		}
+		p, err := launch.CollectFile(req.Dir, s.Name, f, src)
+		src.Close()
+		if err != nil {
+			out.LaunchError = strings.TrimPrefix(out.LaunchError+"; ", "; ") + err.Error()
+			continue
+		}
+		if out.Files == nil {
+			out.Files = map[string]string{}
+		}
+		out.Files[f] = p
+	}
+	return out
+}
+
+// killGroup sends SIGTERM to the step's process group, then SIGKILL after the
+// grace period, and waits for the leader to be reaped.
+func (l *Launcher) killGroup(pid int, done chan error) {
+	grace := l.KillGrace
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-done
+	}
+	// Children that ignored SIGTERM while the leader exited still get KILL.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// syncWriter serialises writes from stdout and stderr.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// markerWriter passes output on and calls found once a line holds marker.
+type markerWriter struct {
+	w      io.Writer
+	marker []byte
+	found  func()
+	line   []byte
+	done   bool
+}
+
+func (m *markerWriter) Write(p []byte) (int, error) {
+	if !m.done {
+		m.line = append(m.line, p...)
+		sc := bufio.NewScanner(bytes.NewReader(m.line))
+		for sc.Scan() {
+			if bytes.Contains(sc.Bytes(), m.marker) {
+				m.done = true
+				m.found()
+				break
+			}
+		}
+		if i := bytes.LastIndexByte(m.line, '\n'); i >= 0 {
+			m.line = append(m.line[:0], m.line[i+1:]...)
+		}
+		if len(m.line) > 64<<10 {
+			m.line = m.line[len(m.line)-len(m.marker):]
+		}
+	}
+	return m.w.Write(p)
+}

@@ -1,0 +1,132 @@
+// Package replay is the launcher that runs nothing: it serves recorded
+// outputs from a folder laid out like a results folder's raw/ (one folder per
+// test, holding STEP.log, STEP.files/ and optionally outputs.json with exit
+// codes). It lets the whole pipeline run without GPUs (gpuaccept demo) and
+// old logs be judged again against a new baseline.
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+)
+
+// Name is the --launcher value.
+const Name = "replay"
+
+func init() {
+	launch.Register(Name, func(o launch.Options) (launch.Launcher, error) {
+		switch {
+		case o.ReplayFS != nil:
+			return &Launcher{FS: o.ReplayFS, Where: "embedded recordings"}, nil
+		case o.ReplayDir != "":
+			dir := o.ReplayDir
+			// A results folder replays from its raw/ subfolder.
+			if fi, err := os.Stat(path.Join(dir, "raw")); err == nil && fi.IsDir() {
+				dir = path.Join(dir, "raw")
+			}
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				return nil, fmt.Errorf("launcher replay: recordings folder %q: not a folder", o.ReplayDir)
+			}
+			return &Launcher{FS: os.DirFS(dir), Where: dir}, nil
+		}
+		return nil, errors.New("launcher replay needs --replay-dir (a folder of recordings or a results folder)")
+	})
+}
+
+// Launcher serves recordings from FS.
+type Launcher struct {
+	FS fs.FS
+	// Where names FS in messages.
+	Where string
+}
+
+// Name implements launch.Launcher.
+func (l *Launcher) Name() string { return Name }
+
+// Commands implements launch.Launcher: what would be replayed.
+func (l *Launcher) Commands(req launch.Request) ([]string, error) {
+	var out []string
+	for _, s := range req.Plan.Steps {
+		out = append(out, fmt.Sprintf("replay %s from %s", path.Join(req.Test, launch.LogName(s.Name)), l.Where))
+	}
+	return out, nil
+}
+
+// Launch implements launch.Launcher: each step's recorded log and files are
+// copied (through redaction) into req.Dir. A missing recording is that
+// step's LaunchError.
+func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Output, error) {
+	recorded := map[string]plan.Output{}
+	if data, err := fs.ReadFile(l.FS, path.Join(req.Test, launch.OutputsFile)); err == nil {
+		var outs []plan.Output
+		if err := json.Unmarshal(data, &outs); err != nil {
+			return nil, fmt.Errorf("read %s in %s: %w", path.Join(req.Test, launch.OutputsFile), l.Where, err)
+		}
+		for _, o := range outs {
+			recorded[o.Step] = o
+		}
+	}
+	var outs []plan.Output
+	for _, s := range req.Plan.Steps {
+		if err := ctx.Err(); err != nil {
+			return outs, err
+		}
+		outs = append(outs, l.replayStep(req, s, recorded[s.Name]))
+	}
+	return outs, nil
+}
+
+func (l *Launcher) replayStep(req launch.Request, s plan.Step, rec plan.Output) plan.Output {
+	out := plan.Output{Step: s.Name, Role: s.Role, Host: rec.Host, ExitCode: rec.ExitCode, LaunchError: rec.LaunchError,
+		Command: rec.Command}
+	logPath := path.Join(req.Test, launch.LogName(s.Name))
+	src, err := l.FS.Open(logPath)
+	if err != nil {
+		out.ExitCode = -1
+		out.LaunchError = fmt.Sprintf("no recording %s in %s", logPath, l.Where)
+		return out
+	}
+	w, p, err := launch.CreateLog(req.Dir, s.Name)
+	if err != nil {
+		src.Close()
+		out.LaunchError = err.Error()
+		return out
+	}
+	_, cerr := io.Copy(w, src)
+	src.Close()
+	if err := w.Close(); cerr == nil {
+		cerr = err
+	}
+	if cerr != nil {
+		out.LaunchError = fmt.Sprintf("copy recording %s: %v", logPath, cerr)
+		return out
+	}
+	out.Log = p
+	for _, f := range s.Files {
+		fp := path.Join(req.Test, launch.FilesDir(s.Name), path.Base(f))
+		r, err := l.FS.Open(fp)
+		if err != nil {
+			continue // not recorded: the plugin reports the missing file
+		}
+		dst, err := launch.CollectFile(req.Dir, s.Name, path.Base(f), r)
+		r.Close()
+		if err != nil {
+			out.LaunchError = err.Error()
+			continue
+		}
+		if out.Files == nil {
+			out.Files = map[string]string{}
+		}
+		out.Files[f] = dst
+	}
+	return out
+}

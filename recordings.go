@@ -1,0 +1,32 @@
+// Package gpuaccept holds the real recordings embedded in the gpuaccept
+// binary: what `gpuaccept demo` replays through the whole pipeline.
+package gpuaccept
+
+import (
+	"embed"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+// Recordings holds testdata/recordings: real nccl-tests outputs laid out as
+// a results folder's raw/ (see testdata/recordings/README.md).
+//
+//go:embed testdata/recordings
+var Recordings embed.FS
+
+// DemoRecording is one recording the demo replays, with the verdict the
+// h200 baseline must give it.
+type DemoRecording struct {
+	// Dir is the recording's folder inside Recordings.
+	Dir   string
+	Title string
+	// Params are the suite parameters the recording was made with.
+	Params map[string]string
+	// Want is the run status the demo expects.
+	Want result.Status
+}
+
+// DemoRecordings are replayed by `gpuaccept demo`, in order.
+var DemoRecordings = []DemoRecording{
+	{Dir: "testdata/recordings/h200-1x2-healthy", Title: "healthy: 2 x H200 (NVLink NV18), nccl-tests 2.19.6, NCCL 2.28.9, one process on both GPUs", Want: result.Pass},
+}
