@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"io"
 	"regexp"
+	"strings"
 )
 
 // Mask replaces a redacted value.
@@ -38,8 +39,19 @@ func Line(line []byte) []byte {
 	if !hit {
 		return line
 	}
-	line = secretAssign.ReplaceAll(line, []byte("${1}${2}${3}"+Mask))
-	return bearer.ReplaceAll(line, []byte("${1} "+Mask))
+	line = bearer.ReplaceAll(line, []byte("${1} "+Mask))
+	return secretAssign.ReplaceAllFunc(line, func(m []byte) []byte {
+		sub := secretAssign.FindSubmatch(m)
+		v := string(sub[4])
+		// "Authorization: Bearer [REDACTED]" is already masked.
+		if strings.EqualFold(v, "bearer") || strings.EqualFold(v, "basic") || strings.HasPrefix(Mask, v) {
+			return m
+		}
+		out := append([]byte{}, sub[1]...)
+		out = append(out, sub[2]...)
+		out = append(out, sub[3]...)
+		return append(out, Mask...)
+	})
 }
 
 // Copy copies src to dst line by line, masking secrets. It returns the bytes

@@ -164,6 +164,9 @@ func JUnit(run *result.Run) junit.Testsuites {
 		suite.AddProperty("hosts", strings.Join(run.Hosts, ","))
 	}
 	for _, kv := range toolInfo(run) {
+		if kv[0] == "hosts" && len(run.Hosts) > 0 {
+			continue // the launcher's host list is authoritative
+		}
 		suite.AddProperty(kv[0], kv[1])
 	}
 	for _, t := range run.Tests {

@@ -1,0 +1,48 @@
+package redact
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+func TestLine(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`  "HF_TOKEN=hf_abcdefghijklmnop",`, `  "HF_TOKEN=[REDACTED]",`},
+		{`export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG`, `export AWS_SECRET_ACCESS_KEY=[REDACTED]`},
+		{`WANDB_API_KEY=0123456789abcdef NCCL_DEBUG=INFO`, `WANDB_API_KEY=[REDACTED] NCCL_DEBUG=INFO`},
+		{`DB_PASSWORD: hunter2`, `DB_PASSWORD: [REDACTED]`},
+		{`Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30`, `Authorization: Bearer [REDACTED]`},
+		{`  "NCCL_NVLS_ENABLE=0",`, `  "NCCL_NVLS_ENABLE=0",`},
+		{`# Avg bus bandwidth    : 103.407`, `# Avg bus bandwidth    : 103.407`},
+		{`NCCL_IB_HCA=mlx5_0 NCCL_SOCKET_IFNAME=eth0`, `NCCL_IB_HCA=mlx5_0 NCCL_SOCKET_IFNAME=eth0`},
+	}
+	for _, c := range cases {
+		assert.Equal(t, string(Line([]byte(c.in))), c.want)
+	}
+}
+
+// Secrets split across writes, and a last line without newline, are masked.
+func TestWriterAcrossWrites(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(&out)
+	in := "line one\nGITHUB_TOKEN=ghp_0123456789abcdef\nlast SLACK_TOKEN=xoxb-12345"
+	for i := 0; i < len(in); i += 7 {
+		end := min(i+7, len(in))
+		_, err := w.Write([]byte(in[i:end]))
+		assert.NilError(t, err)
+	}
+	assert.NilError(t, w.Close())
+	assert.Equal(t, out.String(), "line one\nGITHUB_TOKEN=[REDACTED]\nlast SLACK_TOKEN=[REDACTED]")
+	assert.Assert(t, !strings.Contains(out.String(), "ghp_"))
+}
+
+// Redacting twice (a replayed results folder) changes nothing more.
+func TestIdempotent(t *testing.T) {
+	for _, in := range []string{`"HF_TOKEN=abcdef123",`, "Authorization: Bearer abcdefgh12345", "X_PASSWORD=p4ss word"} {
+		once := Line([]byte(in))
+		assert.Equal(t, string(Line(append([]byte{}, once...))), string(once))
+	}
+}
