@@ -58,6 +58,8 @@ const (
 // usageError is a bad command line or configuration: exit 2 with a hint.
 type usageError struct{ error }
 
+func (u usageError) Unwrap() error { return u.error }
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -75,9 +77,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "check":
 		code, err = cmdCheck(args, stdout, stderr)
 	case "list":
-		code, err = cmdList(args, stdout)
+		code, err = cmdList(args, stdout, stderr)
 	case "baseline":
-		code, err = cmdBaseline(args, stdout)
+		code, err = cmdBaseline(args, stdout, stderr)
 	case "demo":
 		code, err = cmdDemo(args, stdout, stderr)
 	case "plugin":
@@ -469,9 +471,9 @@ func knownTest(ctx context.Context, host *pluginapi.Host, name string) error {
 	return fmt.Errorf("plugin %s has no test %q (known: %s)", p, t, strings.Join(names, ", "))
 }
 
-func cmdList(args []string, stdout io.Writer) (int, error) {
+func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
-	fs := newFlags("list", "Usage: gpuaccept list [skus|suites|tests|plugins|launchers]\n", os.Stderr)
+	fs := newFlags("list", "Usage: gpuaccept list [skus|suites|tests|plugins|launchers]\n", stderr)
 	c.add(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
@@ -534,14 +536,14 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 	return exitOK, nil
 }
 
-func cmdBaseline(args []string, stdout io.Writer) (int, error) {
+func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
 		return exitUsage, usageError{errors.New("baseline: want validate [FILE...] or show SKU")}
 	}
 	switch args[0] {
 	case "validate":
 		var c common
-		fs := newFlags("baseline validate", "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n", os.Stderr)
+		fs := newFlags("baseline validate", "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n", stderr)
 		c.add(fs)
 		if err := fs.Parse(args[1:]); err != nil {
 			return exitUsage, usageError{err}
@@ -576,7 +578,7 @@ func cmdBaseline(args []string, stdout io.Writer) (int, error) {
 		return exitOK, nil
 	case "show":
 		var c common
-		fs := newFlags("baseline show", "Usage: gpuaccept baseline show SKU\n", os.Stderr)
+		fs := newFlags("baseline show", "Usage: gpuaccept baseline show SKU\n", stderr)
 		c.add(fs)
 		if err := fs.Parse(args[1:]); err != nil {
 			return exitUsage, usageError{err}

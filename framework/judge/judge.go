@@ -33,8 +33,9 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 		}
 		unmeasured = append(unmeasured, missing...)
 	}
-	for _, m := range unmeasured {
-		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Info, Message: "baseline point " + m})
+	if len(unmeasured) > 0 && matchedAny && p.Error == "" {
+		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Info,
+			Message: "baseline points not measured in this run: " + strings.Join(unmeasured, ", ")})
 	}
 	for _, j := range judged {
 		if j.Status != result.Skip {
@@ -60,16 +61,13 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 		}
 		return t
 	case len(entries) == 0:
+		// Correctness checks still count without a baseline; say both.
 		t.Status = result.Worst(statuses...)
-		if t.Status == result.Skip {
-			t.Message = noBaseline
-		} else {
-			t.Message = strings.Join(problems, "; ")
-		}
+		t.Message = strings.Join(append(problems, noBaseline), "; ")
 		return t
 	case !matchedAny && len(p.Metrics) > 0 && len(statuses) == 0:
 		t.Status = result.Skip
-		t.Message = "no measured point matches the baseline (" + strings.Join(unmeasured, "; ") + ")"
+		t.Message = "no measured point matches the baseline (it has " + strings.Join(unmeasured, ", ") + ")"
 		return t
 	case len(p.Metrics) == 0:
 		t.Status = result.Error
@@ -112,7 +110,7 @@ func judgeEntry(e *sku.Entry, judged []result.Judged) (int, []string) {
 			}
 		}
 		if n == 0 {
-			missing = append(missing, fmt.Sprintf("%s: not measured", describe(e, int64(e.Size))))
+			missing = append(missing, describe(e, int64(e.Size)))
 		}
 		return n, missing
 	}
@@ -125,7 +123,7 @@ func judgeEntry(e *sku.Entry, judged []result.Judged) (int, []string) {
 			}
 		}
 		if found == 0 {
-			missing = append(missing, fmt.Sprintf("%s: not measured", describe(e, int64(p.Size))))
+			missing = append(missing, describe(e, int64(p.Size)))
 		}
 		n += found
 	}

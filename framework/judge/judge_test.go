@@ -102,7 +102,7 @@ func TestUnmeasuredPointsAreNoted(t *testing.T) {
 	got := Test(result.Parsed{Metrics: []result.Metric{busbw(1<<30, 329, "out-of-place")}}, []*sku.Entry{e}, "")
 	assert.Equal(t, got.Status, result.Pass)
 	assert.Equal(t, len(got.Diagnostics), 1)
-	assert.Equal(t, got.Diagnostics[0].Message, "baseline point busbw[out-of-place] at 4 GiB: not measured")
+	assert.Equal(t, got.Diagnostics[0].Message, "baseline points not measured in this run: busbw[out-of-place] at 4 GiB")
 }
 
 func TestSingleValueEntry(t *testing.T) {

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs every test: vet, then go test over the whole module. Integration tests
+# that need a service (mpirun, ...) skip when it is missing, unless
+# GPUACCEPT_INTEGRATION=required (as .ci/run sets), where they fail instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -f .testenv/env ]; then
+	# shellcheck disable=SC1091
+	. .testenv/env
+fi
+go vet ./...
+go test -count=1 "$@" ./...
