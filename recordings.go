@@ -29,4 +29,5 @@ type DemoRecording struct {
 // DemoRecordings are replayed by `gpuaccept demo`, in order.
 var DemoRecordings = []DemoRecording{
 	{Dir: "testdata/recordings/h200-1x2-healthy", Title: "healthy: 2 x H200 (NVLink NV18), nccl-tests 2.19.6, NCCL 2.28.9, one process on both GPUs", Want: result.Pass},
+	{Dir: "testdata/recordings/h200x2-2026-11-30/ga-p2poff/raw", Title: "degraded: the same kind of node with NVLink peer-to-peer disabled (NCCL_P2P_DISABLE=1)", Want: result.Fail},
 }

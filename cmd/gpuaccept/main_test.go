@@ -58,6 +58,7 @@ func TestDemo(t *testing.T) {
 	code, out, errs := cli(t, "demo", "--out", t.TempDir())
 	assert.Equal(t, code, 0, errs)
 	assert.Assert(t, strings.Contains(out, "PASS: SKU h200, suite singlenode, scope 1x2, launcher replay: 6 pass"), out)
+	assert.Assert(t, strings.Contains(out, "FAIL: SKU h200, suite singlenode, scope 1x2, launcher replay: 6 fail"), out)
 	assert.Assert(t, strings.Contains(out, "demo: every verdict came out as expected"), out)
 }
 
@@ -188,19 +189,13 @@ func TestCheckDegradedFails(t *testing.T) {
 	code, out, _ := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--gpus-per-node", "2", "--junit", junit, log)
 	assert.Equal(t, code, 1, out)
 	x := readFile(t, junit)
-	assert.Assert(t, strings.Contains(x, `<failure message="busbw out-of-place`), x)
-	assert.Assert(t, strings.Contains(x, "(baseline 344.0 -10%)"), x)
+	assert.Assert(t, strings.Contains(x, `<failure message="busbw out-of-place 26.8 GB/s at 64 MiB below 226.9 (baseline 266.9 -15%)`), x)
+	assert.Assert(t, strings.Contains(x, "fail: busbw out-of-place 27.7 GB/s at 4 GiB below 311.4 (baseline 346.0 -10%)"), x)
 }
 
-// degradedLog is the healthy all_reduce log with every busbw/algbw divided
-// by 12, as NCCL_P2P_DISABLE=1 does on this machine (about 29 GB/s at 4 GiB);
-// replaced by the real recording where one exists.
+// degradedLog is a real all_reduce run on 2 x H200 with NCCL_P2P_DISABLE=1.
 func degradedLog(t *testing.T) string {
-	if p := "../../testdata/recordings/h200-1x2-p2p-disabled/nccl.all_reduce/all_reduce.log"; fileExists(p) {
-		return p
-	}
-	t.Skip("no degraded recording yet")
-	return ""
+	return "../../testdata/recordings/h200x2-2026-11-30/ga-p2poff/raw/nccl.all_reduce/all_reduce.log"
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
@@ -300,5 +295,5 @@ func TestBaselineValidate(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, `bad.yaml: line 7: field "tolerance" is not known here`), out)
 	code, out, _ = cli(t, "baseline", "show", "h200")
 	assert.Equal(t, code, 0)
-	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  4 GiB    344.03"), out)
+	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  4 GiB    345.98"), out)
 }
