@@ -541,6 +541,9 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{errors.New("baseline: want validate [FILE...] or show SKU")}
 	}
 	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stderr, "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n       gpuaccept baseline show SKU\n")
+		return exitOK, nil
 	case "validate":
 		var c common
 		fs := newFlags("baseline validate", "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n", stderr)

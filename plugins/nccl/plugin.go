@@ -409,6 +409,11 @@ func metrics(o *Output) []result.Metric {
 	var ms []result.Metric
 	seen := map[string]int{}
 	for _, r := range o.Rows {
+		// all_gather and friends print requests smaller than one element
+		// per rank as size 0 rows: no bytes moved, no bandwidth to judge.
+		if r.Size == 0 {
+			continue
+		}
 		key := fmt.Sprintf("%d/%s/%s/%d", r.Size, r.Type, r.Redop, r.Root)
 		cycle := seen[key]
 		seen[key]++

@@ -1,0 +1,181 @@
+package nccl
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+const rec = "../../testdata/recordings/"
+
+func TestPlan(t *testing.T) {
+	cases := []struct {
+		name   string
+		params map[string]string
+		topo   plan.Topology
+		want   plan.Step
+	}{
+		{"one process drives both GPUs", map[string]string{"bindir": "/opt/nccl-tests/build", "maxbytes": "4G"}, plan.Topology{Nodes: 1, GPUsPerNode: 2},
+			plan.Step{Name: "all_reduce", Argv: []string{"/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "4G", "-f", "2", "-g", "2", "-c", "1", "-J", "all_reduce.json"},
+				Procs: 1, ProcsPerNode: 1, Files: []string{"all_reduce.json"}}},
+		{"one MPI rank per GPU", map[string]string{"mode": "mpi", "suffix": "_mpi"}, plan.Topology{Nodes: 1, GPUsPerNode: 8},
+			plan.Step{Name: "all_reduce", Argv: []string{"all_reduce_perf_mpi", "-b", "8", "-e", "4G", "-f", "2", "-g", "1", "-c", "1", "-J", "all_reduce.json"},
+				Procs: 8, ProcsPerNode: 8, MPI: true, Files: []string{"all_reduce.json"}}},
+		{"two nodes default to MPI ranks; seed 000's run", map[string]string{"maxbytes": "8G", "json": "false", "env.NCCL_TOPO_FILE": "/workspace/ndv4-topo.xml", "iters": "20"},
+			plan.Topology{Nodes: 2, GPUsPerNode: 8},
+			plan.Step{Name: "all_reduce", Argv: []string{"all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "1", "-c", "1", "-n", "20"},
+				Procs: 16, ProcsPerNode: 8, MPI: true, Env: map[string]string{"NCCL_TOPO_FILE": "/workspace/ndv4-topo.xml"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: "all_reduce", Params: c.params, Topology: c.topo})
+			assert.NilError(t, err)
+			assert.NilError(t, p.Validate())
+			assert.DeepEqual(t, p.Steps, []plan.Step{c.want})
+		})
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	topo := plan.Topology{Nodes: 1, GPUsPerNode: 2}
+	for _, c := range []struct {
+		test   string
+		params map[string]string
+		want   string
+	}{
+		{"allreduce", nil, "unknown test nccl.allreduce (known: all_reduce, all_gather"},
+		{"all_reduce", map[string]string{"maxbyte": "4G"}, `nccl.all_reduce: unknown parameter "maxbyte" (known: bindir, suffix, minbytes, maxbytes`},
+		{"all_reduce", map[string]string{"maxbytes": "lots"}, `parameter maxbytes: size "lots"`},
+		{"all_reduce", map[string]string{"mode": "threads"}, `parameter mode: "threads" is not single or mpi`},
+		{"all_reduce", map[string]string{"iters": "-3"}, `parameter iters: "-3" is not a non-negative integer`},
+		{"all_reduce", map[string]string{"suffix": "/../x"}, `parameter suffix: "/../x" must be a plain name suffix`},
+	} {
+		_, err := Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: c.test, Params: c.params, Topology: topo})
+		assert.ErrorContains(t, err, c.want)
+	}
+}
+
+func parse(t *testing.T, test string, topo plan.Topology, params map[string]string, outs ...plan.Output) result.Parsed {
+	t.Helper()
+	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: test, Topology: topo, Params: params, Outputs: outs})
+	assert.NilError(t, err)
+	return p
+}
+
+var twoGPUs = plan.Topology{Nodes: 1, GPUsPerNode: 2}
+
+func check(p result.Parsed, name string) *result.Check {
+	for i := range p.Checks {
+		if p.Checks[i].Name == name {
+			return &p.Checks[i]
+		}
+	}
+	return nil
+}
+
+func busbwAt(p result.Parsed, size int64, placement string) float64 {
+	for _, m := range p.Metrics {
+		if m.Name == "busbw" && m.Size == size && m.Labels["placement"] == placement {
+			return m.Value
+		}
+	}
+	return -1
+}
+
+func TestParseRecordedRun(t *testing.T) {
+	dir := rec + "h200-1x2-healthy/nccl.all_reduce/"
+	p := parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: dir + "all_reduce.log",
+		Files: map[string]string{"all_reduce.json": dir + "all_reduce.files/all_reduce.json"}})
+	assert.Equal(t, p.Error, "")
+	assert.Equal(t, busbwAt(p, 4<<30, "out-of-place"), 344.031485, "the JSON's unrounded value")
+	assert.Equal(t, busbwAt(p, 4<<30, "in-place"), 343.537087)
+	assert.Equal(t, check(p, "rank count").OK, true)
+	assert.Equal(t, check(p, "data validation").OK, true)
+	assert.Equal(t, check(p, "out of bounds values").OK, true)
+	assert.Equal(t, p.Info["nccl_version"], "2.28.9")
+	assert.Equal(t, p.Info["nccl_tests_version"], "2.19.6")
+	assert.Equal(t, p.Info["gpu"], "NVIDIA H200")
+	assert.Equal(t, p.Info["hosts"], "vm")
+	assert.Equal(t, len(p.Metrics), 30*2*3+1, "busbw, algbw and time per size (8 B to 4 GiB) and placement, and avg_busbw")
+}
+
+func copyWith(t *testing.T, src, name string, edit func(string) string) string {
+	data, err := os.ReadFile(src)
+	assert.NilError(t, err)
+	p := filepath.Join(t.TempDir(), name)
+	assert.NilError(t, os.WriteFile(p, []byte(edit(string(data))), 0o644))
+	return p
+}
+
+// A binary built without MPI=1 under mpirun -np 2: every process runs alone
+// and prints a whole output with its single rank 0. Made from the real
+// two-rank log by keeping one rank line and printing it twice.
+func TestRankCountCatchesNonMPIBinary(t *testing.T) {
+	src := rec + "h200-1x2-mpi/nccl.all_reduce/all_reduce.log"
+	log := copyWith(t, src, "all_reduce.log", func(s string) string {
+		lines := strings.Split(s, "\n")
+		var one []string
+		for _, l := range lines {
+			if !strings.Contains(l, "#  Rank  1 ") {
+				one = append(one, l)
+			}
+		}
+		body := strings.Join(one, "\n")
+		return body + body
+	})
+	p := parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: log})
+	c := check(p, "rank count")
+	assert.Assert(t, c != nil && !c.OK)
+	assert.Assert(t, strings.HasPrefix(c.Message, "1 distinct rank lines (2 rank lines: several processes each printed a whole output"), c.Message)
+}
+
+func TestWrongElementsFail(t *testing.T) {
+	src := rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log"
+	// One wrong element at 1 GiB in-place, as a corrupting link shows it.
+	log := copyWith(t, src, "all_reduce.log", func(s string) string {
+		return strings.Replace(s, "3275.32  327.83  327.83       0", "3275.32  327.83  327.83       1", 1)
+	})
+	p := parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: log})
+	c := check(p, "data validation")
+	assert.Assert(t, c != nil && !c.OK)
+	assert.Equal(t, c.Message, "1 wrong elements in-place at 1 GiB")
+}
+
+func TestExitCodesAndLaunchErrors(t *testing.T) {
+	log := rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log"
+	p := parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: log, ExitCode: 4})
+	assert.Equal(t, p.Error, "exited with status 4 (timeout)")
+	assert.Assert(t, len(p.Metrics) > 0, "what was measured is kept")
+	p = parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: log, ExitCode: -1, LaunchError: "timed out after 30m0s; process group killed"})
+	assert.Assert(t, strings.HasPrefix(p.Error, "timed out after 30m0s"), p.Error)
+}
+
+// With the planned sizes known, an output that stops early is truncated
+// even when its last line is whole.
+func TestTruncatedAgainstPlan(t *testing.T) {
+	src := rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log"
+	log := copyWith(t, src, "all_reduce.log", func(s string) string {
+		return s[:strings.Index(s, "  2147483648")]
+	})
+	p := parse(t, "all_reduce", twoGPUs, map[string]string{"maxbytes": "4G"}, plan.Output{Step: "all_reduce", Log: log})
+	assert.Assert(t, strings.Contains(p.Error, "output ends at 1 GiB but sizes up to 4 GiB were asked for: truncated"), p.Error)
+	p = parse(t, "all_reduce", twoGPUs, map[string]string{"maxbytes": "1G"}, plan.Output{Step: "all_reduce", Log: log})
+	assert.Assert(t, !strings.Contains(p.Error, "truncated"), p.Error)
+}
+
+// Seed 000 (2 x 8 A100 under Volcano): a log joined late, without rank lines;
+// the rank count cannot be checked and nothing pretends it was.
+func TestSeedWithoutRankLines(t *testing.T) {
+	p := parse(t, "all_reduce", plan.Topology{Nodes: 2, GPUsPerNode: 8}, nil, plan.Output{Step: "all_reduce", Log: "testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
+	assert.Equal(t, p.Error, "")
+	assert.Assert(t, check(p, "rank count") == nil)
+	assert.Equal(t, busbwAt(p, 8<<30, "out-of-place"), 189.20)
+}
