@@ -80,9 +80,9 @@ func knownCollective(t string) bool {
 // settings are the parsed parameters of one test.
 type settings struct {
 	bindir, suffix, minb, maxb, factor, iters, warmup, check, dtype, op, mode string
-	json                                                                       bool
-	extra                                                                      []string
-	env                                                                        map[string]string
+	json                                                                      bool
+	extra                                                                     []string
+	env                                                                       map[string]string
 }
 
 func parseParams(p map[string]string) (settings, error) {
