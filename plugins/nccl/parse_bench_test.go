@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,17 +36,43 @@ func ntBigLog(tb testing.TB, dir string, block []byte, size int) (string, int64)
 	return path, n
 }
 
-// BenchmarkParseText parses a 64 MB log from a file: the seed 000 output
-// (16 ranks, NCCL INFO lines between the header and the rows and after
-// them) repeated, and the NCCL_DEBUG=INFO run on two H200s repeated, which
-// is mostly INFO lines. It reports MB/s and allocations.
+// ntInfoLog is the shape of a large real log: one output of the
+// NCCL_DEBUG=INFO run on two H200s, with its NCCL INFO lines repeated
+// (as many ranks print them) until the log is size bytes; the rows stay 18.
+func ntInfoLog(tb testing.TB, size int) []byte {
+	info := ntTestdata(tb, "h200x2-variants/info.txt")
+	i := bytes.Index(info, []byte("#\n#      "))
+	var body []byte
+	for _, l := range bytes.SplitAfter(info[:i], []byte("\n")) {
+		if bytes.Contains(l, []byte("NCCL INFO")) {
+			body = append(body, l...)
+		}
+	}
+	out := append([]byte{}, info[:i]...)
+	for len(out) < size-len(info) {
+		out = append(out, body...)
+	}
+	return append(out, info[i:]...)
+}
+
+// BenchmarkParseText parses a 64 MB log from a file. "infolog" is the shape
+// of a large real log (ntInfoLog: NCCL INFO lines from many ranks, one
+// table of rows); "info" repeats the whole NCCL_DEBUG=INFO output, rows
+// included; "seed000" repeats the seed 000 output (16 ranks), so it is
+// mostly rows. It reports MB/s and allocations; scripts/bench-parse.sh puts
+// the figures next to cat and dd reading the same file.
 func BenchmarkParseText(b *testing.B) {
 	for _, bc := range []struct{ name, file string }{
-		{"seed000", "seeds/000_aks_ndmv4_all_reduce.txt"},
+		{"infolog", ""},
 		{"info", "h200x2-variants/info.txt"},
+		{"seed000", "seeds/000_aks_ndmv4_all_reduce.txt"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			path, size := ntBigLog(b, b.TempDir(), ntTestdata(b, bc.file), 64<<20)
+			block := ntInfoLog(b, 64<<20)
+			if bc.file != "" {
+				block = ntTestdata(b, bc.file)
+			}
+			path, size := ntBigLog(b, b.TempDir(), block, 64<<20)
 			b.SetBytes(size)
 			b.ReportAllocs()
 			rows := 0
@@ -198,12 +225,28 @@ func TestParseTextFile(t *testing.T) {
 	if path == "" {
 		t.Skip("NCCL_PARSE_FILE not set")
 	}
+	if n, err := strconv.Atoi(os.Getenv("NCCL_PARSE_WRITE_MB")); err == nil {
+		// Write the benchmark's large log first (scripts/bench-parse.sh).
+		if err := os.WriteFile(path, ntInfoLog(t, n<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	start := time.Now()
+	if os.Getenv("NCCL_PARSE_NOSAMPLE") != "" {
+		// Timing only: sampling the heap stops the world every millisecond.
+		o, err := ParseText(f, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d rows in %v", path, len(o.Rows), time.Since(start))
+		return
+	}
 	rows, read, peak := ntPeakHeap(t, f)
 	d := time.Since(start)
 	t.Logf("%s: %d bytes, %d rows in %v (%.0f MB/s), peak HeapInuse %.2f MB", path, read, rows, d, float64(read)/d.Seconds()/1e6, float64(peak)/(1<<20))

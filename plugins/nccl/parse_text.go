@@ -522,10 +522,14 @@ func textGuessLayout(s []byte, whole bool) textLayout {
 // otherLine handles a line that holds no rows nor comments: NCCL's log
 // lines, tool errors, and any other program's output.
 func (p *textParser) otherLine(s []byte) {
-	if i := bytes.Index(s, parseTextInfoMark); i >= 0 {
-		rest := textTrimLeft(s[i+len(parseTextInfoMark):])
-		if bytes.HasPrefix(rest, parseTextVersionMark) {
-			p.versionLine(rest[len(parseTextVersionMark):])
+	if i := textInfoAt(s); i >= 0 {
+		rest := s[i+len(parseTextInfoMark):]
+		// Most INFO lines are not the version line: look at one byte
+		// before trimming.
+		if len(rest) > 1 && rest[1] == 'N' || len(rest) > 0 && rest[0] == 'N' {
+			if rest = textTrimLeft(rest); bytes.HasPrefix(rest, parseTextVersionMark) {
+				p.versionLine(rest[len(parseTextVersionMark):])
+			}
 		}
 		return
 	}
@@ -545,10 +549,29 @@ func (p *textParser) otherLine(s []byte) {
 	}
 }
 
+// textInfoAt returns where "NCCL INFO" starts in s, or -1. NCCL prefixes
+// its lines with "host:pid:tid [dev] ", so the mark is looked for after the
+// first ']' before searching the whole line: this is the hot path of large
+// NCCL_DEBUG=INFO logs.
+func textInfoAt(s []byte) int {
+	head := s
+	if len(head) > 96 {
+		head = head[:96]
+	}
+	if j := bytes.IndexByte(head, ']'); j >= 0 && j+1+len(parseTextInfoMark) < len(s) && s[j+1] == ' ' &&
+		bytes.Equal(s[j+2:j+2+len(parseTextInfoMark)], parseTextInfoMark) {
+		return j + 2
+	}
+	return bytes.Index(s, parseTextInfoMark)
+}
+
 // versionLine takes the NCCL version from the rest of an "NCCL version
 // 2.25.1+cuda12.8" line.
 func (p *textParser) versionLine(rest []byte) {
-	if f := bytes.Fields(rest); len(f) > 0 && p.out.NCCLVersion == "" {
+	if p.out.NCCLVersion != "" {
+		return // every rank prints it; the first one is enough
+	}
+	if f := bytes.Fields(rest); len(f) > 0 {
 		p.out.NCCLVersion = outputCleanText(string(f[0]))
 	}
 }
