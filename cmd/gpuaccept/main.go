@@ -179,6 +179,19 @@ func (c *common) catalog() (*sku.Catalog, error) {
 	return cat, nil
 }
 
+// getSKU loads the catalog and returns the --sku one.
+func (c *common) getSKU() (*sku.SKU, error) {
+	cat, err := c.catalog()
+	if err != nil {
+		return nil, err
+	}
+	s, err := cat.Get(c.sku)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return s, nil
+}
+
 func (c *common) host() *pluginapi.Host {
 	names := make([]string, 0, len(builtins))
 	for n := range builtins {
@@ -263,13 +276,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if c.sku == "" || suite == "" {
 		return exitUsage, usageError{errors.New("--sku and --suite are required (gpuaccept list suites)")}
 	}
-	cat, err := c.catalog()
+	s, err := c.getSKU()
 	if err != nil {
 		return exitUsage, err
-	}
-	s, err := cat.Get(c.sku)
-	if err != nil {
-		return exitUsage, usageError{err}
 	}
 	su, ok := s.Suites[suite]
 	if !ok {
@@ -420,13 +429,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() == 0 {
 		return exitUsage, usageError{errors.New("no LOGFILE given")}
 	}
-	cat, err := c.catalog()
+	s, err := c.getSKU()
 	if err != nil {
 		return exitUsage, err
-	}
-	s, err := cat.Get(c.sku)
-	if err != nil {
-		return exitUsage, usageError{err}
 	}
 	if gpus == 0 {
 		gpus = s.GPUsPerNode

@@ -228,6 +228,16 @@ func TestRunLocalWithStandin(t *testing.T) {
 		assert.Assert(t, fileExists(filepath.Join(out, f)), f)
 	}
 	assert.Assert(t, strings.Contains(readFile(t, junit), `<property name="nccl_version" value="2.28.9">`))
+	// The stand-in dumped its environment into the -J JSON, as nccl-tests
+	// does: the token is in no file of the results folder.
+	js := readFile(t, filepath.Join(out, "raw/nccl.all_reduce/all_reduce.files/all_reduce.json"))
+	assert.Assert(t, strings.Contains(js, `"HF_TOKEN=[REDACTED]"`), js[:300])
+	assert.NilError(t, filepath.Walk(out, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			assert.Assert(t, !strings.Contains(readFile(t, p), "hf_do_not_leak_me"), "token leaked into %s", p)
+		}
+		return err
+	}))
 	res := readFile(t, filepath.Join(out, "results.json"))
 	assert.Assert(t, strings.Contains(res, `all_reduce_perf -b 8 -e 4G -f 2 -g 2 -c 1 -J all_reduce.json`), res[:500])
 

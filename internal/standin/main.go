@@ -1,6 +1,7 @@
 // Command standin stands in for a GPU benchmark binary on machines without
 // GPUs: installed under the benchmark's name (all_reduce_perf, ...), it
-// prints a recorded real output and writes the recorded -J JSON file, so the
+// prints a recorded real output and writes the recorded -J JSON file (with
+// its own environment in the JSON's "env" list, as nccl-tests writes it), so the
 // launchers, the rank starter and the scheduler around it run for real.
 //
 // Environment:
@@ -15,10 +16,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +61,7 @@ func run() int {
 		if a == "-J" && i+1 < len(os.Args) {
 			src := filepath.Join(dir, "nccl."+test, test+".files", test+".json")
 			if data, err := os.ReadFile(src); err == nil {
+				data = withEnv(data)
 				if err := os.WriteFile(os.Args[i+1], data, 0o644); err != nil {
 					fmt.Fprintf(os.Stderr, "standin: %v\n", err)
 					return 1
@@ -66,6 +70,20 @@ func run() int {
 		}
 	}
 	return waitAndExit()
+}
+
+// envList matches the "env" list of an nccl-tests JSON file (recordings
+// keep only NCCL_ and CUDA_ variables there, none holding a ']').
+var envList = regexp.MustCompile(`"env"\s*:\s*\[[^\]]*\]`)
+
+// withEnv puts this process's whole environment into the JSON's "env" list,
+// as nccl-tests does, so tests see secrets where a real run would put them.
+func withEnv(data []byte) []byte {
+	env, err := json.Marshal(os.Environ())
+	if err != nil {
+		return data
+	}
+	return envList.ReplaceAllLiteral(data, append([]byte(`"env": `), env...))
 }
 
 func waitAndExit() int {
