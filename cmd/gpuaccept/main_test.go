@@ -307,3 +307,17 @@ func TestBaselineValidate(t *testing.T) {
 	assert.Equal(t, code, 0)
 	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  4 GiB    345.98"), out)
 }
+
+// The results folders of real GPU runs replay to the verdicts they got on
+// the GPUs, against today's baseline.
+func TestRealRunsReplay(t *testing.T) {
+	const dir = "../../testdata/recordings/h200x2-2026-11-30-final/"
+	for run, want := range map[string]int{"single": 0, "mpi": 0, "p2poff": 1} {
+		args := []string{"--sku", "h200", "--suite", "singlenode", "--launcher", "replay", "--replay-dir", dir + run, "--gpus-per-node", "2", "--out", t.TempDir()}
+		if run == "p2poff" {
+			args = append(args, "--test", "nccl.all_reduce", "--test", "nccl.alltoall")
+		}
+		code, out, errs := cli(t, args...)
+		assert.Equal(t, code, want, "%s: %s%s", run, out, errs)
+	}
+}
