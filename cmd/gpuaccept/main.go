@@ -169,10 +169,11 @@ func (c *common) add(fs *pflag.FlagSet) {
 
 func (c *common) catalog() (*sku.Catalog, error) {
 	var fsys iofs.FS = baselines.FS
+	dir := "baselines"
 	if c.baselinesDir != "" {
-		fsys = os.DirFS(c.baselinesDir)
+		fsys, dir = os.DirFS(c.baselinesDir), c.baselinesDir
 	}
-	cat, err := sku.Load(fsys)
+	cat, err := sku.Load(fsys, dir)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -219,6 +220,9 @@ func (c *common) finish(run *result.Run, stdout io.Writer) (int, error) {
 	}
 	if err := report.Write(stdout, c.format, run); err != nil {
 		return exitUsage, err
+	}
+	if run.Status == result.Skip && len(run.Tests) > 0 {
+		return run.ExitCode(), fmt.Errorf("nothing was judged: every test skipped (%s); check --sku, --nodes and --gpus-per-node against gpuaccept baseline show %s", run.Tests[0].Message, run.SKU)
 	}
 	return run.ExitCode(), nil
 }
@@ -314,6 +318,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	host := c.host()
 	defer host.Close()
+	ctx, stop := signalContext()
+	defer stop()
+	if err := runner.ValidateSKU(ctx, host, s); err != nil {
+		return exitUsage, usageError{err}
+	}
 	if c.out == "" && !dryRun {
 		c.out = filepath.Join("gpuaccept-results", fmt.Sprintf("%s-%s-%s", s.Name, suite, time.Now().UTC().Format("20060102-150405")))
 	}
@@ -322,13 +331,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if dryRun {
 		r.Progress = stdout
 	}
-	ctx, stop := signalContext()
-	defer stop()
 	res, err := r.Run(ctx, suite, topo)
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
 	if dryRun {
+		if res.Status == result.Error {
+			return exitUsage, errors.New("dry run: some tests could not be planned (see above)")
+		}
 		return exitOK, nil
 	}
 	code, err := c.finish(res, stdout)
@@ -441,11 +451,14 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	host := c.host()
 	defer host.Close()
-	if err := knownTest(context.Background(), host, test); err != nil {
-		return exitUsage, usageError{err}
-	}
 	ctx, stop := signalContext()
 	defer stop()
+	if err := knownTest(ctx, host, test); err != nil {
+		return exitUsage, usageError{err}
+	}
+	if err := runner.ValidateSKU(ctx, host, s); err != nil {
+		return exitUsage, usageError{err}
+	}
 	res, err := runner.Check(ctx, host, s, test, plan.Topology{Nodes: nodes, GPUsPerNode: gpus}, fs.Args(), getVersion())
 	if err != nil {
 		return exitUsage, usageError{err}
@@ -556,6 +569,9 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		if err := fs.Parse(args[1:]); err != nil {
 			return exitUsage, usageError{err}
 		}
+		host := c.host()
+		defer host.Close()
+		ctx := context.Background()
 		if fs.NArg() == 0 {
 			cat, err := c.catalog()
 			if err != nil {
@@ -563,6 +579,9 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			for _, n := range cat.Names() {
 				s := cat.SKUs[n]
+				if err := runner.ValidateSKU(ctx, host, s); err != nil {
+					return exitUsage, err
+				}
 				fmt.Fprintf(stdout, "ok  %s: sku %s, %d suites, %d baseline entries\n", s.File, s.Name, len(s.Suites), len(s.Baselines))
 			}
 			return exitOK, nil
@@ -573,8 +592,10 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 			if err == nil {
 				var s *sku.SKU
 				if s, err = sku.Parse(data, f); err == nil {
-					fmt.Fprintf(stdout, "ok  %s: sku %s, %d suites, %d baseline entries\n", f, s.Name, len(s.Suites), len(s.Baselines))
-					continue
+					if err = runner.ValidateSKU(ctx, host, s); err == nil {
+						fmt.Fprintf(stdout, "ok  %s: sku %s, %d suites, %d baseline entries\n", f, s.Name, len(s.Suites), len(s.Baselines))
+						continue
+					}
 				}
 			}
 			bad++

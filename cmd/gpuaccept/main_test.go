@@ -78,13 +78,17 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"check", "--sku", "h200", "--test", "nccl.allreduce", "x.log"}, `plugin nccl has no test "allreduce" (known: nccl.all_reduce`},
 		{[]string{"check", "--sku", "h200", "--test", "nccl.all_reduce"}, "no LOGFILE given"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"--sku", "h200", "--suite", "singlenode", "--hosts", "gpu-node-17"}, `launcher local runs on this host (`},
+		{[]string{"--sku", "h200", "--suite", "singlenode", "--nodes", "2", "--dry-run"}, "launcher local runs on this host only, but the test asks for 2 nodes"},
+		{[]string{"--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--dry-run", "--param", "mode=mpii"}, `parameter mode: "mpii" is not single or mpi`},
 		{[]string{"list", "gpus"}, `list "gpus": want skus, suites, tests, plugins or launchers`},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			code, _, errs := cli(t, c.args...)
+			code, out, errs := cli(t, c.args...)
 			assert.Equal(t, code, 2)
-			assert.Assert(t, strings.Contains(errs, c.want), errs)
+			// A dry run prints its plan, errors included, on stdout.
+			assert.Assert(t, strings.Contains(errs+out, c.want), errs+out)
 		})
 	}
 }

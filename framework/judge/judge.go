@@ -65,9 +65,15 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 		t.Status = result.Worst(statuses...)
 		t.Message = strings.Join(append(problems, noBaseline), "; ")
 		return t
-	case !matchedAny && len(p.Metrics) > 0 && len(statuses) == 0:
-		t.Status = result.Skip
+	case !matchedAny && len(p.Metrics) > 0:
+		// A baseline exists for this scope but judged nothing: the run did
+		// not measure what the baseline expects (sizes, metric, labels).
+		// That signs nothing off, so it must not read as a skip.
+		t.Status = result.Error
 		t.Message = "no measured point matches the baseline (it has " + strings.Join(unmeasured, ", ") + ")"
+		if len(problems) > 0 {
+			t.Message = strings.Join(problems, "; ") + "; " + t.Message
+		}
 		return t
 	case len(p.Metrics) == 0:
 		t.Status = result.Error

@@ -83,7 +83,7 @@ func TestTest(t *testing.T) {
 		{"parse error is an error, metrics kept", result.Parsed{Metrics: good, Error: "truncated"}, []*sku.Entry{e}, result.Error, "truncated"},
 		{"no baseline at all", result.Parsed{Metrics: good}, nil, result.Skip, "no baseline here"},
 		{"no baseline but a failed check still fails", result.Parsed{Metrics: good, Checks: []result.Check{{Name: "rank count", Message: "1, expected 2"}}}, nil, result.Fail, "rank count: 1, expected 2"},
-		{"no measured size matches", result.Parsed{Metrics: []result.Metric{busbw(1<<20, 50, "out-of-place")}}, []*sku.Entry{e}, result.Skip, "no measured point matches the baseline"},
+		{"no measured size matches: nothing signed off", result.Parsed{Metrics: []result.Metric{busbw(1<<20, 50, "out-of-place")}}, []*sku.Entry{e}, result.Error, "no measured point matches the baseline (it has busbw[out-of-place] at "},
 		{"nothing measured", result.Parsed{}, []*sku.Entry{e}, result.Error, "no metrics in the output"},
 	}
 	for _, c := range cases {

@@ -60,6 +60,9 @@ type MetricInfo struct {
 	Name        string `json:"name"`
 	Unit        string `json:"unit"`
 	Description string `json:"description"`
+	// Labels are the label keys the metric carries, as "key" (any value)
+	// or "key=v1|v2" (only these values).
+	Labels []string `json:"labels,omitempty"`
 }
 
 // PlanRequest asks a plugin for the steps of one test.

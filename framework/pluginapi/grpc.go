@@ -2,10 +2,13 @@ package pluginapi
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	pb "github.com/gpuaccept/gpuaccept/framework/pluginapi/proto"
@@ -67,7 +70,7 @@ func (s *server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.Descr
 			ti.Params = append(ti.Params, &pb.Param{Name: p.Name, Default: p.Default, Unit: p.Unit, Description: p.Description})
 		}
 		for _, m := range t.Metrics {
-			ti.Metrics = append(ti.Metrics, &pb.MetricInfo{Name: m.Name, Unit: m.Unit, Description: m.Description})
+			ti.Metrics = append(ti.Metrics, &pb.MetricInfo{Name: m.Name, Unit: m.Unit, Description: m.Description, Labels: m.Labels})
 		}
 		out.Tests = append(out.Tests, ti)
 	}
@@ -121,7 +124,7 @@ type client struct{ c pb.PluginClient }
 func (c *client) Describe(ctx context.Context) (Description, error) {
 	d, err := c.c.Describe(ctx, &pb.DescribeRequest{})
 	if err != nil {
-		return Description{}, err
+		return Description{}, fromRPC(err)
 	}
 	out := Description{Name: d.Name, Version: d.Version}
 	for _, t := range d.Tests {
@@ -130,7 +133,7 @@ func (c *client) Describe(ctx context.Context) (Description, error) {
 			ti.Params = append(ti.Params, Param{Name: p.Name, Default: p.Default, Unit: p.Unit, Description: p.Description})
 		}
 		for _, m := range t.Metrics {
-			ti.Metrics = append(ti.Metrics, MetricInfo{Name: m.Name, Unit: m.Unit, Description: m.Description})
+			ti.Metrics = append(ti.Metrics, MetricInfo{Name: m.Name, Unit: m.Unit, Description: m.Description, Labels: m.Labels})
 		}
 		out.Tests = append(out.Tests, ti)
 	}
@@ -140,7 +143,7 @@ func (c *client) Describe(ctx context.Context) (Description, error) {
 func (c *client) Plan(ctx context.Context, req PlanRequest) (plan.Plan, error) {
 	r, err := c.c.Plan(ctx, &pb.PlanRequest{Test: req.Test, Params: req.Params, Topology: topoToPB(req.Topology)})
 	if err != nil {
-		return plan.Plan{}, err
+		return plan.Plan{}, fromRPC(err)
 	}
 	var p plan.Plan
 	for _, s := range r.Steps {
@@ -163,7 +166,7 @@ func (c *client) Parse(ctx context.Context, req ParseRequest) (result.Parsed, er
 	}
 	resp, err := c.c.Parse(ctx, r)
 	if err != nil {
-		return result.Parsed{}, err
+		return result.Parsed{}, fromRPC(err)
 	}
 	out := result.Parsed{Error: resp.Error, Info: resp.Info}
 	for _, m := range resp.Metrics {
@@ -176,6 +179,16 @@ func (c *client) Parse(ctx context.Context, req ParseRequest) (result.Parsed, er
 		out.Diagnostics = append(out.Diagnostics, result.Diagnostic{Level: result.Level(d.Level), Message: d.Message, Source: d.Source})
 	}
 	return out, nil
+}
+
+// fromRPC turns an error the plugin returned into its own message, without
+// gRPC's "rpc error: code = Unknown desc =" wrapping; transport failures
+// (the plugin died, the call timed out) keep theirs.
+func fromRPC(err error) error {
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unknown {
+		return errors.New(st.Message())
+	}
+	return err
 }
 
 func topoToPB(t plan.Topology) *pb.Topology {

@@ -128,9 +128,13 @@ func TestJUnit(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
-	for st, code := range map[result.Status]int{result.Pass: 0, result.Warn: 0, result.Skip: 0, result.Fail: 1, result.Error: 2} {
+	for st, code := range map[result.Status]int{result.Pass: 0, result.Warn: 0, result.Skip: 2, result.Fail: 1, result.Error: 2} {
 		r := &result.Run{Tests: []result.Test{{Status: st}}}
 		r.Finish()
 		assert.Equal(t, r.ExitCode(), code, string(st))
 	}
+	// One judged test is enough for a run to count.
+	r := &result.Run{Tests: []result.Test{{Status: result.Skip}, {Status: result.Pass}}}
+	r.Finish()
+	assert.Equal(t, r.ExitCode(), 0)
 }

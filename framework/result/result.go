@@ -184,12 +184,15 @@ func (r *Run) Finish() {
 }
 
 // ExitCode maps a run's status to the CLI contract: 0 when nothing failed or
-// errored, 1 when a test failed, 2 when a test errored (could not run).
+// errored, 1 when a test failed, 2 when a test errored (could not run or be
+// parsed) or when nothing at all was judged: a run whose every test skipped
+// (a SKU or scope without baseline) signs nothing off and must not read as
+// green in CI.
 func (r *Run) ExitCode() int {
 	switch r.Status {
 	case Fail:
 		return 1
-	case Error:
+	case Error, Skip:
 		return 2
 	}
 	return 0

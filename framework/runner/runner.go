@@ -173,6 +173,7 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 		cmds, err := r.Launcher.Commands(req)
 		if err != nil {
 			t.Status, t.Message = result.Error, err.Error()
+			r.progress("%-24s error %s", st.Test, t.Message)
 			return t
 		}
 		t.Commands = cmds

@@ -483,10 +483,11 @@ type Catalog struct {
 	SKUs map[string]*SKU
 }
 
-// Load reads every *.yaml file at the top of fsys as a SKU file. One bad
-// file fails the whole load with its name, line and field: a catalog with a
+// Load reads every *.yaml file at the top of fsys as a SKU file; dir is
+// the folder fsys stands for, used to name files in messages. One bad file
+// fails the whole load with its name, line and field: a catalog with a
 // silently missing SKU would skip its tests without saying why.
-func Load(fsys fs.FS) (*Catalog, error) {
+func Load(fsys fs.FS, dir string) (*Catalog, error) {
 	names, err := fs.Glob(fsys, "*.yaml")
 	if err != nil {
 		return nil, fmt.Errorf("list SKU files: %w", err)
@@ -497,7 +498,7 @@ func Load(fsys fs.FS) (*Catalog, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read SKU file %s: %w", n, err)
 		}
-		s, err := Parse(data, path.Join("baselines", n))
+		s, err := Parse(data, path.Join(dir, n))
 		if err != nil {
 			return nil, err
 		}

@@ -107,7 +107,7 @@ func TestParseSize(t *testing.T) {
 
 // The shipped SKU files load and every value has a source.
 func TestShippedBaselines(t *testing.T) {
-	cat, err := Load(baselines.FS)
+	cat, err := Load(baselines.FS, "baselines")
 	assert.NilError(t, err)
 	assert.Assert(t, is.Contains(cat.Names(), "h200"))
 	h := cat.SKUs["h200"]
@@ -131,6 +131,6 @@ func TestLoadDuplicateSKU(t *testing.T) {
 	dir := t.TempDir()
 	assert.NilError(t, os.WriteFile(dir+"/a.yaml", []byte(good), 0o644))
 	assert.NilError(t, os.WriteFile(dir+"/b.yaml", []byte(good), 0o644))
-	_, err := Load(os.DirFS(dir))
-	assert.ErrorContains(t, err, `sku "t" is also defined in baselines/a.yaml`)
+	_, err := Load(os.DirFS(dir), dir)
+	assert.ErrorContains(t, err, `sku "t" is also defined in `+dir+`/a.yaml`)
 }

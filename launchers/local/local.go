@@ -29,6 +29,13 @@ const Name = "local"
 
 func init() {
 	launch.Register(Name, func(o launch.Options) (launch.Launcher, error) {
+		self, _ := os.Hostname()
+		for _, h := range o.Hosts {
+			if h != "localhost" && h != self {
+				return nil, fmt.Errorf("launcher local runs on this host (%s) only, but --hosts/--hostfile name %q: other nodes need a launcher that reaches them (this build has: %s)",
+					self, h, strings.Join(launch.Names(), ", "))
+			}
+		}
 		return &Launcher{MPIArgs: o.MPIArgs}, nil
 	})
 }
@@ -63,7 +70,8 @@ func (l *Launcher) argv(s plan.Step) ([]string, error) {
 
 func (l *Launcher) check(req launch.Request) error {
 	if req.Topology.Nodes > 1 {
-		return fmt.Errorf("launcher local runs on this host only, but the test asks for %d nodes (use --launcher ssh or slurm, or --nodes 1)", req.Topology.Nodes)
+		return fmt.Errorf("launcher local runs on this host only, but the test asks for %d nodes (use --nodes 1, or a launcher that reaches other nodes; this build has: %s)",
+			req.Topology.Nodes, strings.Join(launch.Names(), ", "))
 	}
 	return nil
 }

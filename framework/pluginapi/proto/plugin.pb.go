@@ -137,10 +137,13 @@ func (x *Param) GetDescription() string {
 }
 
 type MetricInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Unit          string                 `protobuf:"bytes,2,opt,name=unit,proto3" json:"unit,omitempty"`
-	Description   string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Unit        string                 `protobuf:"bytes,2,opt,name=unit,proto3" json:"unit,omitempty"`
+	Description string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// labels the metric carries: "key" (any value) or "key=v1|v2" (these
+	// values only), so a baseline's labels can be checked before a run.
+	Labels        []string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -194,6 +197,13 @@ func (x *MetricInfo) GetDescription() string {
 		return x.Description
 	}
 	return ""
+}
+
+func (x *MetricInfo) GetLabels() []string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
 }
 
 type TestInfo struct {
@@ -1070,12 +1080,13 @@ const file_framework_pluginapi_proto_plugin_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\adefault\x18\x02 \x01(\tR\adefault\x12\x12\n" +
 	"\x04unit\x18\x03 \x01(\tR\x04unit\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\"V\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\"n\n" +
 	"\n" +
 	"MetricInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04unit\x18\x02 \x01(\tR\x04unit\x12 \n" +
-	"\vdescription\x18\x03 \x01(\tR\vdescription\"\xaf\x01\n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x16\n" +
+	"\x06labels\x18\x04 \x03(\tR\x06labels\"\xaf\x01\n" +
 	"\bTestInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x122\n" +
