@@ -323,8 +323,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := runner.ValidateSKU(ctx, host, s); err != nil {
 		return exitUsage, usageError{err}
 	}
-	if c.out == "" && !dryRun {
-		c.out = filepath.Join("gpuaccept-results", fmt.Sprintf("%s-%s-%s", s.Name, suite, time.Now().UTC().Format("20060102-150405")))
+	if !dryRun {
+		if c.out, err = resultsDir(c.out, fmt.Sprintf("%s-%s-%s", s.Name, suite, time.Now().UTC().Format("20060102-150405"))); err != nil {
+			return exitUsage, err
+		}
 	}
 	r := &runner.Runner{Plugins: host, Launcher: l, SKU: s, Dir: c.out, Timeout: timeout, Params: pm, Only: tests,
 		DryRun: dryRun, Progress: stderr, Version: getVersion()}
@@ -344,6 +346,27 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	code, err := c.finish(res, stdout)
 	fmt.Fprintf(stderr, "results: %s\n", c.out)
 	return code, err
+}
+
+// resultsDir picks the results folder: out when given, which must not hold
+// files already (a folder mixing two runs would replay and verify as one);
+// else gpuaccept-results/NAME, with -2, -3, ... when two runs start in the
+// same second.
+func resultsDir(out, name string) (string, error) {
+	if out != "" {
+		if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {
+			return "", usageError{fmt.Errorf("results folder %s already holds files; give a new or empty --out", out)}
+		}
+		return out, nil
+	}
+	base := filepath.Join("gpuaccept-results", name)
+	dir := base
+	for i := 2; ; i++ {
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			return dir, nil
+		}
+		dir = fmt.Sprintf("%s-%d", base, i)
+	}
 }
 
 func parseParams(kvs []string) (map[string]string, error) {
@@ -425,8 +448,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlags("check", checkUsage, stderr)
 	c.add(fs)
 	fs.StringVar(&test, "test", "", "test the logs are output of, e.g. nccl.all_reduce (gpuaccept list tests)")
-	fs.IntVar(&nodes, "nodes", 1, "number of nodes the logs ran on")
-	fs.IntVar(&gpus, "gpus-per-node", 0, "GPUs per node the logs ran on (default: the SKU's)")
+	fs.IntVar(&nodes, "nodes", 0, "number of nodes the logs ran on (required)")
+	fs.IntVar(&gpus, "gpus-per-node", 0, "GPUs per node the logs ran on (required)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}
@@ -443,11 +466,10 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	if gpus == 0 {
-		gpus = s.GPUsPerNode
-	}
 	if nodes < 1 || gpus < 1 {
-		return exitUsage, usageError{fmt.Errorf("--nodes %d / --gpus-per-node %d: both must be >= 1", nodes, gpus)}
+		// Guessing the scope would judge against the wrong baseline and
+		// fail the rank count; the logs' scope must be said.
+		return exitUsage, usageError{fmt.Errorf("check needs --nodes and --gpus-per-node, both >= 1: the scope the logs ran at picks the baseline and the expected rank count")}
 	}
 	host := c.host()
 	defer host.Close()
@@ -464,7 +486,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{err}
 	}
 	if c.out != "" {
-		res.Dir = c.out
+		if res.Dir, err = resultsDir(c.out, ""); err != nil {
+			return exitUsage, err
+		}
 	}
 	return c.finish(res, stdout)
 }

@@ -75,9 +75,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--format", "xml"}, `unknown --format "xml"`},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--hosts", "node1,$(reboot)"}, `host "$(reboot)" is not a host name`},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--param", "novalue"}, `--param "novalue": want KEY=VALUE`},
-		{[]string{"check", "--sku", "h200", "--test", "nccl.allreduce", "x.log"}, `plugin nccl has no test "allreduce" (known: nccl.all_reduce`},
+		{[]string{"check", "--sku", "h200", "--test", "nccl.allreduce", "--nodes", "1", "--gpus-per-node", "2", "x.log"}, `plugin nccl has no test "allreduce" (known: nccl.all_reduce`},
 		{[]string{"check", "--sku", "h200", "--test", "nccl.all_reduce"}, "no LOGFILE given"},
+		{[]string{"check", "--sku", "h200", "--test", "nccl.all_reduce", "x.log"}, "check needs --nodes and --gpus-per-node"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"--sku", "h200", "--suite", "singlenode", "--out", "."}, "results folder . already holds files; give a new or empty --out"},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--hosts", "gpu-node-17"}, `launcher local runs on this host (`},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--nodes", "2", "--dry-run"}, "launcher local runs on this host only, but the test asks for 2 nodes"},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--dry-run", "--param", "mode=mpii"}, `parameter mode: "mpii" is not single or mpi`},
@@ -177,7 +179,7 @@ func TestCheckBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			junit := filepath.Join(t.TempDir(), "j.xml")
-			code, out, errs := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--gpus-per-node", "2", "--junit", junit, writeFile(t, c.file, c.content))
+			code, out, errs := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--junit", junit, writeFile(t, c.file, c.content))
 			assert.Equal(t, code, 2, out+errs)
 			assert.Assert(t, strings.Contains(out, "ERROR"), out)
 			assert.Assert(t, strings.Contains(readFile(t, junit), c.want), readFile(t, junit))
@@ -190,7 +192,7 @@ func TestCheckBadInput(t *testing.T) {
 func TestCheckDegradedFails(t *testing.T) {
 	log := degradedLog(t)
 	junit := filepath.Join(t.TempDir(), "j.xml")
-	code, out, _ := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--gpus-per-node", "2", "--junit", junit, log)
+	code, out, _ := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--junit", junit, log)
 	assert.Equal(t, code, 1, out)
 	x := readFile(t, junit)
 	assert.Assert(t, strings.Contains(x, `<failure message="busbw out-of-place 26.8 GB/s at 64 MiB below 226.9 (baseline 266.9 -15%)`), x)
@@ -225,13 +227,14 @@ func TestRunLocalWithStandin(t *testing.T) {
 	out := t.TempDir()
 	junit := filepath.Join(out, "ci.xml")
 	code, stdout, errs := cli(t, "--sku", "h200", "--suite", "singlenode", "--launcher", "local", "--gpus-per-node", "2",
-		"--param", "bindir="+bin, "--out", out, "--junit", junit)
+		"--param", "bindir="+bin, "--param", "env.MY_TOKEN=ghp_planted_secret_123", "--out", out, "--junit", junit)
 	assert.Equal(t, code, 0, stdout+errs)
 	assert.Assert(t, strings.Contains(stdout, "6 pass"), stdout)
 	for _, f := range []string{"results.json", "junit.xml", "table.txt", "raw/nccl.all_reduce/all_reduce.log", "raw/nccl.all_reduce/all_reduce.files/all_reduce.json", "raw/nccl.all_reduce/outputs.json"} {
 		assert.Assert(t, fileExists(filepath.Join(out, f)), f)
 	}
 	assert.Assert(t, strings.Contains(readFile(t, junit), `<property name="nccl_version" value="2.28.9">`))
+	assert.Assert(t, !strings.Contains(readFile(t, junit), "ghp_planted"))
 	// The stand-in dumped its environment into the -J JSON, as nccl-tests
 	// does: the token is in no file of the results folder.
 	js := readFile(t, filepath.Join(out, "raw/nccl.all_reduce/all_reduce.files/all_reduce.json"))
@@ -239,6 +242,7 @@ func TestRunLocalWithStandin(t *testing.T) {
 	assert.NilError(t, filepath.Walk(out, func(p string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() {
 			assert.Assert(t, !strings.Contains(readFile(t, p), "hf_do_not_leak_me"), "token leaked into %s", p)
+			assert.Assert(t, !strings.Contains(readFile(t, p), "ghp_planted"), "token parameter leaked into %s", p)
 		}
 		return err
 	}))
@@ -263,8 +267,11 @@ func TestRunTimeoutIsAnError(t *testing.T) {
 }
 
 func TestDryRun(t *testing.T) {
-	code, out, errs := cli(t, "--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--dry-run", "--param", "bindir=/opt/nccl tests/build", "--param", "mode=mpi")
+	code, out, errs := cli(t, "--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--dry-run", "--param", "bindir=/opt/nccl tests/build", "--param", "mode=mpi",
+		"--param", "env.WANDB_API_KEY=0123456789abcdef")
 	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(out, "WANDB_API_KEY=[REDACTED] mpirun"), out)
+	assert.Assert(t, !strings.Contains(out, "0123456789abcdef"), out)
 	assert.Assert(t, strings.Contains(out, "mpirun"), out)
 	assert.Assert(t, strings.Contains(out, "-np 2 --map-by ppr:2:node"), out)
 	assert.Assert(t, strings.Contains(out, "'/opt/nccl tests/build/all_reduce_perf' -b 8 -e 4G -f 2 -g 1 -c 1 -J all_reduce.json"), out)

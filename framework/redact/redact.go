@@ -54,6 +54,29 @@ func Line(line []byte) []byte {
 	})
 }
 
+// String is Line for a string: a command line or a "NAME=value" word.
+func String(s string) string { return string(Line([]byte(s))) }
+
+// Params returns a copy of params with the values of secret-looking keys
+// masked ("env.HF_TOKEN", "password"), for results that record them.
+func Params(params map[string]string) map[string]string {
+	if params == nil {
+		return nil
+	}
+	out := make(map[string]string, len(params))
+	for k, v := range params {
+		name := k
+		if i := strings.LastIndexByte(k, '.'); i >= 0 {
+			name = k[i+1:]
+		}
+		if masked := String(name + "=" + v); masked != name+"="+v {
+			v = Mask
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // Copy copies src to dst line by line, masking secrets. It returns the bytes
 // written. Lines of any length are handled.
 func Copy(dst io.Writer, src io.Reader) (int64, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -146,7 +147,9 @@ func (r *Runner) progress(format string, a ...any) {
 func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology) result.Test {
 	start := time.Now()
 	params := Params(su.Params, st.Params, r.Params)
-	t := result.Test{Name: st.Test, Scope: topo.String(), Params: params, Metrics: []result.Judged{}}
+	// What is recorded and printed goes through redaction; the plugin and
+	// the launcher get the real values.
+	t := result.Test{Name: st.Test, Scope: topo.String(), Params: redact.Params(params), Metrics: []result.Judged{}}
 	if st.Skip != "" {
 		t.Status, t.Message = result.Skip, st.Skip
 		r.progress("%-24s skip  %s", st.Test, st.Skip)
@@ -176,11 +179,11 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 			r.progress("%-24s error %s", st.Test, t.Message)
 			return t
 		}
-		t.Commands = cmds
-		t.Status, t.Message = result.Skip, "dry run"
 		for _, c := range cmds {
-			r.progress("%s", c)
+			t.Commands = append(t.Commands, redact.String(c))
+			r.progress("%s", redact.String(c))
 		}
+		t.Status, t.Message = result.Skip, "dry run"
 		return t
 	}
 	r.progress("%-24s running on %s (%s)", st.Test, topo, r.Launcher.Name())
@@ -191,9 +194,10 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 		r.progress("%-24s error %s", st.Test, t.Message)
 		return t
 	}
-	for _, o := range outs {
-		if o.Command != "" {
-			t.Commands = append(t.Commands, o.Command)
+	for i := range outs {
+		outs[i].Command = redact.String(outs[i].Command)
+		if outs[i].Command != "" {
+			t.Commands = append(t.Commands, outs[i].Command)
 		}
 	}
 	if err := writeOutputs(dir, outs); err != nil {

@@ -154,7 +154,8 @@ func EnvPrefix(s plan.Step) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = ShellQuote(k + "=" + s.Env[k])
+		// NAME='a b', not 'NAME=a b': a quoted word is no assignment.
+		parts[i] = k + "=" + ShellQuote(s.Env[k])
 	}
 	return strings.Join(parts, " ")
 }

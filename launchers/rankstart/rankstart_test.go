@@ -35,3 +35,8 @@ func TestEnviron(t *testing.T) {
 	got := Environ([]string{"A=1", "NCCL_P2P_DISABLE=0"}, plan.Step{Env: map[string]string{"NCCL_P2P_DISABLE": "1", "B": "2"}})
 	assert.DeepEqual(t, got, []string{"A=1", "B=2", "NCCL_P2P_DISABLE=1"})
 }
+
+func TestEnvPrefix(t *testing.T) {
+	got := EnvPrefix(plan.Step{Env: map[string]string{"NCCL_IB_HCA": "mlx5_0 mlx5_1", "NCCL_DEBUG": "INFO"}})
+	assert.Equal(t, got, "NCCL_DEBUG=INFO NCCL_IB_HCA='mlx5_0 mlx5_1'")
+}
