@@ -648,17 +648,26 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitUsage, usageError{err}
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "TEST\tSCOPE\tMETRIC\tLABELS\tSIZE\tVALUE\tUNIT\tSOURCE")
+		fmt.Fprintln(w, "TEST\tSCOPE\tMETRIC\tLABELS\tSIZE\tVALUE\tUNIT\tBAND")
+		var sources []string
 		for _, e := range s.Baselines {
 			labels := labelText(e.Labels)
+			sources = append(sources, fmt.Sprintf("%s %s %s %s: %s", e.Test, e.Scope, e.Metric, labels, e.Source))
 			if e.Value != nil {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, sizeText(int64(e.Size)), *e.Value, e.Unit, e.Source)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, sizeText(int64(e.Size)), *e.Value, e.Unit, bandText(e.Band))
 			}
 			for _, p := range e.Points {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, sizeText(int64(p.Size)), p.Value, e.Unit, e.Source)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, sizeText(int64(p.Size)), p.Value, e.Unit, bandText(e.Band.Merge(p.Band)))
 			}
 		}
-		return exitOK, w.Flush()
+		if err := w.Flush(); err != nil {
+			return exitUsage, err
+		}
+		fmt.Fprintln(stdout, "\nSources:")
+		for _, src := range sources {
+			fmt.Fprintln(stdout, "  "+src)
+		}
+		return exitOK, nil
 	}
 	return exitUsage, usageError{fmt.Errorf("baseline %q: want validate or show", args[0])}
 }
@@ -670,6 +679,20 @@ func labelText(l map[string]string) string {
 	}
 	sort.Strings(kv)
 	return strings.Join(kv, ",")
+}
+
+// bandText renders a band's edges as written: "min -10%, warn_min -5%".
+func bandText(b sku.Band) string {
+	var parts []string
+	for _, e := range []struct {
+		name string
+		b    sku.Bound
+	}{{"min", b.Min}, {"warn_min", b.WarnMin}, {"max", b.Max}, {"warn_max", b.WarnMax}} {
+		if e.b.IsSet() {
+			parts = append(parts, e.name+" "+e.b.Text)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func sizeText(n int64) string {
@@ -711,6 +734,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		if base, err = os.MkdirTemp("", "gpuaccept-demo-"); err != nil {
 			return exitUsage, fmt.Errorf("create demo results folder: %w", err)
 		}
+		defer os.RemoveAll(base)
 	}
 	host := c.host()
 	defer host.Close()
@@ -746,7 +770,11 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		statuses = append(statuses, res.Status)
 	}
-	fmt.Fprintf(stdout, "\ndemo: every verdict came out as expected (%v); results folders under %s\n", statuses, base)
+	where := "results folders under " + base
+	if c.out == "" {
+		where = "give --out DIR to keep the results folders"
+	}
+	fmt.Fprintf(stdout, "\ndemo: every verdict came out as expected (%v); %s\n", statuses, where)
 	return exitOK, nil
 }
 

@@ -144,7 +144,7 @@ func TestCheckHealthyTextAndJSON(t *testing.T) {
 // A baseline at another scope is a skip naming the scopes that exist, not a
 // silent pass.
 func TestCheckOtherScopeSkips(t *testing.T) {
-	code, out, _ := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "8", healthy+"/nccl.all_reduce/all_reduce.log")
+	code, out, _ := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "8", "--format", "json", healthy+"/nccl.all_reduce/all_reduce.log")
 	assert.Equal(t, code, 1)
 	assert.Assert(t, strings.Contains(out, "no baseline for nccl.all_reduce at scope 1x8 (nodes x GPUs per node) in SKU h200; it has 1x2"), out)
 	// ... but its rank-count check still fails: the log shows 2 ranks, not 8.
@@ -175,6 +175,8 @@ func TestCheckBadInput(t *testing.T) {
 		{"truncated mid-row", "cut.log", cut, "cut.log:"},
 		{"another collective", "ag.log", readFile(t, healthy+"/nccl.all_gather/all_gather.log"), "ag.log is output of all_gather_perf, not all_reduce_perf"},
 		{"bad JSON", "bad.json", `{"results": [`, "bad.json"},
+		{"binary JSON", "bin.json", "\x89PNG\r\n\x1a\n\x00\x00", "bin.json"},
+		{"JSON of another tool", "other.json", `{"name": "ib_write_bw", "bw_avg": 390.1}`, "no result rows in other.json"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -195,7 +197,8 @@ func TestCheckDegradedFails(t *testing.T) {
 	code, out, _ := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--junit", junit, log)
 	assert.Equal(t, code, 1, out)
 	x := readFile(t, junit)
-	assert.Assert(t, strings.Contains(x, `<failure message="busbw out-of-place 26.8 GB/s at 64 MiB below 226.9 (baseline 266.9 -15%)`), x)
+	// The log's -J JSON, kept beside it in the results folder, is judged.
+	assert.Assert(t, strings.Contains(x, `<failure message="busbw out-of-place 26.7 GB/s at 64 MiB below 226.9 (baseline 266.9 -15%)`), x)
 	assert.Assert(t, strings.Contains(x, "fail: busbw out-of-place 27.7 GB/s at 4 GiB below 311.4 (baseline 346.0 -10%)"), x)
 }
 
@@ -316,7 +319,8 @@ func TestBaselineValidate(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, `bad.yaml: line 7: field "tolerance" is not known here`), out)
 	code, out, _ = cli(t, "baseline", "show", "h200")
 	assert.Equal(t, code, 0)
-	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  4 GiB    345.98"), out)
+	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  4 GiB    345.98  GB/s  min -10%, warn_min -5%, warn_max +50%"), out)
+	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  64 MiB   266.92  GB/s  min -15%, warn_min -8%, warn_max +50%"), out)
 }
 
 // The results folders of real GPU runs replay to the verdicts they got on

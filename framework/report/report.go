@@ -5,8 +5,10 @@ package report
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -48,28 +50,45 @@ func JSON(w io.Writer, run *result.Run) error {
 	return nil
 }
 
-// headline picks the metric a table row shows: the worst judged one, or,
-// when all pass, the judged point at the largest size (the bandwidth people
-// quote).
+// headline picks the metric a table row shows: among the judged metrics of
+// the worst status, the one furthest from its baseline; when all pass, the
+// point at the largest size (the bandwidth people quote), the lower one on a
+// tie. Error rows show none: their numbers are not to be trusted.
 func headline(t result.Test) (result.Judged, bool) {
+	if t.Status == result.Error {
+		return result.Judged{}, false
+	}
+	sev := map[result.Status]int{result.Pass: 1, result.Warn: 2, result.Fail: 3}
+	off := func(m result.Judged) float64 {
+		if m.Expected == nil || *m.Expected == 0 {
+			return 0
+		}
+		return math.Abs(1 - m.Value / *m.Expected)
+	}
 	var best result.Judged
 	found := false
-	sev := map[result.Status]int{result.Pass: 1, result.Warn: 2, result.Fail: 3, result.Error: 4}
 	for _, m := range t.Metrics {
-		if m.Status == result.Skip {
+		if sev[m.Status] == 0 {
 			continue
 		}
-		switch {
-		case !found:
-		case sev[m.Status] > sev[best.Status]:
-		case sev[m.Status] == sev[best.Status] && m.Status == result.Pass && m.Size > best.Size:
-		default:
-			continue
+		better := !found || sev[m.Status] > sev[best.Status]
+		if found && sev[m.Status] == sev[best.Status] {
+			if m.Status == result.Pass {
+				better = m.Size > best.Size || m.Size == best.Size && m.Value < best.Value
+			} else {
+				better = off(m) > off(best)
+			}
 		}
-		best, found = m, true
+		if better {
+			best, found = m, true
+		}
 	}
 	return best, found
 }
+
+// maxDetail bounds the Detail column; the full message is in the JSON and
+// the JUnit.
+const maxDetail = 110
 
 func rows(run *result.Run) [][]string {
 	var out [][]string
@@ -87,7 +106,11 @@ func rows(run *result.Run) [][]string {
 				band = fmt.Sprintf("%.1f: %s", *h.Expected, h.Band)
 			}
 		}
-		out = append(out, []string{t.Name, strings.ToUpper(string(t.Status)), measured, band, t.Message})
+		detail := t.Message
+		if len(detail) > maxDetail {
+			detail = detail[:maxDetail-3] + "..."
+		}
+		out = append(out, []string{t.Name, strings.ToUpper(string(t.Status)), measured, band, detail})
 	}
 	return out
 }
@@ -264,6 +287,10 @@ func WriteJUnit(path string, run *result.Run) error {
 		return fmt.Errorf("write JUnit %s: %w", path, err)
 	}
 	doc := JUnit(run)
+	if _, err := io.WriteString(f, xml.Header); err != nil {
+		f.Close()
+		return fmt.Errorf("write JUnit %s: %w", path, err)
+	}
 	if err := doc.WriteXML(f); err != nil {
 		f.Close()
 		return fmt.Errorf("write JUnit %s: %w", path, err)

@@ -368,10 +368,33 @@ func groupFiles(files []string) ([]fileGroup, error) {
 		} else {
 			g.out.Log = abs
 			g.label = base
+			// A results folder keeps a step's -J file in STEP.files/.
+			g.files = append(g.files, f)
+			if js := stem + ".files/" + filepath.Base(stem) + ".json"; !hasJSON(g.out) && fileExists(js) {
+				g.out.Files = map[string]string{filepath.Base(js): js}
+				g.files = append(g.files, js)
+			}
+			continue
 		}
 		g.files = append(g.files, f)
 	}
+	// Two logs of the same name from different folders are told apart by
+	// the path they were given as.
+	count := map[string]int{}
+	for _, g := range groups {
+		count[g.label]++
+	}
+	for i := range groups {
+		if count[groups[i].label] > 1 {
+			groups[i].label = groups[i].files[0]
+		}
+	}
 	return groups, nil
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
 }
 
 func hasJSON(o plan.Output) bool { return len(o.Files) > 0 }

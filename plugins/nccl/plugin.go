@@ -277,18 +277,23 @@ func parseOutput(test string, topo plan.Topology, o plan.Output, expectMax, fact
 		errs = append(errs, terr.Error())
 	}
 	var js *Output
+	var jsName string // the JSON file's name, for messages
+	var jsErr error
 	for name, path := range o.Files {
 		if strings.HasSuffix(name, ".json") {
+			jsName = filepath.Base(path)
 			f, err := os.Open(path)
 			if err != nil {
 				errs = append(errs, fmt.Sprintf("open %s: %v", name, err))
 				continue
 			}
-			js, err = ParseJSON(f, filepath.Base(path))
+			js, jsErr = ParseJSON(f, jsName)
 			f.Close()
-			if err != nil {
-				p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("JSON output unusable, using the text output: %v", err)})
+			if jsErr != nil {
 				js = nil
+				if text != nil {
+					p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("JSON output unusable, using the text output: %v", jsErr)})
+				}
 			}
 		}
 	}
@@ -309,7 +314,12 @@ func parseOutput(test string, topo plan.Topology, o plan.Output, expectMax, fact
 		src = js
 	}
 	if src == nil {
-		p.Error = strings.Join(append(errs, "no output"), "; ")
+		if jsErr != nil {
+			errs = append(errs, jsErr.Error())
+		} else {
+			errs = append(errs, "no output")
+		}
+		p.Error = strings.Join(errs, "; ")
 		return p
 	}
 	p.Info = info(text, js)
@@ -320,7 +330,7 @@ func parseOutput(test string, topo plan.Topology, o plan.Output, expectMax, fact
 		}
 		file := filepath.Base(o.Log)
 		if out == js {
-			file = JSONName(test)
+			file = jsName
 		}
 		for _, w := range out.Warnings {
 			p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: w.Text, Source: source(file, w.Line)})
@@ -340,7 +350,11 @@ func parseOutput(test string, topo plan.Topology, o plan.Output, expectMax, fact
 		if fi, err := os.Stat(o.Log); err == nil && fi.Size() == 0 && js == nil {
 			what = "output is empty"
 		}
-		errs = append(errs, fmt.Sprintf("%s in %s", what, filepath.Base(o.Log)))
+		where := filepath.Base(o.Log)
+		if o.Log == "" || src == js {
+			where = jsName
+		}
+		errs = append(errs, fmt.Sprintf("%s in %s", what, where))
 	} else {
 		last := src.Rows[len(src.Rows)-1].Size
 		want := expectMax
