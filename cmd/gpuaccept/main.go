@@ -561,11 +561,18 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 				continue
 			}
 			for _, t := range d.Tests {
-				var ps []string
-				for _, p := range t.Params {
-					ps = append(ps, p.Name)
+				fmt.Fprintf(w, "%s.%s\t%s\n", d.Name, t.Name, t.Description)
+			}
+			// Parameters once per plugin when its tests share them.
+			if len(d.Tests) > 0 {
+				fmt.Fprintf(w, "\t%s parameters (--param KEY=VALUE):\n", d.Name)
+				for _, p := range d.Tests[0].Params {
+					def := ""
+					if p.Default != "" {
+						def = " (default " + p.Default + ")"
+					}
+					fmt.Fprintf(w, "\t  %s\t%s%s\n", p.Name, p.Description, def)
 				}
-				fmt.Fprintf(w, "%s.%s\t%s\tparams: %s\n", d.Name, t.Name, t.Description, strings.Join(ps, " "))
 			}
 		}
 	case "launchers":
