@@ -254,7 +254,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	var dryRun bool
 	var timeout time.Duration
 	var params, tests, mpiArgs []string
-	fs := newFlags("run", runUsage, stderr)
+	// gpuaccept --help lands here: show the commands too.
+	fs := newFlags("run", topUsage+"\n"+runUsage, stderr)
 	c.add(fs)
 	fs.StringVar(&suite, "suite", "", "suite to run (gpuaccept list suites)")
 	fs.StringVar(&launcherName, "launcher", "local", "where the steps run: "+strings.Join(launch.Names(), ", "))
