@@ -32,6 +32,9 @@ type Request struct {
 	Dir string
 	// Timeout bounds the whole test; steps may have their own, shorter.
 	Timeout time.Duration
+	// Redactor masks secrets in everything written to Dir; nil masks the
+	// patterns only (no known values).
+	Redactor *redact.Redactor
 }
 
 // Launcher runs plans. Launch returns one Output per step that was started
@@ -60,9 +63,11 @@ func LogName(step string) string { return step + ".log" }
 // FilesDir is the folder of a step's collected files.
 func FilesDir(step string) string { return step + ".files" }
 
-// CreateLog creates the log file of a step in dir behind a redacting
-// writer. Close the returned writer to flush it and close the file.
-func CreateLog(dir, step string) (io.WriteCloser, string, error) {
+// CreateLog creates the log file of a step in req.Dir behind req's
+// redacting writer. Close the returned writer to flush it and close the
+// file.
+func CreateLog(req Request, step string) (io.WriteCloser, string, error) {
+	dir := req.Dir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", fmt.Errorf("create raw output folder %s: %w", dir, err)
 	}
@@ -71,12 +76,13 @@ func CreateLog(dir, step string) (io.WriteCloser, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("create log of step %s: %w", step, err)
 	}
-	return &redactedFile{w: redact.NewWriter(f), f: f}, p, nil
+	return &redactedFile{w: req.Redactor.NewWriter(f), f: f}, p, nil
 }
 
-// CollectFile copies a file a step wrote (read from src) into dir, masking
-// secrets, and returns its path there.
-func CollectFile(dir, step, name string, src io.Reader) (string, error) {
+// CollectFile copies a file a step wrote (read from src) into req.Dir,
+// masking secrets, and returns its path there.
+func CollectFile(req Request, step, name string, src io.Reader) (string, error) {
+	dir := req.Dir
 	if name == "" || strings.Contains(name, "..") || filepath.IsAbs(name) {
 		return "", fmt.Errorf("collect file %q of step %s: not a plain relative name", name, step)
 	}
@@ -89,7 +95,7 @@ func CollectFile(dir, step, name string, src io.Reader) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("collect file %s of step %s: %w", name, step, err)
 	}
-	if _, err := redact.Copy(f, src); err != nil {
+	if _, err := req.Redactor.Copy(f, src); err != nil {
 		f.Close()
 		return "", fmt.Errorf("collect file %s of step %s: %w", name, step, err)
 	}

@@ -1,7 +1,9 @@
-// Package redact removes secrets from raw outputs before anything is written
-// to a results folder: values of environment variables whose names say they
-// are secrets (nccl-tests' -J JSON dumps the whole environment, mpirun and
-// shells echo it) and bearer tokens.
+// Package redact removes secrets from everything gpuaccept writes or prints:
+// raw outputs (nccl-tests' -J JSON dumps the whole environment; mpirun and
+// shells echo it), recorded command lines and parameters. It masks values of
+// variables, keys and flags whose names say they are secrets, passwords in
+// URLs, bearer tokens, and any literal value the caller knows to be secret
+// (a token in the environment that a benchmark prints on its own).
 package redact
 
 import (
@@ -9,78 +11,184 @@ import (
 	"bytes"
 	"io"
 	"regexp"
+	"sort"
 	"strings"
 )
 
 // Mask replaces a redacted value.
 const Mask = "[REDACTED]"
 
-// secretName matches variable names that hold secrets: ..._TOKEN,
-// ..._SECRET..., PASSWORD, API_KEY, PRIVATE_KEY, CREDENTIALS, AUTH...
-var secretAssign = regexp.MustCompile(`(?i)\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)[A-Z0-9_]*)(\s*[=:]\s*)("?)([^\s",'}\]]+)`)
+// secretNameRE matches names that hold secrets: any name containing TOKEN,
+// SECRET, PASSWORD, API_KEY, CREDENTIAL, AUTH, COOKIE, ..., and names with a
+// whole PAT, PASS or KEY component (GH_PAT, DB_PASS, SSH_KEY; not PATH).
+const secretNameRE = `[A-Za-z0-9_]*(?i:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH|COOKIE)[A-Za-z0-9_]*` +
+	`|(?:[A-Za-z0-9]+_)*(?i:PAT|PASS|KEY)(?:_[A-Za-z0-9]+)*`
 
-var bearer = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`)
+// valueRE is a value after "=" or ":": quoted, or up to a blank, a quote, a
+// comma or a closing bracket.
+const valueRE = `'[^'\n]*'|"[^"\n]*"|[^\s",'}\]]+`
 
-// quick rejects lines that cannot hold a secret without running the regexes.
-var hints = [][]byte{[]byte("oken"), []byte("OKEN"), []byte("ecret"), []byte("ECRET"), []byte("ass"), []byte("ASS"),
-	[]byte("key"), []byte("KEY"), []byte("Key"), []byte("uth"), []byte("UTH"), []byte("redential"), []byte("REDENTIAL"),
-	[]byte("earer"), []byte("EARER"), []byte("asic"), []byte("ASIC")}
+var (
+	secretName = regexp.MustCompile(`^(?:` + secretNameRE + `)$`)
+	// NAME=value, NAME: value, "NAME": "value", export NAME='a b'.
+	assign = regexp.MustCompile(`\b(` + secretNameRE + `)("?\s*[=:]\s*)(` + valueRE + `)`)
+	// --password value, --auth-token=value, -token value.
+	flag = regexp.MustCompile(`(?i)(--?[a-z0-9-]*(?:token|password|passwd|secret|api-?key|auth|credential)[a-z0-9-]*)(=|\s+)(` + valueRE + `)`)
+	// scheme://user:password@host
+	urlCred = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+@`)
+	bearer  = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`)
+)
 
-// Line returns line with secret values masked. The variable name stays, so
-// a reader still sees that it was set.
-func Line(line []byte) []byte {
-	hit := false
-	for _, h := range hints {
-		if bytes.Contains(line, h) {
-			hit = true
-			break
+// SecretName reports whether a variable or parameter name looks like it
+// holds a secret (HF_TOKEN, DB_PASS, WANDB_API_KEY, GH_PAT; not PATH).
+func SecretName(name string) bool { return secretName.MatchString(name) }
+
+// Redactor masks the patterns above and a set of known secret values.
+// The zero value, and a nil *Redactor, mask the patterns only.
+type Redactor struct {
+	known [][]byte // longest first, so a value that contains another goes whole
+}
+
+// minKnown is the shortest known value masked literally: shorter ones
+// ("1", "yes") would mask ordinary output.
+const minKnown = 4
+
+// New returns a Redactor that also masks every occurrence of the given
+// values (those of minKnown bytes or more).
+func New(known ...string) *Redactor {
+	r := &Redactor{}
+	seen := map[string]bool{}
+	for _, k := range known {
+		if len(k) >= minKnown && !seen[k] && k != Mask {
+			seen[k] = true
+			r.known = append(r.known, []byte(k))
 		}
 	}
-	if !hit {
+	sort.Slice(r.known, func(i, j int) bool { return len(r.known[i]) > len(r.known[j]) })
+	return r
+}
+
+// FromEnv returns a Redactor that knows the values of the secret-named
+// variables of environ ("NAME=value" strings) and of the secret-named
+// parameters (keys like "env.HF_TOKEN" or "password").
+func FromEnv(environ []string, params map[string]string) *Redactor {
+	var known []string
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && SecretName(k) {
+			known = append(known, v)
+		}
+	}
+	for k, v := range params {
+		if SecretName(paramName(k)) {
+			known = append(known, v)
+		}
+	}
+	return New(known...)
+}
+
+func paramName(k string) string {
+	if i := strings.LastIndexByte(k, '.'); i >= 0 {
+		return k[i+1:]
+	}
+	return k
+}
+
+func quoted(v []byte) []byte {
+	if len(v) >= 2 && (v[0] == '\'' || v[0] == '"') && v[len(v)-1] == v[0] {
+		return append([]byte{v[0]}, append([]byte(Mask), v[0])...)
+	}
+	return []byte(Mask)
+}
+
+// hints are fragments every pattern needs: a line holding none of them is
+// left alone without running the regular expressions (the hot path of
+// streaming a large log).
+var hints = func() [][]byte {
+	var out [][]byte
+	for _, w := range []string{"token", "secret", "pass", "key", "auth", "credential", "cookie", "bearer", "basic"} {
+		out = append(out, []byte(w), []byte(strings.ToUpper(w)), []byte(strings.ToUpper(w[:1])+w[1:]))
+	}
+	return append(out, []byte("PAT"), []byte("://"))
+}()
+
+func hinted(line []byte) bool {
+	for _, h := range hints {
+		if bytes.Contains(line, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// Line returns line with secrets masked. Names stay, so a reader still sees
+// that a secret was set.
+func (r *Redactor) Line(line []byte) []byte {
+	if r != nil {
+		for _, k := range r.known {
+			if bytes.Contains(line, k) {
+				line = bytes.ReplaceAll(line, k, []byte(Mask))
+			}
+		}
+	}
+	if !hinted(line) {
 		return line
 	}
 	line = bearer.ReplaceAll(line, []byte("${1} "+Mask))
-	return secretAssign.ReplaceAllFunc(line, func(m []byte) []byte {
-		sub := secretAssign.FindSubmatch(m)
-		v := string(sub[4])
-		// "Authorization: Bearer [REDACTED]" is already masked.
-		if strings.EqualFold(v, "bearer") || strings.EqualFold(v, "basic") || strings.HasPrefix(Mask, v) {
+	line = urlCred.ReplaceAll(line, []byte("${1}"+Mask+"@"))
+	line = flag.ReplaceAllFunc(line, func(m []byte) []byte {
+		sub := flag.FindSubmatch(m)
+		if bytes.HasPrefix(sub[3], []byte("-")) || isMasked(sub[3]) {
+			return m // the next flag, not a value; or done already
+		}
+		return append(append(append([]byte{}, sub[1]...), sub[2]...), quoted(sub[3])...)
+	})
+	return assign.ReplaceAllFunc(line, func(m []byte) []byte {
+		sub := assign.FindSubmatch(m)
+		v := sub[3]
+		// "Authorization: Bearer [REDACTED]" is masked already.
+		if bytes.EqualFold(v, []byte("bearer")) || bytes.EqualFold(v, []byte("basic")) || isMasked(v) {
 			return m
 		}
-		out := append([]byte{}, sub[1]...)
-		out = append(out, sub[2]...)
-		out = append(out, sub[3]...)
-		return append(out, Mask...)
+		return append(append(append([]byte{}, sub[1]...), sub[2]...), quoted(v)...)
 	})
 }
 
-// String is Line for a string: a command line or a "NAME=value" word.
-func String(s string) string { return string(Line([]byte(s))) }
+func isMasked(v []byte) bool {
+	v = bytes.Trim(v, `'"`)
+	return bytes.HasPrefix([]byte(Mask), v) || bytes.HasPrefix(v, []byte(Mask))
+}
 
-// Params returns a copy of params with the values of secret-looking keys
-// masked ("env.HF_TOKEN", "password"), for results that record them.
-func Params(params map[string]string) map[string]string {
+// String is Line for a string: a command line or a "NAME=value" word.
+func (r *Redactor) String(s string) string { return string(r.Line([]byte(s))) }
+
+// Params returns a copy of params with secrets masked: whole values of
+// secret-named keys ("env.HF_TOKEN"), and secrets inside other values.
+func (r *Redactor) Params(params map[string]string) map[string]string {
 	if params == nil {
 		return nil
 	}
 	out := make(map[string]string, len(params))
 	for k, v := range params {
-		name := k
-		if i := strings.LastIndexByte(k, '.'); i >= 0 {
-			name = k[i+1:]
-		}
-		if masked := String(name + "=" + v); masked != name+"="+v {
+		if SecretName(paramName(k)) {
 			v = Mask
+		} else {
+			v = r.String(v)
 		}
 		out[k] = v
 	}
 	return out
 }
 
-// Copy copies src to dst line by line, masking secrets. It returns the bytes
-// written. Lines of any length are handled.
-func Copy(dst io.Writer, src io.Reader) (int64, error) {
-	w := NewWriter(dst)
+// Line masks the patterns in line (no known values).
+func Line(line []byte) []byte { return (*Redactor)(nil).Line(line) }
+
+// String masks the patterns in s (no known values).
+func String(s string) string { return (*Redactor)(nil).String(s) }
+
+// Copy copies src to dst line by line through r, masking secrets, and
+// returns the bytes read. Lines of any length are handled.
+func (r *Redactor) Copy(dst io.Writer, src io.Reader) (int64, error) {
+	w := r.NewWriter(dst)
 	n, err := io.Copy(w, src)
 	if cerr := w.Close(); err == nil {
 		err = cerr
@@ -92,12 +200,18 @@ func Copy(dst io.Writer, src io.Reader) (int64, error) {
 // Close flushes a last line without a newline; it does not close the
 // underlying writer.
 type Writer struct {
+	r       *Redactor
 	dst     *bufio.Writer
 	pending []byte
 }
 
 // NewWriter returns a Writer that writes masked lines to dst.
-func NewWriter(dst io.Writer) *Writer { return &Writer{dst: bufio.NewWriterSize(dst, 64<<10)} }
+func (r *Redactor) NewWriter(dst io.Writer) *Writer {
+	return &Writer{r: r, dst: bufio.NewWriterSize(dst, 64<<10)}
+}
+
+// NewWriter returns a Writer masking the patterns only.
+func NewWriter(dst io.Writer) *Writer { return (*Redactor)(nil).NewWriter(dst) }
 
 // maxPending bounds the bytes held while waiting for a newline: a line
 // longer than this is masked and written in pieces (a secret split across
@@ -112,7 +226,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 		if i < 0 {
 			w.pending = append(w.pending, p...)
 			if len(w.pending) > maxPending {
-				if _, err := w.dst.Write(Line(w.pending)); err != nil {
+				if _, err := w.dst.Write(w.r.Line(w.pending)); err != nil {
 					return 0, err
 				}
 				w.pending = w.pending[:0]
@@ -124,7 +238,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 			line = append(w.pending, line...)
 			w.pending = w.pending[:0]
 		}
-		if _, err := w.dst.Write(Line(line)); err != nil {
+		if _, err := w.dst.Write(w.r.Line(line)); err != nil {
 			return 0, err
 		}
 		p = p[i+1:]
@@ -135,7 +249,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 // Flush writes what is buffered, without waiting for a newline.
 func (w *Writer) Flush() error {
 	if len(w.pending) > 0 {
-		if _, err := w.dst.Write(Line(w.pending)); err != nil {
+		if _, err := w.dst.Write(w.r.Line(w.pending)); err != nil {
 			return err
 		}
 		w.pending = w.pending[:0]

@@ -46,3 +46,30 @@ func TestIdempotent(t *testing.T) {
 		assert.Equal(t, string(Line(append([]byte{}, once...))), string(once))
 	}
 }
+
+func TestMorePatterns(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`SOME_TOKEN='tok ZZZZ9999' all_reduce_perf -g 2`, `SOME_TOKEN='[REDACTED]' all_reduce_perf -g 2`},
+		{`X_SECRET="a;b $c" cmd`, `X_SECRET="[REDACTED]" cmd`},
+		{`DB_PASS=hunter2 GH_PAT=ghp_abc123def`, `DB_PASS=[REDACTED] GH_PAT=[REDACTED]`},
+		{`DATABASE_URL=postgres://user:PW1234@db:5432/x`, `DATABASE_URL=postgres://user:[REDACTED]@db:5432/x`},
+		{`all_reduce_perf --auth-token abcdef12 --password s3cr3t -g 2`, `all_reduce_perf --auth-token [REDACTED] --password [REDACTED] -g 2`},
+		{`{"password": "hunter2", "user": "me"}`, `{"password": "[REDACTED]", "user": "me"}`},
+		{`PATH=/usr/bin:/bin LD_LIBRARY_PATH=/x NCCL_IB_HCA=mlx5`, `PATH=/usr/bin:/bin LD_LIBRARY_PATH=/x NCCL_IB_HCA=mlx5`},
+		{`--password --next`, `--password --next`},
+	}
+	for _, c := range cases {
+		assert.Equal(t, String(c.in), c.want)
+		assert.Equal(t, String(String(c.in)), c.want, "idempotent")
+	}
+}
+
+// Values known to be secret are masked wherever they show, also when a
+// benchmark prints them without their name.
+func TestKnownValues(t *testing.T) {
+	r := FromEnv([]string{"HF_TOKEN=hf_known_value", "HOME=/root", "X_KEY=ab"}, map[string]string{"env.MY_TOKEN": "tok ZZZZ9999", "maxbytes": "4G"})
+	assert.Equal(t, r.String("printed hf_known_value and tok ZZZZ9999; home /root; ab"), "printed [REDACTED] and [REDACTED]; home /root; ab")
+	assert.DeepEqual(t, r.Params(map[string]string{"env.MY_TOKEN": "tok ZZZZ9999", "maxbytes": "4G", "extra": "--token=abc12345"}),
+		map[string]string{"env.MY_TOKEN": Mask, "maxbytes": "4G", "extra": "--token=[REDACTED]"})
+	assert.Assert(t, SecretName("GH_PAT") && SecretName("db_pass") && !SecretName("PATH") && !SecretName("NCCL_IB_HCA") && !SecretName("PWD"))
+}

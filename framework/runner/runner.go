@@ -147,9 +147,11 @@ func (r *Runner) progress(format string, a ...any) {
 func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology) result.Test {
 	start := time.Now()
 	params := Params(su.Params, st.Params, r.Params)
-	// What is recorded and printed goes through redaction; the plugin and
-	// the launcher get the real values.
-	t := result.Test{Name: st.Test, Scope: topo.String(), Params: redact.Params(params), Metrics: []result.Judged{}}
+	// What is recorded and printed goes through redaction, which also knows
+	// the secret values of the environment and the parameters; the plugin
+	// and the launcher get the real values.
+	red := redact.FromEnv(os.Environ(), params)
+	t := result.Test{Name: st.Test, Scope: topo.String(), Params: red.Params(params), Metrics: []result.Judged{}}
 	if st.Skip != "" {
 		t.Status, t.Message = result.Skip, st.Skip
 		r.progress("%-24s skip  %s", st.Test, st.Skip)
@@ -171,7 +173,7 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 		timeout = st.Timeout
 	}
 	dir := filepath.Join(r.Dir, "raw", st.Test)
-	req := launch.Request{Test: st.Test, Plan: pl, Topology: topo, Dir: dir, Timeout: timeout}
+	req := launch.Request{Test: st.Test, Plan: pl, Topology: topo, Dir: dir, Timeout: timeout, Redactor: red}
 	if r.DryRun {
 		cmds, err := r.Launcher.Commands(req)
 		if err != nil {
@@ -180,8 +182,8 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 			return t
 		}
 		for _, c := range cmds {
-			t.Commands = append(t.Commands, redact.String(c))
-			r.progress("%s", redact.String(c))
+			t.Commands = append(t.Commands, red.String(c))
+			r.progress("%s", red.String(c))
 		}
 		t.Status, t.Message = result.Skip, "dry run"
 		return t
@@ -195,7 +197,7 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 		return t
 	}
 	for i := range outs {
-		outs[i].Command = redact.String(outs[i].Command)
+		outs[i].Command = red.String(outs[i].Command)
 		if outs[i].Command != "" {
 			t.Commands = append(t.Commands, outs[i].Command)
 		}

@@ -158,7 +158,7 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 	}
 	defer os.RemoveAll(work)
 
-	logw, logPath, err := launch.CreateLog(req.Dir, s.Name)
+	logw, logPath, err := launch.CreateLog(req, s.Name)
 	if err != nil {
 		out.LaunchError = err.Error()
 		return out
@@ -215,7 +215,7 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 		if err != nil {
 			continue // not written: the plugin sees it missing and says so
 		}
-		p, err := launch.CollectFile(req.Dir, s.Name, f, src)
+		p, err := launch.CollectFile(req, s.Name, f, src)
 		src.Close()
 		if err != nil {
 			out.LaunchError = strings.TrimPrefix(out.LaunchError+"; ", "; ") + err.Error()

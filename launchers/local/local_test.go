@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 )
 
 func sh(name, script string) plan.Step {
@@ -153,4 +154,16 @@ func TestMPIRun(t *testing.T) {
 	assert.Assert(t, strings.Contains(o.Command, "-np 2 --map-by ppr:2:node"), o.Command)
 	assert.Equal(t, strings.Count(string(log), "# Collective test starting: all_reduce_perf"), 1, string(log))
 	assert.Assert(t, o.Files["all_reduce.json"] != "")
+}
+
+// A secret the runner knows is masked even where the benchmark prints it
+// bare, without its variable name.
+func TestKnownSecretMaskedInLog(t *testing.T) {
+	r := req(t, sh("p", `echo "connecting with $CREDS"`))
+	r.Plan.Steps[0].Env = map[string]string{"CREDS": "u-9f8e7d6c"}
+	r.Redactor = redact.New("u-9f8e7d6c")
+	outs, err := (&Launcher{}).Launch(context.Background(), r)
+	assert.NilError(t, err)
+	log, _ := os.ReadFile(outs[0].Log)
+	assert.Equal(t, string(log), "connecting with [REDACTED]\n")
 }

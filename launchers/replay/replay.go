@@ -95,7 +95,7 @@ func (l *Launcher) replayStep(req launch.Request, s plan.Step, rec plan.Output) 
 		out.LaunchError = fmt.Sprintf("no recording %s in %s", logPath, l.Where)
 		return out
 	}
-	w, p, err := launch.CreateLog(req.Dir, s.Name)
+	w, p, err := launch.CreateLog(req, s.Name)
 	if err != nil {
 		src.Close()
 		out.LaunchError = err.Error()
@@ -117,7 +117,7 @@ func (l *Launcher) replayStep(req launch.Request, s plan.Step, rec plan.Output) 
 		if err != nil {
 			continue // not recorded: the plugin reports the missing file
 		}
-		dst, err := launch.CollectFile(req.Dir, s.Name, path.Base(f), r)
+		dst, err := launch.CollectFile(req, s.Name, path.Base(f), r)
 		r.Close()
 		if err != nil {
 			out.LaunchError = err.Error()
