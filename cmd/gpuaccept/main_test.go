@@ -230,7 +230,7 @@ func TestRunLocalWithStandin(t *testing.T) {
 	out := t.TempDir()
 	junit := filepath.Join(out, "ci.xml")
 	code, stdout, errs := cli(t, "--sku", "h200", "--suite", "singlenode", "--launcher", "local", "--gpus-per-node", "2",
-		"--param", "bindir="+bin, "--param", "env.MY_TOKEN=ghp_planted_secret_123", "--out", out, "--junit", junit)
+		"--param", "bindir="+bin, "--param", "env.MY_TOKEN=ghp_planted secret; 123", "--out", out, "--junit", junit)
 	assert.Equal(t, code, 0, stdout+errs)
 	assert.Assert(t, strings.Contains(stdout, "6 pass"), stdout)
 	for _, f := range []string{"results.json", "junit.xml", "table.txt", "raw/nccl.all_reduce/all_reduce.log", "raw/nccl.all_reduce/all_reduce.files/all_reduce.json", "raw/nccl.all_reduce/outputs.json"} {
