@@ -47,7 +47,11 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 	}
 	for _, c := range p.Checks {
 		if !c.OK {
-			statuses = append(statuses, result.Fail)
+			if c.Warn {
+				statuses = append(statuses, result.Warn)
+			} else {
+				statuses = append(statuses, result.Fail)
+			}
 			problems = append(problems, c.Name+": "+c.Message)
 		}
 	}

@@ -110,7 +110,7 @@ func (s *server) Parse(ctx context.Context, req *pb.ParseRequest) (*pb.ParseResp
 		out.Metrics = append(out.Metrics, &pb.Metric{Name: m.Name, Value: m.Value, Unit: m.Unit, Size: m.Size, Labels: m.Labels})
 	}
 	for _, c := range p.Checks {
-		out.Checks = append(out.Checks, &pb.Check{Name: c.Name, Ok: c.OK, Message: c.Message})
+		out.Checks = append(out.Checks, &pb.Check{Name: c.Name, Ok: c.OK, Message: c.Message, Warn: c.Warn})
 	}
 	for _, d := range p.Diagnostics {
 		out.Diagnostics = append(out.Diagnostics, &pb.Diagnostic{Level: string(d.Level), Message: d.Message, Source: d.Source})
@@ -173,7 +173,7 @@ func (c *client) Parse(ctx context.Context, req ParseRequest) (result.Parsed, er
 		out.Metrics = append(out.Metrics, result.Metric{Name: m.Name, Value: m.Value, Unit: m.Unit, Size: m.Size, Labels: m.Labels})
 	}
 	for _, ch := range resp.Checks {
-		out.Checks = append(out.Checks, result.Check{Name: ch.Name, OK: ch.Ok, Message: ch.Message})
+		out.Checks = append(out.Checks, result.Check{Name: ch.Name, OK: ch.Ok, Message: ch.Message, Warn: ch.Warn})
 	}
 	for _, d := range resp.Diagnostics {
 		out.Diagnostics = append(out.Diagnostics, result.Diagnostic{Level: result.Level(d.Level), Message: d.Message, Source: d.Source})

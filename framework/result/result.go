@@ -89,6 +89,10 @@ type Check struct {
 	Name    string `json:"name"`
 	OK      bool   `json:"ok"`
 	Message string `json:"message,omitempty"`
+	// Warn makes a failed check warn instead of fail: the check could not
+	// be made (validation turned off, footer missing), which a sign-off
+	// must show but which proves nothing wrong.
+	Warn bool `json:"warn,omitempty"`
 }
 
 // Level is a diagnostic's weight.

@@ -34,6 +34,10 @@ type Output struct {
 	// MinBytes and MaxBytes are the smallest and largest message sizes asked
 	// for (-b, -e), in bytes; 0 unknown.
 	MinBytes, MaxBytes int64
+	// StepFactor is the multiplication factor between sizes (-f), from
+	// "step: 2(factor)" or the JSON's step_factor; 0 when unknown or when
+	// sizes step by a fixed increment (-i).
+	StepFactor int64
 	// ReducedMaxBytes is the largest size in bytes that nccl-tests fell back
 	// to for lack of GPU memory ("# Reducing maxBytes to N"); 0 none.
 	ReducedMaxBytes int64

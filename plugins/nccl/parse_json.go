@@ -301,6 +301,9 @@ func (p *jsonParser) config(c *jsonConfig) {
 	if c.MaxBytes.isInt && c.MaxBytes.i > 0 {
 		o.MaxBytes = c.MaxBytes.i
 	}
+	if c.StepFactor.isInt && c.StepFactor.i > 1 {
+		o.StepFactor = c.StepFactor.i
+	}
 	for _, d := range c.Devices {
 		o.Ranks = append(o.Ranks, Rank{
 			Rank: d.Rank.int(), Group: d.Group.int(), Pid: d.Pid.int(), Device: d.Device.int(),
@@ -511,11 +514,12 @@ func (v *jsonBool) UnmarshalJSON(b []byte) error {
 
 // jsonConfig is the config object.
 type jsonConfig struct {
-	NThreads jsonNum      `json:"nthreads"`
-	NGPUs    jsonNum      `json:"ngpus"`
-	MinBytes jsonNum      `json:"minimum_bytes"`
-	MaxBytes jsonNum      `json:"maximum_bytes"`
-	Devices  []jsonDevice `json:"devices"`
+	NThreads   jsonNum      `json:"nthreads"`
+	NGPUs      jsonNum      `json:"ngpus"`
+	MinBytes   jsonNum      `json:"minimum_bytes"`
+	MaxBytes   jsonNum      `json:"maximum_bytes"`
+	StepFactor jsonNum      `json:"step_factor"`
+	Devices    []jsonDevice `json:"devices"`
 }
 
 // jsonDevice is one element of config.devices: the first rank line of one

@@ -827,6 +827,15 @@ func (p *textParser) endComment() {
 		}
 	case is(0, "nThread"):
 		for i := 0; i+1 < len(t); i++ {
+			if string(t[i]) == "step:" {
+				// "step: 2(factor)" or "step: 1048576(bytes)"
+				if n, ok := bytes.CutSuffix(t[i+1], []byte("(factor)")); ok {
+					if v, ok := parseUint(n); ok && o.StepFactor == 0 {
+						o.StepFactor = v
+					}
+				}
+				continue
+			}
 			v, ok := parseUint(t[i+1])
 			if !ok {
 				continue

@@ -6,6 +6,7 @@ package nccl
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -357,17 +358,35 @@ func parseOutput(test string, topo plan.Topology, o plan.Output, expectMax, fact
 		errs = append(errs, fmt.Sprintf("%s in %s", what, where))
 	} else {
 		last := src.Rows[len(src.Rows)-1].Size
+		// The sizes asked for: from the plan when gpuaccept ran it, else from
+		// the output's own header ("maxBytes 4294967296 step: 2(factor)").
 		want := expectMax
-		if src.ReducedMaxBytes > 0 && (want == 0 || src.ReducedMaxBytes < want) {
-			want = src.ReducedMaxBytes
+		for _, out := range []*Output{src, text, js} {
+			if out == nil {
+				continue
+			}
+			if want == 0 {
+				want = out.MaxBytes
+			}
+			if factor == 0 {
+				factor = out.StepFactor
+			}
+			if out.ReducedMaxBytes > 0 && (want == 0 || out.ReducedMaxBytes < want) {
+				want = out.ReducedMaxBytes
+			}
 		}
 		// The sweep ends at the last size <= max (8..5G by 2 ends at 4G), so
 		// it is cut short only when one more step would still fit.
 		if want > 0 && factor > 1 && maxRowSize(src)*factor <= want {
 			errs = append(errs, fmt.Sprintf("output ends at %s but sizes up to %s were asked for: truncated", result.FormatBytes(last), result.FormatBytes(want)))
 		}
-		if !src.FooterSeen && src.Format == "text" {
-			p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: "no \"Out of bounds values\" footer: the output may be cut short", Source: filepath.Base(o.Log)})
+		if js != nil && text != nil && len(text.Rows) > 0 {
+			if d := disagreement(text, js); d != "" {
+				errs = append(errs, fmt.Sprintf("%s and %s disagree: %s", filepath.Base(o.Log), jsName, d))
+			}
+		}
+		if m := redopMismatch(test, src); m != "" {
+			errs = append(errs, m)
 		}
 	}
 	if len(errs) > 0 {
@@ -419,6 +438,72 @@ func readText(path string) (*Output, error) {
 		return out, fmt.Errorf("read %s: %w", filepath.Base(path), err)
 	}
 	return out, nil
+}
+
+// namesOp tells, per collective, whether its rows name a reduction
+// operation (true: "sum", ...) or print "none" (false), as the nccl-tests
+// sources call TimeTest; sendrecv prints its unused op. hypercube prints an
+// empty name and is not listed.
+var namesOp = map[string]bool{
+	"all_reduce": true, "reduce": true, "reduce_scatter": true, "sendrecv": true,
+	"all_gather": false, "alltoall": false, "broadcast": false, "gather": false, "scatter": false,
+}
+
+// redopMismatch catches the log of another collective whose header was
+// lost: all_reduce rows name an operation, all_gather rows say "none".
+func redopMismatch(test string, o *Output) string {
+	want, known := namesOp[test]
+	if !known {
+		return ""
+	}
+	for _, r := range o.Rows {
+		if r.Redop == "" {
+			continue // older layout without the column
+		}
+		if want == (r.Redop == "none") {
+			return fmt.Sprintf("result rows have redop %q (line %d), which %s_perf does not print: output of another collective", r.Redop, r.Line, test)
+		}
+	}
+	return ""
+}
+
+// disagreement compares the busbw of the text rows with the JSON's (the
+// same run writes both): beyond print rounding they must agree, or one of
+// the files is from another run. It returns the first difference, or "".
+func disagreement(text, js *Output) string {
+	type key struct {
+		size        int64
+		typ, redop  string
+		root, place int
+	}
+	seen := map[key]float64{}
+	for _, r := range js.Rows {
+		for i, pf := range []*Perf{r.OutOfPlace, r.InPlace} {
+			k := key{r.Size, r.Type, r.Redop, r.Root, i}
+			if _, dup := seen[k]; pf != nil && !dup {
+				seen[k] = pf.BusBW
+			}
+		}
+	}
+	matched := 0
+	for _, r := range text.Rows {
+		for i, pf := range []*Perf{r.OutOfPlace, r.InPlace} {
+			v, ok := seen[key{r.Size, r.Type, r.Redop, r.Root, i}]
+			if pf == nil || !ok {
+				continue
+			}
+			matched++
+			// nccl-tests prints %6.2f, fewer decimals when wide: allow the
+			// rounding of the widest form.
+			if math.Abs(v-pf.BusBW) > math.Max(0.051, 0.0005*math.Abs(v)+0.05) {
+				return fmt.Sprintf("busbw at %s is %.2f in the text, %.2f in the JSON", result.FormatBytes(r.Size), pf.BusBW, v)
+			}
+		}
+	}
+	if matched == 0 && len(seen) > 0 {
+		return "no size in common"
+	}
+	return ""
 }
 
 // metrics turns rows into busbw, algbw and time points per placement; a
@@ -483,6 +568,10 @@ func checks(src, text, js *Output, topo plan.Topology) []result.Check {
 			}
 		}
 	}
+	if !validated && len(src.Rows) > 0 {
+		cs = append(cs, result.Check{Name: "data validation", Warn: true,
+			Message: "validation was off (#wrong shows N/A, nccl-tests -c 0): correctness not checked"})
+	}
 	if validated {
 		c := result.Check{Name: "data validation", OK: len(wrong) == 0}
 		if !c.OK {
@@ -509,6 +598,9 @@ func checks(src, text, js *Output, topo plan.Topology) []result.Check {
 			c.Message = fmt.Sprintf("%d values out of bounds (FAILED)", oob)
 		}
 		cs = append(cs, c)
+	} else if len(src.Rows) > 0 {
+		cs = append(cs, result.Check{Name: "out of bounds values", Warn: true,
+			Message: "no \"Out of bounds values\" footer: not checked (output cut short?)"})
 	}
 	if want := topo.Ranks(); want > 0 {
 		got, from := 0, ""
@@ -528,6 +620,19 @@ func checks(src, text, js *Output, topo plan.Topology) []result.Check {
 			c := result.Check{Name: "rank count", OK: got == want}
 			if !c.OK {
 				c.Message = fmt.Sprintf("%d %s, expected %d (%s)", got, from, want, topo)
+			}
+			cs = append(cs, c)
+		}
+		// Ranks on fewer hosts than nodes: a multi-node baseline judged on
+		// a run inside one node.
+		if text != nil && len(text.Ranks) > 0 {
+			hosts := map[string]bool{}
+			for _, r := range text.Ranks {
+				hosts[r.Host] = true
+			}
+			c := result.Check{Name: "node count", OK: len(hosts) == topo.Nodes}
+			if !c.OK {
+				c.Message = fmt.Sprintf("ranks ran on %d host(s), expected %d nodes", len(hosts), topo.Nodes)
 			}
 			cs = append(cs, c)
 		}

@@ -179,3 +179,56 @@ func TestSeedWithoutRankLines(t *testing.T) {
 	assert.Assert(t, check(p, "rank count") == nil)
 	assert.Equal(t, busbwAt(p, 8<<30, "out-of-place"), 189.20)
 }
+
+// Logs judged offline have no plan: the header's own "maxBytes ... step:
+// 2(factor)" says which sizes a whole output has.
+func TestTruncatedAgainstHeader(t *testing.T) {
+	src := rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log"
+	log := copyWith(t, src, "cut.log", func(s string) string {
+		return s[:strings.Index(s, "   536870912")]
+	})
+	p := parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: log})
+	assert.Assert(t, strings.Contains(p.Error, "output ends at 256 MiB but sizes up to 4 GiB were asked for: truncated"), p.Error)
+}
+
+// A text log and a JSON of another run side by side: an error, not the
+// JSON's verdict.
+func TestTextAndJSONDisagree(t *testing.T) {
+	p := parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce",
+		Log:   rec + "h200x2-2026-11-30-final/p2poff/raw/nccl.all_reduce/all_reduce.log",
+		Files: map[string]string{"all_reduce.json": rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.files/all_reduce.json"}})
+	assert.Assert(t, strings.Contains(p.Error, "all_reduce.log and all_reduce.json disagree: busbw at "), p.Error)
+}
+
+func TestWarnChecks(t *testing.T) {
+	// A real run with -c 0: #wrong shows N/A.
+	p := parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: "testdata/h200x2-variants/nocheck.txt"})
+	c := check(p, "data validation")
+	assert.Assert(t, c != nil && !c.OK && c.Warn, "%+v", c)
+	// The footer cut off: out-of-bounds not seen.
+	src := rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log"
+	log := copyWith(t, src, "nofooter.log", func(s string) string { return s[:strings.Index(s, "# Out of bounds")] })
+	p = parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: log})
+	c = check(p, "out of bounds values")
+	assert.Assert(t, c != nil && !c.OK && c.Warn, "%+v", c)
+	assert.Equal(t, p.Error, "")
+}
+
+// A one-node log judged as a two-node run fails, even when the rank count
+// matches.
+func TestNodeCount(t *testing.T) {
+	p := parse(t, "all_reduce", plan.Topology{Nodes: 2, GPUsPerNode: 1}, nil, plan.Output{Step: "all_reduce", Log: rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log"})
+	assert.Equal(t, check(p, "rank count").OK, true)
+	c := check(p, "node count")
+	assert.Assert(t, c != nil && !c.OK)
+	assert.Equal(t, c.Message, "ranks ran on 1 host(s), expected 2 nodes")
+}
+
+// A broadcast log whose header was lost, judged as all_reduce.
+func TestAnotherCollectiveWithoutHeader(t *testing.T) {
+	log := copyWith(t, rec+"h200-1x2-healthy/nccl.broadcast/broadcast.log", "x.log", func(s string) string {
+		return strings.Replace(s, "# Collective test starting: broadcast_perf\n", "", 1)
+	})
+	p := parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: log})
+	assert.Assert(t, strings.Contains(p.Error, `result rows have redop "none" (line 12), which all_reduce_perf does not print`), p.Error)
+}

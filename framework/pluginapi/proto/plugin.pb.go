@@ -879,6 +879,7 @@ type Check struct {
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Ok            bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
 	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Warn          bool                   `protobuf:"varint,4,opt,name=warn,proto3" json:"warn,omitempty"` // a failed check that warns instead of failing
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -932,6 +933,13 @@ func (x *Check) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *Check) GetWarn() bool {
+	if x != nil {
+		return x.Warn
+	}
+	return false
 }
 
 type Diagnostic struct {
@@ -1156,11 +1164,12 @@ const file_framework_pluginapi_proto_plugin_proto_rawDesc = "" +
 	"\x06labels\x18\x05 \x03(\v2'.gpuaccept.plugin.v1.Metric.LabelsEntryR\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Y\n" +
 	"\x05Check\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"T\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x12\n" +
+	"\x04warn\x18\x04 \x01(\bR\x04warn\"T\n" +
 	"\n" +
 	"Diagnostic\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\tR\x05level\x12\x18\n" +
