@@ -615,6 +615,9 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 					return exitUsage, err
 				}
 				fmt.Fprintf(stdout, "ok  %s: sku %s, %d suites, %d baseline entries\n", s.File, s.Name, len(s.Suites), len(s.Baselines))
+				for _, n := range runner.Unbaselined(s) {
+					fmt.Fprintf(stdout, "    note: %s\n", n)
+				}
 			}
 			return exitOK, nil
 		}

@@ -336,3 +336,23 @@ func TestRealRunsReplay(t *testing.T) {
 		assert.Equal(t, code, want, "%s: %s%s", run, out, errs)
 	}
 }
+
+// check reads how a results folder's step ended: a run that exited 3
+// does not pass because its log looks whole.
+func TestCheckSeesRecordedExitCode(t *testing.T) {
+	dir := t.TempDir()
+	src := readFile(t, healthy+"/nccl.all_reduce/all_reduce.log")
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "all_reduce.log"), []byte(src), 0o644))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "outputs.json"), []byte(`[{"step":"all_reduce","exit_code":3,"log":"all_reduce.log"}]`), 0o644))
+	code, out, _ := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--format", "json", filepath.Join(dir, "all_reduce.log"))
+	assert.Equal(t, code, 2, out)
+	assert.Assert(t, strings.Contains(out, "exited with status 3 (NCCL error)"), out)
+}
+
+// A log from another GPU model does not sign an H200 off.
+func TestCheckOtherGPUModelFails(t *testing.T) {
+	log := writeFile(t, "h100.log", strings.ReplaceAll(readFile(t, healthy+"/nccl.all_reduce/all_reduce.log"), "NVIDIA H200", "NVIDIA H100 80GB HBM3"))
+	code, out, _ := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--format", "json", log)
+	assert.Equal(t, code, 1, out)
+	assert.Assert(t, strings.Contains(out, `GPU model: the output shows \"NVIDIA H100 80GB HBM3\", SKU h200 is \"H200\"`), out)
+}

@@ -24,18 +24,28 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 		judged[i] = result.Judged{Metric: m, Status: result.Skip}
 	}
 	var statuses []result.Status
-	var problems, unmeasured []string
+	var problems, unmeasured, unmatched []string
 	matchedAny := false
 	for _, e := range entries {
 		n, missing := judgeEntry(e, judged)
 		if n > 0 {
 			matchedAny = true
+			unmeasured = append(unmeasured, missing...)
+		} else {
+			// An entry that matches nothing (a label typo, a metric the run
+			// did not report) would silently judge only part of the run.
+			unmatched = append(unmatched, fmt.Sprintf("baseline entry at line %d (%s) matches no measured point", e.Line, describe(e, 0)))
 		}
-		unmeasured = append(unmeasured, missing...)
+	}
+	if matchedAny && len(unmatched) > 0 {
+		statuses = append(statuses, result.Error)
+		problems = append(problems, unmatched...)
 	}
 	if len(unmeasured) > 0 && matchedAny && p.Error == "" {
-		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Info,
-			Message: "baseline points not measured in this run: " + strings.Join(unmeasured, ", ")})
+		// A sweep that stops short of the baseline's sizes signs off less
+		// than the baseline asks for: show it.
+		statuses = append(statuses, result.Warn)
+		problems = append(problems, "baseline points not measured: "+strings.Join(unmeasured, ", "))
 	}
 	for _, j := range judged {
 		if j.Status != result.Skip {
@@ -74,7 +84,16 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 		// not measure what the baseline expects (sizes, metric, labels).
 		// That signs nothing off, so it must not read as a skip.
 		t.Status = result.Error
-		t.Message = "no measured point matches the baseline (it has " + strings.Join(unmeasured, ", ") + ")"
+		var has []string
+		for _, e := range entries {
+			for _, pt := range e.Points {
+				has = append(has, describe(e, int64(pt.Size)))
+			}
+			if e.Value != nil {
+				has = append(has, describe(e, int64(e.Size)))
+			}
+		}
+		t.Message = "no measured point matches the baseline (it has " + strings.Join(has, ", ") + ")"
 		if len(problems) > 0 {
 			t.Message = strings.Join(problems, "; ") + "; " + t.Message
 		}
@@ -88,6 +107,9 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 	t.Message = summarize(t.Status, problems, judged)
 	return t
 }
+
+// describe renders an entry's metric, labels and size for messages.
+func describeLabels(e *sku.Entry) string { return labelKey(e.Labels) }
 
 // summarize writes the one-line message of a test: the worst findings first.
 func summarize(s result.Status, problems []string, judged []result.Judged) string {
@@ -142,7 +164,11 @@ func judgeEntry(e *sku.Entry, judged []result.Judged) (int, []string) {
 
 func describe(e *sku.Entry, size int64) string {
 	m := result.Metric{Name: e.Metric, Size: size, Labels: e.Labels}
-	return m.Key()
+	k := m.Key()
+	if len(e.Labels) > 1 || len(e.Labels) == 1 && e.Labels["placement"] == "" {
+		k += " {" + describeLabels(e) + "}"
+	}
+	return k
 }
 
 // matches: same metric name, and every label the entry names has the same

@@ -96,13 +96,25 @@ func TestTest(t *testing.T) {
 	}
 }
 
-// Baseline points the run did not measure are reported, not silently dropped.
-func TestUnmeasuredPointsAreNoted(t *testing.T) {
+// Baseline points the run did not measure make the test warn: the sweep
+// signs off less than the baseline asks for.
+func TestUnmeasuredPointsWarn(t *testing.T) {
 	e := entry(t, map[int64]float64{1 << 30: 330, 4 << 30: 344})
 	got := Test(result.Parsed{Metrics: []result.Metric{busbw(1<<30, 329, "out-of-place")}}, []*sku.Entry{e}, "")
-	assert.Equal(t, got.Status, result.Pass)
-	assert.Equal(t, len(got.Diagnostics), 1)
-	assert.Equal(t, got.Diagnostics[0].Message, "baseline points not measured in this run: busbw[out-of-place] at 4 GiB")
+	assert.Equal(t, got.Status, result.Warn)
+	assert.Equal(t, got.Message, "baseline points not measured: busbw[out-of-place] at 4 GiB")
+}
+
+// An entry that matches nothing while another does (a label typo) is an
+// error: it would otherwise judge half the run and pass.
+func TestUnmatchedEntryIsAnError(t *testing.T) {
+	good := entry(t, map[int64]float64{1 << 30: 330})
+	typo := entry(t, map[int64]float64{1 << 30: 330})
+	typo.Labels = map[string]string{"placement": "in-place", "type": "flaot"}
+	typo.Line = 42
+	got := Test(result.Parsed{Metrics: []result.Metric{busbw(1<<30, 329, "out-of-place"), busbw(1<<30, 3, "in-place")}}, []*sku.Entry{good, typo}, "")
+	assert.Equal(t, got.Status, result.Error)
+	assert.Equal(t, got.Message, "baseline entry at line 42 (busbw[in-place] {placement=in-place,type=flaot}) matches no measured point")
 }
 
 func TestSingleValueEntry(t *testing.T) {

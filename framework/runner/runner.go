@@ -239,6 +239,14 @@ func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) re
 		noBaseline = fmt.Sprintf("no baseline for %s at scope %s (nodes x GPUs per node) in SKU %s; it has %s",
 			name, scope, s.Name, strings.Join(names, ", "))
 	}
+	if s.GPU != "" && parsed.Info["gpu"] != "" {
+		// A log from other hardware must not sign this SKU off.
+		c := result.Check{Name: "GPU model", OK: strings.Contains(strings.ToLower(parsed.Info["gpu"]), strings.ToLower(s.GPU))}
+		if !c.OK {
+			c.Message = fmt.Sprintf("the output shows %q, SKU %s is %q", parsed.Info["gpu"], s.Name, s.GPU)
+		}
+		parsed.Checks = append(parsed.Checks, c)
+	}
 	t := judge.Test(parsed, entries, noBaseline)
 	t.Name, t.Scope = name, topo.String()
 	judge.SortMetrics(t.Metrics)
@@ -370,6 +378,7 @@ func groupFiles(files []string) ([]fileGroup, error) {
 		} else {
 			g.out.Log = abs
 			g.label = base
+			recorded(&g.out)
 			// A results folder keeps a step's -J file in STEP.files/.
 			g.files = append(g.files, f)
 			if js := stem + ".files/" + filepath.Base(stem) + ".json"; !hasJSON(g.out) && fileExists(js) {
@@ -392,6 +401,26 @@ func groupFiles(files []string) ([]fileGroup, error) {
 		}
 	}
 	return groups, nil
+}
+
+// recorded fills how the step of a log from a results folder ended (exit
+// code, launch error, host, command) from the outputs.json beside it, so
+// checking a crashed run's log does not pass it.
+func recorded(o *plan.Output) {
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(o.Log), launch.OutputsFile))
+	if err != nil {
+		return
+	}
+	var outs []plan.Output
+	if json.Unmarshal(data, &outs) != nil {
+		return
+	}
+	for _, r := range outs {
+		if r.Log == filepath.Base(o.Log) {
+			o.ExitCode, o.LaunchError, o.Host, o.Command = r.ExitCode, r.LaunchError, r.Host, r.Command
+			return
+		}
+	}
 }
 
 func fileExists(p string) bool {

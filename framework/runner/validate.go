@@ -55,7 +55,18 @@ func ValidateSKU(ctx context.Context, d Describer, s *sku.SKU) error {
 			}
 		}
 	}
+	inSuite := map[string]bool{}
+	for _, su := range s.Suites {
+		for _, st := range su.Tests {
+			inSuite[st.Test] = true
+		}
+	}
 	for _, e := range s.Baselines {
+		if !inSuite[e.Test] {
+			// Most often a typo naming another real test: the suite's test
+			// would then run without its baseline.
+			return fmt.Errorf("%s: line %d: field test: %s is in no suite of SKU %s (suites list: %s)", s.File, e.Line, e.Test, s.Name, strings.Join(sortedKeys(inSuite), ", "))
+		}
 		ti, err := test(e.Test)
 		if err != nil {
 			return fmt.Errorf("%s: line %d: field test: %w", s.File, e.Line, err)
@@ -119,4 +130,33 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Unbaselined lists the suite tests of s that have no baseline at any scope
+// and are not marked skip: they run, but nothing judges their numbers.
+func Unbaselined(s *sku.SKU) []string {
+	has := map[string]bool{}
+	for _, e := range s.Baselines {
+		has[e.Test] = true
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range s.SuiteNames() {
+		for _, st := range s.Suites[n].Tests {
+			if st.Skip == "" && !has[st.Test] && !seen[st.Test] {
+				seen[st.Test] = true
+				out = append(out, fmt.Sprintf("suite %s: %s has no baseline at any scope", n, st.Test))
+			}
+		}
+	}
+	return out
 }

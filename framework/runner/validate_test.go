@@ -26,7 +26,7 @@ func (n *noPlugin) Error() string { return "no plugin " + n.name }
 
 var plugins = describer{"nccl": {Name: "nccl", Tests: []pluginapi.TestInfo{{Name: "all_reduce", Metrics: []pluginapi.MetricInfo{
 	{Name: "busbw", Unit: "GB/s", Labels: []string{"placement=out-of-place|in-place", "type"}},
-}}}}}
+}}, {Name: "all_gather"}}}}
 
 const base = `sku: t
 suites:
@@ -53,9 +53,10 @@ func TestValidateSKU(t *testing.T) {
 		{"metric: busbw", "metric: bus_bw", `t.yaml: line 9: field metric: nccl.all_reduce reports no metric "bus_bw" (it reports: busbw)`},
 		{"placement: out-of-place", "placement: outofplace", `line 9: field labels: label placement="outofplace" is not one of out-of-place, in-place`},
 		{"placement: out-of-place", "placment: out-of-place", `line 9: field labels: nccl.all_reduce busbw has no label "placment" (its labels: placement, type)`},
-		{"  - test: nccl.all_reduce\n    scope", "  - test: nccl.allreduce\n    scope", `line 9: field test: plugin nccl has no test "allreduce" (known: nccl.all_reduce)`},
+		{"  - test: nccl.all_reduce\n    scope", "  - test: nccl.allreduce\n    scope", `line 9: field test: nccl.allreduce is in no suite of SKU t (suites list: nccl.all_reduce, rccl.alltoall)`},
 		{"      - test: nccl.all_reduce\n", "      - test: nccl.all_reduc\n", `t.yaml: line 5: field test: plugin nccl has no test "all_reduc"`},
 		{"unit: GB/s", "unit: Gb/s", "line 9: field unit: nccl.all_reduce busbw is in GB/s, not Gb/s"},
+		{"      - test: nccl.all_reduce\n", "      - test: nccl.all_reduce\n      - test: nccl.all_gather\n", ""},
 	}
 	for _, c := range cases {
 		s, err := sku.Parse([]byte(strings.Replace(base, c.from, c.to, 1)), "t.yaml")
@@ -67,4 +68,10 @@ func TestValidateSKU(t *testing.T) {
 		}
 		assert.ErrorContains(t, err, c.want)
 	}
+}
+
+func TestUnbaselined(t *testing.T) {
+	s, err := sku.Parse([]byte(strings.Replace(base, "      - test: nccl.all_reduce\n", "      - test: nccl.all_reduce\n      - test: nccl.all_gather\n", 1)), "t.yaml")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, Unbaselined(s), []string{"suite s: nccl.all_gather has no baseline at any scope"})
 }

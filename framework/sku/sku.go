@@ -28,6 +28,10 @@ type SKU struct {
 	Description string `yaml:"description"`
 	// GPUsPerNode is the node's GPU count, the default --gpus-per-node.
 	GPUsPerNode int `yaml:"gpus_per_node"`
+	// GPU is the GPU's model as the tools print it, matched as a
+	// case-insensitive substring ("H200" matches "NVIDIA H200"); a log from
+	// another model fails. Empty: not checked.
+	GPU string `yaml:"gpu"`
 	// Suites by name ("singlenode", "multinode").
 	Suites map[string]*Suite `yaml:"suites"`
 	// Baselines are the expected values.
@@ -492,6 +496,9 @@ func Load(fsys fs.FS, dir string) (*Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list SKU files: %w", err)
 	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no SKU files (*.yaml) in %s", dir)
+	}
 	c := &Catalog{SKUs: map[string]*SKU{}}
 	for _, n := range names {
 		data, err := fs.ReadFile(fsys, n)
@@ -501,6 +508,9 @@ func Load(fsys fs.FS, dir string) (*Catalog, error) {
 		s, err := Parse(data, path.Join(dir, n))
 		if err != nil {
 			return nil, err
+		}
+		if stem := strings.TrimSuffix(n, ".yaml"); stem != s.Name {
+			return nil, fmt.Errorf("%s: holds sku %q: name the file after its SKU (%s.yaml), so --sku finds what the file name says", s.File, s.Name, s.Name)
 		}
 		if prev, dup := c.SKUs[s.Name]; dup {
 			return nil, fmt.Errorf("%s: sku %q is also defined in %s", s.File, s.Name, prev.File)

@@ -127,10 +127,11 @@ func TestShippedBaselines(t *testing.T) {
 	assert.ErrorContains(t, err, `unknown SKU "h999" (known: h200`)
 }
 
-func TestLoadDuplicateSKU(t *testing.T) {
+func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
-	assert.NilError(t, os.WriteFile(dir+"/a.yaml", []byte(good), 0o644))
-	assert.NilError(t, os.WriteFile(dir+"/b.yaml", []byte(good), 0o644))
 	_, err := Load(os.DirFS(dir), dir)
-	assert.ErrorContains(t, err, `sku "t" is also defined in `+dir+`/a.yaml`)
+	assert.ErrorContains(t, err, "no SKU files (*.yaml) in "+dir)
+	assert.NilError(t, os.WriteFile(dir+"/h200.yaml", []byte(good), 0o644))
+	_, err = Load(os.DirFS(dir), dir)
+	assert.ErrorContains(t, err, dir+`/h200.yaml: holds sku "t": name the file after its SKU (t.yaml)`)
 }
