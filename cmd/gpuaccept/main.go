@@ -342,6 +342,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		if res.Status == result.Error {
 			return exitUsage, errors.New("dry run: some tests could not be planned (see above)")
 		}
+		// Say before anything runs when the baseline could not judge it.
+		scope := sku.Scope{Nodes: topo.Nodes, GPUsPerNode: topo.GPUsPerNode}
+		judged := 0
+		for _, t := range res.Tests {
+			if len(s.Entries(t.Name, scope)) > 0 {
+				judged++
+			} else if t.Message == "dry run" {
+				fmt.Fprintf(stdout, "note: %s has no baseline at scope %s in SKU %s: it would not be judged\n", t.Name, scope, s.Name)
+			}
+		}
+		if judged == 0 {
+			return exitUsage, fmt.Errorf("dry run: nothing would be judged at scope %s (gpuaccept baseline show %s)", scope, s.Name)
+		}
 		return exitOK, nil
 	}
 	code, err := c.finish(res, stdout)

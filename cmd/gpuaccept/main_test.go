@@ -80,6 +80,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"check", "--sku", "h200", "--test", "nccl.all_reduce", "x.log"}, "check needs --nodes and --gpus-per-node"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--out", "."}, "results folder . already holds files; give a new or empty --out"},
+		{[]string{"--sku", "h200", "--suite", "singlenode", "--dry-run"}, "dry run: nothing would be judged at scope 1x8"},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--hosts", "gpu-node-17"}, `launcher local runs on this host (`},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--nodes", "2", "--dry-run"}, "launcher local runs on this host only, but the test asks for 2 nodes"},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--dry-run", "--param", "mode=mpii"}, `parameter mode: "mpii" is not single or mpi`},
