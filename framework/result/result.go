@@ -123,7 +123,10 @@ type Parsed struct {
 	// measurement (empty, truncated, another tool's output, tool exit code).
 	// The test ends as Error, but Metrics found before it are kept.
 	Error string `json:"error,omitempty"`
-	// Info holds facts for reports: tool and library versions, hosts, ranks.
+	// Info holds facts for reports: tool and library versions (keys ending
+	// in "version" become JUnit properties), "hosts" (comma-separated),
+	// "ranks", and "gpu", the device model the output names, which the
+	// runner compares with the SKU's gpu.
 	Info map[string]string `json:"info,omitempty"`
 }
 
