@@ -26,6 +26,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept"
 	"github.com/gpuaccept/gpuaccept/baselines"
+	"github.com/gpuaccept/gpuaccept/framework/hosts"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
@@ -398,54 +399,27 @@ func parseParams(kvs []string) (map[string]string, error) {
 // readHosts reads --hosts and --hostfile into node names. The slot counts
 // people write (host:8, host slots=8) are accepted; GPUs per node come from
 // --gpus-per-node.
-func readHosts(flag, file string) ([]string, error) {
-	var words []string
-	if flag != "" {
-		words = append(words, strings.Split(flag, ",")...)
+func readHosts(list, file string) ([]string, error) {
+	var hs []hosts.Host
+	if list != "" {
+		l, err := hosts.ParseList(list)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		hs = append(hs, l...)
 	}
 	if file != "" {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("read --hostfile: %w", err)}
 		}
-		for i, line := range strings.Split(string(data), "\n") {
-			line, _, _ = strings.Cut(line, "#")
-			f := strings.Fields(line)
-			if len(f) == 0 {
-				continue
-			}
-			for _, extra := range f[1:] {
-				if !strings.HasPrefix(extra, "slots=") && !strings.HasPrefix(extra, "max_slots=") && !strings.HasPrefix(extra, "port=") {
-					return nil, usageError{fmt.Errorf("%s line %d: %q is not host [slots=N]", file, i+1, line)}
-				}
-			}
-			words = append(words, f[0])
+		l, err := hosts.ParseFile(data, file)
+		if err != nil {
+			return nil, usageError{err}
 		}
+		hs = append(hs, l...)
 	}
-	var hosts []string
-	for _, w := range words {
-		h, _, _ := strings.Cut(strings.TrimSpace(w), ":")
-		if h == "" {
-			continue
-		}
-		if !validHost(h) {
-			return nil, usageError{fmt.Errorf("host %q is not a host name", h)}
-		}
-		hosts = append(hosts, h)
-	}
-	return hosts, nil
-}
-
-func validHost(h string) bool {
-	if len(h) > 253 || strings.HasPrefix(h, "-") {
-		return false
-	}
-	for _, r := range h {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
-			return false
-		}
-	}
-	return true
+	return hosts.Names(hs), nil
 }
 
 const checkUsage = `Usage: gpuaccept check --sku SKU --test TEST --nodes N --gpus-per-node G [flags] LOGFILE...

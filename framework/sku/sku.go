@@ -361,13 +361,19 @@ func (s *SKU) validate() error {
 		if su == nil || len(su.Tests) == 0 {
 			return fmt.Errorf("suite %q: no tests", name)
 		}
-		for _, t := range su.Tests {
+		for i, t := range su.Tests {
+			if t == nil {
+				return fmt.Errorf("suite %q: test %d is empty", name, i+1)
+			}
 			if _, _, ok := strings.Cut(t.Test, "."); !ok {
 				return fmt.Errorf("line %d: field test: %q is not plugin.test", t.Line, t.Test)
 			}
 		}
 	}
-	for _, e := range s.Baselines {
+	for i, e := range s.Baselines {
+		if e == nil {
+			return fmt.Errorf("field baselines: entry %d is empty", i+1)
+		}
 		if err := e.validate(); err != nil {
 			if strings.HasPrefix(err.Error(), "line ") {
 				return err // already names a more precise line

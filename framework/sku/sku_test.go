@@ -135,3 +135,44 @@ func TestLoadErrors(t *testing.T) {
 	_, err = Load(os.DirFS(dir), dir)
 	assert.ErrorContains(t, err, dir+`/h200.yaml: holds sku "t": name the file after its SKU (t.yaml)`)
 }
+
+// FuzzParse: no SKU file, however broken, panics the parser, and what it
+// accepts validates.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(good))
+	data, err := baselines.FS.ReadFile("h200.yaml")
+	if err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte("sku: x\nbaselines:\n  - {test: a.b, scope: {nodes: 1, gpus_per_node: 1}, metric: m, unit: us, source: s, value: 1, band: {max: '+5%'}}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse(data, "f.yaml")
+		if err != nil {
+			return
+		}
+		if s.Name == "" {
+			t.Fatal("accepted a SKU without a name")
+		}
+		for _, e := range s.Baselines {
+			if e.Source == "" || (e.Value == nil) == (len(e.Points) == 0) {
+				t.Fatalf("accepted a malformed entry: %+v", e)
+			}
+		}
+	})
+}
+
+func FuzzParseBoundAndSize(f *testing.F) {
+	for _, s := range []string{"-10%", "+50%", ">= 310 GB/s", "<= 20 us", "4G", "4 GiB", "8"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, lower := range []bool{true, false} {
+			if b, err := ParseBound(s, lower); err == nil && b.Relative && lower && b.Percent > 0 {
+				t.Fatalf("%q accepted as a floor above the reference", s)
+			}
+		}
+		if v, err := ParseSize(s); err == nil && v < 0 {
+			t.Fatalf("%q parsed to negative size %d", s, v)
+		}
+	})
+}

@@ -232,3 +232,31 @@ func TestAnotherCollectiveWithoutHeader(t *testing.T) {
 	p := parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: log})
 	assert.Assert(t, strings.Contains(p.Error, `result rows have redop "none" (line 12), which all_reduce_perf does not print`), p.Error)
 }
+
+// FuzzParse runs the plugin's whole Parse (text, JSON, checks, metrics) on
+// arbitrary logs: it must never panic, whatever the output.
+func FuzzParse(f *testing.F) {
+	for _, p := range []string{rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log", "testdata/seeds/001_a4x_all_gather_tas.txt", "testdata/h200x2-variants/killed.txt"} {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data, []byte(`{"results": [`))
+		}
+	}
+	js, _ := os.ReadFile(rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.files/all_reduce.json")
+	f.Add([]byte(""), js)
+	f.Fuzz(func(t *testing.T, log, json []byte) {
+		dir := t.TempDir()
+		lp, jp := filepath.Join(dir, "all_reduce.log"), filepath.Join(dir, "all_reduce.json")
+		if os.WriteFile(lp, log, 0o644) != nil || os.WriteFile(jp, json, 0o644) != nil {
+			t.Skip()
+		}
+		p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "all_reduce", Topology: twoGPUs,
+			Params:  map[string]string{"maxbytes": "4G"},
+			Outputs: []plan.Output{{Step: "all_reduce", Log: lp, Files: map[string]string{"all_reduce.json": jp}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Error == "" && len(p.Metrics) == 0 {
+			t.Fatal("no error and no metrics")
+		}
+	})
+}
