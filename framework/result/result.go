@@ -5,6 +5,8 @@ package result
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -215,4 +217,34 @@ func FormatBytes(n int64) string {
 		u++
 	}
 	return fmt.Sprintf("%d %s", v, units[u])
+}
+
+// ParseBytes parses a message size as people and nccl-tests' -b/-e write
+// it: "4294967296", "4G", "4GiB", "4 GiB", "512K", "8 MiB". Suffixes are
+// binary (K = 1024). Errors name the text; negative and overflowing sizes
+// are rejected.
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "i")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K', 'k':
+			mult = 1 << 10
+		case 'M', 'm':
+			mult = 1 << 20
+		case 'G', 'g':
+			mult = 1 << 30
+		case 'T', 't':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = strings.TrimSpace(t[:n-1])
+		}
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v < 0 || v > (1<<62)/mult {
+		return 0, fmt.Errorf("size %q: want bytes, or a number with K, M, G or T (binary)", s)
+	}
+	return v * mult, nil
 }

@@ -13,11 +13,12 @@ import (
 	"path"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
 // SKU is one SKU file.
@@ -111,32 +112,10 @@ type Point struct {
 // a binary suffix: "4G", "4 GiB", "512K", "8M".
 type Size int64
 
-// ParseSize parses "4294967296", "4G", "4GiB", "4 GiB", "512K", "8 MiB".
-// Suffixes are binary (K = 1024), as nccl-tests reads -b/-e.
+// ParseSize parses a size as result.ParseBytes does ("4G", "4 GiB", ...).
 func ParseSize(s string) (Size, error) {
-	t := strings.TrimSpace(s)
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "i")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'K', 'k':
-			mult = 1 << 10
-		case 'M', 'm':
-			mult = 1 << 20
-		case 'G', 'g':
-			mult = 1 << 30
-		case 'T', 't':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			t = strings.TrimSpace(t[:n-1])
-		}
-	}
-	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || v < 0 || v > (1<<62)/mult {
-		return 0, fmt.Errorf("size %q: want bytes, or a number with K, M, G or T (binary)", s)
-	}
-	return Size(v * mult), nil
+	v, err := result.ParseBytes(s)
+	return Size(v), err
 }
 
 // UnmarshalYAML reads an integer or a suffixed string.

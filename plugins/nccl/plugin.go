@@ -16,7 +16,6 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
 // PluginName is the plugin's name: its tests are "nccl.NAME".
@@ -124,7 +123,7 @@ func parseParams(p map[string]string) (settings, error) {
 		case "suffix":
 			s.suffix = v
 		case "minbytes", "maxbytes":
-			if _, err := sku.ParseSize(v); err != nil {
+			if _, err := result.ParseBytes(v); err != nil {
 				return s, fmt.Errorf("parameter %s: %w", k, err)
 			}
 			if k == "minbytes" {
@@ -243,8 +242,8 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	var expectMax, factor int64
 	if len(req.Params) > 0 {
 		if s, err := parseParams(req.Params); err == nil {
-			if v, err := sku.ParseSize(s.maxb); err == nil {
-				expectMax = int64(v)
+			if v, err := result.ParseBytes(s.maxb); err == nil {
+				expectMax = v
 			}
 			factor, _ = strconv.ParseInt(s.factor, 10, 64)
 		}
