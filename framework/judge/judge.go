@@ -108,9 +108,6 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 	return t
 }
 
-// describe renders an entry's metric, labels and size for messages.
-func describeLabels(e *sku.Entry) string { return labelKey(e.Labels) }
-
 // summarize writes the one-line message of a test: the worst findings first.
 func summarize(s result.Status, problems []string, judged []result.Judged) string {
 	if s == result.Pass {
@@ -166,7 +163,7 @@ func describe(e *sku.Entry, size int64) string {
 	m := result.Metric{Name: e.Metric, Size: size, Labels: e.Labels}
 	k := m.Key()
 	if len(e.Labels) > 1 || len(e.Labels) == 1 && e.Labels["placement"] == "" {
-		k += " {" + describeLabels(e) + "}"
+		k += " {" + labelKey(e.Labels) + "}"
 	}
 	return k
 }

@@ -210,9 +210,6 @@ func (r *Redactor) NewWriter(dst io.Writer) *Writer {
 	return &Writer{r: r, dst: bufio.NewWriterSize(dst, 64<<10)}
 }
 
-// NewWriter returns a Writer masking the patterns only.
-func NewWriter(dst io.Writer) *Writer { return (*Redactor)(nil).NewWriter(dst) }
-
 // maxPending bounds the bytes held while waiting for a newline: a line
 // longer than this is masked and written in pieces (a secret split across
 // the cut could escape, but such lines are tool dumps, not env lines).

@@ -27,7 +27,7 @@ func TestLine(t *testing.T) {
 // Secrets split across writes, and a last line without newline, are masked.
 func TestWriterAcrossWrites(t *testing.T) {
 	var out bytes.Buffer
-	w := NewWriter(&out)
+	w := (*Redactor)(nil).NewWriter(&out)
 	in := "line one\nGITHUB_TOKEN=ghp_0123456789abcdef\nlast SLACK_TOKEN=xoxb-12345"
 	for i := 0; i < len(in); i += 7 {
 		end := min(i+7, len(in))

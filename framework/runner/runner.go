@@ -381,7 +381,7 @@ func groupFiles(files []string) ([]fileGroup, error) {
 			recorded(&g.out)
 			// A results folder keeps a step's -J file in STEP.files/.
 			g.files = append(g.files, f)
-			if js := stem + ".files/" + filepath.Base(stem) + ".json"; !hasJSON(g.out) && fileExists(js) {
+			if js := filepath.Join(filepath.Dir(stem), launch.FilesDir(filepath.Base(stem)), filepath.Base(stem)+".json"); !hasJSON(g.out) && fileExists(js) {
 				g.out.Files = map[string]string{filepath.Base(js): js}
 				g.files = append(g.files, js)
 			}

@@ -1114,6 +1114,20 @@ func (p *textParser) newPerf() *Perf {
 	return f
 }
 
+// name returns tok as an interned name (a type or an op), reusing *last
+// when it repeats, as it does on every row of a table; ok is false when tok
+// is not a name.
+func (p *textParser) name(tok []byte, last *string) (string, bool) {
+	if string(tok) == *last {
+		return *last, true
+	}
+	if !parseWord(tok) {
+		return "", false
+	}
+	*last = p.intern(tok)
+	return *last, true
+}
+
 // fillRow fills row from the current row tokens by fields (one field per
 // token) and returns the index of the first token that does not parse, or
 // -1.
@@ -1135,19 +1149,9 @@ func (p *textParser) fillRow(row *Row, fields []textField) int {
 		case textColCount:
 			row.Count, ok = parseUint(tok)
 		case textColType:
-			if string(tok) == p.lastType {
-				row.Type = p.lastType
-			} else if ok = parseWord(tok); ok {
-				row.Type = p.intern(tok)
-				p.lastType = row.Type
-			}
+			row.Type, ok = p.name(tok, &p.lastType)
 		case textColRedop:
-			if string(tok) == p.lastRedop {
-				row.Redop = p.lastRedop
-			} else if ok = parseWord(tok); ok {
-				row.Redop = p.intern(tok)
-				p.lastRedop = row.Redop
-			}
+			row.Redop, ok = p.name(tok, &p.lastRedop)
 		case textColRoot:
 			row.Root, ok = parseInt(tok)
 		case textColWrong:
