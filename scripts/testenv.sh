@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Test environment for gpuaccept's integration tests.
 #
-#   scripts/testenv.sh up [mpi ...]   install what is missing and start the real
-#                                     services the tests use; writes .testenv/env
-#   scripts/testenv.sh down           stop every daemon it started, by pid
+#   scripts/testenv.sh up [SERVICE ...]   install what is missing and start the
+#                                         real services the tests use (all when
+#                                         none is named); writes .testenv/env
+#   scripts/testenv.sh down               stop every daemon it started, by pid
 #
-# Services today: mpi (Open MPI's mpirun from Debian, for the local launcher's
-# two-rank test). The Slurm, ssh and Kubernetes launchers add theirs here.
+# Each service lives in scripts/testenv.d/NAME.sh and defines up_NAME (and
+# down_NAME when its daemons must stop in a given order). Helpers they use:
+#   need_apt PKG...      install missing Debian packages
+#   setenv NAME VALUE    export NAME=VALUE to the tests through .testenv/env
+#   started NAME PID     record a daemon's pid so "down" stops it
+# Tests source nothing: they read the variables from the environment, which
+# scripts/test.sh loads from .testenv/env.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-state=.testenv
-mkdir -p "$state"
+root=$(pwd)
+state=$root/.testenv
+mkdir -p "$state/pids"
 
 need_apt() {
 	local missing=()
@@ -25,37 +32,56 @@ need_apt() {
 	fi
 }
 
-up_mpi() {
-	need_apt openmpi-bin
-	echo "export GPUACCEPT_MPIRUN=$(command -v mpirun)" >>"$state/env"
+setenv() { printf 'export %s=%q\n' "$1" "$2" >>"$state/env"; }
+
+started() { echo "$2" >"$state/pids/$1"; }
+
+# stop_pid NAME: stop the daemon recorded as NAME (TERM, then KILL after 10 s).
+stop_pid() {
+	local f=$state/pids/$1 pid
+	[ -e "$f" ] || return 0
+	pid=$(cat "$f")
+	if kill "$pid" 2>/dev/null; then
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	rm -f "$f"
 }
+
+known=()
+for f in scripts/testenv.d/*.sh; do
+	# shellcheck source=/dev/null
+	. "$f"
+	known+=("$(basename "$f" .sh)")
+done
 
 case "${1:-}" in
 up)
 	shift
 	services=("$@")
-	[ ${#services[@]} -gt 0 ] || services=(mpi)
+	[ ${#services[@]} -gt 0 ] || services=("${known[@]}")
 	: >"$state/env"
 	for s in "${services[@]}"; do
-		case "$s" in
-		mpi) up_mpi ;;
-		*) echo "testenv: unknown service $s (known: mpi)" >&2; exit 2 ;;
-		esac
+		if ! declare -F "up_$s" >/dev/null; then
+			echo "testenv: unknown service $s (known: ${known[*]})" >&2
+			exit 2
+		fi
+		"up_$s"
 	done
 	echo "testenv: up (${services[*]}); variables in $state/env"
 	;;
 down)
-	if [ -d "$state/pids" ]; then
-		for f in "$state"/pids/*; do
-			[ -e "$f" ] || continue
-			kill "$(cat "$f")" 2>/dev/null || true
-			rm -f "$f"
-		done
-	fi
+	for s in "${known[@]}"; do
+		if declare -F "down_$s" >/dev/null; then "down_$s" || true; fi
+	done
+	for f in "$state"/pids/*; do
+		[ -e "$f" ] || continue
+		stop_pid "$(basename "$f")"
+	done
 	echo "testenv: down"
 	;;
 *)
-	echo "usage: scripts/testenv.sh up [mpi ...] | down" >&2
+	echo "usage: scripts/testenv.sh up [${known[*]}] | down" >&2
 	exit 2
 	;;
 esac

@@ -19,6 +19,8 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/spf13/pflag"
 )
 
 // Request is one test's plan, handed to a launcher.
@@ -140,6 +142,38 @@ type Options struct {
 	Hosts []string
 	// MPIArgs are extra arguments for the rank starter (mpirun).
 	MPIArgs []string
+	// Flags is the parsed command line, holding the launcher's own flags
+	// (those its RegisterFlags added); nil when built without a command
+	// line (tests, demo), where a launcher uses its defaults.
+	Flags *pflag.FlagSet
+	// SKU is the SKU under test, for launchers that take settings from the
+	// SKU file (pod resources, ...); may be nil.
+	SKU *sku.SKU
+}
+
+var flagAdders = map[string]func(*pflag.FlagSet){}
+
+// RegisterFlags records the launcher's own command-line flags (for example
+// Slurm's --partition). Flag names are shared by all launchers, so two
+// launchers registering the same name panic in AddFlags, which every CLI
+// test exercises.
+func RegisterFlags(name string, add func(fs *pflag.FlagSet)) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	flagAdders[name] = add
+}
+
+// AddFlags adds every registered launcher's flags to fs, in launcher name
+// order.
+func AddFlags(fs *pflag.FlagSet) {
+	for _, n := range Names() {
+		regMu.Lock()
+		add := flagAdders[n]
+		regMu.Unlock()
+		if add != nil {
+			add(fs)
+		}
+	}
 }
 
 // Register adds a launcher constructor under its --launcher name. It is

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/internal/testenv"
+
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
@@ -129,10 +131,7 @@ func (e errString) Error() string { return string(e) }
 // recorded 2-rank H200 run, printing from rank 0 only, as nccl-tests does.
 func TestMPIRun(t *testing.T) {
 	if _, err := exec.LookPath("mpirun"); err != nil {
-		if os.Getenv("GPUACCEPT_INTEGRATION") == "required" {
-			t.Fatalf("mpirun not found (GPUACCEPT_INTEGRATION=required): %v", err)
-		}
-		t.Skip("mpirun not installed (apt-get install openmpi-bin)")
+		testenv.Missing(t, "mpirun not installed (scripts/testenv.sh up mpi): %v", err)
 	}
 	bin := t.TempDir()
 	out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "all_reduce_perf"), "../../internal/standin").CombinedOutput()

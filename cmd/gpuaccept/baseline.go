@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) == 0 {
+		return exitUsage, usageError{errors.New("baseline: want validate [FILE...] or show SKU")}
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stderr, "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n       gpuaccept baseline show SKU\n")
+		return exitOK, nil
+	case "validate":
+		var c common
+		fs := newFlags("baseline validate", "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n", stderr)
+		c.add(fs)
+		if err := fs.Parse(args[1:]); err != nil {
+			return exitUsage, usageError{err}
+		}
+		host := c.host()
+		defer host.Close()
+		ctx := context.Background()
+		if fs.NArg() == 0 {
+			cat, err := c.catalog()
+			if err != nil {
+				return exitUsage, err
+			}
+			for _, n := range cat.Names() {
+				s := cat.SKUs[n]
+				if err := runner.ValidateSKU(ctx, host, s); err != nil {
+					return exitUsage, err
+				}
+				fmt.Fprintf(stdout, "ok  %s: sku %s, %d suites, %d baseline entries\n", s.File, s.Name, len(s.Suites), len(s.Baselines))
+				for _, n := range runner.Unbaselined(s) {
+					fmt.Fprintf(stdout, "    note: %s\n", n)
+				}
+			}
+			return exitOK, nil
+		}
+		bad := 0
+		for _, f := range fs.Args() {
+			data, err := os.ReadFile(f)
+			if err == nil {
+				var s *sku.SKU
+				if s, err = sku.Parse(data, f); err == nil {
+					if err = runner.ValidateSKU(ctx, host, s); err == nil {
+						fmt.Fprintf(stdout, "ok  %s: sku %s, %d suites, %d baseline entries\n", f, s.Name, len(s.Suites), len(s.Baselines))
+						continue
+					}
+				}
+			}
+			bad++
+			fmt.Fprintf(stdout, "BAD %v\n", err)
+		}
+		if bad > 0 {
+			return exitUsage, fmt.Errorf("%d of %d files are malformed", bad, fs.NArg())
+		}
+		return exitOK, nil
+	case "show":
+		var c common
+		fs := newFlags("baseline show", "Usage: gpuaccept baseline show SKU\n", stderr)
+		c.add(fs)
+		if err := fs.Parse(args[1:]); err != nil {
+			return exitUsage, usageError{err}
+		}
+		if fs.NArg() != 1 {
+			return exitUsage, usageError{errors.New("baseline show: want one SKU")}
+		}
+		cat, err := c.catalog()
+		if err != nil {
+			return exitUsage, err
+		}
+		s, err := cat.Get(fs.Arg(0))
+		if err != nil {
+			return exitUsage, usageError{err}
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "TEST\tSCOPE\tMETRIC\tLABELS\tSIZE\tVALUE\tUNIT\tBAND")
+		var sources []string
+		for _, e := range s.Baselines {
+			labels := labelText(e.Labels)
+			sources = append(sources, fmt.Sprintf("%s %s %s %s: %s", e.Test, e.Scope, e.Metric, labels, e.Source))
+			if e.Value != nil {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, sizeText(int64(e.Size)), *e.Value, e.Unit, bandText(e.Band))
+			}
+			for _, p := range e.Points {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, sizeText(int64(p.Size)), p.Value, e.Unit, bandText(e.Band.Merge(p.Band)))
+			}
+		}
+		if err := w.Flush(); err != nil {
+			return exitUsage, err
+		}
+		fmt.Fprintln(stdout, "\nSources:")
+		for _, src := range sources {
+			fmt.Fprintln(stdout, "  "+src)
+		}
+		return exitOK, nil
+	}
+	return exitUsage, usageError{fmt.Errorf("baseline %q: want validate or show", args[0])}
+}
+
+func labelText(l map[string]string) string {
+	var kv []string
+	for k, v := range l {
+		kv = append(kv, k+"="+v)
+	}
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
+}
+
+// bandText renders a band's edges as written: "min -10%, warn_min -5%".
+func bandText(b sku.Band) string {
+	var parts []string
+	for _, e := range []struct {
+		name string
+		b    sku.Bound
+	}{{"min", b.Min}, {"warn_min", b.WarnMin}, {"max", b.Max}, {"warn_max", b.WarnMax}} {
+		if e.b.IsSet() {
+			parts = append(parts, e.name+" "+e.b.Text)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sizeText(n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return result.FormatBytes(n)
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/runner"
+)
+
+const checkUsage = `Usage: gpuaccept check --sku SKU --test TEST --nodes N --gpus-per-node G [flags] LOGFILE...
+
+Judges existing output (nccl-tests text, or its -J JSON) against the SKU's
+baseline without running anything. A JSON file joins the text log with the
+same name stem (run.log + run.json); other files are judged one by one.
+`
+
+func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
+	var c common
+	var test string
+	var nodes, gpus int
+	fs := newFlags("check", checkUsage, stderr)
+	c.add(fs)
+	fs.StringVar(&test, "test", "", "test the logs are output of, e.g. nccl.all_reduce (gpuaccept list tests)")
+	fs.IntVar(&nodes, "nodes", 0, "number of nodes the logs ran on (required)")
+	fs.IntVar(&gpus, "gpus-per-node", 0, "GPUs per node the logs ran on (required)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage, usageError{err}
+	}
+	if err := validFormat(c.format); err != nil {
+		return exitUsage, err
+	}
+	if c.sku == "" || test == "" {
+		return exitUsage, usageError{errors.New("--sku and --test are required")}
+	}
+	if fs.NArg() == 0 {
+		return exitUsage, usageError{errors.New("no LOGFILE given")}
+	}
+	s, err := c.getSKU()
+	if err != nil {
+		return exitUsage, err
+	}
+	if nodes < 1 || gpus < 1 {
+		// Guessing the scope would judge against the wrong baseline and
+		// fail the rank count; the logs' scope must be said.
+		return exitUsage, usageError{fmt.Errorf("check needs --nodes and --gpus-per-node, both >= 1: the scope the logs ran at picks the baseline and the expected rank count")}
+	}
+	host := c.host()
+	defer host.Close()
+	ctx, stop := signalContext()
+	defer stop()
+	if err := knownTest(ctx, host, test); err != nil {
+		return exitUsage, usageError{err}
+	}
+	if err := runner.ValidateSKU(ctx, host, s); err != nil {
+		return exitUsage, usageError{err}
+	}
+	res, err := runner.Check(ctx, host, s, test, plan.Topology{Nodes: nodes, GPUsPerNode: gpus}, fs.Args(), getVersion())
+	if err != nil {
+		return exitUsage, usageError{err}
+	}
+	if c.out != "" {
+		if res.Dir, err = resultsDir(c.out, ""); err != nil {
+			return exitUsage, err
+		}
+	}
+	return c.finish(res, stdout)
+}
+
+// knownTest checks that a plugin offers the named test.
+func knownTest(ctx context.Context, host *pluginapi.Host, name string) error {
+	p, t, err := runner.SplitName(name)
+	if err != nil {
+		return err
+	}
+	d, err := host.Describe(ctx, p)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, ti := range d.Tests {
+		if ti.Name == t {
+			return nil
+		}
+		names = append(names, p+"."+ti.Name)
+	}
+	return fmt.Errorf("plugin %s has no test %q (known: %s)", p, t, strings.Join(names, ", "))
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept"
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/runner"
+)
+
+const demoUsage = `Usage: gpuaccept demo [flags]
+
+Runs the whole pipeline (plugin plan, launcher, parse, judge, reports) on
+real nccl-tests recordings embedded in gpuaccept, with the replay launcher:
+first a healthy 2 x H200 node, which passes its h200 baseline, then the same
+node with NVLink peer-to-peer disabled (NCCL_P2P_DISABLE=1), which fails it.
+No GPU is needed.
+`
+
+func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
+	var c common
+	fs := newFlags("demo", demoUsage, stderr)
+	c.add(fs)
+	if err := fs.Parse(args); err != nil {
+		return exitUsage, usageError{err}
+	}
+	if err := validFormat(c.format); err != nil {
+		return exitUsage, err
+	}
+	cat, err := c.catalog()
+	if err != nil {
+		return exitUsage, err
+	}
+	s, err := cat.Get("h200")
+	if err != nil {
+		return exitUsage, err
+	}
+	base := c.out
+	if base == "" {
+		if base, err = os.MkdirTemp("", "gpuaccept-demo-"); err != nil {
+			return exitUsage, fmt.Errorf("create demo results folder: %w", err)
+		}
+		defer os.RemoveAll(base)
+	}
+	host := c.host()
+	defer host.Close()
+	ctx, stop := signalContext()
+	defer stop()
+	topo := plan.Topology{Nodes: 1, GPUsPerNode: 2}
+	var statuses []result.Status
+	for _, d := range gpuaccept.DemoRecordings {
+		sub, err := iofs.Sub(gpuaccept.Recordings, d.Dir)
+		if err != nil {
+			return exitUsage, fmt.Errorf("open embedded recordings %s: %w", d.Dir, err)
+		}
+		l, err := launch.New("replay", launch.Options{ReplayFS: sub})
+		if err != nil {
+			return exitUsage, err
+		}
+		fmt.Fprintf(stdout, "\n== %s\n", d.Title)
+		dc := c
+		dc.out = filepath.Join(base, filepath.Base(d.Dir))
+		if c.junit != "" {
+			dc.junit = strings.TrimSuffix(c.junit, ".xml") + "-" + filepath.Base(d.Dir) + ".xml"
+		}
+		r := &runner.Runner{Plugins: host, Launcher: l, SKU: s, Dir: dc.out, Version: getVersion(), Progress: stderr, Params: d.Params}
+		res, err := r.Run(ctx, "singlenode", topo)
+		if err != nil {
+			return exitUsage, err
+		}
+		if _, err := dc.finish(res, stdout); err != nil {
+			return exitUsage, err
+		}
+		if res.Status != d.Want {
+			return exitFail, fmt.Errorf("demo: %s ended %s, expected %s", d.Title, res.Status, d.Want)
+		}
+		statuses = append(statuses, res.Status)
+	}
+	where := "results folders under " + base
+	if c.out == "" {
+		where = "give --out DIR to keep the results folders"
+	}
+	fmt.Fprintf(stdout, "\ndemo: every verdict came out as expected (%v); %s\n", statuses, where)
+	return exitOK, nil
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gpuaccept/gpuaccept/framework/hosts"
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+const runUsage = `Usage: gpuaccept [run] --sku SKU --suite SUITE [flags]
+
+Runs the SKU's suite through a launcher, judges every number against the
+SKU's baseline, prints a table and writes a results folder (raw outputs,
+results.json, junit.xml, table.txt).
+`
+
+func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
+	var c common
+	var suite, launcherName, hostsFlag, hostfile, replayDir string
+	var nodes, gpus int
+	var dryRun bool
+	var timeout time.Duration
+	var params, tests, mpiArgs []string
+	// gpuaccept --help lands here: show the commands too.
+	fs := newFlags("run", topUsage+"\n"+runUsage, stderr)
+	c.add(fs)
+	fs.StringVar(&suite, "suite", "", "suite to run (gpuaccept list suites)")
+	fs.StringVar(&launcherName, "launcher", "local", "where the steps run: "+strings.Join(launch.Names(), ", "))
+	fs.IntVar(&nodes, "nodes", 0, "number of nodes (default: the suite's)")
+	fs.IntVar(&gpus, "gpus-per-node", 0, "GPUs per node (default: the SKU's)")
+	fs.StringVar(&hostsFlag, "hosts", "", "comma-separated node names (host or host:slots)")
+	fs.StringVar(&hostfile, "hostfile", "", "file with one node per line (Open MPI or MPICH form)")
+	fs.StringArrayVar(&params, "param", nil, "KEY=VALUE test parameter for every test, overriding the suite's (repeatable; gpuaccept list tests shows them)")
+	fs.StringArrayVar(&tests, "test", nil, "run only this test of the suite (repeatable)")
+	fs.StringVar(&replayDir, "replay-dir", "", "recordings (or an old results folder) for --launcher replay")
+	fs.StringArrayVar(&mpiArgs, "mpi-arg", nil, "extra argument for mpirun (repeatable), e.g. --mpi-arg=--mca --mpi-arg=btl_tcp_if_include --mpi-arg=lo")
+	fs.BoolVar(&dryRun, "dry-run", false, "print the exact commands without running them")
+	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "time limit per test; on expiry everything the test started is stopped")
+	launch.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return exitUsage, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return exitUsage, usageError{fmt.Errorf("unexpected arguments %q (run takes flags only)", fs.Args())}
+	}
+	if err := validFormat(c.format); err != nil {
+		return exitUsage, err
+	}
+	if c.sku == "" || suite == "" {
+		return exitUsage, usageError{errors.New("--sku and --suite are required (gpuaccept list suites)")}
+	}
+	s, err := c.getSKU()
+	if err != nil {
+		return exitUsage, err
+	}
+	su, ok := s.Suites[suite]
+	if !ok {
+		return exitUsage, usageError{fmt.Errorf("SKU %s has no suite %q (known: %s)", s.Name, suite, strings.Join(s.SuiteNames(), ", "))}
+	}
+	pm, err := parseParams(params)
+	if err != nil {
+		return exitUsage, err
+	}
+	hosts, err := readHosts(hostsFlag, hostfile)
+	if err != nil {
+		return exitUsage, err
+	}
+	topo := plan.Topology{Nodes: nodes, GPUsPerNode: gpus, Hosts: hosts}
+	if topo.Nodes == 0 {
+		topo.Nodes = su.Nodes
+		if len(hosts) > 0 {
+			topo.Nodes = len(hosts)
+		}
+	}
+	if topo.Nodes == 0 {
+		topo.Nodes = 1
+	}
+	if topo.GPUsPerNode == 0 {
+		topo.GPUsPerNode = s.GPUsPerNode
+	}
+	if topo.Nodes < 1 || topo.GPUsPerNode < 1 {
+		return exitUsage, usageError{fmt.Errorf("--nodes %d / --gpus-per-node %d: both must be >= 1", topo.Nodes, topo.GPUsPerNode)}
+	}
+	l, err := launch.New(launcherName, launch.Options{ReplayDir: replayDir, Hosts: hosts, MPIArgs: mpiArgs, Flags: fs, SKU: s})
+	if err != nil {
+		return exitUsage, usageError{err}
+	}
+	host := c.host()
+	defer host.Close()
+	ctx, stop := signalContext()
+	defer stop()
+	if err := runner.ValidateSKU(ctx, host, s); err != nil {
+		return exitUsage, usageError{err}
+	}
+	if !dryRun {
+		if c.out, err = resultsDir(c.out, fmt.Sprintf("%s-%s-%s", s.Name, suite, time.Now().UTC().Format("20060102-150405"))); err != nil {
+			return exitUsage, err
+		}
+	}
+	r := &runner.Runner{Plugins: host, Launcher: l, SKU: s, Dir: c.out, Timeout: timeout, Params: pm, Only: tests,
+		DryRun: dryRun, Progress: stderr, Version: getVersion()}
+	if dryRun {
+		r.Progress = stdout
+	}
+	res, err := r.Run(ctx, suite, topo)
+	if err != nil {
+		return exitUsage, usageError{err}
+	}
+	if dryRun {
+		if res.Status == result.Error {
+			return exitUsage, errors.New("dry run: some tests could not be planned (see above)")
+		}
+		// Say before anything runs when the baseline could not judge it.
+		scope := sku.Scope{Nodes: topo.Nodes, GPUsPerNode: topo.GPUsPerNode}
+		judged := 0
+		for _, t := range res.Tests {
+			if len(s.Entries(t.Name, scope)) > 0 {
+				judged++
+			} else if t.Message == "dry run" {
+				fmt.Fprintf(stdout, "note: %s has no baseline at scope %s in SKU %s: it would not be judged\n", t.Name, scope, s.Name)
+			}
+		}
+		if judged == 0 {
+			return exitUsage, fmt.Errorf("dry run: nothing would be judged at scope %s (gpuaccept baseline show %s)", scope, s.Name)
+		}
+		return exitOK, nil
+	}
+	code, err := c.finish(res, stdout)
+	fmt.Fprintf(stderr, "results: %s\n", c.out)
+	return code, err
+}
+
+// resultsDir picks the results folder: out when given, which must not hold
+// files already (a folder mixing two runs would replay and verify as one);
+// else gpuaccept-results/NAME, with -2, -3, ... when two runs start in the
+// same second.
+func resultsDir(out, name string) (string, error) {
+	if out != "" {
+		if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {
+			return "", usageError{fmt.Errorf("results folder %s already holds files; give a new or empty --out", out)}
+		}
+		return out, nil
+	}
+	base := filepath.Join("gpuaccept-results", name)
+	dir := base
+	for i := 2; ; i++ {
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			return dir, nil
+		}
+		dir = fmt.Sprintf("%s-%d", base, i)
+	}
+}
+
+func parseParams(kvs []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageError{fmt.Errorf("--param %q: want KEY=VALUE", kv)}
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// readHosts reads --hosts and --hostfile into node names. The slot counts
+// people write (host:8, host slots=8) are accepted; GPUs per node come from
+// --gpus-per-node.
+func readHosts(list, file string) ([]string, error) {
+	var hs []hosts.Host
+	if list != "" {
+		l, err := hosts.ParseList(list)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		hs = append(hs, l...)
+	}
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("read --hostfile: %w", err)}
+		}
+		l, err := hosts.ParseFile(data, file)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		hs = append(hs, l...)
+	}
+	return hosts.Names(hs), nil
+}
