@@ -5,17 +5,14 @@ package report
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/jstemmer/go-junit-report/v2/junit"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
@@ -162,140 +159,6 @@ func Markdown(w io.Writer, run *result.Run) error {
 		return fmt.Errorf("write markdown: %w", err)
 	}
 	return t.Render()
-}
-
-// JUnit builds the JUnit document of a run: one testsuite for the suite, one
-// testcase per test. A fail is a <failure> whose message lists the points
-// outside their bands ("busbw 28.7 GB/s at 4 GiB below 310.9 (baseline
-// 345.5 -10%)"), an error an <error>, a skip <skipped> with its reason.
-// Properties carry SKU, scope, launcher, hosts and tool versions.
-func JUnit(run *result.Run) junit.Testsuites {
-	suite := junit.Testsuite{
-		Name:      fmt.Sprintf("gpuaccept.%s.%s", run.SKU, run.Suite),
-		Time:      seconds(run.Duration),
-		Timestamp: run.Started.Format(time.RFC3339),
-	}
-	if h, err := os.Hostname(); err == nil {
-		suite.Hostname = h
-	}
-	suite.AddProperty("sku", run.SKU)
-	suite.AddProperty("suite", run.Suite)
-	suite.AddProperty("scope", run.Scope)
-	suite.AddProperty("launcher", run.Launcher)
-	suite.AddProperty("gpuaccept_version", run.Version)
-	if len(run.Hosts) > 0 {
-		suite.AddProperty("hosts", strings.Join(run.Hosts, ","))
-	}
-	for _, kv := range toolInfo(run) {
-		if kv[0] == "hosts" && len(run.Hosts) > 0 {
-			continue // the launcher's host list is authoritative
-		}
-		suite.AddProperty(kv[0], kv[1])
-	}
-	for _, t := range run.Tests {
-		tc := junit.Testcase{Name: t.Name, Classname: fmt.Sprintf("gpuaccept.%s.%s", run.SKU, run.Suite), Time: seconds(t.Duration)}
-		msg := t.Message
-		switch t.Status {
-		case result.Fail:
-			tc.Failure = &junit.Result{Message: msg, Type: "BelowBaseline", Data: details(t)}
-		case result.Error:
-			tc.Error = &junit.Result{Message: msg, Type: "Error", Data: details(t)}
-		case result.Skip:
-			tc.Skipped = &junit.Result{Message: msg}
-		}
-		out := details(t)
-		if t.Status == result.Warn {
-			out = "WARN: " + msg + "\n" + out
-		}
-		if out != "" && tc.Failure == nil && tc.Error == nil {
-			tc.SystemOut = &junit.Output{Data: out}
-		}
-		suite.AddTestcase(tc)
-	}
-	var doc junit.Testsuites
-	doc.Name = "gpuaccept"
-	doc.Time = seconds(run.Duration)
-	doc.AddSuite(suite)
-	return doc
-}
-
-// toolInfo gathers the versions plugins reported (nccl_version, ...), as
-// sorted key/value pairs, one per distinct value.
-func toolInfo(run *result.Run) [][2]string {
-	vals := map[string]map[string]bool{}
-	for _, t := range run.Tests {
-		for k, v := range t.Info {
-			if !strings.HasSuffix(k, "version") && k != "gpu" && k != "hosts" {
-				continue
-			}
-			if vals[k] == nil {
-				vals[k] = map[string]bool{}
-			}
-			vals[k][v] = true
-		}
-	}
-	var out [][2]string
-	for k, vs := range vals {
-		list := make([]string, 0, len(vs))
-		for v := range vs {
-			list = append(list, v)
-		}
-		sort.Strings(list)
-		out = append(out, [2]string{k, strings.Join(list, ",")})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
-	return out
-}
-
-// details lists a test's findings for the body of a JUnit element.
-func details(t result.Test) string {
-	var b strings.Builder
-	for _, c := range t.Commands {
-		fmt.Fprintf(&b, "command: %s\n", c)
-	}
-	for _, c := range t.Checks {
-		st := "ok"
-		if !c.OK {
-			st = "FAILED: " + c.Message
-		}
-		fmt.Fprintf(&b, "check %s: %s\n", c.Name, st)
-	}
-	for _, m := range t.Metrics {
-		if m.Status == result.Warn || m.Status == result.Fail {
-			fmt.Fprintf(&b, "%s: %s\n", m.Status, m.Message)
-		}
-	}
-	for _, d := range t.Diagnostics {
-		src := ""
-		if d.Source != "" {
-			src = " (" + d.Source + ")"
-		}
-		fmt.Fprintf(&b, "%s: %s%s\n", d.Level, d.Message, src)
-	}
-	for _, r := range t.Raw {
-		fmt.Fprintf(&b, "raw output: %s\n", r)
-	}
-	return b.String()
-}
-
-func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
-
-// WriteJUnit writes the run's JUnit XML to path.
-func WriteJUnit(path string, run *result.Run) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write JUnit %s: %w", path, err)
-	}
-	doc := JUnit(run)
-	if _, err := io.WriteString(f, xml.Header); err != nil {
-		f.Close()
-		return fmt.Errorf("write JUnit %s: %w", path, err)
-	}
-	if err := doc.WriteXML(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write JUnit %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // Files of a results folder.

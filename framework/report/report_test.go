@@ -3,14 +3,21 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	gojunit "github.com/joshdk/go-junit"
 
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
 func f(v float64) *float64 { return &v }
@@ -85,46 +92,113 @@ func TestJSONContract(t *testing.T) {
 	assert.Equal(t, *m.Size, float64(4<<30))
 }
 
+// withRaw gives the sample a results folder whose raw output holds what
+// tools really print and XML cannot: a NUL, an escape sequence, "]]>", and a
+// token the environment knows as a secret.
+func withRaw(t *testing.T) *result.Run {
+	t.Helper()
+	t.Setenv("GH_TOKEN", "ghp_planted0123456789abcdef")
+	run := sample()
+	run.Dir = t.TempDir()
+	raw := filepath.Join(run.Dir, "raw", "nccl.all_gather")
+	assert.NilError(t, os.MkdirAll(raw, 0o755))
+	log := "# nccl-tests\n\x00\x1b[1mbold\x1b[0m ]]> GH_TOKEN=ghp_planted0123456789abcdef\n#  Out of bounds values : 0 OK\n"
+	assert.NilError(t, os.WriteFile(filepath.Join(raw, "all_gather.log"), []byte(log), 0o644))
+	// A retried test: the first attempt errored, the second passed.
+	first := run.Tests[0]
+	first.Status, first.Message, first.Metrics = result.Error, "launch: node vm unreachable", []result.Judged{}
+	run.Tests[0].Attempts = []result.Test{first}
+	return run
+}
+
 func TestJUnit(t *testing.T) {
-	doc := JUnit(sample())
-	doc.Suites[0].Hostname = "testhost"
+	run := withRaw(t)
+	doc := JUnit(run)
 	var b bytes.Buffer
 	assert.NilError(t, doc.WriteXML(&b))
-	golden.Assert(t, b.String(), "junit.golden")
+	x := strings.ReplaceAll(b.String(), run.Dir, "DIR")
+	host, _ := os.Hostname()
+	x = strings.ReplaceAll(x, `hostname="`+host+`"`, `hostname="testhost"`)
+	golden.Assert(t, x, "junit.golden")
+	assert.Assert(t, !strings.Contains(x, "ghp_planted"), "token in JUnit")
+}
 
-	// Read it back the way a CI consumer does.
-	var parsed struct {
-		Tests    int `xml:"tests,attr"`
-		Failures int `xml:"failures,attr"`
-		Errors   int `xml:"errors,attr"`
-		Skipped  int `xml:"skipped,attr"`
-		Suites   []struct {
-			Props []struct {
-				Name  string `xml:"name,attr"`
-				Value string `xml:"value,attr"`
-			} `xml:"properties>property"`
-			Cases []struct {
-				Name    string `xml:"name,attr"`
-				Failure *struct {
-					Message string `xml:"message,attr"`
-				} `xml:"failure"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
+// The JUnit XML is valid against the schema Jenkins' xunit plugin checks
+// reports with, whatever the raw output holds.
+func TestJUnitSchemaValid(t *testing.T) {
+	xmllint, err := exec.LookPath("xmllint")
+	if err != nil {
+		testenv.Missing(t, "xmllint not found (Debian libxml2-utils; scripts/testenv.sh up report)")
 	}
-	assert.NilError(t, xml.Unmarshal(b.Bytes(), &parsed))
-	assert.Equal(t, parsed.Tests, 4)
-	assert.Equal(t, parsed.Failures, 1)
-	assert.Equal(t, parsed.Errors, 1)
-	assert.Equal(t, parsed.Skipped, 1)
-	assert.Equal(t, parsed.Suites[0].Cases[1].Failure.Message, "busbw out-of-place 28.7 GB/s at 4 GiB below 273.9 (baseline 304.3 -10%)")
-	props := map[string]string{}
-	for _, p := range parsed.Suites[0].Props {
-		props[p.Name] = p.Value
+	cases := map[string]*result.Run{"sample with raw output": withRaw(t), "empty run": {SKU: "x", Suite: "s", Tests: []result.Test{}},
+		"check run without folder": {SKU: "h200", Suite: "check", Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Pass, Raw: []string{"/nonexistent/a.log"}}}}}
+	for name, run := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "junit.xml")
+			assert.NilError(t, WriteJUnit(p, run))
+			out, err := exec.Command(xmllint, "--noout", "--schema", "testdata/junit-10.xsd", p).CombinedOutput()
+			assert.NilError(t, err, string(out))
+			assert.Assert(t, strings.Contains(string(out), "validates"), string(out))
+		})
 	}
-	assert.Equal(t, props["sku"], "h200")
-	assert.Equal(t, props["scope"], "1x2")
-	assert.Equal(t, props["hosts"], "vm")
-	assert.Equal(t, props["nccl_version"], "2.28.9")
+	// The schema check can fail: an element the schema does not know.
+	p := filepath.Join(t.TempDir(), "bad.xml")
+	assert.NilError(t, os.WriteFile(p, []byte(`<testsuites><testsuite name="a" tests="1" failures="0" errors="0"><flaky/></testsuite></testsuites>`), 0o644))
+	out, err := exec.Command(xmllint, "--noout", "--schema", "testdata/junit-10.xsd", p).CombinedOutput()
+	assert.Assert(t, err != nil, string(out))
+}
+
+// A real consumer reads it: github.com/joshdk/go-junit, the reader CI tools
+// built in Go use, sees one suite per test (and per earlier attempt), the
+// curves as test cases, failure vs error, skip reasons and properties.
+func TestJUnitConsumer(t *testing.T) {
+	run := withRaw(t)
+	p := filepath.Join(t.TempDir(), "junit.xml")
+	assert.NilError(t, WriteJUnit(p, run))
+	suites, err := gojunit.IngestFile(p)
+	assert.NilError(t, err)
+	names := make([]string, len(suites))
+	for i, s := range suites {
+		names[i] = s.Name
+	}
+	assert.DeepEqual(t, names, []string{"nccl.all_reduce (attempt 1 of 2)", "nccl.all_reduce (attempt 2 of 2)", "nccl.all_gather", "nccl.alltoall", "nccl.hypercube"})
+	type tc struct {
+		name   string
+		status gojunit.Status
+		msg    string
+	}
+	cases := func(s gojunit.Suite) []tc {
+		var out []tc
+		for _, c := range s.Tests {
+			out = append(out, tc{c.Name, c.Status, c.Message})
+		}
+		return out
+	}
+	assert.DeepEqual(t, cases(suites[0]), []tc{{"run", gojunit.StatusError, "launch: node vm unreachable"}}, cmp.AllowUnexported(tc{}))
+	assert.DeepEqual(t, cases(suites[1]), []tc{{"busbw out-of-place", gojunit.StatusPassed, ""}}, cmp.AllowUnexported(tc{}))
+	assert.DeepEqual(t, cases(suites[2]), []tc{
+		{"busbw out-of-place", gojunit.StatusFailed, "busbw out-of-place 28.7 GB/s at 4 GiB below 273.9 (baseline 304.3 -10%)"},
+		{"check: data validation", gojunit.StatusPassed, ""}}, cmp.AllowUnexported(tc{}))
+	assert.DeepEqual(t, cases(suites[3]), []tc{{"run", gojunit.StatusError, "alltoall.log:9: Test NCCL failure common.cu:1279 'unhandled system error'"}}, cmp.AllowUnexported(tc{}))
+	assert.DeepEqual(t, cases(suites[4]), []tc{{"nccl.hypercube", gojunit.StatusSkipped, "no baseline for nccl.hypercube in SKU h200"}}, cmp.AllowUnexported(tc{}))
+	props := suites[1].Properties
+	for k, v := range map[string]string{"sku": "h200", "scope": "1x2", "hosts": "vm", "nccl_version": "2.28.9", "nccl_tests_version": "2.19.6", "gpuaccept_version": "test", "launcher": "local"} {
+		assert.Equal(t, props[k], v, k)
+	}
+	assert.Assert(t, strings.Contains(suites[2].SystemOut, "#  Out of bounds values : 0 OK"), suites[2].SystemOut)
+	assert.Assert(t, strings.Contains(suites[2].SystemErr, "NCCL WARN Cuda failure"), suites[2].SystemErr)
+	assert.Assert(t, strings.Contains(suites[2].SystemOut, "GH_TOKEN=[REDACTED]"), suites[2].SystemOut)
+	tot := gojunit.Totals{}
+	for _, s := range suites {
+		tot.Tests += s.Totals.Tests
+		tot.Failed += s.Totals.Failed
+		tot.Error += s.Totals.Error
+		tot.Skipped += s.Totals.Skipped
+	}
+	assert.Equal(t, tot.Tests, 6)
+	assert.Equal(t, tot.Failed, 1)
+	assert.Equal(t, tot.Error, 2)
+	assert.Equal(t, tot.Skipped, 1)
 }
 
 func TestExitCodes(t *testing.T) {

@@ -164,6 +164,10 @@ type Test struct {
 	// Raw are the paths of the raw outputs, relative to the results folder.
 	Raw      []string      `json:"raw,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
+	// Attempts are the earlier runs of a test that was retried (--retries),
+	// oldest first, each with its own verdict and raw outputs; the Test
+	// itself is the last attempt.
+	Attempts []Test `json:"attempts,omitempty"`
 }
 
 // Run is the verdict of a whole suite run.

@@ -1,0 +1,400 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jstemmer/go-junit-report/v2/junit"
+
+	"github.com/gpuaccept/gpuaccept/framework/redact"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+// MaxRawOutput bounds, in bytes, how much of each raw output file a JUnit
+// testsuite's system-out carries; the whole file stays in the results
+// folder. CI systems load the XML into memory and show it in a browser.
+const MaxRawOutput = 256 << 10
+
+// JUnit builds the JUnit document of a run, valid against the JUnit schema
+// Jenkins' xunit plugin uses (junit-10.xsd, kept in testdata):
+//
+//   - one <testsuite> per test (name "nccl.all_reduce"), with properties
+//     for SKU, suite, scope, launcher, hosts, gpuaccept version, the test's
+//     parameters and the tool and library versions the output names; its
+//     system-out holds the commands and the raw outputs (redacted), its
+//     system-err the diagnostics;
+//   - one <testcase> per judged curve or metric (all points of "busbw
+//     out-of-place" are one case) and one per correctness check; a point
+//     outside its band is a <failure> whose message says measured against
+//     band ("busbw out-of-place 28.7 GB/s at 4 GiB below 310.9 (baseline
+//     345.5 -10%)"), warn points pass with the finding in system-out;
+//   - a test that could not run or be parsed gets a "run" case with
+//     <error>: an infrastructure problem is not a hardware failure;
+//   - a skipped test is one case with <skipped> and its reason;
+//   - an earlier attempt of a retried test is a testsuite of its own
+//     ("nccl.all_reduce (attempt 1 of 2)"), so a flaky pass shows.
+//
+// Raw outputs are read from run.Dir (or as given, for check runs without a
+// results folder); one that cannot be read is named in system-out.
+func JUnit(run *result.Run) junit.Testsuites {
+	var doc junit.Testsuites
+	doc.Name = fmt.Sprintf("gpuaccept %s %s", run.SKU, run.Suite)
+	doc.Time = seconds(run.Duration)
+	host, _ := os.Hostname()
+	red := redact.FromEnv(os.Environ(), nil)
+	id := 0
+	for _, t := range run.Tests {
+		n := len(t.Attempts) + 1
+		for i, a := range t.Attempts {
+			doc.AddSuite(suiteOf(run, a, fmt.Sprintf("%s (attempt %d of %d)", t.Name, i+1, n), id, host, red))
+			id++
+		}
+		name := t.Name
+		if n > 1 {
+			name = fmt.Sprintf("%s (attempt %d of %d)", t.Name, n, n)
+		}
+		doc.AddSuite(suiteOf(run, t, name, id, host, red))
+		id++
+	}
+	for i := range doc.Suites {
+		sanitize(&doc.Suites[i])
+	}
+	// junit-10.xsd has no skipped or disabled count on <testsuites>; each
+	// <testsuite> carries its own.
+	doc.Skipped, doc.Disabled = 0, 0
+	return doc
+}
+
+func suiteOf(run *result.Run, t result.Test, name string, id int, host string, red *redact.Redactor) junit.Testsuite {
+	class := fmt.Sprintf("gpuaccept.%s.%s.%s", run.SKU, run.Suite, t.Name)
+	s := junit.Testsuite{
+		Name:     name,
+		ID:       id,
+		Package:  fmt.Sprintf("gpuaccept.%s.%s", run.SKU, run.Suite),
+		Hostname: host,
+		Time:     seconds(t.Duration),
+	}
+	if !run.Started.IsZero() {
+		s.Timestamp = run.Started.Format(time.RFC3339)
+	}
+	for _, kv := range properties(run, t) {
+		s.AddProperty(kv[0], kv[1])
+	}
+	for _, tc := range testcases(t, class) {
+		s.AddTestcase(tc)
+	}
+	if out := systemOut(run, t, red); out != "" {
+		s.SystemOut = &junit.Output{Data: out}
+	}
+	if errs := diagnostics(t); errs != "" {
+		s.SystemErr = &junit.Output{Data: errs}
+	}
+	return s
+}
+
+// properties of a test's testsuite, in a fixed order.
+func properties(run *result.Run, t result.Test) [][2]string {
+	props := [][2]string{
+		{"sku", run.SKU}, {"suite", run.Suite}, {"scope", t.Scope}, {"launcher", run.Launcher},
+		{"gpuaccept_version", run.Version}, {"status", string(t.Status)},
+	}
+	if props[2][1] == "" {
+		props[2][1] = run.Scope
+	}
+	if len(run.Hosts) > 0 {
+		props = append(props, [2]string{"hosts", strings.Join(run.Hosts, ",")})
+	} else if h := t.Info["hosts"]; h != "" {
+		props = append(props, [2]string{"hosts", h})
+	}
+	for _, k := range sortedKeys(t.Info) {
+		if k == "hosts" || !(strings.HasSuffix(k, "version") || k == "gpu") {
+			continue
+		}
+		props = append(props, [2]string{k, t.Info[k]})
+	}
+	for _, k := range sortedKeys(t.Params) {
+		props = append(props, [2]string{"param." + k, t.Params[k]})
+	}
+	return props
+}
+
+// curve is the judged points of one metric name and label set.
+type curve struct {
+	key    string
+	points []result.Judged
+}
+
+// curves groups a test's judged metrics (Skip ones are not judged) by name
+// and labels, in the order they first appear.
+func curves(t result.Test) []curve {
+	var out []curve
+	idx := map[string]int{}
+	for _, m := range t.Metrics {
+		if m.Status == result.Skip {
+			continue
+		}
+		k := CurveName(m.Metric)
+		i, ok := idx[k]
+		if !ok {
+			out = append(out, curve{key: k})
+			i = len(out) - 1
+			idx[k] = i
+		}
+		out[i].points = append(out[i].points, m)
+	}
+	return out
+}
+
+// CurveName names the curve a metric belongs to: its name, placement, and
+// any other labels ("busbw out-of-place", "busbw in-place {redop=sum}").
+func CurveName(m result.Metric) string {
+	s := m.Name
+	if p := m.Labels["placement"]; p != "" {
+		s += " " + p
+	}
+	var rest []string
+	for _, k := range sortedKeys(m.Labels) {
+		if k != "placement" && k != "type" && k != "redop" {
+			rest = append(rest, k+"="+m.Labels[k])
+		}
+	}
+	if len(rest) > 0 {
+		s += " {" + strings.Join(rest, ",") + "}"
+	}
+	return s
+}
+
+func testcases(t result.Test, class string) []junit.Testcase {
+	if t.Status == result.Skip && len(curves(t)) == 0 {
+		return []junit.Testcase{{Name: t.Name, Classname: class, Time: seconds(t.Duration),
+			Skipped: &junit.Result{Message: t.Message}}}
+	}
+	var out []junit.Testcase
+	failed := false
+	if t.Status == result.Error {
+		out = append(out, junit.Testcase{Name: "run", Classname: class, Time: seconds(t.Duration),
+			Error: &junit.Result{Message: t.Message, Type: "Error", Data: t.Message}})
+	}
+	for _, c := range curves(t) {
+		tc := junit.Testcase{Name: c.key, Classname: class}
+		var body strings.Builder
+		var fails, warns []string
+		for _, p := range c.points {
+			fmt.Fprintf(&body, "%s %s\n", p.Status, pointLine(p))
+			switch p.Status {
+			case result.Fail:
+				fails = append(fails, p.Message)
+			case result.Warn:
+				warns = append(warns, p.Message)
+			}
+		}
+		if len(fails) > 0 {
+			tc.Failure = &junit.Result{Message: firstAndMore(fails), Type: "OutsideBand", Data: body.String()}
+			failed = true
+		} else {
+			out := body.String()
+			if len(warns) > 0 {
+				out = "WARN: " + strings.Join(warns, "\nWARN: ") + "\n" + out
+			}
+			tc.SystemOut = &junit.Output{Data: out}
+		}
+		out = append(out, tc)
+	}
+	for _, c := range t.Checks {
+		tc := junit.Testcase{Name: "check: " + c.Name, Classname: class}
+		switch {
+		case c.OK:
+		case c.Warn:
+			tc.SystemOut = &junit.Output{Data: "WARN: " + c.Message + "\n"}
+		default:
+			tc.Failure = &junit.Result{Message: c.Message, Type: "CheckFailed", Data: c.Message}
+			failed = true
+		}
+		out = append(out, tc)
+	}
+	if t.Status == result.Fail && !failed {
+		// A fail with no failing curve or check (a finding of the judge
+		// itself) still has to read as a failure in CI.
+		out = append(out, junit.Testcase{Name: "verdict", Classname: class,
+			Failure: &junit.Result{Message: t.Message, Type: "Failed", Data: t.Message}})
+	}
+	if t.Status == result.Warn {
+		out = append(out, junit.Testcase{Name: "verdict", Classname: class,
+			SystemOut: &junit.Output{Data: "WARN: " + t.Message + "\n"}})
+	}
+	if len(out) == 0 {
+		out = append(out, junit.Testcase{Name: "verdict", Classname: class, SystemOut: &junit.Output{Data: t.Message + "\n"}})
+	}
+	return out
+}
+
+// pointLine renders one judged point: "busbw out-of-place 28.7 GB/s at 4
+// GiB, baseline 304.3, band >= 273.9".
+func pointLine(p result.Judged) string {
+	s := fmt.Sprintf("%s %.2f %s", CurveName(p.Metric), p.Value, p.Unit)
+	if p.Size > 0 {
+		s += " at " + result.FormatBytes(p.Size)
+	}
+	if p.Expected != nil {
+		s += fmt.Sprintf(", baseline %.2f", *p.Expected)
+	}
+	if p.Band != "" {
+		s += ", band " + p.Band
+	}
+	return s
+}
+
+func firstAndMore(msgs []string) string {
+	if len(msgs) == 1 {
+		return msgs[0]
+	}
+	return fmt.Sprintf("%s; and %d more", msgs[0], len(msgs)-1)
+}
+
+// systemOut is the commands that ran and the raw outputs, redacted.
+func systemOut(run *result.Run, t result.Test, red *redact.Redactor) string {
+	var b strings.Builder
+	for _, c := range t.Commands {
+		fmt.Fprintf(&b, "$ %s\n", red.String(c))
+	}
+	for _, r := range t.Raw {
+		p := r
+		if run.Dir != "" && !filepath.IsAbs(r) {
+			p = filepath.Join(run.Dir, r)
+		}
+		fmt.Fprintf(&b, "==> %s <==\n", r)
+		data, err := readHead(p, MaxRawOutput)
+		if err != nil {
+			fmt.Fprintf(&b, "(not readable: %v)\n", err)
+			continue
+		}
+		var clean bytes.Buffer
+		if _, err := red.Copy(&clean, bytes.NewReader(data)); err != nil {
+			fmt.Fprintf(&b, "(not readable: %v)\n", err)
+			continue
+		}
+		b.WriteString(xmlSafe(clean.String()))
+		if len(data) == MaxRawOutput {
+			fmt.Fprintf(&b, "\n(cut at %d bytes; the whole file is in the results folder)", MaxRawOutput)
+		}
+		if !strings.HasSuffix(b.String(), "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func readHead(p string, n int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
+}
+
+// diagnostics lists a test's notes (NCCL WARN lines, tool errors) for
+// system-err.
+func diagnostics(t result.Test) string {
+	var b strings.Builder
+	for _, d := range t.Diagnostics {
+		src := ""
+		if d.Source != "" {
+			src = " (" + d.Source + ")"
+		}
+		fmt.Fprintf(&b, "%s: %s%s\n", d.Level, xmlSafe(d.Message), src)
+	}
+	return b.String()
+}
+
+// xmlSafe drops what XML 1.0 cannot hold (NUL and other control bytes,
+// invalid UTF-8) from tool output: encoding/xml writes CDATA as is, and
+// one such byte makes the whole report unreadable to a CI system.
+func xmlSafe(s string) string {
+	ok := true
+	for _, r := range s {
+		if !xmlChar(r) {
+			ok = false
+			break
+		}
+	}
+	if ok && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b.WriteRune('\uFFFD')
+		case xmlChar(r):
+			b.WriteRune(r)
+		default:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		}
+	}
+	return b.String()
+}
+
+// sanitize makes every CDATA body of s XML-safe (attributes are escaped
+// by encoding/xml itself).
+func sanitize(s *junit.Testsuite) {
+	out := func(o *junit.Output) {
+		if o != nil {
+			o.Data = xmlSafe(o.Data)
+		}
+	}
+	res := func(r *junit.Result) {
+		if r != nil {
+			r.Data = xmlSafe(r.Data)
+		}
+	}
+	out(s.SystemOut)
+	out(s.SystemErr)
+	for i := range s.Testcases {
+		tc := &s.Testcases[i]
+		out(tc.SystemOut)
+		out(tc.SystemErr)
+		res(tc.Failure)
+		res(tc.Error)
+		res(tc.Skipped)
+	}
+}
+
+func xmlChar(r rune) bool {
+	return r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// WriteJUnit writes the run's JUnit XML to path.
+func WriteJUnit(path string, run *result.Run) error {
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	doc := JUnit(run)
+	if err := doc.WriteXML(&b); err != nil {
+		return fmt.Errorf("write JUnit %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write JUnit %s: %w", path, err)
+	}
+	return nil
+}
