@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/judge"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -50,6 +51,25 @@ type Runner struct {
 	Progress io.Writer
 	// Version is gpuaccept's version, recorded in the result.
 	Version string
+	// Events, when set, is told when each test starts and ends (live
+	// progress); Progress lines are then not written, except in a dry run.
+	Events Events
+	// Retries is how many more times a test that failed or errored is run;
+	// every attempt is kept in the result (Test.Attempts) and a test that
+	// passes only on a retry ends as Warn.
+	Retries int
+	// Baseline is the content of the SKU file that judges the run; it is
+	// kept in the results folder (journal.BaselineDir) for verification.
+	Baseline []byte
+}
+
+// Events receives a run's progress as it happens.
+type Events interface {
+	// Started: test began on where (the scope and launcher, in words),
+	// bounded by timeout (zero: none); attempt counts from 1.
+	Started(test, where string, timeout time.Duration, attempt int)
+	// Finished: test ended with this verdict (written to the journal).
+	Finished(t result.Test)
 }
 
 // SplitName splits "nccl.all_reduce" into plugin and test.
@@ -74,26 +94,109 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 	}
 	run := &result.Run{SKU: r.SKU.Name, Suite: suiteName, Launcher: r.Launcher.Name(), Scope: topo.String(),
 		Hosts: topo.Hosts, Started: time.Now().UTC(), Version: r.Version, Dir: r.Dir, Tests: []result.Test{}}
+	var jw *journal.Writer
 	if !r.DryRun {
 		if err := os.MkdirAll(filepath.Join(r.Dir, "raw"), 0o755); err != nil {
 			return nil, fmt.Errorf("create results folder: %w", err)
+		}
+		if len(r.Baseline) > 0 {
+			if err := journal.SaveBaseline(r.Dir, r.SKU.Name, r.Baseline); err != nil {
+				return nil, err
+			}
+		}
+		var planned []string
+		for _, st := range su.Tests {
+			if r.selected(st.Test) {
+				planned = append(planned, st.Test)
+			}
+		}
+		var err error
+		if jw, err = journal.Create(r.Dir, run, planned); err != nil {
+			return nil, err
+		}
+		defer jw.Close()
+	}
+	// A journal that cannot be written loses nothing yet (the run goes on
+	// and the reports are written at the end), but it must be said.
+	journalErr := func(err error) {
+		if err != nil && r.Progress != nil {
+			fmt.Fprintf(r.Progress, "warning: %v\n", err)
 		}
 	}
 	for _, st := range su.Tests {
 		if !r.selected(st.Test) {
 			continue
 		}
+		var t result.Test
 		if err := ctx.Err(); err != nil {
-			run.Tests = append(run.Tests, result.Test{Name: st.Test, Status: result.Error, Scope: topo.String(),
-				Message: "not run: " + err.Error(), Metrics: []result.Judged{}})
-			continue
+			t = result.Test{Name: st.Test, Status: result.Error, Scope: topo.String(),
+				Message: "not run: " + err.Error(), Metrics: []result.Judged{}}
+		} else {
+			t = r.runWithRetries(ctx, su, st, topo)
 		}
-		t := r.runTest(ctx, su, st, topo)
 		run.Tests = append(run.Tests, t)
+		if jw != nil {
+			journalErr(jw.Add(t))
+		}
+		if r.Events != nil && !r.DryRun {
+			r.Events.Finished(t)
+		}
 	}
 	run.Duration = time.Since(run.Started)
 	run.Finish()
+	if jw != nil {
+		journalErr(jw.End(run.Duration))
+	}
 	return run, nil
+}
+
+// runWithRetries runs a test, and again up to r.Retries times while it
+// fails or errors. Earlier attempts keep their raw outputs under
+// raw/TEST.attempt-N and are listed in the last attempt's Attempts.
+func (r *Runner) runWithRetries(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology) result.Test {
+	var earlier []result.Test
+	for attempt := 1; ; attempt++ {
+		t := r.runTest(ctx, su, st, topo, attempt)
+		again := attempt <= r.Retries && (t.Status == result.Fail || t.Status == result.Error) && ctx.Err() == nil && !r.DryRun
+		if !again {
+			if len(earlier) > 0 {
+				t.Attempts = earlier
+				if t.Status == result.Pass {
+					// Passing only on a retry signs off a flaky system: say so.
+					t.Status = result.Warn
+					t.Message = fmt.Sprintf("passed on attempt %d of %d; attempt 1: %s", attempt, attempt, earlier[0].Message)
+				}
+			}
+			return t
+		}
+		if err := r.keepAttempt(&t, attempt); err != nil {
+			t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Warning, Message: err.Error()})
+		}
+		earlier = append(earlier, t)
+	}
+}
+
+// AttemptDir is the raw-output folder of an earlier attempt of a test.
+func AttemptDir(test string, attempt int) string { return fmt.Sprintf("%s.attempt-%d", test, attempt) }
+
+// keepAttempt moves an attempt's raw outputs out of the way of the next.
+func (r *Runner) keepAttempt(t *result.Test, attempt int) error {
+	from := filepath.Join(r.Dir, "raw", t.Name)
+	to := filepath.Join(r.Dir, "raw", AttemptDir(t.Name, attempt))
+	if _, err := os.Stat(from); os.IsNotExist(err) {
+		return nil
+	}
+	if err := os.Rename(from, to); err != nil {
+		return fmt.Errorf("keep raw outputs of attempt %d of %s: %w", attempt, t.Name, err)
+	}
+	oldPrefix := filepath.Join("raw", t.Name) + string(filepath.Separator)
+	newPrefix := filepath.Join("raw", AttemptDir(t.Name, attempt)) + string(filepath.Separator)
+	for i, p := range t.Raw {
+		if strings.HasPrefix(p, oldPrefix) {
+			t.Raw[i] = newPrefix + strings.TrimPrefix(p, oldPrefix)
+		}
+	}
+	return nil
 }
 
 func (r *Runner) checkOnly(su *sku.Suite) error {
@@ -139,12 +242,12 @@ func Params(layers ...map[string]string) map[string]string {
 }
 
 func (r *Runner) progress(format string, a ...any) {
-	if r.Progress != nil {
+	if r.Progress != nil && (r.Events == nil || r.DryRun) {
 		fmt.Fprintf(r.Progress, format+"\n", a...)
 	}
 }
 
-func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology) result.Test {
+func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology, attempt int) result.Test {
 	start := time.Now()
 	params := Params(su.Params, st.Params, r.Params)
 	// What is recorded and printed goes through redaction, which also knows
@@ -188,7 +291,11 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 		t.Status, t.Message = result.Skip, "dry run"
 		return t
 	}
-	r.progress("%-24s running on %s (%s)", st.Test, topo, r.Launcher.Name())
+	if r.Events != nil {
+		r.Events.Started(st.Test, fmt.Sprintf("%s via %s", topo, r.Launcher.Name()), timeout, attempt)
+	} else {
+		r.progress("%-24s running on %s (%s)", st.Test, topo, r.Launcher.Name())
+	}
 	outs, err := r.Launcher.Launch(ctx, req)
 	if err != nil {
 		t.Status, t.Message = result.Error, "launch: "+err.Error()
@@ -429,3 +536,125 @@ func fileExists(p string) bool {
 }
 
 func hasJSON(o plan.Output) bool { return len(o.Files) > 0 }
+
+// ParseScope parses a scope as Topology.String writes it ("1x2": nodes x
+// GPUs per node).
+func ParseScope(s string) (plan.Topology, error) {
+	var t plan.Topology
+	if _, err := fmt.Sscanf(s, "%dx%d", &t.Nodes, &t.GPUsPerNode); err != nil || t.Nodes < 1 || t.GPUsPerNode < 1 || t.String() != s {
+		return plan.Topology{}, fmt.Errorf("scope %q is not NODESxGPUS", s)
+	}
+	return t, nil
+}
+
+// Rejudge parses the raw outputs kept in results folder dir again, with the
+// plugins, judges them against s, and compares the verdicts with those
+// recorded in run: it returns one message per difference (status, a
+// metric's value or status, a metric found or gone), naming the test. A
+// test with no raw outputs (skipped, not planned, not launched) keeps its
+// recorded verdict. The error is for a folder that cannot be read.
+func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run) ([]string, error) {
+	var diffs []string
+	for _, final := range run.Tests {
+		all := append(append([]result.Test(nil), final.Attempts...), final)
+		for i, t := range all {
+			label := t.Name
+			if len(all) > 1 {
+				label = fmt.Sprintf("%s (attempt %d of %d)", t.Name, i+1, len(all))
+			}
+			if len(t.Raw) == 0 {
+				continue
+			}
+			got, err := rejudgeTest(ctx, plugins, s, dir, run, t)
+			if err != nil {
+				diffs = append(diffs, fmt.Sprintf("%s: %v", label, err))
+				continue
+			}
+			want := t.Status
+			if i == len(all)-1 && len(all) > 1 && want == result.Warn && got.Status == result.Pass {
+				want = result.Pass // the warn says it passed only on a retry
+			}
+			if got.Status != want {
+				diffs = append(diffs, fmt.Sprintf("%s: recorded %s, re-judged %s (%s)", label, t.Status, got.Status, got.Message))
+			}
+			diffs = append(diffs, metricDiffs(label, t.Metrics, got.Metrics)...)
+		}
+	}
+	return diffs, nil
+}
+
+func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run, t result.Test) (result.Test, error) {
+	first := filepath.ToSlash(t.Raw[0])
+	parts := strings.Split(first, "/")
+	if len(parts) < 3 || parts[0] != "raw" {
+		return result.Test{}, fmt.Errorf("raw output %s is not under raw/TEST/", first)
+	}
+	folder := filepath.Join(dir, "raw", parts[1])
+	data, err := os.ReadFile(filepath.Join(folder, launch.OutputsFile))
+	if err != nil {
+		return result.Test{}, fmt.Errorf("read how the steps ended: %w", err)
+	}
+	var outs []plan.Output
+	if err := json.Unmarshal(data, &outs); err != nil {
+		return result.Test{}, fmt.Errorf("read %s: %w", filepath.Join(folder, launch.OutputsFile), err)
+	}
+	for i := range outs {
+		if outs[i].Log != "" {
+			outs[i].Log = filepath.Join(folder, outs[i].Log)
+		}
+		for k, v := range outs[i].Files {
+			outs[i].Files[k] = filepath.Join(folder, v)
+		}
+	}
+	topo, err := ParseScope(t.Scope)
+	if err != nil {
+		return result.Test{}, err
+	}
+	topo.Hosts = run.Hosts
+	pluginName, test, err := SplitName(t.Name)
+	if err != nil {
+		return result.Test{}, err
+	}
+	parsed, err := plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Params: t.Params, Topology: topo, Outputs: outs})
+	if err != nil {
+		parsed = result.Parsed{Error: "parse: " + err.Error()}
+	}
+	return Judge(s, t.Name, topo, parsed), nil
+}
+
+func metricDiffs(label string, recorded, got []result.Judged) []string {
+	key := func(m result.Judged) string {
+		k := m.Key()
+		for _, l := range []string{"type", "redop"} {
+			if v := m.Labels[l]; v != "" {
+				k += " " + v
+			}
+		}
+		return k
+	}
+	index := map[string]result.Judged{}
+	for _, m := range got {
+		index[key(m)] = m
+	}
+	var diffs []string
+	seen := map[string]bool{}
+	for _, r := range recorded {
+		k := key(r)
+		seen[k] = true
+		g, ok := index[k]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("%s: %s recorded as %g %s, not in the raw output", label, k, r.Value, r.Unit))
+		case g.Value != r.Value:
+			diffs = append(diffs, fmt.Sprintf("%s: %s recorded as %g %s, raw output says %g", label, k, r.Value, r.Unit, g.Value))
+		case g.Status != r.Status:
+			diffs = append(diffs, fmt.Sprintf("%s: %s recorded %s, re-judged %s", label, k, r.Status, g.Status))
+		}
+	}
+	for _, g := range got {
+		if !seen[key(g)] {
+			diffs = append(diffs, fmt.Sprintf("%s: %s in the raw output but not recorded", label, key(g)))
+		}
+	}
+	return diffs
+}

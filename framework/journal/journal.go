@@ -1,0 +1,178 @@
+// Package journal keeps a run's results on disk as they happen, so that
+// nothing measured is lost when the run stops early (Ctrl-C, a killed
+// gpuaccept, a lost node): the results folder gets journal.jsonl, whose
+// first line describes the run and the tests it will run, and one line per
+// test as soon as that test has ended (synced to disk), and baseline/, a
+// copy of the SKU file that judges the run. Read rebuilds the run from
+// them; reports are made from that.
+package journal
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+// File is the journal's name in a results folder.
+const File = "journal.jsonl"
+
+// BaselineDir is the folder of a results folder that holds a copy of the
+// SKU file the run was judged against, named SKU.yaml, so the run can be
+// verified against exactly that baseline later.
+const BaselineDir = "baseline"
+
+// record is one line of the journal: the header (Run and Planned) or one
+// finished test.
+type record struct {
+	// Run is the run without tests, on the first line.
+	Run *result.Run `json:"run,omitempty"`
+	// Planned are the names of the tests the run will run, in order.
+	Planned []string `json:"planned,omitempty"`
+	// Test is a finished test.
+	Test *result.Test `json:"test,omitempty"`
+	// End, on the last line of a run that ended, is its wall time.
+	End *time.Duration `json:"end_duration_ns,omitempty"`
+}
+
+// Writer appends to a results folder's journal.
+type Writer struct {
+	f *os.File
+}
+
+// Create starts the journal of run in dir (which must exist): its header
+// line with run (its Tests are not written) and the planned test names.
+// Errors name the file.
+func Create(dir string, run *result.Run, planned []string) (*Writer, error) {
+	p := filepath.Join(dir, File)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create journal: %w", err)
+	}
+	head := *run
+	head.Tests = nil
+	w := &Writer{f: f}
+	if err := w.write(record{Run: &head, Planned: planned}); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Add records a finished test and syncs it to disk before it returns.
+func (w *Writer) Add(t result.Test) error {
+	return w.write(record{Test: &t})
+}
+
+func (w *Writer) write(r record) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("write journal %s: %w", w.f.Name(), err)
+	}
+	if _, err := w.f.Write(append(data, '\n')); err != nil {
+		return fmt.Errorf("write journal %s: %w", w.f.Name(), err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("sync journal %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
+// End records that the run ended, after wall time d.
+func (w *Writer) End(d time.Duration) error {
+	return w.write(record{End: &d})
+}
+
+// Close closes the journal file.
+func (w *Writer) Close() error { return w.f.Close() }
+
+// SaveBaseline writes the SKU file content data as dir/baseline/SKU.yaml.
+func SaveBaseline(dir, sku string, data []byte) error {
+	d := filepath.Join(dir, BaselineDir)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("keep baseline copy: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(d, sku+".yaml"), data, 0o644); err != nil {
+		return fmt.Errorf("keep baseline copy: %w", err)
+	}
+	return nil
+}
+
+// Interrupted is the message of a planned test the journal has no result
+// for.
+const Interrupted = "not finished: the run stopped before this test ended (its raw outputs, if any, are in the results folder)"
+
+// Read rebuilds the run journaled in dir: the header, every finished test,
+// and, for a run that stopped early, each planned test that did not finish
+// as an Error with the Interrupted message. A last line cut short by a
+// crash is ignored; any other bad line is an error naming file and line.
+// The run's status and duration are set from the tests.
+func Read(dir string) (*result.Run, error) {
+	p := filepath.Join(dir, File)
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	var run *result.Run
+	var planned []string
+	done := map[string]bool{}
+	line := 0
+	var pending error
+	for sc.Scan() {
+		line++
+		if pending != nil {
+			return nil, pending
+		}
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			// Only the last line may be cut short (killed mid-write).
+			pending = fmt.Errorf("%s line %d: %w", p, line, err)
+			continue
+		}
+		switch {
+		case line == 1 && r.Run != nil:
+			run, planned = r.Run, r.Planned
+			run.Tests = []result.Test{}
+		case line == 1:
+			return nil, fmt.Errorf("%s line 1: not a journal header", p)
+		case r.Test != nil:
+			run.Tests = append(run.Tests, *r.Test)
+			done[r.Test.Name] = true
+		case r.End != nil:
+			run.Duration = *r.End
+		default:
+			return nil, fmt.Errorf("%s line %d: neither run nor test", p, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read journal %s: %w", p, err)
+	}
+	if run == nil {
+		if pending != nil {
+			return nil, pending
+		}
+		return nil, errors.New(p + ": empty journal")
+	}
+	var total time.Duration
+	for _, t := range run.Tests {
+		total += t.Duration
+	}
+	for _, name := range planned {
+		if !done[name] {
+			run.Tests = append(run.Tests, result.Test{Name: name, Status: result.Error, Scope: run.Scope, Message: Interrupted, Metrics: []result.Judged{}})
+		}
+	}
+	if run.Duration == 0 {
+		run.Duration = total
+	}
+	run.Finish()
+	return run, nil
+}

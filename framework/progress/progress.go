@@ -1,0 +1,171 @@
+// Package progress shows a run as it goes. On a terminal each running test
+// has one live line (what runs where, time elapsed, its time limit) that is
+// redrawn every second and replaced by its verdict when it ends; elsewhere
+// (CI logs, files) it writes one plain line when a test starts and one when
+// it ends, with no control characters.
+package progress
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+// Display receives a runner's events (it implements runner.Events) and
+// writes them to one writer. It is safe for concurrent use.
+type Display struct {
+	w    io.Writer
+	live bool
+	now  func() time.Time
+
+	mu      sync.Mutex
+	running []*entry
+	drawn   int // live lines on screen below the finished ones
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type entry struct {
+	test, where string
+	timeout     time.Duration
+	attempt     int
+	start       time.Time
+}
+
+// New returns a Display writing to w: live lines when live is true, plain
+// lines otherwise.
+func New(w io.Writer, live bool) *Display {
+	d := &Display{w: w, live: live, now: time.Now}
+	if live {
+		d.stop, d.done = make(chan struct{}), make(chan struct{})
+		go d.tick()
+	}
+	return d
+}
+
+// For returns a Display for w, live when w is a terminal (checked with
+// golang.org/x/term) and TERM is not "dumb".
+func For(w io.Writer) *Display {
+	live := false
+	if f, ok := w.(*os.File); ok {
+		live = term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb"
+	}
+	return New(w, live)
+}
+
+// Live reports whether the display redraws lines in place.
+func (d *Display) Live() bool { return d.live }
+
+// Started implements runner.Events.
+func (d *Display) Started(test, where string, timeout time.Duration, attempt int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := &entry{test: test, where: where, timeout: timeout, attempt: attempt, start: d.now()}
+	if !d.live {
+		fmt.Fprintf(d.w, "%-24s start  %s%s\n", test, where, e.limit())
+		return
+	}
+	d.running = append(d.running, e)
+	d.redraw("")
+}
+
+// Finished implements runner.Events.
+func (d *Display) Finished(t result.Test) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	line := fmt.Sprintf("%-24s %-5s  %s", t.Name, strings.ToUpper(string(t.Status)), t.Message)
+	if t.Duration > 0 {
+		line += fmt.Sprintf(" (%s)", t.Duration.Round(time.Millisecond))
+	}
+	if !d.live {
+		fmt.Fprintln(d.w, line)
+		return
+	}
+	for i, e := range d.running {
+		if e.test == t.Name {
+			d.running = append(d.running[:i], d.running[i+1:]...)
+			break
+		}
+	}
+	d.redraw(line)
+}
+
+// Close stops redrawing and leaves the finished lines on screen.
+func (d *Display) Close() {
+	if !d.live {
+		return
+	}
+	close(d.stop)
+	<-d.done
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.running = nil
+	d.redraw("")
+}
+
+func (d *Display) tick() {
+	defer close(d.done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+			d.mu.Lock()
+			d.redraw("")
+			d.mu.Unlock()
+		}
+	}
+}
+
+// redraw erases the live lines, prints finished (when not empty) for good,
+// then the live lines again. Callers hold d.mu.
+func (d *Display) redraw(finished string) {
+	var b strings.Builder
+	for i := 0; i < d.drawn; i++ {
+		b.WriteString("\x1b[1A\x1b[2K")
+	}
+	b.WriteString("\r")
+	if finished != "" {
+		b.WriteString(finished + "\n")
+	}
+	now := d.now()
+	for _, e := range d.running {
+		fmt.Fprintf(&b, "%-24s %s  %s, %s elapsed%s\n", e.test, spinner(now.Sub(e.start)), e.where, clock(now.Sub(e.start)), e.limit())
+	}
+	d.drawn = len(d.running)
+	io.WriteString(d.w, b.String())
+}
+
+func (e *entry) limit() string {
+	s := ""
+	if e.timeout > 0 {
+		s = ", limit " + clock(e.timeout)
+	}
+	if e.attempt > 1 {
+		s += fmt.Sprintf(", attempt %d", e.attempt)
+	}
+	return s
+}
+
+// clock renders a duration as people read a stopwatch: 0:07, 12:30, 1:02:03.
+func clock(d time.Duration) string {
+	s := int(d.Round(time.Second) / time.Second)
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}
+
+func spinner(d time.Duration) string {
+	frames := []string{"|", "/", "-", `\`}
+	return frames[int(d/time.Second)%len(frames)]
+}

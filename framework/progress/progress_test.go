@@ -1,0 +1,79 @@
+package progress
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+func TestPlainLines(t *testing.T) {
+	var b bytes.Buffer
+	d := New(&b, false)
+	d.Started("nccl.all_reduce", "1x2 via local", 30*time.Minute, 1)
+	d.Finished(result.Test{Name: "nccl.all_reduce", Status: result.Pass, Message: "14 points inside their bands", Duration: 9100 * time.Millisecond})
+	d.Started("nccl.all_gather", "1x2 via local", 0, 2)
+	d.Close()
+	want := "nccl.all_reduce          start  1x2 via local, limit 30:00\n" +
+		"nccl.all_reduce          PASS   14 points inside their bands (9.1s)\n" +
+		"nccl.all_gather          start  1x2 via local, attempt 2\n"
+	assert.Equal(t, b.String(), want)
+	assert.Assert(t, !strings.Contains(b.String(), "\x1b"), "control characters in a CI log")
+}
+
+// On a terminal the running test's line is redrawn in place and replaced
+// by its verdict: what is left on screen is the verdict lines only.
+func TestLiveLines(t *testing.T) {
+	var b bytes.Buffer
+	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	d := &Display{w: &b, live: true, now: func() time.Time { return now }}
+	d.Started("nccl.all_reduce", "1x2 via local", 30*time.Minute, 1)
+	now = now.Add(75 * time.Second)
+	d.mu.Lock()
+	d.redraw("")
+	d.mu.Unlock()
+	assert.Assert(t, strings.HasSuffix(b.String(), "\x1b[1A\x1b[2K\rnccl.all_reduce          \\  1x2 via local, 1:15 elapsed, limit 30:00\n"), "%q", b.String())
+	d.Finished(result.Test{Name: "nccl.all_reduce", Status: result.Fail, Message: "busbw below band"})
+	assert.Assert(t, strings.HasSuffix(b.String(), "\x1b[1A\x1b[2K\rnccl.all_reduce          FAIL   busbw below band\n"), "%q", b.String())
+	assert.Equal(t, d.drawn, 0)
+	assert.Equal(t, screen(b.String()), "nccl.all_reduce          FAIL   busbw below band\n")
+}
+
+// screen plays the escape sequences the display uses (cursor up, erase
+// line, carriage return) and returns what a terminal would show.
+func screen(s string) string {
+	var lines []string
+	cur := ""
+	for len(s) > 0 {
+		switch {
+		case strings.HasPrefix(s, "\x1b[1A"):
+			if len(lines) > 0 {
+				cur, lines = lines[len(lines)-1], lines[:len(lines)-1]
+			}
+			s = s[4:]
+		case strings.HasPrefix(s, "\x1b[2K"):
+			cur = ""
+			s = s[4:]
+		case s[0] == '\r':
+			s = s[1:]
+		case s[0] == '\n':
+			lines = append(lines, cur)
+			cur = ""
+			s = s[1:]
+		default:
+			cur += s[:1]
+			s = s[1:]
+		}
+	}
+	return strings.Join(lines, "\n") + "\n" + cur
+}
+
+func TestClock(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0:00", 7 * time.Second: "0:07", 750 * time.Second: "12:30", 3723 * time.Second: "1:02:03"} {
+		assert.Equal(t, clock(d), want)
+	}
+}
