@@ -68,7 +68,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitUsage, err
 		}
 	}
-	return c.finish(res, stdout)
+	return c.finish(res, s, stdout, stderr)
 }
 
 // knownTest checks that a plugin offers the named test.

@@ -70,12 +70,19 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		if c.junit != "" {
 			dc.junit = strings.TrimSuffix(c.junit, ".xml") + "-" + filepath.Base(d.Dir) + ".xml"
 		}
-		r := &runner.Runner{Plugins: host, Launcher: l, SKU: s, Dir: dc.out, Version: getVersion(), Progress: stderr, Params: d.Params}
+		baseline, err := c.skuFile(s)
+		if err != nil {
+			return exitUsage, err
+		}
+		r := &runner.Runner{Plugins: host, Launcher: l, SKU: s, Dir: dc.out, Version: getVersion(), Progress: stderr, Params: d.Params, Baseline: baseline}
 		res, err := r.Run(ctx, "singlenode", topo)
 		if err != nil {
 			return exitUsage, err
 		}
-		if _, err := dc.finish(res, stdout); err != nil {
+		if c.html != "" {
+			dc.html = strings.TrimSuffix(c.html, ".html") + "-" + filepath.Base(d.Dir) + ".html"
+		}
+		if _, err := dc.finish(res, s, stdout, stderr); err != nil {
 			return exitUsage, err
 		}
 		if res.Status != d.Want {

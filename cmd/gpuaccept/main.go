@@ -14,6 +14,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
@@ -23,6 +24,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuaccept/gpuaccept/baselines"
+	"github.com/gpuaccept/gpuaccept/framework/journal"
+	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
@@ -76,6 +79,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdBaseline(args, stdout, stderr)
 	case "demo":
 		code, err = cmdDemo(args, stdout, stderr)
+	case "report":
+		code, err = cmdReport(args, stdout, stderr)
+	case "verify":
+		code, err = cmdVerify(args, stdout, stderr)
 	case "plugin":
 		code, err = cmdPlugin(args)
 	case "version":
@@ -85,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, topUsage)
 		return exitOK
 	default:
-		err = usageError{fmt.Errorf("unknown command %q (commands: run, check, list, baseline, demo, version)", cmd)}
+		err = usageError{fmt.Errorf("unknown command %q (commands: run, check, list, baseline, demo, report, verify, version)", cmd)}
 	}
 	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -112,6 +119,8 @@ Usage:
   gpuaccept list [skus|suites|tests|plugins|launchers]
   gpuaccept baseline validate [FILE...] | show SKU
   gpuaccept demo                                    the whole pipeline on embedded real recordings
+  gpuaccept report RESULTS_DIR                      rebuild every report of a results folder
+  gpuaccept verify RESULTS_DIR                      check a sign-off: hashes, and verdicts re-judged
   gpuaccept version
 
 Run "gpuaccept COMMAND --help" for a command's flags.
@@ -150,6 +159,9 @@ func newFlags(name, usage string, stderr io.Writer) *pflag.FlagSet {
 // common flags shared by run, check and demo.
 type common struct {
 	sku, baselinesDir, out, junit, format, pluginPath string
+	html                                              string
+	// fsys is where the SKU files were loaded from (set by catalog).
+	fsys iofs.FS
 }
 
 func (c *common) add(fs *pflag.FlagSet) {
@@ -157,6 +169,7 @@ func (c *common) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.baselinesDir, "baselines", "", "folder of SKU files to use instead of the built-in ones")
 	fs.StringVar(&c.out, "out", "", "results folder (default gpuaccept-results/SKU-SUITE-TIME for runs; none for check)")
 	fs.StringVar(&c.junit, "junit", "", "also write JUnit XML to this file")
+	fs.StringVar(&c.html, "html", "", "also write the HTML report (plots against the baseline bands) to this file")
 	fs.StringVar(&c.format, "format", "table", "report on stdout: table, json or markdown")
 	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables (env GPUACCEPT_PLUGIN_PATH)")
 }
@@ -171,7 +184,21 @@ func (c *common) catalog() (*sku.Catalog, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
+	c.fsys = fsys
 	return cat, nil
+}
+
+// skuFile returns the content of the SKU file s was loaded from, to keep a
+// copy in the results folder.
+func (c *common) skuFile(s *sku.SKU) ([]byte, error) {
+	if c.fsys == nil {
+		return nil, fmt.Errorf("SKU %s: no SKU files loaded", s.Name)
+	}
+	data, err := iofs.ReadFile(c.fsys, path.Base(filepath.ToSlash(s.File)))
+	if err != nil {
+		return nil, fmt.Errorf("read SKU file of %s: %w", s.Name, err)
+	}
+	return data, nil
 }
 
 // getSKU loads the catalog and returns the --sku one.
@@ -202,13 +229,32 @@ func (c *common) host() *pluginapi.Host {
 	return &pluginapi.Host{Builtin: names, Path: path}
 }
 
-// finish writes the reports of a finished run and returns its exit code.
-func (c *common) finish(run *result.Run, stdout io.Writer) (int, error) {
-	if err := report.WriteFolder(run); err != nil {
+// finish writes the reports of a finished run (s judged it; nil when
+// unknown) and returns its exit code. A results folder holding a journal
+// also gets its sign-off manifest, unless it has one already.
+func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (int, error) {
+	if err := report.WriteFolder(run, s); err != nil {
 		return exitUsage, err
+	}
+	if run.Dir != "" {
+		if _, err := os.Stat(filepath.Join(run.Dir, journal.File)); err == nil {
+			if _, err := os.Stat(filepath.Join(run.Dir, manifest.File)); errors.Is(err, iofs.ErrNotExist) {
+				if _, err := manifest.Write(run.Dir, run.Version, run.SKU); err != nil {
+					return exitUsage, err
+				}
+				if sum, err := manifest.Sum(run.Dir); err == nil {
+					fmt.Fprintf(stderr, "sign-off: %s sha256 %s (gpuaccept verify %s checks it)\n", filepath.Join(run.Dir, manifest.File), sum, run.Dir)
+				}
+			}
+		}
 	}
 	if c.junit != "" {
 		if err := report.WriteJUnit(c.junit, run); err != nil {
+			return exitUsage, err
+		}
+	}
+	if c.html != "" {
+		if err := report.WriteHTML(c.html, run, s); err != nil {
 			return exitUsage, err
 		}
 	}

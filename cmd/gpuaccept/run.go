@@ -12,6 +12,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/hosts"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/progress"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
@@ -21,7 +22,8 @@ const runUsage = `Usage: gpuaccept [run] --sku SKU --suite SUITE [flags]
 
 Runs the SKU's suite through a launcher, judges every number against the
 SKU's baseline, prints a table and writes a results folder (raw outputs,
-results.json, junit.xml, table.txt).
+results.json, junit.xml, report.html, summary.md, table.txt, the journal of
+finished tests, a copy of the baseline and the sign-off manifest.json).
 `
 
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
@@ -29,6 +31,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	var suite, launcherName, hostsFlag, hostfile, replayDir string
 	var nodes, gpus int
 	var dryRun bool
+	var retries int
 	var timeout time.Duration
 	var params, tests, mpiArgs []string
 	// gpuaccept --help lands here: show the commands too.
@@ -46,6 +49,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringArrayVar(&mpiArgs, "mpi-arg", nil, "extra argument for mpirun (repeatable), e.g. --mpi-arg=--mca --mpi-arg=btl_tcp_if_include --mpi-arg=lo")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the exact commands without running them")
 	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "time limit per test; on expiry everything the test started is stopped")
+	fs.IntVar(&retries, "retries", 0, "run a test that failed or errored up to this many more times; every attempt is reported, a pass on a retry is a warn")
 	launch.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
@@ -107,10 +111,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitUsage, err
 		}
 	}
+	if retries < 0 {
+		return exitUsage, usageError{fmt.Errorf("--retries %d: want 0 or more", retries)}
+	}
+	baseline, err := c.skuFile(s)
+	if err != nil {
+		return exitUsage, err
+	}
 	r := &runner.Runner{Plugins: host, Launcher: l, SKU: s, Dir: c.out, Timeout: timeout, Params: pm, Only: tests,
-		DryRun: dryRun, Progress: stderr, Version: getVersion()}
+		DryRun: dryRun, Progress: stderr, Version: getVersion(), Retries: retries, Baseline: baseline}
 	if dryRun {
 		r.Progress = stdout
+	} else {
+		disp := progress.For(stderr)
+		defer disp.Close()
+		r.Events = disp
 	}
 	res, err := r.Run(ctx, suite, topo)
 	if err != nil {
@@ -135,8 +150,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		return exitOK, nil
 	}
-	code, err := c.finish(res, stdout)
-	fmt.Fprintf(stderr, "results: %s\n", c.out)
+	if d, ok := r.Events.(*progress.Display); ok {
+		d.Close()
+	}
+	code, err := c.finish(res, s, stdout, stderr)
+	fmt.Fprintf(stderr, "results: %s (report.html, junit.xml, results.json, raw/)\n", c.out)
 	return code, err
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
 // Formats are the --format values.
@@ -163,35 +164,52 @@ func Markdown(w io.Writer, run *result.Run) error {
 
 // Files of a results folder.
 const (
-	ResultsFile = "results.json"
-	JUnitFile   = "junit.xml"
-	TableFile   = "table.txt"
+	ResultsFile  = "results.json"
+	JUnitFile    = "junit.xml"
+	TableFile    = "table.txt"
+	HTMLFile     = "report.html"
+	MarkdownFile = "summary.md"
 )
 
-// WriteFolder writes results.json, junit.xml and table.txt into run.Dir
-// (the raw outputs are already there, under raw/).
-func WriteFolder(run *result.Run) error {
+// WriteFolder writes the reports into run.Dir: results.json, table.txt,
+// summary.md, junit.xml and report.html (the raw outputs are already there,
+// under raw/). s is the SKU that judged the run, for the HTML plots' bands;
+// it may be nil. Every report is attempted; the first error is returned.
+func WriteFolder(run *result.Run, s *sku.SKU) error {
 	if run.Dir == "" {
 		return nil
 	}
 	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
 		return fmt.Errorf("write results folder: %w", err)
 	}
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
 	for _, f := range []struct {
 		name  string
 		write func(io.Writer, *result.Run) error
-	}{{ResultsFile, JSON}, {TableFile, Table}} {
-		fh, err := os.Create(filepath.Join(run.Dir, f.name))
-		if err != nil {
-			return fmt.Errorf("write results folder: %w", err)
-		}
-		if err := f.write(fh, run); err != nil {
-			fh.Close()
-			return err
-		}
-		if err := fh.Close(); err != nil {
-			return fmt.Errorf("write results folder: %w", err)
-		}
+	}{{ResultsFile, JSON}, {TableFile, Table}, {MarkdownFile, Markdown}} {
+		keep(writeFile(filepath.Join(run.Dir, f.name), func(w io.Writer) error { return f.write(w, run) }))
 	}
-	return WriteJUnit(filepath.Join(run.Dir, JUnitFile), run)
+	keep(WriteJUnit(filepath.Join(run.Dir, JUnitFile), run))
+	keep(WriteHTML(filepath.Join(run.Dir, HTMLFile), run, s))
+	return first
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write results folder: %w", err)
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/runner"
+)
+
+const verifyUsage = `Usage: gpuaccept verify RESULTS_DIR [flags]
+
+Checks a sign-off without rerunning anything: every raw output, the kept
+baseline copy and the journal against the SHA-256 in manifest.json (an
+edited, missing or added file is named), then parses the raw outputs again
+and judges them against that baseline, comparing every verdict and number
+with those recorded. Exit 0 when everything matches, 1 when something does
+not, 2 when the folder cannot be read.
+`
+
+func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
+	var c common
+	fs := newFlags("verify", verifyUsage, stderr)
+	fs.StringVar(&c.pluginPath, "plugin-path", "", "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage, usageError{err}
+	}
+	if fs.NArg() != 1 {
+		return exitUsage, usageError{errors.New("verify takes one RESULTS_DIR")}
+	}
+	dir := fs.Arg(0)
+	m, err := manifest.Read(dir)
+	if err != nil {
+		return exitUsage, err
+	}
+	sum, err := manifest.Sum(dir)
+	if err != nil {
+		return exitUsage, err
+	}
+	fmt.Fprintf(stdout, "manifest %s: sha256 %s, made by gpuaccept %s (this is %s), SKU %s, %d files\n", dir, sum, m.Version, getVersion(), m.SKU, len(m.Files))
+	problems, err := manifest.Check(dir, m)
+	if err != nil {
+		return exitUsage, err
+	}
+	bad := 0
+	for _, p := range problems {
+		fmt.Fprintf(stdout, "MISMATCH %s\n", p)
+		bad++
+	}
+	run, err := loadRun(dir)
+	if err != nil {
+		return exitUsage, err
+	}
+	s, err := keptBaseline(dir, m.SKU)
+	if err != nil {
+		fmt.Fprintf(stdout, "MISMATCH %v\n", err)
+		bad++
+	} else {
+		host := c.host()
+		defer host.Close()
+		ctx, stop := signalContext()
+		defer stop()
+		diffs, err := runner.Rejudge(ctx, host, s, dir, run)
+		if err != nil {
+			return exitUsage, err
+		}
+		for _, d := range diffs {
+			fmt.Fprintf(stdout, "REJUDGED %s\n", d)
+			bad++
+		}
+	}
+	if bad > 0 {
+		fmt.Fprintf(stdout, "verify: FAILED: %d finding(s); this folder is not the sign-off its manifest describes\n", bad)
+		return exitFail, nil
+	}
+	fmt.Fprintf(stdout, "verify: OK: %d files match the manifest; %d tests re-judged against %s give the recorded verdicts (run %s)\n",
+		len(m.Files), len(run.Tests), m.Baseline.Path, run.Status)
+	return exitOK, nil
+}

@@ -1,0 +1,185 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// perKeys are the metric labels that split a test's numbers by node or by
+// pair of nodes; the HTML report shows such metrics as a table.
+var perKeys = []string{"node", "host", "pair", "server", "client", "rank", "gpu", "hca"}
+
+type htmlTest struct {
+	result.Test
+	ID       string
+	Figures  []htmlFigure
+	Tables   []perTable
+	Judged   []result.Judged
+	Attempts int
+}
+
+type htmlFigure struct {
+	Figure
+	Inline template.HTML
+}
+
+type perTable struct {
+	Key  string
+	Rows []result.Judged
+}
+
+type htmlPage struct {
+	Run      *result.Run
+	Summary  string
+	Rows     [][]string
+	Tests    []htmlTest
+	Baseline string
+}
+
+// HTML writes the run as one self-contained HTML page (no script, no
+// network: styles and SVG plots are inline): the verdict table on top, then
+// per test its plots (measured curves against the baseline band, see Plot),
+// tables of per-node or per-pair numbers where the metrics carry such
+// labels, the points outside their bands, checks and diagnostics. s is the
+// SKU that judged the run, for the bands; nil draws curves only.
+func HTML(w io.Writer, run *result.Run, s *sku.SKU) error {
+	page := htmlPage{Run: run, Summary: Summary(run), Rows: rows(run)}
+	if s != nil {
+		page.Baseline = s.File
+	}
+	for i, t := range run.Tests {
+		ht := htmlTest{Test: t, ID: fmt.Sprintf("t%d", i), Attempts: len(t.Attempts)}
+		figs, err := Plot(t, s)
+		if err != nil {
+			return err
+		}
+		for _, f := range figs {
+			ht.Figures = append(ht.Figures, htmlFigure{Figure: f, Inline: template.HTML(f.SVG)}) // #nosec: gonum's SVG escapes its text
+		}
+		ht.Tables = perTables(t)
+		for _, m := range t.Metrics {
+			if m.Status == result.Fail || m.Status == result.Warn {
+				ht.Judged = append(ht.Judged, m)
+			}
+		}
+		page.Tests = append(page.Tests, ht)
+	}
+	var b bytes.Buffer
+	if err := pageTmpl.Execute(&b, page); err != nil {
+		return fmt.Errorf("write HTML report: %w", err)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// WriteHTML writes the HTML report of run to path.
+func WriteHTML(path string, run *result.Run, s *sku.SKU) error {
+	var b bytes.Buffer
+	if err := HTML(&b, run, s); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write HTML report %s: %w", path, err)
+	}
+	return nil
+}
+
+func perTables(t result.Test) []perTable {
+	var out []perTable
+	for _, k := range perKeys {
+		var rows []result.Judged
+		for _, m := range t.Metrics {
+			if m.Labels[k] != "" {
+				rows = append(rows, m)
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Labels[k] < rows[j].Labels[k] })
+		out = append(out, perTable{Key: k, Rows: rows})
+	}
+	return out
+}
+
+var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+	"upper":  func(s result.Status) string { return strings.ToUpper(string(s)) },
+	"bytes":  result.FormatBytes,
+	"curve":  func(m result.Judged) string { return CurveName(m.Metric) },
+	"num":    func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"status": func(s string) string { return strings.ToLower(s) },
+	"deref": func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return fmt.Sprintf("%.2f", *p)
+	},
+	"dur": func(t result.Test) string { return t.Duration.Round(1e6).String() },
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>gpuaccept {{.Run.SKU}} {{.Run.Suite}}: {{upper .Run.Status}}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: .6em 0; font-size: .9em; }
+th, td { border: 1px solid #ccc; padding: .25em .5em; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+.pass { background: #d8f0d8; } .warn { background: #fff0c0; } .fail { background: #f8d0d0; } .error { background: #e8c8f0; } .skip { background: #eee; }
+.badge { font-weight: bold; padding: 0 .4em; border-radius: 3px; }
+.plot svg { max-width: 100%; height: auto; }
+pre { background: #f7f7f7; padding: .5em; overflow-x: auto; font-size: .85em; }
+dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt { font-weight: bold; }
+</style>
+</head>
+<body>
+<h1>gpuaccept: <span class="badge {{.Run.Status}}">{{upper .Run.Status}}</span> SKU {{.Run.SKU}}, suite {{.Run.Suite}}</h1>
+<p>{{.Summary}}</p>
+<dl>
+<dt>scope</dt><dd>{{.Run.Scope}} (nodes x GPUs per node)</dd>
+<dt>launcher</dt><dd>{{.Run.Launcher}}</dd>
+{{if .Run.Hosts}}<dt>hosts</dt><dd>{{range $i, $h := .Run.Hosts}}{{if $i}}, {{end}}{{$h}}{{end}}</dd>{{end}}
+<dt>started</dt><dd>{{.Run.Started.Format "2006-01-02 15:04:05 MST"}}</dd>
+<dt>gpuaccept</dt><dd>{{.Run.Version}}</dd>
+{{if .Baseline}}<dt>baseline</dt><dd>{{.Baseline}}</dd>{{end}}
+</dl>
+<table id="verdicts">
+<tr><th>Test</th><th>Status</th><th>Measured</th><th>Baseline: band</th><th>Detail</th></tr>
+{{range $i, $r := .Rows}}<tr class="{{status (index $r 1)}}"><td><a href="#t{{$i}}">{{index $r 0}}</a></td><td>{{index $r 1}}</td><td>{{index $r 2}}</td><td>{{index $r 3}}</td><td>{{index $r 4}}</td></tr>
+{{end}}</table>
+{{range .Tests}}
+<h2 id="{{.ID}}">{{.Name}} <span class="badge {{.Status}}">{{upper .Status}}</span></h2>
+<p>{{.Message}}</p>
+{{if .Attempts}}<p>Earlier attempts: {{range .Test.Attempts}}<span class="badge {{.Status}}">{{upper .Status}}</span> {{.Message}}; {{end}}</p>{{end}}
+{{range .Figures}}<div class="plot" data-metric="{{.Metric}}" data-curves="{{len .Curves}}" data-bands="{{.Bands}}">{{.Inline}}</div>
+{{end}}
+{{if .Judged}}<table class="outside"><tr><th>Point</th><th>Size</th><th>Measured</th><th>Baseline</th><th>Band</th><th>Status</th><th>Finding</th></tr>
+{{range .Judged}}<tr class="{{.Status}}"><td>{{curve .}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}</td><td>{{deref .Expected}}</td><td>{{.Band}}</td><td>{{upper .Status}}</td><td>{{.Message}}</td></tr>
+{{end}}</table>{{end}}
+{{range .Tables}}<h3>per {{.Key}}</h3>
+<table class="per"><tr><th>{{.Key}}</th><th>Metric</th><th>Size</th><th>Measured</th><th>Baseline</th><th>Status</th></tr>
+{{$k := .Key}}{{range .Rows}}<tr class="{{.Status}}"><td>{{index .Labels $k}}</td><td>{{curve .}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}</td><td>{{deref .Expected}}</td><td>{{upper .Status}}</td></tr>
+{{end}}</table>
+{{end}}
+{{if .Checks}}<table class="checks"><tr><th>Check</th><th>Result</th></tr>
+{{range .Checks}}<tr class="{{if .OK}}pass{{else if .Warn}}warn{{else}}fail{{end}}"><td>{{.Name}}</td><td>{{if .OK}}ok{{else}}{{.Message}}{{end}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Diagnostics}}<pre class="diagnostics">{{range .Diagnostics}}{{.Level}}: {{.Message}}{{if .Source}} ({{.Source}}){{end}}
+{{end}}</pre>{{end}}
+{{if .Commands}}<pre class="commands">{{range .Commands}}$ {{.}}
+{{end}}</pre>{{end}}
+{{if .Raw}}<p>Raw outputs: {{range .Raw}}<a href="{{.}}">{{.}}</a> {{end}}({{dur .Test}})</p>{{end}}
+{{end}}
+</body>
+</html>
+`))
