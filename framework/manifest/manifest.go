@@ -47,8 +47,8 @@ type Entry struct {
 // Manifest is the content of manifest.json.
 type Manifest struct {
 	// Version is the gpuaccept version that made the run.
-	Version string `json:"gpuaccept_version"`
-	SKU     string `json:"sku"`
+	Version string    `json:"gpuaccept_version"`
+	SKU     string    `json:"sku"`
 	Created time.Time `json:"created"`
 	// Baseline is the copy of the SKU file the run was judged against.
 	Baseline *Entry `json:"baseline,omitempty"`

@@ -111,9 +111,19 @@ func perTables(t result.Test) []perTable {
 }
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"upper":  func(s result.Status) string { return strings.ToUpper(string(s)) },
-	"bytes":  result.FormatBytes,
-	"curve":  func(m result.Judged) string { return CurveName(m.Metric) },
+	"upper": func(s result.Status) string { return strings.ToUpper(string(s)) },
+	"bytes": result.FormatBytes,
+	"curve": func(m result.Judged) string { return CurveName(m.Metric) },
+	"curveBut": func(m result.Judged, key string) string {
+		l := map[string]string{}
+		for k, v := range m.Labels {
+			if k != key {
+				l[k] = v
+			}
+		}
+		m.Labels = l
+		return CurveName(m.Metric)
+	},
 	"num":    func(v float64) string { return fmt.Sprintf("%.2f", v) },
 	"status": func(s string) string { return strings.ToLower(s) },
 	"deref": func(p *float64) string {
@@ -168,7 +178,7 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 {{end}}</table>{{end}}
 {{range .Tables}}<h3>per {{.Key}}</h3>
 <table class="per"><tr><th>{{.Key}}</th><th>Metric</th><th>Size</th><th>Measured</th><th>Baseline</th><th>Status</th></tr>
-{{$k := .Key}}{{range .Rows}}<tr class="{{.Status}}"><td>{{index .Labels $k}}</td><td>{{curve .}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}</td><td>{{deref .Expected}}</td><td>{{upper .Status}}</td></tr>
+{{$k := .Key}}{{range .Rows}}<tr class="{{.Status}}"><td>{{index .Labels $k}}</td><td>{{curveBut . $k}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}</td><td>{{deref .Expected}}</td><td>{{upper .Status}}</td></tr>
 {{end}}</table>
 {{end}}
 {{if .Checks}}<table class="checks"><tr><th>Check</th><th>Result</th></tr>

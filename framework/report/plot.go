@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -186,9 +187,18 @@ func plotMetric(t result.Test, s *sku.SKU, metric string) (Figure, error) {
 	p.X.Label.Text = "message size"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sizeTicks{}
-	p.Legend.Top = false
+	p.Legend.Top = true
 	p.Legend.Left = true
-	p.Legend.YOffs = vg.Points(8)
+	p.Y.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
+		ts := plot.DefaultTicks{}.Ticks(min, max)
+		for i := range ts {
+			if ts[i].Label != "" {
+				ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+			}
+		}
+		return ts
+	})
+	p.Legend.YOffs = -vg.Points(14) // below the title
 	p.Legend.XOffs = vg.Points(8)
 	p.Add(plotter.NewGrid())
 
