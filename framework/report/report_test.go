@@ -126,9 +126,12 @@ func TestJUnit(t *testing.T) {
 // The JUnit XML is valid against the schema Jenkins' xunit plugin checks
 // reports with, whatever the raw output holds.
 func TestJUnitSchemaValid(t *testing.T) {
-	xmllint, err := exec.LookPath("xmllint")
-	if err != nil {
-		testenv.Missing(t, "xmllint not found (Debian libxml2-utils; scripts/testenv.sh up report)")
+	xmllint := os.Getenv("GPUACCEPT_XMLLINT")
+	if xmllint == "" {
+		var err error
+		if xmllint, err = exec.LookPath("xmllint"); err != nil {
+			testenv.Missing(t, "xmllint not found (Debian libxml2-utils; scripts/testenv.sh up report)")
+		}
 	}
 	cases := map[string]*result.Run{"sample with raw output": withRaw(t), "empty run": {SKU: "x", Suite: "s", Tests: []result.Test{}},
 		"check run without folder": {SKU: "h200", Suite: "check", Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Pass, Raw: []string{"/nonexistent/a.log"}}}}}

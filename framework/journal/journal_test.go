@@ -1,0 +1,104 @@
+package journal
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+func header() *result.Run {
+	return &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Scope: "1x2", Version: "test",
+		Started: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), Tests: []result.Test{{Name: "ignored"}}}
+}
+
+func test(name string, s result.Status, d time.Duration) result.Test {
+	return result.Test{Name: name, Status: s, Scope: "1x2", Duration: d, Metrics: []result.Judged{}}
+}
+
+func TestReadBack(t *testing.T) {
+	planned := []string{"nccl.all_reduce", "nccl.all_gather", "nccl.alltoall"}
+	cases := []struct {
+		name    string
+		write   func(w *Writer)
+		tail    string // bytes appended after the writer closed (a crash mid-line)
+		status  result.Status
+		tests   []string
+		lastMsg string
+		dur     time.Duration
+	}{
+		{"finished", func(w *Writer) {
+			w.Add(test("nccl.all_reduce", result.Pass, time.Second))
+			w.Add(test("nccl.all_gather", result.Pass, time.Second))
+			w.Add(test("nccl.alltoall", result.Warn, time.Second))
+			w.End(5 * time.Second)
+		}, "", result.Warn, planned, "", 5 * time.Second},
+		{"killed after one test", func(w *Writer) {
+			w.Add(test("nccl.all_reduce", result.Fail, 2*time.Second))
+		}, "", result.Error, planned, Interrupted, 2 * time.Second},
+		{"killed while writing the second", func(w *Writer) {
+			w.Add(test("nccl.all_reduce", result.Pass, time.Second))
+		}, `{"test":{"name":"nccl.all_gather","sta`, result.Error, planned, Interrupted, time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w, err := Create(dir, header(), planned)
+			assert.NilError(t, err)
+			c.write(w)
+			assert.NilError(t, w.Close())
+			if c.tail != "" {
+				f, err := os.OpenFile(filepath.Join(dir, File), os.O_APPEND|os.O_WRONLY, 0)
+				assert.NilError(t, err)
+				f.WriteString(c.tail)
+				f.Close()
+			}
+			run, err := Read(dir)
+			assert.NilError(t, err)
+			var names []string
+			for _, tt := range run.Tests {
+				names = append(names, tt.Name)
+			}
+			assert.DeepEqual(t, names, c.tests)
+			assert.Equal(t, run.Status, c.status)
+			assert.Equal(t, run.Tests[2].Message, c.lastMsg)
+			assert.Equal(t, run.Duration, c.dur)
+			assert.Equal(t, run.SKU, "h200")
+			assert.Equal(t, run.Tests[0].Scope, "1x2")
+		})
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	cases := map[string]struct{ content, want string }{
+		"empty":           {"", "empty journal"},
+		"no header":       {`{"test":{"name":"a"}}` + "\n", "line 1: not a journal header"},
+		"bad middle line": {`{"run":{"sku":"h200"}}` + "\n" + "garbage\n" + `{"test":{"name":"a"}}` + "\n", "line 2:"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			assert.NilError(t, os.WriteFile(filepath.Join(dir, File), []byte(c.content), 0o644))
+			_, err := Read(dir)
+			assert.ErrorContains(t, err, c.want)
+			assert.Assert(t, strings.Contains(err.Error(), File), err)
+		})
+	}
+	_, err := Read(t.TempDir())
+	assert.ErrorContains(t, err, "read journal")
+}
+
+// A results folder holds one run: a second journal is refused.
+func TestCreateRefusesSecondJournal(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir, header(), nil)
+	assert.NilError(t, err)
+	w.Close()
+	_, err = Create(dir, header(), nil)
+	assert.ErrorContains(t, err, "create journal")
+}
