@@ -39,6 +39,10 @@ func TestMain(m *testing.M) {
 		pluginapi.Serve(crashPlugin{})
 		os.Exit(0)
 	}
+	if os.Getenv("GPUACCEPT_TEST_AS_CLI") != "" {
+		// The test binary as the gpuaccept command, for tests that kill it.
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	if len(os.Args) > 2 && os.Args[1] == "plugin" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -319,10 +319,17 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 	return t
 }
 
+// parseTimeout bounds parsing a test's outputs after the run was stopped.
+const parseTimeout = 2 * time.Minute
+
 // judge parses outputs with the plugin and judges them against the SKU's
 // baseline at topo's scope.
 func (r *Runner) judge(ctx context.Context, t result.Test, pluginName, test string, params map[string]string, topo plan.Topology, outs []plan.Output) result.Test {
-	parsed, err := r.Plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Params: params, Topology: topo, Outputs: outs})
+	// What a stopped test printed is still parsed (Ctrl-C, timeout): its
+	// numbers are measurements, and verify re-parses them the same way.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parseTimeout)
+	defer cancel()
+	parsed, err := r.Plugins.Parse(pctx, pluginName, pluginapi.ParseRequest{Test: test, Params: params, Topology: topo, Outputs: outs})
 	if err != nil {
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	gojunit "github.com/joshdk/go-junit"
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+// replayRun makes a results folder from the healthy H200 recording, the
+// way a run on the GPUs makes one.
+func replayRun(t *testing.T, extra ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "results")
+	code, stdout, errs := cli(t, append([]string{"--sku", "h200", "--suite", "singlenode", "--launcher", "replay", "--replay-dir", healthy,
+		"--gpus-per-node", "2", "--out", out}, extra...)...)
+	assert.Equal(t, code, 0, stdout+errs)
+	return out
+}
+
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	assert.NilError(t, filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if fi.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	}))
+	return dst
+}
+
+func edit(t *testing.T, p string, re, repl string) {
+	t.Helper()
+	data := readFile(t, p)
+	changed := regexp.MustCompile(re).ReplaceAllString(data, repl)
+	assert.Assert(t, changed != data, "edit of %s changed nothing", p)
+	assert.NilError(t, os.WriteFile(p, []byte(changed), 0o644))
+}
+
+// A sign-off checks out untouched; an edited raw output, baseline copy or
+// journal is caught, with the file named, and a changed number is caught
+// again by re-judging.
+func TestVerify(t *testing.T) {
+	signed := replayRun(t)
+	for _, f := range []string{"manifest.json", "baseline/h200.yaml", "journal.jsonl", "report.html", "summary.md", "junit.xml"} {
+		assert.Assert(t, fileExists(filepath.Join(signed, f)), f)
+	}
+	cases := []struct {
+		name   string
+		change func(dir string)
+		code   int
+		want   []string
+	}{
+		{"untouched", func(string) {}, 0, []string{"verify: OK: 20 files match the manifest; 6 tests re-judged against baseline/h200.yaml give the recorded verdicts (run pass)"}},
+		{"reports rebuilt", func(dir string) {
+			code, out, errs := cli(t, "report", dir)
+			assert.Equal(t, code, 0, out+errs)
+		}, 0, []string{"verify: OK"}},
+		{"raw output edited", func(dir string) {
+			// all_reduce at 4 GiB, out-of-place busbw 344.0 -> 144.0 GB/s
+			edit(t, filepath.Join(dir, "raw/nccl.all_reduce/all_reduce.files/all_reduce.json"), `("size": 4294967296,[^}]*"out_of_place": \{[^}]*"bus_bw": )3`, "${1}1")
+		}, 1, []string{
+			"MISMATCH raw/nccl.all_reduce/all_reduce.files/all_reduce.json: edited since the run",
+			"REJUDGED nccl.all_reduce: recorded pass, re-judged error (all_reduce.log and all_reduce.json disagree",
+			"REJUDGED nccl.all_reduce: busbw[out-of-place] at 4 GiB float sum recorded as 344.031485 GB/s, raw output says 144.031485",
+		}},
+		{"baseline edited", func(dir string) {
+			edit(t, filepath.Join(dir, "baseline/h200.yaml"), `\{size: 4G, value: 345.98\}`, "{size: 4G, value: 545.98}")
+		}, 1, []string{
+			"MISMATCH baseline/h200.yaml: edited since the run",
+			"REJUDGED nccl.all_reduce: recorded pass, re-judged fail",
+		}},
+		{"verdict edited in the journal", func(dir string) {
+			edit(t, filepath.Join(dir, "journal.jsonl"), `"status":"pass","expected"`, `"status":"warn","expected"`)
+		}, 1, []string{"MISMATCH journal.jsonl: edited since the run", "REJUDGED nccl.all_"}},
+		{"raw output removed", func(dir string) {
+			assert.NilError(t, os.Remove(filepath.Join(dir, "raw/nccl.sendrecv/sendrecv.log")))
+		}, 1, []string{"MISMATCH raw/nccl.sendrecv/sendrecv.log: missing"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyDir(t, signed)
+			c.change(dir)
+			code, out, errs := cli(t, "verify", dir)
+			assert.Equal(t, code, c.code, out+errs)
+			for _, w := range c.want {
+				assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)
+			}
+		})
+	}
+	code, _, errs := cli(t, "verify", t.TempDir())
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errs, "read manifest"), errs)
+}
+
+// standinSuite writes a SKU folder whose suite "stops" runs all_reduce,
+// then an all_gather that hangs (the stand-in sleeps), then alltoall.
+func standinSuite(t *testing.T) string {
+	dir := t.TempDir()
+	src := readFile(t, "../../baselines/h200.yaml")
+	suite := "suites:\n  stops:\n    nodes: 1\n    params: {maxbytes: 4G}\n    tests:\n      - test: nccl.all_reduce\n" +
+		"      - test: nccl.all_gather\n        params: {env.STANDIN_SLEEP: 60s}\n      - test: nccl.alltoall\n"
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "h200.yaml"), []byte(strings.Replace(src, "suites:\n", suite, 1)), 0o644))
+	return dir
+}
+
+// killStragglers kills, by pid, the stand-in processes still running from
+// bin (orphaned when their gpuaccept was killed).
+func killStragglers(t *testing.T, bin string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err != nil || !strings.HasPrefix(string(data), bin) {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscan(filepath.Base(filepath.Dir(p)), &pid); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// Nothing lost: a run stopped by Ctrl-C, or killed outright while a test
+// hangs, leaves the finished test's result and raw outputs on disk, and
+// gpuaccept report rebuilds every report from them.
+func TestStoppedRunKeepsResults(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			bin := standin(t)
+			defer killStragglers(t, bin)
+			rec, _ := filepath.Abs(healthy)
+			out := filepath.Join(t.TempDir(), "results")
+			cmd := exec.Command(os.Args[0], "--sku", "h200", "--suite", "stops", "--baselines", standinSuite(t), "--launcher", "local",
+				"--gpus-per-node", "2", "--param", "bindir="+bin, "--out", out)
+			cmd.Env = append(os.Environ(), "GPUACCEPT_TEST_AS_CLI=1", "STANDIN_RECORDINGS="+rec)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			assert.NilError(t, cmd.Start())
+			// Wait until all_reduce is journaled and all_gather is running.
+			deadline := time.Now().Add(60 * time.Second)
+			for !(strings.Count(readIfExists(filepath.Join(out, "journal.jsonl")), "\n") >= 2 && fileExists(filepath.Join(out, "raw/nccl.all_gather/all_gather.log"))) {
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("the run did not get to all_gather: %s %s", stdout.String(), stderr.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			assert.NilError(t, cmd.Process.Signal(sig))
+			err := cmd.Wait()
+			assert.Assert(t, err != nil, "the run ended well after %s", sig)
+
+			if sig == syscall.SIGINT {
+				// Ctrl-C: the launcher stopped the hung test; reports written.
+				assert.Assert(t, fileExists(filepath.Join(out, "results.json")), stderr.String())
+			} else {
+				assert.Assert(t, !fileExists(filepath.Join(out, "results.json")), "a killed run wrote its reports?")
+			}
+			assert.Assert(t, fileExists(filepath.Join(out, "raw/nccl.all_reduce/all_reduce.log")))
+			code, stdoutR, errs := cli(t, "report", out, "--format", "json")
+			assert.Equal(t, code, 2, stdoutR+errs)
+			var run result.Run
+			assert.NilError(t, json.Unmarshal([]byte(stdoutR), &run))
+			assert.Equal(t, len(run.Tests), 3)
+			assert.Equal(t, run.Tests[0].Name, "nccl.all_reduce")
+			assert.Equal(t, run.Tests[0].Status, result.Pass)
+			assert.Equal(t, run.Tests[1].Status, result.Error)
+			assert.Equal(t, run.Tests[2].Status, result.Error)
+			for _, f := range []string{"results.json", "junit.xml", "report.html", "summary.md", "table.txt", "manifest.json"} {
+				assert.Assert(t, fileExists(filepath.Join(out, f)), f)
+			}
+			code, vout, _ := cli(t, "verify", out)
+			assert.Equal(t, code, 0, vout)
+		})
+	}
+}
+
+// No secret in any artifact: a token planted in the run's environment,
+// which the stand-in writes into its -J JSON as nccl-tests does, and a
+// secret parameter appear nowhere in the results folder, the extra JUnit
+// and HTML files, or what gpuaccept printed; not after report and verify
+// either.
+func TestNoSecretInAnyArtifact(t *testing.T) {
+	bin := standin(t)
+	rec, _ := filepath.Abs(healthy)
+	t.Setenv("STANDIN_RECORDINGS", rec)
+	const token, param = "hf_Zx81planted0secret77Q", "glpat-planted-param-9931"
+	t.Setenv("HF_TOKEN", token)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "results")
+	junit, html := filepath.Join(dir, "ci.xml"), filepath.Join(dir, "page.html")
+	code, stdout, errs := cli(t, "--sku", "h200", "--suite", "singlenode", "--launcher", "local", "--gpus-per-node", "2", "--retries", "1",
+		"--param", "bindir="+bin, "--param", "env.GITLAB_TOKEN="+param, "--out", out, "--junit", junit, "--html", html, "--format", "markdown")
+	assert.Equal(t, code, 0, stdout+errs)
+	printed := stdout + errs
+	code, o, e := cli(t, "report", out, "--format", "json")
+	assert.Equal(t, code, 0, o+e)
+	printed += o + e
+	code, o, e = cli(t, "verify", out)
+	assert.Equal(t, code, 0, o+e)
+	printed += o + e
+	// The plant took: the token reached the raw JSON, masked.
+	assert.Assert(t, strings.Contains(readFile(t, filepath.Join(out, "raw/nccl.all_reduce/all_reduce.files/all_reduce.json")), "HF_TOKEN=[REDACTED]"))
+	files := 0
+	assert.NilError(t, filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			files++
+			data := readFile(t, p)
+			assert.Assert(t, !strings.Contains(data, token), "token leaked into %s", p)
+			assert.Assert(t, !strings.Contains(data, param), "secret parameter leaked into %s", p)
+		}
+		return err
+	}))
+	assert.Assert(t, files > 25, "only %d files looked at", files)
+	assert.Assert(t, !strings.Contains(printed, token) && !strings.Contains(printed, param), printed)
+}
+
+// --retries: a test that errors and then passes is a warn, and every
+// attempt is its own JUnit testsuite with its own raw outputs.
+func TestRetries(t *testing.T) {
+	bin := standin(t)
+	rec, _ := filepath.Abs(healthy)
+	t.Setenv("STANDIN_RECORDINGS", rec)
+	mark := filepath.Join(t.TempDir(), "failed-once")
+	// all_reduce_perf fails its first start (as a flaky node would), then
+	// replays the recording.
+	real := filepath.Join(bin, "all_reduce_perf.real")
+	assert.NilError(t, os.Rename(filepath.Join(bin, "all_reduce_perf"), real))
+	script := "#!/bin/bash\nif [ ! -e " + mark + " ]; then touch " + mark + "; echo 'NCCL WARN transport failure'; exit 3; fi\nexec -a \"$0\" " + real + " \"$@\"\n"
+	assert.NilError(t, os.WriteFile(filepath.Join(bin, "all_reduce_perf"), []byte(script), 0o755))
+	out := filepath.Join(t.TempDir(), "results")
+	code, stdout, errs := cli(t, "--sku", "h200", "--suite", "singlenode", "--launcher", "local", "--gpus-per-node", "2",
+		"--test", "nccl.all_reduce", "--retries", "2", "--param", "bindir="+bin, "--out", out, "--format", "json")
+	assert.Equal(t, code, 0, stdout+errs)
+	var run result.Run
+	assert.NilError(t, json.Unmarshal([]byte(stdout), &run))
+	tt := run.Tests[0]
+	assert.Equal(t, tt.Status, result.Warn)
+	assert.Assert(t, strings.HasPrefix(tt.Message, "passed on attempt 2 of 2; attempt 1: "), tt.Message)
+	assert.Equal(t, len(tt.Attempts), 1)
+	assert.Equal(t, tt.Attempts[0].Status, result.Error)
+	assert.DeepEqual(t, tt.Attempts[0].Raw, []string{"raw/nccl.all_reduce.attempt-1/all_reduce.log"})
+	assert.Assert(t, strings.Contains(readFile(t, filepath.Join(out, tt.Attempts[0].Raw[0])), "NCCL WARN transport failure"))
+	suites, err := gojunit.IngestFile(filepath.Join(out, "junit.xml"))
+	assert.NilError(t, err)
+	assert.Equal(t, len(suites), 2)
+	assert.Equal(t, suites[0].Name, "nccl.all_reduce (attempt 1 of 2)")
+	assert.Equal(t, suites[0].Tests[0].Status, gojunit.StatusError)
+	assert.Equal(t, suites[1].Name, "nccl.all_reduce (attempt 2 of 2)")
+	code, vout, _ := cli(t, "verify", out)
+	assert.Equal(t, code, 0, vout)
+}
+
+// check takes the report flags of a run: old logs get the same reports.
+func TestCheckReports(t *testing.T) {
+	dir := t.TempDir()
+	out, html, junit := filepath.Join(dir, "out"), filepath.Join(dir, "page.html"), filepath.Join(dir, "j.xml")
+	code, stdout, errs := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2",
+		"--out", out, "--html", html, "--junit", junit, "--format", "markdown", degradedLog(t))
+	assert.Equal(t, code, 1, stdout+errs)
+	assert.Assert(t, strings.HasPrefix(stdout, "**gpuaccept FAIL: SKU h200, suite check"), stdout)
+	assert.Assert(t, strings.Contains(stdout, "| nccl.all_reduce | FAIL   |"), stdout)
+	for _, f := range []string{html, junit, filepath.Join(out, "report.html"), filepath.Join(out, "junit.xml"), filepath.Join(out, "results.json")} {
+		assert.Assert(t, fileExists(f), f)
+	}
+	page := readFile(t, html)
+	assert.Assert(t, strings.Contains(page, `data-curves="2" data-bands="2"`), "plot of the checked log against the band")
+	// A check folder re-renders too.
+	code, o, e := cli(t, "report", out)
+	assert.Equal(t, code, 1, o+e)
+}
+
+func readIfExists(p string) string {
+	data, _ := os.ReadFile(p)
+	return string(data)
+}
