@@ -30,6 +30,7 @@ type Display struct {
 	drawn   int // live lines on screen below the finished ones
 	stop    chan struct{}
 	done    chan struct{}
+	closed  sync.Once
 }
 
 type entry struct {
@@ -97,17 +98,20 @@ func (d *Display) Finished(t result.Test) {
 	d.redraw(line)
 }
 
-// Close stops redrawing and leaves the finished lines on screen.
+// Close stops redrawing and leaves the finished lines on screen. It may be
+// called more than once.
 func (d *Display) Close() {
 	if !d.live {
 		return
 	}
-	close(d.stop)
-	<-d.done
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.running = nil
-	d.redraw("")
+	d.closed.Do(func() {
+		close(d.stop)
+		<-d.done
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.running = nil
+		d.redraw("")
+	})
 }
 
 func (d *Display) tick() {

@@ -3,6 +3,7 @@ package progress
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,35 @@ func TestLiveLines(t *testing.T) {
 	assert.Assert(t, strings.HasSuffix(b.String(), "\x1b[1A\x1b[2K\rnccl.all_reduce          FAIL   busbw below band\n"), "%q", b.String())
 	assert.Equal(t, d.drawn, 0)
 	assert.Equal(t, screen(b.String()), "nccl.all_reduce          FAIL   busbw below band\n")
+}
+
+// New(..., true) redraws on a ticker; Close stops it and may be called twice
+// (a deferred Close after the one before the final table).
+func TestLiveClose(t *testing.T) {
+	var b syncBuffer
+	d := New(&b, true)
+	d.Started("nccl.all_reduce", "1x2 via local", 0, 1)
+	d.Close()
+	d.Close()
+	assert.Assert(t, strings.HasPrefix(b.String(), "\rnccl.all_reduce"), "%q", b.String())
+	assert.Assert(t, strings.HasSuffix(b.String(), "\x1b[1A\x1b[2K\r"), "the live line is erased on Close: %q", b.String())
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // screen plays the escape sequences the display uses (cursor up, erase
