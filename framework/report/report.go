@@ -6,6 +6,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"math"
 	"os"
@@ -159,7 +160,55 @@ func Markdown(w io.Writer, run *result.Run) error {
 	if err := t.Bulk(r); err != nil {
 		return fmt.Errorf("write markdown: %w", err)
 	}
-	return t.Render()
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("write markdown: %w", err)
+	}
+	return mdFindings(w, run)
+}
+
+// maxFindings bounds the points listed per test in the Markdown findings.
+const maxFindings = 20
+
+// mdFindings lists, under the table, each test that did not pass with its
+// whole message and the points outside their bands, folded (<details>) as
+// GitHub and GitLab render it, so a long list does not bury the table.
+func mdFindings(w io.Writer, run *result.Run) error {
+	var b strings.Builder
+	for _, t := range run.Tests {
+		if t.Status == result.Pass || t.Status == result.Skip {
+			continue
+		}
+		fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", html.EscapeString(t.Name), strings.ToUpper(string(t.Status)))
+		n := 0
+		for _, m := range t.Metrics {
+			if m.Status != result.Fail && m.Status != result.Warn {
+				continue
+			}
+			if n++; n > maxFindings {
+				continue
+			}
+			fmt.Fprintf(&b, "- %s: %s\n", strings.ToUpper(string(m.Status)), mdEscape(m.Message))
+		}
+		if n > maxFindings {
+			fmt.Fprintf(&b, "- ... and %d more points outside their bands\n", n-maxFindings)
+		}
+		for _, c := range t.Checks {
+			if !c.OK {
+				fmt.Fprintf(&b, "- check %s: %s\n", mdEscape(c.Name), mdEscape(c.Message))
+			}
+		}
+		if n == 0 {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(t.Message))
+		}
+		b.WriteString("\n</details>\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdEscape keeps tool output from turning into Markdown or HTML.
+func mdEscape(s string) string {
+	return strings.NewReplacer("<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "\\`", "|", `\|`).Replace(s)
 }
 
 // Files of a results folder.
