@@ -102,3 +102,33 @@ func TestCreateRefusesSecondJournal(t *testing.T) {
 	_, err = Create(dir, header(), nil)
 	assert.ErrorContains(t, err, "create journal")
 }
+
+// Read parses files a crash or a person may have mangled: never a panic.
+func FuzzRead(f *testing.F) {
+	dir := f.TempDir()
+	w, err := Create(dir, header(), []string{"nccl.all_reduce", "nccl.all_gather"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	w.Add(test("nccl.all_reduce", result.Pass, time.Second))
+	w.End(time.Second)
+	w.Close()
+	good, err := os.ReadFile(filepath.Join(dir, File))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte(`{"run":null}` + "\n" + `{"test":{}}`))
+	f.Add([]byte(`{"run":{}}` + "\n" + `{"end_duration_ns":-5}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := t.TempDir()
+		if err := os.WriteFile(filepath.Join(d, File), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run, err := Read(d)
+		if err == nil && run == nil {
+			t.Fatal("no run and no error")
+		}
+	})
+}
