@@ -59,8 +59,11 @@ func cli(t *testing.T, args ...string) (int, string, string) {
 const healthy = "../../testdata/recordings/h200-1x2-healthy"
 
 func TestDemo(t *testing.T) {
-	code, out, errs := cli(t, "demo", "--out", t.TempDir())
+	dir := t.TempDir()
+	code, out, errs := cli(t, "demo", "--out", dir)
 	assert.Equal(t, code, 0, errs)
+	pages, _ := filepath.Glob(filepath.Join(dir, "*", "report.html"))
+	assert.Equal(t, len(pages), 2, "an HTML report per demo run")
 	assert.Assert(t, strings.Contains(out, "PASS: SKU h200, suite singlenode, scope 1x2, launcher replay: 6 pass"), out)
 	assert.Assert(t, strings.Contains(out, "FAIL: SKU h200, suite singlenode, scope 1x2, launcher replay: 6 fail"), out)
 	assert.Assert(t, strings.Contains(out, "demo: every verdict came out as expected"), out)
@@ -101,7 +104,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, cmd := range []string{"run", "check", "demo", "list", "baseline"} {
+	for _, cmd := range []string{"run", "check", "demo", "list", "baseline", "report", "verify"} {
 		code, _, errs := cli(t, cmd, "--help")
 		assert.Equal(t, code, 0, cmd)
 		assert.Assert(t, strings.Contains(errs, "Usage: gpuaccept"), errs)
