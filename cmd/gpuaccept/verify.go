@@ -70,6 +70,10 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 			bad++
 		}
 	}
+	if m.Baseline == nil && bad == 0 {
+		fmt.Fprintln(stdout, "MISMATCH the manifest names no baseline file")
+		bad++
+	}
 	if bad > 0 {
 		fmt.Fprintf(stdout, "verify: FAILED: %d finding(s); this folder is not the sign-off its manifest describes\n", bad)
 		return exitFail, nil

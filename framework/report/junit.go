@@ -82,7 +82,10 @@ func suiteOf(run *result.Run, t result.Test, name string, id int, host string, r
 		Hostname: host,
 		Time:     seconds(t.Duration),
 	}
-	if !run.Started.IsZero() {
+	switch {
+	case !t.Started.IsZero():
+		s.Timestamp = t.Started.Format(time.RFC3339)
+	case !run.Started.IsZero():
 		s.Timestamp = run.Started.Format(time.RFC3339)
 	}
 	for _, kv := range properties(run, t) {

@@ -162,7 +162,9 @@ type Test struct {
 	Diagnostics []Diagnostic      `json:"diagnostics,omitempty"`
 	Info        map[string]string `json:"info,omitempty"`
 	// Raw are the paths of the raw outputs, relative to the results folder.
-	Raw      []string      `json:"raw,omitempty"`
+	Raw []string `json:"raw,omitempty"`
+	// Started is when the test began (UTC); zero for tests that did not run.
+	Started  time.Time     `json:"started,omitzero"`
 	Duration time.Duration `json:"duration_ns"`
 	// Attempts are the earlier runs of a test that was retried (--retries),
 	// oldest first, each with its own verdict and raw outputs; the Test

@@ -291,8 +291,13 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 		t.Status, t.Message = result.Skip, "dry run"
 		return t
 	}
+	t.Started = start.UTC()
 	if r.Events != nil {
-		r.Events.Started(st.Test, fmt.Sprintf("%s via %s", topo, r.Launcher.Name()), timeout, attempt)
+		where := fmt.Sprintf("%s via %s", topo, r.Launcher.Name())
+		if len(topo.Hosts) > 0 {
+			where = fmt.Sprintf("%s on %s via %s", topo, strings.Join(topo.Hosts, ","), r.Launcher.Name())
+		}
+		r.Events.Started(st.Test, where, timeout, attempt)
 	} else {
 		r.progress("%-24s running on %s (%s)", st.Test, topo, r.Launcher.Name())
 	}
@@ -334,7 +339,7 @@ func (r *Runner) judge(ctx context.Context, t result.Test, pluginName, test stri
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
 	j := Judge(r.SKU, t.Name, topo, parsed)
-	j.Name, j.Scope, j.Params, j.Commands, j.Duration = t.Name, t.Scope, t.Params, t.Commands, t.Duration
+	j.Name, j.Scope, j.Params, j.Commands, j.Duration, j.Started = t.Name, t.Scope, t.Params, t.Commands, t.Duration, t.Started
 	j.Diagnostics = append(t.Diagnostics, j.Diagnostics...)
 	return j
 }
