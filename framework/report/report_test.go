@@ -215,3 +215,24 @@ func TestExitCodes(t *testing.T) {
 	r.Finish()
 	assert.Equal(t, r.ExitCode(), 0)
 }
+
+// A warn is not a CI failure: its cases pass, with the finding in
+// system-out where people look.
+func TestJUnitWarnPasses(t *testing.T) {
+	lbl := map[string]string{"placement": "in-place"}
+	run := &result.Run{SKU: "h200", Suite: "singlenode", Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Warn, Scope: "1x2",
+		Message: "validation off (-c 0)",
+		Metrics: []result.Judged{{Metric: result.Metric{Name: "busbw", Value: 320.1, Unit: "GB/s", Size: 4 << 30, Labels: lbl}, Status: result.Warn,
+			Expected: f(344.0), Band: ">= 309.6 (warn < 326.8)", Message: "busbw in-place 320.1 GB/s at 4 GiB below 326.8 (baseline 344.0 -5%)"}},
+		Checks: []result.Check{{Name: "data validation", OK: false, Warn: true, Message: "validation off (-c 0)"}}}}}
+	p := filepath.Join(t.TempDir(), "j.xml")
+	assert.NilError(t, WriteJUnit(p, run))
+	suites, err := gojunit.IngestFile(p)
+	assert.NilError(t, err)
+	assert.Equal(t, len(suites[0].Tests), 3)
+	for _, c := range suites[0].Tests {
+		assert.Equal(t, c.Status, gojunit.StatusPassed, c.Name)
+		assert.Assert(t, strings.Contains(c.SystemOut, "WARN: "), c.Name+": "+c.SystemOut)
+	}
+	assert.Assert(t, strings.Contains(suites[0].Tests[0].SystemOut, "WARN: busbw in-place 320.1 GB/s at 4 GiB below 326.8"), suites[0].Tests[0].SystemOut)
+}
