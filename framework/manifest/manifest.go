@@ -165,6 +165,7 @@ type Problem struct {
 	What string
 }
 
+// String renders the problem as "path: what".
 func (p Problem) String() string { return p.Path + ": " + p.What }
 
 // Check compares the covered files of dir with manifest m, returning one
