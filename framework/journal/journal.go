@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -51,6 +52,9 @@ type Writer struct {
 func Create(dir string, run *result.Run, planned []string) (*Writer, error) {
 	p := filepath.Join(dir, File)
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("create journal: results folder %s already holds a run (%s); give a new or empty folder", dir, File)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create journal: %w", err)
 	}

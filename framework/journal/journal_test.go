@@ -100,7 +100,7 @@ func TestCreateRefusesSecondJournal(t *testing.T) {
 	assert.NilError(t, err)
 	w.Close()
 	_, err = Create(dir, header(), nil)
-	assert.ErrorContains(t, err, "create journal")
+	assert.ErrorContains(t, err, "already holds a run (journal.jsonl); give a new or empty folder")
 }
 
 // Read parses files a crash or a person may have mangled: never a panic.
