@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/hosts"
+	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/progress"
@@ -124,6 +125,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		r.Progress = stdout
 	} else {
 		disp := progress.For(stderr)
+		disp.Expected = journal.LastDurations(filepath.Dir(filepath.Clean(c.out)), s.Name, suite, topo.String(), c.out)
 		defer disp.Close()
 		r.Events = disp
 	}

@@ -180,3 +180,39 @@ func Read(dir string) (*result.Run, error) {
 	run.Finish()
 	return run, nil
 }
+
+// LastDurations finds, among the results folders directly under root, the
+// newest run of the same SKU, suite and scope (skipping the folder
+// exclude) and returns how long each of its tests that ended took: what
+// the live progress shows as expected. Folders without a readable journal
+// are passed over; nil when there is no such run.
+func LastDurations(root, sku, suite, scope, exclude string) map[string]time.Duration {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var best *result.Run
+	for _, e := range ents {
+		dir := filepath.Join(root, e.Name())
+		if !e.IsDir() || filepath.Clean(dir) == filepath.Clean(exclude) {
+			continue
+		}
+		run, err := Read(dir)
+		if err != nil || run.SKU != sku || run.Suite != suite || run.Scope != scope {
+			continue
+		}
+		if best == nil || run.Started.After(best.Started) {
+			best = run
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	out := map[string]time.Duration{}
+	for _, t := range best.Tests {
+		if t.Duration > 0 && t.Message != Interrupted {
+			out[t.Name] = t.Duration
+		}
+	}
+	return out
+}

@@ -132,3 +132,28 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+func TestLastDurations(t *testing.T) {
+	root := t.TempDir()
+	mk := func(name, suite string, started time.Time, d time.Duration) {
+		dir := filepath.Join(root, name)
+		assert.NilError(t, os.MkdirAll(dir, 0o755))
+		h := header()
+		h.Suite, h.Started = suite, started
+		w, err := Create(dir, h, []string{"nccl.all_reduce", "nccl.all_gather"})
+		assert.NilError(t, err)
+		assert.NilError(t, w.Add(test("nccl.all_reduce", result.Pass, d)))
+		w.Close()
+	}
+	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	mk("old", "singlenode", t0, 10*time.Second)
+	mk("new", "singlenode", t0.Add(time.Hour), 12*time.Second)
+	mk("other-suite", "multinode", t0.Add(2*time.Hour), time.Minute)
+	mk("current", "singlenode", t0.Add(3*time.Hour), time.Second)
+	assert.NilError(t, os.MkdirAll(filepath.Join(root, "not-a-run"), 0o755))
+	got := LastDurations(root, "h200", "singlenode", "1x2", filepath.Join(root, "current"))
+	// The newest matching run; its unfinished test has no expectation.
+	assert.DeepEqual(t, got, map[string]time.Duration{"nccl.all_reduce": 12 * time.Second})
+	assert.Assert(t, LastDurations(root, "h200", "singlenode", "1x8", "") == nil)
+	assert.Assert(t, LastDurations(filepath.Join(root, "missing"), "h200", "singlenode", "1x2", "") == nil)
+}

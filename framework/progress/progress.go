@@ -1,5 +1,6 @@
 // Package progress shows a run as it goes. On a terminal each running test
-// has one live line (what runs where, time elapsed, its time limit) that is
+// has one live line (what runs where, time elapsed, how long it took last
+// time, its time limit) that is
 // redrawn every second and replaced by its verdict when it ends; elsewhere
 // (CI logs, files) it writes one plain line when a test starts and one when
 // it ends, with no control characters.
@@ -21,6 +22,11 @@ import (
 // Display receives a runner's events (it implements runner.Events) and
 // writes them to one writer. It is safe for concurrent use.
 type Display struct {
+	// Expected, when set before the run starts, holds how long each test
+	// took last time (journal.LastDurations), shown beside the elapsed
+	// time.
+	Expected map[string]time.Duration
+
 	w    io.Writer
 	live bool
 	now  func() time.Time
@@ -36,6 +42,7 @@ type Display struct {
 type entry struct {
 	test, where string
 	timeout     time.Duration
+	expected    time.Duration
 	attempt     int
 	start       time.Time
 }
@@ -68,7 +75,7 @@ func (d *Display) Live() bool { return d.live }
 func (d *Display) Started(test, where string, timeout time.Duration, attempt int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e := &entry{test: test, where: where, timeout: timeout, attempt: attempt, start: d.now()}
+	e := &entry{test: test, where: where, timeout: timeout, expected: d.Expected[test], attempt: attempt, start: d.now()}
 	if !d.live {
 		fmt.Fprintf(d.w, "%-24s start  %s%s\n", test, where, e.limit())
 		return
@@ -151,8 +158,11 @@ func (d *Display) redraw(finished string) {
 
 func (e *entry) limit() string {
 	s := ""
+	if e.expected > 0 {
+		s = ", expected ~" + clock(e.expected) + " (last run)"
+	}
 	if e.timeout > 0 {
-		s = ", limit " + clock(e.timeout)
+		s += ", limit " + clock(e.timeout)
 	}
 	if e.attempt > 1 {
 		s += fmt.Sprintf(", attempt %d", e.attempt)

@@ -31,13 +31,13 @@ func TestPlainLines(t *testing.T) {
 func TestLiveLines(t *testing.T) {
 	var b bytes.Buffer
 	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-	d := &Display{w: &b, live: true, now: func() time.Time { return now }}
+	d := &Display{w: &b, live: true, now: func() time.Time { return now }, Expected: map[string]time.Duration{"nccl.all_reduce": 92 * time.Second}}
 	d.Started("nccl.all_reduce", "1x2 via local", 30*time.Minute, 1)
 	now = now.Add(75 * time.Second)
 	d.mu.Lock()
 	d.redraw("")
 	d.mu.Unlock()
-	assert.Assert(t, strings.HasSuffix(b.String(), "\x1b[1A\x1b[2K\rnccl.all_reduce          \\  1x2 via local, 1:15 elapsed, limit 30:00\n"), "%q", b.String())
+	assert.Assert(t, strings.HasSuffix(b.String(), "\x1b[1A\x1b[2K\rnccl.all_reduce          \\  1x2 via local, 1:15 elapsed, expected ~1:32 (last run), limit 30:00\n"), "%q", b.String())
 	d.Finished(result.Test{Name: "nccl.all_reduce", Status: result.Fail, Message: "busbw below band"})
 	assert.Assert(t, strings.HasSuffix(b.String(), "\x1b[1A\x1b[2K\rnccl.all_reduce          FAIL   busbw below band\n"), "%q", b.String())
 	assert.Equal(t, d.drawn, 0)
