@@ -93,6 +93,9 @@ func TestVerify(t *testing.T) {
 		{"verdict edited in the journal", func(dir string) {
 			edit(t, filepath.Join(dir, "journal.jsonl"), `"status":"pass","expected"`, `"status":"warn","expected"`)
 		}, 1, []string{"MISMATCH journal.jsonl: edited since the run", "REJUDGED nccl.all_"}},
+		{"verdict edited in results.json", func(dir string) {
+			edit(t, filepath.Join(dir, "results.json"), `"status": "pass",(\n  "sku")`, `"status": "warn",${1}`)
+		}, 1, []string{"MISMATCH results.json says the run is warn, the journal says pass (gpuaccept report " + "DIR rebuilds it)"}},
 		{"raw output removed", func(dir string) {
 			assert.NilError(t, os.Remove(filepath.Join(dir, "raw/nccl.sendrecv/sendrecv.log")))
 		}, 1, []string{"MISMATCH raw/nccl.sendrecv/sendrecv.log: missing"}},
@@ -102,6 +105,7 @@ func TestVerify(t *testing.T) {
 			dir := copyDir(t, signed)
 			c.change(dir)
 			code, out, errs := cli(t, "verify", dir)
+			out = strings.ReplaceAll(out, dir, "DIR")
 			assert.Equal(t, code, c.code, out+errs)
 			for _, w := range c.want {
 				assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/report"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 )
 
@@ -13,7 +18,8 @@ const verifyUsage = `Usage: gpuaccept verify RESULTS_DIR [flags]
 
 Checks a sign-off without rerunning anything: every raw output, the kept
 baseline copy and the journal against the SHA-256 in manifest.json (an
-edited, missing or added file is named), then parses the raw outputs again
+edited, missing or added file is named), results.json against the journal,
+then parses the raw outputs again
 and judges them against that baseline, comparing every verdict and number
 with those recorded. Exit 0 when everything matches, 1 when something does
 not, 2 when the folder cannot be read.
@@ -51,6 +57,18 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	run, err := loadRun(dir)
 	if err != nil {
 		return exitUsage, err
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, report.ResultsFile)); err == nil {
+		var shown result.Run
+		if err := json.Unmarshal(data, &shown); err != nil {
+			fmt.Fprintf(stdout, "MISMATCH %s: %v\n", report.ResultsFile, err)
+			bad++
+		} else {
+			for _, d := range report.Disagreements(&shown, run) {
+				fmt.Fprintf(stdout, "MISMATCH %s (gpuaccept report %s rebuilds it)\n", d, dir)
+				bad++
+			}
+		}
 	}
 	s, err := keptBaseline(dir, m.SKU)
 	if err != nil {

@@ -262,3 +262,33 @@ func writeFile(path string, write func(io.Writer) error) error {
 	}
 	return nil
 }
+
+// Disagreements compares a results.json (shown) with the run rebuilt from
+// the journal (journaled): one message per verdict that differs, so a
+// results.json edited after the run is caught although it is not hashed.
+func Disagreements(shown, journaled *result.Run) []string {
+	var out []string
+	if shown.Status != journaled.Status {
+		out = append(out, fmt.Sprintf("%s says the run is %s, the journal says %s", ResultsFile, shown.Status, journaled.Status))
+	}
+	byName := map[string]result.Test{}
+	for _, t := range journaled.Tests {
+		byName[t.Name] = t
+	}
+	for _, t := range shown.Tests {
+		j, ok := byName[t.Name]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s lists %s, the journal does not", ResultsFile, t.Name))
+		case t.Status != j.Status || t.Message != j.Message:
+			out = append(out, fmt.Sprintf("%s says %s %s (%s), the journal says %s (%s)", ResultsFile, t.Name, t.Status, t.Message, j.Status, j.Message))
+		}
+		delete(byName, t.Name)
+	}
+	for _, t := range journaled.Tests {
+		if _, left := byName[t.Name]; left {
+			out = append(out, fmt.Sprintf("%s leaves out %s (%s in the journal)", ResultsFile, t.Name, t.Status))
+		}
+	}
+	return out
+}
