@@ -71,6 +71,10 @@ type Output struct {
 	// Warnings are NCCL WARN lines (the text after "NCCL WARN"), row-like
 	// lines that could not be parsed, and other oddities worth a look.
 	Warnings []Diag
+	// Libraries are the versions rccl-tests reports on lines of their own
+	// ("RCCL version : 2.27.7-HEAD:96a25b5"), by name: "RCCL", "HIP",
+	// "ROCm"; nil when there are none.
+	Libraries map[string]string
 	// Groups is the number of distinct Group values among Ranks (more than
 	// one with NCCL_TESTS_SPLIT); 0 unknown.
 	Groups int

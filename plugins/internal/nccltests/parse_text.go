@@ -310,6 +310,9 @@ type textParser struct {
 	lastRedop string
 	perfs     []Perf // Perf values handed out in slabs
 	colWarned bool   // a later test output with another collective was noted
+	// inPlaceOnly is set by a "# in-place" title without "out-of-place"
+	// (rccl-tests -O 0): the header's one block is the in-place one.
+	inPlaceOnly bool
 }
 
 // piece handles one piece of a line as ReadSlice returns it: ends is true
@@ -541,6 +544,23 @@ func (p *textParser) otherLine(s []byte) {
 		p.versionLine(s[len(parseTextVersionMark):])
 		return
 	}
+	if f := bytes.Fields(s); len(f) >= 3 && bytes.HasSuffix(f[0], []byte("-tests")) && string(f[1]) == "version" {
+		p.testsVersion(f)
+		return
+	}
+	if f := bytes.Fields(s); len(f) >= 4 && string(f[1]) == "version" && string(f[2]) == ":" {
+		// rccl-tests' build report: "RCCL version : 2.27.7-HEAD:96a25b5",
+		// "HIP version : 7.2.53211-671d39a71e", "ROCm version : 7.2.2.0-86-671d39a71e".
+		if name := string(f[0]); name == "RCCL" || name == "HIP" || name == "ROCm" {
+			if p.out.Libraries == nil {
+				p.out.Libraries = map[string]string{}
+			}
+			if _, seen := p.out.Libraries[name]; !seen {
+				p.out.Libraries[name] = outputCleanText(string(f[3]))
+			}
+			return
+		}
+	}
 	for _, m := range parseTextErrorMarks {
 		if bytes.Contains(s, m) {
 			p.errs.add(p.line, string(s))
@@ -679,6 +699,12 @@ func (p *textParser) token(tok []byte, cut bool) {
 		case tok[0] == '(':
 			p.mode = textModeUnits
 		case string(tok) == "out-of-place":
+			p.inPlaceOnly = false
+			p.mode = textModeSkip
+		case string(tok) == "in-place":
+			// rccl-tests -O 0 prints only the in-place block, titled
+			// "# in-place" above the header.
+			p.inPlaceOnly = true
 			p.mode = textModeSkip
 		default:
 			p.mode = textModeComment
@@ -787,6 +813,17 @@ func (p *textParser) endHeader() {
 		hasBusBW = hasBusBW || c == textColBusBW && block >= 0
 		fields = append(fields, textField{col: c, block: block})
 	}
+	if p.inPlaceOnly {
+		one := true
+		for _, f := range fields {
+			one = one && f.block <= 0
+		}
+		for i := range fields {
+			if one && fields[i].block == 0 {
+				fields[i].block = 1
+			}
+		}
+	}
 	if !hasSize || !hasBusBW {
 		if t := p.seg(); len(t) > 1 && string(t[1]) == "count" {
 			p.warn.add(p.line, "column header not understood, keeping the previous layout: "+string(bytes.Join(t, []byte(" "))))
@@ -807,16 +844,7 @@ func (p *textParser) endComment() {
 	o := p.out
 	switch {
 	case len(t) >= 3 && bytes.HasSuffix(t[0], []byte("-tests")) && is(1, "version"):
-		if o.TestsVersion == "" {
-			o.TestsVersion = outputCleanText(string(t[2]))
-		}
-		for _, x := range t[3:] {
-			if i := bytes.Index(x, []byte("-library=")); i > 0 && o.NCCLVersion == "" {
-				if code, ok := parseUint(x[i+len("-library="):]); ok {
-					o.NCCLVersion = outputNCCLVersion(code)
-				}
-			}
-		}
+		p.testsVersion(t)
 	case is(0, "Collective") && is(1, "test") && is(2, "starting:") && len(t) >= 4:
 		c := outputCleanText(outputCollective(string(t[3])))
 		if o.Collective == "" {
@@ -871,6 +899,24 @@ func (p *textParser) endComment() {
 		p.avgLine(t)
 	case is(0, "error:"):
 		p.errs.add(p.line, "nccl-tests: error: "+string(bytes.Join(t[1:], []byte(" "))))
+	}
+}
+
+// testsVersion handles "nccl-tests version 2.19.6 nccl-headers=22809
+// nccl-library=22809", with or without the '#' (rccl-tests 2.17 prints
+// "rccl-tests version 2.17.9-develop:2596ca5f71 rccl-headers=22803
+// rccl-library=22707"), given as tokens.
+func (p *textParser) testsVersion(t [][]byte) {
+	o := p.out
+	if o.TestsVersion == "" {
+		o.TestsVersion = outputCleanText(string(t[2]))
+	}
+	for _, x := range t[3:] {
+		if i := bytes.Index(x, []byte("-library=")); i > 0 && o.NCCLVersion == "" {
+			if code, ok := parseUint(x[i+len("-library="):]); ok {
+				o.NCCLVersion = outputNCCLVersion(code)
+			}
+		}
 	}
 }
 

@@ -439,6 +439,9 @@ func info(text, js *Output, opt Options) map[string]string {
 				m[k] = v
 			}
 		}
+		for _, name := range []string{"RCCL", "HIP", "ROCm"} {
+			set(strings.ToLower(name)+"_version", o.Libraries[name])
+		}
 		set(prefix+"_tests_version", o.TestsVersion)
 		set(prefix+"_version", o.NCCLVersion)
 		set("collective", o.Collective)
