@@ -132,7 +132,7 @@ func render(p result.Parsed) string {
 func TestParseGolden(t *testing.T) {
 	for _, c := range []struct {
 		golden, test, log string
-		topo             plan.Topology
+		topo              plan.Topology
 	}{
 		{"seed004-T5-all_reduce-1x8", "all_reduce", seed + "singlenode/raw/rccl.all_reduce/all_reduce.log", oneNode},
 		{"seed004-T6-alltoall-1x8", "alltoall", seed + "singlenode/raw/rccl.alltoall/alltoall.log", oneNode},
