@@ -374,3 +374,32 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Outputs quoted in public threads (testdata/issues/README.md): what the
+// plugin makes of each, cut-short ones included.
+func TestParseIssues(t *testing.T) {
+	for _, c := range []struct {
+		file, test string
+		topo       plan.Topology
+		version    string
+		err        string
+	}{
+		{"hpc-ai-envs-pr30-all_reduce-mi300x.txt", "all_reduce", oneNode, "develop:83d38d9", "output ends at 8 MiB but sizes up to 1 GiB were asked for: truncated"},
+		{"container-toolkit-pr77-all_reduce-mi300x-head.txt", "all_reduce", oneNode, "develop:5272cd1", "no result rows"},
+		{"rccl-pr2078-all_reduce-ainic-tail.txt", "all_reduce", twoNodes, "", ""},
+		{"rccl-pr2075-broadcast-gfx1151-tail.txt", "broadcast", oneNode, "", ""},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			p := parse(t, c.test, c.topo, plan.Output{Step: c.test, Log: "testdata/issues/" + c.file})
+			assert.Equal(t, p.Info["rccl_tests_version"], c.version)
+			if c.err == "" {
+				assert.Equal(t, p.Error, "")
+			} else {
+				assert.Assert(t, strings.Contains(p.Error, c.err), p.Error)
+			}
+			golden.Assert(t, render(p), "issues-"+strings.TrimSuffix(c.file, ".txt")+".golden")
+		})
+	}
+	p := parse(t, "all_reduce", oneNode, plan.Output{Step: "all_reduce", Log: "testdata/issues/hpc-ai-envs-pr30-all_reduce-mi300x.txt"})
+	assert.Equal(t, p.Info["gpu"], "AMD Instinct MI300X", "a model name, unlike HIP's generic one")
+}

@@ -548,6 +548,13 @@ func (p *textParser) otherLine(s []byte) {
 		p.testsVersion(f)
 		return
 	}
+	if f := bytes.Fields(s); len(f) >= 3 && string(f[0]) == "rccl-tests:" && string(f[1]) == "Version" {
+		// rccl-tests develop builds of 2024-2025: "rccl-tests: Version develop:83d38d9".
+		if p.out.TestsVersion == "" {
+			p.out.TestsVersion = outputCleanText(string(f[2]))
+		}
+		return
+	}
 	if f := bytes.Fields(s); len(f) >= 4 && string(f[1]) == "version" && string(f[2]) == ":" {
 		// rccl-tests' build report: "RCCL version : 2.27.7-HEAD:96a25b5",
 		// "HIP version : 7.2.53211-671d39a71e", "ROCm version : 7.2.2.0-86-671d39a71e".
