@@ -56,6 +56,8 @@ var (
 	parseTextVersionMark = []byte("NCCL version ")
 	parseTextNCCLMark    = []byte("NCCL ")
 	parseTextTestMark    = []byte("Test ")
+	// parseTextErsionMark is in every version line: "version", "Version".
+	parseTextErsionMark = []byte("ersion")
 )
 
 // ParseText reads nccl-tests text output (stdout and stderr as captured)
@@ -544,6 +546,12 @@ func (p *textParser) otherLine(s []byte) {
 		p.versionLine(s[len(parseTextVersionMark):])
 		return
 	}
+	if len(s) > 256 || !bytes.Contains(s, parseTextErsionMark) {
+		// Not a version line: keep other programs' lines off the
+		// allocating checks below.
+		p.errorLine(s)
+		return
+	}
 	if f := bytes.Fields(s); len(f) >= 3 && bytes.HasSuffix(f[0], []byte("-tests")) && string(f[1]) == "version" {
 		p.testsVersion(f)
 		return
@@ -568,6 +576,11 @@ func (p *textParser) otherLine(s []byte) {
 			return
 		}
 	}
+	p.errorLine(s)
+}
+
+// errorLine records s when it is a tool error.
+func (p *textParser) errorLine(s []byte) {
 	for _, m := range parseTextErrorMarks {
 		if bytes.Contains(s, m) {
 			p.errs.add(p.line, string(s))
