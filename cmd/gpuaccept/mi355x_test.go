@@ -211,3 +211,57 @@ func TestMI355XDegradedCheckFails(t *testing.T) {
 		})
 	}
 }
+
+// ib_write_bw planned for two NIC pairs of one node (a loopback), run by
+// the local launcher: both servers start and show their ready marker before
+// the clients start, and every side's output reaches the plugin. The
+// binary is a stand-in script that prints the seed's recorded server or
+// client output with the HCA it was given.
+func TestMI355XIbperfLocalLoopback(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	assert.NilError(t, os.MkdirAll(bin, 0o755))
+	rec, err := filepath.Abs(filepath.Join(mi355x, "multinode/raw/ibperf.write_bw"))
+	assert.NilError(t, err)
+	script := `#!/bin/sh
+dev=; prev=; last=
+for a in "$@"; do [ "$prev" = "-d" ] && dev=$a; prev=$a; last=$a; done
+f=$REC/server.0.log
+[ "$last" = localhost ] && f=$REC/client.0.log
+sed "s/Device : ionic_[0-9]*/Device : $dev/" "$f"
+`
+	assert.NilError(t, os.WriteFile(filepath.Join(bin, "ib_write_bw"), []byte(script), 0o755))
+	skus := filepath.Join(dir, "skus")
+	assert.NilError(t, os.MkdirAll(skus, 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(skus, "loop.yaml"), []byte(`sku: loop
+gpus_per_node: 8
+suites:
+  loop:
+    nodes: 1
+    tests:
+      - test: ibperf.write_bw
+        params: {pairs: "ionic_7:ionic_1,ionic_6:ionic_2", out_json: "false", iters: "5000"}
+baselines:
+  - test: ibperf.write_bw
+    scope: {nodes: 1, gpus_per_node: 8}
+    metric: bw_avg
+    unit: Gb/s
+    band: {min: "-10%"}
+    ceiling: 800
+    source: seed 004 T8 (line 336)
+    points: [{size: 8M, value: 779.21}]
+`), 0o644))
+	out := filepath.Join(dir, "out")
+	code, r, errs := runJSON(t, "--baselines", skus, "--sku", "loop", "--suite", "loop", "--launcher", "local", "--out", out,
+		"--param", "bindir="+bin, "--param", "env.REC="+rec, "--timeout", "1m")
+	assert.Equal(t, code, 0, errs)
+	assert.Equal(t, r.Status, "pass", "%+v", r.Tests)
+	for _, step := range []string{"server.0", "server.1", "client.0", "client.1"} {
+		data, err := os.ReadFile(filepath.Join(out, "raw", "ibperf.write_bw", step+".log"))
+		assert.NilError(t, err)
+		assert.Assert(t, strings.Contains(string(data), "779.21"), step)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "raw", "ibperf.write_bw", "client.1.log"))
+	assert.NilError(t, err)
+	assert.Assert(t, strings.Contains(string(data), "Device : ionic_2"))
+}
