@@ -225,10 +225,8 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 
 // Parse implements pluginapi.Plugin.
 func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
-	var p result.Parsed
 	if len(req.Outputs) == 0 {
-		p.Error = "no outputs to parse"
-		return p, nil
+		return result.Parsed{Error: "no outputs to parse"}, nil
 	}
 	// Sizes asked for are known only when the plugin planned the run; logs
 	// judged offline (gpuaccept check) have no params, so no expectation.
@@ -241,20 +239,5 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 			factor, _ = strconv.ParseInt(s.factor, 10, 64)
 		}
 	}
-	for _, o := range req.Outputs {
-		one := nccltests.Result(o, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor})
-		p.Metrics = append(p.Metrics, one.Metrics...)
-		p.Checks = append(p.Checks, one.Checks...)
-		p.Diagnostics = append(p.Diagnostics, one.Diagnostics...)
-		if one.Error != "" {
-			p.Error = strings.TrimPrefix(p.Error+"; "+one.Error, "; ")
-		}
-		for k, v := range one.Info {
-			if p.Info == nil {
-				p.Info = map[string]string{}
-			}
-			p.Info[k] = v
-		}
-	}
-	return p, nil
+	return nccltests.Results(req.Outputs, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor}), nil
 }

@@ -229,10 +229,8 @@ func GenericDevice(name string) bool {
 
 // Parse implements pluginapi.Plugin.
 func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
-	var p result.Parsed
 	if len(req.Outputs) == 0 {
-		p.Error = "no outputs to parse"
-		return p, nil
+		return result.Parsed{Error: "no outputs to parse"}, nil
 	}
 	var expectMax, factor int64
 	if len(req.Params) > 0 {
@@ -243,21 +241,6 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 			factor, _ = strconv.ParseInt(s.factor, 10, 64)
 		}
 	}
-	for _, o := range req.Outputs {
-		one := nccltests.Result(o, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor,
-			InfoPrefix: "rccl", ParseFile: ParseReport, GenericDevice: GenericDevice})
-		p.Metrics = append(p.Metrics, one.Metrics...)
-		p.Checks = append(p.Checks, one.Checks...)
-		p.Diagnostics = append(p.Diagnostics, one.Diagnostics...)
-		if one.Error != "" {
-			p.Error = strings.TrimPrefix(p.Error+"; "+one.Error, "; ")
-		}
-		for k, v := range one.Info {
-			if p.Info == nil {
-				p.Info = map[string]string{}
-			}
-			p.Info[k] = v
-		}
-	}
-	return p, nil
+	return nccltests.Results(req.Outputs, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor,
+		InfoPrefix: "rccl", ParseFile: ParseReport, GenericDevice: GenericDevice}), nil
 }

@@ -44,6 +44,29 @@ type Options struct {
 	GenericDevice func(name string) bool
 }
 
+// Results is Result over the outputs of every step of a test, joined:
+// metrics, checks and diagnostics in step order, errors joined with "; ",
+// Info of later steps over earlier ones.
+func Results(outs []plan.Output, opt Options) result.Parsed {
+	var p result.Parsed
+	for _, o := range outs {
+		one := Result(o, opt)
+		p.Metrics = append(p.Metrics, one.Metrics...)
+		p.Checks = append(p.Checks, one.Checks...)
+		p.Diagnostics = append(p.Diagnostics, one.Diagnostics...)
+		if one.Error != "" {
+			p.Error = strings.TrimPrefix(p.Error+"; "+one.Error, "; ")
+		}
+		for k, v := range one.Info {
+			if p.Info == nil {
+				p.Info = map[string]string{}
+			}
+			p.Info[k] = v
+		}
+	}
+	return p
+}
+
 // Result judges the shape of one step's output: the text log, and the
 // structured file when there is one (its numbers are unrounded, so metrics
 // come from it; ranks, warnings and errors come from both). Everything
