@@ -304,6 +304,13 @@ func TestDegraded(t *testing.T) {
 			s = regexp.MustCompile(`(?m)^Using ROCm Device.*\n`).ReplaceAllString(s, "")
 			return strings.Replace(s, "Use ROCm memory : ON\n", "", 1)
 		}, "GPU memory ionic_1:ionic_1 client", "client.0 used host memory: not a GPUDirect RDMA run"},
+		{"GDR server in host memory", "write_bw_gdr", gdr, "ionic_1:ionic_1", "server", func(s string) string {
+			s = regexp.MustCompile(`(?m)^(Using ROCm Device|allocated|deallocating).*\n`).ReplaceAllString(s, "")
+			return strings.Replace(s, "Use ROCm memory : ON\n", "", 1)
+		}, "GPU memory ionic_1:ionic_1 server", "server.0 used host memory"},
+		{"GDR client completion error", "write_bw_gdr", gdr, "ionic_1:ionic_1", "client", func(s string) string {
+			return strings.Replace(s, "8388608 20000 698.41 697.97 0.010401\n", " Completion with error at client\n", 1)
+		}, "", "Completion with error at client"},
 		{"unidirectional", "write_bw", host, "ionic_7:ionic_1", "client", func(s string) string {
 			return strings.Replace(s, "RDMA_Write Bidirectional BW Test", "RDMA_Write BW Test", 1)
 		}, "direction ionic_7:ionic_1", "bidirectional=true was asked"},
