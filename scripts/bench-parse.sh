@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 mb=${1:-256}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go test -c -o "$tmp/nccl.test" ./plugins/nccl/
-cd plugins/nccl # the test binary reads its testdata from here
+go test -c -o "$tmp/nccl.test" ./plugins/internal/nccltests/
+cd plugins/internal/nccltests # the test binary reads its testdata from here
 NCCL_PARSE_FILE="$tmp/big.log" NCCL_PARSE_WRITE_MB=$mb "$tmp/nccl.test" -test.run '^TestParseTextFile$' >/dev/null
 size=$(stat -c %s "$tmp/big.log")
 cat "$tmp/big.log" >/dev/null # into the page cache

@@ -32,7 +32,10 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	_ "github.com/gpuaccept/gpuaccept/launchers/local"
 	_ "github.com/gpuaccept/gpuaccept/launchers/replay"
+	"github.com/gpuaccept/gpuaccept/plugins/ibperf"
+	"github.com/gpuaccept/gpuaccept/plugins/mori"
 	"github.com/gpuaccept/gpuaccept/plugins/nccl"
+	"github.com/gpuaccept/gpuaccept/plugins/rccl"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; else
@@ -42,7 +45,10 @@ var version = ""
 // builtins are the plugins compiled into gpuaccept and served by
 // "gpuaccept plugin serve NAME".
 var builtins = map[string]pluginapi.Plugin{
-	nccl.PluginName: nccl.Plugin{},
+	nccl.PluginName:   nccl.Plugin{},
+	rccl.PluginName:   rccl.Plugin{},
+	ibperf.PluginName: ibperf.Plugin{},
+	mori.PluginName:   mori.Plugin{},
 }
 
 // exit codes of the CLI contract.

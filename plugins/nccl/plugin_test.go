@@ -174,7 +174,7 @@ func TestTruncatedAgainstPlan(t *testing.T) {
 // Seed 000 (2 x 8 A100 under Volcano): a log joined late, without rank lines;
 // the rank count cannot be checked and nothing pretends it was.
 func TestSeedWithoutRankLines(t *testing.T) {
-	p := parse(t, "all_reduce", plan.Topology{Nodes: 2, GPUsPerNode: 8}, nil, plan.Output{Step: "all_reduce", Log: "testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
+	p := parse(t, "all_reduce", plan.Topology{Nodes: 2, GPUsPerNode: 8}, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
 	assert.Equal(t, p.Error, "")
 	assert.Assert(t, check(p, "rank count") == nil)
 	assert.Equal(t, busbwAt(p, 8<<30, "out-of-place"), 189.20)
@@ -202,7 +202,7 @@ func TestTextAndJSONDisagree(t *testing.T) {
 
 func TestWarnChecks(t *testing.T) {
 	// A real run with -c 0: #wrong shows N/A.
-	p := parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: "testdata/h200x2-variants/nocheck.txt"})
+	p := parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/h200x2-variants/nocheck.txt"})
 	c := check(p, "data validation")
 	assert.Assert(t, c != nil && !c.OK && c.Warn, "%+v", c)
 	// The footer cut off: out-of-bounds not seen.
@@ -236,7 +236,7 @@ func TestAnotherCollectiveWithoutHeader(t *testing.T) {
 // FuzzParse runs the plugin's whole Parse (text, JSON, checks, metrics) on
 // arbitrary logs: it must never panic, whatever the output.
 func FuzzParse(f *testing.F) {
-	for _, p := range []string{rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log", "testdata/seeds/001_a4x_all_gather_tas.txt", "testdata/h200x2-variants/killed.txt"} {
+	for _, p := range []string{rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log", "../internal/nccltests/testdata/seeds/001_a4x_all_gather_tas.txt", "../internal/nccltests/testdata/h200x2-variants/killed.txt"} {
 		if data, err := os.ReadFile(p); err == nil {
 			f.Add(data, []byte(`{"results": [`))
 		}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+// mi355x is the replay folder of seed 004's MI355X outputs.
+const mi355x = "../../testdata/recordings/mi355x-seed004"
+
+type jsonRun struct {
+	Status string `json:"status"`
+	Tests  []struct {
+		Name    string `json:"name"`
+		Status  string `json:"status"`
+		Message string `json:"message"`
+	} `json:"tests"`
+}
+
+func runJSON(t *testing.T, args ...string) (int, jsonRun, string) {
+	t.Helper()
+	code, out, errs := cli(t, append(args, "--format", "json")...)
+	var r jsonRun
+	assert.NilError(t, json.Unmarshal([]byte(out), &r), out+errs)
+	return code, r, errs
+}
+
+// The seed's recorded outputs pass the mi355x baseline through the whole
+// pipeline (plan, replay, parse, judge), and T1-T4 show as skipped.
+func TestMI355XSeedReplayPasses(t *testing.T) {
+	for _, c := range []struct {
+		suite string
+		want  map[string]string
+	}{
+		{"singlenode", map[string]string{"gemm.bf16_matmul": "skip", "primus.qwen2_5_32b_pretrain": "skip", "primus.qwen2_5_32b_pretrain_1gpu": "skip",
+			"rapido.p2p_bandwidth": "skip", "rccl.all_reduce": "pass", "rccl.alltoall": "pass", "mori.ep_intranode": "pass"}},
+		{"multinode", map[string]string{"ibperf.write_bw": "pass", "ibperf.write_bw_gdr": "pass", "mori.ep_internode": "pass", "rccl.all_reduce": "pass", "rccl.alltoall": "pass"}},
+	} {
+		t.Run(c.suite, func(t *testing.T) {
+			code, r, errs := runJSON(t, "--sku", "mi355x", "--suite", c.suite, "--launcher", "replay",
+				"--replay-dir", filepath.Join(mi355x, c.suite), "--out", t.TempDir())
+			assert.Equal(t, code, 0, errs)
+			assert.Equal(t, r.Status, "pass")
+			got := map[string]string{}
+			for _, tt := range r.Tests {
+				got[tt.Name] = tt.Status
+				if tt.Status == "skip" {
+					assert.Assert(t, strings.HasPrefix(tt.Message, "no plugin yet: T"), tt.Message)
+				}
+			}
+			assert.DeepEqual(t, got, c.want)
+		})
+	}
+}
+
+// Each recorded log alone, judged offline with gpuaccept check.
+func TestMI355XSeedCheckPasses(t *testing.T) {
+	for _, c := range []struct {
+		test, nodes, log string
+	}{
+		{"rccl.all_reduce", "1", "singlenode/raw/rccl.all_reduce/all_reduce.log"},
+		{"rccl.alltoall", "1", "singlenode/raw/rccl.alltoall/alltoall.log"},
+		{"mori.ep_intranode", "1", "singlenode/raw/mori.ep_intranode/ep_intranode.log"},
+		{"ibperf.write_bw", "2", "multinode/raw/ibperf.write_bw/client.0.log"},
+		{"ibperf.write_bw", "2", "multinode/raw/ibperf.write_bw/server.0.log"},
+		{"ibperf.write_bw_gdr", "2", "multinode/raw/ibperf.write_bw_gdr/client.0.log"},
+		{"mori.ep_internode", "2", "multinode/raw/mori.ep_internode/ep_internode.log"},
+		{"rccl.all_reduce", "2", "multinode/raw/rccl.all_reduce/all_reduce.log"},
+		{"rccl.alltoall", "2", "multinode/raw/rccl.alltoall/alltoall.log"},
+	} {
+		t.Run(c.test+"/"+c.log, func(t *testing.T) {
+			code, r, errs := runJSON(t, "check", "--sku", "mi355x", "--test", c.test, "--nodes", c.nodes, "--gpus-per-node", "8", filepath.Join(mi355x, c.log))
+			assert.Equal(t, code, 0, errs)
+			assert.Equal(t, r.Status, "pass", "%+v", r.Tests)
+		})
+	}
+}
+
+// scale multiplies the numbers at the given token positions of lines that
+// match re (whitespace-separated tokens), as a slower fabric would print
+// them.
+func scale(s string, re *regexp.Regexp, factor float64, cols ...int) string {
+	return re.ReplaceAllStringFunc(s, func(line string) string {
+		f := strings.Fields(line)
+		for _, c := range cols {
+			if c < len(f) {
+				if v, err := strconv.ParseFloat(f[c], 64); err == nil {
+					f[c] = strconv.FormatFloat(v*factor, 'f', 2, 64)
+				}
+			}
+		}
+		return strings.Join(f, " ")
+	})
+}
+
+var (
+	rcclRow   = regexp.MustCompile(`(?m)^\d+ \d+ \S+ \S+ -?\d+ .*$`)
+	ibRow     = regexp.MustCompile(`(?m)^\d+ 20000 \S+ \S+ \S+$`)
+	moriTable = regexp.MustCompile(`(?m)^\| (Best|Worst|Average) \|.*$`)
+	moriBW    = regexp.MustCompile(`bandwidth\(GB/s\) \[([^\]]*)\]`)
+)
+
+// degrade edits a recorded log the way a sick node would print it.
+var degrade = map[string]func(string) string{
+	// busbw of both placements 30% down.
+	"rccl": func(s string) string { return scale(s, rcclRow, 0.7, 7, 11) },
+	// BW average 30% down on the client's table.
+	"ibperf": func(s string) string { return scale(s, ibRow, 0.7, 3) },
+	// one rank 20% slow in every dispatch round.
+	"mori.ep_intranode": func(s string) string {
+		i := strings.Index(s, "Combine result:")
+		return moriBW.ReplaceAllStringFunc(s[:i], func(m string) string {
+			vs := strings.Split(moriBW.FindStringSubmatch(m)[1], ", ")
+			v, _ := strconv.ParseFloat(vs[5], 64)
+			vs[5] = strconv.FormatFloat(v*0.8, 'f', 2, 64)
+			return "bandwidth(GB/s) [" + strings.Join(vs, ", ") + "]"
+		}) + s[i:]
+	},
+	// RDMA and XGMI bandwidth 30% down (cells 2 and 3 of "| Best | 76.1 | ...").
+	"mori.ep_internode": func(s string) string { return scale(s, moriTable, 0.7, 3, 5) },
+}
+
+// copyTree copies a replay folder so that its logs can be degraded.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if fi.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	assert.NilError(t, err)
+	return dst
+}
+
+// The same recordings, degraded, fail: every test of both suites.
+func TestMI355XDegradedReplayFails(t *testing.T) {
+	for _, suite := range []string{"singlenode", "multinode"} {
+		t.Run(suite, func(t *testing.T) {
+			dir := copyTree(t, filepath.Join(mi355x, suite))
+			logs, err := filepath.Glob(filepath.Join(dir, "raw", "*", "*.log"))
+			assert.NilError(t, err)
+			for _, l := range logs {
+				test := filepath.Base(filepath.Dir(l))
+				edit := degrade[test]
+				if edit == nil {
+					edit = degrade[strings.Split(test, ".")[0]]
+				}
+				data, err := os.ReadFile(l)
+				assert.NilError(t, err)
+				out := edit(string(data))
+				if filepath.Base(l) != "server.0.log" {
+					assert.Assert(t, out != string(data), "degrading %s changed nothing", l)
+				}
+				assert.NilError(t, os.WriteFile(l, []byte(out), 0o644))
+			}
+			code, r, errs := runJSON(t, "--sku", "mi355x", "--suite", suite, "--launcher", "replay", "--replay-dir", dir, "--out", t.TempDir())
+			assert.Equal(t, code, 1, errs)
+			assert.Equal(t, r.Status, "fail")
+			for _, tt := range r.Tests {
+				if strings.HasPrefix(tt.Message, "no plugin yet") {
+					continue
+				}
+				assert.Equal(t, tt.Status, "fail", "%s: %s", tt.Name, tt.Message)
+			}
+		})
+	}
+}
+
+// A degraded log fails gpuaccept check too, and says why.
+func TestMI355XDegradedCheckFails(t *testing.T) {
+	for _, c := range []struct {
+		test, nodes, log, want string
+	}{
+		{"rccl.all_reduce", "1", "singlenode/raw/rccl.all_reduce/all_reduce.log", "busbw out-of-place 224.1 GB/s at 32 MiB below 272.1 (baseline 320.1 -15%)"},
+		{"mori.ep_intranode", "1", "singlenode/raw/mori.ep_intranode/ep_intranode.log", "rank 5"},
+		{"ibperf.write_bw_gdr", "2", "multinode/raw/ibperf.write_bw_gdr/client.0.log", "bw_avg 481.2 Gb/s at 64 KiB below 618.7 (baseline 687.4 -10%)"},
+		{"mori.ep_internode", "2", "multinode/raw/mori.ep_internode/ep_internode.log", "below"},
+		{"rccl.alltoall", "2", "multinode/raw/rccl.alltoall/alltoall.log", "below"},
+	} {
+		t.Run(c.test, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(mi355x, c.log))
+			assert.NilError(t, err)
+			edit := degrade[c.test]
+			if edit == nil {
+				edit = degrade[strings.Split(c.test, ".")[0]]
+			}
+			p := filepath.Join(t.TempDir(), filepath.Base(c.log))
+			assert.NilError(t, os.WriteFile(p, []byte(edit(string(data))), 0o644))
+			code, r, errs := runJSON(t, "check", "--sku", "mi355x", "--test", c.test, "--nodes", c.nodes, "--gpus-per-node", "8", p)
+			assert.Equal(t, code, 1, errs)
+			assert.Equal(t, len(r.Tests), 1)
+			assert.Equal(t, r.Tests[0].Status, "fail")
+			assert.Assert(t, strings.Contains(r.Tests[0].Message, c.want), r.Tests[0].Message)
+		})
+	}
+}
+
+// ib_write_bw planned for two NIC pairs of one node (a loopback), run by
+// the local launcher: both servers start and show their ready marker before
+// the clients start, and every side's output reaches the plugin. The
+// binary is a stand-in script that prints the seed's recorded server or
+// client output with the HCA it was given.
+func TestMI355XIbperfLocalLoopback(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	assert.NilError(t, os.MkdirAll(bin, 0o755))
+	rec, err := filepath.Abs(filepath.Join(mi355x, "multinode/raw/ibperf.write_bw"))
+	assert.NilError(t, err)
+	script := `#!/bin/sh
+dev=; prev=; last=
+for a in "$@"; do [ "$prev" = "-d" ] && dev=$a; prev=$a; last=$a; done
+f=$REC/server.0.log
+[ "$last" = localhost ] && f=$REC/client.0.log
+sed "s/Device : ionic_[0-9]*/Device : $dev/" "$f"
+`
+	assert.NilError(t, os.WriteFile(filepath.Join(bin, "ib_write_bw"), []byte(script), 0o755))
+	skus := filepath.Join(dir, "skus")
+	assert.NilError(t, os.MkdirAll(skus, 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(skus, "loop.yaml"), []byte(`sku: loop
+gpus_per_node: 8
+suites:
+  loop:
+    nodes: 1
+    tests:
+      - test: ibperf.write_bw
+        params: {pairs: "ionic_7:ionic_1,ionic_6:ionic_2", out_json: "false", iters: "5000"}
+baselines:
+  - test: ibperf.write_bw
+    scope: {nodes: 1, gpus_per_node: 8}
+    metric: bw_avg
+    unit: Gb/s
+    band: {min: "-10%"}
+    ceiling: 800
+    source: seed 004 T8 (line 336)
+    points: [{size: 8M, value: 779.21}]
+`), 0o644))
+	out := filepath.Join(dir, "out")
+	code, r, errs := runJSON(t, "--baselines", skus, "--sku", "loop", "--suite", "loop", "--launcher", "local", "--out", out,
+		"--param", "bindir="+bin, "--param", "env.REC="+rec, "--timeout", "1m")
+	assert.Equal(t, code, 0, errs)
+	assert.Equal(t, r.Status, "pass", "%+v", r.Tests)
+	for _, step := range []string{"server.0", "server.1", "client.0", "client.1"} {
+		data, err := os.ReadFile(filepath.Join(out, "raw", "ibperf.write_bw", step+".log"))
+		assert.NilError(t, err)
+		assert.Assert(t, strings.Contains(string(data), "779.21"), step)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "raw", "ibperf.write_bw", "client.1.log"))
+	assert.NilError(t, err)
+	assert.Assert(t, strings.Contains(string(data), "Device : ionic_2"))
+}

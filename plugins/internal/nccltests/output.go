@@ -1,0 +1,242 @@
+package nccltests
+
+import (
+	"path"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Output is what one nccl-tests output (the text it prints, or the file it
+// writes with -J) says about a run. ParseText and ParseJSON fill it.
+//
+// When several whole test outputs are concatenated in one text, Rows, Ranks,
+// Errors and Warnings hold those of all of them in input order; the scalar
+// fields keep the first value seen, except OutOfBounds (the sum of every
+// footer's count), OutOfBoundsFailed (true when any footer failed) and
+// FooterSeen (true when any footer was seen).
+type Output struct {
+	// Format is "text" or "json": which parser filled the Output.
+	Format string
+	// TestsVersion is the nccl-tests version, e.g. "2.19.6" ("" unknown; the
+	// JSON file does not record it).
+	TestsVersion string
+	// NCCLVersion is the NCCL library version, e.g. "2.28.9" from
+	// "nccl-library=22809" or JSON nccl_version, or "2.25.1+cuda12.8" from an
+	// "NCCL version 2.25.1+cuda12.8" line ("" unknown).
+	NCCLVersion string
+	// Collective is the test's name without "_perf" and any suffix after it,
+	// e.g. "all_reduce" ("" unknown).
+	Collective string
+	// NThreads is the number of threads per process (-t), NGPUs the number of
+	// GPUs per thread (-g); 0 unknown.
+	NThreads, NGPUs int
+	// MinBytes and MaxBytes are the smallest and largest message sizes asked
+	// for (-b, -e), in bytes; 0 unknown.
+	MinBytes, MaxBytes int64
+	// StepFactor is the multiplication factor between sizes (-f), from
+	// "step: 2(factor)" or the JSON's step_factor; 0 when unknown or when
+	// sizes step by a fixed increment (-i).
+	StepFactor int64
+	// ReducedMaxBytes is the largest size in bytes that nccl-tests fell back
+	// to for lack of GPU memory ("# Reducing maxBytes to N"); 0 none.
+	ReducedMaxBytes int64
+	// Ranks has one entry per rank line ("#  Rank  0 Group  0 Pid 1550 on vm
+	// device  0 [0000:00:06] NVIDIA H200") of the text, duplicates included.
+	// From JSON it has one entry per config.devices element, which is one
+	// per process (the first rank of that process).
+	Ranks []Rank
+	// RankCount is the number of ranks the output shows: len(Ranks) for
+	// text; len(config.devices)*nthreads*ngpus for JSON. 0 when the output
+	// has no rank information.
+	RankCount int
+	// Rows are the result rows in input order.
+	Rows []Row
+	// OutOfBounds is the count on the "# Out of bounds values : N OK" line
+	// (JSON out_of_bounds.count); -1 when not seen.
+	OutOfBounds int
+	// OutOfBoundsFailed is true when that line says FAILED (JSON
+	// out_of_bounds.okay false).
+	OutOfBoundsFailed bool
+	// AvgBusBW is the "# Avg bus bandwidth" value in GB/s (JSON
+	// average_bus_bandwidth); -1 when not seen.
+	AvgBusBW float64
+	// FooterSeen is true when the "Out of bounds values" line (JSON
+	// out_of_bounds) was seen.
+	FooterSeen bool
+	// Errors are the tool's own failure reports ("Test NCCL failure", "Test
+	// timeout", "Invalid number of GPUs", "# error: ...", usage errors, JSON
+	// errors[] strings) and rows cut short by a truncated output.
+	Errors []Diag
+	// Warnings are NCCL WARN lines (the text after "NCCL WARN"), row-like
+	// lines that could not be parsed, and other oddities worth a look.
+	Warnings []Diag
+	// Libraries are the versions rccl-tests reports on lines of their own
+	// ("RCCL version : 2.27.7-HEAD:96a25b5"), by name: "RCCL", "HIP",
+	// "ROCm"; nil when there are none.
+	Libraries map[string]string
+	// Groups is the number of distinct Group values among Ranks (more than
+	// one with NCCL_TESTS_SPLIT); 0 unknown.
+	Groups int
+}
+
+// Rank is one rank line of the output.
+type Rank struct {
+	// Rank is the global rank number, Group the NCCL_TESTS_SPLIT color (0
+	// when the line has none), Pid the process id, Device the CUDA device
+	// index on its host.
+	Rank, Group, Pid, Device int
+	// Host is the host name, BusID the PCI address as printed without
+	// brackets ("0000:00:06", or "0x06" in old outputs), DeviceName the
+	// device's name ("NVIDIA H200").
+	Host, BusID, DeviceName string
+}
+
+// Diag is one error or warning found in an output.
+type Diag struct {
+	// Line is the 1-based input line it was found on; 0 for JSON and for
+	// notes about the whole output.
+	Line int
+	// Text says what was found, cut to a few hundred bytes.
+	Text string
+}
+
+// Row is one result row: one message size of one sweep.
+type Row struct {
+	// Line is the 1-based input line of the row (0 for JSON).
+	Line int
+	// Size is the message size in bytes.
+	Size int64
+	// Count is the message size in elements of Type.
+	Count int64
+	// Type is the data type, e.g. "float", "bfloat16".
+	Type string
+	// Redop is the reduction, e.g. "sum", or "none" for collectives that
+	// do not reduce ("" when the output has no redop column).
+	Redop string
+	// Root is the root rank; -1 when the column is -1 or absent.
+	Root int
+	// OutOfPlace and InPlace are the two measurements of the row; nil when
+	// not printed (nccl-tests prints no out-of-place part when replaying
+	// traces).
+	OutOfPlace *Perf
+	InPlace    *Perf
+	// Timestamp is the wall-clock time printed with -S ("2026-11-30
+	// 06:20:11", local time of the run); "" otherwise.
+	Timestamp string
+}
+
+// Perf is one measurement: out-of-place or in-place.
+type Perf struct {
+	// Time is the time per operation in microseconds (CPU time with -C).
+	Time float64
+	// AlgBW is the algorithm bandwidth in GB/s (10^9 bytes per second).
+	AlgBW float64
+	// BusBW is the bus bandwidth in GB/s (10^9 bytes per second).
+	BusBW float64
+	// Wrong is the number of wrong elements (#wrong); -1 when validation is
+	// off ("N/A", JSON null) or when the output has the old "error" column.
+	Wrong int64
+	// MaxError is the old format's "error" column (largest difference
+	// seen, e.g. 5e-07); 0 otherwise.
+	MaxError float64
+	// IMin, IMax and IP99 are the per-iteration minimum, maximum and 99th
+	// percentile times in microseconds, ICV their coefficient of variation
+	// in percent, printed with -I; 0 when absent.
+	IMin, IMax, IP99, ICV float64
+}
+
+// outputDiagMax bounds Errors and Warnings so that memory does not grow
+// with the input; a note at the end says how many more there were.
+const outputDiagMax = 1000
+
+// outputDiagTextMax bounds the length of one Diag's Text, in bytes.
+const outputDiagTextMax = 400
+
+// newOutput returns an Output of the given format with nothing seen yet.
+func newOutput(format string) *Output {
+	return &Output{Format: format, OutOfBounds: -1, AvgBusBW: -1}
+}
+
+// outputDiags collects Errors or Warnings up to outputDiagMax.
+type outputDiags struct {
+	list    []Diag
+	dropped int
+}
+
+func (d *outputDiags) add(line int, text string) {
+	if len(d.list) >= outputDiagMax {
+		d.dropped++
+		return
+	}
+	d.list = append(d.list, Diag{Line: line, Text: outputCleanText(text)})
+}
+
+// done returns the collected list, with a note on what was dropped.
+func (d *outputDiags) done(what string) []Diag {
+	if d.dropped > 0 {
+		d.list = append(d.list, Diag{Text: strconv.Itoa(d.dropped) + " more " + what + " not kept"})
+	}
+	return d.list
+}
+
+// outputCleanText trims s, cuts it to outputDiagTextMax bytes and makes it
+// valid UTF-8 so that reports can show it.
+func outputCleanText(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > outputDiagTextMax {
+		cut := outputDiagTextMax
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "?")
+	}
+	return s
+}
+
+// outputGroups counts the distinct Group values among ranks; 0 for none.
+func outputGroups(ranks []Rank) int {
+	if len(ranks) == 0 {
+		return 0
+	}
+	seen := map[int]bool{}
+	for _, r := range ranks {
+		seen[r.Group] = true
+	}
+	return len(seen)
+}
+
+// outputNCCLVersion turns NCCL's version code into a version string:
+// 22809 -> "2.28.9" (codes from NCCL 2.9 on are X*10000+Y*100+Z), 2708 ->
+// "2.7.8" (older codes are X*1000+Y*100+Z). It returns "" for codes that
+// are no version.
+func outputNCCLVersion(code int64) string {
+	switch {
+	case code >= 10000 && code < 1000000:
+		return strconv.FormatInt(code/10000, 10) + "." + strconv.FormatInt(code/100%100, 10) + "." + strconv.FormatInt(code%100, 10)
+	case code >= 1000 && code < 10000:
+		return strconv.FormatInt(code/1000, 10) + "." + strconv.FormatInt(code/100%10, 10) + "." + strconv.FormatInt(code%100, 10)
+	}
+	return ""
+}
+
+// outputCollective turns a program name or path ("./build/all_reduce_perf",
+// "all_reduce_perf_mpi") into the collective's name ("all_reduce"). Names
+// without "_perf" are returned as their base name.
+func outputCollective(prog string) string {
+	prog = strings.TrimSpace(prog)
+	if i := strings.LastIndexAny(prog, `/\`); i >= 0 {
+		prog = prog[i+1:]
+	}
+	prog = path.Base(prog)
+	if prog == "." || prog == "/" {
+		return ""
+	}
+	if i := strings.Index(prog, "_perf"); i > 0 {
+		return prog[:i]
+	}
+	return prog
+}

@@ -1,0 +1,124 @@
+package nccltests
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// ntCuts returns data and copies of it cut at a few places, as a killed
+// run leaves it.
+func ntCuts(data []byte) [][]byte {
+	out := [][]byte{data}
+	for _, frac := range []int{3, 2} {
+		out = append(out, data[:len(data)*(frac-1)/frac+1])
+	}
+	return out
+}
+
+// ntCheckOutput checks what must hold for any Output.
+func ntCheckOutput(t *testing.T, o *Output, format string, lines int) {
+	t.Helper()
+	if o == nil {
+		t.Fatal("nil Output without error")
+	}
+	if o.Format != format {
+		t.Errorf("Format %q", o.Format)
+	}
+	for _, r := range o.Rows {
+		if format == "text" && (r.Line < 1 || r.Line > lines) || format == "json" && r.Line != 0 {
+			t.Errorf("row line %d of %d lines", r.Line, lines)
+		}
+		if r.Size < 0 || r.Count < 0 {
+			t.Errorf("row size %d count %d", r.Size, r.Count)
+		}
+		if format == "text" && r.OutOfPlace == nil && r.InPlace == nil {
+			t.Errorf("row of line %d has no measurement", r.Line)
+		}
+		if !utf8.ValidString(r.Type) || !utf8.ValidString(r.Redop) {
+			t.Errorf("row names %q %q", r.Type, r.Redop)
+		}
+	}
+	if ntHasDiag(o.Errors, parseInternalError) {
+		t.Errorf("parser bug: %v", o.Errors)
+	}
+	for _, ds := range [][]Diag{o.Errors, o.Warnings} {
+		if len(ds) > outputDiagMax+1 {
+			t.Errorf("%d diagnostics kept", len(ds))
+		}
+		for _, d := range ds {
+			if len(d.Text) > outputDiagTextMax+len("...") || !utf8.ValidString(d.Text) || d.Line < 0 || d.Line > lines {
+				t.Errorf("diagnostic %+v", d)
+			}
+		}
+	}
+	for _, r := range o.Ranks {
+		if !utf8.ValidString(r.Host) || !utf8.ValidString(r.DeviceName) || !utf8.ValidString(r.BusID) {
+			t.Errorf("rank %+v", r)
+		}
+	}
+	if format == "text" && o.RankCount != len(o.Ranks) || o.Groups > len(o.Ranks) || o.OutOfBounds < -1 {
+		t.Errorf("rank count %d of %d ranks, %d groups, out of bounds %d", o.RankCount, len(o.Ranks), o.Groups, o.OutOfBounds)
+	}
+}
+
+// FuzzParseText checks that ParseText never panics nor fails on any input,
+// that its Output is sane, and that it does not depend on the read buffer
+// size.
+func FuzzParseText(f *testing.F) {
+	for _, rel := range ntFiles(f, ".txt") {
+		for _, c := range ntCuts(ntTestdata(f, rel)) {
+			f.Add(c, uint8(len(c)))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, size uint8) {
+		o, err := ParseText(bytes.NewReader(data), "fuzz")
+		if err != nil {
+			t.Fatalf("error reading a byte slice: %v", err)
+		}
+		ntCheckOutput(t, o, "text", bytes.Count(data, []byte{'\n'})+1)
+		o2, err := parseTextSized(iotest.HalfReader(bytes.NewReader(data)), "fuzz", 16+int(size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(o, o2, cmpopts.EquateNaNs()); d != "" {
+			t.Errorf("with a %d byte buffer (-64K +small):\n%s", 16+int(size), d)
+		}
+	})
+}
+
+// FuzzParseJSON checks that ParseJSON never panics, returns an Output or
+// an error naming the input, and does not depend on how the input arrives.
+func FuzzParseJSON(f *testing.F) {
+	for _, rel := range ntFiles(f, ".json") {
+		for _, c := range ntCuts(ntTestdata(f, rel)) {
+			f.Add(c)
+		}
+	}
+	f.Add([]byte(`{"results":[{"size":"8","root":"  -1","in_place":{"time":"nan","nwrong":null}}],"average_bus_bandwidth":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, err := ParseJSON(bytes.NewReader(data), "fuzz.json")
+		if err != nil {
+			if strings.Contains(err.Error(), parseInternalError) {
+				t.Fatalf("parser bug: %v", err)
+			}
+			if o != nil || !strings.Contains(err.Error(), "fuzz.json") {
+				t.Fatalf("Output %v with error %v", o, err)
+			}
+			return
+		}
+		ntCheckOutput(t, o, "json", 0)
+		o2, err := ParseJSON(iotest.HalfReader(bytes.NewReader(data)), "fuzz.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(o, o2, cmpopts.EquateNaNs()); d != "" {
+			t.Errorf("read in halves (-whole +halves):\n%s", d)
+		}
+	})
+}

@@ -1,0 +1,139 @@
+package nccltests
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+// Test inputs are real nccl-tests outputs under testdata/ (testdata/README.md
+// says where each comes from), or real outputs edited in ways the README
+// and the tests spell out.
+
+// ntTestdata returns the contents of a file under testdata/.
+func ntTestdata(t testing.TB, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", rel))
+	assert.NilError(t, err)
+	return b
+}
+
+// ntFiles lists the files under testdata/ (without golden/) whose names end
+// with ext, as paths relative to testdata/.
+func ntFiles(t testing.TB, ext string) []string {
+	t.Helper()
+	var out []string
+	for _, dir := range []string{"h200x2-2.19.6", "h200x2-variants", "seeds", "edited"} {
+		m, err := filepath.Glob(filepath.Join("testdata", dir, "*"+ext))
+		assert.NilError(t, err)
+		for _, f := range m {
+			rel, err := filepath.Rel("testdata", f)
+			assert.NilError(t, err)
+			out = append(out, filepath.ToSlash(rel))
+		}
+	}
+	sort.Strings(out)
+	assert.Assert(t, len(out) > 0)
+	return out
+}
+
+// ntText parses a testdata text file.
+func ntText(t testing.TB, rel string) *Output {
+	t.Helper()
+	o, err := ParseText(bytes.NewReader(ntTestdata(t, rel)), filepath.Base(rel))
+	assert.NilError(t, err)
+	return o
+}
+
+// ntJSON parses a testdata JSON file.
+func ntJSON(t testing.TB, rel string) *Output {
+	t.Helper()
+	o, err := ParseJSON(bytes.NewReader(ntTestdata(t, rel)), filepath.Base(rel))
+	assert.NilError(t, err)
+	return o
+}
+
+// ntRow returns the first row of o with the given size.
+func ntRow(t testing.TB, o *Output, size int64) Row {
+	t.Helper()
+	for _, r := range o.Rows {
+		if r.Size == size {
+			return r
+		}
+	}
+	t.Fatalf("no row of size %d among %d rows", size, len(o.Rows))
+	return Row{}
+}
+
+// ntNear asserts that got is within tol of want.
+func ntNear(t testing.TB, got, want, tol float64, what string) {
+	t.Helper()
+	if math.Abs(got-want) > tol {
+		t.Errorf("%s: got %v, want %v (±%v)", what, got, want, tol)
+	}
+}
+
+// ntHasDiag reports whether a Diag's text contains sub.
+func ntHasDiag(ds []Diag, sub string) bool {
+	for _, d := range ds {
+		if strings.Contains(d.Text, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// ntG formats a float exactly and briefly.
+func ntG(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// ntRender renders an Output compactly for golden files: everything it
+// holds, one row per line.
+func ntRender(o *Output) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "format %s | tests %q | nccl %q | collective %q\n", o.Format, o.TestsVersion, o.NCCLVersion, o.Collective)
+	fmt.Fprintf(&b, "nthreads %d ngpus %d minbytes %d maxbytes %d reducedmaxbytes %d\n", o.NThreads, o.NGPUs, o.MinBytes, o.MaxBytes, o.ReducedMaxBytes)
+	fmt.Fprintf(&b, "ranks %d rankcount %d groups %d\n", len(o.Ranks), o.RankCount, o.Groups)
+	for _, r := range o.Ranks {
+		fmt.Fprintf(&b, "  rank %d group %d pid %d host %q device %d bus %q name %q\n", r.Rank, r.Group, r.Pid, r.Host, r.Device, r.BusID, r.DeviceName)
+	}
+	fmt.Fprintf(&b, "footer %v outofbounds %d failed %v avgbusbw %s\n", o.FooterSeen, o.OutOfBounds, o.OutOfBoundsFailed, ntG(o.AvgBusBW))
+	fmt.Fprintf(&b, "rows %d (line size count type redop root | out-of-place | in-place: time algbw busbw wrong [maxerror] [i_min i_max i_p99 i_cv] [@timestamp])\n", len(o.Rows))
+	perf := func(p *Perf) string {
+		if p == nil {
+			return "-"
+		}
+		s := fmt.Sprintf("%s %s %s %d", ntG(p.Time), ntG(p.AlgBW), ntG(p.BusBW), p.Wrong)
+		if p.MaxError != 0 {
+			s += " maxerror=" + ntG(p.MaxError)
+		}
+		if p.IMin != 0 || p.IMax != 0 || p.IP99 != 0 || p.ICV != 0 {
+			s += fmt.Sprintf(" iter=%s/%s/%s/%s", ntG(p.IMin), ntG(p.IMax), ntG(p.IP99), ntG(p.ICV))
+		}
+		return s
+	}
+	for _, r := range o.Rows {
+		fmt.Fprintf(&b, "  L%d %d %d %s %s %d | %s | %s", r.Line, r.Size, r.Count, r.Type, r.Redop, r.Root, perf(r.OutOfPlace), perf(r.InPlace))
+		if r.Timestamp != "" {
+			b.WriteString(" @" + r.Timestamp)
+		}
+		b.WriteByte('\n')
+	}
+	for _, d := range []struct {
+		what string
+		ds   []Diag
+	}{{"errors", o.Errors}, {"warnings", o.Warnings}} {
+		fmt.Fprintf(&b, "%s %d\n", d.what, len(d.ds))
+		for _, x := range d.ds {
+			fmt.Fprintf(&b, "  L%d %s\n", x.Line, x.Text)
+		}
+	}
+	return b.String()
+}

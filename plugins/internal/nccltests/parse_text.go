@@ -1,0 +1,1294 @@
+package nccltests
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// The text parser reads the input line by line with bufio.Reader.ReadSlice,
+// so it keeps no more than one buffer of input however long the input or
+// its lines are (outputs whose line breaks were lost put a whole test on
+// one line). Lines that cannot hold results (NCCL INFO lines and any other
+// program's output) are classified on their first bytes and skipped
+// without copying. Lines that can (rows, and comment lines, which may hold
+// a whole flattened output) are cut into whitespace-separated tokens fed to
+// a small state machine: a '#' token starts a comment segment, a column
+// header segment sets the row layout, and row tokens are grouped by the
+// layout's width, so flattened rows are split the same way as normal ones.
+
+const (
+	// parseTextBufSize is the read buffer size in bytes.
+	parseTextBufSize = 256 << 10
+	// parseTextHeadMax is how many bytes at the start of a line decide what
+	// the line is, whatever the buffer size.
+	parseTextHeadMax = 4 << 10
+	// parseTextTokenMax is the longest token kept whole, in bytes; longer
+	// ones are cut and marked so that they never parse.
+	parseTextTokenMax = 256
+	// parseTextSegMax is how many tokens of one comment segment are kept.
+	parseTextSegMax = 64
+	// parseTextInternMax bounds the table of interned type, op and host
+	// names.
+	parseTextInternMax = 512
+)
+
+// parseInternalError starts the report of a bug of the parser.
+const parseInternalError = "internal error of the nccl-tests parser, output read up to here (please report)"
+
+// parseTextLongMark ends a token that was cut for being too long; it is not
+// ASCII, so no number or name parses with it.
+const parseTextLongMark = "\u2026"
+
+// parseTextErrorMarks are the texts that mark a line as a tool error.
+var parseTextErrorMarks = [][]byte{
+	[]byte("Test failure"), []byte("Test NCCL failure"), []byte("Test CUDA failure"),
+	[]byte("Test timeout"), []byte("Invalid number of GPUs"), []byte("invalid option"),
+	[]byte("USAGE:"), []byte("Incompatible NCCL versions"), []byte("invalid size"),
+}
+
+var (
+	parseTextInfoMark    = []byte("NCCL INFO")
+	parseTextWarnMark    = []byte("NCCL WARN")
+	parseTextVersionMark = []byte("NCCL version ")
+	parseTextNCCLMark    = []byte("NCCL ")
+	parseTextTestMark    = []byte("Test ")
+	// parseTextErsionMark is in every version line: "version", "Version".
+	parseTextErsionMark = []byte("ersion")
+)
+
+// ParseText reads nccl-tests text output (stdout and stderr as captured)
+// and returns what it says. It never panics and returns an error only when
+// reading r fails, together with what was parsed up to there; name is used
+// in messages ("name:line"). Everything wrong with the output itself is
+// reported in Output.Errors and Output.Warnings.
+func ParseText(r io.Reader, name string) (*Output, error) {
+	return parseTextSized(r, name, parseTextBufSize)
+}
+
+// parseTextSized is ParseText with a given read buffer size in bytes (at
+// least 16), so that tests can check that results do not depend on it.
+func parseTextSized(r io.Reader, name string, bufSize int) (out *Output, err error) {
+	p := &textParser{out: newOutput("text"), lay: textDefaultLayout, strs: map[string]string{}}
+	defer func() {
+		// A bug must not take the caller down: report it, keep what was
+		// parsed.
+		if v := recover(); v != nil {
+			p.errs.add(p.line, fmt.Sprintf("%s: %v", parseInternalError, v))
+			out, err = p.result(), nil
+		}
+	}()
+	br := bufio.NewReaderSize(r, bufSize)
+	var readErr error
+	errLine := 0 // the line the read error struck in
+	for {
+		piece, rerr := br.ReadSlice('\n')
+		ends := rerr == nil
+		final := rerr != nil && rerr != bufio.ErrBufferFull
+		errLine = p.line
+		if !p.inLine && len(piece) == 0 {
+			errLine++
+		}
+		if len(piece) > 0 || (final && p.inLine) {
+			p.piece(piece, ends, final)
+		}
+		if final {
+			if rerr != io.EOF {
+				readErr = rerr
+			}
+			break
+		}
+	}
+	out = p.result()
+	if readErr != nil {
+		return out, fmt.Errorf("read nccl-tests output %s:%d: %w", name, errLine, readErr)
+	}
+	return out, nil
+}
+
+// textCol is what one column of a result row holds.
+type textCol uint8
+
+const (
+	textColSkip textCol = iota // a column not understood: any token
+	textColSize
+	textColCount
+	textColType
+	textColRedop
+	textColRoot
+	textColTime
+	textColAlgBW
+	textColBusBW
+	textColWrong
+	textColError
+	textColIMin
+	textColIMax
+	textColIP99
+	textColICV
+)
+
+// textColNames names the columns in messages, as the header does.
+var textColNames = [...]string{"?", "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "error", "i_min", "i_max", "i_p99", "i_cv%"}
+
+// textField is one column of a layout: what it holds and which
+// measurement it belongs to (-1 for the columns before the first time
+// column, 0 out-of-place, 1 in-place, 2 and up ignored).
+type textField struct {
+	col   textCol
+	block int8
+}
+
+// textLayout is the column layout of result rows.
+type textLayout struct {
+	fields []textField
+	// short are the fields of a row without its out-of-place part (the
+	// leading columns, then block 1); nil when the layout has no two
+	// blocks.
+	short []textField
+	// npre is the number of columns before the first time column.
+	npre int
+}
+
+// textNullGap is the least run of blanks before the in-place columns that
+// marks a row printed without its out-of-place part (nccl-tests writes 32
+// spaces there); a row cut short has the usual 2 to 8.
+const textNullGap = 30
+
+// newTextLayout makes a layout from its fields.
+func newTextLayout(fields []textField) textLayout {
+	l := textLayout{fields: fields}
+	var blocks [3]int
+	for _, f := range fields {
+		if f.block < 0 {
+			l.npre++
+		}
+		if f.block >= 0 && f.block < 2 {
+			blocks[f.block]++
+		} else if f.block >= 2 {
+			blocks[2]++
+		}
+	}
+	if blocks[0] > 0 && blocks[1] > 0 && blocks[2] == 0 {
+		for _, f := range fields {
+			if f.block != 0 {
+				l.short = append(l.short, f)
+			}
+		}
+	}
+	return l
+}
+
+// textMakeLayout builds a layout from column names, as in a header line.
+func textMakeLayout(names ...string) textLayout {
+	var fields []textField
+	block := int8(-1)
+	for _, n := range names {
+		c, timeCol := textHeaderCol(n)
+		if timeCol {
+			block++
+		}
+		fields = append(fields, textField{col: c, block: block})
+	}
+	return newTextLayout(fields)
+}
+
+// textHeaderCol maps a header name to a column; timeCol is true for the
+// time column that starts a measurement.
+func textHeaderCol(name string) (c textCol, timeCol bool) {
+	switch name {
+	case "size":
+		return textColSize, false
+	case "count":
+		return textColCount, false
+	case "type":
+		return textColType, false
+	case "redop":
+		return textColRedop, false
+	case "root":
+		return textColRoot, false
+	case "time", "cputime":
+		return textColTime, true
+	case "algbw":
+		return textColAlgBW, false
+	case "busbw":
+		return textColBusBW, false
+	case "#wrong":
+		return textColWrong, false
+	case "error":
+		return textColError, false
+	case "i_min":
+		return textColIMin, false
+	case "i_max":
+		return textColIMax, false
+	case "i_p99":
+		return textColIP99, false
+	case "i_cv%":
+		return textColICV, false
+	}
+	return textColSkip, false
+}
+
+var (
+	// textDefaultLayout is today's layout, assumed when no header was seen.
+	textDefaultLayout = textMakeLayout("size", "count", "type", "redop", "root",
+		"time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong")
+	// textOldLayout is the layout of nccl-tests before the root column
+	// (2019 and earlier), with the error column instead of #wrong.
+	textOldLayout = textMakeLayout("size", "count", "type", "redop",
+		"time", "algbw", "busbw", "error", "time", "algbw", "busbw", "error")
+	// textOldRootLayout is textOldLayout of the rooted tests (broadcast,
+	// reduce), which printed the root instead of the op.
+	textOldRootLayout = textMakeLayout("size", "count", "type", "root",
+		"time", "algbw", "busbw", "error", "time", "algbw", "busbw", "error")
+	// textIterLayout is the layout with per-iteration columns (-I).
+	textIterLayout = textMakeLayout("size", "count", "type", "redop", "root",
+		"time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
+		"time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
+)
+
+// textMode is the state of the token machine within a line.
+type textMode uint8
+
+const (
+	textModeLine    textMode = iota // at the first token of a line
+	textModeRow                     // in row tokens
+	textModeStamp                   // after a row and a date: want a time of day
+	textModeSegment                 // after '#': want the segment's first word
+	textModeHeader                  // in a column header segment
+	textModeUnits                   // in a units segment ("(B) (elements) ...")
+	textModeComment                 // in another comment segment
+	textModeSkip                    // ignoring tokens until the next '#'
+)
+
+// textLine says what kind of line is being read.
+type textLine uint8
+
+const (
+	textLineNew    textLine = iota // nothing read of it yet
+	textLineHead                   // gathering the first bytes to decide
+	textLineTokens                 // rows and comments: tokens are fed on
+	textLineOther                  // anything else: the rest is skipped
+)
+
+// textParser is the state of one ParseText call.
+type textParser struct {
+	out  *Output
+	errs outputDiags
+	warn outputDiags
+
+	line   int      // current line number, 1-based
+	inLine bool     // the last piece did not end its line
+	kind   textLine // what the current line is
+	head   []byte   // first bytes of a line read in several pieces
+
+	partial    []byte // a token cut by the end of a piece
+	partialGap int    // the blanks before it
+	gap        int    // blanks since the last token of the line
+	tokGap     int    // blanks before the token being handled
+
+	mode       textMode
+	lay        textLayout
+	headerSeen bool
+	rowsInLine int
+
+	rowBuf  []byte   // bytes of the current row's tokens
+	rowToks [][2]int // their bounds in rowBuf
+	rowCut  bool     // the last row token may be cut (input ended in it)
+	rowGap  int      // blanks before the row's first time column
+
+	segBuf  []byte   // bytes of the current comment segment's tokens
+	segToks [][2]int // their bounds in segBuf
+	stamp   []byte   // the date of a -S timestamp
+
+	rows  [][]Row // full chunks of rows; growing one slice would copy them more
+	cur   []Row   // the chunk being filled
+	nrows int     // rows in all chunks
+
+	strs      map[string]string // interned names
+	lastType  string            // the last type and op names, to skip the table
+	lastRedop string
+	perfs     []Perf // Perf values handed out in slabs
+	colWarned bool   // a later test output with another collective was noted
+	// inPlaceOnly is set by a "# in-place" title without "out-of-place"
+	// (rccl-tests -O 0): the header's one block is the in-place one.
+	inPlaceOnly bool
+}
+
+// piece handles one piece of a line as ReadSlice returns it: ends is true
+// when it ends with '\n', final when the input ends after it.
+func (p *textParser) piece(b []byte, ends, final bool) {
+	if ends {
+		b = b[:len(b)-1]
+	}
+	if !p.inLine {
+		p.line++
+		p.kind = textLineNew
+		p.head = p.head[:0]
+	}
+	done := ends || final
+	p.inLine = !done
+	switch p.kind {
+	case textLineNew:
+		if done || len(b) >= parseTextHeadMax {
+			skip := p.startLine(b, done && len(b) < parseTextHeadMax, final && !ends)
+			if p.kind == textLineTokens {
+				p.feed(b[skip:], ends, final)
+			}
+			return
+		}
+		p.kind = textLineHead
+		fallthrough
+	case textLineHead:
+		p.head = append(p.head, b...)
+		if !done && len(p.head) < parseTextHeadMax {
+			return
+		}
+		h := p.head
+		skip := p.startLine(h, done && len(h) < parseTextHeadMax, final && !ends)
+		if p.kind == textLineTokens {
+			p.feed(h[skip:], ends, final)
+		}
+	case textLineTokens:
+		p.feed(b, ends, final)
+	}
+}
+
+// startLine decides what a line is from its first bytes b (at most
+// parseTextHeadMax of them, more are ignored); whole is true when b is the
+// whole line, cut when the input ends in the line without a line break.
+// It returns how many bytes of the line to skip before its tokens: blanks
+// and a launcher's label.
+func (p *textParser) startLine(b []byte, whole, cut bool) (skip int) {
+	if len(b) > parseTextHeadMax {
+		b = b[:parseTextHeadMax]
+	}
+	s := textTrimLeft(b)
+	if n := textLabel(s); n > 0 {
+		s = textTrimLeft(s[n:])
+	}
+	skip = len(b) - len(s)
+	p.kind = textLineOther
+	if len(s) == 0 {
+		return skip
+	}
+	switch c := s[0]; {
+	case c == '#':
+		p.kind = textLineTokens
+		p.mode = textModeLine
+		return skip
+	case c >= '0' && c <= '9':
+		if textRowStart(s, whole && cut) {
+			if whole && p.rowInterrupted(textTrimRight(s)) {
+				return skip
+			}
+			p.kind = textLineTokens
+			p.mode = textModeLine
+			if !p.headerSeen {
+				p.lay = textGuessLayout(s, whole)
+			}
+			return skip
+		}
+	}
+	p.otherLine(textTrimRight(s))
+	return skip
+}
+
+// textLabel returns the length of the label a launcher put at the start
+// of s, or 0: Open MPI's --tag-output ("[1,0]<stdout>:") or Slurm's srun
+// --label ("0: ").
+func textLabel(s []byte) int {
+	digits := func(i int) int {
+		j := i
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		return j - i
+	}
+	if len(s) > 0 && s[0] == '[' {
+		i := 1 + digits(1)
+		if i == 1 || i >= len(s) || s[i] != ',' {
+			return 0
+		}
+		j := i + 1 + digits(i+1)
+		if j == i+1 || j >= len(s) || s[j] != ']' {
+			return 0
+		}
+		rest := s[j+1:]
+		for _, tag := range []string{"<stdout>:", "<stderr>:"} {
+			if len(rest) >= len(tag) && string(rest[:len(tag)]) == tag {
+				return j + 1 + len(tag)
+			}
+		}
+		return 0
+	}
+	if n := digits(0); n > 0 && n+1 < len(s) && s[n] == ':' && s[n+1] == ' ' {
+		return n + 1
+	}
+	return 0
+}
+
+// textBlank reports whether c is blank space within a line.
+func textBlank(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// textTrimLeft returns b without leading blanks.
+func textTrimLeft(b []byte) []byte {
+	for len(b) > 0 && textBlank(b[0]) {
+		b = b[1:]
+	}
+	return b
+}
+
+// textTrimRight returns b without trailing blanks.
+func textTrimRight(b []byte) []byte {
+	for len(b) > 0 && textBlank(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// textRowStart reports whether a line starting with s (trimmed) is a
+// result row: an integer size and count, then a type name. A last line
+// cut short (cut) needs only to start like one.
+func textRowStart(s []byte, cut bool) bool {
+	var toks [3][]byte
+	n := 0
+	for i := 0; i < len(s) && n < 3; {
+		for i < len(s) && textSpace(s[i]) {
+			i++
+		}
+		j := i
+		for j < len(s) && !textSpace(s[j]) {
+			j++
+		}
+		if j > i {
+			toks[n] = s[i:j]
+			n++
+		}
+		i = j
+	}
+	if n == 0 || !parseDigits(toks[0]) || n >= 2 && !parseDigits(toks[1]) || n >= 3 && !parseWord(toks[2]) {
+		return false
+	}
+	return n == 3 || cut
+}
+
+// rowInterrupted reports a row line s that another message was written
+// into: a tool error (as when a timeout strikes after the row's first
+// columns were printed) or an NCCL log line printed by another thread.
+// The row itself is lost.
+func (p *textParser) rowInterrupted(s []byte) bool {
+	if bytes.Contains(s, parseTextTestMark) {
+		for _, m := range parseTextErrorMarks {
+			if bytes.Contains(s, m) {
+				p.errs.add(p.line, string(s))
+				return true
+			}
+		}
+	}
+	if i := bytes.Index(s, parseTextNCCLMark); i >= 0 {
+		rest := s[i+len(parseTextNCCLMark):]
+		if bytes.HasPrefix(rest, parseTextInfoMark[5:]) || bytes.HasPrefix(rest, parseTextWarnMark[5:]) {
+			p.warn.add(p.line, "result row interrupted by an NCCL log line, row lost: "+string(s))
+			return true
+		}
+	}
+	return false
+}
+
+// textGuessLayout picks the layout of a row seen before any header from
+// its number of columns: today's, the old one without root (12 columns),
+// or the per-iteration one (21 columns).
+func textGuessLayout(s []byte, whole bool) textLayout {
+	if !whole || bytes.IndexByte(s, '#') >= 0 {
+		return textDefaultLayout
+	}
+	toks := bytes.Fields(s)
+	n := len(toks)
+	if n >= 2 && parseIsDate(toks[n-2]) && parseIsClock(toks[n-1]) {
+		n -= 2
+	}
+	switch n {
+	case 12:
+		if _, ok := parseInt(toks[3]); ok {
+			return textOldRootLayout
+		}
+		return textOldLayout
+	case 21:
+		return textIterLayout
+	}
+	return textDefaultLayout
+}
+
+// otherLine handles a line that holds no rows nor comments: NCCL's log
+// lines, tool errors, and any other program's output.
+func (p *textParser) otherLine(s []byte) {
+	if i := textInfoAt(s); i >= 0 {
+		rest := s[i+len(parseTextInfoMark):]
+		// Most INFO lines are not the version line: look at one byte
+		// before trimming.
+		if len(rest) > 1 && rest[1] == 'N' || len(rest) > 0 && rest[0] == 'N' {
+			if rest = textTrimLeft(rest); bytes.HasPrefix(rest, parseTextVersionMark) {
+				p.versionLine(rest[len(parseTextVersionMark):])
+			}
+		}
+		return
+	}
+	if i := bytes.Index(s, parseTextWarnMark); i >= 0 {
+		p.warn.add(p.line, string(s[i+len(parseTextWarnMark):]))
+		return
+	}
+	if bytes.HasPrefix(s, parseTextVersionMark) {
+		p.versionLine(s[len(parseTextVersionMark):])
+		return
+	}
+	if len(s) > 256 || !bytes.Contains(s, parseTextErsionMark) {
+		// Not a version line: keep other programs' lines off the
+		// allocating checks below.
+		p.errorLine(s)
+		return
+	}
+	if f := bytes.Fields(s); len(f) >= 3 && bytes.HasSuffix(f[0], []byte("-tests")) && string(f[1]) == "version" {
+		p.testsVersion(f)
+		return
+	}
+	if f := bytes.Fields(s); len(f) >= 3 && string(f[0]) == "rccl-tests:" && string(f[1]) == "Version" {
+		// rccl-tests develop builds of 2024-2025: "rccl-tests: Version develop:83d38d9".
+		if p.out.TestsVersion == "" {
+			p.out.TestsVersion = outputCleanText(string(f[2]))
+		}
+		return
+	}
+	if f := bytes.Fields(s); len(f) >= 4 && string(f[1]) == "version" && string(f[2]) == ":" {
+		// rccl-tests' build report: "RCCL version : 2.27.7-HEAD:96a25b5",
+		// "HIP version : 7.2.53211-671d39a71e", "ROCm version : 7.2.2.0-86-671d39a71e".
+		if name := string(f[0]); name == "RCCL" || name == "HIP" || name == "ROCm" {
+			if p.out.Libraries == nil {
+				p.out.Libraries = map[string]string{}
+			}
+			if _, seen := p.out.Libraries[name]; !seen {
+				p.out.Libraries[name] = outputCleanText(string(f[3]))
+			}
+			return
+		}
+	}
+	p.errorLine(s)
+}
+
+// errorLine records s when it is a tool error.
+func (p *textParser) errorLine(s []byte) {
+	for _, m := range parseTextErrorMarks {
+		if bytes.Contains(s, m) {
+			p.errs.add(p.line, string(s))
+			return
+		}
+	}
+}
+
+// textInfoAt returns where "NCCL INFO" starts in s, or -1. NCCL prefixes
+// its lines with "host:pid:tid [dev] ", so the mark is looked for after the
+// first ']' before searching the whole line: this is the hot path of large
+// NCCL_DEBUG=INFO logs.
+func textInfoAt(s []byte) int {
+	head := s
+	if len(head) > 96 {
+		head = head[:96]
+	}
+	if j := bytes.IndexByte(head, ']'); j >= 0 && j+1+len(parseTextInfoMark) < len(s) && s[j+1] == ' ' &&
+		bytes.Equal(s[j+2:j+2+len(parseTextInfoMark)], parseTextInfoMark) {
+		return j + 2
+	}
+	return bytes.Index(s, parseTextInfoMark)
+}
+
+// versionLine takes the NCCL version from the rest of an "NCCL version
+// 2.25.1+cuda12.8" line.
+func (p *textParser) versionLine(rest []byte) {
+	if p.out.NCCLVersion != "" {
+		return // every rank prints it; the first one is enough
+	}
+	if f := bytes.Fields(rest); len(f) > 0 {
+		p.out.NCCLVersion = outputCleanText(string(f[0]))
+	}
+}
+
+// textSpace reports whether c separates tokens.
+func textSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == 0
+}
+
+// feed cuts b, a piece of a tokenised line, into tokens.
+func (p *textParser) feed(b []byte, ends, final bool) {
+	i, n := 0, len(b)
+	if len(p.partial) > 0 {
+		j := 0
+		for j < n && !textSpace(b[j]) {
+			j++
+		}
+		p.partial = textAppendToken(p.partial, b[:j])
+		if j == n && !ends && !final {
+			return
+		}
+		p.tokGap = p.partialGap
+		p.token(p.partial, j == n && final && !ends)
+		p.partial = p.partial[:0]
+		i = j
+	}
+	for i < n {
+		k := i
+		for i < n && textSpace(b[i]) {
+			i++
+		}
+		p.gap += i - k
+		if i == n {
+			break
+		}
+		j := i
+		for j < n && !textSpace(b[j]) {
+			j++
+		}
+		p.tokGap, p.gap = p.gap, 0
+		if j == n && !ends && !final {
+			p.partial = textAppendToken(p.partial[:0], b[i:j])
+			p.partialGap = p.tokGap
+			return
+		}
+		tok := b[i:j]
+		if len(tok) > parseTextTokenMax {
+			p.partial = textAppendToken(p.partial[:0], tok)
+			tok = p.partial
+			p.partial = p.partial[:0]
+		}
+		p.token(tok, j == n && final && !ends)
+		i = j
+	}
+	if ends || final {
+		p.gap = 0
+		p.endLine()
+	}
+}
+
+// textAppendToken appends more bytes of a token to dst, cutting the token
+// at parseTextTokenMax bytes and marking it.
+func textAppendToken(dst, more []byte) []byte {
+	if len(dst) > parseTextTokenMax {
+		return dst
+	}
+	if len(dst)+len(more) <= parseTextTokenMax {
+		return append(dst, more...)
+	}
+	dst = append(dst, more[:parseTextTokenMax-len(dst)]...)
+	return append(dst, parseTextLongMark...)
+}
+
+// textIsHash reports whether tok starts a comment segment: it starts with
+// '#' and is not the header's "#wrong".
+func textIsHash(tok []byte) bool {
+	return tok[0] == '#' && string(tok) != "#wrong"
+}
+
+// token handles one token of a tokenised line; cut is true when the input
+// ended in it, so it may be incomplete.
+func (p *textParser) token(tok []byte, cut bool) {
+	switch p.mode {
+	case textModeLine:
+		if textIsHash(tok) {
+			p.startSegment(tok, cut)
+			return
+		}
+		p.mode = textModeRow
+		p.rowToken(tok, cut)
+	case textModeRow:
+		p.rowToken(tok, cut)
+	case textModeStamp:
+		p.mode = textModeRow
+		if last := p.lastRow(); last != nil && parseIsClock(tok) {
+			last.Timestamp = string(p.stamp) + " " + string(tok)
+			return
+		}
+		p.rowToken(tok, cut)
+	case textModeSegment:
+		switch {
+		case string(tok) == "size":
+			p.mode = textModeHeader
+			p.segToken(tok)
+		case tok[0] == '(':
+			p.mode = textModeUnits
+		case string(tok) == "out-of-place":
+			p.inPlaceOnly = false
+			p.mode = textModeSkip
+		case string(tok) == "in-place":
+			// rccl-tests -O 0 prints only the in-place block, titled
+			// "# in-place" above the header.
+			p.inPlaceOnly = true
+			p.mode = textModeSkip
+		default:
+			p.mode = textModeComment
+			p.segToken(tok)
+		}
+	case textModeHeader:
+		if !textIsHash(tok) && tok[0] != '(' && !parseDigits(tok) {
+			p.segToken(tok)
+			return
+		}
+		p.endHeader()
+		p.afterSegment(tok, cut)
+	case textModeUnits:
+		if tok[0] == '(' || tok[len(tok)-1] == ')' || tok[0] == '%' {
+			return
+		}
+		p.afterSegment(tok, cut)
+	case textModeComment:
+		if textIsHash(tok) {
+			p.endComment()
+			p.startSegment(tok, cut)
+			return
+		}
+		p.segToken(tok)
+	case textModeSkip:
+		if textIsHash(tok) {
+			p.startSegment(tok, cut)
+		}
+	}
+}
+
+// afterSegment handles the first token after a header or units segment in
+// the same line: rows follow in flattened output.
+func (p *textParser) afterSegment(tok []byte, cut bool) {
+	switch {
+	case textIsHash(tok):
+		p.startSegment(tok, cut)
+	case parseDigits(tok):
+		p.mode = textModeRow
+		p.rowToken(tok, cut)
+	default:
+		p.mode = textModeSkip
+	}
+}
+
+// startSegment starts a comment segment at a '#' token; what follows the
+// '#'s in the token is the segment's first word.
+func (p *textParser) startSegment(tok []byte, cut bool) {
+	p.mode = textModeSegment
+	p.segBuf, p.segToks = p.segBuf[:0], p.segToks[:0]
+	rest := bytes.TrimLeft(tok, "#")
+	if len(rest) > 0 {
+		p.token(rest, cut)
+	}
+}
+
+// segToken keeps a token of the current comment segment.
+func (p *textParser) segToken(tok []byte) {
+	if len(p.segToks) >= parseTextSegMax {
+		return
+	}
+	start := len(p.segBuf)
+	p.segBuf = append(p.segBuf, tok...)
+	p.segToks = append(p.segToks, [2]int{start, len(p.segBuf)})
+}
+
+// seg returns the current segment's tokens.
+func (p *textParser) seg() [][]byte {
+	t := make([][]byte, len(p.segToks))
+	for i, b := range p.segToks {
+		t[i] = p.segBuf[b[0]:b[1]]
+	}
+	return t
+}
+
+// endLine finishes what the line left open.
+func (p *textParser) endLine() {
+	switch p.mode {
+	case textModeRow:
+		p.endRow()
+	case textModeHeader:
+		p.endHeader()
+	case textModeComment:
+		p.endComment()
+	}
+	p.mode = textModeLine
+	p.rowsInLine = 0
+}
+
+// endHeader makes the layout of the rows that follow from the header's
+// column names.
+func (p *textParser) endHeader() {
+	var fields []textField
+	block := int8(-1)
+	hasSize, hasBusBW := false, false
+	for _, t := range p.seg() {
+		name := string(t)
+		if name == "timestamp" {
+			continue
+		}
+		c, timeCol := textHeaderCol(name)
+		if timeCol {
+			block++
+		}
+		hasSize = hasSize || c == textColSize
+		hasBusBW = hasBusBW || c == textColBusBW && block >= 0
+		fields = append(fields, textField{col: c, block: block})
+	}
+	if p.inPlaceOnly {
+		one := true
+		for _, f := range fields {
+			one = one && f.block <= 0
+		}
+		for i := range fields {
+			if one && fields[i].block == 0 {
+				fields[i].block = 1
+			}
+		}
+	}
+	if !hasSize || !hasBusBW {
+		if t := p.seg(); len(t) > 1 && string(t[1]) == "count" {
+			p.warn.add(p.line, "column header not understood, keeping the previous layout: "+string(bytes.Join(t, []byte(" "))))
+		}
+		return
+	}
+	p.lay = newTextLayout(fields)
+	p.headerSeen = true
+}
+
+// endComment handles a finished comment segment other than a header.
+func (p *textParser) endComment() {
+	t := p.seg()
+	if len(t) == 0 {
+		return
+	}
+	is := func(i int, w string) bool { return i < len(t) && string(t[i]) == w }
+	o := p.out
+	switch {
+	case len(t) >= 3 && bytes.HasSuffix(t[0], []byte("-tests")) && is(1, "version"):
+		p.testsVersion(t)
+	case is(0, "Collective") && is(1, "test") && is(2, "starting:") && len(t) >= 4:
+		c := outputCleanText(outputCollective(string(t[3])))
+		if o.Collective == "" {
+			o.Collective = c
+		} else if c != o.Collective && !p.colWarned {
+			p.colWarned = true
+			p.warn.add(p.line, fmt.Sprintf("output of %s_perf follows that of %s_perf; Collective says %s, Rows hold both", c, o.Collective, o.Collective))
+		}
+	case is(0, "nThread"):
+		for i := 0; i+1 < len(t); i++ {
+			if string(t[i]) == "step:" {
+				// "step: 2(factor)" or "step: 1048576(bytes)"
+				if n, ok := bytes.CutSuffix(t[i+1], []byte("(factor)")); ok {
+					if v, ok := parseUint(n); ok && o.StepFactor == 0 {
+						o.StepFactor = v
+					}
+				}
+				continue
+			}
+			v, ok := parseUint(t[i+1])
+			if !ok {
+				continue
+			}
+			switch string(t[i]) {
+			case "nThread":
+				if o.NThreads == 0 && v <= 1<<30 {
+					o.NThreads = int(v)
+				}
+			case "nGpus":
+				if o.NGPUs == 0 && v <= 1<<30 {
+					o.NGPUs = int(v)
+				}
+			case "minBytes":
+				if o.MinBytes == 0 {
+					o.MinBytes = v
+				}
+			case "maxBytes":
+				if o.MaxBytes == 0 {
+					o.MaxBytes = v
+				}
+			}
+		}
+	case is(0, "Rank"):
+		p.rankLine(t)
+	case is(0, "Reducing") && is(1, "maxBytes") && is(2, "to") && len(t) >= 4:
+		if v, ok := parseUint(t[3]); ok && o.ReducedMaxBytes == 0 {
+			o.ReducedMaxBytes = v
+		}
+	case is(0, "Out") && is(1, "of") && is(2, "bounds"):
+		p.boundsLine(t)
+	case is(0, "Avg") && is(1, "bus") && is(2, "bandwidth"):
+		p.avgLine(t)
+	case is(0, "error:"):
+		p.errs.add(p.line, "nccl-tests: error: "+string(bytes.Join(t[1:], []byte(" "))))
+	}
+}
+
+// testsVersion handles "nccl-tests version 2.19.6 nccl-headers=22809
+// nccl-library=22809", with or without the '#' (rccl-tests 2.17 prints
+// "rccl-tests version 2.17.9-develop:2596ca5f71 rccl-headers=22803
+// rccl-library=22707"), given as tokens.
+func (p *textParser) testsVersion(t [][]byte) {
+	o := p.out
+	if o.TestsVersion == "" {
+		o.TestsVersion = outputCleanText(string(t[2]))
+	}
+	for _, x := range t[3:] {
+		if i := bytes.Index(x, []byte("-library=")); i > 0 && o.NCCLVersion == "" {
+			if code, ok := parseUint(x[i+len("-library="):]); ok {
+				o.NCCLVersion = outputNCCLVersion(code)
+			}
+		}
+	}
+}
+
+// textAfterColon returns the tokens after the first ':' token (or the first
+// token that ends with ':').
+func textAfterColon(t [][]byte) [][]byte {
+	for i, x := range t {
+		if len(x) > 0 && x[len(x)-1] == ':' {
+			return t[i+1:]
+		}
+	}
+	return nil
+}
+
+// boundsLine handles "# Out of bounds values : 0 OK".
+func (p *textParser) boundsLine(t [][]byte) {
+	v := textAfterColon(t)
+	n, ok := int64(0), len(v) > 0
+	if ok {
+		n, ok = parseUint(v[0])
+	}
+	if !ok || n > math.MaxInt32 {
+		p.warn.add(p.line, "footer line not understood: "+string(bytes.Join(t, []byte(" "))))
+		return
+	}
+	o := p.out
+	o.FooterSeen = true
+	if o.OutOfBounds < 0 {
+		o.OutOfBounds = 0
+	}
+	o.OutOfBounds += int(n)
+	if len(v) > 1 && string(v[1]) == "FAILED" {
+		o.OutOfBoundsFailed = true
+	}
+}
+
+// avgLine handles "# Avg bus bandwidth    : 103.407 " (with "OK" or
+// "FAILED" after it when NCCL_TESTS_MIN_BW is set).
+func (p *textParser) avgLine(t [][]byte) {
+	v := textAfterColon(t)
+	f, ok := 0.0, len(v) > 0
+	if ok {
+		f, ok = parseFloat(v[0])
+	}
+	if !ok {
+		p.warn.add(p.line, "footer line not understood: "+string(bytes.Join(t, []byte(" "))))
+		return
+	}
+	if p.out.AvgBusBW < 0 {
+		p.out.AvgBusBW = f
+	}
+	if len(v) > 1 && string(v[1]) == "FAILED" {
+		p.warn.add(p.line, "nccl-tests reports the average bus bandwidth "+string(v[0])+" GB/s as FAILED (below NCCL_TESTS_MIN_BW)")
+	}
+}
+
+// rankLine handles "#  Rank  0 Group  0 Pid   1550 on vm device  0
+// [0000:00:06] NVIDIA H200" and the older "#   Rank  0 Pid 1550 on vm
+// device  0 [0x06] Tesla V100".
+func (p *textParser) rankLine(t [][]byte) {
+	var r Rank
+	i, ok := 1, true
+	num := func() int {
+		if i >= len(t) {
+			ok = false
+			return 0
+		}
+		v, good := parseInt(t[i])
+		ok = ok && good
+		i++
+		return v
+	}
+	word := func(w string) {
+		if i >= len(t) || string(t[i]) != w {
+			ok = false
+		}
+		i++
+	}
+	r.Rank = num()
+	if i < len(t) && string(t[i]) == "Group" {
+		i++
+		r.Group = num()
+	}
+	word("Pid")
+	r.Pid = num()
+	word("on")
+	if i < len(t) {
+		r.Host = p.intern(t[i])
+	}
+	i++
+	word("device")
+	r.Device = num()
+	if !ok {
+		p.warn.add(p.line, "rank line not understood: "+string(bytes.Join(t, []byte(" "))))
+		return
+	}
+	if i < len(t) && len(t[i]) >= 2 && t[i][0] == '[' && t[i][len(t[i])-1] == ']' {
+		r.BusID = outputCleanText(string(t[i][1 : len(t[i])-1]))
+		i++
+	}
+	if i < len(t) {
+		r.DeviceName = outputCleanText(string(bytes.Join(t[i:], []byte(" "))))
+	}
+	if strings.HasSuffix(r.DeviceName, "...") {
+		p.warn.add(p.line, "rank list cut by nccl-tests (it prints at most 2048 bytes of rank lines per process): ranks may be missing")
+	}
+	p.out.Ranks = append(p.out.Ranks, r)
+}
+
+// intern returns b as a string, shared between equal names.
+func (p *textParser) intern(b []byte) string {
+	if s, ok := p.strs[string(b)]; ok {
+		return s
+	}
+	s := outputCleanText(string(b))
+	if len(p.strs) < parseTextInternMax {
+		p.strs[string(b)] = s
+	}
+	return s
+}
+
+// rowToken handles a token in row mode.
+func (p *textParser) rowToken(tok []byte, cut bool) {
+	if textIsHash(tok) {
+		p.endRow()
+		p.startSegment(tok, cut)
+		return
+	}
+	if len(p.rowToks) == 0 && p.rowsInLine > 0 && parseIsDate(tok) {
+		p.stamp = append(p.stamp[:0], tok...)
+		p.mode = textModeStamp
+		return
+	}
+	if len(p.rowToks) == p.lay.npre {
+		p.rowGap = p.tokGap
+	}
+	start := len(p.rowBuf)
+	p.rowBuf = append(p.rowBuf, tok...)
+	p.rowToks = append(p.rowToks, [2]int{start, len(p.rowBuf)})
+	p.rowCut = cut
+	if len(p.rowToks) == len(p.lay.fields) {
+		p.endRow()
+	}
+}
+
+// rowTok returns the i-th token of the current row.
+func (p *textParser) rowTok(i int) []byte {
+	b := p.rowToks[i]
+	return p.rowBuf[b[0]:b[1]]
+}
+
+// rowText returns the current row's tokens joined by spaces.
+func (p *textParser) rowText() string {
+	var sb strings.Builder
+	for i := range p.rowToks {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.Write(p.rowTok(i))
+		if sb.Len() > outputDiagTextMax {
+			break
+		}
+	}
+	return sb.String()
+}
+
+// endRow finishes the current row: a whole one is kept, a short or bad one
+// reported.
+func (p *textParser) endRow() {
+	n := len(p.rowToks)
+	if n == 0 {
+		return
+	}
+	defer func() {
+		p.rowBuf, p.rowToks, p.rowCut, p.rowGap = p.rowBuf[:0], p.rowToks[:0], false, 0
+	}()
+	width := len(p.lay.fields)
+	var row Row
+	bad := -1
+	fields := p.lay.fields
+	switch {
+	case n == width:
+		bad = p.fillRow(&row, fields)
+	case n == len(p.lay.short) && p.rowGap >= textNullGap:
+		fields = p.lay.short
+		bad = p.fillRow(&row, fields)
+	default:
+		fields = fields[:n]
+		bad = p.fillRow(&row, fields)
+		if bad < 0 {
+			bad = n // valid as far as it goes, but short
+		}
+	}
+	switch {
+	case bad < 0 && p.rowCut:
+		p.errs.add(p.line, "last result row has no line end: output truncated: "+p.rowText())
+	case bad < 0:
+		p.addRow(row)
+		p.rowsInLine++
+	case bad == n && (p.rowsInLine == 0 || p.rowCut):
+		p.errs.add(p.line, fmt.Sprintf("result row cut short after %d of %d columns (output truncated?): %s", n, width, p.rowText()))
+	case bad == n:
+		p.warn.add(p.line, fmt.Sprintf("%d columns after the line's last result row not understood: %s", n, p.rowText()))
+	default:
+		col := textColSkip
+		if bad < len(fields) {
+			col = fields[bad].col
+		}
+		p.warn.add(p.line, fmt.Sprintf("result row not understood: column %d (%s) is %q: %s", bad+1, textColNames[col], outputCleanText(string(p.rowTok(bad))), p.rowText()))
+	}
+}
+
+// addRow keeps a row.
+func (p *textParser) addRow(r Row) {
+	if len(p.cur) == cap(p.cur) {
+		if p.cur != nil {
+			p.rows = append(p.rows, p.cur)
+		}
+		p.cur = make([]Row, 0, min(max(2*cap(p.cur), 64), 1<<14))
+	}
+	p.cur = append(p.cur, r)
+	p.nrows++
+}
+
+// lastRow returns the last row kept, or nil.
+func (p *textParser) lastRow() *Row {
+	if len(p.cur) == 0 {
+		return nil
+	}
+	return &p.cur[len(p.cur)-1]
+}
+
+// newPerf returns a new Perf from a slab, which costs fewer allocations
+// than one each.
+func (p *textParser) newPerf() *Perf {
+	if len(p.perfs) == 0 {
+		p.perfs = make([]Perf, 256)
+	}
+	f := &p.perfs[0]
+	p.perfs = p.perfs[1:]
+	return f
+}
+
+// name returns tok as an interned name (a type or an op), reusing *last
+// when it repeats, as it does on every row of a table; ok is false when tok
+// is not a name.
+func (p *textParser) name(tok []byte, last *string) (string, bool) {
+	if string(tok) == *last {
+		return *last, true
+	}
+	if !parseWord(tok) {
+		return "", false
+	}
+	*last = p.intern(tok)
+	return *last, true
+}
+
+// fillRow fills row from the current row tokens by fields (one field per
+// token) and returns the index of the first token that does not parse, or
+// -1.
+func (p *textParser) fillRow(row *Row, fields []textField) int {
+	row.Line, row.Root = p.line, -1
+	perf := [2]Perf{{Wrong: -1}, {Wrong: -1}}
+	var have [2]bool
+	for i, f := range fields {
+		tok := p.rowTok(i)
+		var pf *Perf
+		if f.block == 0 || f.block == 1 {
+			pf = &perf[f.block]
+			have[f.block] = true
+		}
+		ok := true
+		switch f.col {
+		case textColSize:
+			row.Size, ok = parseUint(tok)
+		case textColCount:
+			row.Count, ok = parseUint(tok)
+		case textColType:
+			row.Type, ok = p.name(tok, &p.lastType)
+		case textColRedop:
+			row.Redop, ok = p.name(tok, &p.lastRedop)
+		case textColRoot:
+			row.Root, ok = parseInt(tok)
+		case textColWrong:
+			var w int64
+			if w, ok = parseWrong(tok); ok && pf != nil {
+				pf.Wrong = w
+			}
+		case textColError:
+			var v float64
+			if string(tok) != "N/A" {
+				v, ok = parseFloat(tok)
+			}
+			if ok && pf != nil {
+				pf.MaxError, pf.Wrong = v, -1
+			}
+		case textColSkip:
+		default:
+			var v float64
+			if v, ok = parseFloat(tok); ok && pf != nil {
+				switch f.col {
+				case textColTime:
+					pf.Time = v
+				case textColAlgBW:
+					pf.AlgBW = v
+				case textColBusBW:
+					pf.BusBW = v
+				case textColIMin:
+					pf.IMin = v
+				case textColIMax:
+					pf.IMax = v
+				case textColIP99:
+					pf.IP99 = v
+				case textColICV:
+					pf.ICV = v
+				}
+			}
+		}
+		if !ok {
+			return i
+		}
+	}
+	for b := 0; b < 2; b++ {
+		if !have[b] {
+			continue
+		}
+		pf := p.newPerf()
+		*pf = perf[b]
+		if b == 0 {
+			row.OutOfPlace = pf
+		} else {
+			row.InPlace = pf
+		}
+	}
+	return -1
+}
+
+// result finishes the parse and returns the Output.
+func (p *textParser) result() *Output {
+	o := p.out
+	if len(p.rows) == 0 {
+		o.Rows = p.cur
+	} else {
+		o.Rows = make([]Row, 0, p.nrows)
+		for _, c := range p.rows {
+			o.Rows = append(o.Rows, c...)
+		}
+		o.Rows = append(o.Rows, p.cur...)
+	}
+	o.Errors = p.errs.done("errors")
+	o.Warnings = p.warn.done("warnings")
+	o.RankCount = len(o.Ranks)
+	o.Groups = outputGroups(o.Ranks)
+	return o
+}

@@ -1,0 +1,246 @@
+// Package rccl is the test plugin for AMD's rccl-tests (all_reduce_perf,
+// alltoall_perf, ...), the ROCm fork of nccl-tests: it plans their command
+// lines and parses their text output and the Reporter file they write with
+// -Z json into busbw/algbw curves and correctness checks. The text layout
+// is nccl-tests', read by plugins/internal/nccltests; what is rccl-tests'
+// own (the Reporter file, -O, stress cycles, "RCCL version :" lines) is
+// here or there, marked as such.
+package rccl
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/nccltests"
+)
+
+// PluginName is the plugin's name: its tests are "rccl.NAME".
+const PluginName = "rccl"
+
+// Version is the plugin's version, reported by Describe.
+const Version = "0.1.0"
+
+// Collectives are the rccl-tests binaries the plugin offers, by test name;
+// the binary is NAME_perf.
+var Collectives = []string{"all_reduce", "all_gather", "reduce_scatter", "alltoall", "alltoallv", "broadcast", "reduce", "sendrecv", "gather", "scatter"}
+
+// Params are the parameters every rccl test takes, with defaults.
+var Params = []pluginapi.Param{
+	{Name: "bindir", Description: "folder holding the rccl-tests binaries (e.g. /opt/rccl-tests/build); empty: found on PATH"},
+	{Name: "minbytes", Default: "8", Unit: "bytes", Description: "smallest message size (-b); K/M/G suffixes are binary"},
+	{Name: "maxbytes", Default: "1G", Unit: "bytes", Description: "largest message size (-e)"},
+	{Name: "stepfactor", Default: "2", Description: "size multiplication factor between sizes (-f)"},
+	{Name: "iters", Unit: "iterations", Description: "timed iterations per size (-n); empty: rccl-tests' default (20)"},
+	{Name: "warmup", Unit: "iterations", Description: "warmup iterations (-w); empty: rccl-tests' default (1)"},
+	{Name: "check", Default: "1", Unit: "iterations", Description: "correctness-check iterations (-c); 0 turns validation off"},
+	{Name: "datatype", Description: "data type (-d), e.g. float, bfloat16; empty: float"},
+	{Name: "op", Description: "reduction (-o), e.g. sum; empty: sum"},
+	{Name: "outofplace", Description: "rccl-tests -O: 0 measures in-place only, 1 out-of-place only; empty: both"},
+	{Name: "cycles", Unit: "cycles", Description: "run the whole sweep this many times (-N), each cycle judged; empty: once"},
+	{Name: "report", Default: "json", Description: "structured output rccl-tests writes beside its text (-Z json, one object per size and placement); none for binaries without it"},
+	{Name: "report_flag", Default: "-x", Description: "flag naming the report file: -x (--output_file) in rccl-tests up to 2.17, -X (--rccl_output_file) in later ones"},
+	{Name: "mode", Description: "single: one process per node drives all its GPUs (-g G); mpi: one MPI rank per GPU (-g 1). Empty: single on one node, mpi on several"},
+	{Name: "extra", Description: "extra rccl-tests arguments, space-separated"},
+	{Name: "env.NAME", Description: "environment variable NAME for every rank, e.g. the AINIC settings env.NCCL_IB_HCA=ionic_0,...,ionic_7 env.NCCL_IB_GID_INDEX=1 env.NCCL_IB_TC=104"},
+}
+
+var curveLabels = []string{"placement=out-of-place|in-place", "type", "redop", "root", "cycle"}
+
+// Plugin implements pluginapi.Plugin for rccl-tests.
+type Plugin struct{}
+
+// Describe implements pluginapi.Plugin.
+func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
+	d := pluginapi.Description{Name: PluginName, Version: Version}
+	for _, c := range Collectives {
+		d.Tests = append(d.Tests, pluginapi.TestInfo{
+			Name:        c,
+			Description: fmt.Sprintf("rccl-tests %s_perf: busbw/algbw curve over message sizes, out-of-place and in-place, with data validation", c),
+			Params:      Params,
+			Metrics: []pluginapi.MetricInfo{
+				{Name: "busbw", Unit: "GB/s", Description: "bus bandwidth per size (rccl-tests doc/PERFORMANCE.md)", Labels: curveLabels},
+				{Name: "algbw", Unit: "GB/s", Description: "algorithm bandwidth per size: size / time", Labels: curveLabels},
+				{Name: "time", Unit: "us", Description: "time per operation per size", Labels: curveLabels},
+				{Name: "avg_busbw", Unit: "GB/s", Description: "rccl-tests' own average over every size (latency-bound sizes included)"},
+			},
+		})
+	}
+	return d, nil
+}
+
+type settings struct {
+	bindir, minb, maxb, factor, iters, warmup, check, dtype, op, outofplace, cycles, report, reportFlag, mode string
+	extra                                                                                                     []string
+	env                                                                                                       map[string]string
+}
+
+func parseParams(p map[string]string) (settings, error) {
+	s := settings{minb: "8", maxb: "1G", factor: "2", check: "1", report: "json", reportFlag: "-x", env: map[string]string{}}
+	known := map[string]bool{}
+	for _, d := range Params {
+		known[d.Name] = true
+	}
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := p[k]
+		if name, ok := strings.CutPrefix(k, "env."); ok {
+			if name == "" || strings.ContainsAny(name, "= \t\n") {
+				return s, fmt.Errorf("parameter %q: not a variable name", k)
+			}
+			s.env[name] = v
+			continue
+		}
+		if !known[k] {
+			names := make([]string, 0, len(Params))
+			for _, d := range Params {
+				names = append(names, d.Name)
+			}
+			return s, fmt.Errorf("unknown parameter %q (known: %s)", k, strings.Join(names, ", "))
+		}
+		switch k {
+		case "bindir":
+			s.bindir = v
+		case "minbytes", "maxbytes":
+			if _, err := result.ParseBytes(v); err != nil {
+				return s, fmt.Errorf("parameter %s: %w", k, err)
+			}
+			if k == "minbytes" {
+				s.minb = v
+			} else {
+				s.maxb = v
+			}
+		case "stepfactor", "iters", "warmup", "check", "cycles":
+			if v != "" {
+				if n, err := strconv.Atoi(v); err != nil || n < 0 {
+					return s, fmt.Errorf("parameter %s: %q is not a non-negative integer", k, v)
+				}
+			}
+			*map[string]*string{"stepfactor": &s.factor, "iters": &s.iters, "warmup": &s.warmup, "check": &s.check, "cycles": &s.cycles}[k] = v
+		case "datatype":
+			s.dtype = v
+		case "op":
+			s.op = v
+		case "outofplace":
+			if v != "" && v != "0" && v != "1" {
+				return s, fmt.Errorf("parameter outofplace: %q is not 0, 1 or empty", v)
+			}
+			s.outofplace = v
+		case "report":
+			if v != "json" && v != "none" {
+				return s, fmt.Errorf("parameter report: %q is not json or none", v)
+			}
+			s.report = v
+		case "report_flag":
+			if v != "-x" && v != "-X" {
+				return s, fmt.Errorf("parameter report_flag: %q is not -x or -X", v)
+			}
+			s.reportFlag = v
+		case "mode":
+			if v != "" && v != "single" && v != "mpi" {
+				return s, fmt.Errorf("parameter mode: %q is not single or mpi", v)
+			}
+			s.mode = v
+		case "extra":
+			s.extra = strings.Fields(v)
+		}
+	}
+	return s, nil
+}
+
+// ReportName is the file the plugin asks rccl-tests to write with -Z json.
+func ReportName(test string) string { return test + ".json" }
+
+func knownCollective(t string) bool {
+	for _, c := range Collectives {
+		if c == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Plan implements pluginapi.Plugin.
+func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
+	if !knownCollective(req.Test) {
+		return plan.Plan{}, fmt.Errorf("unknown test rccl.%s (known: %s)", req.Test, strings.Join(Collectives, ", "))
+	}
+	s, err := parseParams(req.Params)
+	if err != nil {
+		return plan.Plan{}, fmt.Errorf("rccl.%s: %w", req.Test, err)
+	}
+	t := req.Topology
+	if t.Nodes < 1 || t.GPUsPerNode < 1 {
+		return plan.Plan{}, fmt.Errorf("rccl.%s: topology %s: nodes and GPUs per node must be >= 1", req.Test, t)
+	}
+	mode := s.mode
+	if mode == "" {
+		mode = "single"
+		if t.Nodes > 1 {
+			mode = "mpi"
+		}
+	}
+	bin := req.Test + "_perf"
+	if s.bindir != "" {
+		bin = filepath.Join(s.bindir, bin)
+	}
+	step := plan.Step{Name: req.Test, Env: s.env}
+	gpusPerProc := t.GPUsPerNode
+	if mode == "mpi" {
+		step.Procs, step.ProcsPerNode, step.MPI, gpusPerProc = t.Ranks(), t.GPUsPerNode, true, 1
+	} else {
+		step.Procs, step.ProcsPerNode, step.MPI = t.Nodes, 1, t.Nodes > 1
+	}
+	argv := []string{bin, "-b", s.minb, "-e", s.maxb, "-f", s.factor, "-g", strconv.Itoa(gpusPerProc)}
+	for _, o := range []struct{ flag, v string }{{"-c", s.check}, {"-n", s.iters}, {"-w", s.warmup}, {"-d", s.dtype}, {"-o", s.op}, {"-O", s.outofplace}, {"-N", s.cycles}} {
+		if o.v != "" {
+			argv = append(argv, o.flag, o.v)
+		}
+	}
+	argv = append(argv, s.extra...)
+	if s.report == "json" {
+		argv = append(argv, s.reportFlag, ReportName(req.Test), "-Z", "json")
+		step.Files = []string{ReportName(req.Test)}
+	}
+	if len(step.Env) == 0 {
+		step.Env = nil
+	}
+	step.Argv = argv
+	return plan.Plan{Steps: []plan.Step{step}}, nil
+}
+
+// GenericDevice reports the device name HIP gives GPUs missing from its
+// marketing-name table: rccl-tests 2.17 on MI355X prints "AMD Radeon
+// Graphics" (seed 004), which names no model, so no GPU model check is
+// made on it.
+func GenericDevice(name string) bool {
+	return strings.EqualFold(strings.TrimSpace(name), "AMD Radeon Graphics")
+}
+
+// Parse implements pluginapi.Plugin.
+func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
+	if len(req.Outputs) == 0 {
+		return result.Parsed{Error: "no outputs to parse"}, nil
+	}
+	var expectMax, factor int64
+	if len(req.Params) > 0 {
+		if s, err := parseParams(req.Params); err == nil {
+			if v, err := result.ParseBytes(s.maxb); err == nil {
+				expectMax = v
+			}
+			factor, _ = strconv.ParseInt(s.factor, 10, 64)
+		}
+	}
+	return nccltests.Results(req.Outputs, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor,
+		InfoPrefix: "rccl", ParseFile: ParseReport, GenericDevice: GenericDevice}), nil
+}
