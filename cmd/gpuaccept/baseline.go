@@ -17,12 +17,16 @@ import (
 
 func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
-		return exitUsage, usageError{errors.New("baseline: want validate [FILE...] or show SKU")}
+		return exitUsage, usageError{errors.New("baseline: want validate [FILE...], show SKU, record or diff OLD NEW")}
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
-		fmt.Fprint(stderr, "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n       gpuaccept baseline show SKU\n")
+		fmt.Fprint(stderr, baselineUsage)
 		return exitOK, nil
+	case "record":
+		return cmdBaselineRecord(args[1:], stdout, stderr)
+	case "diff":
+		return cmdBaselineDiff(args[1:], stdout, stderr)
 	case "validate":
 		var c common
 		fs := newFlags("baseline validate", "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n", stderr)
@@ -109,7 +113,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		return exitOK, nil
 	}
-	return exitUsage, usageError{fmt.Errorf("baseline %q: want validate or show", args[0])}
+	return exitUsage, usageError{fmt.Errorf("baseline %q: want validate, show, record or diff", args[0])}
 }
 
 func labelText(l map[string]string) string {
