@@ -168,7 +168,8 @@ func DefaultOptions() Options {
 // of its sigmas cover the normal run-to-run noise, so a healthy run seldom
 // warns, and fail sits at twice that. No run used to record may warn (worst
 // + 1), and the floors stand in for the spread that a handful of runs (or
-// one) cannot show.
+// one) cannot show. fail is at most 99 and warn at most 94: a wider floor
+// could never fail.
 func Band(values []float64, floorFail, floorWarn float64) (median, fail, warn float64) {
 	m := Median(values)
 	dev := make([]float64, len(values))
@@ -188,7 +189,9 @@ func Band(values []float64, floorFail, floorWarn float64) (median, fail, warn fl
 	}
 	warn = math.Max(floorWarn, math.Max(math.Ceil(3*rel), math.Ceil(worst+1)))
 	fail = math.Max(floorFail, math.Max(math.Ceil(6*rel), warn+5))
-	return m, fail, warn
+	// A floor at -100% or lower cannot fail; runs that far apart make a
+	// band that is nearly so, which diff and review will show.
+	return m, math.Min(fail, 99), math.Min(warn, 94)
 }
 
 // Median of values; NaN for none. values is not changed.
