@@ -142,7 +142,9 @@ func TestLoad(t *testing.T) {
 		want string
 	}{
 		{"errored test", func(r *result.Run) { r.Tests[0].Status, r.Tests[0].Message = result.Error, "truncated" }, "test nccl.all_reduce ended in error (truncated): record only good runs"},
-		{"wrong data", func(r *result.Run) { r.Tests[0].Checks = []result.Check{{Name: "data validation", Message: "#wrong 3"}} }, "test nccl.all_reduce failed its data validation check (#wrong 3)"},
+		{"wrong data", func(r *result.Run) {
+			r.Tests[0].Checks = []result.Check{{Name: "data validation", Message: "#wrong 3"}}
+		}, "test nccl.all_reduce failed its data validation check (#wrong 3)"},
 		{"bad scope", func(r *result.Run) { r.Tests[0].Scope = "2by8" }, `test nccl.all_reduce: scope "2by8": want NODESxGPUS`},
 	}
 	for _, c := range cases {
