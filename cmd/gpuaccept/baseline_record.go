@@ -37,9 +37,11 @@ baseline). Everything else in the file stays. A RUN is
   - a results folder (its results.json: gpuaccept run, or check --out),
   - a folder of raw outputs laid out as a results folder's raw/ (one
     folder per test, e.g. nccl.all_reduce/all_reduce.log), or
-  - TEST=LOGFILE, e.g. nccl.all_reduce=run1/all_reduce.log (a LOGFILE.json
-    beside it, nccl-tests -J, joins it);
-raw folders and logs need --nodes and --gpus-per-node. Runs that errored
+  - TEST=LOGFILE or TEST@NxG=LOGFILE, e.g. nccl.all_reduce=run1/all_reduce.log
+    or nccl.all_gather@8x4=big.log (a LOGFILE.json beside it, nccl-tests -J,
+    joins it);
+raw folders and logs need the scope they ran at: --nodes and
+--gpus-per-node, or @NxG on the log. Runs that errored
 or failed a correctness check are refused.
 
 With --repeat N, record runs the suite N times itself (gpuaccept run with
@@ -133,7 +135,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	note := fmt.Sprintf("Entries whose source begins \"median of\" were written on %s by:\n%s", opt.Now.Format("2006-01-02"), command)
+	note := fmt.Sprintf("Per-size entries recorded on %s by:\n%s", opt.Now.Format("2006-01-02"), command)
 	out, err := record.Merge(data, s.File, entries, note)
 	if err != nil {
 		return exitUsage, err
@@ -189,6 +191,13 @@ func skuFileData(dir string, s *sku.SKU) ([]byte, error) {
 // loadRun reads one RUN argument of record into samples.
 func loadRun(ctx context.Context, host *pluginapi.Host, s *sku.SKU, topo plan.Topology, in string) ([]record.Sample, error) {
 	if test, file, ok := strings.Cut(in, "="); ok && strings.Contains(test, ".") {
+		if name, scope, ok := strings.Cut(test, "@"); ok {
+			sc, err := record.ParseScope(scope)
+			if err != nil {
+				return nil, usageError{fmt.Errorf("run %s: %w", in, err)}
+			}
+			test, topo = name, plan.Topology{Nodes: sc.Nodes, GPUsPerNode: sc.GPUsPerNode}
+		}
 		files := []string{file}
 		if js := strings.TrimSuffix(file, filepath.Ext(file)) + ".json"; js != file && regularFile(js) {
 			files = append(files, js)

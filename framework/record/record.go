@@ -373,7 +373,11 @@ func labelText(l map[string]string) string {
 // command), so that eight runs of one command read as one line.
 func source(test string, sc sku.Scope, runs []Sample, n int, opt Options) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "median of %d runs of %s at %s, band from their spread (baselines/README.md, Recording a baseline)", n, test, sc)
+	if n == 1 {
+		fmt.Fprintf(&b, "values of one run of %s at %s, band: the floors, as one run has no spread (baselines/README.md, Recording a baseline)", test, sc)
+	} else {
+		fmt.Fprintf(&b, "median of %d runs of %s at %s, band from their spread (baselines/README.md, Recording a baseline)", n, test, sc)
+	}
 	if !opt.Now.IsZero() {
 		fmt.Fprintf(&b, ", recorded %s", opt.Now.UTC().Format("2006-01-02"))
 	}

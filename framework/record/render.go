@@ -153,7 +153,7 @@ func quote(s string) string {
 // test, scope and metric as a new entry are replaced (the new ones take the
 // place of the first old one); summary entries and everything else stay.
 // A replaced entry's ceiling carries over to the new entry with the same
-// labels. Text before the baselines list, comments included, is kept; the
+// labels, and so does its dip check. Text before the baselines list, comments included, is kept; the
 // list itself is rewritten in the shipped layout. The result is parsed
 // again, so what Merge returns is a valid SKU file. name is the file name
 // for messages.
@@ -175,6 +175,7 @@ func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte,
 		replaced[key{e.Test, e.Scope, e.Metric}] = true
 	}
 	ceil := map[string]float64{}
+	dip := map[string]*sku.Dip{}
 	var list []*sku.Entry
 	placed := map[key]bool{}
 	for _, e := range old.Baselines {
@@ -186,6 +187,10 @@ func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte,
 		if e.Ceiling > 0 {
 			ceil[fmt.Sprint(k, labelText(e.Labels))] = e.Ceiling
 			ceil[fmt.Sprint(k)] = e.Ceiling
+		}
+		if e.Dip != nil {
+			dip[fmt.Sprint(k, labelText(e.Labels))] = e.Dip
+			dip[fmt.Sprint(k)] = e.Dip
 		}
 		if !placed[k] {
 			placed[k] = true
@@ -200,6 +205,13 @@ func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte,
 		k := key{n.Test, n.Scope, n.Metric}
 		if !placed[k] {
 			list = append(list, n)
+		}
+		if n.Dip == nil {
+			if d, ok := dip[fmt.Sprint(k, labelText(n.Labels))]; ok {
+				n.Dip = d
+			} else {
+				n.Dip = dip[fmt.Sprint(k)]
+			}
 		}
 		if n.Ceiling == 0 {
 			if c, ok := ceil[fmt.Sprint(k, labelText(n.Labels))]; ok {

@@ -124,7 +124,7 @@ func TestShippedBaselines(t *testing.T) {
 		assert.Assert(t, paths > 0, "source of %s names no recording: %q", e.Test, e.Source)
 	}
 	_, err = cat.Get("h999")
-	assert.ErrorContains(t, err, `unknown SKU "h999" (known: h200`)
+	assert.ErrorContains(t, err, `unknown SKU "h999" (known: a100-ndmv4, b200-a4, gb200-a4x, h100, h200`)
 }
 
 func TestLoadErrors(t *testing.T) {
