@@ -91,8 +91,13 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 		}
 		return t
 	case len(entries) == 0:
-		// Correctness checks still count without a baseline; say both.
-		t.Status = result.Worst(statuses...)
+		// Failed correctness gates still fail without a baseline; say both.
+		// A warning alone does not make a judged test of it: nothing was
+		// compared, and a warn would read as signed off (exit 0).
+		t.Status = result.Skip
+		if w := result.Worst(statuses...); w == result.Fail || w == result.Error {
+			t.Status = w
+		}
 		t.Message = strings.Join(append(problems, noBaseline), "; ")
 		return t
 	case !matchedAny && len(p.Metrics) > 0:

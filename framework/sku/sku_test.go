@@ -112,16 +112,24 @@ func TestShippedBaselines(t *testing.T) {
 	assert.Assert(t, is.Contains(cat.Names(), "h200"))
 	h := cat.SKUs["h200"]
 	assert.Assert(t, len(h.Entries("nccl.all_reduce", Scope{1, 2})) == 2)
-	for _, e := range h.Baselines {
-		paths := 0
-		for _, w := range strings.FieldsFunc(e.Source, func(r rune) bool { return r == ' ' || r == ',' || r == ':' }) {
-			if strings.HasPrefix(w, "testdata/") {
-				paths++
-				_, err := os.Stat("../../" + w)
-				assert.NilError(t, err, "source of %s names a recording that is not in the repository", e.Test)
+	// Every value names where it comes from: a recording in the repository
+	// (which must exist), a seed page, or a public page.
+	for _, name := range cat.Names() {
+		for _, e := range cat.SKUs[name].Baselines {
+			cited := 0
+			for _, w := range strings.FieldsFunc(e.Source, func(r rune) bool { return r == ' ' || r == ',' || r == ';' || r == '(' || r == ')' }) {
+				w = strings.TrimSuffix(w, ":")
+				switch {
+				case strings.HasPrefix(w, "testdata/"):
+					cited++
+					_, err := os.Stat("../../" + w)
+					assert.NilError(t, err, "%s: source of %s names a recording that is not in the repository", name, e.Test)
+				case strings.HasPrefix(w, "seeds/0") && strings.HasSuffix(w, ".txt"), strings.HasPrefix(w, "https://"):
+					cited++
+				}
 			}
+			assert.Assert(t, cited > 0, "%s line %d: source of %s names no recording, seed or page: %q", name, e.Line, e.Test, e.Source)
 		}
-		assert.Assert(t, paths > 0, "source of %s names no recording: %q", e.Test, e.Source)
 	}
 	_, err = cat.Get("h999")
 	assert.ErrorContains(t, err, `unknown SKU "h999" (known: a100-ndmv4, b200-a4, gb200-a4x, h100, h200`)
