@@ -50,7 +50,7 @@ func TestParseCurveBad(t *testing.T) {
 	cases := []struct {
 		name, from, to, want string
 	}{
-		{"unknown summary", "summary: mean", "summary: median", `t.yaml: line 3: field summary: "median" is not one of peak, largest, mean`},
+		{"unknown summary", "summary: mean", "summary: median", `t.yaml: line 8: field summary: "median" is not one of peak, largest, mean`},
 		{"mean over every size misleads", "    range: {from: 64M, to: 8G}\n", "", "field range: a mean needs range.from"},
 		{"summary with points", "    summary: mean\n    range: {from: 64M, to: 8G}\n    value: 171.8\n", "    summary: mean\n    range: {from: 64M, to: 8G}\n    points: [{size: 1G, value: 3}]\n", "field summary: a summary is one number"},
 		{"empty range", "range: {from: 64M, to: 8G}", "range: {from: 8G, to: 64M}", "line 9: field range: to 67108864 is below from"},

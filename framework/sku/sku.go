@@ -105,6 +105,26 @@ type Entry struct {
 	// run with date, machine and versions).
 	Source string `yaml:"source"`
 	Line   int    `yaml:"-"`
+	// fieldLines are the lines of the entry's keys, so that an error about
+	// a field names the field's own line.
+	fieldLines map[string]int
+}
+
+// lineFor picks the line an entry's validation error belongs to: the line
+// of the field the message names ("field unit: ..."), else the entry's.
+func (e *Entry) lineFor(err error) int {
+	rest, ok := strings.CutPrefix(err.Error(), "field ")
+	if !ok {
+		return e.Line
+	}
+	name := rest
+	if i := strings.IndexAny(rest, ":./ "); i >= 0 {
+		name = rest[:i]
+	}
+	if l, ok := e.fieldLines[name]; ok {
+		return l
+	}
+	return e.Line
 }
 
 // Point is one expected value of a curve.
@@ -171,6 +191,10 @@ func (e *Entry) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*e = Entry(r.entryFields)
 	e.Line = n.Line
+	e.fieldLines = map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		e.fieldLines[n.Content[i].Value] = n.Content[i].Line
+	}
 	if r.Band.Kind != 0 {
 		b, err := decodeBand(&r.Band)
 		if err != nil {
@@ -365,7 +389,7 @@ func (s *SKU) validate() error {
 			if strings.HasPrefix(err.Error(), "line ") {
 				return err // already names a more precise line
 			}
-			return fmt.Errorf("line %d: %w", e.Line, err)
+			return fmt.Errorf("line %d: %w", e.lineFor(err), err)
 		}
 	}
 	return nil

@@ -64,7 +64,7 @@ func TestParseBad(t *testing.T) {
 		{"relative floor written positive", `min: "-10%"`, `min: "10%"`, `line 18: field band.min: bound "10%": a floor`},
 		{"absolute floor written as ceiling", `>= 300 GB/s`, `<= 300 GB/s`, `field band.min: bound "<= 300 GB/s": a floor (min, warn_min) is written with >=`},
 		{"bits instead of bytes in a bound", `>= 300 GB/s`, `>= 300 Gb/s`, `line 22: field band: bound ">= 300 Gb/s" is in Gb/s but the entry's unit is GB/s`},
-		{"unknown unit", "unit: GB/s", "unit: GBps", `line 13: field unit: "GBps" is not one of`},
+		{"unknown unit", "unit: GB/s", "unit: GBps", `line 16: field unit: "GBps" is not one of`},
 		{"size not a size", "size: 1G", "size: lots", `line 21: size "lots": want bytes`},
 		{"value not a number", "value: 330", "value: fast", "line 21: cannot unmarshal !!str `fast` into float64"},
 		{"missing source", "    source: measured\n", "", "line 13: field source: missing"},
@@ -148,9 +148,11 @@ func TestLoadErrors(t *testing.T) {
 // accepts validates.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(good))
-	data, err := baselines.FS.ReadFile("h200.yaml")
-	if err == nil {
-		f.Add(data)
+	f.Add([]byte(curveGood))
+	for _, n := range []string{"h200.yaml", "a100-ndmv4.yaml", "volcengine-hpcpni.yaml"} {
+		if data, err := baselines.FS.ReadFile(n); err == nil {
+			f.Add(data)
+		}
 	}
 	f.Add([]byte("sku: x\nbaselines:\n  - {test: a.b, scope: {nodes: 1, gpus_per_node: 1}, metric: m, unit: us, source: s, value: 1, band: {max: '+5%'}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -164,6 +166,9 @@ func FuzzParse(f *testing.F) {
 		for _, e := range s.Baselines {
 			if e.Source == "" || (e.Value == nil) == (len(e.Points) == 0) {
 				t.Fatalf("accepted a malformed entry: %+v", e)
+			}
+			if e.Summary != "" && e.Value == nil || e.Dip != nil && e.Dip.Warn == 0 && e.Dip.Fail == 0 {
+				t.Fatalf("accepted a malformed summary or dip: %+v", e)
 			}
 		}
 	})
