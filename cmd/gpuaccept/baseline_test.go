@@ -186,3 +186,18 @@ func TestBaselineRecordAndDiff(t *testing.T) {
 	assert.Equal(t, code, 2, "an H100 log does not go into the H200 baseline")
 	assert.Assert(t, strings.Contains(errs, `failed its GPU model check (the output shows "NVIDIA H100 80GB HBM3", SKU h200 is "H200"): record only good runs`), errs)
 }
+
+// A correctness gate fails the test whatever the bandwidth: seed 000's
+// output with 3 wrong elements at 1 GiB, every busbw untouched.
+func TestWrongDataFailsWhateverTheBandwidth(t *testing.T) {
+	src := readFile(t, "../../testdata/seeds/000_696f9a192ccaccb4-L436-496.log")
+	row := regexp.MustCompile(`(?m)^(\s+1073741824\s+268435456\s+float\s+sum\s+-1\s+\S+\s+\S+\s+\S+\s+)0`)
+	assert.Assert(t, row.MatchString(src))
+	log := writeFile(t, "wrong.log", row.ReplaceAllString(src, "${1}3"))
+	code, doc := checkJSON(t, "--sku", "a100-ndmv4", "--test", "nccl.all_reduce", "--nodes", "2", "--gpus-per-node", "8", log)
+	assert.Equal(t, code, 1)
+	assert.Equal(t, doc.Tests[0].Message, "data validation: 3 wrong elements out-of-place at 1 GiB")
+	for _, m := range doc.Tests[0].Metrics {
+		assert.Assert(t, m.Status == "pass" || m.Status == "skip", "%s at %d is %s", m.Name, m.Size, m.Status)
+	}
+}
