@@ -201,3 +201,20 @@ func TestWrongDataFailsWhateverTheBandwidth(t *testing.T) {
 		assert.Assert(t, m.Status == "pass" || m.Status == "skip", "%s at %d is %s", m.Name, m.Size, m.Status)
 	}
 }
+
+// record --repeat runs the suite itself N times (here through the replay
+// launcher) and records from those results folders.
+func TestBaselineRecordRepeat(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "h200.yaml")
+	code, _, errs := cli(t, "baseline", "record", "--sku", "h200", "--repeat", "2", "--results", filepath.Join(dir, "runs"), "--out", out,
+		"--", "--suite", "singlenode", "--launcher", "replay", "--replay-dir", healthy, "--gpus-per-node", "2")
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(errs, "record: 12 entries from 2 runs of 6 tests"), errs)
+	text := readFile(t, out)
+	assert.Assert(t, strings.Contains(text, "median of 2 runs of nccl.all_reduce at 1x2"), text)
+	assert.Assert(t, strings.Contains(text, filepath.Join(dir, "runs", "run-2")), "the source names the runs")
+	// Two replays of one recording: no spread, so the floors; the values
+	// are that recording's (all_reduce out-of-place at 4 GiB: 344.03 unrounded).
+	assert.Assert(t, strings.Contains(text, "{size: 4G, value: 344.03}"), text)
+}
