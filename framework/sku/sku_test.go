@@ -2,6 +2,7 @@ package sku
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -127,6 +128,9 @@ func TestShippedBaselines(t *testing.T) {
 				case strings.HasPrefix(w, "seeds/0") && strings.HasSuffix(w, ".txt"), strings.HasPrefix(w, "https://"):
 					cited++
 				}
+			}
+			if regexp.MustCompile(`\bseed 0\d\d\b`).MatchString(e.Source) {
+				cited++ // "seed 004 line 120"
 			}
 			assert.Assert(t, cited > 0, "%s line %d: source of %s names no recording, seed or page: %q", name, e.Line, e.Test, e.Source)
 		}
