@@ -218,3 +218,26 @@ func TestBaselineRecordRepeat(t *testing.T) {
 	// are that recording's (all_reduce out-of-place at 4 GiB: 344.03 unrounded).
 	assert.Assert(t, strings.Contains(text, "{size: 4G, value: 344.03}"), text)
 }
+
+// Every run the shipped h200 baseline was recorded from passes it, and the
+// run with NVLink P2P disabled fails it: the property test on real data.
+func TestH200RecordedRunsPassTheirBaseline(t *testing.T) {
+	const r = "../../testdata/recordings/"
+	colls := []string{"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"}
+	for _, run := range []string{"h200-1x2-healthy", "h200x2-2026-11-30/direct-1", "h200x2-2026-11-30/direct-2", "h200x2-2026-11-30/ga-single/raw",
+		"h200x2-2026-11-30/ga-single2/raw", "h200x2-2026-11-30/ga-mpi/raw", "h200x2-2026-11-30-final/single/raw", "h200x2-2026-11-30-final/mpi/raw", "h200x2-2026-11-30/ga-p2poff/raw"} {
+		for _, c := range colls {
+			files := []string{r + run + "/nccl." + c + "/" + c + ".log"}
+			if strings.Contains(run, "direct") {
+				files = []string{r + run + "/" + c + ".log", r + run + "/" + c + ".json"}
+			}
+			code, doc := checkJSON(t, append([]string{"--sku", "h200", "--test", "nccl." + c, "--nodes", "1", "--gpus-per-node", "2"}, files...)...)
+			want, wantCode := "pass", 0
+			if strings.Contains(run, "p2poff") {
+				want, wantCode = "fail", 1
+			}
+			assert.Equal(t, doc.Status, want, "%s %s: %s", run, c, doc.Tests[0].Message)
+			assert.Equal(t, code, wantCode)
+		}
+	}
+}
