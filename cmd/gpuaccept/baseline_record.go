@@ -24,7 +24,7 @@ const baselineUsage = `Usage: gpuaccept baseline validate [--baselines DIR] [FIL
   gpuaccept baseline show SKU
   gpuaccept baseline record --sku SKU [--out FILE] [--nodes N --gpus-per-node G] RUN...
   gpuaccept baseline record --sku SKU --repeat N [--out FILE] [--results DIR] -- RUN-FLAGS...
-  gpuaccept baseline diff OLD.yaml NEW.yaml
+  gpuaccept baseline diff OLD NEW          (SKU files, or SKU names)
 `
 
 const recordUsage = `Usage: gpuaccept baseline record --sku SKU [flags] RUN...
@@ -271,15 +271,27 @@ func regularFile(p string) bool {
 }
 
 func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlags("baseline diff", "Usage: gpuaccept baseline diff OLD.yaml NEW.yaml\n\nShows what moved between two SKU files: values per size (with the move in percent), bands, units, entries and points added or removed.\n", stderr)
+	var c common
+	fs := newFlags("baseline diff", "Usage: gpuaccept baseline diff OLD NEW\n\nShows what moved between two SKU files: values per size (with the move in percent), bands, units, entries and points added or removed. OLD and NEW are SKU files, or names of SKUs (the built-in ones, or --baselines DIR's).\n", stderr)
+	fs.StringVar(&c.baselinesDir, "baselines", "", "folder of SKU files to use instead of the built-in ones, for SKU names")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}
 	if fs.NArg() != 2 {
-		return exitUsage, usageError{errors.New("baseline diff: want OLD and NEW SKU files")}
+		return exitUsage, usageError{errors.New("baseline diff: want OLD and NEW (SKU files or SKU names)")}
 	}
 	var skus [2]*sku.SKU
 	for i, f := range fs.Args() {
+		if !strings.ContainsAny(f, "/.") && !regularFile(f) {
+			cat, err := c.catalog()
+			if err != nil {
+				return exitUsage, err
+			}
+			if skus[i], err = cat.Get(f); err != nil {
+				return exitUsage, usageError{fmt.Errorf("baseline diff: %w", err)}
+			}
+			continue
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return exitUsage, fmt.Errorf("baseline diff: %w", err)

@@ -166,7 +166,7 @@ func TestBaselineRecordAndDiff(t *testing.T) {
 	code, _, errs := cli(t, "baseline", "record", "--sku", "h200", "--out", filepath.Join(dir, "h200.yaml"),
 		"../../testdata/recordings/h200x2-2026-11-30-final/p2poff")
 	assert.Equal(t, code, 0, "a slow run is still a run: record judges no bandwidth (%s)", errs)
-	code, out, _ := cli(t, "baseline", "diff", "../../baselines/h200.yaml", filepath.Join(dir, "h200.yaml"))
+	code, out, _ := cli(t, "baseline", "diff", "h200", filepath.Join(dir, "h200.yaml"))
 	assert.Equal(t, code, 0)
 	assert.Assert(t, strings.Contains(out, "nccl.all_reduce 1x2 busbw placement=out-of-place  4 GiB    344.52 GB/s  27.88 GB/s  -91.9%"), out)
 	assert.Assert(t, !strings.Contains(out, "nccl.sendrecv"), "tests the run did not run keep their entries:\n%s", out)
