@@ -77,9 +77,6 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if c.sku == "" {
 		return exitUsage, usageError{errors.New("baseline record: --sku is required: the entries go into that SKU's file")}
 	}
-	if opt.Fail <= opt.Warn || opt.SteepFail <= opt.SteepWarn || opt.Warn <= 0 || opt.SteepWarn <= 0 {
-		return exitUsage, usageError{fmt.Errorf("baseline record: --fail must be above --warn (and --steep-fail above --steep-warn), both above 0")}
-	}
 	cat, err := c.catalog()
 	if err != nil {
 		return exitUsage, err

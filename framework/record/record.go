@@ -223,6 +223,9 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 	if opt.Metric == "" {
 		return nil, errors.New("record: no metric named")
 	}
+	if err := opt.check(); err != nil {
+		return nil, err
+	}
 	type curve struct {
 		labels map[string]string
 		unit   string
@@ -334,8 +337,26 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 	return out, nil
 }
 
-// mustBand builds a band of relative edges; the percentages come from
-// Band, which keeps them positive and ordered.
+// check rejects options that would write a band that cannot work: a warn
+// edge outside its fail edge, or a floor at -100% or below.
+func (o Options) check() error {
+	for _, p := range []struct {
+		name       string
+		fail, warn float64
+	}{{"fail/warn", o.Fail, o.Warn}, {"steep fail/warn", o.SteepFail, o.SteepWarn}} {
+		if !(0 < p.warn && p.warn < p.fail && p.fail < 100) {
+			return fmt.Errorf("record: %s floors %g%%/%g%%: want 0 < warn < fail < 100", p.name, p.fail, p.warn)
+		}
+	}
+	if o.WarnMax < 0 || o.MinFraction < 0 || o.MinFraction > 1 || o.SteepFraction < 0 || o.SteepFraction > 1 {
+		return fmt.Errorf("record: warn-max %g%% must be >= 0 (0: none), min and steep fractions %g, %g between 0 and 1", o.WarnMax, o.MinFraction, o.SteepFraction)
+	}
+	return nil
+}
+
+// mustBand builds a band of relative edges. Its percentages come from
+// Band (capped below 100) and from options that check accepted, so a parse
+// error here is a bug.
 func mustBand(fail, warn, warnMax float64) sku.Band {
 	var b sku.Band
 	var err error

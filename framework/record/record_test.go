@@ -249,3 +249,19 @@ func TestDiff(t *testing.T) {
 	assert.NilError(t, WriteDiff(&b, Diff(old, old)))
 	assert.Equal(t, b.String(), "no differences\n")
 }
+
+func TestRecordRejectsBadOptions(t *testing.T) {
+	runs := []Sample{curveRun(rand.New(rand.NewSource(5)), "r", 189, 0)}
+	for _, edit := range []func(*Options){
+		func(o *Options) { o.Fail = 150 },
+		func(o *Options) { o.Warn = 12 },
+		func(o *Options) { o.SteepWarn = 0 },
+		func(o *Options) { o.WarnMax = -5 },
+		func(o *Options) { o.MinFraction = 2 },
+	} {
+		o := DefaultOptions()
+		edit(&o)
+		_, err := Record(runs, o)
+		assert.ErrorContains(t, err, "record: ")
+	}
+}
