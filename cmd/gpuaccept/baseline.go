@@ -17,12 +17,16 @@ import (
 
 func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
-		return exitUsage, usageError{errors.New("baseline: want validate [FILE...] or show SKU")}
+		return exitUsage, usageError{errors.New("baseline: want validate [FILE...], show SKU, record or diff OLD NEW")}
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
-		fmt.Fprint(stderr, "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n       gpuaccept baseline show SKU\n")
+		fmt.Fprint(stderr, baselineUsage)
 		return exitOK, nil
+	case "record":
+		return cmdBaselineRecord(args[1:], stdout, stderr)
+	case "diff":
+		return cmdBaselineDiff(args[1:], stdout, stderr)
 	case "validate":
 		var c common
 		fs := newFlags("baseline validate", "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n", stderr)
@@ -94,10 +98,18 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 			labels := labelText(e.Labels)
 			sources = append(sources, fmt.Sprintf("%s %s %s %s: %s", e.Test, e.Scope, e.Metric, labels, e.Source))
 			if e.Value != nil {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, sizeText(int64(e.Size)), *e.Value, e.Unit, bandText(e.Band))
+				size := sizeText(int64(e.Size))
+				if e.Summary != "" {
+					size = summaryText(e)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, size, *e.Value, e.Unit, bandText(e.Band))
 			}
 			for _, p := range e.Points {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, sizeText(int64(p.Size)), p.Value, e.Unit, bandText(e.Band.Merge(p.Band)))
+			}
+			if d := e.Dip; d != nil {
+				r := e.CurveRange()
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t%%\t%s\n", e.Test, e.Scope, e.Metric, labels, "dip "+sizeText(int64(r.From))+".."+sizeText(int64(r.To)), dipText(d))
 			}
 		}
 		if err := w.Flush(); err != nil {
@@ -109,7 +121,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		return exitOK, nil
 	}
-	return exitUsage, usageError{fmt.Errorf("baseline %q: want validate or show", args[0])}
+	return exitUsage, usageError{fmt.Errorf("baseline %q: want validate, show, record or diff", args[0])}
 }
 
 func labelText(l map[string]string) string {
@@ -140,4 +152,30 @@ func sizeText(n int64) string {
 		return "-"
 	}
 	return result.FormatBytes(n)
+}
+
+// summaryText names a summary and the sizes it covers: "peak 64 MiB..",
+// "largest 64 MiB..8 GiB".
+func summaryText(e *sku.Entry) string {
+	r := e.CurveRange()
+	if r.From == 0 && r.To == 0 {
+		return e.Summary
+	}
+	to := ""
+	if r.To != 0 {
+		to = result.FormatBytes(int64(r.To))
+	}
+	return fmt.Sprintf("%s %s..%s", e.Summary, sizeText(int64(r.From)), to)
+}
+
+// dipText renders a dip check's edges: "fall > 5% warns, > 15% fails".
+func dipText(d *sku.Dip) string {
+	var parts []string
+	if d.Warn > 0 {
+		parts = append(parts, fmt.Sprintf("fall > %g%% warns", d.Warn))
+	}
+	if d.Fail > 0 {
+		parts = append(parts, fmt.Sprintf("fall > %g%% fails", d.Fail))
+	}
+	return strings.Join(parts, ", ")
 }

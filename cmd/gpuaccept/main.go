@@ -123,7 +123,7 @@ Usage:
   gpuaccept check --sku SKU --test TEST --nodes N --gpus-per-node G LOGFILE...
                                                     judge existing logs offline
   gpuaccept list [skus|suites|tests|plugins|launchers]
-  gpuaccept baseline validate [FILE...] | show SKU
+  gpuaccept baseline validate [FILE...] | show SKU | record --sku SKU RUN... | diff OLD NEW
   gpuaccept demo                                    the whole pipeline on embedded real recordings
   gpuaccept report RESULTS_DIR                      rebuild every report of a results folder
   gpuaccept verify RESULTS_DIR                      check a sign-off: hashes, and verdicts re-judged

@@ -75,7 +75,7 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--bogus"}, "unknown flag: --bogus"},
-		{[]string{"--sku", "h999", "--suite", "singlenode"}, `unknown SKU "h999" (known: h200`},
+		{[]string{"--sku", "h999", "--suite", "singlenode"}, `unknown SKU "h999" (known: a100-ndmv4, b200-a4, gb200-a4x, h100, h200`},
 		{[]string{"--sku", "h200", "--suite", "nope"}, `SKU h200 has no suite "nope" (known: singlenode)`},
 		{[]string{"--sku", "h200"}, "--sku and --suite are required"},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--launcher", "carrier-pigeon"}, `unknown launcher "carrier-pigeon" (known: local, replay)`},
@@ -145,7 +145,7 @@ func TestCheckHealthyTextAndJSON(t *testing.T) {
 				judged++
 			}
 		}
-		assert.Equal(t, judged, 14, "7 sizes x 2 placements judged")
+		assert.Equal(t, judged, 18, "9 sizes (16 MiB..4 GiB) x 2 placements judged")
 	}
 }
 
@@ -206,8 +206,8 @@ func TestCheckDegradedFails(t *testing.T) {
 	assert.Equal(t, code, 1, out)
 	x := readFile(t, junit)
 	// The log's -J JSON, kept beside it in the results folder, is judged.
-	assert.Assert(t, strings.Contains(x, `<failure message="busbw out-of-place 26.7 GB/s at 64 MiB below 226.9 (baseline 266.9 -15%)`), x)
-	assert.Assert(t, strings.Contains(x, "fail busbw out-of-place 27.71 GB/s at 4 GiB, baseline 345.98, band >= 311.4"), x)
+	assert.Assert(t, strings.Contains(x, `<failure message="busbw out-of-place 25.7 GB/s at 16 MiB below 180.8 (baseline 212.8 -15%)`), x)
+	assert.Assert(t, strings.Contains(x, "fail busbw out-of-place 27.71 GB/s at 4 GiB, baseline 344.52, band >= 310.1"), x)
 }
 
 // degradedLog is a real all_reduce run on 2 x H200 with NCCL_P2P_DISABLE=1.
@@ -327,8 +327,8 @@ func TestBaselineValidate(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, `bad.yaml: line 7: field "tolerance" is not known here`), out)
 	code, out, _ = cli(t, "baseline", "show", "h200")
 	assert.Equal(t, code, 0)
-	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  4 GiB    345.98  GB/s  min -10%, warn_min -5%, warn_max +50%"), out)
-	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  64 MiB   266.92  GB/s  min -15%, warn_min -8%, warn_max +50%"), out)
+	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  4 GiB              344.52  GB/s  min -10%, warn_min -5%, warn_max +50%"), out)
+	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  64 MiB             266.59  GB/s  min -15%, warn_min -8%, warn_max +50%"), out)
 }
 
 // The results folders of real GPU runs replay to the verdicts they got on

@@ -18,16 +18,30 @@ import (
 // whatever the bandwidth; a parse error makes it Error, keeping the metrics
 // that were measured.
 func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test {
-	t := result.Test{Checks: p.Checks, Diagnostics: append([]result.Diagnostic(nil), p.Diagnostics...), Info: p.Info}
+	t := result.Test{Diagnostics: append([]result.Diagnostic(nil), p.Diagnostics...), Info: p.Info}
 	judged := make([]result.Judged, len(p.Metrics))
 	for i, m := range p.Metrics {
 		judged[i] = result.Judged{Metric: m, Status: result.Skip}
 	}
 	var statuses []result.Status
 	var problems, unmeasured, unmatched []string
+	var summaries []result.Judged
+	checks := append([]result.Check(nil), p.Checks...)
 	matchedAny := false
 	for _, e := range entries {
-		n, missing := judgeEntry(e, judged)
+		var n int
+		var missing []string
+		if e.Summary != "" {
+			var j result.Judged
+			if j, missing, n = summary(e, p.Metrics); n > 0 {
+				summaries = append(summaries, j)
+			}
+		} else {
+			n, missing = judgeEntry(e, judged)
+		}
+		if e.Dip != nil {
+			checks = append(checks, dips(e, p.Metrics)...)
+		}
 		if n > 0 {
 			matchedAny = true
 			unmeasured = append(unmeasured, missing...)
@@ -47,6 +61,7 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 		statuses = append(statuses, result.Warn)
 		problems = append(problems, "baseline points not measured: "+strings.Join(unmeasured, ", "))
 	}
+	judged = append(judged, summaries...)
 	for _, j := range judged {
 		if j.Status != result.Skip {
 			statuses = append(statuses, j.Status)
@@ -55,7 +70,8 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 			}
 		}
 	}
-	for _, c := range p.Checks {
+	t.Checks = checks
+	for _, c := range checks {
 		if !c.OK {
 			if c.Warn {
 				statuses = append(statuses, result.Warn)
@@ -75,8 +91,13 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 		}
 		return t
 	case len(entries) == 0:
-		// Correctness checks still count without a baseline; say both.
-		t.Status = result.Worst(statuses...)
+		// Failed correctness gates still fail without a baseline; say both.
+		// A warning alone does not make a judged test of it: nothing was
+		// compared, and a warn would read as signed off (exit 0).
+		t.Status = result.Skip
+		if w := result.Worst(statuses...); w == result.Fail || w == result.Error {
+			t.Status = w
+		}
 		t.Message = strings.Join(append(problems, noBaseline), "; ")
 		return t
 	case !matchedAny && len(p.Metrics) > 0:

@@ -145,6 +145,11 @@ type Judged struct {
 	Message string `json:"message,omitempty"`
 	// Source is where the baseline number came from.
 	Source string `json:"source,omitempty"`
+	// Summary, when set, says this is not a measured point but one number
+	// computed from the curve: "peak", "largest" or "mean 64 MiB..4 GiB"
+	// (see the baseline semantics in baselines/README.md). Size is then the
+	// size the number was found at (peak, largest), or 0 for a mean.
+	Summary string `json:"summary,omitempty"`
 }
 
 // Test is the verdict of one test of a suite.

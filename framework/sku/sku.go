@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path"
 	"reflect"
 	"sort"
@@ -90,6 +91,13 @@ type Entry struct {
 	Size  Size     `yaml:"size"`
 	// Points give a curve: one expected value per message size.
 	Points []Point `yaml:"points"`
+	// Summary, when set (peak, largest, mean), judges Value against one
+	// number computed from the measured curve instead of a single point.
+	Summary string `yaml:"summary"`
+	// Range bounds the sizes a summary or the dip check looks at.
+	Range *SizeRange `yaml:"range"`
+	// Dip, when set, checks that the curve does not fall as size grows.
+	Dip *Dip `yaml:"dip"`
 	// Ceiling is the physical limit (NVLink, NIC line rate) in Unit, for
 	// efficiency figures; 0 when unknown.
 	Ceiling float64 `yaml:"ceiling"`
@@ -97,6 +105,26 @@ type Entry struct {
 	// run with date, machine and versions).
 	Source string `yaml:"source"`
 	Line   int    `yaml:"-"`
+	// fieldLines are the lines of the entry's keys, so that an error about
+	// a field names the field's own line.
+	fieldLines map[string]int
+}
+
+// lineFor picks the line an entry's validation error belongs to: the line
+// of the field the message names ("field unit: ..."), else the entry's.
+func (e *Entry) lineFor(err error) int {
+	rest, ok := strings.CutPrefix(err.Error(), "field ")
+	if !ok {
+		return e.Line
+	}
+	name := rest
+	if i := strings.IndexAny(rest, ":./ "); i >= 0 {
+		name = rest[:i]
+	}
+	if l, ok := e.fieldLines[name]; ok {
+		return l
+	}
+	return e.Line
 }
 
 // Point is one expected value of a curve.
@@ -163,6 +191,10 @@ func (e *Entry) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*e = Entry(r.entryFields)
 	e.Line = n.Line
+	e.fieldLines = map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		e.fieldLines[n.Content[i].Value] = n.Content[i].Line
+	}
 	if r.Band.Kind != 0 {
 		b, err := decodeBand(&r.Band)
 		if err != nil {
@@ -357,7 +389,7 @@ func (s *SKU) validate() error {
 			if strings.HasPrefix(err.Error(), "line ") {
 				return err // already names a more precise line
 			}
-			return fmt.Errorf("line %d: %w", e.Line, err)
+			return fmt.Errorf("line %d: %w", e.lineFor(err), err)
 		}
 	}
 	return nil
@@ -380,6 +412,9 @@ func (e *Entry) validate() error {
 	case e.Band.IsZero() && !e.pointsHaveBands():
 		return errors.New("field band: missing (give at least min or max)")
 	}
+	if err := e.validateCurve(); err != nil {
+		return err
+	}
 	if err := e.checkUnits(e.Band); err != nil {
 		return err
 	}
@@ -388,8 +423,11 @@ func (e *Entry) validate() error {
 			return fmt.Errorf("line %d: %w", p.Line, err)
 		}
 	}
+	if e.Ceiling < 0 {
+		return fmt.Errorf("field ceiling: %g is negative", e.Ceiling)
+	}
 	if e.Value != nil {
-		return e.Band.check(*e.Value)
+		return e.checkValue(*e.Value, e.Band)
 	}
 	seen := map[Size]bool{}
 	for _, p := range e.Points {
@@ -397,11 +435,60 @@ func (e *Entry) validate() error {
 			return fmt.Errorf("line %d: field size: %d listed twice", p.Line, p.Size)
 		}
 		seen[p.Size] = true
-		if err := e.Band.Merge(p.Band).check(p.Value); err != nil {
+		if err := e.checkValue(p.Value, e.Band.Merge(p.Band)); err != nil {
 			return fmt.Errorf("line %d: %w", p.Line, err)
 		}
 	}
 	return nil
+}
+
+// checkValue checks one reference value against its band and the entry's
+// ceiling. A reference that fails its own band, or that is above the
+// physical ceiling, is almost always a slip: most often GB/s and Gb/s mixed
+// up (8x), which the message says when the ratio is near 8.
+func (e *Entry) checkValue(ref float64, b Band) error {
+	if math.IsNaN(ref) || math.IsInf(ref, 0) {
+		return fmt.Errorf("field value: %g is not a number", ref)
+	}
+	if err := b.check(ref); err != nil {
+		return err
+	}
+	if ref == 0 && (b.Min.Relative || b.WarnMin.Relative) {
+		return fmt.Errorf("field value: 0 with a relative floor (%s): the floor is 0 and can never fail", b.Min.Text+b.WarnMin.Text)
+	}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if b.Min.IsSet() {
+		lo = b.Min.Limit(ref)
+	}
+	if b.Max.IsSet() {
+		hi = b.Max.Limit(ref)
+	}
+	if ref < lo || ref > hi {
+		edge, lim := b.Min, lo
+		if ref > hi {
+			edge, lim = b.Max, hi
+		}
+		return fmt.Errorf("field value: the reference %.4g %s fails its own band (%s %s): a healthy system could never pass%s", ref, e.Unit, map[bool]string{true: "min", false: "max"}[ref < lo], edge.Text, unitHint(ref, lim))
+	}
+	if e.Ceiling > 0 && ref > e.Ceiling*1.0001 {
+		return fmt.Errorf("field value: %.4g %s is above the entry's ceiling %.4g %s, the physical limit%s", ref, e.Unit, e.Ceiling, e.Unit, unitHint(ref, e.Ceiling))
+	}
+	return nil
+}
+
+// unitHint names the bits/bytes slip when two numbers are about 8x apart.
+func unitHint(a, b float64) string {
+	if a <= 0 || b <= 0 {
+		return ""
+	}
+	r := a / b
+	if r < 1 {
+		r = 1 / r
+	}
+	if r > 7 && r < 9 {
+		return fmt.Sprintf(" (the two differ by %.1fx: GB/s (bytes) and Gb/s (bits) mixed up?)", r)
+	}
+	return ""
 }
 
 // checkUnits catches a bound written in another unit than the entry's, the

@@ -2,6 +2,7 @@ package sku
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -64,7 +65,7 @@ func TestParseBad(t *testing.T) {
 		{"relative floor written positive", `min: "-10%"`, `min: "10%"`, `line 18: field band.min: bound "10%": a floor`},
 		{"absolute floor written as ceiling", `>= 300 GB/s`, `<= 300 GB/s`, `field band.min: bound "<= 300 GB/s": a floor (min, warn_min) is written with >=`},
 		{"bits instead of bytes in a bound", `>= 300 GB/s`, `>= 300 Gb/s`, `line 22: field band: bound ">= 300 Gb/s" is in Gb/s but the entry's unit is GB/s`},
-		{"unknown unit", "unit: GB/s", "unit: GBps", `line 13: field unit: "GBps" is not one of`},
+		{"unknown unit", "unit: GB/s", "unit: GBps", `line 16: field unit: "GBps" is not one of`},
 		{"size not a size", "size: 1G", "size: lots", `line 21: size "lots": want bytes`},
 		{"value not a number", "value: 330", "value: fast", "line 21: cannot unmarshal !!str `fast` into float64"},
 		{"missing source", "    source: measured\n", "", "line 13: field source: missing"},
@@ -112,19 +113,30 @@ func TestShippedBaselines(t *testing.T) {
 	assert.Assert(t, is.Contains(cat.Names(), "h200"))
 	h := cat.SKUs["h200"]
 	assert.Assert(t, len(h.Entries("nccl.all_reduce", Scope{1, 2})) == 2)
-	for _, e := range h.Baselines {
-		paths := 0
-		for _, w := range strings.FieldsFunc(e.Source, func(r rune) bool { return r == ' ' || r == ',' || r == ':' }) {
-			if strings.HasPrefix(w, "testdata/") {
-				paths++
-				_, err := os.Stat("../../" + w)
-				assert.NilError(t, err, "source of %s names a recording that is not in the repository", e.Test)
+	// Every value names where it comes from: a recording in the repository
+	// (which must exist), a seed page, or a public page.
+	for _, name := range cat.Names() {
+		for _, e := range cat.SKUs[name].Baselines {
+			cited := 0
+			for _, w := range strings.FieldsFunc(e.Source, func(r rune) bool { return r == ' ' || r == ',' || r == ';' || r == '(' || r == ')' }) {
+				w = strings.TrimSuffix(w, ":")
+				switch {
+				case strings.HasPrefix(w, "testdata/"):
+					cited++
+					_, err := os.Stat("../../" + w)
+					assert.NilError(t, err, "%s: source of %s names a recording that is not in the repository", name, e.Test)
+				case strings.HasPrefix(w, "seeds/0") && strings.HasSuffix(w, ".txt"), strings.HasPrefix(w, "https://"):
+					cited++
+				}
 			}
+			if regexp.MustCompile(`\bseed 0\d\d\b`).MatchString(e.Source) {
+				cited++ // "seed 004 line 120"
+			}
+			assert.Assert(t, cited > 0, "%s line %d: source of %s names no recording, seed or page: %q", name, e.Line, e.Test, e.Source)
 		}
-		assert.Assert(t, paths > 0, "source of %s names no recording: %q", e.Test, e.Source)
 	}
 	_, err = cat.Get("h999")
-	assert.ErrorContains(t, err, `unknown SKU "h999" (known: h200`)
+	assert.ErrorContains(t, err, `unknown SKU "h999" (known: a100-ndmv4, b200-a4, gb200-a4x, h100, h200`)
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -140,9 +152,11 @@ func TestLoadErrors(t *testing.T) {
 // accepts validates.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(good))
-	data, err := baselines.FS.ReadFile("h200.yaml")
-	if err == nil {
-		f.Add(data)
+	f.Add([]byte(curveGood))
+	for _, n := range []string{"h200.yaml", "a100-ndmv4.yaml", "volcengine-hpcpni.yaml"} {
+		if data, err := baselines.FS.ReadFile(n); err == nil {
+			f.Add(data)
+		}
 	}
 	f.Add([]byte("sku: x\nbaselines:\n  - {test: a.b, scope: {nodes: 1, gpus_per_node: 1}, metric: m, unit: us, source: s, value: 1, band: {max: '+5%'}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -156,6 +170,9 @@ func FuzzParse(f *testing.F) {
 		for _, e := range s.Baselines {
 			if e.Source == "" || (e.Value == nil) == (len(e.Points) == 0) {
 				t.Fatalf("accepted a malformed entry: %+v", e)
+			}
+			if e.Summary != "" && e.Value == nil || e.Dip != nil && e.Dip.Warn == 0 && e.Dip.Fail == 0 {
+				t.Fatalf("accepted a malformed summary or dip: %+v", e)
 			}
 		}
 	})

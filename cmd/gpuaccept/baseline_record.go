@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gpuaccept/gpuaccept/baselines"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/record"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+const baselineUsage = `Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]
+  gpuaccept baseline show SKU
+  gpuaccept baseline record --sku SKU [--out FILE] [--nodes N --gpus-per-node G] RUN...
+  gpuaccept baseline record --sku SKU --repeat N [--out FILE] [--results DIR] -- RUN-FLAGS...
+  gpuaccept baseline diff OLD NEW          (SKU files, or SKU names)
+`
+
+const recordUsage = `Usage: gpuaccept baseline record --sku SKU [flags] RUN...
+       gpuaccept baseline record --sku SKU --repeat N [flags] -- RUN-FLAGS...
+
+Writes the SKU's file with the baseline entries of the recorded tests and
+scopes replaced by new ones: per message size the median of the runs, and
+fail/warn edges from their spread (baselines/README.md, Recording a
+baseline). Everything else in the file stays. A RUN is
+  - a results folder (its results.json: gpuaccept run, or check --out),
+  - a folder of raw outputs laid out as a results folder's raw/ (one
+    folder per test, e.g. nccl.all_reduce/all_reduce.log), or
+  - TEST=LOGFILE or TEST@NxG=LOGFILE, e.g. nccl.all_reduce=run1/all_reduce.log
+    or nccl.all_gather@8x4=big.log (a LOGFILE.json beside it, nccl-tests -J,
+    joins it);
+raw folders and logs need the scope they ran at: --nodes and
+--gpus-per-node, or @NxG on the log. Runs that errored
+or failed a correctness check are refused.
+
+With --repeat N, record runs the suite N times itself (gpuaccept run with
+RUN-FLAGS, each into its own results folder under --results) and records
+from those runs.
+`
+
+func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
+	var c common
+	var nodes, gpus, repeat int
+	var outFile, resultsRoot string
+	opt := record.DefaultOptions()
+	fs := newFlags("baseline record", recordUsage, stderr)
+	fs.StringVar(&c.sku, "sku", "", "SKU whose file the entries go into (gpuaccept list skus)")
+	fs.StringVar(&c.baselinesDir, "baselines", "", "folder of SKU files to use instead of the built-in ones")
+	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders searched for external plugins")
+	fs.StringVar(&outFile, "out", "", "write the SKU file here (default: standard output)")
+	fs.IntVar(&nodes, "nodes", 0, "nodes the raw outputs and logs ran on")
+	fs.IntVar(&gpus, "gpus-per-node", 0, "GPUs per node the raw outputs and logs ran on")
+	fs.StringVar(&opt.Metric, "metric", opt.Metric, "per-size metric to record")
+	fs.Float64Var(&opt.MinFraction, "min-fraction", opt.MinFraction, "leave out sizes whose median is below this fraction of the curve's highest (latency-bound)")
+	fs.Float64Var(&opt.Fail, "fail", opt.Fail, "least fail distance under the median, percent (plateau)")
+	fs.Float64Var(&opt.Warn, "warn", opt.Warn, "least warn distance under the median, percent (plateau)")
+	fs.Float64Var(&opt.SteepFail, "steep-fail", opt.SteepFail, "least fail distance, percent, for sizes under --steep-fraction of the highest median")
+	fs.Float64Var(&opt.SteepWarn, "steep-warn", opt.SteepWarn, "least warn distance, percent, on the steep part")
+	fs.Float64Var(&opt.SteepFraction, "steep-fraction", opt.SteepFraction, "sizes whose median is below this fraction of the highest are on the steep part")
+	fs.Float64Var(&opt.WarnMax, "warn-max", opt.WarnMax, "warn this many percent above the median (fewer ranks, another path)")
+	fs.IntVar(&repeat, "repeat", 0, "run the suite this many times and record from those runs (run flags after --)")
+	fs.StringVar(&resultsRoot, "results", "", "with --repeat: folder for the runs' results folders (default gpuaccept-results/record-SKU-TIME)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage, usageError{err}
+	}
+	if c.sku == "" {
+		return exitUsage, usageError{errors.New("baseline record: --sku is required: the entries go into that SKU's file")}
+	}
+	cat, err := c.catalog()
+	if err != nil {
+		return exitUsage, err
+	}
+	s, err := cat.Get(c.sku)
+	if err != nil {
+		return exitUsage, usageError{err}
+	}
+	data, err := skuFileData(c.baselinesDir, s)
+	if err != nil {
+		return exitUsage, err
+	}
+	opt.Now = time.Now().UTC()
+	command := "gpuaccept baseline record " + strings.Join(args, " ")
+	host := c.host()
+	defer host.Close()
+	ctx, stop := signalContext()
+	defer stop()
+
+	inputs := fs.Args()
+	if repeat > 0 {
+		if resultsRoot == "" {
+			resultsRoot = filepath.Join("gpuaccept-results", fmt.Sprintf("record-%s-%s", s.Name, opt.Now.Format("20060102-150405")))
+		}
+		runArgs := append([]string{"--sku", s.Name}, fs.Args()...)
+		if c.baselinesDir != "" {
+			runArgs = append(runArgs, "--baselines", c.baselinesDir)
+		}
+		inputs = nil
+		for i := 1; i <= repeat; i++ {
+			dir := filepath.Join(resultsRoot, fmt.Sprintf("run-%d", i))
+			fmt.Fprintf(stderr, "record: run %d of %d into %s\n", i, repeat, dir)
+			code, err := cmdRun(append(runArgs, "--out", dir), stderr, stderr)
+			if code == exitUsage {
+				return exitUsage, fmt.Errorf("record: run %d of %d: %w", i, repeat, errOr(err, "could not run"))
+			}
+			inputs = append(inputs, dir)
+		}
+	}
+	if len(inputs) == 0 {
+		return exitUsage, usageError{errors.New("baseline record: no runs given (results folders, raw folders or TEST=LOGFILE), and no --repeat")}
+	}
+	topo := plan.Topology{Nodes: nodes, GPUsPerNode: gpus}
+	var samples []record.Sample
+	for _, in := range inputs {
+		got, err := loadSamples(ctx, host, s, topo, in)
+		if err != nil {
+			return exitUsage, fmt.Errorf("record: %w", err)
+		}
+		samples = append(samples, got...)
+	}
+	entries, err := record.Record(samples, opt)
+	if err != nil {
+		return exitUsage, err
+	}
+	note := fmt.Sprintf("Per-size entries recorded on %s by:\n%s", opt.Now.Format("2006-01-02"), command)
+	out, err := record.Merge(data, s.File, entries, note)
+	if err != nil {
+		return exitUsage, err
+	}
+	merged, err := sku.Parse(out, s.File)
+	if err == nil {
+		err = runner.ValidateSKU(ctx, host, merged)
+	}
+	if err != nil {
+		return exitUsage, fmt.Errorf("record: the recorded file does not validate: %w", err)
+	}
+	fmt.Fprintf(stderr, "record: %d entries from %d runs of %d tests\n", len(entries), len(inputs), countTests(samples))
+	if outFile == "" {
+		_, err = stdout.Write(out)
+		return exitOK, err
+	}
+	if err := os.WriteFile(outFile, out, 0o644); err != nil {
+		return exitUsage, fmt.Errorf("record: %w", err)
+	}
+	fmt.Fprintf(stderr, "record: wrote %s\n", outFile)
+	return exitOK, nil
+}
+
+func errOr(err error, s string) error {
+	if err != nil {
+		return err
+	}
+	return errors.New(s)
+}
+
+func countTests(ss []record.Sample) int {
+	seen := map[string]bool{}
+	for _, s := range ss {
+		seen[s.Test+" "+s.Scope.String()] = true
+	}
+	return len(seen)
+}
+
+// skuFileData returns the text of a SKU's file, from --baselines or the
+// built-in ones.
+func skuFileData(dir string, s *sku.SKU) ([]byte, error) {
+	var fsys iofs.FS = baselines.FS
+	if dir != "" {
+		fsys = os.DirFS(dir)
+	}
+	data, err := iofs.ReadFile(fsys, filepath.Base(s.File))
+	if err != nil {
+		return nil, fmt.Errorf("read SKU file of %s: %w", s.Name, err)
+	}
+	return data, nil
+}
+
+// loadSamples reads one RUN argument of record into samples.
+func loadSamples(ctx context.Context, host *pluginapi.Host, s *sku.SKU, topo plan.Topology, in string) ([]record.Sample, error) {
+	if test, file, ok := strings.Cut(in, "="); ok && strings.Contains(test, ".") {
+		if name, scope, ok := strings.Cut(test, "@"); ok {
+			sc, err := record.ParseScope(scope)
+			if err != nil {
+				return nil, usageError{fmt.Errorf("run %s: %w", in, err)}
+			}
+			test, topo = name, plan.Topology{Nodes: sc.Nodes, GPUsPerNode: sc.GPUsPerNode}
+		}
+		files := []string{file}
+		if js := strings.TrimSuffix(file, filepath.Ext(file)) + ".json"; js != file && regularFile(js) {
+			files = append(files, js)
+		}
+		return fromLogs(ctx, host, s, test, topo, files, file)
+	}
+	fi, err := os.Stat(in)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", in, err)
+	}
+	if !fi.IsDir() || regularFile(filepath.Join(in, record.ResultsFile)) {
+		return record.Load(in)
+	}
+	raw := in
+	if d := filepath.Join(in, "raw"); isDir(d) {
+		raw = d
+	}
+	ents, err := os.ReadDir(raw)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", in, err)
+	}
+	var out []record.Sample
+	for _, e := range ents {
+		if !e.IsDir() || !strings.Contains(e.Name(), ".") || strings.HasSuffix(e.Name(), ".files") {
+			continue
+		}
+		logs, _ := filepath.Glob(filepath.Join(raw, e.Name(), "*.log"))
+		if len(logs) == 0 {
+			continue
+		}
+		got, err := fromLogs(ctx, host, s, e.Name(), topo, logs, filepath.Join(raw, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("run %s: no results.json and no raw outputs (TEST/STEP.log) in it", in)
+	}
+	return out, nil
+}
+
+// fromLogs parses logs of one test with its plugin, as check does, judged
+// against no baseline: only the parse and the correctness gates decide
+// whether the run may be recorded.
+func fromLogs(ctx context.Context, host *pluginapi.Host, s *sku.SKU, test string, topo plan.Topology, files []string, origin string) ([]record.Sample, error) {
+	if topo.Nodes < 1 || topo.GPUsPerNode < 1 {
+		return nil, usageError{fmt.Errorf("run %s: raw outputs and logs need --nodes and --gpus-per-node (the scope they ran at)", origin)}
+	}
+	bare := &sku.SKU{Name: s.Name, GPU: s.GPU}
+	run, err := runner.Check(ctx, host, bare, test, topo, files, getVersion())
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", origin, err)
+	}
+	run.Started = time.Time{} // a log carries no date; the time of parsing is not the run's
+	got, err := record.FromRun(run, func(result.Test) string { return origin })
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", origin, err)
+	}
+	return got, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+func regularFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
+}
+
+func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
+	var c common
+	fs := newFlags("baseline diff", "Usage: gpuaccept baseline diff OLD NEW\n\nShows what moved between two SKU files: values per size (with the move in percent), bands, units, entries and points added or removed. OLD and NEW are SKU files, or names of SKUs (the built-in ones, or --baselines DIR's).\n", stderr)
+	fs.StringVar(&c.baselinesDir, "baselines", "", "folder of SKU files to use instead of the built-in ones, for SKU names")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage, usageError{err}
+	}
+	if fs.NArg() != 2 {
+		return exitUsage, usageError{errors.New("baseline diff: want OLD and NEW (SKU files or SKU names)")}
+	}
+	var skus [2]*sku.SKU
+	for i, f := range fs.Args() {
+		if !strings.ContainsAny(f, "/.") && !regularFile(f) {
+			cat, err := c.catalog()
+			if err != nil {
+				return exitUsage, err
+			}
+			if skus[i], err = cat.Get(f); err != nil {
+				return exitUsage, usageError{fmt.Errorf("baseline diff: %w", err)}
+			}
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return exitUsage, fmt.Errorf("baseline diff: %w", err)
+		}
+		if skus[i], err = sku.Parse(data, f); err != nil {
+			return exitUsage, fmt.Errorf("baseline diff: %w", err)
+		}
+	}
+	if err := record.WriteDiff(stdout, record.Diff(skus[0], skus[1])); err != nil {
+		return exitUsage, err
+	}
+	return exitOK, nil
+}

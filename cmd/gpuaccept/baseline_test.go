@@ -1,0 +1,243 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+// seedRuns are the nccl-tests outputs of the seeds, copied verbatim into
+// testdata/seeds (file names carry the seed and its lines), with the SKU
+// whose baseline they are and the scope they ran at.
+var seedRuns = []struct {
+	sku, test, file string
+	nodes, gpus     int
+	// warn: the check the output cannot pass, for outputs the page cut short.
+	warn string
+}{
+	{"a100-ndmv4", "nccl.all_reduce", "000_696f9a192ccaccb4-L436-496.log", 2, 8, ""},
+	{"gb200-a4x", "nccl.all_gather", "001_e8de1ba5afd618dc-L20.log", 2, 4, ""},
+	{"gb200-a4x", "nccl.all_gather", "001_e8de1ba5afd618dc-L41.log", 8, 4, ""},
+	// The page's copy stops after the last size, before nccl-tests' footer.
+	{"b200-a4", "nccl.all_gather", "003_aeac527ae2acd61d-L52-79.log", 2, 8, "out of bounds values"},
+}
+
+type checkDoc struct {
+	Status string
+	Tests  []struct {
+		Status, Message string
+		Metrics         []struct {
+			Name, Status, Summary string
+			Value                 float64
+			Size                  int64
+		}
+		Checks []struct {
+			Name string
+			OK   bool
+		}
+	}
+}
+
+func checkJSON(t *testing.T, args ...string) (int, checkDoc) {
+	t.Helper()
+	code, out, errs := cli(t, append([]string{"check", "--format", "json"}, args...)...)
+	var doc checkDoc
+	assert.NilError(t, json.Unmarshal([]byte(out), &doc), errs+out)
+	return code, doc
+}
+
+// dataRow matches an nccl-tests result row (also inside the one-line copies
+// of seed 001): size count type redop root, then time algbw busbw #wrong for
+// out-of-place and in-place.
+var dataRow = regexp.MustCompile(`(\d+\s+\d+\s+\w+\s+\w+\s+-?\d+)(\s+)([\d.]+)(\s+)([\d.]+)(\s+)([\d.]+)(\s+)(\S+)(\s+)([\d.]+)(\s+)([\d.]+)(\s+)([\d.]+)`)
+
+// degradeNCCL rewrites an output as if every transfer took 1/f as long: times
+// up, algbw and busbw down, consistently, as a slow link would show.
+func degradeNCCL(text string, f float64) string {
+	return dataRow.ReplaceAllStringFunc(text, func(row string) string {
+		m := dataRow.FindStringSubmatch(row)
+		num := func(s string, k float64) string {
+			v, _ := strconv.ParseFloat(s, 64)
+			return strconv.FormatFloat(v*k, 'f', 2, 64)
+		}
+		return m[1] + m[2] + num(m[3], 1/f) + m[4] + num(m[5], f) + m[6] + num(m[7], f) + m[8] + m[9] +
+			m[10] + num(m[11], 1/f) + m[12] + num(m[13], f) + m[14] + num(m[15], f)
+	})
+}
+
+// Golden: every seed output passes its own SKU's baseline, judged by
+// gpuaccept check as a user would; the same output 25% slower fails it,
+// and at another scope it is a skip naming the scopes there are.
+func TestSeedOutputsAgainstTheirSKUs(t *testing.T) {
+	for _, r := range seedRuns {
+		t.Run(r.file, func(t *testing.T) {
+			path := filepath.Join("../../testdata/seeds", r.file)
+			scope := []string{"--sku", r.sku, "--test", r.test, "--nodes", fmt.Sprint(r.nodes), "--gpus-per-node", fmt.Sprint(r.gpus)}
+			code, doc := checkJSON(t, append(scope, path)...)
+			assert.Equal(t, code, 0, doc.Tests[0].Message)
+			want := "pass"
+			if r.warn != "" {
+				want = "warn"
+				assert.Assert(t, strings.HasPrefix(doc.Tests[0].Message, r.warn+":"), doc.Tests[0].Message)
+			}
+			assert.Equal(t, doc.Status, want, doc.Tests[0].Message)
+			judged, summaries, dips := 0, 0, 0
+			for _, m := range doc.Tests[0].Metrics {
+				if m.Status != "skip" {
+					judged++
+					assert.Equal(t, m.Status, "pass", "%s at %d", m.Name, m.Size)
+				}
+				if m.Summary != "" {
+					summaries++
+				}
+			}
+			for _, c := range doc.Tests[0].Checks {
+				if strings.HasPrefix(c.Name, "dip ") {
+					dips++
+					assert.Assert(t, c.OK, c.Name)
+				}
+			}
+			assert.Assert(t, judged >= 10, "only %d points judged", judged)
+			assert.Equal(t, summaries, 1, "the page's headline number is judged as a summary")
+			assert.Equal(t, dips, 2, "a dip check per placement")
+
+			data, err := os.ReadFile(path)
+			assert.NilError(t, err)
+			slow := filepath.Join(t.TempDir(), r.file)
+			degraded := degradeNCCL(string(data), 0.75)
+			assert.Assert(t, degraded != string(data))
+			assert.NilError(t, os.WriteFile(slow, []byte(degraded), 0o644))
+			code, doc = checkJSON(t, append(scope, slow)...)
+			assert.Equal(t, code, 1, doc.Tests[0].Message)
+			assert.Equal(t, doc.Status, "fail")
+			assert.Assert(t, strings.Contains(doc.Tests[0].Message, "below"), doc.Tests[0].Message)
+
+			scope[5] = fmt.Sprint(r.nodes * 2)
+			code, doc = checkJSON(t, append(scope, path)...)
+			assert.Equal(t, code, 2)
+			assert.Assert(t, strings.Contains(doc.Tests[0].Message, "; it has "), doc.Tests[0].Message)
+		})
+	}
+}
+
+// The shipped h200 file is what baseline record makes from the recordings:
+// the command written in the file, run again, gives the same file (but for
+// the recording date).
+func TestH200BaselineIsReproducible(t *testing.T) {
+	data, err := os.ReadFile("../../baselines/h200.yaml")
+	assert.NilError(t, err)
+	var cmd string
+	for _, l := range strings.Split(string(data), "\n") {
+		if c, ok := strings.CutPrefix(l, "  # gpuaccept baseline record "); ok {
+			cmd = c
+		}
+	}
+	assert.Assert(t, cmd != "", "no record command in h200.yaml")
+	out := filepath.Join(t.TempDir(), "h200.yaml")
+	args := strings.Fields(cmd)
+	for i := range args {
+		if args[i] == "--out" {
+			args[i+1] = out
+		}
+	}
+	t.Chdir("../..")
+	code, _, errs := cli(t, append([]string{"baseline", "record"}, args...)...)
+	assert.Equal(t, code, 0, errs)
+	got, err := os.ReadFile(out)
+	assert.NilError(t, err)
+	date := regexp.MustCompile(`20\d\d-\d\d-\d\d`)
+	norm := func(s string) string {
+		s = date.ReplaceAllString(s, "DATE")
+		return strings.Replace(s, out, "baselines/h200.yaml", 1)
+	}
+	assert.Equal(t, norm(string(got)), norm(string(data)))
+}
+
+// record refuses runs that are not good, and diff shows what moved.
+func TestBaselineRecordAndDiff(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errs := cli(t, "baseline", "record", "--sku", "h200", "--out", filepath.Join(dir, "h200.yaml"),
+		"../../testdata/recordings/h200x2-2026-11-30-final/p2poff")
+	assert.Equal(t, code, 0, "a slow run is still a run: record judges no bandwidth (%s)", errs)
+	code, out, _ := cli(t, "baseline", "diff", "h200", filepath.Join(dir, "h200.yaml"))
+	assert.Equal(t, code, 0)
+	assert.Assert(t, strings.Contains(out, "nccl.all_reduce 1x2 busbw placement=out-of-place  4 GiB    344.52 GB/s  27.88 GB/s  -91.9%"), out)
+	assert.Assert(t, !strings.Contains(out, "nccl.sendrecv"), "tests the run did not run keep their entries:\n%s", out)
+
+	bad := filepath.Join(dir, "bad")
+	assert.NilError(t, os.MkdirAll(bad, 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(bad, "results.json"), []byte(`{"scope":"1x2","tests":[{"name":"nccl.all_reduce","status":"fail","scope":"1x2","metrics":[{"name":"busbw","value":1,"size":8,"status":"fail"}],"checks":[{"name":"data validation","ok":false,"message":"#wrong 12"}]}]}`), 0o644))
+	code, _, errs = cli(t, "baseline", "record", "--sku", "h200", bad)
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errs, "test nccl.all_reduce failed its data validation check (#wrong 12): record only good runs"), errs)
+
+	code, _, errs = cli(t, "baseline", "record", "--sku", "h200", "nccl.all_reduce=../../testdata/seeds/000_696f9a192ccaccb4-L436-496.log")
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errs, "need --nodes and --gpus-per-node"), errs)
+	h100 := writeFile(t, "h100.log", strings.ReplaceAll(readFile(t, healthy+"/nccl.all_reduce/all_reduce.log"), "NVIDIA H200", "NVIDIA H100 80GB HBM3"))
+	code, _, errs = cli(t, "baseline", "record", "--sku", "h200", "nccl.all_reduce@1x2="+h100)
+	assert.Equal(t, code, 2, "an H100 log does not go into the H200 baseline")
+	assert.Assert(t, strings.Contains(errs, `failed its GPU model check (the output shows "NVIDIA H100 80GB HBM3", SKU h200 is "H200"): record only good runs`), errs)
+}
+
+// A correctness gate fails the test whatever the bandwidth: seed 000's
+// output with 3 wrong elements at 1 GiB, every busbw untouched.
+func TestWrongDataFailsWhateverTheBandwidth(t *testing.T) {
+	src := readFile(t, "../../testdata/seeds/000_696f9a192ccaccb4-L436-496.log")
+	row := regexp.MustCompile(`(?m)^(\s+1073741824\s+268435456\s+float\s+sum\s+-1\s+\S+\s+\S+\s+\S+\s+)0`)
+	assert.Assert(t, row.MatchString(src))
+	log := writeFile(t, "wrong.log", row.ReplaceAllString(src, "${1}3"))
+	code, doc := checkJSON(t, "--sku", "a100-ndmv4", "--test", "nccl.all_reduce", "--nodes", "2", "--gpus-per-node", "8", log)
+	assert.Equal(t, code, 1)
+	assert.Equal(t, doc.Tests[0].Message, "data validation: 3 wrong elements out-of-place at 1 GiB")
+	for _, m := range doc.Tests[0].Metrics {
+		assert.Assert(t, m.Status == "pass" || m.Status == "skip", "%s at %d is %s", m.Name, m.Size, m.Status)
+	}
+}
+
+// record --repeat runs the suite itself N times (here through the replay
+// launcher) and records from those results folders.
+func TestBaselineRecordRepeat(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "h200.yaml")
+	code, _, errs := cli(t, "baseline", "record", "--sku", "h200", "--repeat", "2", "--results", filepath.Join(dir, "runs"), "--out", out,
+		"--", "--suite", "singlenode", "--launcher", "replay", "--replay-dir", healthy, "--gpus-per-node", "2")
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(errs, "record: 12 entries from 2 runs of 6 tests"), errs)
+	text := readFile(t, out)
+	assert.Assert(t, strings.Contains(text, "median of 2 runs of nccl.all_reduce at 1x2"), text)
+	assert.Assert(t, strings.Contains(text, filepath.Join(dir, "runs", "run-2")), "the source names the runs")
+	// Two replays of one recording: no spread, so the floors; the values
+	// are that recording's (all_reduce out-of-place at 4 GiB: 344.03 unrounded).
+	assert.Assert(t, strings.Contains(text, "{size: 4G, value: 344.03}"), text)
+}
+
+// Every run the shipped h200 baseline was recorded from passes it, and the
+// run with NVLink P2P disabled fails it: the property test on real data.
+func TestH200RecordedRunsPassTheirBaseline(t *testing.T) {
+	const r = "../../testdata/recordings/"
+	colls := []string{"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"}
+	for _, run := range []string{"h200-1x2-healthy", "h200x2-2026-11-30/direct-1", "h200x2-2026-11-30/direct-2", "h200x2-2026-11-30/ga-single/raw",
+		"h200x2-2026-11-30/ga-single2/raw", "h200x2-2026-11-30/ga-mpi/raw", "h200x2-2026-11-30-final/single/raw", "h200x2-2026-11-30-final/mpi/raw", "h200x2-2026-11-30/ga-p2poff/raw"} {
+		for _, c := range colls {
+			files := []string{r + run + "/nccl." + c + "/" + c + ".log"}
+			if strings.Contains(run, "direct") {
+				files = []string{r + run + "/" + c + ".log", r + run + "/" + c + ".json"}
+			}
+			code, doc := checkJSON(t, append([]string{"--sku", "h200", "--test", "nccl." + c, "--nodes", "1", "--gpus-per-node", "2"}, files...)...)
+			want, wantCode := "pass", 0
+			if strings.Contains(run, "p2poff") {
+				want, wantCode = "fail", 1
+			}
+			assert.Equal(t, doc.Status, want, "%s %s: %s", run, c, doc.Tests[0].Message)
+			assert.Equal(t, code, wantCode)
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package judge
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// curve returns the measured per-size points an entry's summary or dip
+// check looks at: same metric and labels, size inside the entry's range.
+func curve(e *sku.Entry, ms []result.Metric) []result.Metric {
+	r := e.CurveRange()
+	var out []result.Metric
+	for _, m := range ms {
+		if m.Size > 0 && matches(e, m) && r.Contains(m.Size) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// summaryName renders the summary for reports: "peak", "largest",
+// "mean 64 MiB..4 GiB".
+func summaryName(e *sku.Entry) string {
+	if e.Summary != sku.SummaryMean {
+		return e.Summary
+	}
+	r := e.CurveRange()
+	if r.To == 0 {
+		return fmt.Sprintf("mean %s..", result.FormatBytes(int64(r.From)))
+	}
+	return fmt.Sprintf("mean %s..%s", result.FormatBytes(int64(r.From)), result.FormatBytes(int64(r.To)))
+}
+
+// summary computes and judges the one number a summary entry asks for. It
+// returns the judged number, what the run lacks for a fair comparison (a
+// mean over a shorter sweep), and how many measured points went into it.
+func summary(e *sku.Entry, ms []result.Metric) (result.Judged, []string, int) {
+	pts := curve(e, ms)
+	if len(pts) == 0 {
+		return result.Judged{}, []string{describe(e, 0) + " " + summaryName(e)}, 0
+	}
+	m := result.Metric{Name: e.Metric, Unit: pts[0].Unit, Labels: map[string]string{}}
+	for k, v := range e.Labels {
+		m.Labels[k] = v
+	}
+	var missing []string
+	switch e.Summary {
+	case sku.SummaryPeak:
+		best := pts[0]
+		for _, p := range pts[1:] {
+			if p.Value > best.Value {
+				best = p
+			}
+		}
+		m.Value, m.Size = best.Value, best.Size
+	case sku.SummaryLargest:
+		// With labels left open (both placements) the lower of the points
+		// at the largest size counts: a summary must not hide the worse one.
+		best := pts[0]
+		for _, p := range pts[1:] {
+			if p.Size > best.Size || p.Size == best.Size && p.Value < best.Value {
+				best = p
+			}
+		}
+		m.Value, m.Size = best.Value, best.Size
+		if r := e.CurveRange(); r.To != 0 && best.Size < int64(r.To) {
+			missing = append(missing, fmt.Sprintf("%s: largest size measured is %s, the baseline's is %s", describe(e, 0), result.FormatBytes(best.Size), result.FormatBytes(int64(r.To))))
+		}
+	case sku.SummaryMean:
+		lo, hi, sum := pts[0].Size, pts[0].Size, 0.0
+		for _, p := range pts {
+			sum += p.Value
+			lo, hi = min(lo, p.Size), max(hi, p.Size)
+		}
+		m.Value = sum / float64(len(pts))
+		// A mean over fewer sizes than the baseline's is another number:
+		// say so instead of comparing it silently.
+		if r := e.CurveRange(); r.To != 0 && hi < int64(r.To) {
+			missing = append(missing, fmt.Sprintf("%s %s: measured only up to %s", describe(e, 0), summaryName(e), result.FormatBytes(hi)))
+		}
+	}
+	j := result.Judged{Metric: m, Status: result.Skip, Summary: summaryName(e)}
+	// The message names the summary: "busbw peak out-of-place 180.0 GB/s at 8 GiB below ...".
+	shown := m
+	shown.Name = e.Metric + " " + summaryName(e)
+	apply(&j, e, *e.Value, e.Band)
+	j.Status, j.Band, j.Message = Value(shown, e.Unit, *e.Value, e.Band)
+	return j, missing, len(pts)
+}
+
+// dips runs an entry's dip check on each labelled curve it matches (one per
+// placement, data type, ...): the worst fall of a point below the highest
+// value at a smaller size. It returns one check per curve.
+func dips(e *sku.Entry, ms []result.Metric) []result.Check {
+	groups := map[string][]result.Metric{}
+	var keys []string
+	for _, m := range curve(e, ms) {
+		k := labelKey(m.Labels)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], m)
+	}
+	sort.Strings(keys)
+	var out []result.Check
+	for _, k := range keys {
+		pts := groups[k]
+		sort.SliceStable(pts, func(i, j int) bool { return pts[i].Size < pts[j].Size })
+		top := pts[0]
+		worst, from, to := 0.0, pts[0], pts[0]
+		for _, p := range pts[1:] {
+			if top.Value > 0 {
+				if d := 100 * (1 - p.Value/top.Value); d > worst {
+					worst, from, to = d, top, p
+				}
+			}
+			if p.Value > top.Value {
+				top = p
+			}
+		}
+		name := "dip " + to.Name
+		if pl := to.Labels["placement"]; pl != "" {
+			name += " " + pl
+		}
+		c := result.Check{Name: name, OK: true}
+		fall := func(limit float64, what string) string {
+			return fmt.Sprintf("falls %.1f%% from %s %s at %s to %s %s at %s as size grows (%s above %g%%)",
+				worst, num(from.Value), from.Unit, result.FormatBytes(from.Size), num(to.Value), to.Unit, result.FormatBytes(to.Size), what, limit)
+		}
+		switch {
+		case e.Dip.Fail > 0 && worst > e.Dip.Fail:
+			c.OK, c.Message = false, fall(e.Dip.Fail, "fail")
+		case e.Dip.Warn > 0 && worst > e.Dip.Warn:
+			c.OK, c.Warn, c.Message = false, true, fall(e.Dip.Warn, "warn")
+		}
+		out = append(out, c)
+	}
+	return out
+}

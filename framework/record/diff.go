@@ -1,0 +1,217 @@
+package record
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// Change is one difference between two baselines: a value that moved, a
+// band that changed, a point or entry added or removed.
+type Change struct {
+	// Entry names the curve: "nccl.all_reduce 1x2 busbw placement=in-place".
+	Entry string
+	// Size is the message size in bytes; 0 for a single value or a whole
+	// entry.
+	Size int64
+	// Old and New are the reference values, nil where there is none.
+	Old, New *float64
+	// Unit is the entry's unit.
+	Unit string
+	// What says what changed besides the value: "added", "removed",
+	// "band min -10% -> -12%", "unit GB/s -> Gb/s", ...
+	What string
+}
+
+// Pct is the relative move of the value in percent, NaN when either side is
+// missing or the old value is 0.
+func (c Change) Pct() float64 {
+	if c.Old == nil || c.New == nil || *c.Old == 0 {
+		return math.NaN()
+	}
+	return 100 * (*c.New / *c.Old - 1)
+}
+
+type point struct {
+	value float64
+	band  sku.Band
+}
+
+type flat struct {
+	e      *sku.Entry
+	points map[int64]point
+}
+
+func entryName(e *sku.Entry) string {
+	s := fmt.Sprintf("%s %s %s", e.Test, e.Scope, e.Metric)
+	if l := labelText(e.Labels); l != "" {
+		s += " " + l
+	}
+	if e.Summary != "" {
+		s += " summary=" + e.Summary
+	}
+	return s
+}
+
+func flatten(s *sku.SKU) (map[string]flat, []string) {
+	m := map[string]flat{}
+	var order []string
+	for _, e := range s.Baselines {
+		k := entryName(e)
+		f := flat{e: e, points: map[int64]point{}}
+		if e.Value != nil {
+			f.points[int64(e.Size)] = point{*e.Value, e.Band}
+		}
+		for _, p := range e.Points {
+			f.points[int64(p.Size)] = point{p.Value, e.Band.Merge(p.Band)}
+		}
+		if _, dup := m[k]; !dup {
+			order = append(order, k)
+		}
+		m[k] = f
+	}
+	return m, order
+}
+
+// Diff lists what moved from old to new: per entry (test, scope, metric,
+// labels, summary) and per size, values, bands and units; entries and
+// points present on one side only. Unchanged points are left out.
+func Diff(old, new *sku.SKU) []Change {
+	a, order := flatten(old)
+	b, orderB := flatten(new)
+	for _, k := range orderB {
+		if _, ok := a[k]; !ok {
+			order = append(order, k)
+		}
+	}
+	var out []Change
+	for _, k := range order {
+		fa, inA := a[k]
+		fb, inB := b[k]
+		switch {
+		case !inB:
+			out = append(out, Change{Entry: k, Unit: fa.e.Unit, What: fmt.Sprintf("entry removed (%d values)", len(fa.points))})
+			continue
+		case !inA:
+			out = append(out, Change{Entry: k, Unit: fb.e.Unit, What: fmt.Sprintf("entry added (%d values)", len(fb.points))})
+			continue
+		}
+		if fa.e.Unit != fb.e.Unit {
+			out = append(out, Change{Entry: k, Unit: fb.e.Unit, What: fmt.Sprintf("unit %s -> %s", fa.e.Unit, fb.e.Unit)})
+		}
+		if fa.e.Ceiling != fb.e.Ceiling {
+			out = append(out, Change{Entry: k, Unit: fb.e.Unit, What: fmt.Sprintf("ceiling %g -> %g", fa.e.Ceiling, fb.e.Ceiling)})
+		}
+		if da, db := dipText(fa.e.Dip), dipText(fb.e.Dip); da != db {
+			out = append(out, Change{Entry: k, Unit: fb.e.Unit, What: fmt.Sprintf("dip %s -> %s", da, db)})
+		}
+		sizes := map[int64]bool{}
+		for s := range fa.points {
+			sizes[s] = true
+		}
+		for s := range fb.points {
+			sizes[s] = true
+		}
+		ss := make([]int64, 0, len(sizes))
+		for s := range sizes {
+			ss = append(ss, s)
+		}
+		sort.Slice(ss, func(i, j int) bool { return ss[i] < ss[j] })
+		for _, s := range ss {
+			pa, okA := fa.points[s]
+			pb, okB := fb.points[s]
+			c := Change{Entry: k, Size: s, Unit: fb.e.Unit}
+			switch {
+			case !okB:
+				v := pa.value
+				c.Old, c.What = &v, "removed"
+			case !okA:
+				v := pb.value
+				c.New, c.What = &v, "added"
+			default:
+				va, vb := pa.value, pb.value
+				bt := bandDiff(pa.band, pb.band)
+				if va == vb && bt == "" {
+					continue
+				}
+				c.Old, c.New, c.What = &va, &vb, bt
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func dipText(d *sku.Dip) string {
+	if d == nil {
+		return "none"
+	}
+	return fmt.Sprintf("warn %g%% fail %g%%", d.Warn, d.Fail)
+}
+
+func bandDiff(a, b sku.Band) string {
+	var parts []string
+	for _, e := range []struct {
+		name string
+		a, b sku.Bound
+	}{{"min", a.Min, b.Min}, {"warn_min", a.WarnMin, b.WarnMin}, {"max", a.Max, b.Max}, {"warn_max", a.WarnMax, b.WarnMax}} {
+		if e.a.Text != e.b.Text {
+			parts = append(parts, fmt.Sprintf("%s %s -> %s", e.name, orNone(e.a.Text), orNone(e.b.Text)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// WriteDiff prints changes as a table, one line per change, and a summary
+// line: how many values moved, by how much at most.
+func WriteDiff(w io.Writer, changes []Change) error {
+	if len(changes) == 0 {
+		_, err := fmt.Fprintln(w, "no differences")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ENTRY\tSIZE\tOLD\tNEW\tMOVE\tALSO")
+	moved, worst := 0, 0.0
+	for _, c := range changes {
+		size := "-"
+		if c.Size > 0 {
+			size = result.FormatBytes(c.Size)
+		}
+		move := ""
+		if p := c.Pct(); !math.IsNaN(p) {
+			if p != 0 {
+				moved++
+				if math.Abs(p) > math.Abs(worst) {
+					worst = p
+				}
+			}
+			move = fmt.Sprintf("%+.1f%%", p)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Entry, size, val(c.Old, c.Unit), val(c.New, c.Unit), move, c.What)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d changes; %d values moved, the most by %+.1f%%\n", len(changes), moved, worst)
+	return err
+}
+
+func val(v *float64, unit string) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f %s", *v, unit)
+}

@@ -1,0 +1,267 @@
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/judge"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+func TestBand(t *testing.T) {
+	cases := []struct {
+		name             string
+		values           []float64
+		median, fail, wn float64
+	}{
+		{"one run: the floors", []float64{189.2}, 189.2, 10, 5},
+		{"tight runs: the floors", []float64{344.0, 345.0, 346.0, 344.5, 345.5}, 345.0, 10, 5},
+		// The eight shipped h200 runs, reduce_scatter in-place at 4 GiB:
+		// two clusters (288-296 and 304-309 GB/s), MAD 6.51, sigma 9.65
+		// (3.2%): warn 3 sigma -> -10%, fail 6 sigma -> -20%.
+		{"h200 reduce_scatter in-place 4 GiB: a wide spread widens the band", []float64{306.955493, 308.848512, 292.553094, 305.928372, 295.500677, 304.093912, 295.777544, 288.365464}, 299.935728, 20, 10},
+		// One run 5.3% under the others: warn must start below it.
+		{"one slow run widens warn so it does not warn", []float64{307.0, 308.0, 306.0, 307.5, 306.5, 307.2, 290.7, 306.8}, 306.9, 12, 7},
+		// noisy: MAD 10 -> sigma 14.8 (14.8% of 100): 3 sigma = 45%, 6 sigma = 89%
+		{"wide spread: three and six robust sigmas", []float64{80, 90, 100, 110, 120}, 100, 89, 45},
+		{"an odd run far off does not move the median, but must pass", []float64{100, 101, 99, 100, 10}, 100, 96, 91},
+		{"a run at zero: the widest floors that can still fail", []float64{100, 0}, 50, 99, 94},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, f, w := Band(c.values, 10, 5)
+			assert.Assert(t, math.Abs(m-c.median) < 1e-9, "median %v", m)
+			assert.Equal(t, f, c.fail)
+			assert.Equal(t, w, c.wn)
+			lowest := c.values[0]
+			for _, v := range c.values {
+				lowest = math.Min(lowest, v)
+			}
+			if w < 94 {
+				assert.Assert(t, lowest >= m*(1-w/100), "the slowest recorded run (%v) is inside warn (%v)", lowest, m*(1-w/100))
+			}
+		})
+	}
+}
+
+// curveRun makes a run of nccl.all_reduce at 2x8 whose busbw follows a
+// saturating curve to peak, with relative noise.
+func curveRun(r *rand.Rand, origin string, peak, noise float64) Sample {
+	s := Sample{Origin: origin, Test: "nccl.all_reduce", Scope: sku.Scope{Nodes: 2, GPUsPerNode: 8}, Info: map[string]string{"nccl_version": "2.21.5"}}
+	for size := int64(8); size <= 8<<30; size *= 2 {
+		base := peak * float64(size) / (float64(size) + 64<<20)
+		for _, pl := range []string{"out-of-place", "in-place"} {
+			v := base * (1 + noise*r.NormFloat64())
+			s.Metrics = append(s.Metrics, result.Metric{Name: "busbw", Value: math.Round(v*100) / 100, Unit: "GB/s", Size: size,
+				Labels: map[string]string{"placement": pl, "type": "float", "redop": "sum"}})
+			s.Metrics = append(s.Metrics, result.Metric{Name: "algbw", Value: v / 1.875, Unit: "GB/s", Size: size, Labels: map[string]string{"placement": pl}})
+		}
+	}
+	return s
+}
+
+// Property: a baseline recorded from runs passes every one of those runs,
+// whatever their number and spread, and rendered to YAML it reads back the
+// same.
+func TestRecordedBaselinePassesItsRuns(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for trial := 0; trial < 200; trial++ {
+		n := 1 + r.Intn(9)
+		noise := []float64{0, 0.005, 0.02, 0.08}[r.Intn(4)]
+		peak := 150 + r.Float64()*300
+		var runs []Sample
+		for i := 0; i < n; i++ {
+			runs = append(runs, curveRun(r, fmt.Sprintf("run-%d", i), peak*(1+noise*r.NormFloat64()), noise))
+		}
+		entries, err := Record(runs, DefaultOptions())
+		assert.NilError(t, err)
+		assert.Equal(t, len(entries), 2, "one entry per placement")
+		file := "sku: p\nbaselines:\n" + Render(entries)
+		s, err := sku.Parse([]byte(file), "p.yaml")
+		assert.NilError(t, err, file)
+		for _, run := range runs {
+			got := judge.Test(result.Parsed{Metrics: run.Metrics}, s.Entries(run.Test, run.Scope), "")
+			assert.Equal(t, got.Status, result.Pass, "trial %d, %d runs, noise %v, %s: %s", trial, n, noise, run.Origin, got.Message)
+		}
+		// Runs that agree to 2% make a baseline that fails a node at
+		// half their speed.
+		if noise <= 0.02 {
+			slow := curveRun(r, "slow", peak/2, 0)
+			got := judge.Test(result.Parsed{Metrics: slow.Metrics}, s.Entries("nccl.all_reduce", sku.Scope{Nodes: 2, GPUsPerNode: 8}), "")
+			assert.Equal(t, got.Status, result.Fail, "trial %d: a run at half the speed must fail: %s", trial, got.Message)
+		}
+	}
+}
+
+func TestRecordLeavesOutLatencyBoundSizes(t *testing.T) {
+	entries, err := Record([]Sample{curveRun(rand.New(rand.NewSource(2)), "one", 189, 0)}, DefaultOptions())
+	assert.NilError(t, err)
+	e := entries[0]
+	assert.DeepEqual(t, e.Labels, map[string]string{"placement": "out-of-place"})
+	// base = peak*s/(s+64M): half the peak at 64 MiB.
+	assert.Equal(t, e.Points[0].Size, sku.Size(64<<20))
+	assert.Equal(t, e.Points[len(e.Points)-1].Size, sku.Size(8<<30))
+	// 64 MiB..128 MiB are under 80% of the peak: the steep floors.
+	assert.Equal(t, e.Points[0].Band.Min.Text, "-15%")
+	assert.Equal(t, e.Points[len(e.Points)-1].Band.IsZero(), true, "plateau points use the entry's band")
+	assert.Equal(t, BandText(e.Band), `min: "-10%", warn_min: "-5%", warn_max: "+50%"`)
+	assert.Assert(t, strings.HasPrefix(e.Source, "values of one run of nccl.all_reduce at 2x8, band: the floors"), e.Source)
+	assert.Assert(t, strings.Contains(e.Source, "one (nccl_version 2.21.5)"), e.Source)
+}
+
+func writeResults(t *testing.T, run result.Run) string {
+	dir := t.TempDir()
+	data, err := json.Marshal(run)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, ResultsFile), data, 0o644))
+	return dir
+}
+
+func TestLoad(t *testing.T) {
+	metrics := []result.Judged{{Metric: result.Metric{Name: "busbw", Value: 189.2, Unit: "GB/s", Size: 8 << 30}, Status: result.Pass},
+		{Metric: result.Metric{Name: "busbw", Value: 189.2, Unit: "GB/s", Size: 8 << 30}, Status: result.Pass, Summary: "peak"}}
+	good := result.Run{Scope: "2x8", Started: time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), Hosts: []string{"n1", "n2"},
+		Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Fail, Scope: "2x8", Metrics: metrics, Commands: []string{"mpirun ..."}},
+			{Name: "nccl.hypercube", Status: result.Skip, Message: "no baseline yet"}}}
+	ss, err := Load(writeResults(t, good))
+	assert.NilError(t, err)
+	assert.Equal(t, len(ss), 1, "a test listed but not run is left out")
+	assert.Equal(t, ss[0].Scope, sku.Scope{Nodes: 2, GPUsPerNode: 8})
+	assert.Equal(t, len(ss[0].Metrics), 1, "a summary is computed, not measured: not recorded")
+	cases := []struct {
+		name string
+		edit func(*result.Run)
+		want string
+	}{
+		{"errored test", func(r *result.Run) { r.Tests[0].Status, r.Tests[0].Message = result.Error, "truncated" }, "test nccl.all_reduce ended in error (truncated): record only good runs"},
+		{"wrong data", func(r *result.Run) {
+			r.Tests[0].Checks = []result.Check{{Name: "data validation", Message: "#wrong 3"}}
+		}, "test nccl.all_reduce failed its data validation check (#wrong 3)"},
+		{"bad scope", func(r *result.Run) { r.Tests[0].Scope = "2by8" }, `test nccl.all_reduce: scope "2by8": want NODESxGPUS`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var run result.Run
+			data, _ := json.Marshal(good)
+			assert.NilError(t, json.Unmarshal(data, &run))
+			c.edit(&run)
+			dir := writeResults(t, run)
+			_, err := Load(dir)
+			assert.ErrorContains(t, err, filepath.Join(dir, ResultsFile)+": "+c.want)
+		})
+	}
+	_, err = Load(t.TempDir())
+	assert.ErrorContains(t, err, "record takes folders written by gpuaccept run or gpuaccept check --out")
+}
+
+const skuFile = `# header comment kept
+sku: x
+gpu: A100
+suites:
+  multinode:
+    nodes: 2
+    tests:
+      - test: nccl.all_reduce
+baselines:
+  # old note
+  - test: nccl.all_reduce
+    scope: {nodes: 2, gpus_per_node: 8}
+    metric: busbw
+    unit: GB/s
+    labels: {placement: out-of-place}
+    band: {min: "-10%"}
+    ceiling: 200
+    source: seed 000
+    points:
+      - {size: 8G, value: 189.2}
+  - test: nccl.all_reduce
+    scope: {nodes: 2, gpus_per_node: 8}
+    metric: busbw
+    unit: GB/s
+    labels: {placement: out-of-place}
+    summary: peak
+    value: 189.2
+    band: {min: "-10%"}
+    source: seed 000
+  - test: nccl.all_reduce
+    scope: {nodes: 1, gpus_per_node: 8}
+    metric: busbw
+    unit: GB/s
+    band: {min: ">= 200 GB/s"}
+    source: other
+    value: 230
+`
+
+func TestMerge(t *testing.T) {
+	entries, err := Record([]Sample{curveRun(rand.New(rand.NewSource(3)), "r1", 190, 0.01), curveRun(rand.New(rand.NewSource(4)), "r2", 190, 0.01)}, DefaultOptions())
+	assert.NilError(t, err)
+	out, err := Merge([]byte(skuFile), "x.yaml", entries, "recorded by test")
+	assert.NilError(t, err)
+	text := string(out)
+	assert.Assert(t, strings.HasPrefix(text, "# header comment kept\nsku: x\n"), text)
+	assert.Assert(t, strings.Contains(text, "baselines:\n  # recorded by test\n  - test: nccl.all_reduce\n"), text)
+	assert.Assert(t, !strings.Contains(text, "old note"), text)
+	s, err := sku.Parse(out, "x.yaml")
+	assert.NilError(t, err)
+	assert.Equal(t, len(s.Baselines), 4, "2 recorded + the summary + the other scope")
+	assert.Equal(t, s.Baselines[0].Labels["placement"], "out-of-place")
+	assert.Equal(t, s.Baselines[0].Ceiling, 200.0, "the ceiling carries over")
+	assert.Equal(t, s.Baselines[2].Summary, "peak", "summary entries stay")
+	assert.Equal(t, s.Baselines[3].Scope, sku.Scope{Nodes: 1, GPUsPerNode: 8})
+	// Merging the same entries again changes nothing.
+	again, err := Merge(out, "x.yaml", entries, "recorded by test")
+	assert.NilError(t, err)
+	assert.Equal(t, string(again), text)
+}
+
+func TestDiff(t *testing.T) {
+	old, err := sku.Parse([]byte(skuFile), "old.yaml")
+	assert.NilError(t, err)
+	newText := strings.Replace(strings.Replace(skuFile, "{size: 8G, value: 189.2}", "{size: 4G, value: 188.3}\n      - {size: 8G, value: 170.0, band: {min: \"-12%\"}}", 1),
+		"    source: other\n    value: 230\n", "    source: other\n    value: 230\n", 1)
+	newText = strings.Replace(newText, "  - test: nccl.all_reduce\n    scope: {nodes: 1, gpus_per_node: 8}", "  - test: nccl.all_gather\n    scope: {nodes: 1, gpus_per_node: 8}", 1)
+	nw, err := sku.Parse([]byte(newText), "new.yaml")
+	assert.NilError(t, err)
+	ch := Diff(old, nw)
+	var b strings.Builder
+	assert.NilError(t, WriteDiff(&b, ch))
+	out := b.String()
+	for _, want := range []string{
+		"nccl.all_reduce 2x8 busbw placement=out-of-place  4 GiB  -            188.30 GB/s          added",
+		"nccl.all_reduce 2x8 busbw placement=out-of-place  8 GiB  189.20 GB/s  170.00 GB/s  -10.1%  min -10% -> -12%",
+		"nccl.all_reduce 1x8 busbw                         -      -            -                    entry removed (1 values)",
+		"nccl.all_gather 1x8 busbw                         -      -            -                    entry added (1 values)",
+		"4 changes; 1 values moved, the most by -10.1%",
+	} {
+		assert.Assert(t, strings.Contains(out, want), "missing %q in\n%s", want, out)
+	}
+	b.Reset()
+	assert.NilError(t, WriteDiff(&b, Diff(old, old)))
+	assert.Equal(t, b.String(), "no differences\n")
+}
+
+func TestRecordRejectsBadOptions(t *testing.T) {
+	runs := []Sample{curveRun(rand.New(rand.NewSource(5)), "r", 189, 0)}
+	for _, edit := range []func(*Options){
+		func(o *Options) { o.Fail = 150 },
+		func(o *Options) { o.Warn = 12 },
+		func(o *Options) { o.SteepWarn = 0 },
+		func(o *Options) { o.WarnMax = -5 },
+		func(o *Options) { o.MinFraction = 2 },
+	} {
+		o := DefaultOptions()
+		edit(&o)
+		_, err := Record(runs, o)
+		assert.ErrorContains(t, err, "record: ")
+	}
+}
