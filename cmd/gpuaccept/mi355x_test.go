@@ -265,3 +265,17 @@ baselines:
 	assert.NilError(t, err)
 	assert.Assert(t, strings.Contains(string(data), "Device : ionic_2"))
 }
+
+// A suite mixing plugins takes one plugin's parameters with PLUGIN:KEY; a
+// plain bindir would reach mori, which has none, and a scope naming nothing
+// in the suite is refused instead of dropped.
+func TestScopedParamsOnMixedSuite(t *testing.T) {
+	code, out, errOut := cli(t, "--sku", "mi355x", "--suite", "singlenode", "--dry-run", "--param", "rccl:bindir=/opt/rccl-tests/build")
+	assert.Equal(t, code, 0, errOut)
+	assert.Assert(t, strings.Contains(out, "/opt/rccl-tests/build/all_reduce_perf "), out)
+	assert.Assert(t, strings.Contains(out, "bench_dispatch_combine.py"), out)
+
+	code, _, errOut = cli(t, "--sku", "mi355x", "--suite", "singlenode", "--dry-run", "--param", "rcl:bindir=/x")
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errOut, `--param rcl:bindir: "rcl" is neither a plugin nor a test of the suite`), errOut)
+}

@@ -44,7 +44,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.IntVar(&gpus, "gpus-per-node", 0, "GPUs per node (default: the SKU's)")
 	fs.StringVar(&hostsFlag, "hosts", "", "comma-separated node names (host or host:slots)")
 	fs.StringVar(&hostfile, "hostfile", "", "file with one node per line (Open MPI or MPICH form)")
-	fs.StringArrayVar(&params, "param", nil, "KEY=VALUE test parameter for every test, overriding the suite's (repeatable; gpuaccept list tests shows them)")
+	fs.StringArrayVar(&params, "param", nil, "KEY=VALUE test parameter for every test, overriding the suite's; PLUGIN:KEY=VALUE or TEST:KEY=VALUE for one plugin's or one test's (repeatable; gpuaccept list tests shows them)")
 	fs.StringArrayVar(&tests, "test", nil, "run only this test of the suite (repeatable)")
 	fs.StringVar(&replayDir, "replay-dir", "", "recordings (or an old results folder) for --launcher replay")
 	fs.StringArrayVar(&mpiArgs, "mpi-arg", nil, "extra argument for mpirun (repeatable), e.g. --mpi-arg=--mca --mpi-arg=btl_tcp_if_include --mpi-arg=lo")
@@ -74,6 +74,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	pm, err := parseParams(params)
 	if err != nil {
+		return exitUsage, err
+	}
+	if err := paramScopes(pm, su); err != nil {
 		return exitUsage, err
 	}
 	hosts, err := readHosts(hostsFlag, hostfile)
@@ -191,6 +194,28 @@ func parseParams(kvs []string) (map[string]string, error) {
 		m[k] = v
 	}
 	return m, nil
+}
+
+// paramScopes checks that every "SCOPE:KEY" parameter names a plugin or a
+// test of the suite, so a typo does not silently drop the parameter.
+func paramScopes(pm map[string]string, su *sku.Suite) error {
+	known := map[string]bool{}
+	var names []string
+	for _, st := range su.Tests {
+		plugin, _, _ := strings.Cut(st.Test, ".")
+		for _, n := range []string{plugin, st.Test} {
+			if !known[n] {
+				known[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	for k := range pm {
+		if scope, _, ok := strings.Cut(k, ":"); ok && !known[scope] {
+			return usageError{fmt.Errorf("--param %s: %q is neither a plugin nor a test of the suite (known: %s)", k, scope, strings.Join(names, ", "))}
+		}
+	}
+	return nil
 }
 
 // readHosts reads --hosts and --hostfile into node names. The slot counts

@@ -41,7 +41,10 @@ type Runner struct {
 	Dir string
 	// Timeout bounds each test that has no timeout of its own; zero: none.
 	Timeout time.Duration
-	// Params override suite and test parameters for every test.
+	// Params override suite and test parameters. A plain KEY applies to
+	// every test; a key "SCOPE:KEY", where SCOPE is a plugin ("rccl") or a
+	// full test name ("rccl.all_reduce"), only to the tests it names, so a
+	// suite mixing plugins can be given one plugin's parameters.
 	Params map[string]string
 	// Only, when set, restricts the run to these test names.
 	Only []string
@@ -241,6 +244,26 @@ func Params(layers ...map[string]string) map[string]string {
 	return out
 }
 
+// ScopedParams returns the parameters of params that apply to test (full
+// name, "nccl.all_reduce"): plain keys, and "SCOPE:KEY" keys whose SCOPE is
+// the test's plugin or the test itself, with the scope removed. A scoped key
+// wins over the plain one.
+func ScopedParams(params map[string]string, test string) map[string]string {
+	plugin, _, _ := strings.Cut(test, ".")
+	out := map[string]string{}
+	for k, v := range params {
+		if !strings.Contains(k, ":") {
+			out[k] = v
+		}
+	}
+	for k, v := range params {
+		if scope, key, ok := strings.Cut(k, ":"); ok && (scope == plugin || scope == test) {
+			out[key] = v
+		}
+	}
+	return out
+}
+
 func (r *Runner) progress(format string, a ...any) {
 	if r.Progress != nil && (r.Events == nil || r.DryRun) {
 		fmt.Fprintf(r.Progress, format+"\n", a...)
@@ -249,7 +272,7 @@ func (r *Runner) progress(format string, a ...any) {
 
 func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology, attempt int) result.Test {
 	start := time.Now()
-	params := Params(su.Params, st.Params, r.Params)
+	params := Params(su.Params, st.Params, ScopedParams(r.Params, st.Test))
 	// What is recorded and printed goes through redaction, which also knows
 	// the secret values of the environment and the parameters; the plugin
 	// and the launcher get the real values.

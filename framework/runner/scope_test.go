@@ -19,3 +19,27 @@ func TestParseScope(t *testing.T) {
 		assert.ErrorContains(t, err, "is not NODESxGPUS", bad)
 	}
 }
+
+func TestScopedParams(t *testing.T) {
+	params := map[string]string{
+		"iters":                  "20",
+		"bindir":                 "/opt/all",
+		"rccl:bindir":            "/opt/rccl-tests/build",
+		"rccl.alltoall:maxbytes": "128M",
+		"mori:python":            "python3.12",
+	}
+	tests := []struct {
+		test string
+		want map[string]string
+	}{
+		{"rccl.all_reduce", map[string]string{"iters": "20", "bindir": "/opt/rccl-tests/build"}},
+		{"rccl.alltoall", map[string]string{"iters": "20", "bindir": "/opt/rccl-tests/build", "maxbytes": "128M"}},
+		{"mori.ep_intranode", map[string]string{"iters": "20", "bindir": "/opt/all", "python": "python3.12"}},
+		{"nccl.all_reduce", map[string]string{"iters": "20", "bindir": "/opt/all"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.test, func(t *testing.T) {
+			assert.DeepEqual(t, ScopedParams(params, tc.test), tc.want)
+		})
+	}
+}
