@@ -18,7 +18,9 @@ var Recordings embed.FS
 // h200 baseline must give it.
 type DemoRecording struct {
 	// Dir is the recording's folder inside Recordings.
-	Dir   string
+	Dir string
+	// Name names the demo's results folder and report files for it.
+	Name  string
 	Title string
 	// Params are the suite parameters the recording was made with.
 	Params map[string]string
@@ -28,6 +30,6 @@ type DemoRecording struct {
 
 // DemoRecordings are replayed by `gpuaccept demo`, in order.
 var DemoRecordings = []DemoRecording{
-	{Dir: "testdata/recordings/h200-1x2-healthy", Title: "healthy: 2 x H200 (NVLink NV18), nccl-tests 2.19.6, NCCL 2.28.9, one process on both GPUs", Want: result.Pass},
-	{Dir: "testdata/recordings/h200x2-2026-11-30/ga-p2poff/raw", Title: "degraded: the same kind of node with NVLink peer-to-peer disabled (NCCL_P2P_DISABLE=1)", Want: result.Fail},
+	{Dir: "testdata/recordings/h200-1x2-healthy", Name: "healthy", Title: "healthy: 2 x H200 (NVLink NV18), nccl-tests 2.19.6, NCCL 2.28.9, one process on both GPUs", Want: result.Pass},
+	{Dir: "testdata/recordings/h200x2-2026-11-30/ga-p2poff/raw", Name: "p2p-off", Title: "degraded: the same kind of node with NVLink peer-to-peer disabled (NCCL_P2P_DISABLE=1)", Want: result.Fail},
 }

@@ -66,9 +66,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		fmt.Fprintf(stdout, "\n== %s\n", d.Title)
 		dc := c
-		dc.out = filepath.Join(base, filepath.Base(d.Dir))
+		dc.out = filepath.Join(base, d.Name)
 		if c.junit != "" {
-			dc.junit = strings.TrimSuffix(c.junit, ".xml") + "-" + filepath.Base(d.Dir) + ".xml"
+			dc.junit = strings.TrimSuffix(c.junit, ".xml") + "-" + d.Name + ".xml"
 		}
 		baseline, err := c.skuFile(s)
 		if err != nil {
@@ -80,7 +80,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitUsage, err
 		}
 		if c.html != "" {
-			dc.html = strings.TrimSuffix(c.html, ".html") + "-" + filepath.Base(d.Dir) + ".html"
+			dc.html = strings.TrimSuffix(c.html, ".html") + "-" + d.Name + ".html"
 		}
 		if _, err := dc.finish(res, s, stdout, stderr); err != nil {
 			return exitUsage, err
