@@ -359,8 +359,10 @@ func (l *Launcher) stopLocal(pid int, done chan error, grace time.Duration) {
 func (l *Launcher) cleanup(req launch.Request, r stepRun, out *plan.Output, logw io.Writer) {
 	var problems []string
 	if r.local != "" {
-		defer os.RemoveAll(r.local)
-		_ = os.Remove(filepath.Dir(r.local))
+		defer func() {
+			_ = os.RemoveAll(r.local)
+			_ = os.Remove(filepath.Dir(r.local)) // only when no other step uses it
+		}()
 	}
 	for _, f := range r.step.Files {
 		ctx, cancel := context.WithTimeout(context.Background(), l.connectTimeout()+time.Minute)
