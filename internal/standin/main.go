@@ -48,11 +48,6 @@ func main() {
 }
 
 func run() int {
-	dir := os.Getenv("STANDIN_RECORDINGS")
-	if dir == "" {
-		fmt.Fprintln(os.Stderr, "standin: STANDIN_RECORDINGS is not set")
-		return 6
-	}
 	if p := os.Getenv("STANDIN_PIDFILE"); p != "" {
 		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err == nil {
@@ -65,6 +60,11 @@ func run() int {
 	}
 	if log := os.Getenv("STANDIN_LOG"); log != "" {
 		return replayPaired(log)
+	}
+	dir := os.Getenv("STANDIN_RECORDINGS")
+	if dir == "" {
+		fmt.Fprintln(os.Stderr, "standin: STANDIN_RECORDINGS is not set")
+		return 6
 	}
 	name := strings.TrimSuffix(filepath.Base(os.Args[0]), "_mpi")
 	test := strings.TrimSuffix(name, "_perf")

@@ -153,6 +153,9 @@ if [ "$pg" -gt 1 ] && kill -0 -$pg 2>/dev/null; then
 	i=0
 	while kill -0 -$pg 2>/dev/null && [ $i -lt ` + strconv.Itoa(tenths) + ` ]; do sleep 0.1; i=$((i+1)); done
 	kill -KILL -$pg 2>/dev/null
+	# Gone, not merely signalled, before the launcher reports the step over.
+	i=0
+	while kill -0 -$pg 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
 fi
 for p in /proc/[0-9]*; do
 	c=$(readlink "$p/cwd" 2>/dev/null) || continue

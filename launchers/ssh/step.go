@@ -196,14 +196,15 @@ func stopReason(ctx context.Context) string {
 }
 
 // run runs one step to its end; it sends true on ready when the step's
-// marker shows, false when the step ended without it.
-func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready chan<- bool) plan.Output {
+// marker shows, false when the step ended without it. The result is named:
+// the deferred cleanup adds collected files and its own problems to it.
+func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready chan<- bool) (out plan.Output) {
 	s := r.step
 	var once sync.Once
 	signal := func(ok bool) { once.Do(func() { ready <- ok }) }
 	defer signal(false)
 
-	out := plan.Output{Step: s.Name, Role: s.Role, Host: r.hosts[0], ExitCode: -1, Command: r.command}
+	out = plan.Output{Step: s.Name, Role: s.Role, Host: r.hosts[0], ExitCode: -1, Command: r.command}
 	logw, logPath, err := launch.CreateLog(req, s.Name)
 	if err != nil {
 		out.LaunchError = err.Error()
