@@ -269,7 +269,7 @@ func TestTimeoutKillsRanks(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	s := plan.Step{Name: "all_reduce", Procs: 4, ProcsPerNode: 2, MPI: true,
 		Argv: []string{filepath.Join(bin, "all_reduce_perf"), "-g", "1"},
-		Env: map[string]string{"STANDIN_RECORDINGS": abs(t, "testdata/recordings/ndv4-2x8"), "STANDIN_SLEEP": "300s", "STANDIN_PIDFILE": pidfile}}
+		Env:  map[string]string{"STANDIN_RECORDINGS": abs(t, "testdata/recordings/ndv4-2x8"), "STANDIN_SLEEP": "300s", "STANDIN_PIDFILE": pidfile}}
 	req := request(t, 2, s)
 	req.Timeout = 4 * time.Second
 	outs, err := l.Launch(context.Background(), req)
