@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -175,6 +176,21 @@ func TestServerDiesBeforeReady(t *testing.T) {
 	assert.Equal(t, outs[1].Log, "")
 }
 
+// A server that hangs without its readiness line until the test times out
+// is killed, and its client never starts.
+func TestTimeoutBeforeReady(t *testing.T) {
+	l := sshd(t)
+	s := plan.Step{Name: "server", Role: "server", Procs: 1, ProcsPerNode: 1, ReadyMarker: "Waiting for client", Argv: []string{"sleep", "300"}}
+	c := plan.Step{Name: "client", Role: "client", Host: 1, Procs: 1, ProcsPerNode: 1, Argv: []string{"true"}}
+	req := request(t, 2, s, c)
+	req.Timeout = 2 * time.Second
+	outs, err := l.Launch(context.Background(), req)
+	assert.NilError(t, err)
+	assert.Assert(t, strings.HasPrefix(outs[0].LaunchError, "timed out after"), outs[0].LaunchError)
+	assert.Equal(t, outs[1].LaunchError, "not started: the test timed out first")
+	remoteGone(t, l)
+}
+
 // An unreachable host is named before anything starts, with ssh's reason;
 // nothing is written for the test.
 func TestUnreachableHost(t *testing.T) {
@@ -194,35 +210,46 @@ func TestUnreachableHost(t *testing.T) {
 	assert.ErrorContains(t, err, "127.0.0.3")
 }
 
-// A host key that does not match known_hosts stops the run; with
-// --ssh-insecure the same host is accepted.
+// A host key that does not match known_hosts, or a host missing from it,
+// stops the run; with --ssh-insecure the same host is accepted.
 func TestHostKeyVerified(t *testing.T) {
 	l := sshd(t)
-	wrong := filepath.Join(t.TempDir(), "known_hosts")
-	// Another key for the same names: what a reinstalled or spoofed node shows.
-	key := "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
-	assert.NilError(t, os.WriteFile(wrong, []byte("[127.0.0.1]:17822 ssh-ed25519 "+key+"\n"), 0o600))
-	c := l.Config
-	c.KnownHosts = wrong
-	bad, err := New(c, []string{"127.0.0.1"}, nil)
-	assert.NilError(t, err)
-	err = bad.Check(context.Background())
-	assert.ErrorContains(t, err, "127.0.0.1: exit status 255: Host key verification failed.")
-	c.KnownHosts, c.Insecure = "", true
-	ok, err := New(c, []string{"127.0.0.1"}, nil)
+	dir := t.TempDir()
+	// Another key for the same name: what a reinstalled or spoofed node shows.
+	out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, "other")).CombinedOutput()
+	assert.NilError(t, err, string(out))
+	pub := strings.Fields(read(t, filepath.Join(dir, "other.pub")))
+	for _, c := range []struct{ name, content string }{
+		{"changed key", "[127.0.0.1]:" + strconv.Itoa(l.Port) + " " + pub[0] + " " + pub[1] + "\n"},
+		{"unknown host", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			kh := filepath.Join(t.TempDir(), "known_hosts")
+			assert.NilError(t, os.WriteFile(kh, []byte(c.content), 0o600))
+			cfg := l.Config
+			cfg.KnownHosts = kh
+			bad, err := New(cfg, []string{"127.0.0.1"}, nil)
+			assert.NilError(t, err)
+			assert.ErrorContains(t, bad.Check(context.Background()), "127.0.0.1: exit status 255: Host key verification failed.")
+		})
+	}
+	cfg := l.Config
+	cfg.KnownHosts, cfg.Insecure = "", true
+	ok, err := New(cfg, []string{"127.0.0.1"}, nil)
 	assert.NilError(t, err)
 	assert.NilError(t, ok.Check(context.Background()))
 }
 
-// alivePids lists, over ssh, which of the pids in the files on host are
-// still running (zombies awaiting their reaper excepted).
+// alivePids lists, over ssh, which of the pids in the files on host
+// still run: pgrep by each pid of the pid files (-F reads one pid), not
+// counting zombies awaiting their reaper.
 func alivePids(t *testing.T, l *Launcher, host string, pidfiles ...string) string {
 	t.Helper()
-	script := "for p in $(cat"
-	for _, f := range pidfiles {
-		script += " " + q(f)
+	files := make([]string, len(pidfiles))
+	for i, f := range pidfiles {
+		files[i] = q(f)
 	}
-	script += "); do if pgrep -F /dev/stdin >/dev/null <<EOF\n$p\nEOF\nthen s=$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null); [ \"$s\" = Z ] || echo \"$p $s\"; fi; done\n"
+	script := "for p in $(cat " + strings.Join(files, " ") + "); do\npgrep -r D,R,S,T,t -F /dev/stdin <<EOF\n$p\nEOF\ndone\nexit 0\n"
 	out, err := l.remote(context.Background(), host, script)
 	assert.NilError(t, err)
 	return string(out)
@@ -441,4 +468,16 @@ func TestCommands(t *testing.T) {
 	assert.NilError(t, err)
 	_, err = l.Commands(launch.Request{Test: "nccl.x", Plan: plan.Plan{Steps: []plan.Step{coll}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}})
 	assert.ErrorContains(t, err, "launcher ssh: the test asks for 2 nodes but 1 host(s) are given (n1)")
+}
+
+// The "nothing left" checks above can fail: alivePids does see a process
+// that runs (both loopback hosts are this machine).
+func TestAlivePidsSeesRunning(t *testing.T) {
+	l := sshd(t)
+	cmd := exec.Command("sleep", "60")
+	assert.NilError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	assert.NilError(t, os.WriteFile(pidfile, []byte("999999999\n"+strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644))
+	assert.Equal(t, alivePids(t, l, "127.0.0.2", pidfile), strconv.Itoa(cmd.Process.Pid)+"\n")
 }

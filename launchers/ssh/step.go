@@ -153,7 +153,7 @@ func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Outpu
 	for i := 0; i < len(runs); {
 		s := runs[i].step
 		if blocked == "" && ctx.Err() != nil {
-			blocked = "not started: the test was " + stopReason(ctx)
+			blocked = "not started: the test " + stopReason(ctx) + " first"
 		}
 		if blocked != "" {
 			outs[i] = plan.Output{Step: s.Name, Role: s.Role, Host: runs[i].hosts[0], ExitCode: -1, LaunchError: blocked, Command: runs[i].command}
