@@ -249,7 +249,18 @@ func alivePids(t *testing.T, l *Launcher, host string, pidfiles ...string) strin
 	for i, f := range pidfiles {
 		files[i] = q(f)
 	}
-	script := "for p in $(cat " + strings.Join(files, " ") + "); do\npgrep -r D,R,S,T,t -F /dev/stdin <<EOF\n$p\nEOF\ndone\nexit 0\n"
+	// pgrep -F wants a regular file, and an error of its own must not read
+	// as "nothing running".
+	script := `f=$(mktemp) || exit 1
+for p in $(cat ` + strings.Join(files, " ") + `); do
+	echo "$p" > "$f"
+	pgrep -r D,R,S,T,t -F "$f"
+	rc=$?
+	[ $rc -le 1 ] || echo "pgrep failed with $rc for $p"
+done
+rm -f "$f"
+exit 0
+`
 	out, err := l.remote(context.Background(), host, script)
 	assert.NilError(t, err)
 	return string(out)
@@ -277,7 +288,7 @@ func TestTimeoutKillsRemoteProcessGroup(t *testing.T) {
 	assert.Assert(t, strings.Contains(read(t, o.Log), "started\n"), read(t, o.Log))
 	pids := strings.Fields(read(t, pidfile))
 	assert.Equal(t, len(pids), 2)
-	out, err := l.remote(context.Background(), "127.0.0.2", "pgrep -g "+pids[0]+" || echo none\n")
+	out, err := l.remote(context.Background(), "127.0.0.2", "pgrep -g "+pids[0]+"; [ $? = 1 ] && echo none; exit 0\n")
 	assert.NilError(t, err)
 	assert.Equal(t, string(out), "none\n", "process group %s still has processes", pids[0])
 	assert.Equal(t, alivePids(t, l, "127.0.0.2", pidfile), "")
