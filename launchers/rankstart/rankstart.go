@@ -299,3 +299,15 @@ func EnvPrefix(s plan.Step) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// StarterEnv returns variables the rank starter itself needs in its
+// environment ("NAME=value"), beside its argv: for Open MPI and HPC-X with a
+// RemoteShell, PRTE_MCA_plm_ssh_agent, because Open MPI 5 starts ranks
+// through PRRTE, which reads its ssh agent from plm_ssh_agent, not Open MPI
+// 4's plm_rsh_agent (Open MPI 4 ignores the variable). Nil when none.
+func StarterEnv(f Flavor, o Options) []string {
+	if len(o.RemoteShell) == 0 || f == FlavorMPICH {
+		return nil
+	}
+	return []string{"PRTE_MCA_plm_ssh_agent=" + strings.Join(o.RemoteShell, " ")}
+}

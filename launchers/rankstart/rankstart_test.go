@@ -119,3 +119,19 @@ func TestRemoteShellScript(t *testing.T) {
 	got := RemoteShellScript([]string{"ssh", "-p", "2222", "-i", "/keys/my key"})
 	assert.Equal(t, got, "#!/bin/sh\n# written by gpuaccept: the remote shell for the rank starter\nexec ssh -p 2222 -i '/keys/my key' \"$@\"\n")
 }
+
+func TestStarterEnv(t *testing.T) {
+	rsh := []string{"ssh", "-p", "2222"}
+	for _, c := range []struct {
+		f    Flavor
+		o    Options
+		want []string
+	}{
+		{FlavorOpenMPI, Options{RemoteShell: rsh}, []string{"PRTE_MCA_plm_ssh_agent=ssh -p 2222"}},
+		{FlavorHPCX, Options{RemoteShell: rsh}, []string{"PRTE_MCA_plm_ssh_agent=ssh -p 2222"}},
+		{FlavorMPICH, Options{RemoteShell: rsh}, nil},
+		{FlavorOpenMPI, Options{}, nil},
+	} {
+		assert.DeepEqual(t, StarterEnv(c.f, c.o), c.want)
+	}
+}

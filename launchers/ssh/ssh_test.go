@@ -460,7 +460,8 @@ func TestCommands(t *testing.T) {
 		want   []string
 	}{
 		{rankstart.FlavorOpenMPI, []string{
-			"NCCL_SOCKET_IFNAME=eth0 mpirun " + root + "-np 16 --map-by ppr:8:node --host n1:8,n2:8 -x NCCL_SOCKET_IFNAME --wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce --mca plm_rsh_agent 'ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4' -mca coll_hcoll_enable 0 /opt/nccl-tests/build/all_reduce_perf -g 1",
+			"PRTE_MCA_plm_ssh_agent='ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4' " +
+				"NCCL_SOCKET_IFNAME=eth0 mpirun " + root + "-np 16 --map-by ppr:8:node --host n1:8,n2:8 -x NCCL_SOCKET_IFNAME --wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce --mca plm_rsh_agent 'ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4' -mca coll_hcoll_enable 0 /opt/nccl-tests/build/all_reduce_perf -g 1",
 			"ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4 n2 'cd /tmp/gpuaccept-RUN/nccl.x.server && exec ib_write_bw -p 18515'"}},
 		{rankstart.FlavorMPICH, []string{
 			"NCCL_SOCKET_IFNAME=eth0 mpiexec -n 16 -ppn 8 -hosts n1:8,n2:8 -genvlist NCCL_SOCKET_IFNAME -wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce -launcher ssh -launcher-exec " + filepath.Join(os.TempDir(), "gpuaccept-RUN-local/nccl.x.all_reduce/gpuaccept-rsh") + " /opt/nccl-tests/build/all_reduce_perf -g 1",

@@ -31,6 +31,8 @@ type stepRun struct {
 	// starter is the rank starter's argv (collective steps); nil for a
 	// single-host step, which runs stepScript over ssh.
 	starter []string
+	// starterEnv is added to the rank starter's environment.
+	starterEnv []string
 	// wrapper is the remote shell script MPICH's -launcher-exec runs;
 	// empty when not needed.
 	wrapper string
@@ -92,9 +94,14 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 		if r.starter, err = rankstart.MPIRun(flavor, s, o); err != nil {
 			return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
 		}
+		r.starterEnv = rankstart.StarterEnv(flavor, o)
 		r.command = rankstart.ShellJoin(r.starter)
 		if env := rankstart.EnvPrefix(s); env != "" {
 			r.command = env + " " + r.command
+		}
+		for i := len(r.starterEnv) - 1; i >= 0; i-- {
+			k, v, _ := strings.Cut(r.starterEnv[i], "=")
+			r.command = k + "=" + q(v) + " " + r.command
 		}
 		runs[i] = r
 	}
@@ -239,7 +246,7 @@ func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready
 		}
 		cmd = exec.Command(r.starter[0], r.starter[1:]...)
 		cmd.Dir = r.local
-		cmd.Env = rankstart.Environ(l.environ(), s)
+		cmd.Env = append(rankstart.Environ(l.environ(), s), r.starterEnv...)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdout, cmd.Stderr = sw, sw
