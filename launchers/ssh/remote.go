@@ -16,6 +16,22 @@ import (
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
+// maxParallel bounds the ssh clients one launcher runs at once for checks
+// and cleanup: sshd's MaxStartups (default 10:30:100) starts refusing
+// unauthenticated connections beyond 10, and many nodes behind one bastion
+// would otherwise see them all at once.
+const maxParallel = 10
+
+// fanOut takes one of maxParallel slots and returns its release; a
+// Launcher not made by New has no limit.
+func (l *Launcher) fanOut() func() {
+	if l.sem == nil {
+		return func() {}
+	}
+	l.sem <- struct{}{}
+	return func() { <-l.sem }
+}
+
 // pgidFile is where a single-host step's remote shell records its process
 // group, inside the step's folder.
 const pgidFile = ".gpuaccept.pgid"
@@ -41,6 +57,7 @@ func (l *Launcher) check(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer l.fanOut()()
 			// Authentication and the remote shell get a few seconds beyond
 			// the TCP connect.
 			cctx, cancel := context.WithTimeout(ctx, l.connectTimeout()+5*time.Second)

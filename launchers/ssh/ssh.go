@@ -97,6 +97,7 @@ type Launcher struct {
 
 	checkOnce sync.Once
 	checkErr  error
+	sem       chan struct{}
 }
 
 // New checks the configuration and returns a launcher for hosts. It does
@@ -139,7 +140,7 @@ func New(c Config, hostList []string, mpiArgs []string) (*Launcher, error) {
 	if _, err := rand.Read(id); err != nil {
 		return nil, fmt.Errorf("launcher ssh: make a run id: %w", err)
 	}
-	return &Launcher{Config: c, Hosts: hostList, MPIArgs: mpiArgs, RunID: hex.EncodeToString(id)}, nil
+	return &Launcher{Config: c, Hosts: hostList, MPIArgs: mpiArgs, RunID: hex.EncodeToString(id), sem: make(chan struct{}, maxParallel)}, nil
 }
 
 func validUser(u string) bool {

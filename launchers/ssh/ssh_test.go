@@ -480,6 +480,14 @@ func TestCommands(t *testing.T) {
 	assert.NilError(t, err)
 	_, err = l.Commands(launch.Request{Test: "nccl.x", Plan: plan.Plan{Steps: []plan.Step{coll}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}})
 	assert.ErrorContains(t, err, "launcher ssh: the test asks for 2 nodes but 1 host(s) are given (n1)")
+	// Files are fetched from the step's folder only.
+	for _, f := range []string{"../../etc/shadow", "/etc/shadow", ""} {
+		bad := plan.Step{Name: "a", Argv: []string{"true"}, Procs: 1, ProcsPerNode: 1, Files: []string{f}}
+		_, err = l.Commands(launch.Request{Test: "x.y", Plan: plan.Plan{Steps: []plan.Step{bad}}, Topology: plan.Topology{Nodes: 1, GPUsPerNode: 1}})
+		assert.ErrorContains(t, err, "launcher ssh: test x.y: step a: file "+strconv.Quote(f)+" is not a plain relative name")
+	}
+	_, err = l.Commands(launch.Request{Test: "x;y", Plan: plan.Plan{Steps: []plan.Step{coll}}, Topology: plan.Topology{Nodes: 1, GPUsPerNode: 8}})
+	assert.ErrorContains(t, err, `launcher ssh: test name "x;y" is not a plain word`)
 }
 
 // The "nothing left" checks above can fail: alivePids does see a process

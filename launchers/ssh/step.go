@@ -73,6 +73,11 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 		if err != nil {
 			return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
 		}
+		for _, f := range s.Files {
+			if f == "" || strings.HasPrefix(f, "/") || strings.Contains(f, "..") || strings.ContainsAny(f, "\n\x00") {
+				return nil, fmt.Errorf("launcher ssh: test %s: step %s: file %q is not a plain relative name", req.Test, s.Name, f)
+			}
+		}
 		r := stepRun{step: s, hosts: sh, wd: l.workDir(req.Test, s.Name)}
 		if !rankstart.NeedsStarter(s) {
 			line := "cd " + q(r.wd) + " && "
@@ -317,6 +322,7 @@ func (l *Launcher) makeFolders(ctx context.Context, r stepRun) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer l.fanOut()()
 			cctx, cancel := context.WithTimeout(ctx, l.connectTimeout()+10*time.Second)
 			defer cancel()
 			if _, err := l.remote(cctx, h, mkdirScript(r.wd)); err != nil {
@@ -337,6 +343,7 @@ func (l *Launcher) stopRemote(r stepRun, hs []string, grace time.Duration) []err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer l.fanOut()()
 			ctx, cancel := context.WithTimeout(context.Background(), l.connectTimeout()+grace+15*time.Second)
 			defer cancel()
 			if _, err := l.remote(ctx, h, killScript(r.wd, grace, false)); err != nil {
@@ -412,6 +419,7 @@ func (l *Launcher) stopRemoteRm(r stepRun) []error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer l.fanOut()()
 			ctx, cancel := context.WithTimeout(context.Background(), l.connectTimeout()+15*time.Second)
 			defer cancel()
 			if _, err := l.remote(ctx, h, killScript(r.wd, 0, true)); err != nil {
