@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 
@@ -140,4 +141,44 @@ func TestCLIHelp(t *testing.T) {
 	assert.Assert(t, strings.Contains(stderr, "--ssh-insecure"), stderr)
 	assert.Assert(t, strings.Contains(stderr, "do NOT verify host keys"), stderr)
 	assert.Assert(t, strings.Contains(stderr, "by default every host key must match known_hosts"), stderr)
+}
+
+// Ctrl-C while a 2-host collective hangs: gpuaccept stops mpirun and every
+// rank on both hosts, writes its results (the test errors), and exits.
+func TestCLICtrlC(t *testing.T) {
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		testenv.Missing(t, "mpirun not installed (scripts/testenv.sh up ssh): %v", err)
+	}
+	l := sshd(t)
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	out := filepath.Join(t.TempDir(), "results")
+	args := append(suiteFlags(t), sshFlags(t)...)
+	args = append(args, "--hosts", testenv.Need(t, "GPUACCEPT_SSH_HOSTS", "ssh"), "--out", out,
+		"--param", "env.STANDIN_SLEEP=300s", "--param", "env.STANDIN_PIDFILE="+pidfile)
+	cmd := exec.Command(gpuaccept(t), args...)
+	cmd.Dir = t.TempDir()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	assert.NilError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill() }()
+	// Every rank wrote its pid: the collective runs (and hangs).
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		data, _ := os.ReadFile(pidfile)
+		if len(strings.Fields(string(data))) == 16 {
+			break
+		}
+		assert.Assert(t, time.Now().Before(deadline), "ranks did not start: %s\n%s", data, stderr.String())
+		time.Sleep(200 * time.Millisecond)
+	}
+	assert.NilError(t, cmd.Process.Signal(os.Interrupt))
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	assert.Assert(t, ok, "exit: %v", err)
+	assert.Equal(t, ee.ExitCode(), 2, stdout.String()+stderr.String())
+	for _, h := range l.Hosts {
+		assert.Equal(t, alivePids(t, l, h, pidfile), "", "on %s", h)
+	}
+	outputs := read(t, filepath.Join(out, "raw/nccl.all_reduce/outputs.json"))
+	assert.Assert(t, strings.Contains(outputs, "cancelled; rank starter and remote ranks killed"), outputs)
 }
