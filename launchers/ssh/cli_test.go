@@ -102,8 +102,9 @@ func TestCLICollectivePasses(t *testing.T) {
 // An unreachable host stops the run before anything is planned or
 // written, naming the host: exit 2, no results folder.
 func TestCLIUnreachableHost(t *testing.T) {
+	ssh := sshFlags(t) // skips first when the service is not up
 	out := filepath.Join(t.TempDir(), "results")
-	args := append(suiteFlags(t), sshFlags(t)...)
+	args := append(suiteFlags(t), ssh...)
 	args = append(args, "--hosts", "127.0.0.1,127.0.0.3", "--out", out)
 	code, stdout, stderr := runCLI(t, args...)
 	assert.Equal(t, code, 2, stdout+stderr)
