@@ -91,6 +91,10 @@ func (l *Launcher) remote(ctx context.Context, host, script string) ([]byte, err
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	within := "before it was cancelled"
+	if dl, ok := ctx.Deadline(); ok {
+		within = "within " + time.Until(dl).Round(time.Second).String()
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
@@ -102,7 +106,7 @@ func (l *Launcher) remote(ctx context.Context, host, script string) ([]byte, err
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		return out.Bytes(), fmt.Errorf("no answer within %s", l.connectTimeout()+5*time.Second)
+		return out.Bytes(), fmt.Errorf("no answer %s", within)
 	}
 	if err != nil {
 		return out.Bytes(), fmt.Errorf("%w: %s", err, lastLine(errb.String()))
