@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -500,4 +501,31 @@ func TestAlivePidsSeesRunning(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	assert.NilError(t, os.WriteFile(pidfile, []byte("999999999\n"+strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644))
 	assert.Equal(t, alivePids(t, l, "127.0.0.2", pidfile), strconv.Itoa(cmd.Process.Pid)+"\n")
+}
+
+// A host that accepts the connection but never speaks ssh (a hung node, a
+// wrong port) is reported within the connect timeout, by name.
+func TestSilentHostTimesOut(t *testing.T) {
+	if _, err := exec.LookPath("ssh"); err != nil {
+		testenv.Missing(t, "no ssh client (scripts/testenv.sh up ssh): %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:17833")
+	assert.NilError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent, until the test ends
+		}
+	}()
+	l, err := New(Config{Port: 17833, Insecure: true, ConnectTimeout: time.Second}, []string{"127.0.0.1"}, nil)
+	assert.NilError(t, err)
+	start := time.Now()
+	err = l.Check(context.Background())
+	assert.ErrorContains(t, err, "launcher ssh: 1 of 1 host(s) unreachable")
+	assert.ErrorContains(t, err, "\n  127.0.0.1: ")
+	assert.Assert(t, time.Since(start) < 15*time.Second, "took %s", time.Since(start))
 }
