@@ -51,7 +51,7 @@ func ParseFile(data []byte, name string) ([]Host, error) {
 		for _, extra := range f[1:] {
 			k, v, ok := strings.Cut(extra, "=")
 			switch {
-			case ok && (k == "slots" || k == "max_slots"):
+			case ok && (k == "slots" || k == "max_slots" || k == "max-slots"):
 				n, err := slots(v)
 				if err != nil {
 					return nil, fmt.Errorf("%s line %d: %w", name, i+1, err)
@@ -99,11 +99,12 @@ func slots(v string) (int, error) {
 	return n, nil
 }
 
-// Valid reports whether s is a host name (RFC 1123 letters, digits, '-',
-// '.', and '_' as clusters use it; not starting with '-', at most 253
-// bytes): safe to pass to ssh, mpirun or a batch script.
+// Valid reports whether s is a host name or an IPv4 address (RFC 1123
+// letters, digits, '-', '.', and '_' as clusters use it; not starting with
+// '-', no empty label, at most 253 bytes): safe to pass to ssh, mpirun or a
+// batch script.
 func Valid(s string) bool {
-	if s == "" || len(s) > 253 || s[0] == '-' || s[0] == '.' {
+	if s == "" || len(s) > 253 || s[0] == '-' || s[0] == '.' || s[len(s)-1] == '.' || strings.Contains(s, "..") {
 		return false
 	}
 	for _, r := range s {

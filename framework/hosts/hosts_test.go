@@ -1,6 +1,7 @@
 package hosts
 
 import (
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -44,6 +45,57 @@ func FuzzParseFile(f *testing.F) {
 	f.Add([]byte("x slots=99999999999999999999\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		hs, err := ParseFile(data, "f")
+		if err != nil {
+			return
+		}
+		for _, h := range hs {
+			if !Valid(h.Name) || h.Slots < 0 {
+				t.Fatalf("accepted %+v", h)
+			}
+		}
+	})
+}
+
+// The hostfile forms in use, one per case: the file as people write it and
+// the hosts it names.
+func TestParseFileForms(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		want     []Host
+	}{
+		{"open mpi, seed 004", "192.0.2.11 slots=8\n192.0.2.12 slots=8\n", []Host{{"192.0.2.11", 8}, {"192.0.2.12", 8}}},
+		{"open mpi max-slots spelling", "n1 slots=4 max-slots=8\n", []Host{{"n1", 4}}},
+		{"mpich with comments, as Hydra's README shows", "# This is a sample host file\ndonner:2     # The first 2 procs\nfoo:3\n", []Host{{"donner", 2}, {"foo", 3}}},
+		{"plain names, CRLF and tabs", "gpu-node-1\r\n\tgpu-node-2 \r\n\r\n", []Host{{"gpu-node-1", 0}, {"gpu-node-2", 0}}},
+		{"only comments", "# nothing yet\n\n   # still nothing\n", nil},
+		{"volcano mpiworker.host (seed 000)", "nccl-allreduce-job1-mpiworker-0.nccl-allreduce-job1\nnccl-allreduce-job1-mpiworker-1.nccl-allreduce-job1\n",
+			[]Host{{"nccl-allreduce-job1-mpiworker-0.nccl-allreduce-job1", 0}, {"nccl-allreduce-job1-mpiworker-1.nccl-allreduce-job1", 0}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ParseFile([]byte(c.in), "hosts")
+			assert.NilError(t, err)
+			assert.DeepEqual(t, got, c.want)
+		})
+	}
+}
+
+func TestValid(t *testing.T) {
+	for s, want := range map[string]bool{
+		"node1": true, "127.0.0.2": true, "a4-vm-1": true, "gpu_07.cluster.local": true,
+		"": false, "-oProxyCommand=x": false, ".hidden": false, "a..b": false, "node1.": false,
+		"node 1": false, "node;id": false, "$(id)": false, "`id`": false, "a|b": false, "::1": false, "n\n1": false,
+		strings.Repeat("a", 254): false,
+	} {
+		assert.Equal(t, Valid(s), want, "%q", s)
+	}
+}
+
+func FuzzParseList(f *testing.F) {
+	f.Add("node1,node2:8")
+	f.Add("127.0.0.1:8, 127.0.0.2:8")
+	f.Add(",,:,")
+	f.Fuzz(func(t *testing.T, s string) {
+		hs, err := ParseList(s)
 		if err != nil {
 			return
 		}

@@ -29,6 +29,133 @@ type Options struct {
 	// Variables from it whose names start with PassPrefixes are forwarded to
 	// remote ranks with -x, as are the step's own Env names.
 	Environ []string
+	// RemoteShell is the command (argv) the starter reaches other hosts
+	// with, e.g. ssh -p 2222 -i KEY -o ...; empty means the starter's
+	// default (plain ssh). Open MPI and HPC-X take it as one string in
+	// plm_rsh_agent, which they split at spaces, so no word may hold
+	// whitespace. MPICH's Hydra takes an executable only: see
+	// RemoteShellExec.
+	RemoteShell []string
+	// RemoteShellExec is the path of an executable that runs RemoteShell
+	// with its arguments appended (RemoteShellScript writes one), for
+	// flavors that take a program, not a command line (MPICH/Hydra's
+	// -launcher-exec). Needed there when RemoteShell has more than one word.
+	RemoteShellExec string
+	// BindTo is the process binding (--bind-to VALUE: none, core, numa,
+	// socket, ...); empty leaves the starter's default.
+	BindTo string
+	// WorkDir is the folder every rank starts in, on every host (mpirun
+	// --wdir); empty leaves the starter's default (its own folder).
+	WorkDir string
+	// DisableHCOLL adds -mca coll_hcoll_enable 0 (Open MPI and HPC-X):
+	// Mellanox HCOLL's MPI collectives are not what nccl-tests measures and
+	// a fabric without its setup hangs in MPI_Init (seed 000 turns it off
+	// the same way). The HPC-X flavor always adds it.
+	DisableHCOLL bool
+}
+
+// Flavor names an MPI implementation whose rank starter gpuaccept can
+// drive: its command-line dialect.
+type Flavor string
+
+// The flavors MPIRun renders.
+const (
+	// FlavorOpenMPI is Open MPI's mpirun (4.x and 5.x), the default.
+	FlavorOpenMPI Flavor = "openmpi"
+	// FlavorMPICH is MPICH's mpiexec with the Hydra process manager (also
+	// MVAPICH and Intel MPI, which share Hydra's options).
+	FlavorMPICH Flavor = "mpich"
+	// FlavorHPCX is NVIDIA HPC-X: Open MPI's mpirun with HCOLL, whose
+	// collectives are turned off (see Options.DisableHCOLL).
+	FlavorHPCX Flavor = "hpcx"
+)
+
+// Flavors lists the known flavors, default first.
+var Flavors = []Flavor{FlavorOpenMPI, FlavorMPICH, FlavorHPCX}
+
+// ParseFlavor returns the flavor named s ("" is Open MPI), or an error
+// listing the known ones.
+func ParseFlavor(s string) (Flavor, error) {
+	if s == "" {
+		return FlavorOpenMPI, nil
+	}
+	for _, f := range Flavors {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	names := make([]string, len(Flavors))
+	for i, f := range Flavors {
+		names[i] = string(f)
+	}
+	return "", fmt.Errorf("unknown MPI flavor %q (known: %s)", s, strings.Join(names, ", "))
+}
+
+// MPIRun returns the rank starter's argv for a step in the given flavor:
+// process count, ranks per node, hosts, forwarded environment (by name
+// only, as OpenMPI explains), remote shell, binding, working folder, then
+// o.ExtraArgs and the step's argv.
+func MPIRun(f Flavor, s plan.Step, o Options) ([]string, error) {
+	switch f {
+	case FlavorOpenMPI, "":
+		return OpenMPI(s, o)
+	case FlavorHPCX:
+		o.DisableHCOLL = true
+		return OpenMPI(s, o)
+	case FlavorMPICH:
+		return mpich(s, o)
+	}
+	_, err := ParseFlavor(string(f))
+	return nil, err
+}
+
+// mpich renders Hydra's mpiexec line. Hydra has no --allow-run-as-root
+// and no MCA parameters; -genvlist forwards variables by name like -x.
+func mpich(s plan.Step, o Options) ([]string, error) {
+	if s.Procs < 1 || s.ProcsPerNode < 1 {
+		return nil, fmt.Errorf("step %s: %d processes, %d per node: both must be >= 1", s.Name, s.Procs, s.ProcsPerNode)
+	}
+	if o.DisableHCOLL {
+		return nil, fmt.Errorf("step %s: HCOLL is an Open MPI / HPC-X component; MPICH has no coll_hcoll_enable", s.Name)
+	}
+	argv := []string{"mpiexec", "-n", strconv.Itoa(s.Procs), "-ppn", strconv.Itoa(s.ProcsPerNode)}
+	if len(o.Hosts) > 0 {
+		argv = append(argv, "-hosts", hostSlots(o.Hosts, s.ProcsPerNode))
+	}
+	if names := ForwardedNames(s, o.Environ); len(names) > 0 {
+		argv = append(argv, "-genvlist", strings.Join(names, ","))
+	}
+	if o.BindTo != "" {
+		argv = append(argv, "-bind-to", o.BindTo)
+	}
+	if o.WorkDir != "" {
+		argv = append(argv, "-wdir", o.WorkDir)
+	}
+	switch {
+	case o.RemoteShellExec != "":
+		argv = append(argv, "-launcher", "ssh", "-launcher-exec", o.RemoteShellExec)
+	case len(o.RemoteShell) == 1:
+		argv = append(argv, "-launcher", "ssh", "-launcher-exec", o.RemoteShell[0])
+	case len(o.RemoteShell) > 1:
+		return nil, fmt.Errorf("step %s: MPICH's -launcher-exec takes a program, not the command %q: write it with RemoteShellScript and set RemoteShellExec", s.Name, ShellJoin(o.RemoteShell))
+	}
+	argv = append(argv, o.ExtraArgs...)
+	return append(argv, s.Argv...), nil
+}
+
+func hostSlots(hosts []string, per int) string {
+	hs := make([]string, len(hosts))
+	for i, h := range hosts {
+		hs[i] = fmt.Sprintf("%s:%d", h, per)
+	}
+	return strings.Join(hs, ",")
+}
+
+// RemoteShellScript returns a POSIX shell script that runs the remote shell
+// command with the starter's arguments appended, for
+// Options.RemoteShellExec.
+func RemoteShellScript(remoteShell []string) string {
+	return "#!/bin/sh\n# written by gpuaccept: the remote shell for the rank starter\nexec " + ShellJoin(remoteShell) + " \"$@\"\n"
 }
 
 // PassPrefixes name the variables forwarded to every rank even when the
@@ -40,7 +167,7 @@ var PassPrefixes = []string{"NCCL_", "UCX_", "LD_LIBRARY_PATH", "CUDA_", "HIP_",
 // more than one process.
 func NeedsStarter(s plan.Step) bool { return s.MPI || s.Procs > 1 }
 
-// OpenMPI returns the mpirun argv for a step. Values of the step's Env are
+// OpenMPI returns Open MPI's mpirun argv for a step. Values of the step's Env are
 // not on the command line: the caller puts them in mpirun's environment and
 // mpirun forwards them by name (-x NAME), so nothing needs quoting twice and
 // no value shows in process listings.
@@ -54,14 +181,27 @@ func OpenMPI(s plan.Step, o Options) ([]string, error) {
 	}
 	argv = append(argv, "-np", strconv.Itoa(s.Procs), "--map-by", fmt.Sprintf("ppr:%d:node", s.ProcsPerNode))
 	if len(o.Hosts) > 0 {
-		hs := make([]string, len(o.Hosts))
-		for i, h := range o.Hosts {
-			hs[i] = fmt.Sprintf("%s:%d", h, s.ProcsPerNode)
-		}
-		argv = append(argv, "--host", strings.Join(hs, ","))
+		argv = append(argv, "--host", hostSlots(o.Hosts, s.ProcsPerNode))
 	}
 	for _, n := range ForwardedNames(s, o.Environ) {
 		argv = append(argv, "-x", n)
+	}
+	if o.BindTo != "" {
+		argv = append(argv, "--bind-to", o.BindTo)
+	}
+	if o.WorkDir != "" {
+		argv = append(argv, "--wdir", o.WorkDir)
+	}
+	if len(o.RemoteShell) > 0 {
+		for _, w := range o.RemoteShell {
+			if w == "" || strings.ContainsAny(w, " \t\n") {
+				return nil, fmt.Errorf("step %s: remote shell word %q is empty or holds whitespace, which Open MPI's plm_rsh_agent cannot carry (it splits at spaces)", s.Name, w)
+			}
+		}
+		argv = append(argv, "--mca", "plm_rsh_agent", strings.Join(o.RemoteShell, " "))
+	}
+	if o.DisableHCOLL {
+		argv = append(argv, "-mca", "coll_hcoll_enable", "0")
 	}
 	argv = append(argv, o.ExtraArgs...)
 	return append(argv, s.Argv...), nil
@@ -158,4 +298,16 @@ func EnvPrefix(s plan.Step) string {
 		parts[i] = k + "=" + ShellQuote(s.Env[k])
 	}
 	return strings.Join(parts, " ")
+}
+
+// StarterEnv returns variables the rank starter itself needs in its
+// environment ("NAME=value"), beside its argv: for Open MPI and HPC-X with a
+// RemoteShell, PRTE_MCA_plm_ssh_agent, because Open MPI 5 starts ranks
+// through PRRTE, which reads its ssh agent from plm_ssh_agent, not Open MPI
+// 4's plm_rsh_agent (Open MPI 4 ignores the variable). Nil when none.
+func StarterEnv(f Flavor, o Options) []string {
+	if len(o.RemoteShell) == 0 || f == FlavorMPICH {
+		return nil
+	}
+	return []string{"PRTE_MCA_plm_ssh_agent=" + strings.Join(o.RemoteShell, " ")}
 }

@@ -40,3 +40,98 @@ func TestEnvPrefix(t *testing.T) {
 	got := EnvPrefix(plan.Step{Env: map[string]string{"NCCL_IB_HCA": "mlx5_0 mlx5_1", "NCCL_DEBUG": "INFO"}})
 	assert.Equal(t, got, "NCCL_DEBUG=INFO NCCL_IB_HCA='mlx5_0 mlx5_1'")
 }
+
+// The rank starter's line per flavor, for the options seen in the seeds:
+// seed 000 (HPC-X container: --bind-to numa, ppr:8:node, -x NCCL_TOPO_FILE,
+// -x NCCL_SOCKET_IFNAME, -mca coll_hcoll_enable 0), seed 002 (-H ip:8,ip:8)
+// and seed 003 (ssh on a given port).
+func TestMPIRunFlavors(t *testing.T) {
+	step := plan.Step{Name: "all_reduce", Argv: []string{"/opt/nccl-tests/build/all_reduce_perf", "-g", "1"}, Procs: 16, ProcsPerNode: 8, MPI: true,
+		Env: map[string]string{"NCCL_TOPO_FILE": "/workspace/ndv4-topo.xml", "NCCL_SOCKET_IFNAME": "eth0"}}
+	rsh := []string{"ssh", "-p", "2222", "-i", "/root/.ssh/id_ed25519", "-o", "BatchMode=yes"}
+	environ := []string{"UCX_TLS=tcp", "HOME=/root", "AWS_SECRET_ACCESS_KEY=x"}
+	cases := []struct {
+		name   string
+		flavor Flavor
+		o      Options
+		want   []string
+		err    string
+	}{
+		{name: "openmpi", flavor: FlavorOpenMPI,
+			o: Options{Hosts: []string{"node1", "node2"}, AllowRoot: true, RemoteShell: rsh, BindTo: "numa", WorkDir: "/tmp/gpuaccept-x", Environ: environ},
+			want: []string{"mpirun", "--allow-run-as-root", "-np", "16", "--map-by", "ppr:8:node", "--host", "node1:8,node2:8",
+				"-x", "NCCL_SOCKET_IFNAME", "-x", "NCCL_TOPO_FILE", "-x", "UCX_TLS", "--bind-to", "numa", "--wdir", "/tmp/gpuaccept-x",
+				"--mca", "plm_rsh_agent", "ssh -p 2222 -i /root/.ssh/id_ed25519 -o BatchMode=yes",
+				"/opt/nccl-tests/build/all_reduce_perf", "-g", "1"}},
+		{name: "openmpi default flavor, hcoll off, extra args last", flavor: "",
+			o: Options{Hosts: []string{"10.0.0.1"}, DisableHCOLL: true, ExtraArgs: []string{"--mca", "btl", "self,tcp"}, Environ: []string{}},
+			want: []string{"mpirun", "-np", "16", "--map-by", "ppr:8:node", "--host", "10.0.0.1:8",
+				"-x", "NCCL_SOCKET_IFNAME", "-x", "NCCL_TOPO_FILE", "-mca", "coll_hcoll_enable", "0", "--mca", "btl", "self,tcp",
+				"/opt/nccl-tests/build/all_reduce_perf", "-g", "1"}},
+		{name: "hpcx turns hcoll off", flavor: FlavorHPCX,
+			o: Options{Hosts: []string{"node1", "node2"}, AllowRoot: true, BindTo: "numa", Environ: environ},
+			want: []string{"mpirun", "--allow-run-as-root", "-np", "16", "--map-by", "ppr:8:node", "--host", "node1:8,node2:8",
+				"-x", "NCCL_SOCKET_IFNAME", "-x", "NCCL_TOPO_FILE", "-x", "UCX_TLS", "--bind-to", "numa", "-mca", "coll_hcoll_enable", "0",
+				"/opt/nccl-tests/build/all_reduce_perf", "-g", "1"}},
+		{name: "mpich with a remote shell wrapper", flavor: FlavorMPICH,
+			o: Options{Hosts: []string{"node1", "node2"}, AllowRoot: true, RemoteShell: rsh, RemoteShellExec: "/tmp/g/rsh", BindTo: "core", WorkDir: "/tmp/w", Environ: environ},
+			want: []string{"mpiexec", "-n", "16", "-ppn", "8", "-hosts", "node1:8,node2:8", "-genvlist", "NCCL_SOCKET_IFNAME,NCCL_TOPO_FILE,UCX_TLS",
+				"-bind-to", "core", "-wdir", "/tmp/w", "-launcher", "ssh", "-launcher-exec", "/tmp/g/rsh",
+				"/opt/nccl-tests/build/all_reduce_perf", "-g", "1"}},
+		{name: "mpich with a bare remote shell program", flavor: FlavorMPICH,
+			o: Options{RemoteShell: []string{"/usr/bin/ssh"}, Environ: []string{}},
+			want: []string{"mpiexec", "-n", "16", "-ppn", "8", "-genvlist", "NCCL_SOCKET_IFNAME,NCCL_TOPO_FILE", "-launcher", "ssh", "-launcher-exec", "/usr/bin/ssh",
+				"/opt/nccl-tests/build/all_reduce_perf", "-g", "1"}},
+		{name: "mpich needs a program for a remote shell with options", flavor: FlavorMPICH,
+			o: Options{RemoteShell: rsh}, err: "MPICH's -launcher-exec takes a program"},
+		{name: "mpich has no hcoll", flavor: FlavorMPICH,
+			o: Options{DisableHCOLL: true}, err: "MPICH has no coll_hcoll_enable"},
+		{name: "plm_rsh_agent splits at spaces", flavor: FlavorOpenMPI,
+			o: Options{RemoteShell: []string{"ssh", "-i", "/home/a b/key"}}, err: `remote shell word "/home/a b/key" is empty or holds whitespace`},
+		{name: "unknown flavor", flavor: "lam", err: `unknown MPI flavor "lam" (known: openmpi, mpich, hpcx)`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := MPIRun(c.flavor, step, c.o)
+			if c.err != "" {
+				assert.ErrorContains(t, err, c.err)
+				return
+			}
+			assert.NilError(t, err)
+			assert.DeepEqual(t, got, c.want)
+		})
+	}
+}
+
+func TestParseFlavor(t *testing.T) {
+	for in, want := range map[string]Flavor{"": FlavorOpenMPI, "openmpi": FlavorOpenMPI, "mpich": FlavorMPICH, "hpcx": FlavorHPCX} {
+		got, err := ParseFlavor(in)
+		assert.NilError(t, err)
+		assert.Equal(t, got, want)
+	}
+	_, err := ParseFlavor("OpenMPI")
+	assert.ErrorContains(t, err, `unknown MPI flavor "OpenMPI"`)
+}
+
+// The wrapper passes Hydra's arguments through after the remote shell's
+// own, quoted, so a key path with a space still works there.
+func TestRemoteShellScript(t *testing.T) {
+	got := RemoteShellScript([]string{"ssh", "-p", "2222", "-i", "/keys/my key"})
+	assert.Equal(t, got, "#!/bin/sh\n# written by gpuaccept: the remote shell for the rank starter\nexec ssh -p 2222 -i '/keys/my key' \"$@\"\n")
+}
+
+func TestStarterEnv(t *testing.T) {
+	rsh := []string{"ssh", "-p", "2222"}
+	for _, c := range []struct {
+		f    Flavor
+		o    Options
+		want []string
+	}{
+		{FlavorOpenMPI, Options{RemoteShell: rsh}, []string{"PRTE_MCA_plm_ssh_agent=ssh -p 2222"}},
+		{FlavorHPCX, Options{RemoteShell: rsh}, []string{"PRTE_MCA_plm_ssh_agent=ssh -p 2222"}},
+		{FlavorMPICH, Options{RemoteShell: rsh}, nil},
+		{FlavorOpenMPI, Options{}, nil},
+	} {
+		assert.DeepEqual(t, StarterEnv(c.f, c.o), c.want)
+	}
+}
