@@ -29,6 +29,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	_ "github.com/gpuaccept/gpuaccept/launchers/local"
 	_ "github.com/gpuaccept/gpuaccept/launchers/replay"
+	_ "github.com/gpuaccept/gpuaccept/launchers/slurm"
 	"github.com/gpuaccept/gpuaccept/plugins/nccl"
 )
 
