@@ -79,16 +79,19 @@ func collect(req launch.Request, j job, cmds []string, end ending, script string
 		switch {
 		case exited:
 			outs[i].ExitCode = code
+			if code != 0 {
+				// srun's own complaints (an MPI plugin that cannot load,
+				// a node list it cannot place) say more than the status.
+				if errs := srunErrors(stepLog(j.Dir, s.Name)); len(errs) > 0 {
+					why = append(why, fmt.Sprintf("srun failed (exit status %d): %s", code, strings.Join(errs, " | ")))
+				}
+			}
 		case end.Stopped != "":
 			why = append(why, end.Stopped)
 		case end.State.ID != "":
 			why = append(why, fmt.Sprintf("%s before step %s finished (see %s)", end.State, s.Name, JobOutputFile))
 		default:
 			why = append(why, fmt.Sprintf("the script ended before step %s finished (see %s)", s.Name, JobOutputFile))
-		}
-		if end.Stopped != "" && exited {
-			// Stopped after this step ended: its result stands.
-			why = nil
 		}
 		if len(why) > 0 {
 			outs[i].LaunchError = strings.TrimPrefix(outs[i].LaunchError+"; "+strings.Join(why, "; "), "; ")
@@ -211,4 +214,24 @@ func hostList(ranks []rankHost) string {
 		}
 	}
 	return strings.Join(hs, ",")
+}
+
+// srunErrors returns the first few "srun: error:" lines of a step's log.
+func srunErrors(path string) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	return srunErrorsIn(string(data))
+}
+
+// srunErrorsIn returns the first four "srun: error:" lines of out.
+func srunErrorsIn(out string) []string {
+	var errs []string
+	for _, line := range strings.Split(out, "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "srun: error:") && len(errs) < 4 {
+			errs = append(errs, line)
+		}
+	}
+	return errs
 }
