@@ -1,0 +1,279 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/internal/testenv"
+)
+
+// These tests run against the real cluster of scripts/testenv.sh up slurm:
+// slurmctld, two slurmd (n1, n2), slurmdbd. The workload is the stand-in
+// (internal/standin) under the name all_reduce_perf, replaying the 2 x 8
+// all_reduce of seed 000 (testdata/README.md); everything around it —
+// script, sbatch, mpirun inside the job, job states, collection, parse,
+// verdict — is real.
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// binaries builds gpuaccept and the stand-in (as all_reduce_perf) once.
+func binaries(t *testing.T) (gpuaccept, bindir string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "gpuaccept-slurm-test-")
+		if buildErr != nil {
+			return
+		}
+		for _, b := range []struct{ out, pkg string }{{"gpuaccept", "../../cmd/gpuaccept"}, {"all_reduce_perf", "../../internal/standin"}} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, b.out), b.pkg).CombinedOutput()
+			if err != nil {
+				buildErr = &buildError{b.pkg, string(out), err}
+				return
+			}
+		}
+	})
+	assert.NilError(t, buildErr)
+	return filepath.Join(binDir, "gpuaccept"), binDir
+}
+
+type buildError struct {
+	pkg, out string
+	err      error
+}
+
+func (e *buildError) Error() string { return "build " + e.pkg + ": " + e.err.Error() + "\n" + e.out }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+func needCluster(t *testing.T) string {
+	t.Helper()
+	testenv.Need(t, "SLURM_CONF", "slurm")
+	return testenv.Need(t, "GPUACCEPT_SLURM_PARTITION", "slurm")
+}
+
+func recording(t *testing.T, name string) string {
+	p, err := filepath.Abs(filepath.Join("testdata", "recordings", name))
+	assert.NilError(t, err)
+	return p
+}
+
+// mpiArgs keep Open MPI on loopback: both nodes are this machine.
+var mpiArgs = []string{"--mpi-arg=--mca", "--mpi-arg=btl", "--mpi-arg=self,tcp", "--mpi-arg=--mca", "--mpi-arg=btl_tcp_if_include", "--mpi-arg=lo",
+	"--mpi-arg=--mca", "--mpi-arg=oob_tcp_if_include", "--mpi-arg=lo"}
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+	out            string
+	results        struct {
+		Status string `json:"status"`
+		Tests  []struct {
+			Name    string `json:"name"`
+			Status  string `json:"status"`
+			Message string `json:"message"`
+		} `json:"tests"`
+	}
+}
+
+// gpuaccept runs the CLI on the test cluster with the test SKU; extra flags
+// go last.
+func gpuaccept(t *testing.T, rec string, extra ...string) cliResult {
+	t.Helper()
+	partition := needCluster(t)
+	bin, bindir := binaries(t)
+	out := filepath.Join(t.TempDir(), "results")
+	args := []string{"--sku", "ndmv4", "--baselines", "testdata/skus", "--suite", "multinode", "--launcher", "slurm",
+		"--partition", partition, "--slurm-gpus", "none", "--slurm-mpi", "mpirun", "--slurm-poll", "300ms", "--out", out, "--format", "json",
+		"--param", "bindir=" + bindir, "--param", "env.STANDIN_RECORDINGS=" + recording(t, rec)}
+	args = append(append(args, mpiArgs...), extra...)
+	cmd := exec.Command(bin, args...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r := cliResult{code: cmd.ProcessState.ExitCode(), stdout: so.String(), stderr: se.String(), out: out}
+	if err != nil && r.code < 0 {
+		t.Fatalf("run gpuaccept: %v", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(out, "results.json")); err == nil {
+		assert.NilError(t, json.Unmarshal(data, &r.results))
+	}
+	return r
+}
+
+func raw(t *testing.T, r cliResult, name string) string {
+	data, err := os.ReadFile(filepath.Join(r.out, "raw", "nccl.all_reduce", name))
+	assert.NilError(t, err)
+	return string(data)
+}
+
+var jobLine = regexp.MustCompile(`gpuaccept: job ([0-9]+) `)
+
+// jobID reads the job id the launcher recorded in slurm-job.out.
+func jobID(t *testing.T, r cliResult) string {
+	m := jobLine.FindStringSubmatch(raw(t, r, JobOutputFile))
+	assert.Assert(t, m != nil, raw(t, r, JobOutputFile))
+	return m[1]
+}
+
+// assertGone checks that Slurm runs nothing of job id: squeue without -t
+// lists pending, running and completing jobs only.
+func assertGone(t *testing.T, id string) {
+	t.Helper()
+	out, err := exec.Command("squeue", "-h", "-j", id, "-o", "%i %T").CombinedOutput()
+	assert.NilError(t, err, string(out))
+	assert.Equal(t, strings.TrimSpace(string(out)), "", "job %s still in squeue", id)
+}
+
+// assertNoStandin checks that no stand-in process of this test binary
+// directory outlived the job.
+func assertNoStandin(t *testing.T) {
+	t.Helper()
+	_, bindir := binaries(t)
+	out, _ := exec.Command("pgrep", "-af", filepath.Join(bindir, "all_reduce_perf")).Output()
+	assert.Equal(t, strings.TrimSpace(string(out)), "", "stand-in processes left running")
+}
+
+func TestClusterPasses2Nodes(t *testing.T) {
+	r := gpuaccept(t, "ndmv4-2x8")
+	assert.Equal(t, r.code, 0, "%s\n%s", r.stdout, r.stderr)
+	assert.Equal(t, r.results.Status, "pass")
+	assert.Equal(t, r.results.Tests[0].Status, "pass", r.results.Tests[0].Message)
+	// Ranks 0-7 on n1, 8-15 on n2: mpirun placed 8 per node.
+	ranks := strings.Split(strings.TrimSpace(raw(t, r, RanksFile("all_reduce"))), "\n")
+	assert.Equal(t, len(ranks), 16)
+	assert.Equal(t, ranks[0], "0 n1")
+	assert.Equal(t, ranks[15], "15 n2")
+	var outs []plan.Output
+	assert.NilError(t, json.Unmarshal([]byte(raw(t, r, launch.OutputsFile)), &outs))
+	assert.Equal(t, outs[0].Host, "n1,n2")
+	assert.Equal(t, outs[0].ExitCode, 0)
+	assert.Assert(t, strings.Contains(raw(t, r, JobOutputFile), "COMPLETED"), raw(t, r, JobOutputFile))
+	assert.Assert(t, strings.Contains(raw(t, r, JobScriptFile), "#SBATCH --nodes=2"))
+	assertGone(t, jobID(t, r))
+	_, err := os.Stat(filepath.Join(r.out, "raw", "nccl.all_reduce", ".slurm"))
+	assert.Assert(t, os.IsNotExist(err), "staging folder (with unredacted script) left behind")
+}
+
+func TestClusterFailsDegraded(t *testing.T) {
+	r := gpuaccept(t, "ndmv4-2x8-degraded")
+	assert.Equal(t, r.code, 1, "%s\n%s", r.stdout, r.stderr)
+	assert.Equal(t, r.results.Tests[0].Status, "fail")
+	assert.Assert(t, strings.Contains(r.results.Tests[0].Message, "below"), r.results.Tests[0].Message)
+}
+
+// Slurm's own time limit ends the job: the test errors with the job's
+// state and reason.
+func TestClusterJobTimeLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for Slurm's time limit (about 1.5 minutes)")
+	}
+	r := gpuaccept(t, "ndmv4-2x8", "--time", "1", "--timeout", "10m", "--param", "env.STANDIN_SLEEP=10m")
+	assert.Equal(t, r.code, 2, "%s\n%s", r.stdout, r.stderr)
+	msg := r.results.Tests[0].Message
+	assert.Equal(t, r.results.Tests[0].Status, "error")
+	assert.Assert(t, strings.Contains(msg, "TIMEOUT") && strings.Contains(msg, "time limit"), msg)
+	assertGone(t, jobID(t, r))
+	assertNoStandin(t)
+}
+
+// gpuaccept's own timeout cancels the job: nothing stays in squeue.
+func TestClusterOwnTimeoutCancels(t *testing.T) {
+	r := gpuaccept(t, "ndmv4-2x8", "--timeout", "4s", "--param", "env.STANDIN_SLEEP=10m")
+	assert.Equal(t, r.code, 2, "%s\n%s", r.stdout, r.stderr)
+	msg := r.results.Tests[0].Message
+	assert.Assert(t, strings.Contains(msg, "timed out after") && strings.Contains(msg, "cancelled with scancel"), msg)
+	assert.Assert(t, strings.Contains(raw(t, r, JobOutputFile), "CANCELLED"), raw(t, r, JobOutputFile))
+	assertGone(t, jobID(t, r))
+	assertNoStandin(t)
+}
+
+func TestClusterBadPartition(t *testing.T) {
+	r := gpuaccept(t, "ndmv4-2x8", "--partition", "nosuch")
+	assert.Equal(t, r.code, 2, "%s\n%s", r.stdout, r.stderr)
+	msg := r.results.Tests[0].Message
+	assert.Assert(t, strings.Contains(msg, "submit batch job for nccl.all_reduce") && strings.Contains(msg, "Invalid partition name specified"), msg)
+}
+
+// srun --mpi=pmix on this cluster cannot load the PMIx library: the test
+// errors with srun's own words, not just an exit status.
+func TestClusterPMIxCannotWork(t *testing.T) {
+	r := gpuaccept(t, "ndmv4-2x8", "--slurm-mpi", "pmix")
+	assert.Equal(t, r.code, 2, "%s\n%s", r.stdout, r.stderr)
+	msg := r.results.Tests[0].Message
+	assert.Assert(t, strings.Contains(msg, "srun failed") && strings.Contains(msg, "pmix"), msg)
+}
+
+// Ctrl-C (context cancellation) while the job runs cancels it, and every
+// argument reaches the program as one word: nothing in a value is executed.
+func TestClusterCancelAndQuoting(t *testing.T) {
+	partition := needCluster(t)
+	dir := t.TempDir()
+	pwned := filepath.Join(dir, "pwned")
+	words := []string{"$(touch " + pwned + ")", "a;touch " + pwned, "it's", "`touch " + pwned + "`", "two  blanks", "*"}
+	step := plan.Step{Name: "echo", Argv: append([]string{"/usr/bin/printf", "[%s]\\n"}, words...), Procs: 1, ProcsPerNode: 1,
+		Env: map[string]string{"GREETING": "$(touch " + pwned + ") it's"}}
+	hang := plan.Step{Name: "hang", Argv: []string{"/bin/sh", "-c", "echo \"$GREETING\"; sleep 300"}, Procs: 2, ProcsPerNode: 1,
+		Env: step.Env}
+	l := &Launcher{Config: Config{Partition: partition, MPI: MPIMpirun, Mode: ModeSubmit, GPUs: GPUsNone, Poll: 300 * time.Millisecond}}
+	ctx, cancel := context.WithCancel(context.Background())
+	req := launch.Request{Test: "x.quoting", Plan: plan.Plan{Steps: []plan.Step{step, hang}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 1},
+		Dir: filepath.Join(dir, "raw"), Timeout: time.Minute}
+	go func() {
+		// Cancel once the second step runs.
+		for ctx.Err() == nil {
+			if _, err := os.Stat(filepath.Join(dir, "raw", ".slurm", "hang.ranks", "1")); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	outs, err := l.Launch(ctx, req)
+	cancel()
+	assert.NilError(t, err)
+	assert.Equal(t, outs[0].ExitCode, 0, outs[0].LaunchError)
+	log, err := os.ReadFile(outs[0].Log)
+	assert.NilError(t, err)
+	var want strings.Builder
+	for _, w := range words {
+		want.WriteString("[" + w + "]\n")
+	}
+	assert.Equal(t, string(log), want.String())
+	assert.Assert(t, strings.HasPrefix(outs[1].LaunchError, "cancelled; job "), outs[1].LaunchError)
+	log, _ = os.ReadFile(outs[1].Log)
+	assert.Assert(t, strings.HasPrefix(string(log), "$(touch "+pwned+") it's\n"), string(log))
+	_, err = os.Stat(pwned)
+	assert.Assert(t, os.IsNotExist(err), "a value was executed")
+	m := jobLine.FindStringSubmatch(readFile(t, filepath.Join(dir, "raw", JobOutputFile)))
+	assert.Assert(t, m != nil)
+	assertGone(t, m[1])
+}
+
+func readFile(t *testing.T, p string) string {
+	data, err := os.ReadFile(p)
+	assert.NilError(t, err)
+	return string(data)
+}
