@@ -277,3 +277,44 @@ func readFile(t *testing.T, p string) string {
 	assert.NilError(t, err)
 	return string(data)
 }
+
+// The example batch script runs gpuaccept inside its allocation: the slurm
+// launcher's allocation mode starts the ranks with mpirun in that job.
+func TestClusterExampleInsideAllocation(t *testing.T) {
+	partition := needCluster(t)
+	bin, bindir := binaries(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "results")
+	skus, err := filepath.Abs("testdata/skus")
+	assert.NilError(t, err)
+	script, err := filepath.Abs("../../examples/slurm/gpuaccept.sbatch")
+	assert.NilError(t, err)
+	args := []string{"--parsable", "--partition=" + partition, "--chdir=" + dir,
+		"--export=ALL,GPUACCEPT=" + bin + ",SKU=ndmv4,SUITE=multinode,OUT=" + out, script,
+		"--baselines", skus, "--slurm-gpus", "none", "--slurm-mpi", "mpirun",
+		"--param", "bindir=" + bindir, "--param", "env.STANDIN_RECORDINGS=" + recording(t, "ndmv4-2x8")}
+	args = append(args, mpiArgs...)
+	so, err := exec.Command("sbatch", args...).CombinedOutput()
+	assert.NilError(t, err, string(so))
+	id, err := parseJobID(string(so))
+	assert.NilError(t, err)
+	l := &Launcher{Config: Config{Poll: 300 * time.Millisecond}}
+	st, why := l.follow(context.Background(), id, 2*time.Minute)
+	if why != "" {
+		l.cancel(id, st)
+	}
+	jobOut, _ := os.ReadFile(filepath.Join(dir, "gpuaccept-"+id+".out"))
+	assert.Equal(t, why, "", string(jobOut))
+	assert.Equal(t, st.State, "COMPLETED", "%s\n%s", st, jobOut)
+	var res struct {
+		Status   string `json:"status"`
+		Launcher string `json:"launcher"`
+	}
+	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &res))
+	assert.Equal(t, res.Status, "pass", string(jobOut))
+	ranks := readFile(t, filepath.Join(out, "raw", "nccl.all_reduce", RanksFile("all_reduce")))
+	assert.Assert(t, strings.HasPrefix(ranks, "0 n1\n") && strings.HasSuffix(ranks, "15 n2\n"), ranks)
+	script2 := readFile(t, filepath.Join(out, "raw", "nccl.all_reduce", JobScriptFile))
+	assert.Assert(t, strings.Contains(script2, "Runs inside the allocation") && !strings.Contains(script2, "#SBATCH"), script2)
+	assertGone(t, id)
+}
