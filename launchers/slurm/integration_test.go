@@ -318,3 +318,46 @@ func TestClusterExampleInsideAllocation(t *testing.T) {
 	assert.Assert(t, strings.Contains(script2, "Runs inside the allocation") && !strings.Contains(script2, "#SBATCH"), script2)
 	assertGone(t, id)
 }
+
+// Inside an allocation, gpuaccept's timeout stops the steps it started
+// (mpirun and its ranks on both nodes); the batch job then ends by itself
+// with gpuaccept's exit status 2.
+func TestClusterInsideAllocationTimeout(t *testing.T) {
+	partition := needCluster(t)
+	bin, bindir := binaries(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "results")
+	skus, err := filepath.Abs("testdata/skus")
+	assert.NilError(t, err)
+	script, err := filepath.Abs("../../examples/slurm/gpuaccept.sbatch")
+	assert.NilError(t, err)
+	args := []string{"--parsable", "--partition=" + partition, "--chdir=" + dir,
+		"--export=ALL,GPUACCEPT=" + bin + ",SKU=ndmv4,SUITE=multinode,OUT=" + out, script,
+		"--baselines", skus, "--slurm-gpus", "none", "--slurm-mpi", "mpirun", "--timeout", "3s",
+		"--param", "bindir=" + bindir, "--param", "env.STANDIN_RECORDINGS=" + recording(t, "ndmv4-2x8"), "--param", "env.STANDIN_SLEEP=10m"}
+	args = append(args, mpiArgs...)
+	so, err := exec.Command("sbatch", args...).CombinedOutput()
+	assert.NilError(t, err, string(so))
+	id, err := parseJobID(string(so))
+	assert.NilError(t, err)
+	l := &Launcher{Config: Config{Poll: 300 * time.Millisecond}}
+	st, why := l.follow(context.Background(), id, 2*time.Minute)
+	if why != "" {
+		l.cancel(id, st)
+	}
+	jobOut, _ := os.ReadFile(filepath.Join(dir, "gpuaccept-"+id+".out"))
+	assert.Equal(t, why, "", string(jobOut))
+	assert.Equal(t, st.State, "FAILED", "%s\n%s", st, jobOut)
+	assert.Equal(t, st.ExitCode, "2:0", "gpuaccept's exit status 2: the test errored")
+	var res struct {
+		Tests []struct {
+			Status  string `json:"status"`
+			Message string `json:"message"`
+		} `json:"tests"`
+	}
+	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &res))
+	assert.Equal(t, res.Tests[0].Status, "error")
+	assert.Assert(t, strings.Contains(res.Tests[0].Message, "timed out after"), res.Tests[0].Message)
+	assertGone(t, id)
+	assertNoStandin(t)
+}
