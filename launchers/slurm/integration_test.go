@@ -361,3 +361,34 @@ func TestClusterInsideAllocationTimeout(t *testing.T) {
 	assertGone(t, id)
 	assertNoStandin(t)
 }
+
+// The state of an ended job comes from sacct where the cluster keeps
+// accounting, and from scontrol where sacct answers "accounting storage is
+// disabled" (the same cluster read through a slurm.conf without
+// accounting).
+func TestClusterQueryWithAndWithoutAccounting(t *testing.T) {
+	partition := needCluster(t)
+	noacct := testenv.Need(t, "GPUACCEPT_SLURM_NOACCT_CONF", "slurm")
+	so, err := exec.Command("sbatch", "--parsable", "--partition="+partition, "--output=/dev/null", "--wrap", "exit 3").CombinedOutput()
+	assert.NilError(t, err, string(so))
+	id, err := parseJobID(string(so))
+	assert.NilError(t, err)
+	l := &Launcher{Config: Config{Poll: 200 * time.Millisecond}}
+	st, why := l.follow(context.Background(), id, time.Minute)
+	assert.Equal(t, why, "")
+	assert.DeepEqual(t, st, JobState{ID: id, State: "FAILED", Reason: "None", ExitCode: "3:0", Nodes: st.Nodes, Source: "sacct"})
+	l.Environ = append(os.Environ(), "SLURM_CONF="+noacct)
+	st, err = l.query(context.Background(), id)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, st, JobState{ID: id, State: "FAILED", Reason: "NonZeroExitCode", ExitCode: "3:0", Nodes: st.Nodes, Source: "scontrol"})
+}
+
+// A job that cannot start within --slurm-pending-timeout is cancelled, and
+// the error names the reason it waited for.
+func TestClusterPendingTimeout(t *testing.T) {
+	r := gpuaccept(t, "ndmv4-2x8", "--sbatch-arg=--begin=now+3600", "--slurm-pending-timeout", "2s")
+	assert.Equal(t, r.code, 2, "%s\n%s", r.stdout, r.stderr)
+	msg := r.results.Tests[0].Message
+	assert.Assert(t, strings.Contains(msg, "still pending after") && strings.Contains(msg, "reason BeginTime"), msg)
+	assertGone(t, jobID(t, r))
+}
