@@ -48,6 +48,13 @@ func collect(req launch.Request, j job, cmds []string, end ending, script string
 		fmt.Fprintf(&head, "gpuaccept: %s\n", end.Stopped)
 	}
 	jobOut, _ := os.Open(filepath.Join(j.Dir, jobOutName))
+	noOutput := ""
+	if jobOut == nil && end.State.ID != "" {
+		// Slurm writes --output on the job's first node: nothing here
+		// means that node does not see this folder.
+		noOutput = fmt.Sprintf("; the job's output %s never appeared here: is the results folder on a filesystem every node sees?", filepath.Join(j.Dir, jobOutName))
+		head.WriteString("gpuaccept" + noOutput + "\n")
+	}
 	var jobReader io.Reader = strings.NewReader(head.String())
 	if jobOut != nil {
 		defer jobOut.Close()
@@ -89,7 +96,7 @@ func collect(req launch.Request, j job, cmds []string, end ending, script string
 		case end.Stopped != "":
 			why = append(why, end.Stopped)
 		case end.State.ID != "":
-			why = append(why, fmt.Sprintf("%s before step %s finished (see %s)", end.State, s.Name, JobOutputFile))
+			why = append(why, fmt.Sprintf("%s before step %s finished (see %s)%s", end.State, s.Name, JobOutputFile, noOutput))
 		default:
 			why = append(why, fmt.Sprintf("the script ended before step %s finished (see %s)", s.Name, JobOutputFile))
 		}

@@ -359,7 +359,9 @@ type ending struct {
 // submit submits the script, follows the job to its end, and cancels it
 // when the test times out, ctx is cancelled or following fails.
 func (l *Launcher) submit(ctx context.Context, req launch.Request, j job, path string) (ending, error) {
-	out, err := l.run(ctx, "sbatch", "--parsable", "--chdir="+j.Dir, path)
+	// Ctrl-C while sbatch runs must not leave a job submitted whose id
+	// gpuaccept never learnt: sbatch finishes (bounded), then ctx counts.
+	out, err := l.run(context.WithoutCancel(ctx), "sbatch", "--parsable", "--chdir="+j.Dir, path)
 	if err != nil {
 		return ending{}, fmt.Errorf("submit batch job for %s: %w", req.Test, err)
 	}

@@ -11,6 +11,7 @@
 # Outputs go to the folder below, which every node must see at the same path.
 set -u
 job=/shared/results/raw/nccl.all_reduce/.slurm
+[ -d "$job" ] || { echo "gpuaccept: $job is not visible on $(hostname): the results folder must be on a filesystem every node sees" >&2; exit 3; }
 scontrol show hostnames "$SLURM_JOB_NODELIST" >"$job/hosts"
 
 # step all_reduce: 16 process(es), 8 per node

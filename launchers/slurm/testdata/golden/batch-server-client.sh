@@ -7,6 +7,7 @@
 # Outputs go to the folder below, which every node must see at the same path.
 set -u
 job=/shared/r/raw/ibperf.write_bw/.slurm
+[ -d "$job" ] || { echo "gpuaccept: $job is not visible on $(hostname): the results folder must be on a filesystem every node sees" >&2; exit 3; }
 scontrol show hostnames "$SLURM_JOB_NODELIST" >"$job/hosts"
 
 # step server: 1 process(es), 1 per node
