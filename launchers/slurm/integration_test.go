@@ -362,10 +362,9 @@ func TestClusterInsideAllocationTimeout(t *testing.T) {
 	assertNoStandin(t)
 }
 
-// The state of an ended job comes from sacct where the cluster keeps
-// accounting, and from scontrol where sacct answers "accounting storage is
-// disabled" (the same cluster read through a slurm.conf without
-// accounting).
+// An ended job as squeue, scontrol and sacct describe it on the real
+// cluster; sacct through a slurm.conf without accounting answers "accounting
+// storage is disabled", which the launcher takes as "ask scontrol".
 func TestClusterQueryWithAndWithoutAccounting(t *testing.T) {
 	partition := needCluster(t)
 	noacct := testenv.Need(t, "GPUACCEPT_SLURM_NOACCT_CONF", "slurm")
@@ -376,11 +375,27 @@ func TestClusterQueryWithAndWithoutAccounting(t *testing.T) {
 	l := &Launcher{Config: Config{Poll: 200 * time.Millisecond}}
 	st, why := l.follow(context.Background(), id, time.Minute)
 	assert.Equal(t, why, "")
-	assert.DeepEqual(t, st, JobState{ID: id, State: "FAILED", Reason: "None", ExitCode: "3:0", Nodes: st.Nodes, Source: "sacct"})
+	assert.DeepEqual(t, st, JobState{ID: id, State: "FAILED", Reason: "NonZeroExitCode", ExitCode: "3:0", Nodes: st.Nodes, Source: "scontrol"})
+	// slurmdbd learns the end a moment after the controller.
+	var acct JobState
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var ok bool
+		acct, ok, err = l.sacct(context.Background(), id)
+		assert.NilError(t, err)
+		if ok && acct.ExitCode == "3:0" {
+			break
+		}
+	}
+	assert.DeepEqual(t, acct, JobState{ID: id, State: "FAILED", Reason: "None", ExitCode: "3:0", Nodes: acct.Nodes, Source: "sacct"})
+
 	l.Environ = append(os.Environ(), "SLURM_CONF="+noacct)
+	_, ok, err := l.sacct(context.Background(), id)
+	assert.NilError(t, err, "accounting storage is disabled is no error")
+	assert.Assert(t, !ok)
 	st, err = l.query(context.Background(), id)
 	assert.NilError(t, err)
-	assert.DeepEqual(t, st, JobState{ID: id, State: "FAILED", Reason: "NonZeroExitCode", ExitCode: "3:0", Nodes: st.Nodes, Source: "scontrol"})
+	assert.Equal(t, st.Source, "scontrol")
+	assert.Equal(t, st.ExitCode, "3:0")
 }
 
 // A job that cannot start within --slurm-pending-timeout is cancelled, and

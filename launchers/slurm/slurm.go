@@ -425,34 +425,36 @@ func (l *Launcher) follow(ctx context.Context, id string, timeout time.Duration)
 	}
 }
 
-// query asks squeue, then sacct (when the cluster keeps accounting), then
-// scontrol for the job's state; a job ended by then is described with its
-// exit code, which squeue does not show.
+// query asks squeue for the job's state. A job squeue no longer lists
+// (it forgets ended jobs after MinJobAge) is looked up in sacct, where the
+// cluster keeps accounting, then with scontrol. A job squeue shows as ended
+// is described by scontrol, which holds its exit code as the controller
+// knows it; sacct, fed asynchronously, may not have it yet.
 func (l *Launcher) query(ctx context.Context, id string) (JobState, error) {
 	var errs []string
 	out, err := l.run(ctx, "squeue", "-h", "-t", "all", "-j", id, "-o", squeueFormat)
-	st, ok, perr := parseSqueue(out, id)
-	if err == nil && perr == nil && ok && !st.Terminal() {
-		return st, nil
-	}
-	if err != nil {
+	sq, sqOK, perr := parseSqueue(out, id)
+	switch {
+	case err != nil:
 		errs = append(errs, err.Error())
-	} else if perr != nil {
+		sqOK = false
+	case perr != nil:
 		errs = append(errs, perr.Error())
+		sqOK = false
+	case sqOK && !sq.Terminal():
+		return sq, nil
 	}
-	sq, sqOK := st, ok && err == nil && perr == nil
-	for _, f := range []func(context.Context, string) (JobState, bool, error){l.sacct, l.scontrol} {
+	order := []func(context.Context, string) (JobState, bool, error){l.sacct, l.scontrol}
+	if sqOK {
+		order = []func(context.Context, string) (JobState, bool, error){l.scontrol, l.sacct}
+	}
+	for _, f := range order {
 		st, ok, err := f(ctx, id)
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
 		if ok {
-			if sqOK && sq.Nodes != "" {
-				// The controller's node list is current; accounting's
-				// may lag behind a job that just ended.
-				st.Nodes = sq.Nodes
-			}
 			return st, nil
 		}
 	}
