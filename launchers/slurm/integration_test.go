@@ -190,6 +190,15 @@ func TestClusterJobTimeLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for Slurm's time limit (about 1.5 minutes)")
 	}
+	partition := needCluster(t)
+	// While Slurm's time limit runs out, a short job ends and leaves the
+	// controller (MinJobAge=10 on the test cluster, purged within a
+	// minute): afterwards only sacct knows it.
+	so, err := exec.Command("sbatch", "--parsable", "--partition="+partition, "--output=/dev/null", "--wrap", "exit 4").CombinedOutput()
+	assert.NilError(t, err, string(so))
+	short, err := parseJobID(string(so))
+	assert.NilError(t, err)
+
 	r := gpuaccept(t, "ndmv4-2x8", "--time", "1", "--timeout", "10m", "--param", "env.STANDIN_SLEEP=10m")
 	assert.Equal(t, r.code, 2, "%s\n%s", r.stdout, r.stderr)
 	msg := r.results.Tests[0].Message
@@ -197,6 +206,13 @@ func TestClusterJobTimeLimit(t *testing.T) {
 	assert.Assert(t, strings.Contains(msg, "TIMEOUT") && strings.Contains(msg, "time limit"), msg)
 	assertGone(t, jobID(t, r))
 	assertNoStandin(t)
+
+	out, _ := exec.Command("squeue", "-h", "-t", "all", "-j", short, "-o", squeueFormat).CombinedOutput()
+	_, known, _ := parseSqueue(string(out), short)
+	assert.Assert(t, !known, "job %s still in squeue -t all: %s", short, out)
+	st, err := (&Launcher{}).query(context.Background(), short)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, st, JobState{ID: short, State: "FAILED", Reason: "None", ExitCode: "4:0", Nodes: st.Nodes, Source: "sacct"})
 }
 
 // gpuaccept's own timeout cancels the job: nothing stays in squeue.

@@ -21,14 +21,19 @@ up_slurm() {
 	local d
 	d=$(slurm_dir)
 	mkdir -p "$d"/{state,spool,log,run,munge,db}
-	if slurm_alive; then
+	# The cluster is reused when all its daemons run and were started by
+	# this very script; an edited script restarts it with the new settings.
+	local version
+	version=$(cksum <"$root/scripts/testenv.d/slurm.sh")
+	if slurm_alive && [ "$(cat "$d/version" 2>/dev/null)" = "$version" ]; then
 		slurm_env "$d"
 		echo "testenv: slurm already up"
 		return 0
 	fi
-	# A half-started cluster from an earlier run goes first.
+	# A half-started or outdated cluster from an earlier run goes first.
 	down_slurm
 	slurm_write_conf "$d"
+	echo "$version" >"$d/version"
 	slurm_start_munge "$d"
 	slurm_start_mariadb "$d"
 	slurm_start_slurmdbd "$d"
@@ -99,7 +104,9 @@ MpiDefault=none
 MailProg=/bin/true
 ReturnToService=2
 KillWait=2
-MinJobAge=300
+# Ended jobs leave the controller after 10 s (purged at most a minute
+# later), so the tests also see jobs only sacct still knows.
+MinJobAge=10
 InactiveLimit=0
 SchedulerParameters=sched_interval=1
 AccountingStorageType=accounting_storage/slurmdbd
