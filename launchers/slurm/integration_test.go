@@ -423,3 +423,55 @@ func TestClusterPendingTimeout(t *testing.T) {
 	assert.Assert(t, strings.Contains(msg, "still pending after") && strings.Contains(msg, "reason BeginTime"), msg)
 	assertGone(t, jobID(t, r))
 }
+
+// --dry-run prints the batch script exactly and submits nothing; it needs
+// no cluster when the MPI start is named. A partition holding shell
+// metacharacters is refused before any script exists.
+func TestDryRunPrintsScript(t *testing.T) {
+	bin, _ := binaries(t)
+	out := filepath.Join(t.TempDir(), "results")
+	base := []string{"--sku", "ndmv4", "--baselines", "testdata/skus", "--suite", "multinode", "--launcher", "slurm", "--slurm-mode", "submit",
+		"--slurm-mpi", "mpirun", "--out", out, "--dry-run", "--param", "bindir=/shared/nccl-tests/build", "--param", "env.NCCL_DEBUG=INFO"}
+	cmd := exec.Command(bin, append(base, "--partition", "gpu", "--account", "acct", "--time", "45m", "--sbatch-arg=--constraint=ib")...)
+	so, err := cmd.Output()
+	assert.NilError(t, err)
+	abs, err := filepath.Abs(out)
+	assert.NilError(t, err)
+	for _, want := range []string{"#!/bin/bash\n#SBATCH --job-name=gpuaccept-nccl.all_reduce\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-node=8\n#SBATCH --exclusive\n#SBATCH --time=45\n",
+		"#SBATCH --partition=gpu\n#SBATCH --account=acct\n#SBATCH --constraint=ib\n",
+		"job=" + filepath.Join(abs, "raw", "nccl.all_reduce", ".slurm") + "\n",
+		"\texport NCCL_DEBUG=INFO\n", " /shared/nccl-tests/build/all_reduce_perf -b 8 -e 8G -f 2 -g 1 -c 1\n"} {
+		assert.Assert(t, strings.Contains(string(so), want), "want %q in\n%s", want, so)
+	}
+	_, err = os.Stat(out)
+	assert.Assert(t, os.IsNotExist(err), "a dry run wrote %s", out)
+
+	cmd = exec.Command(bin, append(base, "--partition", "gpu;reboot")...)
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	err = cmd.Run()
+	assert.Equal(t, cmd.ProcessState.ExitCode(), 2, "%v", err)
+	assert.Assert(t, strings.Contains(se.String(), `--partition "gpu;reboot": only letters, digits`), se.String())
+}
+
+// The MPI start on the real cluster: auto follows MpiDefault=none to
+// mpirun; pmi2 is refused because Debian's Open MPI lacks Slurm's PMI-2;
+// pmix passes the check (srun lists it) and fails in the job, which
+// TestClusterPMIxCannotWork covers.
+func TestClusterResolveMPI(t *testing.T) {
+	needCluster(t)
+	for _, c := range []struct{ mpi, want, err string }{
+		{MPIAuto, MPIMpirun, ""},
+		{MPIMpirun, MPIMpirun, ""},
+		{MPIPMIx, MPIPMIx, ""},
+		{MPIPMI2, "", "no s1/s2 pmix component"},
+	} {
+		got, err := (&Launcher{Config: Config{MPI: c.mpi}}).resolveMPI(context.Background())
+		if c.err != "" {
+			assert.ErrorContains(t, err, c.err)
+			continue
+		}
+		assert.NilError(t, err)
+		assert.Equal(t, got, c.want, c.mpi)
+	}
+}
