@@ -196,17 +196,27 @@ func readRanks(dir string) []rankHost {
 		}
 		sc := bufio.NewScanner(f)
 		if sc.Scan() {
-			fs := strings.Fields(sc.Text())
-			if len(fs) == 2 {
-				if n, err := strconv.Atoi(fs[0]); err == nil {
-					out = append(out, rankHost{n, fs[1]})
-				}
+			if r, ok := parseRankLine(sc.Text()); ok {
+				out = append(out, r)
 			}
 		}
 		f.Close()
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].rank < out[b].rank })
 	return out
+}
+
+// parseRankLine reads the wrapper's "RANK HOST" line.
+func parseRankLine(line string) (rankHost, bool) {
+	fs := strings.Fields(line)
+	if len(fs) != 2 {
+		return rankHost{}, false
+	}
+	n, err := strconv.Atoi(fs[0])
+	if err != nil || n < 0 {
+		return rankHost{}, false
+	}
+	return rankHost{n, fs[1]}, true
 }
 
 // hostList is the nodes the ranks ran on, in rank order, each once:

@@ -1,10 +1,13 @@
 package slurm
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
 
@@ -131,4 +134,17 @@ func requestFor(t *testing.T, timeout time.Duration) launch.Request {
 func TestSrunErrors(t *testing.T) {
 	log := "srun: error:  mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:195: pmi/pmix: can not load PMIx library\nsome output\nsrun: error: MPI: Unable to load any plugin\n"
 	assert.Equal(t, strings.Join(srunErrorsIn(log), " | "), "srun: error:  mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:195: pmi/pmix: can not load PMIx library | srun: error: MPI: Unable to load any plugin")
+}
+
+// The rank wrapper's files, read back in rank order whatever order the
+// directory lists them in.
+func TestReadRanks(t *testing.T) {
+	dir := t.TempDir()
+	for name, line := range map[string]string{"10": "10 n2\n", "2": "2 n1\n", "9": "9 n2", "0": "0 n1\n", "junk": "x y z\n", "neg": "-1 n3\n"} {
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, name), []byte(line), 0o644))
+	}
+	ranks := readRanks(dir)
+	assert.DeepEqual(t, ranks, []rankHost{{0, "n1"}, {2, "n1"}, {9, "n2"}, {10, "n2"}}, cmp.AllowUnexported(rankHost{}))
+	assert.Equal(t, hostList(ranks), "n1,n2")
+	assert.Assert(t, readRanks(filepath.Join(dir, "missing")) == nil)
 }

@@ -203,5 +203,7 @@ func FuzzParseStates(f *testing.F) {
 		_, _ = parseJobID(out)
 		_ = mpiTypes(out)
 		_ = srunErrorsIn(out)
+		_, _ = parseRankLine(out)
+		_, _ = jobMinutes(out)
 	})
 }
