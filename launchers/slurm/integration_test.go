@@ -175,6 +175,9 @@ func TestClusterPasses2Nodes(t *testing.T) {
 	assertGone(t, jobID(t, r))
 	_, err := os.Stat(filepath.Join(r.out, "raw", "nccl.all_reduce", ".slurm"))
 	assert.Assert(t, os.IsNotExist(err), "staging folder (with unredacted script) left behind")
+	fi, err := os.Stat(filepath.Join(r.out, "raw", "nccl.all_reduce"))
+	assert.NilError(t, err)
+	assert.Equal(t, fi.Mode().Perm(), os.FileMode(0o755))
 }
 
 func TestClusterFailsDegraded(t *testing.T) {
@@ -231,6 +234,7 @@ func TestClusterBadPartition(t *testing.T) {
 	assert.Equal(t, r.code, 2, "%s\n%s", r.stdout, r.stderr)
 	msg := r.results.Tests[0].Message
 	assert.Assert(t, strings.Contains(msg, "submit batch job for nccl.all_reduce") && strings.Contains(msg, "Invalid partition name specified"), msg)
+	assert.Assert(t, strings.Contains(raw(t, r, JobScriptFile), "#SBATCH --partition=nosuch\n"), "the refused script is kept")
 }
 
 // srun --mpi=pmix on this cluster cannot load the PMIx library: the test

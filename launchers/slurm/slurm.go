@@ -325,7 +325,10 @@ func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Outpu
 	if err := os.RemoveAll(j.Dir); err != nil {
 		return nil, fmt.Errorf("clear staging folder %s: %w", j.Dir, err)
 	}
-	if err := os.MkdirAll(j.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(j.Dir), 0o755); err != nil {
+		return nil, fmt.Errorf("create raw output folder: %w", err)
+	}
+	if err := os.Mkdir(j.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create staging folder: %w", err)
 	}
 	// The script holds the steps' environment, secrets included: only the
@@ -342,6 +345,10 @@ func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Outpu
 		end, err = l.runInAllocation(ctx, req, j, path)
 	}
 	if err != nil {
+		// The script that could not be submitted is kept for the user.
+		if werr := writeRedacted(req, JobScriptFile, strings.NewReader(script)); werr != nil {
+			err = fmt.Errorf("%w (and: %v)", err, werr)
+		}
 		return nil, err
 	}
 	return collect(req, j, cmds, end, script)
