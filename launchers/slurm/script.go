@@ -206,10 +206,17 @@ func stepLine(j job, s plan.Step) (string, error) {
 		"--ntasks=" + strconv.Itoa(s.Procs), "--ntasks-per-node=" + strconv.Itoa(s.ProcsPerNode),
 		"--mpi=" + mpiType, "--kill-on-bad-exit=1"}
 	if c := j.Config; c.ContainerImage != "" {
-		argv = append(argv, "--container-image="+c.ContainerImage)
-		if c.ContainerMounts != "" {
-			argv = append(argv, "--container-mounts="+c.ContainerMounts)
+		// The ranks write into the staging folder and run in the step's
+		// working folder, so the container sees both at the host's path.
+		if strings.ContainsAny(j.Dir, ",: \t\"'\\") {
+			return "", fmt.Errorf("render script for %s: results folder %q holds a comma, colon, blank or quote, which pyxis' --container-mounts cannot take: choose an --out without them", j.Test, j.Dir)
 		}
+		mounts := j.Dir + ":" + j.Dir
+		if c.ContainerMounts != "" {
+			mounts = c.ContainerMounts + "," + mounts
+		}
+		argv = append(argv, "--container-image="+c.ContainerImage, "--container-mounts="+mounts,
+			"--container-workdir="+stepWork(j.Dir, s.Name))
 	}
 	line := joinWithJob(argv)
 	if single && (s.Role != "" || s.Host > 0) {

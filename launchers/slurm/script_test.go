@@ -101,6 +101,9 @@ func TestRenderRejects(t *testing.T) {
 		{"blank in results folder", func(j *job) { j.Dir = "/my results/.slurm" }, "choose an --out without them"},
 		{"env name", func(j *job) { j.Plan.Steps[0].Env = map[string]string{"A;reboot": "1"} }, `environment variable name "A;reboot"`},
 		{"empty plan", func(j *job) { j.Plan.Steps = nil }, "plan has no steps"},
+		{"container and a colon in the folder", func(j *job) {
+			j.MPI, j.Dir, j.Config.ContainerImage = MPIPMIx, "/r/a:b/.slurm", "img"
+		}, "which pyxis' --container-mounts cannot take"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			j := base
