@@ -157,7 +157,8 @@ func assertNoStandin(t *testing.T) {
 }
 
 func TestClusterPasses2Nodes(t *testing.T) {
-	r := gpuaccept(t, "ndmv4-2x8")
+	const secret = "hf_slurm_secret_4711"
+	r := gpuaccept(t, "ndmv4-2x8", "--param", "env.HF_TOKEN="+secret)
 	assert.Equal(t, r.code, 0, "%s\n%s", r.stdout, r.stderr)
 	assert.Equal(t, r.results.Status, "pass")
 	assert.Equal(t, r.results.Tests[0].Status, "pass", r.results.Tests[0].Message)
@@ -178,6 +179,20 @@ func TestClusterPasses2Nodes(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(r.out, "raw", "nccl.all_reduce"))
 	assert.NilError(t, err)
 	assert.Equal(t, fi.Mode().Perm(), os.FileMode(0o755))
+	// The script exported the token to the ranks; no file of the results
+	// holds it.
+	assert.Assert(t, strings.Contains(raw(t, r, JobScriptFile), "export HF_TOKEN="), raw(t, r, JobScriptFile))
+	err = filepath.WalkDir(r.out, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(data), secret) {
+			t.Errorf("%s holds the secret", p)
+		}
+		return err
+	})
+	assert.NilError(t, err)
 }
 
 func TestClusterFailsDegraded(t *testing.T) {

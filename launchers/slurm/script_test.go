@@ -151,3 +151,12 @@ func TestReadRanks(t *testing.T) {
 	assert.Equal(t, hostList(ranks), "n1,n2")
 	assert.Assert(t, readRanks(filepath.Join(dir, "missing")) == nil)
 }
+
+func TestAllocationRejectsHosts(t *testing.T) {
+	l := &Launcher{Config: Config{MPI: MPIMpirun, Mode: ModeAuto, GPUs: GPUsNone, Hosts: []string{"n1"}}, Environ: []string{"SLURM_JOB_ID=12"}}
+	_, err := l.Commands(requestFor(t, 0))
+	assert.ErrorContains(t, err, "inside allocation 12 the tests run on the allocation's nodes")
+	l = &Launcher{Config: Config{MPI: MPIMpirun, Mode: ModeAllocation, GPUs: GPUsNone}, Environ: []string{}}
+	_, err = l.Commands(requestFor(t, 0))
+	assert.ErrorContains(t, err, "--slurm-mode allocation: SLURM_JOB_ID is not set")
+}

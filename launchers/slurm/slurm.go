@@ -264,6 +264,9 @@ func (l *Launcher) newJob(ctx context.Context, req launch.Request) (job, error) 
 		}
 		return j, nil
 	}
+	if len(l.Config.Hosts) > 0 {
+		return job{}, fmt.Errorf("--hosts/--hostfile pick the nodes of a submitted job; inside allocation %s the tests run on the allocation's nodes (ask sbatch for the nodes with --nodelist instead)", alloc)
+	}
 	hs, err := l.allocHosts(ctx)
 	if err != nil {
 		return job{}, err
