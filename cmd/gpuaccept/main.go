@@ -32,6 +32,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	_ "github.com/gpuaccept/gpuaccept/launchers/local"
 	_ "github.com/gpuaccept/gpuaccept/launchers/replay"
+	_ "github.com/gpuaccept/gpuaccept/launchers/slurm"
 	_ "github.com/gpuaccept/gpuaccept/launchers/ssh"
 	"github.com/gpuaccept/gpuaccept/plugins/ibperf"
 	"github.com/gpuaccept/gpuaccept/plugins/mori"

@@ -1,0 +1,162 @@
+package slurm
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/golden"
+
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+)
+
+func ncclStep() plan.Step {
+	return plan.Step{Name: "all_reduce", Argv: []string{"/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "1", "-J", "all_reduce.json"},
+		Procs: 16, ProcsPerNode: 8, MPI: true, Files: []string{"all_reduce.json"},
+		Env: map[string]string{"NCCL_TOPO_FILE": "/etc/ndv4 topo.xml", "NCCL_DEBUG": "INFO"}}
+}
+
+// The scripts as written, golden (go test ./launchers/slurm -run Golden -update).
+func TestRenderGolden(t *testing.T) {
+	topo := plan.Topology{Nodes: 2, GPUsPerNode: 8}
+	server := plan.Step{Name: "server", Role: "server", Argv: []string{"ib_write_bw", "-d", "mlx5_0"}, Procs: 1, ProcsPerNode: 1, ReadyMarker: "Waiting for client"}
+	client := plan.Step{Name: "client", Role: "client", Host: 1, Argv: []string{"ib_write_bw", "-d", "mlx5_0", "$SERVER"}, Procs: 1, ProcsPerNode: 1}
+	for _, c := range []struct {
+		name string
+		j    job
+	}{
+		{"batch-mpirun.sh", job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}},
+			Topology: topo, MPI: MPIMpirun, Batch: true, Time: "35", AllowRoot: true,
+			Environ: []string{"NCCL_IB_HCA=mlx5", "HOME=/root", "API_TOKEN=x"},
+			Config:  Config{Partition: "gpu", GPUs: GPUsPerNode, Exclusive: true, MPIArgs: []string{"--mca", "btl", "self,tcp"}}}},
+		{"batch-pmix-pyxis.sh", job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}},
+			Topology: topo, MPI: MPIPMIx, Batch: true, Time: "1:00:00",
+			Config: Config{Partition: "gpu", Account: "acct-1", QOS: "high", Reservation: "accept_2026", GPUs: GPUsGres, Exclusive: true,
+				SbatchArgs: []string{"--constraint=ib&nvlink", "--signal=B:USR1@60"}, Hosts: []string{"gpu-a01", "gpu-a02"},
+				ContainerImage: "nvcr.io#nvidia/pytorch:24.05-py3", ContainerMounts: "/shared:/shared,/opt/nccl-tests:/opt/nccl-tests"}}},
+		{"allocation-mpirun.sh", job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}},
+			Topology: topo, MPI: MPIMpirun, AllocHosts: []string{"n1", "n2", "n3"},
+			Config: Config{GPUs: GPUsNone}}},
+		{"batch-server-client.sh", job{Test: "ibperf.write_bw", Dir: "/shared/r/raw/ibperf.write_bw/.slurm", Plan: plan.Plan{Steps: []plan.Step{server, client}},
+			Topology: plan.Topology{Nodes: 2, GPUsPerNode: 1}, MPI: MPIPMI2, Batch: true, Config: Config{GPUs: GPUsNone}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			script, cmds, err := render(c.j)
+			assert.NilError(t, err)
+			assert.Equal(t, len(cmds), len(c.j.Plan.Steps))
+			golden.Assert(t, script, "golden/"+c.name)
+		})
+	}
+}
+
+// Values with shell or directive metacharacters never reach a script:
+// rejected with the flag named.
+func TestValidateRejects(t *testing.T) {
+	ok := Config{MPI: MPIAuto, Mode: ModeAuto, GPUs: GPUsPerNode}
+	for _, c := range []struct {
+		name string
+		edit func(*Config)
+		err  string
+	}{
+		{"partition command substitution", func(c *Config) { c.Partition = "gpu$(reboot)" }, `--partition "gpu$(reboot)"`},
+		{"partition semicolon", func(c *Config) { c.Partition = "gpu;reboot" }, `--partition "gpu;reboot"`},
+		{"account newline", func(c *Config) { c.Account = "a\n#SBATCH --uid=0" }, "--account"},
+		{"qos blank", func(c *Config) { c.QOS = "high prio" }, "--qos"},
+		{"reservation backtick", func(c *Config) { c.Reservation = "r`id`" }, "--reservation"},
+		{"sbatch-arg newline", func(c *Config) { c.SbatchArgs = []string{"--comment=x\nreboot"} }, "--sbatch-arg"},
+		{"sbatch-arg not an option", func(c *Config) { c.SbatchArgs = []string{"reboot"} }, "want one sbatch option"},
+		{"sbatch-arg quote", func(c *Config) { c.SbatchArgs = []string{`--comment="a"`} }, "without blanks, quotes"},
+		{"host", func(c *Config) { c.Hosts = []string{"n1;reboot"} }, `host "n1;reboot"`},
+		{"time", func(c *Config) { c.Time = "soon" }, `--time "soon"`},
+		{"mpi", func(c *Config) { c.MPI = "openmpi" }, `--slurm-mpi "openmpi"`},
+		{"mode", func(c *Config) { c.Mode = "x" }, `--slurm-mode "x"`},
+		{"gpus", func(c *Config) { c.GPUs = "all" }, `--slurm-gpus "all"`},
+		{"container with mpirun", func(c *Config) { c.ContainerImage = "img"; c.MPI = MPIMpirun }, "--container-image runs the steps through pyxis"},
+		{"mounts without image", func(c *Config) { c.ContainerMounts = "/a:/a" }, "--container-mounts needs --container-image"},
+		{"image newline", func(c *Config) { c.ContainerImage = "img\nreboot" }, "--container-image"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := ok
+			c.edit(&cfg)
+			assert.ErrorContains(t, cfg.Validate(), c.err)
+		})
+	}
+	assert.NilError(t, ok.Validate())
+}
+
+func TestRenderRejects(t *testing.T) {
+	base := job{Test: "nccl.all_reduce", Dir: "/r/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8},
+		MPI: MPIMpirun, Batch: true, Config: Config{GPUs: GPUsNone}}
+	for _, c := range []struct {
+		name string
+		edit func(*job)
+		err  string
+	}{
+		{"relative folder", func(j *job) { j.Dir = "r/.slurm" }, "must be an absolute path"},
+		{"blank in results folder", func(j *job) { j.Dir = "/my results/.slurm" }, "choose an --out without them"},
+		{"env name", func(j *job) { j.Plan.Steps[0].Env = map[string]string{"A;reboot": "1"} }, `environment variable name "A;reboot"`},
+		{"empty plan", func(j *job) { j.Plan.Steps = nil }, "plan has no steps"},
+		{"container and a colon in the folder", func(j *job) {
+			j.MPI, j.Dir, j.Config.ContainerImage = MPIPMIx, "/r/a:b/.slurm", "img"
+		}, "which pyxis' --container-mounts cannot take"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			j := base
+			j.Plan = plan.Plan{Steps: append([]plan.Step(nil), base.Plan.Steps...)}
+			c.edit(&j)
+			_, _, err := render(j)
+			assert.ErrorContains(t, err, c.err)
+		})
+	}
+}
+
+func TestJobMinutes(t *testing.T) {
+	for in, want := range map[string]string{"30m": "30", "90s": "2", "2h": "120", "35": "35", "1:00:00": "1:00:00", "2-0": "2-0", "UNLIMITED": "UNLIMITED"} {
+		got, err := jobMinutes(in)
+		assert.NilError(t, err)
+		assert.Equal(t, got, want, in)
+	}
+	for _, in := range []string{"-5m", "0s", "1h;x", "tomorrow"} {
+		_, err := jobMinutes(in)
+		assert.Assert(t, err != nil, in)
+	}
+	j, err := (&Launcher{Config: Config{MPI: MPIMpirun, Mode: ModeSubmit, GPUs: GPUsNone}, Environ: []string{}}).newJob(t.Context(), requestFor(t, 25*time.Minute))
+	assert.NilError(t, err)
+	assert.Equal(t, j.Time, "30", "the test's timeout plus TimeSlack")
+}
+
+func requestFor(t *testing.T, timeout time.Duration) launch.Request {
+	return launch.Request{Test: "nccl.all_reduce", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}, Dir: t.TempDir(), Timeout: timeout}
+}
+
+func TestSrunErrors(t *testing.T) {
+	log := "srun: error:  mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:195: pmi/pmix: can not load PMIx library\nsome output\nsrun: error: MPI: Unable to load any plugin\n"
+	assert.Equal(t, strings.Join(srunErrorsIn(log), " | "), "srun: error:  mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:195: pmi/pmix: can not load PMIx library | srun: error: MPI: Unable to load any plugin")
+}
+
+// The rank wrapper's files, read back in rank order whatever order the
+// directory lists them in.
+func TestReadRanks(t *testing.T) {
+	dir := t.TempDir()
+	for name, line := range map[string]string{"10": "10 n2\n", "2": "2 n1\n", "9": "9 n2", "0": "0 n1\n", "junk": "x y z\n", "neg": "-1 n3\n"} {
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, name), []byte(line), 0o644))
+	}
+	ranks := readRanks(dir)
+	assert.DeepEqual(t, ranks, []rankHost{{0, "n1"}, {2, "n1"}, {9, "n2"}, {10, "n2"}}, cmp.AllowUnexported(rankHost{}))
+	assert.Equal(t, hostList(ranks), "n1,n2")
+	assert.Assert(t, readRanks(filepath.Join(dir, "missing")) == nil)
+}
+
+func TestAllocationRejectsHosts(t *testing.T) {
+	l := &Launcher{Config: Config{MPI: MPIMpirun, Mode: ModeAuto, GPUs: GPUsNone, Hosts: []string{"n1"}}, Environ: []string{"SLURM_JOB_ID=12"}}
+	_, err := l.Commands(requestFor(t, 0))
+	assert.ErrorContains(t, err, "inside allocation 12 the tests run on the allocation's nodes")
+	l = &Launcher{Config: Config{MPI: MPIMpirun, Mode: ModeAllocation, GPUs: GPUsNone}, Environ: []string{}}
+	_, err = l.Commands(requestFor(t, 0))
+	assert.ErrorContains(t, err, "--slurm-mode allocation: SLURM_JOB_ID is not set")
+}
