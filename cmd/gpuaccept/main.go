@@ -27,6 +27,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	_ "github.com/gpuaccept/gpuaccept/launchers/k8s"
 	_ "github.com/gpuaccept/gpuaccept/launchers/local"
 	_ "github.com/gpuaccept/gpuaccept/launchers/replay"
 	"github.com/gpuaccept/gpuaccept/plugins/nccl"
@@ -78,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdDemo(args, stdout, stderr)
 	case "plugin":
 		code, err = cmdPlugin(args)
+	case "clean":
+		code, err = cmdClean(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "gpuaccept", getVersion())
 		return exitOK
@@ -85,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, topUsage)
 		return exitOK
 	default:
-		err = usageError{fmt.Errorf("unknown command %q (commands: run, check, list, baseline, demo, version)", cmd)}
+		err = usageError{fmt.Errorf("unknown command %q (commands: run, check, list, baseline, demo, clean, version)", cmd)}
 	}
 	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -112,6 +115,7 @@ Usage:
   gpuaccept list [skus|suites|tests|plugins|launchers]
   gpuaccept baseline validate [FILE...] | show SKU
   gpuaccept demo                                    the whole pipeline on embedded real recordings
+  gpuaccept clean --run ID                          delete what a Kubernetes run left behind
   gpuaccept version
 
 Run "gpuaccept COMMAND --help" for a command's flags.
