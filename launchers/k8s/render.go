@@ -308,7 +308,10 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		workerScript = "mkdir -p /run/sshd " + podWorkDir + " && exec /usr/sbin/sshd -De"
 	default:
 		hostNames := w.hosts
-		extra := append([]string{"--mca", "plm_rsh_args", fmt.Sprintf("-p %d", sshPort)}, l.cfg.MPIArgs...)
+		// Keep the pods' DNS names whole: Open MPI would otherwise cut
+		// them at the first dot, to names no resolver knows (seed 001
+		// sets the same).
+		extra := append([]string{"--mca", "plm_rsh_args", fmt.Sprintf("-p %d", sshPort), "--mca", "orte_keep_fqdn_hostnames", "1"}, l.cfg.MPIArgs...)
 		a, err := rankstart.OpenMPI(s, rankstart.Options{Hosts: hostNames, AllowRoot: true, ExtraArgs: extra, Environ: environ})
 		if err != nil {
 			return err
@@ -368,10 +371,10 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		}
 		w.objects = append(w.objects, js)
 	case FlavorVolcano:
-		tasks := []any{map[string]any{"name": "lead", "replicas": int64(1), "template": toMap(lead),
+		tasks := []any{map[string]any{"name": "lead", "replicas": int64(1), "template": toMap(&lead),
 			"policies": []any{map[string]any{"event": "TaskCompleted", "action": "CompleteJob"}}}}
 		if w.pods > 1 {
-			tasks = append(tasks, map[string]any{"name": "worker", "replicas": int64(w.pods - 1), "template": toMap(worker)})
+			tasks = append(tasks, map[string]any{"name": "worker", "replicas": int64(w.pods - 1), "template": toMap(&worker)})
 		}
 		vj := newObject("batch.volcano.sh/v1alpha1", "Job", meta)
 		spec := map[string]any{
@@ -395,8 +398,8 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 			"sshAuthMountPath":  "/root/.ssh",
 			"runPolicy":         map[string]any{"cleanPodPolicy": "Running", "backoffLimit": int64(0)},
 			"mpiReplicaSpecs": map[string]any{
-				"Launcher": map[string]any{"replicas": int64(1), "restartPolicy": "Never", "template": toMap(lead)},
-				"Worker":   map[string]any{"replicas": int64(w.pods), "restartPolicy": "Never", "template": toMap(worker)},
+				"Launcher": map[string]any{"replicas": int64(1), "restartPolicy": "Never", "template": toMap(&lead)},
+				"Worker":   map[string]any{"replicas": int64(w.pods), "restartPolicy": "Never", "template": toMap(&worker)},
 			},
 		}
 		w.objects = append(w.objects, mj)
@@ -414,7 +417,7 @@ func replicatedJob(name string, n int, tmpl corev1.PodTemplateSpec) map[string]a
 			"completions":    int64(n),
 			"completionMode": "Indexed",
 			"backoffLimit":   int64(0),
-			"template":       toMap(tmpl),
+			"template":       toMap(&tmpl),
 		}},
 	}
 }
@@ -579,4 +582,3 @@ func prune(m map[string]any) {
 		}
 	}
 }
-

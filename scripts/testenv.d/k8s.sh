@@ -38,7 +38,7 @@ k8s_log() { echo "testenv k8s: $*" >&2; }
 # k8s_bin_dir: print the cache folder for the current tools modules.
 k8s_bin_dir() {
 	local h
-	h=$( (go version; cat "$root"/scripts/k8s-tools/*/go.mod "$root"/scripts/k8s-tools/*/go.sum) | sha256sum | cut -c1-16)
+	h=$( (go version; cd "$root/scripts/k8s-tools" && cat {etcd,kube,kwok}/go.mod {etcd,kube,kwok}/go.sum) | sha256sum | cut -c1-16)
 	echo "${GPUACCEPT_TESTENV_CACHE:-$HOME/.cache/gpuaccept-testenv}/k8s-$h"
 }
 
@@ -70,4 +70,229 @@ k8s_build() {
 	rm -rf "$dir"
 	mv "$tmp" "$dir"
 	k8s_log "built in $(($(date +%s) - start)) s"
+}
+
+# k8s_curl METHOD PATH [FILE]: call the API server as the admin, sending
+# FILE (YAML or JSON) as the body. The API server reads YAML bodies, so no
+# kubectl is needed.
+k8s_curl() {
+	local args=(-sS --fail-with-body --cacert "$K8S_DIR/pki/ca.crt" -H "Authorization: Bearer $K8S_ADMIN_TOKEN" -X "$1")
+	[ $# -lt 3 ] || args+=(-H "Content-Type: application/yaml" --data-binary "@$3")
+	curl "${args[@]}" "https://127.0.0.1:$K8S_API_PORT$2"
+}
+
+# k8s_wait NAME CMD...: run CMD until it succeeds, up to 60 s.
+k8s_wait() {
+	local name=$1 i
+	shift
+	for i in $(seq 600); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.1
+	done
+	k8s_log "$name did not come up in 60 s; its log: $K8S_DIR/logs/$name.log"
+	tail -20 "$K8S_DIR/logs/$name.log" >&2 || true
+	return 1
+}
+
+# k8s_pki: a CA, the API server's serving cert, the service-account key.
+k8s_pki() {
+	local p=$K8S_DIR/pki
+	mkdir -p "$p"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=gpuaccept-testenv-ca \
+		-keyout "$p/ca.key" -out "$p/ca.crt" 2>/dev/null
+	openssl req -newkey rsa:2048 -nodes -subj /CN=kube-apiserver -keyout "$p/apiserver.key" -out "$p/apiserver.csr" 2>/dev/null
+	printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\n' >"$p/san.ext"
+	openssl x509 -req -in "$p/apiserver.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial -days 30 \
+		-extfile "$p/san.ext" -out "$p/apiserver.crt" 2>/dev/null
+	openssl genrsa -out "$p/sa.key" 2048 2>/dev/null
+	openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
+}
+
+# k8s_kubeconfig FILE USER TOKEN NAMESPACE
+k8s_kubeconfig() {
+	cat >"$1" <<KCFG
+apiVersion: v1
+kind: Config
+clusters:
+- name: testenv
+  cluster:
+    server: https://127.0.0.1:$K8S_API_PORT
+    certificate-authority: $K8S_DIR/pki/ca.crt
+users:
+- name: $2
+  user:
+    token: $3
+contexts:
+- name: testenv
+  context: {cluster: testenv, user: $2, namespace: $4}
+current-context: testenv
+KCFG
+}
+
+# k8s_kwok_config FILE: kwok's node and pod stages (its "fast" set, from
+# the module cache). Pods of a Job complete as soon as they run, except
+# those annotated gpuaccept.dev/kwok-hang, which run until deleted: the
+# tests' stand-in for a hung benchmark.
+k8s_kwok_config() {
+	local src
+	src=$(cd "$root/scripts/k8s-tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
+	{
+		cat "$src/node/fast/node-initialize.yaml"
+		echo ---
+		cat "$src/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml"
+		echo ---
+		cat "$src/pod/fast/pod-ready.yaml"
+		echo ---
+		cat "$src/pod/fast/pod-delete.yaml"
+		echo ---
+		sed "/^    matchExpressions:/a\\
+    - key: '.metadata.annotations[\"gpuaccept.dev/kwok-hang\"]'\\
+      operator: 'DoesNotExist'" "$src/pod/fast/pod-complete.yaml"
+	} >"$1"
+	grep -q kwok-hang "$1" || { k8s_log "could not adapt kwok's pod-complete stage in $src"; return 1; }
+}
+
+# k8s_crds DIR: the workload CRDs the launcher's flavors need, copied from
+# the modules that publish them (scripts/k8s-tools/crds); the Volcano Job's
+# is generated from volcano.sh/apis with controller-gen, as Volcano does.
+k8s_crds() {
+	local d=$1 tools=$root/scripts/k8s-tools/crds js mpi
+	mkdir -p "$d"
+	(cd "$tools" && go mod download sigs.k8s.io/jobset github.com/kubeflow/mpi-operator volcano.sh/apis) || return 1
+	js=$(cd "$tools" && go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)
+	mpi=$(cd "$tools" && go list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)
+	cp "$js/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml" "$d/" || return 1
+	cp "$mpi/manifests/base/kubeflow.org_mpijobs.yaml" "$d/" || return 1
+	if [ ! -s "$d/batch.volcano.sh_jobs.yaml" ]; then
+		k8s_log "generating the Volcano Job CRD from volcano.sh/apis with controller-gen"
+		(cd "$tools" && go run sigs.k8s.io/controller-tools/cmd/controller-gen \
+			crd:crdVersions=v1,allowDangerousTypes=true paths=volcano.sh/apis/pkg/apis/batch/v1alpha1 output:crd:dir="$d/volcano.tmp") || return 1
+		mv "$d/volcano.tmp/batch.volcano.sh_jobs.yaml" "$d/" && rm -rf "$d/volcano.tmp"
+	fi
+}
+
+up_k8s() {
+	k8s_ports
+	need_apt openssl curl
+	local bin
+	bin=$(k8s_bin_dir)
+	k8s_build "$bin" || { k8s_log "build failed"; return 1; }
+	K8S_DIR=$state/k8s
+	if [ -e "$state/pids/k8s-apiserver" ]; then
+		k8s_log "already up? run scripts/testenv.sh down first"
+		return 1
+	fi
+	rm -rf "$K8S_DIR"
+	mkdir -p "$K8S_DIR/logs"
+	k8s_pki
+	K8S_ADMIN_TOKEN=$(openssl rand -hex 16)
+	local user_token
+	user_token=$(openssl rand -hex 16)
+	# The admin is in system:masters; gpuaccept-user is in no group, so it
+	# can do only what an RBAC binding grants it (the RBAC test binds
+	# deploy/rbac.yaml's Role to it).
+	printf '%s,admin,uid-admin,"system:masters"\n%s,gpuaccept-user,uid-gpuaccept-user\n' "$K8S_ADMIN_TOKEN" "$user_token" >"$K8S_DIR/pki/tokens.csv"
+	k8s_kubeconfig "$K8S_DIR/admin.kubeconfig" admin "$K8S_ADMIN_TOKEN" default
+	k8s_kubeconfig "$K8S_DIR/user.kubeconfig" gpuaccept-user "$user_token" default
+
+	k8s_log "starting etcd on 127.0.0.1:$K8S_ETCD_PORT"
+	"$bin/etcd" --name testenv --data-dir "$K8S_DIR/etcd" \
+		--listen-client-urls "http://127.0.0.1:$K8S_ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$K8S_ETCD_PORT" \
+		--listen-peer-urls "http://127.0.0.1:$K8S_ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$K8S_ETCD_PEER_PORT" \
+		--initial-cluster "testenv=http://127.0.0.1:$K8S_ETCD_PEER_PORT" --unsafe-no-fsync \
+		>"$K8S_DIR/logs/etcd.log" 2>&1 &
+	started k8s-etcd $!
+	k8s_wait etcd curl -sf "http://127.0.0.1:$K8S_ETCD_PORT/health" || return 1
+
+	k8s_log "starting kube-apiserver on https://127.0.0.1:$K8S_API_PORT"
+	local p=$K8S_DIR/pki
+	"$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$K8S_ETCD_PORT" \
+		--bind-address 127.0.0.1 --secure-port "$K8S_API_PORT" --endpoint-reconciler-type none \
+		--tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
+		--token-auth-file "$p/tokens.csv" --authorization-mode RBAC --allow-privileged \
+		--service-account-issuer https://kubernetes.default.svc --service-account-key-file "$p/sa.pub" \
+		--service-account-signing-key-file "$p/sa.key" --service-cluster-ip-range 10.96.0.0/16 \
+		--cert-dir "$K8S_DIR/apiserver-certs" \
+		>"$K8S_DIR/logs/kube-apiserver.log" 2>&1 &
+	started k8s-apiserver $!
+	k8s_wait kube-apiserver k8s_curl GET /readyz || return 1
+
+	k8s_log "starting kube-controller-manager and kube-scheduler"
+	local kc=$K8S_DIR/admin.kubeconfig
+	# node-lifecycle is off: kwok's nodes have no kubelet to heartbeat
+	# through, and a NotReady taint would make every test unschedulable.
+	"$bin/kube-controller-manager" --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
+		--bind-address 127.0.0.1 --secure-port "$K8S_KCM_PORT" --leader-elect=false \
+		--service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
+		--controllers '*,-node-lifecycle-controller' --cert-dir "$K8S_DIR/kcm-certs" \
+		>"$K8S_DIR/logs/kube-controller-manager.log" 2>&1 &
+	started k8s-controller-manager $!
+	"$bin/kube-scheduler" --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
+		--bind-address 127.0.0.1 --secure-port "$K8S_SCHED_PORT" --leader-elect=false --cert-dir "$K8S_DIR/sched-certs" \
+		>"$K8S_DIR/logs/kube-scheduler.log" 2>&1 &
+	started k8s-scheduler $!
+	k8s_wait kube-controller-manager curl -skf "https://127.0.0.1:$K8S_KCM_PORT/healthz" || return 1
+	k8s_wait kube-scheduler curl -skf "https://127.0.0.1:$K8S_SCHED_PORT/healthz" || return 1
+
+	k8s_log "starting kwok (fake kubelets) and two nodes"
+	local kwokdir=$K8S_DIR/kwok
+	mkdir -p "$kwokdir"
+	k8s_kwok_config "$kwokdir/stages.yaml" || return 1
+	local kb
+	kb=$(cd "$root/scripts/k8s-tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/crd/bases
+	for crd in logs clusterlogs; do
+		k8s_curl POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$kb/kwok.x-k8s.io_$crd.yaml" >/dev/null || return 1
+	done
+	k8s_wait kwok-crds k8s_curl GET /apis/kwok.x-k8s.io/v1alpha1/clusterlogs || return 1
+	"$bin/kwok" --kubeconfig "$kc" --config "$kwokdir/stages.yaml" \
+		--manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+		--enable-crds=Logs,ClusterLogs --server-address "127.0.0.1:$K8S_KWOK_PORT" --node-port "$K8S_KWOK_PORT" \
+		--node-ip 127.0.0.1 --node-name localhost --cidr 10.244.0.0/16 --node-lease-duration-seconds 40 \
+		>"$K8S_DIR/logs/kwok.log" 2>&1 &
+	started k8s-kwok $!
+	local nodes="gpu-node-0 gpu-node-1"
+	for n in $nodes; do
+		cat >"$kwokdir/$n.yaml" <<NODE
+apiVersion: v1
+kind: Node
+metadata:
+  name: $n
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
+  labels: {kubernetes.io/hostname: $n, kubernetes.io/os: linux, type: kwok, gpuaccept.dev/testenv: "true"}
+status:
+  capacity: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8", rdma/ib: "8"}
+  allocatable: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8", rdma/ib: "8"}
+NODE
+		k8s_curl POST /api/v1/nodes "$kwokdir/$n.yaml" >/dev/null || return 1
+	done
+	k8s_wait kwok k8s_node_ready gpu-node-0 || return 1
+	k8s_wait kwok k8s_node_ready gpu-node-1 || return 1
+
+	local crds=$K8S_DIR/crds
+	if k8s_crds "$crds" >"$K8S_DIR/logs/crds.log" 2>&1; then
+		setenv GPUACCEPT_K8S_CRDS "$crds"
+	else
+		k8s_log "workload CRDs unavailable (see $K8S_DIR/logs/crds.log): flavor tests will say so"
+	fi
+	setenv GPUACCEPT_K8S_KUBECONFIG "$K8S_DIR/admin.kubeconfig"
+	setenv GPUACCEPT_K8S_USER_KUBECONFIG "$K8S_DIR/user.kubeconfig"
+	setenv GPUACCEPT_K8S_SERVER "https://127.0.0.1:$K8S_API_PORT"
+	setenv GPUACCEPT_K8S_BIN "$bin"
+	setenv GPUACCEPT_K8S_NODES "$nodes"
+	k8s_log "up: kubeconfig $K8S_DIR/admin.kubeconfig"
+}
+
+k8s_node_ready() {
+	k8s_curl GET "/api/v1/nodes/$1" | grep -q '"type": "Ready"' &&
+		k8s_curl GET "/api/v1/nodes/$1" | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
+}
+
+# down_k8s stops the scheduler first: the API server may otherwise sit in
+# graceful shutdown for minutes while the scheduler holds a connection.
+down_k8s() {
+	stop_pid k8s-scheduler
+	stop_pid k8s-kwok
+	stop_pid k8s-controller-manager
+	stop_pid k8s-apiserver
+	stop_pid k8s-etcd
 }
