@@ -14,7 +14,6 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
-
 func testSKU(t *testing.T) *sku.SKU {
 	t.Helper()
 	data, err := os.ReadFile("testdata/a4x.yaml")

@@ -154,7 +154,8 @@ k8s_kwok_config() {
 
 # k8s_crds DIR: the workload CRDs the launcher's flavors need, copied from
 # the modules that publish them (scripts/k8s-tools/crds); the Volcano Job's
-# is generated from volcano.sh/apis with controller-gen, as Volcano does.
+# is generated from volcano.sh/apis with controller-gen and the options
+# of Volcano's own Makefile (crdVersions=v1, generateEmbeddedObjectMeta, maxDescLen=0).
 k8s_crds() {
 	local d=$1 tools=$root/scripts/k8s-tools/crds js mpi
 	mkdir -p "$d"
@@ -166,7 +167,7 @@ k8s_crds() {
 	if [ ! -s "$d/batch.volcano.sh_jobs.yaml" ]; then
 		k8s_log "generating the Volcano Job CRD from volcano.sh/apis with controller-gen"
 		(cd "$tools" && go run sigs.k8s.io/controller-tools/cmd/controller-gen \
-			crd:crdVersions=v1,allowDangerousTypes=true paths=volcano.sh/apis/pkg/apis/batch/v1alpha1 output:crd:dir="$d/volcano.tmp") || return 1
+			crd:crdVersions=v1,generateEmbeddedObjectMeta=true,maxDescLen=0 paths=volcano.sh/apis/pkg/apis/batch/v1alpha1 output:crd:dir="$d/volcano.tmp") || return 1
 		mv "$d/volcano.tmp/batch.volcano.sh_jobs.yaml" "$d/" && rm -rf "$d/volcano.tmp"
 	fi
 }
@@ -219,12 +220,13 @@ up_k8s() {
 
 	k8s_log "starting kube-controller-manager and kube-scheduler"
 	local kc=$K8S_DIR/admin.kubeconfig
-	# node-lifecycle is off: kwok's nodes have no kubelet to heartbeat
-	# through, and a NotReady taint would make every test unschedulable.
+	# Its node-lifecycle controller lifts the not-ready taint that every
+	# new Node gets once kwok reports the node Ready (and keeps it alive
+	# through the lease kwok renews).
 	"$bin/kube-controller-manager" --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
 		--bind-address 127.0.0.1 --secure-port "$K8S_KCM_PORT" --leader-elect=false \
 		--service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
-		--controllers '*,-node-lifecycle-controller' --cert-dir "$K8S_DIR/kcm-certs" \
+		--cert-dir "$K8S_DIR/kcm-certs" \
 		>"$K8S_DIR/logs/kube-controller-manager.log" 2>&1 &
 	started k8s-controller-manager $!
 	"$bin/kube-scheduler" --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
@@ -265,8 +267,7 @@ status:
 NODE
 		k8s_curl POST /api/v1/nodes "$kwokdir/$n.yaml" >/dev/null || return 1
 	done
-	k8s_wait kwok k8s_node_ready gpu-node-0 || return 1
-	k8s_wait kwok k8s_node_ready gpu-node-1 || return 1
+	for n in $nodes; do k8s_wait kwok k8s_node_schedulable "$n" || return 1; done
 
 	local crds=$K8S_DIR/crds
 	if k8s_crds "$crds" >"$K8S_DIR/logs/crds.log" 2>&1; then
@@ -282,9 +283,12 @@ NODE
 	k8s_log "up: kubeconfig $K8S_DIR/admin.kubeconfig"
 }
 
-k8s_node_ready() {
-	k8s_curl GET "/api/v1/nodes/$1" | grep -q '"type": "Ready"' &&
-		k8s_curl GET "/api/v1/nodes/$1" | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
+# k8s_node_schedulable NODE: Ready, and without the not-ready taint.
+k8s_node_schedulable() {
+	local j
+	j=$(k8s_curl GET "/api/v1/nodes/$1" | tr -d ' \n') || return 1
+	case $j in *'"type":"Ready","status":"True"'*) ;; *) return 1 ;; esac
+	case $j in *node.kubernetes.io/not-ready*) return 1 ;; esac
 }
 
 # down_k8s stops the scheduler first: the API server may otherwise sit in
