@@ -512,3 +512,39 @@ func TestCleanByRunID(t *testing.T) {
 	assert.NilError(t, err)
 	assert.DeepEqual(t, k.leftovers(t, ns, runs[1].RunID), []string(nil))
 }
+
+// A server/client pair: the client starts once the server's log shows its
+// ready marker (read from a followed log stream, the one place a stream is
+// followed), and reaches the server by its pod's DNS name.
+func TestPairedServerClient(t *testing.T) {
+	k := needCluster(t)
+	ns := k.namespace(t)
+	// ib_write_bw's banner while it waits; both pods are served this log.
+	text := "************************************\n* Waiting for client to connect... *\n************************************\n"
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n") {
+		fmt.Fprintf(&b, "2026-11-30T07:00:00.000000000Z stdout F %s\n", strings.TrimSuffix(line, "\n"))
+	}
+	p := filepath.Join(t.TempDir(), "server.log")
+	assert.NilError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+	k.serveLogs(t, ns, p)
+	l, err := New(Config{Kubeconfig: k.kubeconfig, Namespace: ns, Image: "registry.example/perftest:25.04"})
+	assert.NilError(t, err)
+	l.Progress = io.Discard
+	req := pairedWriteBW()
+	req.Dir, req.Timeout = t.TempDir(), time.Minute
+	outs, err := l.Launch(context.Background(), req)
+	assert.NilError(t, err)
+	assert.Equal(t, len(outs), 2)
+	for _, o := range outs {
+		assert.Equal(t, o.LaunchError, "", o.Step)
+		assert.Equal(t, o.ExitCode, 0, o.Step)
+		got, err := os.ReadFile(o.Log)
+		assert.NilError(t, err)
+		assert.Equal(t, string(got), text)
+	}
+	assert.Equal(t, outs[0].Role, "server")
+	want := l.RunID + "-1-server-0." + l.RunID + "-1-server"
+	assert.Assert(t, strings.HasSuffix(outs[1].Command, " "+want), outs[1].Command)
+	assert.DeepEqual(t, k.leftovers(t, ns, l.RunID), []string(nil))
+}

@@ -185,10 +185,12 @@ func (l *Launcher) runStep(ctx context.Context, c *clients, req launch.Request, 
 			return fail(err.Error())
 		}
 	}
-	var markerErr chan error
 	if s.ReadyMarker != "" {
-		markerErr = make(chan error, 1)
-		go func() { markerErr <- l.waitMarker(ctx, c, w, markReady) }()
+		// The marker watch ends with the step: a followed stream of a
+		// pod that ended without the marker may never close by itself.
+		mctx, stopMarker := context.WithCancel(ctx)
+		defer stopMarker()
+		go func() { _ = l.waitMarker(mctx, c, w, markReady) }()
 	}
 	f := &follower{l: l, w: w, pods: map[string]*corev1.Pod{}, start: time.Now()}
 	ferr := f.follow(ctx, c)
@@ -217,12 +219,6 @@ func (l *Launcher) runStep(ctx context.Context, c *clients, req launch.Request, 
 		out.ExitCode = -1
 		return fail(why)
 	}
-	if markerErr != nil {
-		select {
-		case <-markerErr:
-		default:
-		}
-	}
 	return out
 }
 
@@ -232,8 +228,8 @@ type follower struct {
 	w     *workload
 	pods  map[string]*corev1.Pod
 	start time.Time
-	// unschedulable is when each pod was first seen unschedulable.
-	unschedulable map[string]time.Time
+	// seen holds every pod name observed, deleted ones included.
+	seen map[string]bool
 }
 
 func (f *follower) sorted() []*corev1.Pod {
@@ -290,7 +286,7 @@ func ended(p *corev1.Pod) bool {
 // with it, or a pod cannot run. It returns nil when the pods ended (even
 // with a failing exit status), else why they could not.
 func (f *follower) follow(ctx context.Context, c *clients) error {
-	f.unschedulable = map[string]time.Time{}
+	f.seen = map[string]bool{}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = f.w.selector
@@ -323,7 +319,16 @@ func (f *follower) follow(ctx context.Context, c *clients) error {
 			return false, apierrors.FromObject(ev.Object)
 		case watch.Deleted:
 			p, ok := ev.Object.(*corev1.Pod)
-			if ok && !ended(p) {
+			if !ok {
+				return false, nil
+			}
+			if lead := f.lead(); lead != nil && ended(lead) && lead.Name != p.Name {
+				// Once the lead has ended, controllers remove the
+				// workers (mpi-operator, Volcano's CompleteJob): done.
+				delete(f.pods, p.Name)
+				return f.done(), nil
+			}
+			if !ended(p) {
 				return false, fmt.Errorf("pod %s was deleted before it ended (preempted, evicted or removed by someone else)", p.Name)
 			}
 			return false, nil
@@ -333,6 +338,7 @@ func (f *follower) follow(ctx context.Context, c *clients) error {
 			return false, nil
 		}
 		f.pods[p.Name] = p
+		f.seen[p.Name] = true
 		if err := podProblem(p); err != nil {
 			return false, err
 		}
@@ -352,18 +358,7 @@ func (f *follower) follow(ctx context.Context, c *clients) error {
 			t.Stop()
 			delete(timers, name)
 		}
-		lead := f.lead()
-		if lead == nil || !ended(lead) {
-			return false, nil
-		}
-		// The lead has ended; the step is over once every pod has (workers
-		// end when the lead tells them), or at once when the lead failed:
-		// workers of a failed mpirun may wait forever.
-		all := len(f.pods) >= f.w.pods
-		for _, q := range f.pods {
-			all = all && ended(q)
-		}
-		return all || lead.Status.Phase == corev1.PodFailed, nil
+		return f.done(), nil
 	}
 	_, err := watchtools.UntilWithSync(wctx, lw, &corev1.Pod{}, nil, cond)
 	mu.Lock()
@@ -375,6 +370,21 @@ func (f *follower) follow(ctx context.Context, c *clients) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// done reports whether the step is over: the lead has ended and every pod
+// with it (workers end when the lead tells them), or the lead has failed,
+// where workers of a failed mpirun may wait forever.
+func (f *follower) done() bool {
+	lead := f.lead()
+	if lead == nil || !ended(lead) {
+		return false
+	}
+	all := len(f.seen) >= f.w.pods
+	for _, q := range f.pods {
+		all = all && ended(q)
+	}
+	return all || lead.Status.Phase == corev1.PodFailed
 }
 
 // condMessage is the reason and message of a pod condition, as the
