@@ -12,7 +12,7 @@
 # Ports (loopback only, the Kubernetes range 17840-17879):
 #   17840 kube-apiserver (https)   17841 etcd client   17842 etcd peer
 #   17843 kwok (kubelet endpoint)  17844 kube-controller-manager (https)
-#   17845 kube-scheduler (https)   17846 kwok metrics/health
+#   17845 kube-scheduler (https)
 #
 # Variables written to .testenv/env:
 #   GPUACCEPT_K8S_KUBECONFIG  kubeconfig of the admin user (system:masters)
@@ -29,7 +29,6 @@ k8s_ports() {
 	K8S_KWOK_PORT=17843
 	K8S_KCM_PORT=17844
 	K8S_SCHED_PORT=17845
-	K8S_KWOK_METRICS_PORT=17846
 }
 
 # k8s_log MSG: progress on stderr, so a cold CI build says what it is doing.
