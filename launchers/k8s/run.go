@@ -30,10 +30,11 @@ import (
 // Commands implements launch.Launcher: the exact manifests Launch would
 // create, one YAML stream per step (the first also holding the run's ssh
 // Secret, whose key is made at launch). Object names carry this launcher's
-// run id and the test's number, as at launch.
+// run id and the test's number, counted as Launch counts them.
 func (l *Launcher) Commands(req launch.Request) ([]string, error) {
 	l.mu.Lock()
-	prefix := fmt.Sprintf("%s-%d", l.RunID, l.n+1)
+	l.n++
+	prefix := fmt.Sprintf("%s-%d", l.RunID, l.n)
 	l.mu.Unlock()
 	r, err := l.render(req, prefix, l.namespace(), nil)
 	if err != nil {
@@ -453,18 +454,20 @@ func (l *Launcher) collectLogs(ctx context.Context, c *clients, req launch.Reque
 		if p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" {
 			continue // never ran: no log
 		}
-		data, err := c.core.CoreV1().Pods(c.namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: containerName}).DoRaw(ctx)
+		// Streamed, not read whole: a chatty benchmark's log can be large.
+		rc, err := c.core.CoreV1().Pods(c.namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: containerName}).Stream(ctx)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("read log of pod %s: %v", p.Name, err))
 			continue
 		}
 		if p != lead {
-			if _, err := launch.CollectFile(req, w.step.Name, "pod-"+p.Name+".log", bytes.NewReader(data)); err != nil {
+			if _, err := launch.CollectFile(req, w.step.Name, "pod-"+p.Name+".log", rc); err != nil {
 				errs = append(errs, err.Error())
 			}
+			rc.Close()
 			continue
 		}
-		err = splitFiles(bytes.NewReader(data), logw, func(name string, content []byte) error {
+		err = splitFiles(rc, logw, func(name string, content []byte) error {
 			if !wanted(w.step.Files, name) {
 				return fmt.Errorf("pod %s printed file %q, which step %s does not list", p.Name, name, w.step.Name)
 			}
@@ -478,6 +481,7 @@ func (l *Launcher) collectLogs(ctx context.Context, c *clients, req launch.Reque
 			out.Files[name] = path
 			return nil
 		})
+		rc.Close()
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("log of pod %s: %v", p.Name, err))
 		}

@@ -179,8 +179,8 @@ up_k8s() {
 	k8s_build "$bin" || { k8s_log "build failed"; return 1; }
 	K8S_DIR=$state/k8s
 	if [ -e "$state/pids/k8s-apiserver" ]; then
-		k8s_log "already up? run scripts/testenv.sh down first"
-		return 1
+		k8s_log "stopping the control plane a previous up left running"
+		down_k8s
 	fi
 	rm -rf "$K8S_DIR"
 	mkdir -p "$K8S_DIR/logs"
