@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -174,7 +175,7 @@ func (l *Launcher) render(req launch.Request, prefix, namespace string, keys map
 				w.step = s
 			}
 		}
-		if err := l.renderStep(w, sh, namespace, secretName, req.Test, req.Topology); err != nil {
+		if err := l.renderStep(w, sh, namespace, secretName, req.Test, req.Topology, deadline(req.Timeout, s.Timeout)); err != nil {
 			return nil, err
 		}
 		if s.Role == "server" {
@@ -240,8 +241,29 @@ func (l *Launcher) secret(name, namespace, test string, keys map[string][]byte) 
 	return toUnstructured(sec)
 }
 
+// Safety nets for when gpuaccept itself dies (kill -9, a lost laptop) and
+// cannot delete what it made: the pods stop themselves a little after the
+// test's timeout, and finished workloads go after ttlAfterFinished.
+const (
+	deadlineMargin   = time.Minute
+	ttlAfterFinished = int64(3600)
+)
+
+// deadline is the pods' activeDeadlineSeconds for a test timeout and a
+// step timeout (the shorter wins); nil when neither is set.
+func deadline(test, step time.Duration) *int64 {
+	d := test
+	if step > 0 && (d == 0 || step < d) {
+		d = step
+	}
+	if d <= 0 {
+		return nil
+	}
+	return ptr.To(int64((d + deadlineMargin + time.Second - 1) / time.Second))
+}
+
 // renderStep fills w's hosts, command and objects for the flavor.
-func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, test string, topo plan.Topology) error {
+func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, test string, topo plan.Topology, active *int64) error {
 	s := w.step
 	flavor := l.cfg.Flavor
 	if flavor == FlavorMPIJob && w.pods == 1 {
@@ -321,13 +343,13 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		workerScript = workerMPIScript(podWorkDir)
 	}
 	gpus := topo.GPUsPerNode
-	podOpts := podOptions{secret: secretName, multi: w.pods > 1 && flavor != FlavorMPIJob, env: env, gpus: gpus}
+	podOpts := podOptions{secret: secretName, multi: w.pods > 1 && flavor != FlavorMPIJob, env: env, gpus: gpus, deadline: active}
 	lead := l.podTemplate(sh, lbl, "lead", leadScript, podOpts)
 	worker := l.podTemplate(sh, lbl, "worker", workerScript, podOpts)
 	if flavor == FlavorMPIJob {
 		// The launcher pod holds no GPUs and needs no RDMA device.
 		lead = l.podTemplate(&shape{image: sh.image, env: sh.env, tolerations: sh.tolerations, nodeSelector: sh.nodeSelector, sa: sh.sa,
-			priority: sh.priority, annotations: sh.annotations, labels: sh.labels}, lbl, "lead", leadScript, podOptions{env: env})
+			priority: sh.priority, annotations: sh.annotations, labels: sh.labels}, lbl, "lead", leadScript, podOptions{env: env, deadline: active})
 	}
 	if s.Role != "" {
 		lead.Labels["gpuaccept.dev/pair-role"] = s.Role
@@ -354,6 +376,8 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 				CompletionMode: ptr.To(batchv1.IndexedCompletion),
 				BackoffLimit:   ptr.To(int32(0)),
 				Template:       tmpl,
+				// Left behind by a dead gpuaccept, it goes by itself.
+				TTLSecondsAfterFinished: ptr.To(int32(ttlAfterFinished)),
 			},
 		}
 		w.objects = append(w.objects, toUnstructured(job))
@@ -364,10 +388,11 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		}
 		js := newObject("jobset.x-k8s.io/v1alpha2", "JobSet", meta)
 		js.Object["spec"] = map[string]any{
-			"network":        map[string]any{"enableDNSHostnames": true, "publishNotReadyAddresses": true},
-			"failurePolicy":  map[string]any{"maxRestarts": int64(0)},
-			"successPolicy":  map[string]any{"operator": "All", "targetReplicatedJobs": []any{"lead"}},
-			"replicatedJobs": rjobs,
+			"network":                 map[string]any{"enableDNSHostnames": true, "publishNotReadyAddresses": true},
+			"failurePolicy":           map[string]any{"maxRestarts": int64(0)},
+			"ttlSecondsAfterFinished": ttlAfterFinished,
+			"successPolicy":           map[string]any{"operator": "All", "targetReplicatedJobs": []any{"lead"}},
+			"replicatedJobs":          rjobs,
 		}
 		w.objects = append(w.objects, js)
 	case FlavorVolcano:
@@ -378,12 +403,13 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		}
 		vj := newObject("batch.volcano.sh/v1alpha1", "Job", meta)
 		spec := map[string]any{
-			"schedulerName": "volcano",
-			"minAvailable":  int64(w.pods),
-			"maxRetry":      int64(1),
-			"plugins":       map[string]any{"svc": []any{}, "env": []any{}},
-			"policies":      []any{map[string]any{"event": "PodEvicted", "action": "AbortJob"}, map[string]any{"event": "PodFailed", "action": "AbortJob"}},
-			"tasks":         tasks,
+			"schedulerName":           "volcano",
+			"minAvailable":            int64(w.pods),
+			"maxRetry":                int64(1),
+			"ttlSecondsAfterFinished": ttlAfterFinished,
+			"plugins":                 map[string]any{"svc": []any{}, "env": []any{}},
+			"policies":                []any{map[string]any{"event": "PodEvicted", "action": "AbortJob"}, map[string]any{"event": "PodFailed", "action": "AbortJob"}},
+			"tasks":                   tasks,
 		}
 		if sh.queue != "" {
 			spec["queue"] = sh.queue
@@ -396,7 +422,7 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 			"slotsPerWorker":    int64(s.ProcsPerNode),
 			"mpiImplementation": "OpenMPI",
 			"sshAuthMountPath":  "/root/.ssh",
-			"runPolicy":         map[string]any{"cleanPodPolicy": "Running", "backoffLimit": int64(0)},
+			"runPolicy":         map[string]any{"cleanPodPolicy": "Running", "backoffLimit": int64(0), "ttlSecondsAfterFinished": ttlAfterFinished},
 			"mpiReplicaSpecs": map[string]any{
 				"Launcher": map[string]any{"replicas": int64(1), "restartPolicy": "Never", "template": toMap(&lead)},
 				"Worker":   map[string]any{"replicas": int64(w.pods), "restartPolicy": "Never", "template": toMap(&worker)},
@@ -447,6 +473,8 @@ type podOptions struct {
 	multi  bool // runs sshd: mounts the key Secret, spreads over nodes
 	env    map[string]string
 	gpus   int
+	// deadline is the pods' activeDeadlineSeconds (nil: none).
+	deadline *int64
 }
 
 // podTemplate is the pod every flavor runs: one container, the SKU's
@@ -491,6 +519,7 @@ func (l *Launcher) podTemplate(sh *shape, lbl map[string]string, role, script st
 		RestartPolicy:                 corev1.RestartPolicyNever,
 		EnableServiceLinks:            ptr.To(false),
 		TerminationGracePeriodSeconds: ptr.To(int64(5)),
+		ActiveDeadlineSeconds:         o.deadline,
 		Tolerations:                   sh.tolerations,
 		NodeSelector:                  copyMap(sh.nodeSelector),
 		ServiceAccountName:            sh.sa,

@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -27,6 +29,7 @@ func testSKU(t *testing.T) *sku.SKU {
 func allGather(nodes, gpus int) launch.Request {
 	return launch.Request{
 		Test:     "nccl.all_gather",
+		Timeout:  30 * time.Minute,
 		Topology: plan.Topology{Nodes: nodes, GPUsPerNode: gpus},
 		Plan: plan.Plan{Steps: []plan.Step{{
 			Name: "all_gather", Argv: []string{"all_gather_perf", "-b", "1K", "-e", "8G", "-f", "2", "-g", "1", "-J", "all_gather.json"},
@@ -38,9 +41,10 @@ func allGather(nodes, gpus int) launch.Request {
 func pairedWriteBW() launch.Request {
 	return launch.Request{
 		Test:     "ibperf.write_bw",
+		Timeout:  30 * time.Minute,
 		Topology: plan.Topology{Nodes: 2, GPUsPerNode: 1, Hosts: []string{"node-a", "node-b"}},
 		Plan: plan.Plan{Steps: []plan.Step{
-			{Name: "server", Role: "server", Argv: []string{"ib_write_bw", "-d", "mlx5_0", "--report_gbits"}, Procs: 1, ProcsPerNode: 1, Host: 0, ReadyMarker: "Waiting for client"},
+			{Name: "server", Role: "server", Argv: []string{"ib_write_bw", "-d", "mlx5_0", "--report_gbits"}, Procs: 1, ProcsPerNode: 1, Host: 0, ReadyMarker: "Waiting for client", Timeout: 2 * time.Minute},
 			{Name: "client", Role: "client", Argv: []string{"ib_write_bw", "-d", "mlx5_0", "--report_gbits", "node-a"}, Procs: 1, ProcsPerNode: 1, Host: 1},
 		}},
 	}
@@ -137,6 +141,23 @@ func TestNewRejects(t *testing.T) {
 			_, err := New(c.cfg)
 			assert.ErrorContains(t, err, c.want)
 		})
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	cases := []struct {
+		test, step time.Duration
+		want       *int64
+	}{
+		{0, 0, nil},
+		{30 * time.Minute, 0, ptr.To(int64(1860))},
+		{30 * time.Minute, 2 * time.Minute, ptr.To(int64(180))},
+		{0, 90 * time.Second, ptr.To(int64(150))},
+		{time.Minute, 2 * time.Minute, ptr.To(int64(120))},
+		{1500 * time.Millisecond, 0, ptr.To(int64(62))},
+	}
+	for _, c := range cases {
+		assert.DeepEqual(t, deadline(c.test, c.step), c.want)
 	}
 }
 
