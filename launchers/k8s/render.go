@@ -327,7 +327,7 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		}
 		w.command = rankstart.ShellJoin(a)
 		leadScript = singleScript(a, s.Files, podWorkDir)
-		workerScript = "mkdir -p /run/sshd " + podWorkDir + " && exec /usr/sbin/sshd -De"
+		workerScript = "mkdir -p /run/sshd " + podWorkDir + " && ssh-keygen -A >/dev/null && exec /usr/sbin/sshd -De"
 	default:
 		hostNames := w.hosts
 		// Keep the pods' DNS names whole: Open MPI would otherwise cut
@@ -422,7 +422,9 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 			"slotsPerWorker":    int64(s.ProcsPerNode),
 			"mpiImplementation": "OpenMPI",
 			"sshAuthMountPath":  "/root/.ssh",
-			"runPolicy":         map[string]any{"cleanPodPolicy": "Running", "backoffLimit": int64(0), "ttlSecondsAfterFinished": ttlAfterFinished},
+			// mpirun starts only once every worker's sshd is up.
+			"launcherCreationPolicy": "WaitForWorkersReady",
+			"runPolicy":              map[string]any{"cleanPodPolicy": "Running", "backoffLimit": int64(0), "ttlSecondsAfterFinished": ttlAfterFinished},
 			"mpiReplicaSpecs": map[string]any{
 				"Launcher": map[string]any{"replicas": int64(1), "restartPolicy": "Never", "template": toMap(&lead)},
 				"Worker":   map[string]any{"replicas": int64(w.pods), "restartPolicy": "Never", "template": toMap(&worker)},
