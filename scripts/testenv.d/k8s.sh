@@ -50,7 +50,8 @@ k8s_build() {
 	fi
 	command -v go >/dev/null || { k8s_log "needs the Go toolchain to build its binaries"; return 1; }
 	tmp=$dir.partial.$$
-	rm -rf "$tmp"
+	# A build that was interrupted leaves its partial folder: start clean.
+	rm -rf "$dir".partial.*
 	mkdir -p "$tmp"
 	start=$(date +%s)
 	# -s -w: the linker of kube-apiserver is the step that needs the most memory.
