@@ -472,6 +472,24 @@ func TestRBACRoleIsEnough(t *testing.T) {
 	assert.Assert(t, n >= 3, "deleted %d", n)
 	assert.DeepEqual(t, k.leftovers(t, ns, l.RunID), []string(nil))
 
+	// The other flavors' kinds are covered too: the user may create
+	// (server-side dry run: no controllers here) and delete-list them.
+	k.installCRDs(t)
+	uc, err := dial(user, "", ns)
+	assert.NilError(t, err)
+	for _, flavor := range []string{FlavorJobSet, FlavorVolcano, FlavorMPIJob} {
+		lf := k.launcher(t, user, ns, testSKU(t), flavor)
+		r, err := lf.render(allGather(2, 4), lf.RunID+"-1", ns, keys)
+		assert.NilError(t, err)
+		for _, o := range r.objects() {
+			gvr, _ := gvrOf(o)
+			_, err := uc.dyn.Resource(gvr).Namespace(ns).Create(context.Background(), o, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			assert.NilError(t, err, "%s: %s %s", flavor, o.GetKind(), o.GetName())
+		}
+		_, err = Clean(context.Background(), CleanOptions{Kubeconfig: user, Namespace: ns}, lf.RunID)
+		assert.NilError(t, err, flavor)
+	}
+
 	// The control: without the binding the user may do nothing.
 	other := k.namespace(t)
 	l2 := k.launcher(t, user, other, h200(t, sku.Kubernetes{}), FlavorJob)
