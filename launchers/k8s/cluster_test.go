@@ -307,6 +307,36 @@ func TestUnschedulableReported(t *testing.T) {
 	}
 }
 
+// What the kubelet reports ends the step at once, in its words: an image
+// that cannot be pulled, a container killed for memory. (kwok stands in for
+// the kubelet: testenv's stages set these statuses on annotated pods.)
+func TestPodFailuresReported(t *testing.T) {
+	k := needCluster(t)
+	cases := []struct {
+		fail string
+		want []string
+	}{
+		{"ImagePullBackOff", []string{"container main: ImagePullBackOff: Back-off pulling image \"registry.example/nccl-tests:2.19.6\""}},
+		{"OOMKilled", []string{"container main: OOMKilled (exit 137)", "kubernetes.resources.memory"}},
+	}
+	for _, c := range cases {
+		t.Run(c.fail, func(t *testing.T) {
+			ns := k.namespace(t)
+			s := h200(t, sku.Kubernetes{Annotations: map[string]string{"gpuaccept.dev/kwok-fail": c.fail}})
+			l := k.launcher(t, k.kubeconfig, ns, s, FlavorJob)
+			req, _ := ncclRequest(t, plan.Topology{Nodes: 1, GPUsPerNode: 8}, time.Minute)
+			start := time.Now()
+			outs, err := l.Launch(context.Background(), req)
+			assert.NilError(t, err)
+			for _, w := range c.want {
+				assert.Assert(t, strings.Contains(outs[0].LaunchError, w), outs[0].LaunchError)
+			}
+			assert.Assert(t, time.Since(start) < 30*time.Second, "took %s", time.Since(start))
+			assert.DeepEqual(t, k.leftovers(t, ns, l.RunID), []string(nil))
+		})
+	}
+}
+
 // A run that hangs (kwok keeps pods annotated gpuaccept.dev/kwok-hang
 // running) is stopped at the timeout: the step says so and every object is
 // gone when Launch returns, the pods included.

@@ -129,10 +129,13 @@ current-context: testenv
 KCFG
 }
 
-# k8s_kwok_config FILE: kwok's node and pod stages (its "fast" set, from
-# the module cache). Pods of a Job complete as soon as they run, except
-# those annotated gpuaccept.dev/kwok-hang, which run until deleted: the
-# tests' stand-in for a hung benchmark.
+# k8s_kwok_config FILE: kwok's node and pod stages: its "fast" set, from
+# the module cache, where a Job's pods complete as soon as they run, plus
+# the tests' stand-ins for what goes wrong on real nodes, chosen by pod
+# annotation:
+#   gpuaccept.dev/kwok-hang                    runs until deleted (a hung benchmark)
+#   gpuaccept.dev/kwok-fail: ImagePullBackOff  never starts, as with a bad image
+#   gpuaccept.dev/kwok-fail: OOMKilled         runs, then is OOM-killed (exit 137)
 k8s_kwok_config() {
 	local src
 	src=$(cd "$root/scripts/k8s-tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
@@ -141,15 +144,88 @@ k8s_kwok_config() {
 		echo ---
 		cat "$src/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml"
 		echo ---
-		cat "$src/pod/fast/pod-ready.yaml"
+		sed "/^    matchExpressions:/a\\
+    - key: '.metadata.annotations[\"gpuaccept.dev/kwok-fail\"]'\\
+      operator: 'NotIn'\\
+      values: ['ImagePullBackOff']" "$src/pod/fast/pod-ready.yaml"
 		echo ---
 		cat "$src/pod/fast/pod-delete.yaml"
 		echo ---
 		sed "/^    matchExpressions:/a\\
     - key: '.metadata.annotations[\"gpuaccept.dev/kwok-hang\"]'\\
+      operator: 'DoesNotExist'\\
+    - key: '.metadata.annotations[\"gpuaccept.dev/kwok-fail\"]'\\
       operator: 'DoesNotExist'" "$src/pod/fast/pod-complete.yaml"
+		cat <<'STAGES'
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: gpuaccept-image-pull-backoff
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.metadata.annotations["gpuaccept.dev/kwok-fail"]'
+      operator: 'In'
+      values: ['ImagePullBackOff']
+    - key: '.status.containerStatuses'
+      operator: 'DoesNotExist'
+  next:
+    statusTemplate: |
+      containerStatuses:
+      {{ range $index, $item := .spec.containers }}
+      - image: {{ $item.image | Quote }}
+        name: {{ $item.name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          waiting:
+            reason: ImagePullBackOff
+            message: 'Back-off pulling image "{{ $item.image }}"'
+      {{ end }}
+      phase: Pending
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: gpuaccept-oom-killed
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.metadata.annotations["gpuaccept.dev/kwok-fail"]'
+      operator: 'In'
+      values: ['OOMKilled']
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range $index, $item := .spec.containers }}
+      - image: {{ $item.image | Quote }}
+        name: {{ $item.name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 137
+            reason: OOMKilled
+            finishedAt: {{ $now | Quote }}
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Failed
+STAGES
 	} >"$1"
-	grep -q kwok-hang "$1" || { k8s_log "could not adapt kwok's pod-complete stage in $src"; return 1; }
+	[ "$(grep -c 'gpuaccept.dev/kwok' "$1")" -ge 5 ] || { k8s_log "could not adapt kwok's pod stages in $src"; return 1; }
 }
 
 # k8s_crds DIR: the workload CRDs the launcher's flavors need, copied from
