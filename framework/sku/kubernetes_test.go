@@ -64,3 +64,21 @@ func TestKubernetesSectionErrors(t *testing.T) {
 		})
 	}
 }
+
+// The kubernetes section never panics the SKU parser, whatever it holds.
+func FuzzKubernetesSection(f *testing.F) {
+	f.Add("kubernetes:\n  image: i\n  resources: {a/b: \"1\"}\n  tolerations:\n    - {key: a, operator: Exists}\n")
+	f.Add("kubernetes:\n  tolerations:\n    -\n    - {}\n")
+	f.Add("kubernetes: []\n")
+	f.Add("kubernetes:\n  tolerations: {a: b}\n  env: [x]\n")
+	f.Fuzz(func(t *testing.T, section string) {
+		s, err := Parse([]byte(k8sBase+section), "f.yaml")
+		if err == nil && s.Kubernetes != nil {
+			for _, tol := range s.Kubernetes.Tolerations {
+				if tol == nil {
+					t.Fatal("nil toleration accepted")
+				}
+			}
+		}
+	})
+}
