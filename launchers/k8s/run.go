@@ -223,6 +223,9 @@ func (l *Launcher) runStep(ctx context.Context, c *clients, req launch.Request, 
 	return out
 }
 
+// workerGrace is how long worker pods may outlive the lead.
+const workerGrace = 30 * time.Second
+
 // follower tracks the pods of one step through a watch.
 type follower struct {
 	l     *Launcher
@@ -304,6 +307,8 @@ func (f *follower) follow(ctx context.Context, c *clients) error {
 	defer cancel()
 	var mu sync.Mutex
 	var pendErr error
+	var graceOver bool
+	var grace *time.Timer
 	timers := map[string]*time.Timer{}
 	defer func() {
 		mu.Lock()
@@ -311,7 +316,26 @@ func (f *follower) follow(ctx context.Context, c *clients) error {
 		for _, t := range timers {
 			t.Stop()
 		}
+		if grace != nil {
+			grace.Stop()
+		}
 	}()
+	// Workers end when the lead tells them; should that word be lost, they
+	// are given workerGrace after the lead, then left to the cleanup.
+	finished := func() bool {
+		if f.done() {
+			return true
+		}
+		if lead := f.lead(); lead != nil && ended(lead) && grace == nil {
+			grace = time.AfterFunc(workerGrace, func() {
+				mu.Lock()
+				graceOver = true
+				mu.Unlock()
+				cancel()
+			})
+		}
+		return false
+	}
 	cond := func(ev watch.Event) (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -327,7 +351,7 @@ func (f *follower) follow(ctx context.Context, c *clients) error {
 				// Once the lead has ended, controllers remove the
 				// workers (mpi-operator, Volcano's CompleteJob): done.
 				delete(f.pods, p.Name)
-				return f.done(), nil
+				return finished(), nil
 			}
 			if !ended(p) {
 				return false, fmt.Errorf("pod %s was deleted before it ended (preempted, evicted or removed by someone else)", p.Name)
@@ -359,7 +383,7 @@ func (f *follower) follow(ctx context.Context, c *clients) error {
 			t.Stop()
 			delete(timers, name)
 		}
-		return f.done(), nil
+		return finished(), nil
 	}
 	_, err := watchtools.UntilWithSync(wctx, lw, &corev1.Pod{}, nil, cond)
 	mu.Lock()
@@ -367,6 +391,8 @@ func (f *follower) follow(ctx context.Context, c *clients) error {
 	switch {
 	case pendErr != nil:
 		return pendErr
+	case graceOver && ctx.Err() == nil:
+		return nil
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
 	}
