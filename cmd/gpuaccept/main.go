@@ -30,6 +30,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	_ "github.com/gpuaccept/gpuaccept/launchers/k8s"
 	_ "github.com/gpuaccept/gpuaccept/launchers/local"
 	_ "github.com/gpuaccept/gpuaccept/launchers/replay"
 	_ "github.com/gpuaccept/gpuaccept/launchers/slurm"
@@ -93,6 +94,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdVerify(args, stdout, stderr)
 	case "plugin":
 		code, err = cmdPlugin(args)
+	case "clean":
+		code, err = cmdClean(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "gpuaccept", getVersion())
 		return exitOK
@@ -100,7 +103,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, topUsage)
 		return exitOK
 	default:
-		err = usageError{fmt.Errorf("unknown command %q (commands: run, check, list, baseline, demo, report, verify, version)", cmd)}
+		err = usageError{fmt.Errorf("unknown command %q (commands: run, check, list, baseline, demo, report, verify, clean, version)", cmd)}
 	}
 	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -129,6 +132,7 @@ Usage:
   gpuaccept demo                                    the whole pipeline on embedded real recordings
   gpuaccept report RESULTS_DIR                      rebuild every report of a results folder
   gpuaccept verify RESULTS_DIR                      check a sign-off: hashes, and verdicts re-judged
+  gpuaccept clean --run ID                          delete what a Kubernetes run left behind
   gpuaccept version
 
 Run "gpuaccept COMMAND --help" for a command's flags.

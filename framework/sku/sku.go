@@ -38,6 +38,9 @@ type SKU struct {
 	Suites map[string]*Suite `yaml:"suites"`
 	// Baselines are the expected values.
 	Baselines []*Entry `yaml:"baselines"`
+	// Kubernetes is what the k8s launcher puts on pods (kubernetes.go); nil
+	// when the file has no such section.
+	Kubernetes *Kubernetes `yaml:"kubernetes"`
 	// File is where the SKU was read from (for messages).
 	File string `yaml:"-"`
 }

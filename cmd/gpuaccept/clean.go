@@ -1,0 +1,43 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gpuaccept/gpuaccept/launchers/k8s"
+)
+
+const cleanUsage = `Usage: gpuaccept clean --run ID [--kubeconfig F] [--context C] [--namespace N]
+
+Deletes what a Kubernetes run left behind (after a crash or a kill -9):
+every object labelled gpuaccept.dev/run=ID in the namespace, workloads
+first with foreground propagation, and waits until they are gone. The id is
+the one gpuaccept printed when the run started ("k8s: ... run ga-...").
+`
+
+func cmdClean(args []string, stdout, stderr io.Writer) (int, error) {
+	var runID, kubeconfig, kctx, ns string
+	var timeout time.Duration
+	fs := newFlags("clean", cleanUsage, stderr)
+	fs.StringVar(&runID, "run", "", "run id to clean up (ga-...)")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.StringVar(&kctx, "context", "", "kubeconfig context (default its current context)")
+	fs.StringVar(&ns, "namespace", "", "namespace of the run (default the context's, else default)")
+	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "give up waiting for the objects to go after this long")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage, usageError{err}
+	}
+	if runID == "" || fs.NArg() > 0 {
+		return exitUsage, usageError{errors.New("clean: want --run ID and no arguments")}
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	n, err := k8s.Clean(ctx, k8s.CleanOptions{Kubeconfig: kubeconfig, Context: kctx, Namespace: ns, Timeout: timeout}, runID)
+	if err != nil {
+		return exitUsage, err
+	}
+	fmt.Fprintf(stdout, "deleted %d objects of run %s\n", n, runID)
+	return exitOK, nil
+}

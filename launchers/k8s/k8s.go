@@ -1,0 +1,261 @@
+// Package k8s is the launcher that runs a plan's steps as pods on a
+// Kubernetes cluster through client-go: a batch/v1 Indexed Job plus a
+// headless Service by default, or a JobSet, a Volcano Job or a Kubeflow
+// MPIJob (v2beta1). Multi-node MPI steps run sshd in every pod with a key
+// from a Secret created for the run, and the lead pod runs mpirun over the
+// pods' stable DNS names. What the pods need on this hardware (GPU and RDMA
+// resources, network annotations, /dev/shm, IPC_LOCK, tolerations, node
+// selectors, image, queue) comes from the SKU file's kubernetes section.
+//
+// Pods are followed with a watch; scheduling failures (Unschedulable,
+// ImagePullBackOff, OOMKilled, ...) end the step with the status text.
+// Logs are read once a pod has ended. Everything created carries the label
+// gpuaccept.dev/run=RUN and is deleted with foreground propagation when the
+// test ends, times out or is cancelled; Clean removes leftovers by run id.
+package k8s
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// Name is the --launcher value.
+const Name = "k8s"
+
+// Flavors of workload the launcher renders (--k8s-flavor).
+const (
+	FlavorJob     = "job"
+	FlavorJobSet  = "jobset"
+	FlavorVolcano = "volcano"
+	FlavorMPIJob  = "mpijob"
+)
+
+// Flavors lists the --k8s-flavor values.
+var Flavors = []string{FlavorJob, FlavorJobSet, FlavorVolcano, FlavorMPIJob}
+
+// Labels put on every object the launcher creates.
+const (
+	// LabelRun holds the run id: Clean deletes by it.
+	LabelRun = "gpuaccept.dev/run"
+	// LabelStep holds the object name of the step's workload; it selects
+	// that step's pods.
+	LabelStep = "gpuaccept.dev/step"
+	// LabelRole is "lead" on the pod whose log is the step's log (the one
+	// running mpirun, or the only pod), "worker" on the others.
+	LabelRole = "gpuaccept.dev/role"
+	// LabelManagedBy is app.kubernetes.io/managed-by=gpuaccept.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelKueueQueue is the label by which Kueue admits a workload to a
+	// LocalQueue.
+	LabelKueueQueue = "kueue.x-k8s.io/queue-name"
+)
+
+// Config is the launcher's settings: the cluster and how to shape pods.
+type Config struct {
+	// Kubeconfig is the kubeconfig file; empty: $KUBECONFIG, then
+	// ~/.kube/config, then the in-cluster service account, as kubectl does.
+	Kubeconfig string
+	// Context is the kubeconfig context; empty: its current context.
+	Context string
+	// Namespace is where the objects go; empty: the context's namespace,
+	// else "default".
+	Namespace string
+	// Image overrides the SKU's kubernetes.image.
+	Image string
+	// Flavor is one of Flavors; empty means FlavorJob.
+	Flavor string
+	// Queue overrides the SKU's kubernetes.queue (Kueue LocalQueue, or the
+	// Volcano queue for FlavorVolcano).
+	Queue string
+	// PendingTimeout is how long a pod may stay unschedulable before the
+	// step fails with the scheduler's reason; zero means 5 minutes. Image
+	// pull back-offs and OOM kills fail at once.
+	PendingTimeout time.Duration
+	// SKU gives the pods' resources, annotations, ...; nil or without a
+	// kubernetes section means none (and Image must be set).
+	SKU *sku.SKU
+	// MPIArgs are extra mpirun arguments.
+	MPIArgs []string
+}
+
+// Launcher runs steps as pods. Build it with New.
+type Launcher struct {
+	cfg Config
+	// RunID labels every object of this gpuaccept run ("ga-" + 8 hex).
+	RunID string
+	// Progress receives one line per test naming the run id and namespace,
+	// so a user can clean up after a crash; nil means os.Stderr.
+	Progress io.Writer
+
+	mu      sync.Mutex
+	n       int // tests launched, numbers object names
+	clients *clients
+}
+
+type clients struct {
+	rest      *rest.Config
+	core      kubernetes.Interface
+	dyn       dynamic.Interface
+	namespace string
+}
+
+func init() {
+	launch.Register(Name, func(o launch.Options) (launch.Launcher, error) {
+		cfg := Config{SKU: o.SKU, MPIArgs: o.MPIArgs}
+		if o.Flags != nil {
+			get := func(n string) string { v, _ := o.Flags.GetString(n); return v }
+			cfg.Kubeconfig, cfg.Context, cfg.Namespace = get("kubeconfig"), get("context"), get("namespace")
+			cfg.Image, cfg.Flavor, cfg.Queue = get("image"), get("k8s-flavor"), get("queue")
+			cfg.PendingTimeout, _ = o.Flags.GetDuration("k8s-pending-timeout")
+		}
+		if len(o.Hosts) > 0 {
+			return nil, fmt.Errorf("launcher k8s places pods with the scheduler: --hosts/--hostfile do not apply (use the SKU's kubernetes.node_selector)")
+		}
+		return New(cfg)
+	})
+	launch.RegisterFlags(Name, func(fs *pflag.FlagSet) {
+		fs.String("kubeconfig", "", "k8s: kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
+		fs.String("context", "", "k8s: kubeconfig context (default its current context)")
+		fs.String("namespace", "", "k8s: namespace for the test's objects (default the context's, else default)")
+		fs.String("image", "", "k8s: container image with the benchmarks, mpirun and sshd (default the SKU's kubernetes.image)")
+		fs.String("k8s-flavor", FlavorJob, "k8s: workload kind: "+strings.Join(Flavors, ", "))
+		fs.String("queue", "", "k8s: Kueue LocalQueue (or Volcano queue) (default the SKU's kubernetes.queue)")
+		fs.Duration("k8s-pending-timeout", 5*time.Minute, "k8s: how long a pod may stay unschedulable before the test fails with the scheduler's reason")
+	})
+}
+
+// New checks cfg and returns a launcher with a fresh run id. It does not
+// contact the cluster: Commands (--dry-run) works without one.
+func New(cfg Config) (*Launcher, error) {
+	if cfg.Flavor == "" {
+		cfg.Flavor = FlavorJob
+	}
+	ok := false
+	for _, f := range Flavors {
+		ok = ok || f == cfg.Flavor
+	}
+	if !ok {
+		return nil, fmt.Errorf("--k8s-flavor %q: want one of %s", cfg.Flavor, strings.Join(Flavors, ", "))
+	}
+	if cfg.PendingTimeout <= 0 {
+		cfg.PendingTimeout = 5 * time.Minute
+	}
+	if cfg.Image == "" && kube(cfg.SKU).Image == "" {
+		name := "the SKU"
+		if cfg.SKU != nil {
+			name = cfg.SKU.File
+		}
+		return nil, fmt.Errorf("launcher k8s needs a container image: give --image, or kubernetes.image in %s", name)
+	}
+	if _, err := podShape(cfg); err != nil {
+		return nil, err
+	}
+	return &Launcher{cfg: cfg, RunID: NewRunID()}, nil
+}
+
+// NewRunID returns a fresh run id: "ga-" and 8 random hex digits, short
+// enough to leave room in 63-character object names.
+func NewRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "ga-" + hex.EncodeToString(b[:])
+}
+
+// Name implements launch.Launcher.
+func (l *Launcher) Name() string { return Name }
+
+// kube returns the SKU's kubernetes section, or an empty one.
+func kube(s *sku.SKU) *sku.Kubernetes {
+	if s == nil || s.Kubernetes == nil {
+		return &sku.Kubernetes{}
+	}
+	return s.Kubernetes
+}
+
+// clientConfig resolves kubeconfig, context and namespace as kubectl does.
+func clientConfig(kubeconfig, context string) clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
+}
+
+// namespace is the namespace objects go to; without a usable kubeconfig
+// (a dry run on a laptop) it is "default", as kubectl would say.
+func (l *Launcher) namespace() string {
+	if l.cfg.Namespace != "" {
+		return l.cfg.Namespace
+	}
+	ns, _, err := clientConfig(l.cfg.Kubeconfig, l.cfg.Context).Namespace()
+	if err != nil || ns == "" {
+		return "default"
+	}
+	return ns
+}
+
+// connect builds the clients once.
+func (l *Launcher) connect() (*clients, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.clients != nil {
+		return l.clients, nil
+	}
+	c, err := dial(l.cfg.Kubeconfig, l.cfg.Context, l.cfg.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	l.clients = c
+	return c, nil
+}
+
+// dial builds clients for a kubeconfig (empty: the default chain) and
+// context, and resolves the namespace (empty: the context's, else
+// "default").
+func dial(kubeconfig, context, namespace string) (*clients, error) {
+	cc := clientConfig(kubeconfig, context)
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("k8s: load kubeconfig (--kubeconfig %q, --context %q): %w", kubeconfig, context, err)
+	}
+	if namespace == "" {
+		if namespace, _, err = cc.Namespace(); err != nil || namespace == "" {
+			namespace = "default"
+		}
+	}
+	return newClients(rc, namespace)
+}
+
+func newClients(rc *rest.Config, namespace string) (*clients, error) {
+	rc = rest.CopyConfig(rc)
+	rc.UserAgent = "gpuaccept"
+	core, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("k8s: client for %s: %w", rc.Host, err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("k8s: dynamic client for %s: %w", rc.Host, err)
+	}
+	return &clients{rest: rc, core: core, dyn: dyn, namespace: namespace}, nil
+}
+
+func (l *Launcher) progress() io.Writer {
+	if l.Progress != nil {
+		return l.Progress
+	}
+	return os.Stderr
+}

@@ -1,0 +1,615 @@
+package k8s
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
+)
+
+// Resources of the kinds the launcher creates, by apiVersion and kind.
+var (
+	gvrSecret  = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	gvrService = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	gvrPod     = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	gvrJob     = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	gvrJobSet  = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
+	gvrVolcano = schema.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"}
+	gvrMPIJob  = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"}
+)
+
+// gvrOf maps an object to its resource; the launcher only creates the kinds
+// above.
+func gvrOf(o *unstructured.Unstructured) (schema.GroupVersionResource, error) {
+	gvk := o.GroupVersionKind()
+	for _, c := range []struct {
+		kind string
+		gvr  schema.GroupVersionResource
+	}{{"Secret", gvrSecret}, {"Service", gvrService}, {"Pod", gvrPod}, {"Job", gvrJob}, {"JobSet", gvrJobSet}, {"Job", gvrVolcano}, {"MPIJob", gvrMPIJob}} {
+		if gvk.Kind == c.kind && gvk.GroupVersion() == c.gvr.GroupVersion() {
+			return c.gvr, nil
+		}
+	}
+	return schema.GroupVersionResource{}, fmt.Errorf("k8s: no resource known for %s", gvk)
+}
+
+// In-pod paths and ports of the MPI pattern.
+const (
+	// sshSecretDir is where the run's Secret (key pair) is mounted.
+	sshSecretDir = "/etc/gpuaccept-ssh"
+	// sshPort is the pods' sshd port: not 22, so hostNetwork pods do not
+	// collide with the node's own sshd.
+	sshPort = 2222
+	// podWorkDir is the step's working directory in every pod: the same
+	// path on all of them, as mpirun expects.
+	podWorkDir = "/tmp/gpuaccept"
+	// doneFile tells a worker pod that the lead's mpirun has ended.
+	doneFile = "/tmp/gpuaccept-done"
+	// containerName is the name of the one container of every pod.
+	containerName = "main"
+)
+
+// workload is one step rendered: the objects that run it and what the
+// launcher needs to follow them.
+type workload struct {
+	step plan.Step
+	// name is the workload object's name (and its Service's).
+	name string
+	// pods is the number of pods the step runs on.
+	pods int
+	// hosts are the stable DNS names of the pods, lead first (empty when
+	// the flavor's controller makes the host list, as mpi-operator does).
+	hosts []string
+	// objects are created in order (Service before workload).
+	objects []*unstructured.Unstructured
+	// command is what the lead pod runs, for plan.Output.Command.
+	command string
+	// selector selects the step's pods.
+	selector string
+}
+
+// rendered is a request's objects: the ssh Secret (nil when no step needs
+// it) and one workload per step.
+type rendered struct {
+	secret *unstructured.Unstructured
+	steps  []*workload
+}
+
+// objects lists everything in creation order.
+func (r *rendered) objects() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	if r.secret != nil {
+		out = append(out, r.secret)
+	}
+	for _, w := range r.steps {
+		out = append(out, w.objects...)
+	}
+	return out
+}
+
+// YAML renders objects as one multi-document YAML stream, as kubectl
+// apply -f reads it.
+func YAML(objs []*unstructured.Unstructured) (string, error) {
+	var b strings.Builder
+	for i, o := range objs {
+		data, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return "", fmt.Errorf("render %s %s as YAML: %w", o.GetKind(), o.GetName(), err)
+		}
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.Write(data)
+	}
+	return b.String(), nil
+}
+
+var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// objectName builds a DNS-1123 label from parts, at most max characters.
+func objectName(max int, parts ...string) string {
+	n := nonName.ReplaceAllString(strings.ToLower(strings.Join(parts, "-")), "-")
+	n = strings.Trim(n, "-")
+	if len(n) > max {
+		n = strings.TrimRight(n[:max], "-")
+	}
+	return n
+}
+
+// nodesOf is how many pods a step spans: one for a paired (server/client)
+// step, else its processes over processes per node.
+func nodesOf(s plan.Step) int {
+	if s.Role != "" || s.ProcsPerNode < 1 {
+		return 1
+	}
+	return (s.Procs + s.ProcsPerNode - 1) / s.ProcsPerNode
+}
+
+// render builds the objects of a request. prefix is the run-unique name
+// stem of this test ("ga-1a2b3c4d-3"); keys holds the Secret's data (nil
+// in a dry run, where placeholders are shown).
+func (l *Launcher) render(req launch.Request, prefix, namespace string, keys map[string][]byte) (*rendered, error) {
+	sh, err := podShape(l.cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := req.Plan.Validate(); err != nil {
+		return nil, fmt.Errorf("k8s: plan of %s: %w", req.Test, err)
+	}
+	r := &rendered{}
+	needSSH := false
+	for _, s := range req.Plan.Steps {
+		needSSH = needSSH || (nodesOf(s) > 1 && l.cfg.Flavor != FlavorMPIJob)
+	}
+	secretName := prefix + "-ssh"
+	if needSSH {
+		r.secret = l.secret(secretName, namespace, req.Test, keys)
+	}
+	servers := map[int]*workload{}
+	for _, s := range req.Plan.Steps {
+		name := objectName(40, prefix, s.Name)
+		w := &workload{step: s, name: name, pods: nodesOf(s),
+			selector: LabelRun + "=" + l.RunID + "," + LabelStep + "=" + name}
+		if s.Role == "client" {
+			if srv := servers[s.Host]; srv != nil || len(servers) > 0 {
+				if srv == nil {
+					srv = anyServer(servers)
+				}
+				s = clientOf(s, srv, req.Topology)
+				w.step = s
+			}
+		}
+		if err := l.renderStep(w, sh, namespace, secretName, req.Test, req.Topology, deadline(req.Timeout, s.Timeout)); err != nil {
+			return nil, err
+		}
+		if s.Role == "server" {
+			servers[s.Host] = w
+		}
+		r.steps = append(r.steps, w)
+	}
+	return r, nil
+}
+
+func anyServer(m map[int]*workload) *workload {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return m[keys[0]]
+}
+
+// clientOf points a client step at its server pod: a word of its argv equal
+// to the server's host name (Topology.Hosts[server.Host]) becomes the
+// server pod's DNS name, and GPUACCEPT_SERVER_HOST holds that name too.
+func clientOf(s plan.Step, srv *workload, topo plan.Topology) plan.Step {
+	dns := srv.hosts[0]
+	old := ""
+	if srv.step.Host >= 0 && srv.step.Host < len(topo.Hosts) {
+		old = topo.Hosts[srv.step.Host]
+	}
+	argv := make([]string, len(s.Argv))
+	for i, a := range s.Argv {
+		if old != "" && a == old {
+			a = dns
+		}
+		argv[i] = a
+	}
+	s.Argv = argv
+	env := map[string]string{}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	env["GPUACCEPT_SERVER_HOST"] = dns
+	s.Env = env
+	return s
+}
+
+func (l *Launcher) labels(test string) map[string]string {
+	return map[string]string{LabelRun: l.RunID, LabelManagedBy: "gpuaccept", "gpuaccept.dev/test": objectName(63, test)}
+}
+
+func (l *Launcher) secret(name, namespace, test string, keys map[string][]byte) *unstructured.Unstructured {
+	if keys == nil {
+		keys = map[string][]byte{}
+		for _, k := range []string{"id", "id.pub", "authorized_keys"} {
+			keys[k] = []byte("(generated for each run)")
+		}
+	}
+	sec := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: l.labels(test)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       keys,
+	}
+	return toUnstructured(sec)
+}
+
+// Safety nets for when gpuaccept itself dies (kill -9, a lost laptop) and
+// cannot delete what it made: the pods stop themselves a little after the
+// test's timeout, and finished workloads go after ttlAfterFinished.
+const (
+	deadlineMargin   = time.Minute
+	ttlAfterFinished = int64(3600)
+)
+
+// deadline is the pods' activeDeadlineSeconds for a test timeout and a
+// step timeout (the shorter wins); nil when neither is set.
+func deadline(test, step time.Duration) *int64 {
+	d := test
+	if step > 0 && (d == 0 || step < d) {
+		d = step
+	}
+	if d <= 0 {
+		return nil
+	}
+	return ptr.To(int64((d + deadlineMargin + time.Second - 1) / time.Second))
+}
+
+// renderStep fills w's hosts, command and objects for the flavor.
+func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, test string, topo plan.Topology, active *int64) error {
+	s := w.step
+	flavor := l.cfg.Flavor
+	if flavor == FlavorMPIJob && w.pods == 1 {
+		// A one-pod step needs no launcher/worker split: a plain Job.
+		flavor = FlavorJob
+	}
+	lbl := l.labels(test)
+	lbl[LabelStep] = w.name
+	meta := metav1.ObjectMeta{Name: w.name, Namespace: namespace, Labels: copyMap(lbl)}
+	if sh.queue != "" && flavor != FlavorVolcano {
+		meta.Labels[LabelKueueQueue] = sh.queue
+	}
+	// Hosts: the pods' DNS names, which each flavor derives from the
+	// workload's name.
+	switch flavor {
+	case FlavorJob:
+		for i := 0; i < w.pods; i++ {
+			w.hosts = append(w.hosts, fmt.Sprintf("%s-%d.%s", w.name, i, w.name))
+		}
+	case FlavorJobSet:
+		w.hosts = append(w.hosts, fmt.Sprintf("%s-lead-0-0.%s", w.name, w.name))
+		for i := 1; i < w.pods; i++ {
+			w.hosts = append(w.hosts, fmt.Sprintf("%s-worker-0-%d.%s", w.name, i-1, w.name))
+		}
+	case FlavorVolcano:
+		w.hosts = append(w.hosts, fmt.Sprintf("%s-lead-0.%s", w.name, w.name))
+		for i := 1; i < w.pods; i++ {
+			w.hosts = append(w.hosts, fmt.Sprintf("%s-worker-%d.%s", w.name, i-1, w.name))
+		}
+	}
+	env := map[string]string{}
+	for k, v := range sh.env {
+		env[k] = v
+	}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	environ := make([]string, 0, len(env))
+	for _, k := range sortedKeys(env) {
+		environ = append(environ, k+"="+env[k])
+	}
+	// Scripts of the lead and worker pods.
+	var leadScript, workerScript string
+	switch {
+	case w.pods == 1:
+		argv := s.Argv
+		if rankstart.NeedsStarter(s) {
+			a, err := rankstart.OpenMPI(s, rankstart.Options{AllowRoot: true, ExtraArgs: l.cfg.MPIArgs, Environ: environ})
+			if err != nil {
+				return err
+			}
+			argv = a
+		}
+		w.command = rankstart.ShellJoin(argv)
+		leadScript = singleScript(argv, s.Files, podWorkDir)
+	case flavor == FlavorMPIJob:
+		// mpi-operator writes the hostfile and distributes its own keys.
+		a, err := rankstart.OpenMPI(s, rankstart.Options{AllowRoot: true, ExtraArgs: l.cfg.MPIArgs, Environ: environ})
+		if err != nil {
+			return err
+		}
+		w.command = rankstart.ShellJoin(a)
+		leadScript = singleScript(a, s.Files, podWorkDir)
+		workerScript = "mkdir -p /run/sshd " + podWorkDir + " && ssh-keygen -A >/dev/null && exec /usr/sbin/sshd -De"
+	default:
+		hostNames := w.hosts
+		// Keep the pods' DNS names whole: Open MPI would otherwise cut
+		// them at the first dot, to names no resolver knows (seed 001
+		// sets the same).
+		extra := append([]string{"--mca", "plm_rsh_args", fmt.Sprintf("-p %d", sshPort), "--mca", "orte_keep_fqdn_hostnames", "1"}, l.cfg.MPIArgs...)
+		a, err := rankstart.OpenMPI(s, rankstart.Options{Hosts: hostNames, AllowRoot: true, ExtraArgs: extra, Environ: environ})
+		if err != nil {
+			return err
+		}
+		w.command = rankstart.ShellJoin(a)
+		leadScript = leadMPIScript(a, s.Files, w.hosts, podWorkDir)
+		workerScript = workerMPIScript(podWorkDir)
+	}
+	gpus := topo.GPUsPerNode
+	podOpts := podOptions{secret: secretName, multi: w.pods > 1 && flavor != FlavorMPIJob, env: env, gpus: gpus, deadline: active}
+	lead := l.podTemplate(sh, lbl, "lead", leadScript, podOpts)
+	worker := l.podTemplate(sh, lbl, "worker", workerScript, podOpts)
+	if flavor == FlavorMPIJob {
+		// The launcher pod holds no GPUs and needs no RDMA device.
+		lead = l.podTemplate(&shape{image: sh.image, env: sh.env, tolerations: sh.tolerations, nodeSelector: sh.nodeSelector, sa: sh.sa,
+			priority: sh.priority, annotations: sh.annotations, labels: sh.labels}, lbl, "lead", leadScript, podOptions{env: env, deadline: active})
+	}
+	if s.Role != "" {
+		lead.Labels["gpuaccept.dev/pair-role"] = s.Role
+	}
+	switch flavor {
+	case FlavorJob:
+		// An Indexed Job has one template; the lead is the pod of index
+		// 0, so the template chooses its script by JOB_COMPLETION_INDEX.
+		tmpl := lead
+		if w.pods > 1 {
+			tmpl = l.podTemplate(sh, lbl, "", indexedScript(leadScript, workerScript), podOpts)
+		}
+		if w.pods > 1 || s.Role == "server" {
+			// Stable DNS names for mpirun, or for the server's client.
+			w.objects = append(w.objects, l.headless(meta, lbl))
+			tmpl.Spec.Subdomain = w.name
+		}
+		job := &batchv1.Job{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+			ObjectMeta: meta,
+			Spec: batchv1.JobSpec{
+				Completions:    ptr.To(int32(w.pods)),
+				Parallelism:    ptr.To(int32(w.pods)),
+				CompletionMode: ptr.To(batchv1.IndexedCompletion),
+				BackoffLimit:   ptr.To(int32(0)),
+				Template:       tmpl,
+				// Left behind by a dead gpuaccept, it goes by itself.
+				TTLSecondsAfterFinished: ptr.To(int32(ttlAfterFinished)),
+			},
+		}
+		w.objects = append(w.objects, toUnstructured(job))
+	case FlavorJobSet:
+		rjobs := []any{replicatedJob("lead", 1, lead)}
+		if w.pods > 1 {
+			rjobs = append(rjobs, replicatedJob("worker", w.pods-1, worker))
+		}
+		js := newObject("jobset.x-k8s.io/v1alpha2", "JobSet", meta)
+		js.Object["spec"] = map[string]any{
+			"network":                 map[string]any{"enableDNSHostnames": true, "publishNotReadyAddresses": true},
+			"failurePolicy":           map[string]any{"maxRestarts": int64(0)},
+			"ttlSecondsAfterFinished": ttlAfterFinished,
+			"successPolicy":           map[string]any{"operator": "All", "targetReplicatedJobs": []any{"lead"}},
+			"replicatedJobs":          rjobs,
+		}
+		w.objects = append(w.objects, js)
+	case FlavorVolcano:
+		tasks := []any{map[string]any{"name": "lead", "replicas": int64(1), "template": toMap(&lead),
+			"policies": []any{map[string]any{"event": "TaskCompleted", "action": "CompleteJob"}}}}
+		if w.pods > 1 {
+			tasks = append(tasks, map[string]any{"name": "worker", "replicas": int64(w.pods - 1), "template": toMap(&worker)})
+		}
+		vj := newObject("batch.volcano.sh/v1alpha1", "Job", meta)
+		spec := map[string]any{
+			"schedulerName":           "volcano",
+			"minAvailable":            int64(w.pods),
+			"maxRetry":                int64(1),
+			"ttlSecondsAfterFinished": ttlAfterFinished,
+			"plugins":                 map[string]any{"svc": []any{}, "env": []any{}},
+			"policies":                []any{map[string]any{"event": "PodEvicted", "action": "AbortJob"}, map[string]any{"event": "PodFailed", "action": "AbortJob"}},
+			"tasks":                   tasks,
+		}
+		if sh.queue != "" {
+			spec["queue"] = sh.queue
+		}
+		vj.Object["spec"] = spec
+		w.objects = append(w.objects, vj)
+	case FlavorMPIJob:
+		mj := newObject("kubeflow.org/v2beta1", "MPIJob", meta)
+		mj.Object["spec"] = map[string]any{
+			"slotsPerWorker":    int64(s.ProcsPerNode),
+			"mpiImplementation": "OpenMPI",
+			"sshAuthMountPath":  "/root/.ssh",
+			// mpirun starts only once every worker's sshd is up.
+			"launcherCreationPolicy": "WaitForWorkersReady",
+			"runPolicy":              map[string]any{"cleanPodPolicy": "Running", "backoffLimit": int64(0), "ttlSecondsAfterFinished": ttlAfterFinished},
+			"mpiReplicaSpecs": map[string]any{
+				"Launcher": map[string]any{"replicas": int64(1), "restartPolicy": "Never", "template": toMap(&lead)},
+				"Worker":   map[string]any{"replicas": int64(w.pods), "restartPolicy": "Never", "template": toMap(&worker)},
+			},
+		}
+		w.objects = append(w.objects, mj)
+		w.pods++ // the launcher pod
+	}
+	return nil
+}
+
+func replicatedJob(name string, n int, tmpl corev1.PodTemplateSpec) map[string]any {
+	return map[string]any{
+		"name":     name,
+		"replicas": int64(1),
+		"template": map[string]any{"spec": map[string]any{
+			"parallelism":    int64(n),
+			"completions":    int64(n),
+			"completionMode": "Indexed",
+			"backoffLimit":   int64(0),
+			"template":       toMap(&tmpl),
+		}},
+	}
+}
+
+// headless is the Service that gives an Indexed Job's pods their DNS names
+// (<job>-<index>.<service>); published before the pods are ready, because
+// mpirun reaches them while they start.
+func (l *Launcher) headless(meta metav1.ObjectMeta, sel map[string]string) *unstructured.Unstructured {
+	m := meta
+	m.Labels = copyMap(meta.Labels)
+	delete(m.Labels, LabelKueueQueue)
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: m,
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 map[string]string{LabelRun: sel[LabelRun], LabelStep: sel[LabelStep]},
+			PublishNotReadyAddresses: true,
+			Ports:                    []corev1.ServicePort{{Name: "ssh", Port: sshPort, TargetPort: intstr.FromInt32(sshPort)}},
+		},
+	}
+	return toUnstructured(svc)
+}
+
+type podOptions struct {
+	secret string
+	multi  bool // runs sshd: mounts the key Secret, spreads over nodes
+	env    map[string]string
+	gpus   int
+	// deadline is the pods' activeDeadlineSeconds (nil: none).
+	deadline *int64
+}
+
+// podTemplate is the pod every flavor runs: one container, the SKU's
+// shape, and role in the labels.
+func (l *Launcher) podTemplate(sh *shape, lbl map[string]string, role, script string, o podOptions) corev1.PodTemplateSpec {
+	labels := copyMap(sh.labels)
+	for k, v := range lbl {
+		labels[k] = v
+	}
+	if role != "" {
+		labels[LabelRole] = role
+	}
+	res := corev1.ResourceList{}
+	for k, v := range sh.resources {
+		res[k] = v
+	}
+	if sh.gpuResource != "" && o.gpus > 0 {
+		res[sh.gpuResource] = *resource.NewQuantity(int64(o.gpus), resource.DecimalSI)
+	}
+	c := corev1.Container{
+		Name:    containerName,
+		Image:   sh.image,
+		Command: []string{"/bin/sh", "-c", script},
+		Env:     []corev1.EnvVar{{Name: "GPUACCEPT_RUN", Value: l.RunID}},
+	}
+	for _, k := range sortedKeys(o.env) {
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: o.env[k]})
+	}
+	if len(res) > 0 {
+		c.Resources = corev1.ResourceRequirements{Limits: res, Requests: res}
+	}
+	if sh.ipcLock || sh.privileged {
+		c.SecurityContext = &corev1.SecurityContext{}
+		if sh.ipcLock {
+			c.SecurityContext.Capabilities = &corev1.Capabilities{Add: []corev1.Capability{"IPC_LOCK"}}
+		}
+		if sh.privileged {
+			c.SecurityContext.Privileged = ptr.To(true)
+		}
+	}
+	spec := corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		EnableServiceLinks:            ptr.To(false),
+		TerminationGracePeriodSeconds: ptr.To(int64(5)),
+		ActiveDeadlineSeconds:         o.deadline,
+		Tolerations:                   sh.tolerations,
+		NodeSelector:                  copyMap(sh.nodeSelector),
+		ServiceAccountName:            sh.sa,
+		PriorityClassName:             sh.priority,
+		HostNetwork:                   sh.hostNetwork,
+	}
+	if len(spec.NodeSelector) == 0 {
+		spec.NodeSelector = nil
+	}
+	if sh.hostNetwork {
+		spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
+	if sh.shm != nil {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "dshm", VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: sh.shm}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "dshm", MountPath: "/dev/shm"})
+	}
+	if o.multi {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "ssh", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: o.secret, DefaultMode: ptr.To(int32(0o400))}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ssh", MountPath: sshSecretDir, ReadOnly: true})
+		// One pod per node: two ranks' pods on one node would measure
+		// NVLink where the test asks for the network.
+		spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelRun: lbl[LabelRun], LabelStep: lbl[LabelStep]}},
+				TopologyKey:   "kubernetes.io/hostname",
+			}},
+		}}
+	}
+	spec.Containers = []corev1.Container{c}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: copyMap(sh.annotations)},
+		Spec:       spec,
+	}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func newObject(apiVersion, kind string, meta metav1.ObjectMeta) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]any{}}
+	o.SetAPIVersion(apiVersion)
+	o.SetKind(kind)
+	o.SetName(meta.Name)
+	o.SetNamespace(meta.Namespace)
+	o.SetLabels(meta.Labels)
+	return o
+}
+
+// toMap converts a typed API object to its JSON-shaped map, without the
+// empty fields (creationTimestamp: null, status: {}) the conversion adds.
+func toMap(obj any) map[string]any {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		// Only unconvertible Go types fail, and these are API types.
+		panic(fmt.Sprintf("convert %T: %v", obj, err))
+	}
+	prune(m)
+	delete(m, "status")
+	return m
+}
+
+func toUnstructured(obj any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: toMap(obj)}
+}
+
+func prune(m map[string]any) {
+	for k, v := range m {
+		switch x := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			prune(x)
+			if len(x) == 0 && (k == "status" || k == "metadata" || k == "resources") {
+				delete(m, k)
+			}
+		case []any:
+			for _, e := range x {
+				if em, ok := e.(map[string]any); ok {
+					prune(em)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package k8s
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/golden"
+	"k8s.io/utils/ptr"
+
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+func testSKU(t *testing.T) *sku.SKU {
+	t.Helper()
+	data, err := os.ReadFile("testdata/a4x.yaml")
+	assert.NilError(t, err)
+	s, err := sku.Parse(data, "testdata/a4x.yaml")
+	assert.NilError(t, err)
+	return s
+}
+
+// allGather is the plan the nccl plugin makes for all_gather over MPI.
+func allGather(nodes, gpus int) launch.Request {
+	return launch.Request{
+		Test:     "nccl.all_gather",
+		Timeout:  30 * time.Minute,
+		Topology: plan.Topology{Nodes: nodes, GPUsPerNode: gpus},
+		Plan: plan.Plan{Steps: []plan.Step{{
+			Name: "all_gather", Argv: []string{"all_gather_perf", "-b", "1K", "-e", "8G", "-f", "2", "-g", "1", "-J", "all_gather.json"},
+			Env: map[string]string{"NCCL_DEBUG": "INFO"}, Procs: nodes * gpus, ProcsPerNode: gpus, MPI: true, Files: []string{"all_gather.json"},
+		}}},
+	}
+}
+
+func pairedWriteBW() launch.Request {
+	return launch.Request{
+		Test:     "ibperf.write_bw",
+		Timeout:  30 * time.Minute,
+		Topology: plan.Topology{Nodes: 2, GPUsPerNode: 1, Hosts: []string{"node-a", "node-b"}},
+		Plan: plan.Plan{Steps: []plan.Step{
+			{Name: "server", Role: "server", Argv: []string{"ib_write_bw", "-d", "mlx5_0", "--report_gbits"}, Procs: 1, ProcsPerNode: 1, Host: 0, ReadyMarker: "Waiting for client", Timeout: 2 * time.Minute},
+			{Name: "client", Role: "client", Argv: []string{"ib_write_bw", "-d", "mlx5_0", "--report_gbits", "node-a"}, Procs: 1, ProcsPerNode: 1, Host: 1},
+		}},
+	}
+}
+
+// The manifests of every flavor, for a 2-node MPI test, a 1-node test and
+// a server/client pair, are what the golden files hold (go test -update
+// rewrites them after a deliberate change; review the diff).
+func TestCommandsGolden(t *testing.T) {
+	cases := []struct {
+		name   string
+		flavor string
+		req    launch.Request
+	}{
+		{"job-2node", FlavorJob, allGather(2, 4)},
+		{"job-1node", FlavorJob, allGather(1, 4)},
+		{"job-paired", FlavorJob, pairedWriteBW()},
+		{"jobset-2node", FlavorJobSet, allGather(2, 4)},
+		{"volcano-2node", FlavorVolcano, allGather(2, 4)},
+		{"mpijob-2node", FlavorMPIJob, allGather(2, 4)},
+		{"mpijob-1node", FlavorMPIJob, allGather(1, 4)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := New(Config{SKU: testSKU(t), Flavor: c.flavor, Namespace: "acceptance"})
+			assert.NilError(t, err)
+			l.RunID = "ga-0000test"
+			cmds, err := l.Commands(c.req)
+			assert.NilError(t, err)
+			golden.Assert(t, strings.Join(cmds, "---\n"), filepath.Join(c.name+".yaml"))
+		})
+	}
+}
+
+// What the SKU asks for lands on the pods, and the pods of a multi-node
+// step get the key Secret, spread over nodes, and find each other by name.
+func TestRenderCarriesSKU(t *testing.T) {
+	l, err := New(Config{SKU: testSKU(t), Namespace: "acceptance", Queue: "override-q"})
+	assert.NilError(t, err)
+	l.RunID = "ga-0000test"
+	r, err := l.render(allGather(2, 4), "ga-0000test-1", "acceptance", nil)
+	assert.NilError(t, err)
+	assert.Assert(t, r.secret != nil)
+	w := r.steps[0]
+	assert.Equal(t, w.pods, 2)
+	assert.DeepEqual(t, w.hosts, []string{"ga-0000test-1-all-gather-0.ga-0000test-1-all-gather", "ga-0000test-1-all-gather-1.ga-0000test-1-all-gather"})
+	y, err := YAML(r.objects())
+	assert.NilError(t, err)
+	for _, want := range []string{
+		"nvidia.com/gpu: \"4\"", "nvidia.com/mlnxnics: \"4\"", "k8s.v1.cni.cncf.io/networks: hostdev-net", "medium: Memory", "sizeLimit: 250Gi",
+		"- IPC_LOCK", "cloud.google.com/gke-accelerator: nvidia-gb200", "value: present", "kueue.x-k8s.io/queue-name: override-q",
+		"name: NCCL_SOCKET_IFNAME", "name: NCCL_DEBUG", "topologyKey: kubernetes.io/hostname", "secretName: ga-0000test-1-ssh",
+		"--host ga-0000test-1-all-gather-0.ga-0000test-1-all-gather:4,ga-0000test-1-all-gather-1.ga-0000test-1-all-gather:4",
+		"-x NCCL_DEBUG -x NCCL_SOCKET_IFNAME",
+	} {
+		assert.Assert(t, strings.Contains(y, want), "missing %q in\n%s", want, y)
+	}
+}
+
+// A client step reaches its server by the server pod's DNS name.
+func TestRenderPairedClientFindsServer(t *testing.T) {
+	l, err := New(Config{Image: "img:1"})
+	assert.NilError(t, err)
+	l.RunID = "ga-0000test"
+	r, err := l.render(pairedWriteBW(), "ga-0000test-1", "ns", nil)
+	assert.NilError(t, err)
+	assert.Assert(t, r.secret == nil, "no ssh for single-pod steps")
+	srv, cli := r.steps[0], r.steps[1]
+	assert.Equal(t, srv.hosts[0], "ga-0000test-1-server-0.ga-0000test-1-server")
+	assert.Equal(t, cli.step.Argv[len(cli.step.Argv)-1], srv.hosts[0])
+	assert.Equal(t, cli.step.Env["GPUACCEPT_SERVER_HOST"], srv.hosts[0])
+	assert.Equal(t, len(srv.objects), 2, "server: Service + Job")
+	assert.Equal(t, len(cli.objects), 1, "client: Job only")
+}
+
+func TestNewRejects(t *testing.T) {
+	bad := func(k *sku.Kubernetes) *sku.SKU { return &sku.SKU{Name: "x", File: "x.yaml", Kubernetes: k} }
+	cases := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no image", Config{}, "needs a container image"},
+		{"flavor", Config{Image: "i", Flavor: "pytorchjob"}, `--k8s-flavor "pytorchjob"`},
+		{"quantity", Config{SKU: bad(&sku.Kubernetes{Image: "i", Resources: map[string]string{"rdma/ib": "lots"}, Line: 7})}, `x.yaml: line 7: field kubernetes.resources: rdma/ib: "lots" is not a quantity`},
+		{"shm", Config{SKU: bad(&sku.Kubernetes{Image: "i", ShmSize: "big", Line: 3})}, "x.yaml: line 3: field kubernetes.shm_size"},
+		{"resource name", Config{SKU: bad(&sku.Kubernetes{Image: "i", Resources: map[string]string{"no spaces": "1"}})}, `field kubernetes.resources: name "no spaces"`},
+		{"gpu twice", Config{SKU: bad(&sku.Kubernetes{Image: "i", GPUResource: "amd.com/gpu", Resources: map[string]string{"amd.com/gpu": "8"}})}, "is the gpu_resource"},
+		{"label value", Config{SKU: bad(&sku.Kubernetes{Image: "i", NodeSelector: map[string]string{"a": "b c"}})}, "field kubernetes.node_selector: a: value"},
+		{"env name", Config{SKU: bad(&sku.Kubernetes{Image: "i", Env: map[string]string{"1X": "b"}})}, "field kubernetes.env"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := New(c.cfg)
+			assert.ErrorContains(t, err, c.want)
+		})
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	cases := []struct {
+		test, step time.Duration
+		want       *int64
+	}{
+		{0, 0, nil},
+		{30 * time.Minute, 0, ptr.To(int64(1860))},
+		{30 * time.Minute, 2 * time.Minute, ptr.To(int64(180))},
+		{0, 90 * time.Second, ptr.To(int64(150))},
+		{time.Minute, 2 * time.Minute, ptr.To(int64(120))},
+		{1500 * time.Millisecond, 0, ptr.To(int64(62))},
+	}
+	for _, c := range cases {
+		assert.DeepEqual(t, deadline(c.test, c.step), c.want)
+	}
+}
+
+func TestObjectName(t *testing.T) {
+	cases := []struct {
+		parts []string
+		max   int
+		want  string
+	}{
+		{[]string{"ga-1", "all_reduce"}, 40, "ga-1-all-reduce"},
+		{[]string{"ga-1", "Write.BW"}, 40, "ga-1-write-bw"},
+		{[]string{"ga-1", strings.Repeat("x", 60)}, 20, "ga-1-xxxxxxxxxxxxxxx"},
+		{[]string{"ga-1", "x_____________y"}, 6, "ga-1-x"},
+	}
+	for _, c := range cases {
+		assert.Equal(t, objectName(c.max, c.parts...), c.want)
+	}
+}
