@@ -144,6 +144,45 @@ func killStragglers(t *testing.T, bin string) {
 	}
 }
 
+// childrenServingPlugins lists the pids of parent's children that serve a
+// plugin ("... plugin serve NAME").
+func childrenServingPlugins(parent int) []int {
+	var pids []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		rest := string(data[strings.LastIndexByte(string(data), ')')+1:])
+		var state string
+		var ppid int
+		if _, err := fmt.Sscan(rest, &state, &ppid); err != nil || ppid != parent {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+		if strings.Contains(string(cmdline), "plugin\x00serve") {
+			var pid int
+			fmt.Sscan(filepath.Base(filepath.Dir(p)), &pid)
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// isZombie reports whether pid has exited and waits to be reaped.
+func isZombie(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	rest := string(data[strings.LastIndexByte(string(data), ')')+1:])
+	var state string
+	fmt.Sscan(rest, &state)
+	return state == "Z"
+}
+
 // Nothing lost: a run stopped by Ctrl-C, or killed outright while a test
 // hangs, leaves the finished test's result and raw outputs on disk, and
 // gpuaccept report rebuilds every report from them.
@@ -169,9 +208,22 @@ func TestStoppedRunKeepsResults(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
+			plugins := childrenServingPlugins(cmd.Process.Pid)
+			assert.Assert(t, len(plugins) > 0, "no plugin process found under the run")
 			assert.NilError(t, cmd.Process.Signal(sig))
 			err := cmd.Wait()
 			assert.Assert(t, err != nil, "the run ended well after %s", sig)
+			// Its plugin processes follow it, even after SIGKILL.
+			for _, pid := range plugins {
+				deadline := time.Now().Add(15 * time.Second)
+				for syscall.Kill(pid, 0) == nil && !isZombie(pid) {
+					if time.Now().After(deadline) {
+						syscall.Kill(pid, syscall.SIGKILL)
+						t.Fatalf("plugin process %d outlived its gpuaccept (%s)", pid, sig)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
 
 			if sig == syscall.SIGINT {
 				// Ctrl-C: the launcher stopped the hung test; reports written.

@@ -3,6 +3,7 @@ package pluginapi
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
@@ -45,11 +46,24 @@ func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *gr
 // Serve serves impl over go-plugin on stdin/stdout; it returns when the
 // host ends the plugin. Plugin executables call it from main.
 func Serve(impl Plugin) {
+	go exitWithParent(os.Getppid(), time.Second)
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         goplugin.PluginSet{pluginKey: &grpcPlugin{impl: impl}},
 		GRPCServer:      goplugin.DefaultGRPCServer,
 	})
+}
+
+// exitWithParent ends the plugin process once its parent (gpuaccept) is
+// gone: go-plugin stops a plugin only when the host calls Kill, so a host
+// killed with SIGKILL would otherwise leave its plugins running forever.
+// A process whose parent died is re-parented, so its parent pid changes.
+func exitWithParent(parent int, every time.Duration) {
+	for range time.Tick(every) {
+		if os.Getppid() != parent {
+			os.Exit(3)
+		}
+	}
 }
 
 // server is the plugin side of the gRPC transport.
