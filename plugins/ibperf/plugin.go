@@ -151,16 +151,12 @@ func hcaName(s string) bool {
 }
 
 func parseParams(p map[string]string, topo plan.Topology) (settings, error) {
-	s := settings{port: 18515, bidir: true, outJSON: true, force: true, gdr: "rocm", gpus: []string{"0"}, env: map[string]string{}}
-	known := map[string]bool{}
-	for _, d := range Params {
-		known[d.Name] = true
+	s := settings{port: 18515, bidir: true, outJSON: true, force: true, gdr: "rocm", gpus: []string{"0"}}
+	env, keys, err := pluginapi.SplitParams(p, Params)
+	if err != nil {
+		return s, err
 	}
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	s.env = env
 	uint := func(k, v string) error {
 		if v == "" {
 			return nil
@@ -180,20 +176,6 @@ func parseParams(p map[string]string, topo plan.Topology) (settings, error) {
 	}
 	for _, k := range keys {
 		v := p[k]
-		if name, ok := strings.CutPrefix(k, "env."); ok {
-			if name == "" || strings.ContainsAny(name, "= \t\n") {
-				return s, fmt.Errorf("parameter %q: not a variable name", k)
-			}
-			s.env[name] = v
-			continue
-		}
-		if !known[k] {
-			names := make([]string, 0, len(Params))
-			for _, d := range Params {
-				names = append(names, d.Name)
-			}
-			return s, fmt.Errorf("unknown parameter %q (known: %s)", k, strings.Join(names, ", "))
-		}
 		var err error
 		switch k {
 		case "bindir":

@@ -97,32 +97,14 @@ type settings struct {
 }
 
 func parseParams(p map[string]string) (settings, error) {
-	s := settings{python: "python3", masterPort: "29500", perfOut: true, rankTol: 5, spreadMax: 30, env: map[string]string{}}
-	known := map[string]bool{}
-	for _, d := range Params {
-		known[d.Name] = true
+	s := settings{python: "python3", masterPort: "29500", perfOut: true, rankTol: 5, spreadMax: 30}
+	env, keys, err := pluginapi.SplitParams(p, Params)
+	if err != nil {
+		return s, err
 	}
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	s.env = env
 	for _, k := range keys {
 		v := p[k]
-		if name, ok := strings.CutPrefix(k, "env."); ok {
-			if name == "" || strings.ContainsAny(name, "= \t\n") {
-				return s, fmt.Errorf("parameter %q: not a variable name", k)
-			}
-			s.env[name] = v
-			continue
-		}
-		if !known[k] {
-			names := make([]string, 0, len(Params))
-			for _, d := range Params {
-				names = append(names, d.Name)
-			}
-			return s, fmt.Errorf("unknown parameter %q (known: %s)", k, strings.Join(names, ", "))
-		}
 		switch k {
 		case "moridir":
 			s.moridir = v
