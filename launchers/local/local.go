@@ -5,8 +5,6 @@
 package local
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -178,9 +176,9 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var sink io.Writer = logw
 	if s.ReadyMarker != "" {
-		sink = &markerWriter{w: logw, marker: []byte(s.ReadyMarker), found: markReady}
+		sink = &launch.MarkerWriter{W: logw, Marker: []byte(s.ReadyMarker), Found: markReady}
 	}
-	sw := &syncWriter{w: sink}
+	sw := &launch.SyncWriter{W: sink}
 	cmd.Stdout, cmd.Stderr = sw, sw
 
 	start := time.Now()
@@ -205,7 +203,7 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 		fmt.Fprintf(logw, "\ngpuaccept: step %s %s\n", s.Name, out.LaunchError)
 	}
 	if out.LaunchError == "" {
-		out.ExitCode = exitCode(werr)
+		out.ExitCode = launch.ExitCode(werr)
 		if out.ExitCode < 0 {
 			out.LaunchError = fmt.Sprintf("wait for %s: %v", argv[0], werr)
 		}
@@ -245,60 +243,4 @@ func (l *Launcher) killGroup(pid int, done chan error) {
 	}
 	// Children that ignored SIGTERM while the leader exited still get KILL.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
-}
-
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	return -1
-}
-
-// syncWriter serialises writes from stdout and stderr.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-// markerWriter passes output on and calls found once a line holds marker.
-type markerWriter struct {
-	w      io.Writer
-	marker []byte
-	found  func()
-	line   []byte
-	done   bool
-}
-
-func (m *markerWriter) Write(p []byte) (int, error) {
-	if !m.done {
-		m.line = append(m.line, p...)
-		sc := bufio.NewScanner(bytes.NewReader(m.line))
-		for sc.Scan() {
-			if bytes.Contains(sc.Bytes(), m.marker) {
-				m.done = true
-				m.found()
-				break
-			}
-		}
-		if i := bytes.LastIndexByte(m.line, '\n'); i >= 0 {
-			m.line = append(m.line[:0], m.line[i+1:]...)
-		}
-		if len(m.line) > 64<<10 {
-			m.line = m.line[len(m.line)-len(m.marker):]
-		}
-	}
-	return m.w.Write(p)
 }

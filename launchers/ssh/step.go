@@ -1,7 +1,6 @@
 package ssh
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -252,9 +251,9 @@ func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready
 	}
 	var sink io.Writer = logw
 	if s.ReadyMarker != "" {
-		sink = &markerWriter{w: logw, marker: []byte(s.ReadyMarker), found: func() { signal(true) }}
+		sink = &launch.MarkerWriter{W: logw, Marker: []byte(s.ReadyMarker), Found: func() { signal(true) }}
 	}
-	sw := &syncWriter{w: sink}
+	sw := &launch.SyncWriter{W: sink}
 	defer l.cleanup(req, r, &out, logw)
 
 	var cmd *exec.Cmd
@@ -309,7 +308,7 @@ func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready
 		fmt.Fprintf(logw, "\ngpuaccept: step %s %s\n", s.Name, out.LaunchError)
 		return out
 	}
-	out.ExitCode = exitCode(werr)
+	out.ExitCode = launch.ExitCode(werr)
 	switch {
 	case out.ExitCode < 0:
 		out.LaunchError = fmt.Sprintf("wait for %s: %v", cmd.Args[0], werr)
@@ -448,61 +447,4 @@ func (l *Launcher) stopRemoteRm(r stepRun) []error {
 	}
 	wg.Wait()
 	return errs
-}
-
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	return -1
-}
-
-// syncWriter serialises writes from stdout and stderr.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-// markerWriter passes output on and calls found once a line holds marker.
-type markerWriter struct {
-	w      io.Writer
-	marker []byte
-	found  func()
-	line   []byte
-	done   bool
-}
-
-func (m *markerWriter) Write(p []byte) (int, error) {
-	if !m.done {
-		m.line = append(m.line, p...)
-		sc := bufio.NewScanner(bytes.NewReader(m.line))
-		sc.Buffer(make([]byte, 0, 4096), 128<<10)
-		for sc.Scan() {
-			if bytes.Contains(sc.Bytes(), m.marker) {
-				m.done = true
-				m.found()
-				break
-			}
-		}
-		if i := bytes.LastIndexByte(m.line, '\n'); i >= 0 {
-			m.line = append(m.line[:0], m.line[i+1:]...)
-		}
-		if len(m.line) > 64<<10 {
-			m.line = m.line[len(m.line)-len(m.marker):]
-		}
-	}
-	return m.w.Write(p)
 }

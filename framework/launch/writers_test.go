@@ -1,0 +1,58 @@
+package launch
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+// The server's readiness line can arrive in pieces, after a line longer
+// than the scanner's default buffer; it is found once and everything is
+// passed on unchanged.
+func TestMarkerWriter(t *testing.T) {
+	const marker = "Waiting for client to connect"
+	tests := []struct {
+		name   string
+		writes []string
+		found  int
+	}{
+		{"whole line", []string{"hello\n", " " + marker + " ...\n"}, 1},
+		{"split across writes", []string{"x\n Waiting for cli", "ent to connect ...\n"}, 1},
+		{"after a long line", []string{strings.Repeat("a", 100<<10) + "\n", marker + "\n"}, 1},
+		{"twice, found once", []string{marker + "\n" + marker + "\n"}, 1},
+		{"absent", []string{"Couldn't listen to port\n"}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			n := 0
+			m := &MarkerWriter{W: &out, Marker: []byte(marker), Found: func() { n++ }}
+			for _, w := range tc.writes {
+				_, err := m.Write([]byte(w))
+				assert.NilError(t, err)
+			}
+			assert.Equal(t, n, tc.found)
+			assert.Equal(t, out.String(), strings.Join(tc.writes, ""))
+		})
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		argv []string
+		want int
+	}{
+		{[]string{"true"}, 0},
+		{[]string{"sh", "-c", "exit 3"}, 3},
+		{[]string{"sh", "-c", "kill -TERM $$"}, 128 + 15},
+		{[]string{"/nonexistent/program"}, -1},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.argv, " "), func(t *testing.T) {
+			assert.Equal(t, ExitCode(exec.Command(tc.argv[0], tc.argv[1:]...).Run()), tc.want)
+		})
+	}
+}
