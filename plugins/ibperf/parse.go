@@ -7,7 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
 )
 
 // Output is what one perftest bandwidth output (ib_write_bw, ib_read_bw,
@@ -69,12 +70,8 @@ type Row struct {
 	CPU float64
 }
 
-// Diag is an error or warning found in an output.
-type Diag struct {
-	// Line is the 1-based input line; 0 for the whole output or JSON.
-	Line int
-	Text string
-}
+// Diag is an error or warning found in an output, with its line.
+type Diag = textdiag.Diag
 
 // GbPerSec converts v, in the output's unit, to Gb/s (1e9 bits/s).
 // perftest's MB/sec and MiB/sec are both 2^20 bytes per second
@@ -111,7 +108,8 @@ var gpuRE = regexp.MustCompile(`Using (ROCm|CUDA|cuda|rocm) Device with ID:\s*(\
 // are split on blanks, and the table's columns come from its header.
 func ParseText(r io.Reader, name string) (*Output, error) {
 	o := &Output{GIDIndex: -1, GPUID: -1}
-	var errs, warns diags
+	errs := textdiag.List{Max: diagMax}
+	warns := textdiag.List{Max: diagMax}
 	br := bufio.NewReaderSize(io.LimitReader(r, textLimit), 64<<10)
 	var cols []string
 	inTable := false
@@ -153,7 +151,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 			case inTable && len(f) > 0 && isUint(f[0]):
 				row, ok := parseRow(f, cols, line)
 				if !ok {
-					errs.add(line, fmt.Sprintf("result row not understood or cut short: %s", clip(t)))
+					errs.Add(line, fmt.Sprintf("result row not understood or cut short: %s", clip(t)))
 					continue
 				}
 				if len(o.Rows) < rowsMax {
@@ -173,7 +171,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 				header(o, t)
 				for _, m := range errorMarks {
 					if strings.Contains(t, m) {
-						errs.add(line, clip(t))
+						errs.Add(line, clip(t))
 						break
 					}
 				}
@@ -186,7 +184,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 			break
 		}
 	}
-	o.Errors, o.Warnings = errs.done(), warns.done()
+	o.Errors, o.Warnings = errs.Done(), warns.Done()
 	return o, rerr
 }
 
@@ -294,37 +292,7 @@ func isUint(s string) bool {
 	return true
 }
 
-type diags struct {
-	list    []Diag
-	dropped int
-}
-
-func (d *diags) add(line int, text string) {
-	if len(d.list) >= diagMax {
-		d.dropped++
-		return
-	}
-	d.list = append(d.list, Diag{Line: line, Text: text})
-}
-
-func (d *diags) done() []Diag {
-	if d.dropped > 0 {
-		d.list = append(d.list, Diag{Text: fmt.Sprintf("%d more not kept", d.dropped)})
-	}
-	return d.list
-}
-
-func clip(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 300 {
-		cut := 300
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return strings.ToValidUTF8(s, "?")
-}
+func clip(s string) string { return textdiag.Clip(s, 300) }
 
 // ParseJSON reads the file perftest writes with --out_json
 // (--out_json_file=FILE): a "test_info" object and a "results" object with

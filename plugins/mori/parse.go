@@ -8,7 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
 )
 
 // Output is what one Mori-EP dispatch/combine benchmark output says: the
@@ -68,10 +69,7 @@ type Table struct {
 }
 
 // Diag is an error or warning with its 1-based line (0: whole output).
-type Diag struct {
-	Line int
-	Text string
-}
+type Diag = textdiag.Diag
 
 const (
 	lineMax   = 1 << 16
@@ -94,7 +92,9 @@ var (
 // the error is for a failing reader only, with what was read up to there.
 func ParseText(r io.Reader, name string) (*Output, error) {
 	o := &Output{}
-	var errs, warns, gloo diags
+	errs := textdiag.List{Max: diagMax}
+	warns := textdiag.List{Max: diagMax}
+	gloo := textdiag.List{Max: diagMax}
 	br := bufio.NewReaderSize(io.LimitReader(r, textLimit), 64<<10)
 	line := 0
 	phase := ""       // "dispatch", "combine", "e2e" while in an intra-node section
@@ -131,7 +131,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 			case strings.HasPrefix(t, "Round ") && phase != "":
 				rd, ok := parseRound(t, phase == "e2e", line)
 				if !ok {
-					errs.add(line, "round line not understood or cut short: "+clip(t))
+					errs.Add(line, "round line not understood or cut short: "+clip(t))
 					continue
 				}
 				c := &o.Configs[len(o.Configs)-1]
@@ -164,18 +164,18 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 				case len(cells) > 1 && tbl != nil && cols != nil:
 					stat := strings.ToLower(cells[0])
 					if stat != "best" && stat != "worst" && stat != "average" {
-						warns.add(line, "table row not understood: "+clip(t))
+						warns.Add(line, "table row not understood: "+clip(t))
 						continue
 					}
 					if len(cells)-1 != len(cols) {
-						errs.add(line, "table row cut short: "+clip(t))
+						errs.Add(line, "table row cut short: "+clip(t))
 						continue
 					}
 					row := map[string]float64{}
 					for i, c := range cells[1:] {
 						v, err := num(c)
 						if err != nil {
-							errs.add(line, fmt.Sprintf("table cell %q is no number", clip(c)))
+							errs.Add(line, fmt.Sprintf("table cell %q is no number", clip(c)))
 							continue
 						}
 						if cols[i] != "" {
@@ -188,13 +188,13 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 			default:
 				if m := glooRE.FindStringSubmatch(t); m != nil {
 					if m[2] != m[3] {
-						gloo.add(line, clip(t))
+						gloo.Add(line, clip(t))
 					}
 					continue
 				}
 				for _, m := range errorMarks {
 					if strings.Contains(t, m) {
-						errs.add(line, clip(t))
+						errs.Add(line, clip(t))
 						break
 					}
 				}
@@ -207,7 +207,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 			break
 		}
 	}
-	o.Errors, o.Warnings, o.Gloo = errs.done(), warns.done(), gloo.done()
+	o.Errors, o.Warnings, o.Gloo = errs.Done(), warns.Done(), gloo.Done()
 	return o, rerr
 }
 
@@ -303,37 +303,7 @@ func num(s string) (float64, error) {
 	return v, nil
 }
 
-type diags struct {
-	list    []Diag
-	dropped int
-}
-
-func (d *diags) add(line int, text string) {
-	if len(d.list) >= diagMax {
-		d.dropped++
-		return
-	}
-	d.list = append(d.list, Diag{Line: line, Text: text})
-}
-
-func (d *diags) done() []Diag {
-	if d.dropped > 0 {
-		d.list = append(d.list, Diag{Text: fmt.Sprintf("%d more not kept", d.dropped)})
-	}
-	return d.list
-}
-
-func clip(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 300 {
-		cut := 300
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return strings.ToValidUTF8(s, "?")
-}
+func clip(s string) string { return textdiag.Clip(s, 300) }
 
 // Record is one line of the JSON-lines report Mori's benchmarks append to
 // $MORI_PERF_OUT (tests/python/perf_report.py record_perf): category
@@ -354,7 +324,7 @@ type Record struct {
 // every run that names it); the error says why nothing was read.
 func ParseJSONL(r io.Reader, name string) ([]Record, []Diag, error) {
 	var recs []Record
-	var warns diags
+	warns := textdiag.List{Max: diagMax}
 	br := bufio.NewReaderSize(io.LimitReader(r, 64<<20), 64<<10)
 	line := 0
 	for {
@@ -365,7 +335,7 @@ func ParseJSONL(r io.Reader, name string) ([]Record, []Diag, error) {
 			if t != "" {
 				var rec Record
 				if jerr := json.Unmarshal([]byte(t), &rec); jerr != nil || rec.Category == "" || len(rec.Metrics) == 0 {
-					warns.add(line, fmt.Sprintf("%s:%d: not a perf record", name, line))
+					warns.Add(line, fmt.Sprintf("%s:%d: not a perf record", name, line))
 				} else {
 					rec.Line = line
 					recs = append(recs, rec)
@@ -374,13 +344,13 @@ func ParseJSONL(r io.Reader, name string) ([]Record, []Diag, error) {
 		}
 		if err != nil {
 			if err != io.EOF {
-				return recs, warns.done(), fmt.Errorf("read %s:%d: %w", name, line+1, err)
+				return recs, warns.Done(), fmt.Errorf("read %s:%d: %w", name, line+1, err)
 			}
 			break
 		}
 	}
 	if len(recs) == 0 {
-		return nil, warns.done(), fmt.Errorf("%s: no perf record", name)
+		return nil, warns.Done(), fmt.Errorf("%s: no perf record", name)
 	}
-	return recs, warns.done(), nil
+	return recs, warns.Done(), nil
 }

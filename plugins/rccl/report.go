@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/plugins/internal/nccltests"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
 )
 
 // reportMax bounds the report file read, in bytes: a sweep of every size,
@@ -141,13 +142,7 @@ func unquote(s string) string {
 	return s
 }
 
-func clip(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return strings.ToValidUTF8(s, "?")
-}
+func clip(s string) string { return textdiag.Clip(s, 200) }
 
 // collective maps the report's name ("AllReduce", "all_reduce_perf",
 // "allreduce") to the test name, or "" when it names none of Collectives.

@@ -1,0 +1,59 @@
+// Package textdiag holds what the plugins' text parsers share for the notes
+// they keep about an output: a bounded list of line-tagged diagnostics, and
+// clipping of the output lines quoted in them.
+package textdiag
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Diag is an error or warning found in an output.
+type Diag struct {
+	// Line is the 1-based input line; 0 for the whole output or a JSON file.
+	Line int
+	Text string
+}
+
+// List keeps the first Max diagnostics of an output and counts the rest, so
+// a hostile or broken output of millions of bad lines cannot grow memory.
+type List struct {
+	// Max is the number of diagnostics kept; 0 keeps none.
+	Max     int
+	list    []Diag
+	dropped int
+}
+
+// Add records a diagnostic for line, or counts it when the list is full.
+func (l *List) Add(line int, text string) {
+	if len(l.list) >= l.Max {
+		l.dropped++
+		return
+	}
+	l.list = append(l.list, Diag{Line: line, Text: text})
+}
+
+// Done returns the kept diagnostics, with a last one saying how many more
+// were not kept; nil when there were none.
+func (l *List) Done() []Diag {
+	if l.dropped > 0 {
+		l.list = append(l.list, Diag{Text: fmt.Sprintf("%d more not kept", l.dropped)})
+	}
+	return l.list
+}
+
+// Clip trims s and cuts it to at most max bytes (plus "..."), on a rune
+// boundary, with invalid UTF-8 replaced, for quoting an output line in a
+// message.
+func Clip(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return strings.ToValidUTF8(s, "?")
+}

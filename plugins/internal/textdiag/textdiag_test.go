@@ -1,0 +1,30 @@
+package textdiag
+
+import (
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+func TestList(t *testing.T) {
+	l := List{Max: 2}
+	for i := 1; i <= 5; i++ {
+		l.Add(i, "bad row")
+	}
+	assert.DeepEqual(t, l.Done(), []Diag{{1, "bad row"}, {2, "bad row"}, {0, "3 more not kept"}})
+	var empty List
+	assert.Assert(t, empty.Done() == nil)
+}
+
+func TestClip(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"  ok  ", "ok"},
+		{"  short  ", "sho..."},
+		{"abcdef", "abc..."},
+		{"ab\u00e9def", "ab..."}, // é spans bytes 2-3: cut before it
+		{"a\xffb", "a?b"},        // invalid UTF-8 replaced
+	}
+	for _, tc := range tests {
+		assert.Equal(t, Clip(tc.in, 3), tc.want, "%q", tc.in)
+	}
+}
