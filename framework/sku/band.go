@@ -21,6 +21,16 @@ type Bound struct {
 	// Text is the bound as written, for messages.
 	Text string
 	set  bool
+	// line is where the bound is written; 0 when built in code.
+	line int
+}
+
+// lineOr is the bound's line, or fallback when it has none.
+func (b Bound) lineOr(fallback int) int {
+	if b.line > 0 {
+		return b.line
+	}
+	return fallback
 }
 
 // IsSet reports whether the bound was given.
@@ -122,10 +132,15 @@ func (b Band) Merge(o Band) Band {
 // IsZero reports whether no edge is set.
 func (b Band) IsZero() bool { return !b.Min.set && !b.WarnMin.set && !b.Max.set && !b.WarnMax.set }
 
-// check reports a band that cannot work for a reference value ref: a warn
-// zone outside its failure edge, or a floor above a ceiling (a band no
-// measurement can pass).
-func (b Band) check(ref float64) error {
+// check reports every way a band cannot work for a reference value ref: a
+// warn zone outside its failure edge, a floor above a ceiling (a band no
+// measurement can pass). Each error names the line and field of the edge
+// at fault (line when the edge has no line). Messages about absolute edges
+// do not depend on ref, so the points that inherit one broken band repeat
+// the same message, which Parse reports once; where a relative edge takes
+// part, the computed limits are given for this ref.
+func (b Band) check(ref float64, line int) []error {
+	var errs []error
 	lo, hi := math.Inf(-1), math.Inf(1)
 	if b.Min.set {
 		lo = b.Min.Limit(ref)
@@ -133,14 +148,20 @@ func (b Band) check(ref float64) error {
 	if b.Max.set {
 		hi = b.Max.Limit(ref)
 	}
+	limits := func(x, y Bound, lx, ly float64) string {
+		if !x.Relative && !y.Relative {
+			return ""
+		}
+		return fmt.Sprintf(" (%.4g and %.4g for the reference %.4g)", lx, ly, ref)
+	}
 	if lo > hi {
-		return fmt.Errorf("band min %s (%.4g) is above max %s (%.4g): no value can pass", b.Min.Text, lo, b.Max.Text, hi)
+		errs = append(errs, fmt.Errorf("line %d: field band.min: min %s is above max %s%s: no value can pass", b.Min.lineOr(line), b.Min.Text, b.Max.Text, limits(b.Min, b.Max, lo, hi)))
 	}
-	if b.WarnMin.set && b.WarnMin.Limit(ref) < lo {
-		return fmt.Errorf("warn_min %s is below min %s: the warn zone would never be reached", b.WarnMin.Text, b.Min.Text)
+	if b.WarnMin.set && b.Min.set && b.WarnMin.Limit(ref) < lo {
+		errs = append(errs, fmt.Errorf("line %d: field band.warn_min: warn_min %s is below min %s%s: the warn zone would never be reached", b.WarnMin.lineOr(line), b.WarnMin.Text, b.Min.Text, limits(b.WarnMin, b.Min, b.WarnMin.Limit(ref), lo)))
 	}
-	if b.WarnMax.set && b.WarnMax.Limit(ref) > hi {
-		return fmt.Errorf("warn_max %s is above max %s: the warn zone would never be reached", b.WarnMax.Text, b.Max.Text)
+	if b.WarnMax.set && b.Max.set && b.WarnMax.Limit(ref) > hi {
+		errs = append(errs, fmt.Errorf("line %d: field band.warn_max: warn_max %s is above max %s%s: the warn zone would never be reached", b.WarnMax.lineOr(line), b.WarnMax.Text, b.Max.Text, limits(b.WarnMax, b.Max, b.WarnMax.Limit(ref), hi)))
 	}
-	return nil
+	return errs
 }

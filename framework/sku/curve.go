@@ -44,11 +44,8 @@ func (r SizeRange) Contains(size int64) bool {
 // UnmarshalYAML reads a range strictly, so a typo ("form:") is an error.
 func (r *SizeRange) UnmarshalYAML(n *yaml.Node) error {
 	type raw SizeRange
-	if err := strictDecode(n, (*raw)(r)); err != nil {
-		return err
-	}
 	r.Line = n.Line
-	return nil
+	return strictDecode(n, (*raw)(r))
 }
 
 // Dip configures the dip check along a curve: as the message size grows,
@@ -75,6 +72,7 @@ func (d *Dip) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	d.Line = n.Line
+	var errs []error
 	for _, f := range []struct {
 		name, text string
 		dst        *float64
@@ -84,11 +82,12 @@ func (d *Dip) UnmarshalYAML(n *yaml.Node) error {
 		}
 		v, err := parsePercent(f.text)
 		if err != nil {
-			return fmt.Errorf("line %d: field dip.%s: %w", lineOf(n, f.name), f.name, err)
+			errs = append(errs, fmt.Errorf("line %d: field dip.%s: %w", lineOf(n, f.name), f.name, err))
+			continue
 		}
 		*f.dst = v
 	}
-	return nil
+	return asTypeError(errs...)
 }
 
 // parsePercent reads "5%" (or "5") as 5; it must be inside (0, 100).
@@ -104,8 +103,13 @@ func parsePercent(s string) (float64, error) {
 	return v, nil
 }
 
-// validateCurve checks the summary, range and dip fields of an entry.
-func (e *Entry) validateCurve() error {
+// validateCurve checks the summary, range and dip fields of an entry and
+// returns every problem, each with the line of its field.
+func (e *Entry) validateCurve() []error {
+	var errs []error
+	add := func(line int, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("line %d: "+format, append([]any{line}, args...)...))
+	}
 	if e.Summary != "" {
 		ok := false
 		for _, s := range Summaries {
@@ -113,34 +117,36 @@ func (e *Entry) validateCurve() error {
 		}
 		switch {
 		case !ok:
-			return fmt.Errorf("field summary: %q is not one of %s", e.Summary, strings.Join(Summaries, ", "))
+			add(e.FieldLine("summary"), "field summary: %q is not one of %s", e.Summary, strings.Join(Summaries, ", "))
 		case e.Value == nil:
-			return fmt.Errorf("field summary: a summary is one number: give value, not points")
+			add(e.FieldLine("summary"), "field summary: a summary is one number: give value, not points")
 		case e.Size != 0:
-			return fmt.Errorf("field size: a %s summary is over the curve; drop size or use points", e.Summary)
+			add(e.FieldLine("size"), "field size: a %s summary is over the curve; drop size or use points", e.Summary)
 		case e.Summary == SummaryMean && (e.Range == nil || e.Range.From == 0):
-			return fmt.Errorf("field range: a mean needs range.from above the latency-bound sizes (e.g. 64M); nccl-tests' average over every size is what misleads")
+			add(e.FieldLine("range"), "field range: a mean needs range.from above the latency-bound sizes (e.g. 64M); nccl-tests' average over every size is what misleads")
 		}
 	}
 	if e.Range != nil {
 		if e.Summary == "" && e.Dip == nil {
-			return fmt.Errorf("line %d: field range: only a summary or a dip check uses a range", e.Range.Line)
+			add(e.Range.Line, "field range: only a summary or a dip check uses a range")
 		}
 		if e.Range.To != 0 && e.Range.To < e.Range.From {
-			return fmt.Errorf("line %d: field range: to %d is below from %d: no size is inside", e.Range.Line, e.Range.To, e.Range.From)
+			add(e.Range.Line, "field range: to %d is below from %d: no size is inside", e.Range.To, e.Range.From)
 		}
 	}
 	if d := e.Dip; d != nil {
 		switch {
 		case d.Warn == 0 && d.Fail == 0:
-			return fmt.Errorf("line %d: field dip: give warn, fail or both", d.Line)
+			add(d.Line, "field dip: give warn, fail or both")
 		case d.Warn != 0 && d.Fail != 0 && d.Warn >= d.Fail:
-			return fmt.Errorf("line %d: field dip: warn %g%% is not below fail %g%%: the warn zone would never be reached", d.Line, d.Warn, d.Fail)
+			add(d.Line, "field dip: warn %g%% is not below fail %g%%: the warn zone would never be reached", d.Warn, d.Fail)
 		case len(e.Points) == 0 && e.Range == nil:
-			return fmt.Errorf("line %d: field dip: needs points or a range to know which sizes form the curve", d.Line)
+			add(d.Line, "field dip: needs points or a range to know which sizes form the curve")
+		case LowerIsBetter(e.Unit):
+			add(d.Line, "field dip: %s is a time in %s, which grows with the message size; the dip check looks for bandwidth falling as size grows", e.Metric, e.Unit)
 		}
 	}
-	return nil
+	return errs
 }
 
 // CurveRange is the size range a summary or dip check of e looks at: its

@@ -94,7 +94,7 @@ func (k *Kubernetes) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	k.Line = n.Line
-	return k.validate()
+	return asTypeError(k.validate())
 }
 
 // UnmarshalYAML reads a toleration strictly and records its line.

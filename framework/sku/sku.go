@@ -13,7 +13,9 @@ import (
 	"math"
 	"path"
 	"reflect"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +45,8 @@ type SKU struct {
 	Kubernetes *Kubernetes `yaml:"kubernetes"`
 	// File is where the SKU was read from (for messages).
 	File string `yaml:"-"`
+	// lines are the lines of the file's top-level keys.
+	lines map[string]int
 }
 
 // Suite is a named list of tests with their parameters.
@@ -113,18 +117,11 @@ type Entry struct {
 	fieldLines map[string]int
 }
 
-// lineFor picks the line an entry's validation error belongs to: the line
-// of the field the message names ("field unit: ..."), else the entry's.
-func (e *Entry) lineFor(err error) int {
-	rest, ok := strings.CutPrefix(err.Error(), "field ")
-	if !ok {
-		return e.Line
-	}
-	name := rest
-	if i := strings.IndexAny(rest, ":./ "); i >= 0 {
-		name = rest[:i]
-	}
-	if l, ok := e.fieldLines[name]; ok {
+// FieldLine is the line of the entry's key field ("unit", "labels",
+// "value"), or the entry's own line when the field is not written (a
+// missing field has no line of its own) or the entry was built in code.
+func (e *Entry) FieldLine(field string) int {
+	if l, ok := e.fieldLines[field]; ok {
 		return l
 	}
 	return e.Line
@@ -153,7 +150,7 @@ func ParseSize(s string) (Size, error) {
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseSize(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return asTypeError(fmt.Errorf("line %d: %w", n.Line, err))
 	}
 	*s = v
 	return nil
@@ -189,23 +186,18 @@ func (e *Entry) UnmarshalYAML(n *yaml.Node) error {
 		Band        yaml.Node `yaml:"band"`
 	}
 	var r raw
-	if err := strictDecode(n, &r); err != nil {
-		return err
-	}
+	decodeErr := strictDecode(n, &r)
 	*e = Entry(r.entryFields)
 	e.Line = n.Line
 	e.fieldLines = map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		e.fieldLines[n.Content[i].Value] = n.Content[i].Line
 	}
+	var bandErr error
 	if r.Band.Kind != 0 {
-		b, err := decodeBand(&r.Band)
-		if err != nil {
-			return err
-		}
-		e.Band = b
+		e.Band, bandErr = decodeBand(&r.Band)
 	}
-	return nil
+	return asTypeError(decodeErr, bandErr)
 }
 
 // UnmarshalYAML reads a point with its optional band.
@@ -216,21 +208,20 @@ func (p *Point) UnmarshalYAML(n *yaml.Node) error {
 		Band  yaml.Node `yaml:"band"`
 	}
 	var r raw
-	if err := strictDecode(n, &r); err != nil {
-		return err
+	errs := []error{strictDecode(n, &r)}
+	if r.Value == nil && errs[0] == nil {
+		errs = append(errs, fmt.Errorf("line %d: field value: missing", n.Line))
 	}
-	if r.Value == nil {
-		return fmt.Errorf("line %d: field value: missing", n.Line)
+	*p = Point{Size: r.Size, Line: n.Line}
+	if r.Value != nil {
+		p.Value = *r.Value
 	}
-	*p = Point{Size: r.Size, Value: *r.Value, Line: n.Line}
 	if r.Band.Kind != 0 {
 		b, err := decodeBand(&r.Band)
-		if err != nil {
-			return err
-		}
+		errs = append(errs, err)
 		p.Band = b
 	}
-	return nil
+	return asTypeError(errs...)
 }
 
 func decodeBand(n *yaml.Node) (Band, error) {
@@ -239,6 +230,7 @@ func decodeBand(n *yaml.Node) (Band, error) {
 		return Band{}, err
 	}
 	var b Band
+	var errs []error
 	for _, f := range []struct {
 		name  string
 		text  string
@@ -250,21 +242,26 @@ func decodeBand(n *yaml.Node) (Band, error) {
 		}
 		v, err := ParseBound(f.text, f.lower)
 		if err != nil {
-			return Band{}, fmt.Errorf("line %d: field band.%s: %w", lineOf(n, f.name), f.name, err)
+			errs = append(errs, fmt.Errorf("line %d: field band.%s: %w", lineOf(n, f.name), f.name, err))
+			continue
 		}
+		v.line = lineOf(n, f.name)
 		*f.dst = v
 	}
-	return b, nil
+	return b, asTypeError(errs...)
 }
 
 // strictDecode decodes a mapping node into out after checking that every
 // key names a field of out, so a typo ("tolerence:") is an error with its
-// line instead of a silently ignored setting.
+// line instead of a silently ignored setting. It reports every unknown key
+// and every value that does not decode, as a *yaml.TypeError: yaml.v3 goes
+// on past that error type, so one call reports all the problems of a file.
 func strictDecode(n *yaml.Node, out any) error {
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: want a mapping, got %s", n.Line, kindName(n))
+		return asTypeError(fmt.Errorf("line %d: want a mapping, got %s", n.Line, kindName(n)))
 	}
 	known := yamlFields(reflect.TypeOf(out).Elem())
+	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		if !known[k.Value] {
@@ -273,19 +270,46 @@ func strictDecode(n *yaml.Node, out any) error {
 				names = append(names, f)
 			}
 			sort.Strings(names)
-			return fmt.Errorf("line %d: field %q is not known here (known: %s)", k.Line, k.Value, strings.Join(names, ", "))
+			errs = append(errs, fmt.Errorf("line %d: field %q is not known here (known: %s)", k.Line, k.Value, strings.Join(names, ", ")))
 		}
 	}
-	if err := n.Decode(out); err != nil {
-		return cleanYAMLError(err)
-	}
-	return nil
+	errs = append(errs, n.Decode(out))
+	return asTypeError(errs...)
 }
 
+// asTypeError gathers the problems found while decoding one node into the
+// error type that yaml.v3 collects and goes on after (any other error from
+// an UnmarshalYAML stops the whole decode), so that a file's problems are
+// all reported at once. nil when errs holds no error.
+func asTypeError(errs ...error) error {
+	var msgs []string
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			msgs = append(msgs, te.Errors...)
+			continue
+		}
+		msgs = append(msgs, err.Error())
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return &yaml.TypeError{Errors: msgs}
+}
+
+// yamlFields are the keys a struct accepts: its exported fields' YAML
+// names. Unexported fields are bookkeeping (the lines of keys) that yaml.v3
+// never fills, so a key naming one must be refused, not silently ignored.
 func yamlFields(t reflect.Type) map[string]bool {
 	m := map[string]bool{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
 		tag := f.Tag.Get("yaml")
 		name, opts, _ := strings.Cut(tag, ",")
 		if name == "-" {
@@ -324,18 +348,75 @@ func kindName(n *yaml.Node) string {
 	return "something else"
 }
 
-// cleanYAMLError turns yaml.v3's "yaml: unmarshal errors:\n  line 3: ..."
-// into "line 3: ...".
-func cleanYAMLError(err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return errors.New(strings.Join(te.Errors, "; "))
+// MaxProblems bounds how many problems of one file a Problems error lists.
+const MaxProblems = 20
+
+// Problems is every problem found in one SKU file, sorted by line, each
+// naming its line and field ("line 148: field unit: ..."). Its Error lists
+// the first MaxProblems, one a line, each prefixed with the file, as
+// compilers do.
+type Problems struct {
+	File string
+	List []string
+}
+
+// Error renders the problems, one a line.
+func (p *Problems) Error() string {
+	var b strings.Builder
+	for i, m := range p.List {
+		if i == MaxProblems {
+			fmt.Fprintf(&b, "\n%s: and %d more problems", p.File, len(p.List)-MaxProblems)
+			break
+		}
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(p.File + ": " + m)
 	}
-	return err
+	return b.String()
+}
+
+var lineRE = regexp.MustCompile(`^line (\d+):`)
+
+// newProblems sorts errs by the line they name (those naming none first),
+// drops repeats (an entry's band inherited by each of its points) and
+// returns them as *Problems; nil when there are none.
+func newProblems(file string, errs []error) error {
+	var msgs []string
+	seen := map[string]bool{}
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		var te *yaml.TypeError
+		ms := []string{err.Error()}
+		if errors.As(err, &te) {
+			ms = te.Errors
+		}
+		for _, m := range ms {
+			if !seen[m] {
+				seen[m] = true
+				msgs = append(msgs, m)
+			}
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	line := func(m string) int {
+		if sm := lineRE.FindStringSubmatch(m); sm != nil {
+			n, _ := strconv.Atoi(sm[1])
+			return n
+		}
+		return 0
+	}
+	sort.SliceStable(msgs, func(i, j int) bool { return line(msgs[i]) < line(msgs[j]) })
+	return &Problems{File: file, List: msgs}
 }
 
 // Parse reads a SKU file's content; name is the file name for messages.
-// Errors name the file, the line and the field.
+// A malformed file gives a *Problems error listing every problem found,
+// each with its line and field.
 func Parse(data []byte, name string) (*SKU, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -350,12 +431,18 @@ func Parse(data []byte, name string) (*SKU, error) {
 	}
 	type raw SKU
 	var s SKU
-	if err := strictDecode(root.Content[0], (*raw)(&s)); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
+	top := root.Content[0]
+	errs := []error{strictDecode(top, (*raw)(&s))}
 	s.File = name
-	if err := s.validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if top.Kind == yaml.MappingNode {
+		s.lines = map[string]int{}
+		for i := 0; i+1 < len(top.Content); i += 2 {
+			s.lines[top.Content[i].Value] = top.Content[i].Line
+		}
+		errs = append(errs, s.validate()...)
+	}
+	if err := newProblems(name, errs); err != nil {
+		return nil, err
 	}
 	return &s, nil
 }
@@ -364,100 +451,143 @@ func Parse(data []byte, name string) (*SKU, error) {
 // busbw/algbw); Gb/s is 1e9 bits/s (NIC line rate).
 var knownUnits = map[string]bool{"GB/s": true, "Gb/s": true, "MB/s": true, "us": true, "ms": true, "count": true, "%": true}
 
-func (s *SKU) validate() error {
+// LowerIsBetter reports whether smaller values of a unit are better: times
+// (us, ms). Their bands need a ceiling (max), where bandwidths need a floor.
+func LowerIsBetter(unit string) bool { return unit == "us" || unit == "ms" }
+
+// higherIsBetter: bandwidths, whose bands need a floor (min).
+func higherIsBetter(unit string) bool { return unit == "GB/s" || unit == "Gb/s" || unit == "MB/s" }
+
+// validate returns every problem of the file, each naming its line where
+// the field has one.
+func (s *SKU) validate() []error {
+	var errs []error
 	if s.Name == "" {
-		return errors.New("field sku: missing")
+		errs = append(errs, errors.New("field sku: missing"))
 	}
 	if s.GPUsPerNode < 0 {
-		return fmt.Errorf("field gpus_per_node: %d is negative", s.GPUsPerNode)
+		errs = append(errs, fmt.Errorf("line %d: field gpus_per_node: %d is negative", s.lines["gpus_per_node"], s.GPUsPerNode))
 	}
-	for name, su := range s.Suites {
+	for _, name := range s.SuiteNames() {
+		su := s.Suites[name]
 		if su == nil || len(su.Tests) == 0 {
-			return fmt.Errorf("suite %q: no tests", name)
+			line := s.lines["suites"]
+			if su != nil {
+				line = su.Line
+			}
+			errs = append(errs, fmt.Errorf("line %d: suite %q: no tests", line, name))
+			continue
 		}
 		for i, t := range su.Tests {
 			if t == nil {
-				return fmt.Errorf("suite %q: test %d is empty", name, i+1)
+				errs = append(errs, fmt.Errorf("line %d: suite %q: test %d is empty", su.Line, name, i+1))
+				continue
 			}
 			if _, _, ok := strings.Cut(t.Test, "."); !ok {
-				return fmt.Errorf("line %d: field test: %q is not plugin.test", t.Line, t.Test)
+				errs = append(errs, fmt.Errorf("line %d: field test: %q is not plugin.test", t.Line, t.Test))
 			}
 		}
 	}
 	for i, e := range s.Baselines {
 		if e == nil {
-			return fmt.Errorf("field baselines: entry %d is empty", i+1)
+			errs = append(errs, fmt.Errorf("line %d: field baselines: entry %d is empty", s.lines["baselines"], i+1))
+			continue
 		}
-		if err := e.validate(); err != nil {
-			if strings.HasPrefix(err.Error(), "line ") {
-				return err // already names a more precise line
-			}
-			return fmt.Errorf("line %d: %w", e.lineFor(err), err)
-		}
+		errs = append(errs, e.validate()...)
 	}
-	return nil
+	return errs
 }
 
-func (e *Entry) validate() error {
-	switch {
-	case !strings.Contains(e.Test, "."):
-		return fmt.Errorf("field test: %q is not plugin.test", e.Test)
-	case e.Scope.Nodes < 1 || e.Scope.GPUsPerNode < 1:
-		return fmt.Errorf("field scope: nodes and gpus_per_node must be >= 1, got %s", e.Scope)
-	case e.Metric == "":
-		return errors.New("field metric: missing")
-	case !knownUnits[e.Unit]:
-		return fmt.Errorf("field unit: %q is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %%", e.Unit)
-	case e.Source == "":
-		return errors.New("field source: missing (say where the numbers come from)")
-	case (e.Value == nil) == (len(e.Points) == 0):
-		return errors.New("fields value/points: give exactly one of a single value or a list of points")
-	case e.Band.IsZero() && !e.pointsHaveBands():
-		return errors.New("field band: missing (give at least min or max)")
+// validate returns every problem of an entry, each as "line N: field F:
+// ...", N being the line of the field itself.
+func (e *Entry) validate() []error {
+	var errs []error
+	add := func(line int, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("line %d: "+format, append([]any{line}, args...)...))
 	}
-	if err := e.validateCurve(); err != nil {
-		return err
+	if !strings.Contains(e.Test, ".") {
+		add(e.FieldLine("test"), "field test: %q is not plugin.test", e.Test)
 	}
-	if err := e.checkUnits(e.Band); err != nil {
-		return err
+	if e.Scope.Nodes < 1 || e.Scope.GPUsPerNode < 1 {
+		add(e.FieldLine("scope"), "field scope: nodes and gpus_per_node must be >= 1, got %s", e.Scope)
 	}
+	if e.Metric == "" {
+		add(e.Line, "field metric: missing")
+	}
+	if !knownUnits[e.Unit] {
+		add(e.FieldLine("unit"), "field unit: %q is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %%", e.Unit)
+	}
+	if e.Source == "" {
+		add(e.Line, "field source: missing (say where the numbers come from)")
+	}
+	if (e.Value == nil) == (len(e.Points) == 0) {
+		add(e.Line, "fields value/points: give exactly one of a single value or a list of points")
+	}
+	if e.Band.IsZero() && !e.pointsHaveBands() {
+		add(e.Line, "field band: missing (give at least min or max)")
+	}
+	errs = append(errs, e.validateCurve()...)
+	errs = append(errs, e.checkDirection()...)
+	errs = append(errs, e.checkUnits(e.Band, e.FieldLine("band"))...)
 	for _, p := range e.Points {
-		if err := e.checkUnits(p.Band); err != nil {
-			return fmt.Errorf("line %d: %w", p.Line, err)
-		}
+		errs = append(errs, e.checkUnits(p.Band, p.Line)...)
 	}
 	if e.Ceiling < 0 {
-		return fmt.Errorf("field ceiling: %g is negative", e.Ceiling)
+		add(e.FieldLine("ceiling"), "field ceiling: %g is negative", e.Ceiling)
 	}
 	if e.Value != nil {
-		return e.checkValue(*e.Value, e.Band)
+		errs = append(errs, e.checkValue(*e.Value, e.Band, e.FieldLine("value"))...)
 	}
 	seen := map[Size]bool{}
 	for _, p := range e.Points {
 		if seen[p.Size] {
-			return fmt.Errorf("line %d: field size: %d listed twice", p.Line, p.Size)
+			add(p.Line, "field size: %d listed twice", p.Size)
 		}
 		seen[p.Size] = true
-		if err := e.checkValue(p.Value, e.Band.Merge(p.Band)); err != nil {
-			return fmt.Errorf("line %d: %w", p.Line, err)
+		errs = append(errs, e.checkValue(p.Value, e.Band.Merge(p.Band), p.Line)...)
+	}
+	return errs
+}
+
+// checkDirection catches a band written for the wrong direction: a time
+// (us) with floors only passes any slowdown, a bandwidth with ceilings only
+// passes a dead link. Each band that judges something (the entry's, merged
+// with each point's) must bound the bad side.
+func (e *Entry) checkDirection() []error {
+	bands := []Band{e.Band}
+	if len(e.Points) > 0 {
+		bands = bands[:0]
+		for _, p := range e.Points {
+			bands = append(bands, e.Band.Merge(p.Band))
+		}
+	}
+	for _, b := range bands {
+		if b.IsZero() {
+			continue // reported as a missing band
+		}
+		switch {
+		case LowerIsBetter(e.Unit) && !b.Max.set && !b.WarnMax.set:
+			return []error{fmt.Errorf("line %d: field band: %s is a time in %s, better lower, and the band has no max or warn_max: it would pass any slowdown (give max: \"+10%%\"; warn_min flags a time far below the baseline)", e.FieldLine("band"), e.Metric, e.Unit)}
+		case higherIsBetter(e.Unit) && !b.Min.set && !b.WarnMin.set:
+			return []error{fmt.Errorf("line %d: field band: %s is a rate in %s, better higher, and the band has no min or warn_min: it would pass a dead link (give min: \"-10%%\")", e.FieldLine("band"), e.Metric, e.Unit)}
 		}
 	}
 	return nil
 }
 
-// checkValue checks one reference value against its band and the entry's
-// ceiling. A reference that fails its own band, or that is above the
-// physical ceiling, is almost always a slip: most often GB/s and Gb/s mixed
-// up (8x), which the message says when the ratio is near 8.
-func (e *Entry) checkValue(ref float64, b Band) error {
+// checkValue checks one reference value, written at line, against its band
+// and the entry's ceiling. A reference that fails its own band, or that is
+// above the physical ceiling, is almost always a slip: most often GB/s and
+// Gb/s mixed up (8x), which the message says when the ratio is near 8. A
+// broken band and a reference failing it are both reported: fixing one
+// alone would not make the file right.
+func (e *Entry) checkValue(ref float64, b Band, line int) []error {
 	if math.IsNaN(ref) || math.IsInf(ref, 0) {
-		return fmt.Errorf("field value: %g is not a number", ref)
+		return []error{fmt.Errorf("line %d: field value: %g is not a number", line, ref)}
 	}
-	if err := b.check(ref); err != nil {
-		return err
-	}
+	errs := b.check(ref, line)
 	if ref == 0 && (b.Min.Relative || b.WarnMin.Relative) {
-		return fmt.Errorf("field value: 0 with a relative floor (%s): the floor is 0 and can never fail", b.Min.Text+b.WarnMin.Text)
+		errs = append(errs, fmt.Errorf("line %d: field value: 0 with a relative floor (%s): the floor is 0 and can never fail", line, b.Min.Text+b.WarnMin.Text))
 	}
 	lo, hi := math.Inf(-1), math.Inf(1)
 	if b.Min.IsSet() {
@@ -466,17 +596,17 @@ func (e *Entry) checkValue(ref float64, b Band) error {
 	if b.Max.IsSet() {
 		hi = b.Max.Limit(ref)
 	}
-	if ref < lo || ref > hi {
+	if lo <= hi && (ref < lo || ref > hi) {
 		edge, lim := b.Min, lo
 		if ref > hi {
 			edge, lim = b.Max, hi
 		}
-		return fmt.Errorf("field value: the reference %.4g %s fails its own band (%s %s): a healthy system could never pass%s", ref, e.Unit, map[bool]string{true: "min", false: "max"}[ref < lo], edge.Text, unitHint(ref, lim))
+		errs = append(errs, fmt.Errorf("line %d: field value: the reference %.4g %s fails its own band (%s %s): a healthy system could never pass%s", line, ref, e.Unit, map[bool]string{true: "min", false: "max"}[ref < lo], edge.Text, unitHint(ref, lim)))
 	}
 	if e.Ceiling > 0 && ref > e.Ceiling*1.0001 {
-		return fmt.Errorf("field value: %.4g %s is above the entry's ceiling %.4g %s, the physical limit%s", ref, e.Unit, e.Ceiling, e.Unit, unitHint(ref, e.Ceiling))
+		errs = append(errs, fmt.Errorf("line %d: field value: %.4g %s is above the entry's ceiling %.4g %s, the physical limit%s", line, ref, e.Unit, e.Ceiling, e.Unit, unitHint(ref, e.Ceiling)))
 	}
-	return nil
+	return errs
 }
 
 // unitHint names the bits/bytes slip when two numbers are about 8x apart.
@@ -495,14 +625,19 @@ func unitHint(a, b float64) string {
 }
 
 // checkUnits catches a bound written in another unit than the entry's, the
-// classic GB/s (bytes) vs Gb/s (bits) slip that is off by 8x.
-func (e *Entry) checkUnits(b Band) error {
-	for _, x := range []Bound{b.Min, b.WarnMin, b.Max, b.WarnMax} {
-		if x.IsSet() && !x.Relative && x.Unit != "" && x.Unit != e.Unit {
-			return fmt.Errorf("field band: bound %q is in %s but the entry's unit is %s", x.Text, x.Unit, e.Unit)
+// classic GB/s (bytes) vs Gb/s (bits) slip that is off by 8x. line is where
+// the band is written, for bounds that carry no line of their own.
+func (e *Entry) checkUnits(b Band, line int) []error {
+	var errs []error
+	for _, x := range []struct {
+		name string
+		b    Bound
+	}{{"min", b.Min}, {"warn_min", b.WarnMin}, {"max", b.Max}, {"warn_max", b.WarnMax}} {
+		if x.b.IsSet() && !x.b.Relative && x.b.Unit != "" && x.b.Unit != e.Unit {
+			errs = append(errs, fmt.Errorf("line %d: field band.%s: bound %q is in %s but the entry's unit is %s", x.b.lineOr(line), x.name, x.b.Text, x.b.Unit, e.Unit))
 		}
 	}
-	return nil
+	return errs
 }
 
 func (e *Entry) pointsHaveBands() bool {

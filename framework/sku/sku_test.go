@@ -1,6 +1,8 @@
 package sku
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -64,7 +66,7 @@ func TestParseBad(t *testing.T) {
 		{"typo in a band edge", `{min: "-10%", warn_min`, `{mn: "-10%", warn_min`, `line 18: field "mn" is not known here`},
 		{"relative floor written positive", `min: "-10%"`, `min: "10%"`, `line 18: field band.min: bound "10%": a floor`},
 		{"absolute floor written as ceiling", `>= 300 GB/s`, `<= 300 GB/s`, `field band.min: bound "<= 300 GB/s": a floor (min, warn_min) is written with >=`},
-		{"bits instead of bytes in a bound", `>= 300 GB/s`, `>= 300 Gb/s`, `line 22: field band: bound ">= 300 Gb/s" is in Gb/s but the entry's unit is GB/s`},
+		{"bits instead of bytes in a bound", `>= 300 GB/s`, `>= 300 Gb/s`, `line 22: field band.min: bound ">= 300 Gb/s" is in Gb/s but the entry's unit is GB/s`},
 		{"unknown unit", "unit: GB/s", "unit: GBps", `line 16: field unit: "GBps" is not one of`},
 		{"size not a size", "size: 1G", "size: lots", `line 21: size "lots": want bytes`},
 		{"value not a number", "value: 330", "value: fast", "line 21: cannot unmarshal !!str `fast` into float64"},
@@ -192,4 +194,130 @@ func FuzzParseBoundAndSize(f *testing.F) {
 			t.Fatalf("%q parsed to negative size %d", s, v)
 		}
 	})
+}
+
+// editLine replaces old by new on line n (1-based) of text, failing the test
+// when the line does not hold old: the shipped file moved, and the case
+// would test nothing.
+func editLine(t *testing.T, text string, n int, old, new string) string {
+	t.Helper()
+	lines := strings.Split(text, "\n")
+	assert.Assert(t, strings.Contains(lines[n-1], old), "line %d is %q, not %q", n, lines[n-1], old)
+	lines[n-1] = strings.Replace(lines[n-1], old, new, 1)
+	return strings.Join(lines, "\n")
+}
+
+// Errors name the line of the field at fault and the field, report every
+// problem of the file (not the first), and a broken band does not hide a
+// reference failing it. Cases edit a copy of the shipped mi355x file, as
+// the user who found these did.
+func TestProblemsNameFieldLineAndAll(t *testing.T) {
+	data, err := baselines.FS.ReadFile("mi355x.yaml")
+	assert.NilError(t, err)
+	orig := string(data)
+	cases := []struct {
+		name  string
+		edit  func(t *testing.T, s string) string
+		want  []string // each a whole line of the error
+		count int
+	}{
+		{
+			name: "band that can never pass, inherited by points",
+			edit: func(t *testing.T, s string) string {
+				return editLine(t, s, 150, `band: {min: "-10%", warn_min: "-5%", warn_max: "+50%"}`, `band: {min: ">= 500 GB/s", max: "<= 450 GB/s"}`)
+			},
+			want:  []string{"mi355x.yaml: line 150: field band.min: min >= 500 GB/s is above max <= 450 GB/s: no value can pass"},
+			count: 1,
+		},
+		{
+			name: "absolute floor above the reference and the warn zone both reported",
+			edit: func(t *testing.T, s string) string {
+				return editLine(t, s, 212, `band: {min: "-10%", warn_min: "-5%"}`, `band: {min: ">= 900 GB/s", warn_min: "-5%"}`)
+			},
+			want: []string{
+				"mi355x.yaml: line 212: field band.warn_min: warn_min -5% is below min >= 900 GB/s (348.1 and 900 for the reference 366.4): the warn zone would never be reached",
+				"mi355x.yaml: line 213: field value: the reference 366.4 GB/s fails its own band (min >= 900 GB/s): a healthy system could never pass",
+			},
+			count: 2,
+		},
+		{
+			name: "an internal key is not a field",
+			edit: func(t *testing.T, s string) string {
+				return editLine(t, s, 150, `    band:`, "    fieldlines: 5\n    band:")
+			},
+			want:  []string{`mi355x.yaml: line 150: field "fieldlines" is not known here (known: band, ceiling, dip, labels, metric, points, range, scope, size, source, summary, test, unit, value)`},
+			count: 1,
+		},
+		{
+			name: "problems in three entries and a point, in line order",
+			edit: func(t *testing.T, s string) string {
+				s = editLine(t, s, 156, "value: 395.27", "value: fast")
+				s = editLine(t, s, 177, "unit: GB/s", "unit: GBps")
+				s = editLine(t, s, 160, "scope: {nodes: 1,", "scope: {nodes: 0,")
+				return editLine(t, s, 220, `band: {max: "+10%", warn_max: "+5%"}`, `band: {min: "-10%"}`)
+			},
+			want: []string{
+				"mi355x.yaml: line 156: cannot unmarshal !!str `fast` into float64",
+				"mi355x.yaml: line 160: field scope: nodes and gpus_per_node must be >= 1, got 0x8",
+				`mi355x.yaml: line 177: field unit: "GBps" is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %`,
+				`mi355x.yaml: line 220: field band: lat is a time in us, better lower, and the band has no max or warn_max: it would pass any slowdown (give max: "+10%"; warn_min flags a time far below the baseline)`,
+			},
+			count: 4,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.edit(t, orig)), "mi355x.yaml")
+			assert.Assert(t, err != nil)
+			var p *Problems
+			assert.Assert(t, errors.As(err, &p), "%T", err)
+			got := strings.Split(err.Error(), "\n")
+			assert.DeepEqual(t, got, c.want)
+			assert.Equal(t, len(p.List), c.count)
+		})
+	}
+}
+
+// More problems than MaxProblems: the first are listed, the rest counted.
+func TestProblemsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("sku: t\nbaselines:\n")
+	for i := 0; i < MaxProblems+5; i++ {
+		b.WriteString("  - {test: a.b, scope: {nodes: 1, gpus_per_node: 1}, metric: m, unit: bogus, source: s, value: 1, band: {min: '-5%'}}\n")
+	}
+	_, err := Parse([]byte(b.String()), "t.yaml")
+	lines := strings.Split(err.Error(), "\n")
+	assert.Equal(t, len(lines), MaxProblems+1)
+	assert.Equal(t, lines[0], `t.yaml: line 3: field unit: "bogus" is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %`)
+	assert.Equal(t, lines[MaxProblems], "t.yaml: and 5 more problems")
+}
+
+// A band must bound the bad side of its metric: above for a time, below
+// for a rate. A latency band of floors would pass any slowdown.
+func TestBandDirection(t *testing.T) {
+	const tmpl = "sku: t\nbaselines:\n  - {test: a.b, scope: {nodes: 1, gpus_per_node: 1}, metric: m, unit: %s, source: s, value: 100, band: %s}\n"
+	cases := []struct {
+		unit, band, want string
+	}{
+		{"us", `{max: "+10%", warn_max: "+5%", warn_min: "-50%"}`, ""},
+		{"us", `{warn_max: "+5%"}`, ""},
+		{"us", `{min: "-10%"}`, "m is a time in us, better lower, and the band has no max or warn_max"},
+		{"ms", `{min: ">= 90 ms", warn_min: "-5%"}`, "m is a time in ms, better lower"},
+		{"GB/s", `{max: "+10%"}`, "m is a rate in GB/s, better higher, and the band has no min or warn_min"},
+		{"Gb/s", `{min: "-10%", warn_max: "<= 800 Gb/s"}`, ""},
+		{"count", `{max: "+10%"}`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.unit+" "+c.band, func(t *testing.T) {
+			_, err := Parse([]byte(fmt.Sprintf(tmpl, c.unit, c.band)), "t.yaml")
+			if c.want == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, "t.yaml: line 3: field band: "+c.want)
+		})
+	}
+	// A time curve cannot dip the way a bandwidth does.
+	_, err := Parse([]byte("sku: t\nbaselines:\n  - test: a.b\n    scope: {nodes: 1, gpus_per_node: 1}\n    metric: time\n    unit: us\n    source: s\n    band: {max: \"+10%\"}\n    dip: {warn: \"5%\"}\n    points: [{size: 1G, value: 100}, {size: 2G, value: 200}]\n"), "t.yaml")
+	assert.ErrorContains(t, err, "t.yaml: line 9: field dip: time is a time in us, which grows with the message size")
 }
