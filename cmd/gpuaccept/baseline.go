@@ -5,15 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
+	"path"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
+
+// checkSKU parses a SKU file (name is for messages) and checks it against
+// its plugins. The error lists every problem found, one a line, each with
+// file, line and field; plugin checks run only on a file that parses.
+func checkSKU(ctx context.Context, d skucheck.Describer, data []byte, name string) (*sku.SKU, error) {
+	s, err := sku.Parse(data, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := skucheck.Check(ctx, d, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
 func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
@@ -29,7 +47,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		return cmdBaselineDiff(args[1:], stdout, stderr)
 	case "validate":
 		var c common
-		fs := newFlags("baseline validate", "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n", stderr)
+		fs := newFlags("baseline validate", "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n\nChecks SKU files (default: every file of the built-in or --baselines folder) and lists every problem, up to 20 a file, each with its file, line and field.\n", stderr)
 		c.add(fs)
 		if err := fs.Parse(args[1:]); err != nil {
 			return exitUsage, usageError{err}
@@ -37,40 +55,57 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		host := c.host()
 		defer host.Close()
 		ctx := context.Background()
-		if fs.NArg() == 0 {
-			cat, err := c.catalog()
-			if err != nil {
-				return exitUsage, err
+		var fsys iofs.FS
+		dir := "baselines"
+		files := fs.Args()
+		if len(files) == 0 {
+			// Each file on its own, so that one bad file does not hide the
+			// problems of the others, as loading the catalog would.
+			fsys = baselines.FS
+			if c.baselinesDir != "" {
+				fsys, dir = os.DirFS(c.baselinesDir), c.baselinesDir
 			}
-			for _, n := range cat.Names() {
-				s := cat.SKUs[n]
-				if err := runner.ValidateSKU(ctx, host, s); err != nil {
-					return exitUsage, err
-				}
-				fmt.Fprintf(stdout, "ok  %s: sku %s, %d suites, %d baseline entries\n", s.File, s.Name, len(s.Suites), len(s.Baselines))
-				for _, n := range runner.Unbaselined(s) {
-					fmt.Fprintf(stdout, "    note: %s\n", n)
-				}
+			names, err := iofs.Glob(fsys, "*.yaml")
+			if err != nil || len(names) == 0 {
+				return exitUsage, usageError{fmt.Errorf("baseline validate: no SKU files (*.yaml) in %s", dir)}
 			}
-			return exitOK, nil
+			files = names
 		}
 		bad := 0
-		for _, f := range fs.Args() {
-			data, err := os.ReadFile(f)
-			if err == nil {
-				var s *sku.SKU
-				if s, err = sku.Parse(data, f); err == nil {
-					if err = runner.ValidateSKU(ctx, host, s); err == nil {
-						fmt.Fprintf(stdout, "ok  %s: sku %s, %d suites, %d baseline entries\n", f, s.Name, len(s.Suites), len(s.Baselines))
-						continue
-					}
-				}
+		for _, f := range files {
+			var data []byte
+			var err error
+			name := f
+			if fsys != nil {
+				data, err = iofs.ReadFile(fsys, f)
+				name = path.Join(dir, f)
+			} else {
+				data, err = os.ReadFile(f)
 			}
-			bad++
-			fmt.Fprintf(stdout, "BAD %v\n", err)
+			var s *sku.SKU
+			if err == nil {
+				s, err = checkSKU(ctx, host, data, name)
+			}
+			if err != nil {
+				bad++
+				for _, l := range strings.Split(err.Error(), "\n") {
+					fmt.Fprintf(stdout, "BAD %s\n", l)
+				}
+				continue
+			}
+			fmt.Fprintf(stdout, "ok  %s: sku %s, %d suites, %d baseline entries\n", name, s.Name, len(s.Suites), len(s.Baselines))
+			for _, n := range runner.Unbaselined(s) {
+				fmt.Fprintf(stdout, "    note: %s\n", n)
+			}
 		}
 		if bad > 0 {
-			return exitUsage, fmt.Errorf("%d of %d files are malformed", bad, fs.NArg())
+			return exitUsage, fmt.Errorf("%d of %d files are malformed", bad, len(files))
+		}
+		if fsys != nil {
+			// Names matching files, no SKU twice: the catalog's own rules.
+			if _, err := sku.Load(fsys, dir); err != nil {
+				return exitUsage, usageError{err}
+			}
 		}
 		return exitOK, nil
 	case "show":

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
 
 const baselineUsage = `Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]
@@ -126,6 +127,14 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 		if err != nil {
 			return exitUsage, fmt.Errorf("record: %w", err)
 		}
+		// The logs of one folder (TEST=DIR/FILE) are one run.
+		run := in
+		if _, file, ok := strings.Cut(in, "="); ok {
+			run = filepath.Dir(file)
+		}
+		for i := range got {
+			got[i].Run = run
+		}
 		samples = append(samples, got...)
 	}
 	entries, err := record.Record(samples, opt)
@@ -137,11 +146,9 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	merged, err := sku.Parse(out, s.File)
-	if err == nil {
-		err = runner.ValidateSKU(ctx, host, merged)
-	}
-	if err != nil {
+	// The header must describe this recording, not the one before it.
+	out = record.SetProvenance(out, record.Provenance(samples, command, opt.Now))
+	if _, err := checkSKU(ctx, host, out, s.File); err != nil {
 		return exitUsage, fmt.Errorf("record: the recorded file does not validate: %w", err)
 	}
 	fmt.Fprintf(stderr, "record: %d entries from %d runs of %d tests\n", len(entries), len(inputs), countTests(samples))
@@ -269,15 +276,20 @@ func regularFile(p string) bool {
 
 func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
-	fs := newFlags("baseline diff", "Usage: gpuaccept baseline diff OLD NEW\n\nShows what moved between two SKU files: values per size (with the move in percent), bands, units, entries and points added or removed. OLD and NEW are SKU files, or names of SKUs (the built-in ones, or --baselines DIR's).\n", stderr)
+	fs := newFlags("baseline diff", "Usage: gpuaccept baseline diff OLD NEW\n\nShows what moved between two SKU files: values per size (with the move in percent), bands, units, entries and points added or removed, and how many values stayed. OLD and NEW are SKU files, or names of SKUs (the built-in ones, or --baselines DIR's). Both must pass baseline validate.\n", stderr)
 	fs.StringVar(&c.baselinesDir, "baselines", "", "folder of SKU files to use instead of the built-in ones, for SKU names")
+	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders searched for external plugins")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}
 	if fs.NArg() != 2 {
 		return exitUsage, usageError{errors.New("baseline diff: want OLD and NEW (SKU files or SKU names)")}
 	}
+	host := c.host()
+	defer host.Close()
+	ctx := context.Background()
 	var skus [2]*sku.SKU
+	var problems []string
 	for i, f := range fs.Args() {
 		if !strings.ContainsAny(f, "/.") && !regularFile(f) {
 			cat, err := c.catalog()
@@ -287,17 +299,26 @@ func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
 			if skus[i], err = cat.Get(f); err != nil {
 				return exitUsage, usageError{fmt.Errorf("baseline diff: %w", err)}
 			}
+			if err := skucheck.Check(ctx, host, skus[i]); err != nil {
+				problems = append(problems, err.Error())
+			}
 			continue
 		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return exitUsage, fmt.Errorf("baseline diff: %w", err)
 		}
-		if skus[i], err = sku.Parse(data, f); err != nil {
-			return exitUsage, fmt.Errorf("baseline diff: %w", err)
+		if skus[i], err = checkSKU(ctx, host, data, f); err != nil {
+			problems = append(problems, err.Error())
 		}
 	}
-	if err := record.WriteDiff(stdout, record.Diff(skus[0], skus[1])); err != nil {
+	if len(problems) > 0 {
+		// A diff against a file that no run could use would show moves
+		// that mean nothing (a unit slip reads as an 8x move).
+		return exitUsage, fmt.Errorf("baseline diff: fix these first (gpuaccept baseline validate FILE):\n%s", strings.Join(problems, "\n"))
+	}
+	changes, unchanged := record.Diff(skus[0], skus[1])
+	if err := record.WriteDiff(stdout, changes, unchanged); err != nil {
 		return exitUsage, err
 	}
 	return exitOK, nil

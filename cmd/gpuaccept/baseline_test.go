@@ -155,7 +155,7 @@ func TestH200BaselineIsReproducible(t *testing.T) {
 	date := regexp.MustCompile(`20\d\d-\d\d-\d\d`)
 	norm := func(s string) string {
 		s = date.ReplaceAllString(s, "DATE")
-		return strings.Replace(s, out, "baselines/h200.yaml", 1)
+		return strings.ReplaceAll(s, out, "baselines/h200.yaml")
 	}
 	assert.Equal(t, norm(string(got)), norm(string(data)))
 }
@@ -170,6 +170,14 @@ func TestBaselineRecordAndDiff(t *testing.T) {
 	assert.Equal(t, code, 0)
 	assert.Assert(t, strings.Contains(out, "nccl.all_reduce 1x2 busbw placement=out-of-place  4 GiB    344.52 GB/s  27.88 GB/s  -91.9%"), out)
 	assert.Assert(t, !strings.Contains(out, "nccl.sendrecv"), "tests the run did not run keep their entries:\n%s", out)
+	assert.Assert(t, regexp.MustCompile(`; [1-9]\d* values unchanged \(not listed\)\n$`).MatchString(out), "the untouched tests' values are counted:\n%s", out)
+	// The header names this recording (one run), not the eight before it.
+	text := readFile(t, filepath.Join(dir, "h200.yaml"))
+	head := text[:strings.Index(text, "--- end of recording ---")]
+	assert.Assert(t, strings.Contains(head, "from 1 run of "), head)
+	assert.Assert(t, strings.Contains(head, "h200x2-2026-11-30-final/p2poff (2026-"), head)
+	assert.Assert(t, strings.Contains(head, "# Command: gpuaccept baseline record --sku h200 --out "), head)
+	assert.Assert(t, !strings.Contains(text, "testdata/recordings/h200-1x2-healthy ("), "the previous recording's runs are gone from the header")
 
 	bad := filepath.Join(dir, "bad")
 	assert.NilError(t, os.MkdirAll(bad, 0o755))
@@ -240,4 +248,35 @@ func TestH200RecordedRunsPassTheirBaseline(t *testing.T) {
 			assert.Equal(t, code, wantCode)
 		}
 	}
+}
+
+// validate names the line of the field at fault and the field, lists
+// every problem of every file, and diff refuses what validate rejects.
+// The edits are those a user made to a copy of the shipped mi355x file.
+func TestBaselineValidateAndDiffRefuse(t *testing.T) {
+	orig := readFile(t, "../../baselines/mi355x.yaml")
+	edit := func(n int, old, new string) string {
+		lines := strings.Split(orig, "\n")
+		assert.Assert(t, strings.Contains(lines[n-1], old), "line %d is %q", n, lines[n-1])
+		lines[n-1] = strings.Replace(lines[n-1], old, new, 1)
+		return strings.Join(lines, "\n")
+	}
+	unit := writeFile(t, "unit.yaml", edit(148, "unit: GB/s", "unit: Gb/s"))
+	band := writeFile(t, "band.yaml", edit(150, `band: {min: "-10%", warn_min: "-5%", warn_max: "+50%"}`, `band: {min: ">= 500 GB/s", max: "<= 450 GB/s"}`))
+	code, out, errs := cli(t, "baseline", "validate", unit, band)
+	assert.Equal(t, code, 2, errs)
+	assert.Equal(t, out, "BAD "+unit+": line 148: field unit: rccl.all_reduce busbw is in GB/s, not Gb/s\n"+
+		"BAD "+band+": line 150: field band.min: min >= 500 GB/s is above max <= 450 GB/s: no value can pass\n")
+
+	code, out, errs = cli(t, "baseline", "diff", "mi355x", unit)
+	assert.Equal(t, code, 2)
+	assert.Equal(t, out, "", "no diff of a file validate rejects")
+	assert.Assert(t, strings.Contains(errs, unit+": line 148: field unit: rccl.all_reduce busbw is in GB/s, not Gb/s"), errs)
+	code, _, errs = cli(t, "baseline", "diff", band, "mi355x")
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errs, band+": line 150: field band.min"), errs)
+
+	code, out, errs = cli(t, "baseline", "diff", "mi355x", writeFile(t, "same.yaml", orig))
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, regexp.MustCompile(`^no differences; \d+ values unchanged\n$`).MatchString(out), out)
 }

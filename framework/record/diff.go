@@ -81,8 +81,10 @@ func flatten(s *sku.SKU) (map[string]flat, []string) {
 
 // Diff lists what moved from old to new: per entry (test, scope, metric,
 // labels, summary) and per size, values, bands and units; entries and
-// points present on one side only. Unchanged points are left out.
-func Diff(old, new *sku.SKU) []Change {
+// points present on one side only. Unchanged points are left out of the
+// list and counted: unchanged is how many values (points and single
+// values) are on both sides with the same value and band.
+func Diff(old, new *sku.SKU) (changes []Change, unchanged int) {
 	a, order := flatten(old)
 	b, orderB := flatten(new)
 	for _, k := range orderB {
@@ -138,6 +140,7 @@ func Diff(old, new *sku.SKU) []Change {
 				va, vb := pa.value, pb.value
 				bt := bandDiff(pa.band, pb.band)
 				if va == vb && bt == "" {
+					unchanged++
 					continue
 				}
 				c.Old, c.New, c.What = &va, &vb, bt
@@ -145,7 +148,7 @@ func Diff(old, new *sku.SKU) []Change {
 			out = append(out, c)
 		}
 	}
-	return out
+	return out, unchanged
 }
 
 func dipText(d *sku.Dip) string {
@@ -176,10 +179,11 @@ func orNone(s string) string {
 }
 
 // WriteDiff prints changes as a table, one line per change, and a summary
-// line: how many values moved, by how much at most.
-func WriteDiff(w io.Writer, changes []Change) error {
+// line: how many values moved, by how much at most, and how many were left
+// out of the table because nothing about them changed.
+func WriteDiff(w io.Writer, changes []Change, unchanged int) error {
 	if len(changes) == 0 {
-		_, err := fmt.Fprintln(w, "no differences")
+		_, err := fmt.Fprintf(w, "no differences; %d values unchanged\n", unchanged)
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -205,7 +209,7 @@ func WriteDiff(w io.Writer, changes []Change) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d changes; %d values moved, the most by %+.1f%%\n", len(changes), moved, worst)
+	_, err := fmt.Fprintf(w, "%d changes; %d values moved, the most by %+.1f%%; %d values unchanged (not listed)\n", len(changes), moved, worst, unchanged)
 	return err
 }
 

@@ -31,6 +31,10 @@ const ResultsFile = "results.json"
 type Sample struct {
 	// Origin is the results folder (or results.json) it came from.
 	Origin string
+	// Run names the run the sample belongs to, for the file's provenance
+	// block: several samples (the tests of one run, or the logs of one
+	// folder) share it. Empty: Origin.
+	Run string
 	// Test is "plugin.test".
 	Test  string
 	Scope sku.Scope

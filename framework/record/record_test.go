@@ -232,22 +232,23 @@ func TestDiff(t *testing.T) {
 	newText = strings.Replace(newText, "  - test: nccl.all_reduce\n    scope: {nodes: 1, gpus_per_node: 8}", "  - test: nccl.all_gather\n    scope: {nodes: 1, gpus_per_node: 8}", 1)
 	nw, err := sku.Parse([]byte(newText), "new.yaml")
 	assert.NilError(t, err)
-	ch := Diff(old, nw)
+	ch, same := Diff(old, nw)
 	var b strings.Builder
-	assert.NilError(t, WriteDiff(&b, ch))
+	assert.NilError(t, WriteDiff(&b, ch, same))
 	out := b.String()
 	for _, want := range []string{
 		"nccl.all_reduce 2x8 busbw placement=out-of-place  4 GiB  -            188.30 GB/s          added",
 		"nccl.all_reduce 2x8 busbw placement=out-of-place  8 GiB  189.20 GB/s  170.00 GB/s  -10.1%  min -10% -> -12%",
 		"nccl.all_reduce 1x8 busbw                         -      -            -                    entry removed (1 values)",
 		"nccl.all_gather 1x8 busbw                         -      -            -                    entry added (1 values)",
-		"4 changes; 1 values moved, the most by -10.1%",
+		"4 changes; 1 values moved, the most by -10.1%; 1 values unchanged (not listed)",
 	} {
 		assert.Assert(t, strings.Contains(out, want), "missing %q in\n%s", want, out)
 	}
 	b.Reset()
-	assert.NilError(t, WriteDiff(&b, Diff(old, old)))
-	assert.Equal(t, b.String(), "no differences\n")
+	ch, same = Diff(old, old)
+	assert.NilError(t, WriteDiff(&b, ch, same))
+	assert.Equal(t, b.String(), "no differences; 3 values unchanged\n")
 }
 
 func TestRecordRejectsBadOptions(t *testing.T) {
@@ -264,4 +265,43 @@ func TestRecordRejectsBadOptions(t *testing.T) {
 		_, err := Record(runs, o)
 		assert.ErrorContains(t, err, "record: ")
 	}
+}
+
+// The header describes the recording that wrote the file: a second
+// recording replaces the first one's block, and the author's text stays.
+func TestProvenance(t *testing.T) {
+	day := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	r1 := Sample{Origin: "runs/a/nccl.all_reduce", Run: "runs/a", Test: "nccl.all_reduce", Scope: sku.Scope{Nodes: 1, GPUsPerNode: 2}, Started: day, Info: map[string]string{"gpu": "NVIDIA H200", "nccl_version": "2.28.9"}, Commands: []string{"all_reduce_perf -b 8"}}
+	r1b := r1
+	r1b.Origin, r1b.Test = "runs/a/nccl.all_gather", "nccl.all_gather"
+	r2 := r1
+	r2.Origin, r2.Run, r2.Started = "runs/b/nccl.all_reduce", "runs/b", day.AddDate(0, 0, 1)
+	first := SetProvenance([]byte(skuFile), Provenance([]Sample{r1, r1b, r2}, "gpuaccept baseline record --sku x runs/a runs/b", day))
+	want := `# --- recorded by gpuaccept baseline record; this block is rewritten at each recording ---
+# Recorded 2026-11-30 from 2 runs of nccl.all_gather at 1x2, nccl.all_reduce at 1x2.
+# Runs:
+#   runs/a (2026-11-30, NVIDIA H200, nccl_version 2.28.9)
+#   runs/b (2026-12-01, NVIDIA H200, nccl_version 2.28.9)
+# Command: gpuaccept baseline record --sku x runs/a runs/b
+# --- end of recording ---
+#
+# header comment kept
+sku: x
+`
+	assert.Assert(t, strings.HasPrefix(string(first), want), string(first))
+	second := SetProvenance(first, Provenance([]Sample{r2}, "gpuaccept baseline record --sku x runs/b", day.AddDate(0, 0, 2)))
+	want2 := `# --- recorded by gpuaccept baseline record; this block is rewritten at each recording ---
+# Recorded 2026-12-02 from 1 run of nccl.all_reduce at 1x2.
+# Runs:
+#   runs/b (2026-12-01, NVIDIA H200, nccl_version 2.28.9)
+# Command: gpuaccept baseline record --sku x runs/b
+# --- end of recording ---
+#
+# header comment kept
+sku: x
+`
+	assert.Assert(t, strings.HasPrefix(string(second), want2), string(second))
+	assert.Equal(t, strings.Count(string(second), "--- end of recording ---"), 1)
+	_, err := sku.Parse(second, "x.yaml")
+	assert.NilError(t, err)
 }

@@ -378,10 +378,11 @@ func (p *Problems) Error() string {
 
 var lineRE = regexp.MustCompile(`^line (\d+):`)
 
-// newProblems sorts errs by the line they name (those naming none first),
-// drops repeats (an entry's band inherited by each of its points) and
-// returns them as *Problems; nil when there are none.
-func newProblems(file string, errs []error) error {
+// NewProblems sorts errs by the line they name ("line N: ..."; those naming
+// none first), drops repeats (an entry's band inherited by each of its
+// points) and returns them as a *Problems of file; nil when errs holds no
+// error. A *yaml.TypeError counts as one error per message.
+func NewProblems(file string, errs []error) error {
 	var msgs []string
 	seen := map[string]bool{}
 	for _, err := range errs {
@@ -441,7 +442,7 @@ func Parse(data []byte, name string) (*SKU, error) {
 		}
 		errs = append(errs, s.validate()...)
 	}
-	if err := newProblems(name, errs); err != nil {
+	if err := NewProblems(name, errs); err != nil {
 		return nil, err
 	}
 	return &s, nil

@@ -1,0 +1,149 @@
+// Package skucheck checks a parsed SKU file against the plugins that will
+// judge it: every suite and baseline test exists, every baseline metric is
+// one the test reports, in its unit, with labels it carries. It reports
+// every problem of the file at once, each at the line of the field at fault
+// ("line 148: field unit: ..."), as sku.Parse does for the file's own rules.
+package skucheck
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// Describer is what the check needs of the plugin host.
+type Describer interface {
+	Describe(ctx context.Context, plugin string) (pluginapi.Description, error)
+}
+
+// Check returns nil, or a *sku.Problems listing every problem of s against
+// its plugins. A plugin that cannot be described (not found, crashed) is a
+// problem of each line naming one of its tests, with the host's error.
+func Check(ctx context.Context, d Describer, s *sku.SKU) error {
+	descs := map[string]*pluginapi.Description{}
+	descErr := map[string]error{}
+	test := func(name string) (*pluginapi.TestInfo, error) {
+		p, t, ok := strings.Cut(name, ".")
+		if !ok || p == "" || t == "" {
+			return nil, fmt.Errorf("%q is not plugin.test", name)
+		}
+		if err, bad := descErr[p]; bad {
+			return nil, err
+		}
+		desc, ok := descs[p]
+		if !ok {
+			dd, err := d.Describe(ctx, p)
+			if err != nil {
+				descErr[p] = err
+				return nil, err
+			}
+			desc = &dd
+			descs[p] = desc
+		}
+		var names []string
+		for i := range desc.Tests {
+			if desc.Tests[i].Name == t {
+				return &desc.Tests[i], nil
+			}
+			names = append(names, p+"."+desc.Tests[i].Name)
+		}
+		return nil, fmt.Errorf("plugin %s has no test %q (known: %s)", p, t, strings.Join(names, ", "))
+	}
+	var errs []error
+	inSuite := map[string]bool{}
+	for _, name := range s.SuiteNames() {
+		for _, st := range s.Suites[name].Tests {
+			inSuite[st.Test] = true
+			if st.Skip != "" {
+				continue // listed for the report; may have no plugin yet
+			}
+			if _, err := test(st.Test); err != nil {
+				errs = append(errs, fmt.Errorf("line %d: field test: %w", st.Line, err))
+			}
+		}
+	}
+	for _, e := range s.Baselines {
+		if !inSuite[e.Test] {
+			// Most often a typo naming another real test: the suite's test
+			// would then run without its baseline.
+			errs = append(errs, fmt.Errorf("line %d: field test: %s is in no suite of SKU %s (suites list: %s)", e.FieldLine("test"), e.Test, s.Name, strings.Join(sortedKeys(inSuite), ", ")))
+			continue
+		}
+		ti, err := test(e.Test)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("line %d: field test: %w", e.FieldLine("test"), err))
+			continue
+		}
+		errs = append(errs, checkMetric(ti, e)...)
+	}
+	return sku.NewProblems(s.File, errs)
+}
+
+func checkMetric(ti *pluginapi.TestInfo, e *sku.Entry) []error {
+	var mi *pluginapi.MetricInfo
+	var names []string
+	for i := range ti.Metrics {
+		if ti.Metrics[i].Name == e.Metric {
+			mi = &ti.Metrics[i]
+		}
+		names = append(names, ti.Metrics[i].Name)
+	}
+	if mi == nil {
+		return []error{fmt.Errorf("line %d: field metric: %s reports no metric %q (it reports: %s)", e.FieldLine("metric"), e.Test, e.Metric, strings.Join(names, ", "))}
+	}
+	var errs []error
+	if mi.Unit != e.Unit {
+		errs = append(errs, fmt.Errorf("line %d: field unit: %s %s is in %s, not %s", e.FieldLine("unit"), e.Test, e.Metric, mi.Unit, e.Unit))
+	}
+	allowed := map[string][]string{}
+	for _, l := range mi.Labels {
+		k, vs, _ := strings.Cut(l, "=")
+		allowed[k] = nil
+		if vs != "" {
+			allowed[k] = strings.Split(vs, "|")
+		}
+	}
+	keys := make([]string, 0, len(e.Labels))
+	for k := range e.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		vals, ok := allowed[k]
+		if !ok {
+			known := make([]string, 0, len(allowed))
+			for a := range allowed {
+				known = append(known, a)
+			}
+			sort.Strings(known)
+			errs = append(errs, fmt.Errorf("line %d: field labels: %s %s has no label %q (its labels: %s)", e.FieldLine("labels"), e.Test, e.Metric, k, strings.Join(known, ", ")))
+			continue
+		}
+		if vals != nil && !contains(vals, e.Labels[k]) {
+			errs = append(errs, fmt.Errorf("line %d: field labels: label %s=%q is not one of %s", e.FieldLine("labels"), k, e.Labels[k], strings.Join(vals, ", ")))
+		}
+	}
+	return errs
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

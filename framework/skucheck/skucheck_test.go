@@ -1,0 +1,89 @@
+package skucheck
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+type describer map[string]pluginapi.Description
+
+func (d describer) Describe(_ context.Context, p string) (pluginapi.Description, error) {
+	if desc, ok := d[p]; ok {
+		return desc, nil
+	}
+	return pluginapi.Description{}, errors.New("no plugin " + p)
+}
+
+var plugins = describer{"nccl": {Name: "nccl", Tests: []pluginapi.TestInfo{{Name: "all_reduce", Metrics: []pluginapi.MetricInfo{
+	{Name: "busbw", Unit: "GB/s", Labels: []string{"placement=out-of-place|in-place", "type"}},
+}}, {Name: "all_gather"}}}}
+
+const base = `sku: t
+suites:
+  s:
+    tests:
+      - test: nccl.all_reduce
+      - test: rccl.alltoall
+        skip: no plugin yet
+baselines:
+  - test: nccl.all_reduce
+    scope: {nodes: 1, gpus_per_node: 2}
+    metric: busbw
+    unit: GB/s
+    labels: {placement: out-of-place, type: float}
+    band: {min: "-10%"}
+    source: test
+    points: [{size: 1G, value: 300}]
+`
+
+// Typos a YAML schema cannot see, caught against what the plugins report,
+// each at the line of its own field (the entry starts on line 9), all of
+// them at once.
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name string
+		edit [][2]string
+		want []string
+	}{
+		{"good", nil, nil},
+		{"metric", [][2]string{{"metric: busbw", "metric: bus_bw"}}, []string{`t.yaml: line 11: field metric: nccl.all_reduce reports no metric "bus_bw" (it reports: busbw)`}},
+		{"label value", [][2]string{{"placement: out-of-place", "placement: outofplace"}}, []string{`t.yaml: line 13: field labels: label placement="outofplace" is not one of out-of-place, in-place`}},
+		{"label key", [][2]string{{"placement: out-of-place", "placment: out-of-place"}}, []string{`t.yaml: line 13: field labels: nccl.all_reduce busbw has no label "placment" (its labels: placement, type)`}},
+		{"baseline test in no suite", [][2]string{{"  - test: nccl.all_reduce\n    scope", "  - test: nccl.allreduce\n    scope"}}, []string{`t.yaml: line 9: field test: nccl.allreduce is in no suite of SKU t (suites list: nccl.all_reduce, rccl.alltoall)`}},
+		{"suite test", [][2]string{{"      - test: nccl.all_reduce\n", "      - test: nccl.all_reduc\n"}}, []string{
+			`t.yaml: line 5: field test: plugin nccl has no test "all_reduc" (known: nccl.all_reduce, nccl.all_gather)`,
+			`t.yaml: line 9: field test: nccl.all_reduce is in no suite of SKU t (suites list: nccl.all_reduc, rccl.alltoall)`,
+		}},
+		{"unit at its own line", [][2]string{{"unit: GB/s", "unit: Gb/s"}}, []string{"t.yaml: line 12: field unit: nccl.all_reduce busbw is in GB/s, not Gb/s"}},
+		{"every problem, not the first", [][2]string{{"unit: GB/s", "unit: Gb/s"}, {"placement: out-of-place", "placement: outofplace"}}, []string{
+			"t.yaml: line 12: field unit: nccl.all_reduce busbw is in GB/s, not Gb/s",
+			`t.yaml: line 13: field labels: label placement="outofplace" is not one of out-of-place, in-place`,
+		}},
+		{"plugin that is not there", [][2]string{{"      - test: nccl.all_reduce\n", "      - test: nccl.all_reduce\n      - test: mori.ep_intranode\n"}}, []string{"t.yaml: line 6: field test: no plugin mori"}},
+		{"suite test without a baseline", [][2]string{{"      - test: nccl.all_reduce\n", "      - test: nccl.all_reduce\n      - test: nccl.all_gather\n"}}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			text := base
+			for _, e := range c.edit {
+				assert.Assert(t, strings.Contains(text, e[0]), "case does not apply: %q", e[0])
+				text = strings.Replace(text, e[0], e[1], 1)
+			}
+			s, err := sku.Parse([]byte(text), "t.yaml")
+			assert.NilError(t, err)
+			err = Check(context.Background(), plugins, s)
+			if c.want == nil {
+				assert.NilError(t, err)
+				return
+			}
+			assert.DeepEqual(t, strings.Split(err.Error(), "\n"), c.want)
+		})
+	}
+}
