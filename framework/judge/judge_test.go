@@ -5,6 +5,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -123,4 +124,45 @@ func TestSingleValueEntry(t *testing.T) {
 	got := Test(result.Parsed{Metrics: []result.Metric{{Name: "avg_busbw", Value: 80, Unit: "GB/s"}}}, []*sku.Entry{e}, "")
 	assert.Equal(t, got.Status, result.Fail)
 	assert.Equal(t, got.Message, "avg_busbw 80.0 GB/s below 90.0 (baseline 100.0 -10%)")
+}
+
+// Lower is better for a latency: far above its baseline fails, a little
+// above warns, far below warns (less work was timed), and the message says
+// "above"/"below" the right way. The entries are the shipped mi355x Mori-EP
+// latencies (seed 004 T7), judged as a run would judge them.
+func TestLatencyIsJudgedLowerIsBetter(t *testing.T) {
+	cat, err := sku.Load(baselines.FS, "baselines")
+	assert.NilError(t, err)
+	var e *sku.Entry
+	for _, x := range cat.SKUs["mi355x"].Entries("mori.ep_intranode", sku.Scope{Nodes: 1, GPUsPerNode: 8}) {
+		if x.Metric == "lat" && x.Labels["phase"] == "dispatch" && x.Labels["stat"] == "average" {
+			e = x
+		}
+	}
+	assert.Assert(t, e != nil && e.Unit == "us" && *e.Value == 847.88, "the shipped entry changed: %+v", e)
+	lat := func(v float64) result.Metric {
+		return result.Metric{Name: "lat", Value: v, Unit: "us", Labels: map[string]string{"phase": "dispatch", "stat": "average"}}
+	}
+	cases := []struct {
+		name   string
+		v      float64
+		status result.Status
+		msg    string
+	}{
+		{"at the baseline", 847.88, result.Pass, ""},
+		{"somewhat faster", 700, result.Pass, ""},
+		{"a little slower warns", 900, result.Warn, "lat 900.0 us above 890.3 (baseline 847.9 +5%)"},
+		{"much slower fails", 1000, result.Fail, "lat 1000.0 us above 932.7 (baseline 847.9 +10%)"},
+		{"far faster warns: less was timed", 400, result.Warn, "lat 400.0 us below 423.9 (baseline 847.9 -50%)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Test(result.Parsed{Metrics: []result.Metric{lat(c.v)}}, []*sku.Entry{e}, "")
+			assert.Equal(t, got.Status, c.status, got.Message)
+			assert.Equal(t, got.Metrics[0].Status, c.status)
+			if c.status != result.Pass {
+				assert.Equal(t, got.Message, c.msg)
+			}
+		})
+	}
 }

@@ -289,6 +289,13 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 	if len(curves) == 0 {
 		return nil, fmt.Errorf("record: no run measured %s per message size", opt.Metric)
 	}
+	for k, c := range curves {
+		if sku.LowerIsBetter(c.unit) {
+			// The band formula puts edges under the median: for a time
+			// that would pass any slowdown and fail a faster node.
+			return nil, fmt.Errorf("record: %s of %s is a time in %s, better lower; record derives floors for bandwidths: write its entry by hand with max/warn_max (baselines/README.md)", opt.Metric, k.test, c.unit)
+		}
+	}
 	keys := make([]curveKey, 0, len(curves))
 	for k := range curves {
 		keys = append(keys, k)

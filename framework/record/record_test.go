@@ -305,3 +305,16 @@ sku: x
 	_, err := sku.Parse(second, "x.yaml")
 	assert.NilError(t, err)
 }
+
+// A time is better lower: the band formula's floors would pass any
+// slowdown, so record refuses to record one.
+func TestRecordRefusesTimes(t *testing.T) {
+	s := Sample{Origin: "r", Test: "nccl.all_reduce", Scope: sku.Scope{Nodes: 1, GPUsPerNode: 2}}
+	for size := int64(1 << 20); size <= 1<<30; size *= 2 {
+		s.Metrics = append(s.Metrics, result.Metric{Name: "time", Value: float64(size) / 3e5, Unit: "us", Size: size, Labels: map[string]string{"placement": "out-of-place"}})
+	}
+	o := DefaultOptions()
+	o.Metric = "time"
+	_, err := Record([]Sample{s}, o)
+	assert.Error(t, err, "record: time of nccl.all_reduce is a time in us, better lower; record derives floors for bandwidths: write its entry by hand with max/warn_max (baselines/README.md)")
+}
