@@ -282,3 +282,28 @@ func TestBaselineValidateAndDiffRefuse(t *testing.T) {
 	assert.Equal(t, code, 0, errs)
 	assert.Assert(t, regexp.MustCompile(`^no differences; \d+ values unchanged\n$`).MatchString(out), out)
 }
+
+// The shipped SKUs' kubernetes sections reach the pods: the dry run's
+// manifests ask for the GPUs and carry what each seed's manifests carried.
+func TestShippedSKUsKubernetesManifests(t *testing.T) {
+	cases := []struct {
+		sku, suite string
+		args       []string
+		want       []string
+	}{
+		{"a100-ndmv4", "multinode", nil, []string{`nvidia.com/gpu: "8"`, `nvidia.com/mlnxnics: "8"`, "k8s.v1.cni.cncf.io/networks: hostdev-net,", "- IPC_LOCK", "sizeLimit: 8Gi", "image: jzacr2.azurecr.io/pytorch_nccl_tests_2303:latest", "kubernetes.azure.com/accelerator: nvidia"}},
+		{"gb200-a4x", "multinode", nil, []string{`nvidia.com/gpu: "4"`, `"interfaceName":"eth5","network":"rdma-3"`, "kueue.x-k8s.io/queue-name: a4x", "cloud.google.com/gke-accelerator: nvidia-gb200", "value: arm64", "sizeLimit: 250Gi", "nccl-plugin-gib-diagnostic-arm64:v1.0.4"}},
+		{"b200-a4", "multinode", nil, []string{`nvidia.com/gpu: "8"`, "nccl-plugin-gib-diagnostic:latest"}},
+		{"h200", "singlenode", []string{"--image", "nvcr.io/nvidia/pytorch:25.01-py3", "--gpus-per-node", "2"}, []string{`nvidia.com/gpu: "2"`, "sizeLimit: 8Gi"}},
+		{"mi355x", "multinode", nil, []string{`amd.com/gpu: "8"`, "hostNetwork: true", "- IPC_LOCK", "image: prasadnairamd/rocm-multinode:7.2.2-complete"}},
+	}
+	for _, c := range cases {
+		t.Run(c.sku, func(t *testing.T) {
+			code, out, errs := cli(t, append([]string{"--sku", c.sku, "--suite", c.suite, "--launcher", "k8s", "--dry-run"}, c.args...)...)
+			assert.Equal(t, code, 0, errs)
+			for _, w := range c.want {
+				assert.Assert(t, strings.Contains(out, w), "%s: no %q in the manifests", c.sku, w)
+			}
+		})
+	}
+}

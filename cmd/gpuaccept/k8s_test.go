@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,8 @@ func k8sSKU(t *testing.T) string {
 	t.Helper()
 	data, err := os.ReadFile("../../baselines/h200.yaml")
 	assert.NilError(t, err)
+	// The shipped section gives way to this test's.
+	data = regexp.MustCompile(`(?s)\nkubernetes:\n.*?\nsuites:`).ReplaceAll(data, []byte("\nsuites:"))
 	data = append(data, []byte("\nkubernetes:\n  image: registry.example/nccl-tests:2.19.6\n  gpu_resource: nvidia.com/gpu\n  shm_size: 64Gi\n  ipc_lock: true\n")...)
 	dir := t.TempDir()
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "h200.yaml"), data, 0o644))

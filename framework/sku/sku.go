@@ -47,6 +47,9 @@ type SKU struct {
 	File string `yaml:"-"`
 	// lines are the lines of the file's top-level keys.
 	lines map[string]int
+	// nameUnreadable: the sku key is there but its value is no string, or
+	// the file did not decode; that error already says why Name is empty.
+	nameUnreadable bool
 }
 
 // Suite is a named list of tests with their parameters.
@@ -439,6 +442,12 @@ func Parse(data []byte, name string) (*SKU, error) {
 		s.lines = map[string]int{}
 		for i := 0; i+1 < len(top.Content); i += 2 {
 			s.lines[top.Content[i].Value] = top.Content[i].Line
+			if top.Content[i].Value == "sku" && top.Content[i+1].Kind != yaml.ScalarNode {
+				s.nameUnreadable = true
+			}
+		}
+		if errs[0] != nil && s.Name == "" && s.lines["sku"] > 0 {
+			s.nameUnreadable = true // the whole decode stopped (a repeated key)
 		}
 		errs = append(errs, s.validate()...)
 	}
@@ -463,7 +472,7 @@ func higherIsBetter(unit string) bool { return unit == "GB/s" || unit == "Gb/s" 
 // the field has one.
 func (s *SKU) validate() []error {
 	var errs []error
-	if s.Name == "" {
+	if s.Name == "" && !s.nameUnreadable {
 		errs = append(errs, errors.New("field sku: missing"))
 	}
 	if s.GPUsPerNode < 0 {
