@@ -20,14 +20,14 @@ import (
 )
 
 // checkSKU parses a SKU file (name is for messages) and checks it against
-// its plugins. The error lists every problem found, one a line, each with
-// file, line and field; plugin checks run only on a file that parses.
+// its plugins. The error lists every problem found by both, one a line in
+// line order, each with file, line and field.
 func checkSKU(ctx context.Context, d skucheck.Describer, data []byte, name string) (*sku.SKU, error) {
 	s, err := sku.Parse(data, name)
-	if err != nil {
-		return nil, err
+	if s == nil {
+		return nil, err // not YAML: nothing to check further
 	}
-	if err := skucheck.Check(ctx, d, s); err != nil {
+	if err := sku.NewProblems(name, []error{err, skucheck.Check(ctx, d, s)}); err != nil {
 		return nil, err
 	}
 	return s, nil

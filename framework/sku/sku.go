@@ -45,7 +45,9 @@ type SKU struct {
 	Kubernetes *Kubernetes `yaml:"kubernetes"`
 	// File is where the SKU was read from (for messages).
 	File string `yaml:"-"`
-	// lines are the lines of the file's top-level keys.
+	// lines are the lines of the file's top-level keys ("suites"), of each
+	// suite's key ("suite NAME") and of each baselines item ("entry N",
+	// from 1), for problems of things that decoded to nothing.
 	lines map[string]int
 	// nameUnreadable: the sku key is there but its value is no string, or
 	// the file did not decode; that error already says why Name is empty.
@@ -118,6 +120,9 @@ type Entry struct {
 	// fieldLines are the lines of the entry's keys, so that an error about
 	// a field names the field's own line.
 	fieldLines map[string]int
+	// unknown are the entry's unknown keys, reported by validate: the rest
+	// of the entry decoded, and its own problems are worth reporting too.
+	unknown []error
 }
 
 // FieldLine is the line of the entry's key field ("unit", "labels",
@@ -189,7 +194,11 @@ func (e *Entry) UnmarshalYAML(n *yaml.Node) error {
 		Band        yaml.Node `yaml:"band"`
 	}
 	var r raw
-	decodeErr := strictDecode(n, &r)
+	if n.Kind != yaml.MappingNode {
+		return strictDecode(n, &r)
+	}
+	unknown := unknownKeys(n, &r)
+	decodeErr := asTypeError(n.Decode(&r))
 	*e = Entry(r.entryFields)
 	e.Line = n.Line
 	e.fieldLines = map[string]int{}
@@ -200,7 +209,11 @@ func (e *Entry) UnmarshalYAML(n *yaml.Node) error {
 	if r.Band.Kind != 0 {
 		e.Band, bandErr = decodeBand(&r.Band)
 	}
-	return asTypeError(decodeErr, bandErr)
+	if decodeErr != nil || bandErr != nil {
+		return asTypeError(append(unknown, decodeErr, bandErr)...)
+	}
+	e.unknown = unknown
+	return nil
 }
 
 // UnmarshalYAML reads a point with its optional band.
@@ -263,6 +276,13 @@ func strictDecode(n *yaml.Node, out any) error {
 	if n.Kind != yaml.MappingNode {
 		return asTypeError(fmt.Errorf("line %d: want a mapping, got %s", n.Line, kindName(n)))
 	}
+	errs := unknownKeys(n, out)
+	errs = append(errs, n.Decode(out))
+	return asTypeError(errs...)
+}
+
+// unknownKeys reports each key of mapping n that names no field of out.
+func unknownKeys(n *yaml.Node, out any) []error {
 	known := yamlFields(reflect.TypeOf(out).Elem())
 	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -276,8 +296,7 @@ func strictDecode(n *yaml.Node, out any) error {
 			errs = append(errs, fmt.Errorf("line %d: field %q is not known here (known: %s)", k.Line, k.Value, strings.Join(names, ", ")))
 		}
 	}
-	errs = append(errs, n.Decode(out))
-	return asTypeError(errs...)
+	return errs
 }
 
 // asTypeError gathers the problems found while decoding one node into the
@@ -359,7 +378,9 @@ const MaxProblems = 20
 // the first MaxProblems, one a line, each prefixed with the file, as
 // compilers do.
 type Problems struct {
+	// File is the SKU file's name as given to Parse.
 	File string
+	// List holds the problems, "line N: field F: ...", sorted by line.
 	List []string
 }
 
@@ -384,7 +405,7 @@ var lineRE = regexp.MustCompile(`^line (\d+):`)
 // NewProblems sorts errs by the line they name ("line N: ..."; those naming
 // none first), drops repeats (an entry's band inherited by each of its
 // points) and returns them as a *Problems of file; nil when errs holds no
-// error. A *yaml.TypeError counts as one error per message.
+// error. A *yaml.TypeError or a *Problems counts as one error per message.
 func NewProblems(file string, errs []error) error {
 	var msgs []string
 	seen := map[string]bool{}
@@ -393,8 +414,12 @@ func NewProblems(file string, errs []error) error {
 			continue
 		}
 		var te *yaml.TypeError
+		var pe *Problems
 		ms := []string{err.Error()}
-		if errors.As(err, &te) {
+		switch {
+		case errors.As(err, &pe):
+			ms = pe.List
+		case errors.As(err, &te):
 			ms = te.Errors
 		}
 		for _, m := range ms {
@@ -420,7 +445,10 @@ func NewProblems(file string, errs []error) error {
 
 // Parse reads a SKU file's content; name is the file name for messages.
 // A malformed file gives a *Problems error listing every problem found,
-// each with its line and field.
+// each with its line and field, and with it what could be read (entries
+// that did not decode left out), so that further checks (skucheck) can
+// report their problems too; such a SKU must not be used otherwise. A file
+// that is not YAML, or empty, gives a nil SKU.
 func Parse(data []byte, name string) (*SKU, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -442,8 +470,18 @@ func Parse(data []byte, name string) (*SKU, error) {
 		s.lines = map[string]int{}
 		for i := 0; i+1 < len(top.Content); i += 2 {
 			s.lines[top.Content[i].Value] = top.Content[i].Line
-			if top.Content[i].Value == "sku" && top.Content[i+1].Kind != yaml.ScalarNode {
+			k, v := top.Content[i], top.Content[i+1]
+			switch {
+			case k.Value == "sku" && v.Kind != yaml.ScalarNode:
 				s.nameUnreadable = true
+			case k.Value == "suites" && v.Kind == yaml.MappingNode:
+				for j := 0; j+1 < len(v.Content); j += 2 {
+					s.lines["suite "+v.Content[j].Value] = v.Content[j].Line
+				}
+			case k.Value == "baselines" && v.Kind == yaml.SequenceNode:
+				for j, item := range v.Content {
+					s.lines[fmt.Sprintf("entry %d", j+1)] = item.Line
+				}
 			}
 		}
 		if errs[0] != nil && s.Name == "" && s.lines["sku"] > 0 {
@@ -452,7 +490,7 @@ func Parse(data []byte, name string) (*SKU, error) {
 		errs = append(errs, s.validate()...)
 	}
 	if err := NewProblems(name, errs); err != nil {
-		return nil, err
+		return &s, err
 	}
 	return &s, nil
 }
@@ -481,7 +519,7 @@ func (s *SKU) validate() []error {
 	for _, name := range s.SuiteNames() {
 		su := s.Suites[name]
 		if su == nil || len(su.Tests) == 0 {
-			line := s.lines["suites"]
+			line := s.lines["suite "+name]
 			if su != nil {
 				line = su.Line
 			}
@@ -500,7 +538,7 @@ func (s *SKU) validate() []error {
 	}
 	for i, e := range s.Baselines {
 		if e == nil {
-			errs = append(errs, fmt.Errorf("line %d: field baselines: entry %d is empty", s.lines["baselines"], i+1))
+			errs = append(errs, fmt.Errorf("line %d: field baselines: entry %d is empty", s.lines[fmt.Sprintf("entry %d", i+1)], i+1))
 			continue
 		}
 		errs = append(errs, e.validate()...)
@@ -511,7 +549,7 @@ func (s *SKU) validate() []error {
 // validate returns every problem of an entry, each as "line N: field F:
 // ...", N being the line of the field itself.
 func (e *Entry) validate() []error {
-	var errs []error
+	errs := append([]error(nil), e.unknown...)
 	add := func(line int, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("line %d: "+format, append([]any{line}, args...)...))
 	}

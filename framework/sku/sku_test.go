@@ -243,12 +243,16 @@ func TestProblemsNameFieldLineAndAll(t *testing.T) {
 			count: 2,
 		},
 		{
-			name: "an internal key is not a field",
+			name: "an internal key is not a field, and the rest of its entry is still checked",
 			edit: func(t *testing.T, s string) string {
+				s = editLine(t, s, 148, "unit: GB/s", "unit: GBps")
 				return editLine(t, s, 150, `    band:`, "    fieldlines: 5\n    band:")
 			},
-			want:  []string{`mi355x.yaml: line 150: field "fieldlines" is not known here (known: band, ceiling, dip, labels, metric, points, range, scope, size, source, summary, test, unit, value)`},
-			count: 1,
+			want: []string{
+				`mi355x.yaml: line 148: field unit: "GBps" is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %`,
+				`mi355x.yaml: line 150: field "fieldlines" is not known here (known: band, ceiling, dip, labels, metric, points, range, scope, size, source, summary, test, unit, value)`,
+			},
+			count: 2,
 		},
 		{
 			name: "problems in three entries and a point, in line order",

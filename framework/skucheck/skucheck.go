@@ -21,7 +21,7 @@ type Describer interface {
 }
 
 // Check returns nil, or a *sku.Problems listing every problem of s against
-// its plugins. A plugin that cannot be described (not found, crashed) is a
+// its plugins. s may be what sku.Parse read of a file with problems. A plugin that cannot be described (not found, crashed) is a
 // problem of each line naming one of its tests, with the host's error.
 func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 	descs := map[string]*pluginapi.Description{}
@@ -56,7 +56,14 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 	var errs []error
 	inSuite := map[string]bool{}
 	for _, name := range s.SuiteNames() {
-		for _, st := range s.Suites[name].Tests {
+		su := s.Suites[name]
+		if su == nil {
+			continue // sku.Parse reports it; a file with problems is checked too
+		}
+		for _, st := range su.Tests {
+			if st == nil {
+				continue
+			}
 			inSuite[st.Test] = true
 			if st.Skip != "" {
 				continue // listed for the report; may have no plugin yet
@@ -67,6 +74,9 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 		}
 	}
 	for _, e := range s.Baselines {
+		if e == nil {
+			continue
+		}
 		if !inSuite[e.Test] {
 			// Most often a typo naming another real test: the suite's test
 			// would then run without its baseline.

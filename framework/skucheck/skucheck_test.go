@@ -87,3 +87,20 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// A file with problems of both kinds gets both reported, in line order:
+// the file's own (sku.Parse) and those against the plugins. Empty suites
+// and entries do not stop the check.
+func TestCheckWhatParseRead(t *testing.T) {
+	text := strings.Replace(strings.Replace(base, "unit: GB/s", "unit: Gb/s", 1), "source: test", "source: \"\"", 1)
+	text = strings.Replace(text, "  s:\n", "  empty:\n  s:\n", 1) + "  -\n"
+	s, err := sku.Parse([]byte(text), "t.yaml")
+	assert.Assert(t, s != nil && err != nil)
+	all := sku.NewProblems("t.yaml", []error{err, Check(context.Background(), plugins, s)})
+	assert.DeepEqual(t, strings.Split(all.Error(), "\n"), []string{
+		`t.yaml: line 3: suite "empty": no tests`,
+		"t.yaml: line 10: field source: missing (say where the numbers come from)",
+		"t.yaml: line 13: field unit: nccl.all_reduce busbw is in GB/s, not Gb/s",
+		"t.yaml: line 18: field baselines: entry 2 is empty",
+	})
+}
