@@ -14,7 +14,6 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
@@ -94,7 +93,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 				continue
 			}
 			fmt.Fprintf(stdout, "ok  %s: sku %s, %d suites, %d baseline entries\n", name, s.Name, len(s.Suites), len(s.Baselines))
-			for _, n := range runner.Unbaselined(s) {
+			for _, n := range skucheck.Unbaselined(s) {
 				fmt.Fprintf(stdout, "    note: %s\n", n)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
 
 const checkUsage = `Usage: gpuaccept check --sku SKU --test TEST --nodes N --gpus-per-node G [flags] LOGFILE...
@@ -56,7 +57,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := knownTest(ctx, host, test); err != nil {
 		return exitUsage, usageError{err}
 	}
-	if err := runner.ValidateSKU(ctx, host, s); err != nil {
+	if err := skucheck.Check(ctx, host, s); err != nil {
 		return exitUsage, usageError{err}
 	}
 	res, err := runner.Check(ctx, host, s, test, plan.Topology{Nodes: nodes, GPUsPerNode: gpus}, fs.Args(), getVersion())

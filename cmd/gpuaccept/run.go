@@ -17,6 +17,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
 
 const runUsage = `Usage: gpuaccept [run] --sku SKU --suite SUITE [flags]
@@ -107,7 +108,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	defer host.Close()
 	ctx, stop := signalContext()
 	defer stop()
-	if err := runner.ValidateSKU(ctx, host, s); err != nil {
+	if err := skucheck.Check(ctx, host, s); err != nil {
 		return exitUsage, usageError{err}
 	}
 	if !dryRun {

@@ -157,3 +157,23 @@ func sortedKeys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Unbaselined lists the suite tests of s that have no baseline at any scope
+// and are not marked skip: they run, but nothing judges their numbers.
+func Unbaselined(s *sku.SKU) []string {
+	has := map[string]bool{}
+	for _, e := range s.Baselines {
+		has[e.Test] = true
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range s.SuiteNames() {
+		for _, st := range s.Suites[n].Tests {
+			if st.Skip == "" && !has[st.Test] && !seen[st.Test] {
+				seen[st.Test] = true
+				out = append(out, fmt.Sprintf("suite %s: %s has no baseline at any scope", n, st.Test))
+			}
+		}
+	}
+	return out
+}

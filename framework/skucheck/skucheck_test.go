@@ -104,3 +104,9 @@ func TestCheckWhatParseRead(t *testing.T) {
 		"t.yaml: line 18: field baselines: entry 2 is empty",
 	})
 }
+
+func TestUnbaselined(t *testing.T) {
+	s, err := sku.Parse([]byte(strings.Replace(base, "      - test: nccl.all_reduce\n", "      - test: nccl.all_reduce\n      - test: nccl.all_gather\n", 1)), "t.yaml")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, Unbaselined(s), []string{"suite s: nccl.all_gather has no baseline at any scope"})
+}
