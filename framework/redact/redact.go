@@ -20,9 +20,11 @@ const Mask = "[REDACTED]"
 
 // secretNameRE matches names that hold secrets: any name containing TOKEN,
 // SECRET, PASSWORD, API_KEY, CREDENTIAL, AUTH, COOKIE, ..., and names with a
-// whole PAT, PASS or KEY component (GH_PAT, DB_PASS, SSH_KEY; not PATH).
+// whole PAT, PASS or KEY component next to another one (GH_PAT, DB_PASS,
+// SSH_KEY; not PATH, and not a bare "key", which Kubernetes manifests use
+// for label and toleration keys). See also notSecret.
 const secretNameRE = `[A-Za-z0-9_]*(?i:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH|COOKIE)[A-Za-z0-9_]*` +
-	`|(?:[A-Za-z0-9]+_)*(?i:PAT|PASS|KEY)(?:_[A-Za-z0-9]+)*`
+	`|(?:[A-Za-z0-9]+_)+(?i:PAT|PASS|KEY)(?:_[A-Za-z0-9]+)*|(?i:PAT|PASS|KEY)(?:_[A-Za-z0-9]+)+`
 
 // valueRE is a value after "=" or ":": quoted, or up to a blank, a quote, a
 // comma or a closing bracket.
@@ -30,8 +32,9 @@ const valueRE = `'[^'\n]*'|"[^"\n]*"|[^\s",'}\]]+`
 
 var (
 	secretName = regexp.MustCompile(`^(?:` + secretNameRE + `)$`)
-	// NAME=value, NAME: value, "NAME": "value", export NAME='a b'.
-	assign = regexp.MustCompile(`\b(` + secretNameRE + `)("?\s*[=:]\s*)(` + valueRE + `)`)
+	// NAME=value, NAME: value, "NAME": "value", export NAME='a b'; on one
+	// line, so "secret:" ending a YAML line does not mask the next one.
+	assign = regexp.MustCompile(`\b(` + secretNameRE + `)("?[ \t]*[=:][ \t]*)(` + valueRE + `)`)
 	// --password value, --auth-token=value, -token value.
 	flag = regexp.MustCompile(`(?i)(--?[a-z0-9-]*(?:token|password|passwd|secret|api-?key|auth|credential)[a-z0-9-]*)(=|\s+)(` + valueRE + `)`)
 	// scheme://user:password@host
@@ -40,8 +43,25 @@ var (
 )
 
 // SecretName reports whether a variable or parameter name looks like it
-// holds a secret (HF_TOKEN, DB_PASS, WANDB_API_KEY, GH_PAT; not PATH).
-func SecretName(name string) bool { return secretName.MatchString(name) }
+// holds a secret (HF_TOKEN, DB_PASS, WANDB_API_KEY, GH_PAT; not PATH, not
+// secretName or TOKEN_FILE, see notSecret).
+func SecretName(name string) bool { return secretName.MatchString(name) && !notSecret(name) }
+
+// referenceSuffixes end names that refer to a secret rather than hold one:
+// Kubernetes' secretName and secretKeyRef, sshAuthMountPath, a TOKEN_FILE
+// path. Their values are names and paths, and masking them hides what a
+// manifest or command does.
+var referenceSuffixes = []string{"name", "ref", "path", "file", "dir", "mode"}
+
+func notSecret(name string) bool {
+	lower := strings.ToLower(name)
+	for _, s := range referenceSuffixes {
+		if strings.HasSuffix(lower, s) {
+			return true
+		}
+	}
+	return false
+}
 
 // Redactor masks the patterns above and a set of known secret values.
 // The zero value, and a nil *Redactor, mask the patterns only.
@@ -146,7 +166,7 @@ func (r *Redactor) Line(line []byte) []byte {
 		sub := assign.FindSubmatch(m)
 		v := sub[3]
 		// "Authorization: Bearer [REDACTED]" is masked already.
-		if bytes.EqualFold(v, []byte("bearer")) || bytes.EqualFold(v, []byte("basic")) || isMasked(v) {
+		if bytes.EqualFold(v, []byte("bearer")) || bytes.EqualFold(v, []byte("basic")) || isMasked(v) || notSecret(string(sub[1])) {
 			return m
 		}
 		return append(append(append([]byte{}, sub[1]...), sub[2]...), quoted(v)...)

@@ -18,6 +18,14 @@ func TestLine(t *testing.T) {
 		{`  "NCCL_NVLS_ENABLE=0",`, `  "NCCL_NVLS_ENABLE=0",`},
 		{`# Avg bus bandwidth    : 103.407`, `# Avg bus bandwidth    : 103.407`},
 		{`NCCL_IB_HCA=mlx5_0 NCCL_SOCKET_IFNAME=eth0`, `NCCL_IB_HCA=mlx5_0 NCCL_SOCKET_IFNAME=eth0`},
+		{`DB_PASS=hunter2 SSH_KEY=abc GH_PAT=ghp_x KEY_ID=k1`, `DB_PASS=[REDACTED] SSH_KEY=[REDACTED] GH_PAT=[REDACTED] KEY_ID=[REDACTED]`},
+		// Kubernetes manifests: toleration keys, references to a Secret, and
+		// a "secret:" block whose next line is not its value.
+		{`      - key: nvidia.com/gpu`, `      - key: nvidia.com/gpu`},
+		{`          secretName: ga-1234-ssh`, `          secretName: ga-1234-ssh`},
+		{"        secret:\n          defaultMode: 256", "        secret:\n          defaultMode: 256"},
+		{`      sshAuthMountPath: /root/.ssh`, `      sshAuthMountPath: /root/.ssh`},
+		{`HF_TOKEN_FILE=/run/secrets/hf HF_TOKEN=hf_abc`, `HF_TOKEN_FILE=/run/secrets/hf HF_TOKEN=[REDACTED]`},
 	}
 	for _, c := range cases {
 		assert.Equal(t, string(Line([]byte(c.in))), c.want)
