@@ -132,11 +132,14 @@ type cmdError struct {
 	err      error
 }
 
+// Error leads with what the command said ("sbatch: error: Invalid partition
+// name specified"): tables cut long messages, and the command line, with
+// its paths, is the least telling part.
 func (e *cmdError) Error() string {
 	if e.msg == "" {
 		return fmt.Sprintf("%s: %v", e.cmd, e.err)
 	}
-	return fmt.Sprintf("%s: %v: %s", e.cmd, e.err, e.msg)
+	return fmt.Sprintf("%s (%s: %v)", e.msg, e.cmd, e.err)
 }
 
 func (e *cmdError) Unwrap() error { return e.err }
