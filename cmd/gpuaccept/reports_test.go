@@ -82,7 +82,7 @@ func TestVerify(t *testing.T) {
 		}, 1, []string{
 			"MISMATCH raw/nccl.all_reduce/all_reduce.files/all_reduce.json: edited since the run",
 			"REJUDGED nccl.all_reduce: recorded pass, re-judged error (all_reduce.log and all_reduce.json disagree",
-			"REJUDGED nccl.all_reduce: busbw[out-of-place] at 4 GiB float sum recorded as 344.031485 GB/s, raw output says 144.031485",
+			"REJUDGED nccl.all_reduce: busbw[out-of-place] at 4 GiB redop=sum type=float recorded as 344.031485 GB/s, raw output says 144.031485",
 		}},
 		{"baseline edited", func(dir string) {
 			edit(t, filepath.Join(dir, "baseline/h200.yaml"), `\{size: 4G, value: [0-9.]+\}`, "{size: 4G, value: 420.0}")
@@ -348,4 +348,38 @@ func TestCheckReports(t *testing.T) {
 func readIfExists(p string) string {
 	data, _ := os.ReadFile(p)
 	return string(data)
+}
+
+// Every shipped recording, replayed into a results folder, verifies clean:
+// verify re-judges the raw outputs and must find the numbers recorded, for
+// every plugin's metrics (Mori-EP's differ only in phase, stat and rank).
+func TestEveryRecordingVerifies(t *testing.T) {
+	const r = "../../testdata/recordings/"
+	h200 := []string{"--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2"}
+	for _, c := range []struct {
+		dir  string
+		args []string
+		code int
+	}{
+		{"h200-1x2-healthy", h200, 0},
+		{"h200-1x2-mpi", append(h200, "--test", "nccl.all_reduce"), 0},
+		{"h200x2-2026-11-30/ga-single/raw", h200, 0},
+		{"h200x2-2026-11-30/ga-single2/raw", h200, 0},
+		{"h200x2-2026-11-30/ga-mpi/raw", h200, 0},
+		{"h200x2-2026-11-30/ga-p2poff/raw", h200, 1},
+		{"h200x2-2026-11-30-final/single", h200, 0},
+		{"h200x2-2026-11-30-final/mpi", h200, 0},
+		{"h200x2-2026-11-30-final/p2poff", append(h200, "--test", "nccl.all_reduce", "--test", "nccl.alltoall"), 1},
+		{"mi355x-seed004/singlenode", []string{"--sku", "mi355x", "--suite", "singlenode"}, 0},
+		{"mi355x-seed004/multinode", []string{"--sku", "mi355x", "--suite", "multinode"}, 0},
+	} {
+		t.Run(c.dir, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "results")
+			code, stdout, errs := cli(t, append(append([]string{}, c.args...), "--launcher", "replay", "--replay-dir", r+c.dir, "--out", out)...)
+			assert.Equal(t, code, c.code, stdout+errs)
+			code, stdout, errs = cli(t, "verify", out)
+			assert.Equal(t, code, 0, stdout+errs)
+			assert.Assert(t, strings.Contains(stdout, "verify: OK: "), stdout)
+		})
+	}
 }

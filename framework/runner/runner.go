@@ -658,23 +658,41 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 }
 
 func metricDiffs(label string, recorded, got []result.Judged) []string {
-	key := func(m result.Judged) string {
-		k := m.Key()
-		for _, l := range []string{"type", "redop"} {
-			if v := m.Labels[l]; v != "" {
-				k += " " + v
+	// Every label takes part in the key: Mori-EP reports one bw per phase,
+	// stat and rank, which differ only in labels. A key that still repeats
+	// (a plugin reporting the same point twice) is told apart by its order.
+	keys := func(ms []result.Judged) []string {
+		out := make([]string, len(ms))
+		n := map[string]int{}
+		for i, m := range ms {
+			k := m.Key()
+			names := make([]string, 0, len(m.Labels))
+			for l := range m.Labels {
+				if l != "placement" {
+					names = append(names, l)
+				}
 			}
+			sort.Strings(names)
+			for _, l := range names {
+				k += " " + l + "=" + m.Labels[l]
+			}
+			n[k]++
+			if n[k] > 1 {
+				k += fmt.Sprintf(" #%d", n[k])
+			}
+			out[i] = k
 		}
-		return k
+		return out
 	}
+	gotKeys, recKeys := keys(got), keys(recorded)
 	index := map[string]result.Judged{}
-	for _, m := range got {
-		index[key(m)] = m
+	for i, m := range got {
+		index[gotKeys[i]] = m
 	}
 	var diffs []string
 	seen := map[string]bool{}
-	for _, r := range recorded {
-		k := key(r)
+	for i, r := range recorded {
+		k := recKeys[i]
 		seen[k] = true
 		g, ok := index[k]
 		switch {
@@ -686,9 +704,9 @@ func metricDiffs(label string, recorded, got []result.Judged) []string {
 			diffs = append(diffs, fmt.Sprintf("%s: %s recorded %s, re-judged %s", label, k, r.Status, g.Status))
 		}
 	}
-	for _, g := range got {
-		if !seen[key(g)] {
-			diffs = append(diffs, fmt.Sprintf("%s: %s in the raw output but not recorded", label, key(g)))
+	for _, k := range gotKeys {
+		if !seen[k] {
+			diffs = append(diffs, fmt.Sprintf("%s: %s in the raw output but not recorded", label, k))
 		}
 	}
 	return diffs
