@@ -67,6 +67,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintf(stdout, "\n== %s\n", d.Title)
 		dc := c
 		dc.out = filepath.Join(base, d.Name)
+		dc.outDeleted = c.out == ""
 		if c.junit != "" {
 			dc.junit = strings.TrimSuffix(c.junit, ".xml") + "-" + d.Name + ".xml"
 		}

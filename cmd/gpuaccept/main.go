@@ -174,6 +174,9 @@ type common struct {
 	html                                              string
 	// fsys is where the SKU files were loaded from (set by catalog).
 	fsys iofs.FS
+	// outDeleted says the results folder is removed when the command ends
+	// (the demo without --out), so no message may send the user to it.
+	outDeleted bool
 }
 
 func (c *common) add(fs *pflag.FlagSet) {
@@ -255,7 +258,11 @@ func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (
 					return exitUsage, err
 				}
 				if sum, err := manifest.Sum(run.Dir); err == nil {
-					fmt.Fprintf(stderr, "sign-off: %s sha256 %s (gpuaccept verify %s checks it)\n", filepath.Join(run.Dir, manifest.File), sum, run.Dir)
+					if c.outDeleted {
+						fmt.Fprintf(stderr, "sign-off: manifest sha256 %s (the results folder is deleted on exit; pass --out DIR to keep it and check it with gpuaccept verify DIR)\n", sum)
+					} else {
+						fmt.Fprintf(stderr, "sign-off: %s sha256 %s (gpuaccept verify %s checks it)\n", filepath.Join(run.Dir, manifest.File), sum, run.Dir)
+					}
 				}
 			}
 		}

@@ -67,6 +67,18 @@ func TestDemo(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, "PASS: SKU h200, suite singlenode, scope 1x2, launcher replay: 6 pass"), out)
 	assert.Assert(t, strings.Contains(out, "FAIL: SKU h200, suite singlenode, scope 1x2, launcher replay: 6 fail"), out)
 	assert.Assert(t, strings.Contains(out, "demo: every verdict came out as expected"), out)
+	assert.Assert(t, strings.Contains(errs, "gpuaccept verify "+filepath.Join(dir, "healthy")+" checks it"), errs)
+}
+
+// Without --out the demo deletes its folders on exit: nothing it prints may
+// send the user to one of them.
+func TestDemoWithoutOutNamesNoDeletedFolder(t *testing.T) {
+	code, out, errs := cli(t, "demo")
+	assert.Equal(t, code, 0, errs)
+	for _, line := range strings.Split(out+errs, "\n") {
+		assert.Assert(t, !strings.Contains(line, os.TempDir()), "names a folder deleted on exit: %s", line)
+	}
+	assert.Assert(t, strings.Contains(errs, "pass --out DIR to keep it"), errs)
 }
 
 func TestUsageErrors(t *testing.T) {
