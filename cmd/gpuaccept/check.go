@@ -15,9 +15,21 @@ import (
 
 const checkUsage = `Usage: gpuaccept check --sku SKU --test TEST --nodes N --gpus-per-node G [flags] LOGFILE...
 
-Judges existing output (nccl-tests text, or its -J JSON) against the SKU's
-baseline without running anything. A JSON file joins the text log with the
-same name stem (run.log + run.json); other files are judged one by one.
+Judges existing output of any test a plugin offers (nccl-tests and
+rccl-tests text or -J JSON, ib_write_bw text or JSON, Mori-EP logs; see
+gpuaccept list tests) against the SKU's baseline without running anything.
+
+LOGFILEs are grouped into runs, each judged as one test result:
+  - a JSON file joins the text log with the same name stem (run.log +
+    run.json); a log from a results folder finds its JSON in STEP.files/;
+  - a paired test's sides in one folder are one run, as a results folder's
+    raw/TEST/ keeps them: server.N.log and client.N.log (pair N), or any
+    logs the folder's outputs.json gives a server or client role;
+  - every other file is a run of its own.
+A log from a results folder is judged with how its step ended there (exit
+code, host: raw/TEST/outputs.json). With --out DIR the results folder gets
+the logs under raw/, a manifest, the baseline copy and a journal, so that
+gpuaccept verify DIR checks it like a run's.
 `
 
 func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {

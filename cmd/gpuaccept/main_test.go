@@ -121,6 +121,11 @@ func TestHelp(t *testing.T) {
 		assert.Equal(t, code, 0, cmd)
 		assert.Assert(t, strings.Contains(errs, "Usage: gpuaccept"), errs)
 	}
+	// check judges every plugin's logs and says how it groups them.
+	_, _, errs := cli(t, "check", "--help")
+	for _, w := range []string{"rccl-tests", "ib_write_bw", "Mori-EP", "server.N.log and client.N.log", "gpuaccept verify DIR"} {
+		assert.Assert(t, strings.Contains(errs, w), "check --help lacks %q:\n%s", w, errs)
+	}
 }
 
 func TestCheckHealthyTextAndJSON(t *testing.T) {

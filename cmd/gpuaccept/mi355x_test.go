@@ -279,3 +279,57 @@ func TestScopedParamsOnMixedSuite(t *testing.T) {
 	assert.Equal(t, code, 2)
 	assert.Assert(t, strings.Contains(errOut, `--param rcl:bindir: "rcl" is neither a plugin nor a test of the suite`), errOut)
 }
+
+// check judges a paired test's server and client logs as the one run the
+// replay made of them: one test, the same pair, the same numbers.
+func TestCheckPairsServerAndClient(t *testing.T) {
+	type metric struct {
+		Name   string            `json:"name"`
+		Size   int64             `json:"size"`
+		Value  float64           `json:"value"`
+		Labels map[string]string `json:"labels"`
+		Status string            `json:"status"`
+	}
+	type doc struct {
+		Status string `json:"status"`
+		Tests  []struct {
+			Name    string   `json:"name"`
+			Status  string   `json:"status"`
+			Metrics []metric `json:"metrics"`
+		} `json:"tests"`
+	}
+	decode := func(args ...string) doc {
+		code, out, errs := cli(t, append(args, "--format", "json")...)
+		assert.Equal(t, code, 0, out+errs)
+		var d doc
+		assert.NilError(t, json.Unmarshal([]byte(out), &d), out)
+		return d
+	}
+	// The pair is named from the logs' devices; the replay names it from
+	// the suite's planned pair, which the GDR recording did not use.
+	for test, pair := range map[string]string{"ibperf.write_bw": "ionic_7:ionic_1", "ibperf.write_bw_gdr": "ionic_1:ionic_1"} {
+		t.Run(test, func(t *testing.T) {
+			raw := filepath.Join(mi355x, "multinode/raw", test)
+			replay := decode("--sku", "mi355x", "--suite", "multinode", "--launcher", "replay", "--replay-dir", filepath.Join(mi355x, "multinode"),
+				"--test", test, "--out", t.TempDir())
+			for _, files := range [][]string{{"server.0.log", "client.0.log"}, {"client.0.log", "server.0.log"}} {
+				check := decode("check", "--sku", "mi355x", "--test", test, "--nodes", "2", "--gpus-per-node", "8",
+					filepath.Join(raw, files[0]), filepath.Join(raw, files[1]))
+				var names []string
+				for _, tt := range check.Tests {
+					names = append(names, tt.Name)
+				}
+				assert.DeepEqual(t, names, []string{test})
+				assert.Equal(t, check.Tests[0].Name, test)
+				assert.Equal(t, len(check.Tests[0].Metrics), len(replay.Tests[0].Metrics))
+				for i, m := range check.Tests[0].Metrics {
+					assert.Equal(t, m.Labels["pair"], pair)
+					m.Labels = nil
+					r := replay.Tests[0].Metrics[i]
+					r.Labels = nil
+					assert.DeepEqual(t, m, r)
+				}
+			}
+		})
+	}
+}

@@ -20,14 +20,41 @@ func TestGroupFiles(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, len(groups), 4)
 	// run.log + run.json side by side are one run.
-	assert.Equal(t, groups[0].out.Log, in("a/run.log"))
-	assert.DeepEqual(t, groups[0].out.Files, map[string]string{"run.json": in("a/run.json")})
+	assert.Equal(t, groups[0].outs[0].Log, in("a/run.log"))
+	assert.DeepEqual(t, groups[0].outs[0].Files, map[string]string{"run.json": in("a/run.json")})
 	// Same name in another folder: labelled by path.
 	assert.Equal(t, groups[0].label, in("a/run.log"))
 	assert.Equal(t, groups[1].label, in("b/run.log"))
 	// A results folder's log finds its -J file in STEP.files/.
-	assert.DeepEqual(t, groups[2].out.Files, map[string]string{"all_reduce.json": in("r/all_reduce.files/all_reduce.json")})
+	assert.DeepEqual(t, groups[2].outs[0].Files, map[string]string{"all_reduce.json": in("r/all_reduce.files/all_reduce.json")})
 	assert.Equal(t, groups[3].label, "other.txt")
+
+	// A paired test's sides in one folder are one run, named by their
+	// file names or by the outputs.json of a results folder; a second
+	// folder's pair is another run.
+	for _, f := range []string{"p/server.0.log", "p/client.0.log", "p/server.1.log", "p/client.1.log", "q/server.0.log", "q/client.0.log", "o/srv.log", "o/cli.log"} {
+		p := filepath.Join(dir, f)
+		assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		assert.NilError(t, os.WriteFile(p, []byte("x"), 0o644))
+	}
+	assert.NilError(t, os.WriteFile(in("o/outputs.json"), []byte(`[{"step":"server.0","role":"server","host":"n1","log":"srv.log"},{"step":"client.0","role":"client","host":"n2","log":"cli.log"}]`), 0o644))
+	groups, err = groupFiles([]string{in("p/server.0.log"), in("p/client.0.log"), in("p/server.1.log"), in("p/client.1.log"), in("q/client.0.log"), in("q/server.0.log"), in("o/srv.log"), in("o/cli.log")})
+	assert.NilError(t, err)
+	type side struct{ Step, Role, Host, Log string }
+	var got [][]side
+	for _, g := range groups {
+		var ss []side
+		for _, o := range g.outs {
+			ss = append(ss, side{o.Step, o.Role, o.Host, o.Log})
+		}
+		got = append(got, ss)
+	}
+	assert.DeepEqual(t, got, [][]side{
+		{{"server.0", "server", "", in("p/server.0.log")}, {"client.0", "client", "", in("p/client.0.log")}, {"server.1", "server", "", in("p/server.1.log")}, {"client.1", "client", "", in("p/client.1.log")}},
+		{{"client.0", "client", "", in("q/client.0.log")}, {"server.0", "server", "", in("q/server.0.log")}},
+		{{"server.0", "server", "n1", in("o/srv.log")}, {"client.0", "client", "n2", in("o/cli.log")}},
+	})
+	assert.Equal(t, groups[2].label, "srv.log+cli.log")
 
 	_, err = groupFiles([]string{in("missing.log")})
 	assert.ErrorContains(t, err, "missing.log: no such file")

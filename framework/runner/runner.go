@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -447,7 +448,10 @@ func rawPaths(root string, outs []plan.Output) []string {
 
 // Check judges existing output files of one test offline, without running
 // anything. Files are grouped into runs: a JSON file (nccl-tests -J) joins
-// the text log of the same name stem (x.log / x.txt with x.json); every other
+// the text log of the same name stem (x.log / x.txt with x.json); the logs
+// of a paired test's steps in one folder (server.N.log and client.N.log, as
+// a results folder's raw/TEST/ keeps them, or any log its outputs.json gives
+// a role) are one run, as the run that made them judged them; every other
 // file is a run of its own. Each run is one test result; with several runs
 // the test name carries the file name ("nccl.all_reduce[a.log]").
 func Check(ctx context.Context, plugins Plugins, s *sku.SKU, name string, topo plan.Topology, files []string, version string) (*result.Run, error) {
@@ -465,7 +469,7 @@ func Check(ctx context.Context, plugins Plugins, s *sku.SKU, name string, topo p
 	run := &result.Run{SKU: s.Name, Suite: "check", Launcher: "check", Scope: topo.String(), Started: time.Now().UTC(), Version: version, Tests: []result.Test{}}
 	for _, g := range groups {
 		start := time.Now()
-		parsed, err := plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Topology: topo, Outputs: []plan.Output{g.out}})
+		parsed, err := plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Topology: topo, Outputs: g.outs})
 		if err != nil {
 			parsed = result.Parsed{Error: "parse: " + err.Error()}
 		}
@@ -482,15 +486,24 @@ func Check(ctx context.Context, plugins Plugins, s *sku.SKU, name string, topo p
 	return run, nil
 }
 
+// fileGroup is one run judged by check: the outputs of its steps and the
+// files (as given) they came from.
 type fileGroup struct {
 	label string
-	out   plan.Output
+	outs  []plan.Output
 	files []string
 }
 
+// pairedStep matches the step names of a paired test's logs (LogName of
+// "server.0"), the way plugins name their server and client steps.
+var pairedStep = regexp.MustCompile(`^(server|client)\.[0-9]+$`)
+
 func groupFiles(files []string) ([]fileGroup, error) {
 	var groups []fileGroup
-	byStem := map[string]int{}
+	// where finds a file's output: group index and output index.
+	type where struct{ g, o int }
+	byStem := map[string]where{}
+	pairs := map[string]int{} // folder -> group of its paired steps
 	for _, f := range files {
 		fi, err := os.Stat(f)
 		if err != nil {
@@ -506,30 +519,52 @@ func groupFiles(files []string) ([]fileGroup, error) {
 		base := filepath.Base(f)
 		stem := strings.TrimSuffix(abs, filepath.Ext(abs))
 		isJSON := strings.EqualFold(filepath.Ext(f), ".json")
-		i, ok := byStem[stem]
-		if ok && (isJSON && !hasJSON(groups[i].out) || !isJSON && groups[i].out.Log == "") {
+		w, ok := byStem[stem]
+		if ok && (isJSON && !hasJSON(groups[w.g].outs[w.o]) || !isJSON && groups[w.g].outs[w.o].Log == "") {
 			// joins the run of the same stem
+		} else if isJSON {
+			groups = append(groups, fileGroup{label: base, outs: []plan.Output{{Step: "check"}}})
+			w = where{len(groups) - 1, 0}
+			byStem[stem] = w
 		} else {
-			groups = append(groups, fileGroup{label: base, out: plan.Output{Step: "check"}})
-			i = len(groups) - 1
-			byStem[stem] = i
-		}
-		g := &groups[i]
-		if isJSON {
-			g.out.Files = map[string]string{base: abs}
-		} else {
-			g.out.Log = abs
-			g.label = base
-			recorded(&g.out)
-			// A results folder keeps a step's -J file in STEP.files/.
-			g.files = append(g.files, f)
-			if js := filepath.Join(filepath.Dir(stem), launch.FilesDir(filepath.Base(stem)), filepath.Base(stem)+".json"); !hasJSON(g.out) && fileExists(js) {
-				g.out.Files = map[string]string{filepath.Base(js): js}
-				g.files = append(g.files, js)
+			out := plan.Output{Step: "check", Log: abs}
+			recorded(&out)
+			if out.Role == "" && pairedStep.MatchString(filepath.Base(stem)) {
+				out.Step = filepath.Base(stem)
+				out.Role, _, _ = strings.Cut(out.Step, ".")
 			}
+			gi, paired := pairs[filepath.Dir(abs)]
+			if out.Role != "" && paired && !hasStep(groups[gi].outs, out.Step) {
+				groups[gi].outs = append(groups[gi].outs, out)
+				groups[gi].label += "+" + base
+				w = where{gi, len(groups[gi].outs) - 1}
+			} else {
+				groups = append(groups, fileGroup{label: base, outs: []plan.Output{out}})
+				w = where{len(groups) - 1, 0}
+				if out.Role != "" {
+					pairs[filepath.Dir(abs)] = w.g
+				}
+			}
+			byStem[stem] = w
+		}
+		g := &groups[w.g]
+		o := &g.outs[w.o]
+		if isJSON {
+			o.Files = map[string]string{base: abs}
+			g.files = append(g.files, f)
 			continue
 		}
+		if o.Log == "" { // a text log joining its JSON
+			o.Log = abs
+			g.label = base
+			recorded(o)
+		}
 		g.files = append(g.files, f)
+		// A results folder keeps a step's -J file in STEP.files/.
+		if js := filepath.Join(filepath.Dir(stem), launch.FilesDir(filepath.Base(stem)), filepath.Base(stem)+".json"); !hasJSON(*o) && fileExists(js) {
+			o.Files = map[string]string{filepath.Base(js): js}
+			g.files = append(g.files, js)
+		}
 	}
 	// Two logs of the same name from different folders are told apart by
 	// the path they were given as.
@@ -540,14 +575,28 @@ func groupFiles(files []string) ([]fileGroup, error) {
 	for i := range groups {
 		if count[groups[i].label] > 1 {
 			groups[i].label = groups[i].files[0]
+			if len(groups[i].outs) > 1 {
+				groups[i].label = strings.Join(groups[i].files, "+")
+			}
 		}
 	}
 	return groups, nil
 }
 
+func hasStep(outs []plan.Output, step string) bool {
+	for _, o := range outs {
+		if o.Step == step {
+			return true
+		}
+	}
+	return false
+}
+
 // recorded fills how the step of a log from a results folder ended (exit
 // code, launch error, host, command) from the outputs.json beside it, so
-// checking a crashed run's log does not pass it.
+// checking a crashed run's log does not pass it. A step with a role (one
+// side of a paired test) also keeps its step name and role, which the
+// plugin pairs the sides by.
 func recorded(o *plan.Output) {
 	data, err := os.ReadFile(filepath.Join(filepath.Dir(o.Log), launch.OutputsFile))
 	if err != nil {
@@ -560,6 +609,9 @@ func recorded(o *plan.Output) {
 	for _, r := range outs {
 		if r.Log == filepath.Base(o.Log) {
 			o.ExitCode, o.LaunchError, o.Host, o.Command = r.ExitCode, r.LaunchError, r.Host, r.Command
+			if r.Role != "" {
+				o.Step, o.Role = r.Step, r.Role
+			}
 			return
 		}
 	}

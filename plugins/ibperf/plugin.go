@@ -487,6 +487,10 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 		switch {
 		case want != nil:
 			label = want.Label()
+		case po.server != nil && po.client != nil && po.server.text != nil && po.client.text != nil &&
+			po.server.text.Device != "" && po.client.text.Device != "":
+			// Both sides judged offline: named as a planned pair is.
+			label = Pair{Server: po.server.text.Device, Client: po.client.text.Device}.Label()
 		case src != nil && src.text != nil && src.text.Device != "":
 			label = src.text.Device
 		}
