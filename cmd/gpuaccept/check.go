@@ -72,14 +72,19 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := skucheck.Check(ctx, host, s); err != nil {
 		return exitUsage, usageError{err}
 	}
-	res, err := runner.Check(ctx, host, s, test, plan.Topology{Nodes: nodes, GPUsPerNode: gpus}, fs.Args(), getVersion())
-	if err != nil {
-		return exitUsage, usageError{err}
-	}
+	var dir string
+	var baseline []byte
 	if c.out != "" {
-		if res.Dir, err = resultsDir(c.out, ""); err != nil {
+		if dir, err = resultsDir(c.out, ""); err != nil {
 			return exitUsage, err
 		}
+		if baseline, err = c.skuFile(s); err != nil {
+			return exitUsage, err
+		}
+	}
+	res, err := runner.CheckInto(ctx, host, s, test, plan.Topology{Nodes: nodes, GPUsPerNode: gpus}, fs.Args(), getVersion(), dir, baseline)
+	if err != nil {
+		return exitUsage, usageError{err}
 	}
 	return c.finish(res, s, stdout, stderr)
 }

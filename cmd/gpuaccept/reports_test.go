@@ -383,3 +383,44 @@ func TestEveryRecordingVerifies(t *testing.T) {
 		})
 	}
 }
+
+// check --out makes a results folder verify checks like a run's: logs
+// kept under raw/, manifest, baseline copy, journal; an edited kept log is
+// caught.
+func TestCheckFolderVerifies(t *testing.T) {
+	const r = "../../testdata/recordings/"
+	ib := r + "mi355x-seed004/multinode/raw/ibperf.write_bw/"
+	for _, c := range []struct {
+		name  string
+		args  []string
+		code  int
+		tests int
+		edit  string // a kept file, relative to the folder
+	}{
+		{"nccl log and its JSON", []string{"--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", degradedLog(t)}, 1, 1,
+			"raw/nccl.all_reduce/all_reduce.files/all_reduce.json"},
+		{"two nccl logs", []string{"--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", healthy + "/nccl.all_reduce/all_reduce.log",
+			r + "h200x2-2026-11-30-final/mpi/raw/nccl.all_reduce/all_reduce.log"}, 0, 2, "raw/nccl.all_reduce.2/all_reduce.log"},
+		{"ibperf pair", []string{"--sku", "mi355x", "--test", "ibperf.write_bw", "--nodes", "2", "--gpus-per-node", "8", ib + "server.0.log", ib + "client.0.log"}, 0, 1,
+			"raw/ibperf.write_bw/client.0.log"},
+		{"mori", []string{"--sku", "mi355x", "--test", "mori.ep_internode", "--nodes", "2", "--gpus-per-node", "8",
+			r + "mi355x-seed004/multinode/raw/mori.ep_internode/ep_internode.log"}, 0, 1, "raw/mori.ep_internode/ep_internode.log"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "check")
+			code, stdout, errs := cli(t, append(append([]string{"check", "--out", out}, c.args...), "--format", "json")...)
+			assert.Equal(t, code, c.code, stdout+errs)
+			code, vout, verrs := cli(t, "verify", out)
+			assert.Equal(t, code, 0, vout+verrs)
+			assert.Assert(t, strings.Contains(vout, fmt.Sprintf("%d tests re-judged", c.tests)), vout)
+			// A number changed in a kept log is caught twice: by its hash
+			// and by re-judging.
+			p := filepath.Join(out, c.edit)
+			edit(t, p, `([0-9])\.([0-9])`, "${2}.${1}")
+			code, vout, _ = cli(t, "verify", out)
+			assert.Equal(t, code, 1, vout)
+			assert.Assert(t, strings.Contains(vout, "MISMATCH "+c.edit+": edited since the run"), vout)
+			assert.Assert(t, strings.Contains(vout, "REJUDGED "), vout)
+		})
+	}
+}

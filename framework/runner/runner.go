@@ -455,6 +455,16 @@ func rawPaths(root string, outs []plan.Output) []string {
 // file is a run of its own. Each run is one test result; with several runs
 // the test name carries the file name ("nccl.all_reduce[a.log]").
 func Check(ctx context.Context, plugins Plugins, s *sku.SKU, name string, topo plan.Topology, files []string, version string) (*result.Run, error) {
+	return CheckInto(ctx, plugins, s, name, topo, files, version, "", nil)
+}
+
+// CheckInto is Check that, with dir set, also makes dir a results folder
+// that gpuaccept verify can check like a run's: each run's files copied
+// under raw/TEST/ (raw/TEST.N/ for run N of several) with the outputs.json
+// of its steps, baseline (the SKU file content) kept under baseline/, and
+// the journal. The files are judged from their copies. Errors name the
+// file that could not be read or written.
+func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, topo plan.Topology, files []string, version, dir string, baseline []byte) (*result.Run, error) {
 	pluginName, test, err := SplitName(name)
 	if err != nil {
 		return nil, err
@@ -466,24 +476,117 @@ func Check(ctx context.Context, plugins Plugins, s *sku.SKU, name string, topo p
 	if err != nil {
 		return nil, err
 	}
-	run := &result.Run{SKU: s.Name, Suite: "check", Launcher: "check", Scope: topo.String(), Started: time.Now().UTC(), Version: version, Tests: []result.Test{}}
-	for _, g := range groups {
+	run := &result.Run{SKU: s.Name, Suite: "check", Launcher: "check", Scope: topo.String(), Started: time.Now().UTC(), Version: version, Dir: dir, Tests: []result.Test{}}
+	names := make([]string, len(groups))
+	for i, g := range groups {
+		names[i] = name
+		if len(groups) > 1 {
+			names[i] = fmt.Sprintf("%s[%s]", name, g.label)
+		}
+	}
+	var jw *journal.Writer
+	if dir != "" {
+		if err := os.MkdirAll(filepath.Join(dir, "raw"), 0o755); err != nil {
+			return nil, fmt.Errorf("create results folder: %w", err)
+		}
+		if len(baseline) > 0 {
+			if err := journal.SaveBaseline(dir, s.Name, baseline); err != nil {
+				return nil, err
+			}
+		}
+		if jw, err = journal.Create(dir, run, names); err != nil {
+			return nil, err
+		}
+		defer jw.Close()
+	}
+	for i, g := range groups {
 		start := time.Now()
+		raw := g.files
+		if dir != "" {
+			folder := name
+			if len(groups) > 1 {
+				folder = fmt.Sprintf("%s.%d", name, i+1)
+			}
+			if raw, err = keepGroup(dir, folder, &g); err != nil {
+				return nil, err
+			}
+		}
 		parsed, err := plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Topology: topo, Outputs: g.outs})
 		if err != nil {
 			parsed = result.Parsed{Error: "parse: " + err.Error()}
 		}
 		t := Judge(s, name, topo, parsed)
-		if len(groups) > 1 {
-			t.Name = fmt.Sprintf("%s[%s]", name, g.label)
-		}
-		t.Raw = g.files
+		t.Name = names[i]
+		t.Raw = raw
 		t.Duration = time.Since(start)
 		run.Tests = append(run.Tests, t)
+		if jw != nil {
+			if err := jw.Add(t); err != nil {
+				return nil, err
+			}
+		}
 	}
 	run.Duration = time.Since(run.Started)
 	run.Finish()
+	if jw != nil {
+		if err := jw.End(run.Duration); err != nil {
+			return nil, err
+		}
+	}
 	return run, nil
+}
+
+// keepGroup copies the files of g into dir/raw/folder, the layout of a
+// results folder (a step's JSON in STEP.files/), points g's outputs at the
+// copies, records them in outputs.json and returns the copies' paths
+// relative to dir.
+func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
+	into := filepath.Join(dir, "raw", folder)
+	var raw []string
+	cp := func(src, dst string) error {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("keep log file: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("keep log file %s: %w", src, err)
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return fmt.Errorf("keep log file %s: %w", src, err)
+		}
+		rel, _ := filepath.Rel(dir, dst)
+		raw = append(raw, filepath.ToSlash(rel))
+		return nil
+	}
+	used := map[string]bool{}
+	for i := range g.outs {
+		o := &g.outs[i]
+		filesDir := into
+		if o.Log != "" {
+			base := filepath.Base(o.Log)
+			if used[base] {
+				base = fmt.Sprintf("%d.%s", i+1, base)
+			}
+			used[base] = true
+			dst := filepath.Join(into, base)
+			if err := cp(o.Log, dst); err != nil {
+				return nil, err
+			}
+			o.Log = dst
+			filesDir = filepath.Join(into, launch.FilesDir(strings.TrimSuffix(base, filepath.Ext(base))))
+		}
+		for k, v := range o.Files {
+			dst := filepath.Join(filesDir, filepath.Base(v))
+			if err := cp(v, dst); err != nil {
+				return nil, err
+			}
+			o.Files[k] = dst
+		}
+	}
+	if err := writeOutputs(into, g.outs); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }
 
 // fileGroup is one run judged by check: the outputs of its steps and the
@@ -698,7 +801,9 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 		return result.Test{}, err
 	}
 	topo.Hosts = run.Hosts
-	pluginName, test, err := SplitName(t.Name)
+	// check names run N of several "TEST[FILE]"; the baseline knows TEST.
+	name, _, _ := strings.Cut(t.Name, "[")
+	pluginName, test, err := SplitName(name)
 	if err != nil {
 		return result.Test{}, err
 	}
@@ -706,7 +811,9 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 	if err != nil {
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
-	return Judge(s, t.Name, topo, parsed), nil
+	got := Judge(s, name, topo, parsed)
+	got.Name = t.Name
+	return got, nil
 }
 
 func metricDiffs(label string, recorded, got []result.Judged) []string {
