@@ -147,7 +147,7 @@ th, td { border: 1px solid #ccc; padding: .25em .5em; text-align: left; vertical
 th { background: #f3f3f3; }
 .pass { background: #d8f0d8; } .warn { background: #fff0c0; } .fail { background: #f8d0d0; } .error { background: #e8c8f0; } .skip { background: #eee; }
 .badge { font-weight: bold; padding: 0 .4em; border-radius: 3px; }
-.plot svg { max-width: 100%; height: auto; }
+.plot svg { width: 100%; height: auto; }
 pre { background: #f7f7f7; padding: .5em; overflow-x: auto; font-size: .85em; }
 dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt { font-weight: bold; }
 </style>

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -192,4 +194,49 @@ func TestHTMLScreenshot(t *testing.T) {
 	empty := strings.NewReplacer("stroke:#1F77B4", "stroke:#FFFFFF", "fill:#1F77B4", "fill:#FFFFFF").Replace(b.String())
 	curve, _ = curvePixels(screenshot(t, browser, empty))
 	assert.Assert(t, curve < 300, "an empty plot was not caught (%d curve pixels)", curve)
+}
+
+// The figure spans the page, its legend sits right of the plot area (over
+// no curve, band, gridline or ceiling), and no band rises over the
+// ceiling: nothing passes above the physical limit.
+func TestPlotLayout(t *testing.T) {
+	run, s := realRun(t, "mpi")
+	for _, test := range run.Tests {
+		t.Run(test.Name, func(t *testing.T) {
+			for _, b := range bands(s, test, "busbw") {
+				assert.Assert(t, b.ceiling > 0, b.label)
+				for i, hi := range b.hi {
+					assert.Assert(t, hi <= b.ceiling, "%s band at %g B reaches %g, over the ceiling %g", b.label, b.sizes[i], hi, b.ceiling)
+				}
+			}
+			figs, err := Plot(test, s)
+			assert.NilError(t, err)
+			svg := string(figs[0].SVG)
+			assert.Assert(t, strings.HasPrefix(svg, `<svg width="792pt" height="316.8pt"`), svg[:60])
+			textX := func(re string) []float64 {
+				var xs []float64
+				for _, m := range regexp.MustCompile(`<text x="([0-9.]+)"[^>]*\n?[^>]*>(`+re+`)</text>`).FindAllStringSubmatch(svg, -1) {
+					x, err := strconv.ParseFloat(m[1], 64)
+					assert.NilError(t, err)
+					xs = append(xs, x)
+				}
+				return xs
+			}
+			ticks := textX(`[0-9]+ (B|KiB|MiB|GiB)`)
+			legend := textX(`busbw (in|out-of)-place[^<]*|ceiling [^<]*|baseline [^<]*`)
+			assert.Assert(t, len(ticks) > 3 && len(legend) == len(figs[0].Curves)+figs[0].Bands+1, "ticks %v, legend %v", ticks, legend)
+			for _, x := range legend {
+				assert.Assert(t, x > slices.Max(ticks)+20, "legend text at x=%g inside the plot area (last size tick at %g)", x, slices.Max(ticks))
+			}
+		})
+	}
+	page := htmlCSS(t)
+	assert.Assert(t, strings.Contains(page, ".plot svg { width: 100%; height: auto; }"), "plots scale to the page width")
+}
+
+func htmlCSS(t *testing.T) string {
+	run, s := realRun(t, "mpi")
+	var b bytes.Buffer
+	assert.NilError(t, HTML(&b, run, s))
+	return b.String()
 }

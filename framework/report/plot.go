@@ -87,6 +87,11 @@ func bands(s *sku.SKU, t result.Test, metric string) []band {
 			if math.IsNaN(lo) {
 				lo = p.Value
 			}
+			if e.Ceiling > 0 {
+				// Nothing passes above the physical limit: the warn band
+				// over the reference stops at the ceiling line.
+				hi = math.Min(hi, e.Ceiling)
+			}
 			b.sizes = append(b.sizes, float64(p.Size))
 			b.lo, b.warnLo, b.hi, b.ref = append(b.lo, lo), append(b.warnLo, warnLo), append(b.hi, hi), append(b.ref, p.Value)
 		}
@@ -187,8 +192,6 @@ func plotMetric(t result.Test, s *sku.SKU, metric string) (Figure, error) {
 	p.X.Label.Text = "message size"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sizeTicks{}
-	p.Legend.Top = true
-	p.Legend.Left = true
 	p.Y.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
 		ts := plot.DefaultTicks{}.Ticks(min, max)
 		for i := range ts {
@@ -198,8 +201,6 @@ func plotMetric(t result.Test, s *sku.SKU, metric string) (Figure, error) {
 		}
 		return ts
 	})
-	p.Legend.YOffs = -vg.Points(14) // below the title
-	p.Legend.XOffs = vg.Points(8)
 	p.Add(plotter.NewGrid())
 
 	type curvePts struct {
@@ -324,8 +325,17 @@ func plotMetric(t result.Test, s *sku.SKU, metric string) (Figure, error) {
 	if p.Y.Max == 0 {
 		p.Y.Max = 1
 	}
-	c := vgsvg.New(7.5*vg.Inch, 4*vg.Inch)
-	p.Draw(draw.New(c))
+	// The legend goes right of the plot area, where it covers no curve,
+	// band, gridline or ceiling line.
+	legend := p.Legend
+	p.Legend = plot.NewLegend()
+	legend.Top, legend.Left, legend.Padding = true, true, vg.Points(3)
+	c := vgsvg.New(plotWidth, plotHeight)
+	dc := draw.New(c)
+	r := legend.Rectangle(dc)
+	legendW := r.Max.X - r.Min.X + vg.Points(12)
+	p.Draw(draw.Crop(dc, 0, -legendW, 0, 0))
+	legend.Draw(draw.Crop(dc, plotWidth-legendW+vg.Points(6), 0, 0, -vg.Points(24)))
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
 		return fig, err
@@ -337,6 +347,13 @@ func plotMetric(t result.Test, s *sku.SKU, metric string) (Figure, error) {
 	fig.SVG = svg
 	return fig, nil
 }
+
+// plotWidth and plotHeight are a figure's size: about the width of the
+// HTML report's page (1100 px), so the page shows it at its own scale.
+const (
+	plotWidth  = 11 * vg.Inch
+	plotHeight = 4.4 * vg.Inch
+)
 
 // sizeTicks labels a log-scale message-size axis at powers of two as
 // people read nccl-tests sizes: 8 B, 1 KiB, 1 MiB, 1 GiB.
