@@ -11,6 +11,7 @@ import (
 	"github.com/gpuaccept/gpuaccept"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/progress"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 )
@@ -75,8 +76,11 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		if err != nil {
 			return exitUsage, err
 		}
-		r := &runner.Runner{Plugins: host, Launcher: l, SKU: s, Dir: dc.out, Version: getVersion(), Progress: stderr, Params: d.Params, Baseline: baseline}
+		// The progress lines of a run: live on a terminal, plain elsewhere.
+		disp := progress.For(stderr)
+		r := &runner.Runner{Plugins: host, Launcher: l, SKU: s, Dir: dc.out, Version: getVersion(), Events: disp, Params: d.Params, Baseline: baseline}
 		res, err := r.Run(ctx, "singlenode", topo)
+		disp.Close()
 		if err != nil {
 			return exitUsage, err
 		}

@@ -333,3 +333,35 @@ func TestCheckPairsServerAndClient(t *testing.T) {
 		})
 	}
 }
+
+// The demo prints the progress lines a run prints, and a long test name
+// (primus.qwen2_5_32b_pretrain_1gpu) does not push the status column out
+// of line.
+func TestProgressLinesAlike(t *testing.T) {
+	status := regexp.MustCompile(`^(\S+ +)(start|PASS|WARN|FAIL|ERROR|SKIP) `)
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"demo", []string{"demo", "--out", t.TempDir()}, []string{"nccl.all_reduce          start  1x2 via replay\n", "nccl.all_reduce          PASS   18 points"}},
+		{"run", []string{"--sku", "h200", "--suite", "singlenode", "--launcher", "replay", "--replay-dir", healthy, "--gpus-per-node", "2", "--out", filepath.Join(t.TempDir(), "r")},
+			[]string{"nccl.all_reduce          start  1x2 via replay, limit ", "nccl.all_reduce          PASS   18 points"}},
+		{"long names", []string{"--sku", "mi355x", "--suite", "singlenode", "--launcher", "replay", "--replay-dir", filepath.Join(mi355x, "singlenode"), "--out", filepath.Join(t.TempDir(), "r")},
+			[]string{"primus.qwen2_5_32b_pretrain_1gpu SKIP   no plugin yet", "rccl.all_reduce                  PASS "}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, out, errs := cli(t, c.args...)
+			for _, w := range c.want {
+				assert.Assert(t, strings.Contains(errs, w), "want %q in\n%s", w, errs)
+			}
+			cols := map[int]bool{}
+			for _, line := range strings.Split(errs, "\n") {
+				if m := status.FindStringSubmatch(line); m != nil {
+					cols[len(m[1])] = true
+				}
+			}
+			assert.Equal(t, len(cols), 1, "status columns %v in\n%s", cols, errs+out)
+		})
+	}
+}

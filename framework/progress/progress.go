@@ -32,6 +32,7 @@ type Display struct {
 	now  func() time.Time
 
 	mu      sync.Mutex
+	width   int // of the test name column; 0: nameWidth
 	running []*entry
 	drawn   int // live lines on screen below the finished ones
 	stop    chan struct{}
@@ -68,6 +69,25 @@ func For(w io.Writer) *Display {
 	return New(w, live)
 }
 
+// nameWidth is the least width of the test name column.
+const nameWidth = 24
+
+// Planned tells the display the names of the tests the run will run
+// (runner.Planner), so that the status column stays in line below the
+// longest name.
+func (d *Display) Planned(names []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, n := range names {
+		d.width = max(d.width, len(n))
+	}
+}
+
+// name pads a test name to the name column. Callers hold d.mu.
+func (d *Display) name(n string) string {
+	return fmt.Sprintf("%-*s", max(nameWidth, d.width), n)
+}
+
 // Live reports whether the display redraws lines in place.
 func (d *Display) Live() bool { return d.live }
 
@@ -77,7 +97,7 @@ func (d *Display) Started(test, where string, timeout time.Duration, attempt int
 	defer d.mu.Unlock()
 	e := &entry{test: test, where: where, timeout: timeout, expected: d.Expected[test], attempt: attempt, start: d.now()}
 	if !d.live {
-		fmt.Fprintf(d.w, "%-24s start  %s%s\n", test, where, e.limit())
+		fmt.Fprintf(d.w, "%s start  %s%s\n", d.name(test), where, e.limit())
 		return
 	}
 	d.running = append(d.running, e)
@@ -88,7 +108,7 @@ func (d *Display) Started(test, where string, timeout time.Duration, attempt int
 func (d *Display) Finished(t result.Test) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	line := fmt.Sprintf("%-24s %-5s  %s", t.Name, strings.ToUpper(string(t.Status)), t.Message)
+	line := fmt.Sprintf("%s %-5s  %s", d.name(t.Name), strings.ToUpper(string(t.Status)), t.Message)
 	if t.Duration > 0 {
 		line += fmt.Sprintf(" (%s)", t.Duration.Round(time.Millisecond))
 	}
@@ -150,7 +170,7 @@ func (d *Display) redraw(finished string) {
 	}
 	now := d.now()
 	for _, e := range d.running {
-		fmt.Fprintf(&b, "%-24s %s  %s, %s elapsed%s\n", e.test, spinner(now.Sub(e.start)), e.where, clock(now.Sub(e.start)), e.limit())
+		fmt.Fprintf(&b, "%s %s  %s, %s elapsed%s\n", d.name(e.test), spinner(now.Sub(e.start)), e.where, clock(now.Sub(e.start)), e.limit())
 	}
 	d.drawn = len(d.running)
 	io.WriteString(d.w, b.String())

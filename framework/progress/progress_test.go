@@ -107,3 +107,29 @@ func TestClock(t *testing.T) {
 		assert.Equal(t, clock(d), want)
 	}
 }
+
+// A name longer than the column widens it for every line of the run, so
+// the status column stays in line.
+func TestPlannedWidensNameColumn(t *testing.T) {
+	for _, c := range []struct {
+		planned []string
+		col     int
+	}{
+		{nil, 25},
+		{[]string{"nccl.all_reduce"}, 25},
+		{[]string{"nccl.all_reduce", "primus.qwen2_5_32b_pretrain_1gpu"}, 33},
+	} {
+		var b bytes.Buffer
+		d := New(&b, false)
+		d.Planned(c.planned)
+		d.Started("nccl.all_reduce", "1x8 via replay", 0, 1)
+		d.Finished(result.Test{Name: "nccl.all_reduce", Status: result.Pass})
+		if len(c.planned) > 1 {
+			d.Finished(result.Test{Name: c.planned[1], Status: result.Skip, Message: "no plugin yet"})
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			status := strings.TrimLeft(line[strings.IndexByte(line, ' '):], " ")
+			assert.Equal(t, len(line)-len(status), c.col, "%q", line)
+		}
+	}
+}

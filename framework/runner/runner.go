@@ -22,6 +22,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/progress"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
@@ -57,6 +58,10 @@ type Runner struct {
 	Version string
 	// Events, when set, is told when each test starts and ends (live
 	// progress); Progress lines are then not written, except in a dry run.
+	// Left nil with Progress set, Run writes plain progress lines to
+	// Progress (progress.New(Progress, false)), the lines a run shows in a
+	// CI log. An Events that is also a Planner is told the planned tests
+	// first.
 	Events Events
 	// Retries is how many more times a test that failed or errored is run;
 	// every attempt is kept in the result (Test.Attempts) and a test that
@@ -74,6 +79,12 @@ type Events interface {
 	Started(test, where string, timeout time.Duration, attempt int)
 	// Finished: test ended with this verdict (written to the journal).
 	Finished(t result.Test)
+}
+
+// Planner is an Events told the names of the tests a run will run before
+// the first starts (to size its columns).
+type Planner interface {
+	Planned(names []string)
 }
 
 // SplitName splits "nccl.all_reduce" into plugin and test.
@@ -98,6 +109,18 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 	}
 	run := &result.Run{SKU: r.SKU.Name, Suite: suiteName, Launcher: r.Launcher.Name(), Scope: topo.String(),
 		Hosts: topo.Hosts, Started: time.Now().UTC(), Version: r.Version, Dir: r.Dir, Tests: []result.Test{}}
+	var planned []string
+	for _, st := range su.Tests {
+		if r.selected(st.Test) {
+			planned = append(planned, st.Test)
+		}
+	}
+	if r.Events == nil && r.Progress != nil && !r.DryRun {
+		r.Events = progress.New(r.Progress, false)
+	}
+	if p, ok := r.Events.(Planner); ok && !r.DryRun {
+		p.Planned(planned)
+	}
 	var jw *journal.Writer
 	if !r.DryRun {
 		if err := os.MkdirAll(filepath.Join(r.Dir, "raw"), 0o755); err != nil {
@@ -106,12 +129,6 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 		if len(r.Baseline) > 0 {
 			if err := journal.SaveBaseline(r.Dir, r.SKU.Name, r.Baseline); err != nil {
 				return nil, err
-			}
-		}
-		var planned []string
-		for _, st := range su.Tests {
-			if r.selected(st.Test) {
-				planned = append(planned, st.Test)
 			}
 		}
 		var err error
@@ -322,8 +339,6 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 			where = fmt.Sprintf("%s on %s via %s", topo, strings.Join(topo.Hosts, ","), r.Launcher.Name())
 		}
 		r.Events.Started(st.Test, where, timeout, attempt)
-	} else {
-		r.progress("%-24s running on %s (%s)", st.Test, topo, r.Launcher.Name())
 	}
 	outs, err := r.Launcher.Launch(ctx, req)
 	if err != nil {
