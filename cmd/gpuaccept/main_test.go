@@ -303,7 +303,18 @@ func TestDryRun(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, "mpirun"), out)
 	assert.Assert(t, strings.Contains(out, "-np 2 --map-by ppr:2:node"), out)
 	assert.Assert(t, strings.Contains(out, "'/opt/nccl tests/build/all_reduce_perf' -b 8 -e 4G -f 2 -g 1 -c 1 -J all_reduce.json"), out)
-	assert.Equal(t, strings.Count(out, "\n"), 6, out)
+	// Each test's command is headed by a comment naming it; a shell runs
+	// the lines as they are.
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	assert.Equal(t, len(lines), 12, out)
+	for i, test := range []string{"nccl.all_reduce", "nccl.all_gather", "nccl.reduce_scatter", "nccl.alltoall", "nccl.broadcast", "nccl.sendrecv"} {
+		assert.Equal(t, lines[2*i], "# "+test)
+		assert.Assert(t, strings.Contains(lines[2*i+1], "/opt/nccl tests/build/"+strings.TrimPrefix(test, "nccl.")+"_perf'"), lines[2*i+1])
+	}
+	sh := exec.Command("sh", "-n")
+	sh.Stdin = strings.NewReader(out)
+	b, err := sh.CombinedOutput()
+	assert.NilError(t, err, "the dry run is not shell: %s", b)
 }
 
 // A plugin that panics costs its own test an error; the others still run.

@@ -325,6 +325,9 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 			r.progress("%-24s error %s", st.Test, t.Message)
 			return t
 		}
+		// A shell (and YAML) comment heads each test's commands: they
+		// stay copy-pasteable, and say which test they belong to.
+		r.progress("# %s", st.Test)
 		for _, c := range cmds {
 			t.Commands = append(t.Commands, red.String(c))
 			r.progress("%s", red.String(c))
