@@ -291,7 +291,8 @@ func TestRunTimeoutIsAnError(t *testing.T) {
 	code, stdout, errs := cli(t, "--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--test", "nccl.all_reduce",
 		"--param", "bindir="+bin, "--out", t.TempDir(), "--timeout", "1s")
 	assert.Equal(t, code, 2, stdout+errs)
-	assert.Assert(t, strings.Contains(stdout, "timed out after"), stdout)
+	assert.Assert(t, strings.Contains(stdout, "stopped: timed out after"), stdout)
+	assert.Assert(t, strings.Contains(stdout, "(limit 1s); "), stdout)
 }
 
 func TestDryRun(t *testing.T) {

@@ -240,6 +240,14 @@ func TestStoppedRunKeepsResults(t *testing.T) {
 			assert.Equal(t, run.Tests[0].Name, "nccl.all_reduce")
 			assert.Equal(t, run.Tests[0].Status, result.Pass)
 			assert.Equal(t, run.Tests[1].Status, result.Error)
+			if sig == syscall.SIGINT {
+				// The hung test says it was stopped, not that parsing failed.
+				assert.Assert(t, strings.HasPrefix(run.Tests[1].Message, "stopped: the run was interrupted (Ctrl-C or SIGTERM) after "), run.Tests[1].Message)
+				// The stand-in printed its curve before it hung: kept.
+				assert.Assert(t, strings.HasSuffix(run.Tests[1].Message, fmt.Sprintf("; the %d points measured before the stop are kept", len(run.Tests[1].Metrics))), run.Tests[1].Message)
+				assert.Assert(t, len(run.Tests[1].Metrics) > 0)
+				assert.Assert(t, !strings.Contains(run.Tests[1].Message, "parse:"), run.Tests[1].Message)
+			}
 			assert.Equal(t, run.Tests[2].Status, result.Error)
 			for _, f := range []string{"results.json", "junit.xml", "report.html", "summary.md", "table.txt", "manifest.json"} {
 				assert.Assert(t, fileExists(filepath.Join(out, f)), f)

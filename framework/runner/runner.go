@@ -360,9 +360,53 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Warning, Message: err.Error()})
 	}
 	t = r.judge(ctx, t, pluginName, test, params, topo, outs)
+	if why := stopReason(ctx, timeout, outs, time.Since(start)); why != "" {
+		t = stopped(t, why)
+	}
 	t.Duration = time.Since(start)
 	t.Raw = rawPaths(r.Dir, outs)
 	r.progress("%-24s %-5s %s (%s)", st.Test, t.Status, t.Message, t.Duration.Round(time.Millisecond))
+	return t
+}
+
+// stopReason says why a test was stopped before its steps ended: the run
+// was interrupted (ctx done: Ctrl-C, SIGTERM) or a step hit the test's time
+// limit; "" when it was not stopped.
+func stopReason(ctx context.Context, timeout time.Duration, outs []plan.Output, took time.Duration) string {
+	if ctx.Err() != nil {
+		return fmt.Sprintf("the run was interrupted (Ctrl-C or SIGTERM) after %s", took.Round(time.Millisecond))
+	}
+	for _, o := range outs {
+		why, _, _ := strings.Cut(o.LaunchError, ";")
+		switch {
+		case strings.HasPrefix(why, "timed out"):
+			return why + " (limit " + timeout.String() + ")"
+		case strings.Contains(o.LaunchError, context.DeadlineExceeded.Error()):
+			return fmt.Sprintf("timed out after %s (limit %s)", took.Round(time.Millisecond), timeout)
+		}
+	}
+	return ""
+}
+
+// stopped makes a stopped test's message say so first: a stop is no parse
+// or launch failure of its own. What the plugin said (the step's launch
+// error, "context canceled") stays as a diagnostic and what was measured
+// before the stop is kept.
+func stopped(t result.Test, why string) result.Test {
+	msg := "stopped: " + why
+	if n := len(t.Metrics); n > 0 {
+		msg += fmt.Sprintf("; the %d points measured before the stop are kept", n)
+	} else {
+		msg += "; nothing was measured before the stop"
+	}
+	if t.Message != "" {
+		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Info, Message: "as judged: " + t.Message})
+	}
+	if t.Status != result.Error && t.Status != result.Fail {
+		// A step cut short is no whole measurement, whatever its points.
+		t.Status = result.Error
+	}
+	t.Message = msg
 	return t
 }
 
@@ -781,6 +825,9 @@ func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *
 			want := t.Status
 			if i == len(all)-1 && len(all) > 1 && want == result.Warn && got.Status == result.Pass {
 				want = result.Pass // the warn says it passed only on a retry
+			}
+			if strings.HasPrefix(t.Message, "stopped: ") && t.Status == result.Error && got.Status != result.Fail {
+				want = got.Status // the stop, not the output, made it an error
 			}
 			if got.Status != want {
 				diffs = append(diffs, fmt.Sprintf("%s: recorded %s, re-judged %s (%s)", label, t.Status, got.Status, got.Message))

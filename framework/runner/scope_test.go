@@ -1,11 +1,14 @@
 package runner
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
 func TestParseScope(t *testing.T) {
@@ -40,6 +43,46 @@ func TestScopedParams(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.test, func(t *testing.T) {
 			assert.DeepEqual(t, ScopedParams(params, tc.test), tc.want)
+		})
+	}
+}
+
+// A stopped test says why first (interrupt or time limit), whatever the
+// plugin made of the cut-short output, and keeps its points.
+func TestStopped(t *testing.T) {
+	live, cancelled := context.Background(), func() context.Context {
+		c, cancel := context.WithCancel(context.Background())
+		cancel()
+		return c
+	}()
+	points := []result.Judged{{Metric: result.Metric{Name: "busbw", Size: 8, Value: 1}}}
+	for _, c := range []struct {
+		name   string
+		ctx    context.Context
+		launch string
+		parsed result.Test
+		want   string
+		status result.Status
+	}{
+		{"interrupted", cancelled, "cancelled; process group killed", result.Test{Status: result.Error, Message: "parse: rpc error: context canceled", Metrics: points},
+			"stopped: the run was interrupted (Ctrl-C or SIGTERM) after 2s; the 1 points measured before the stop are kept", result.Error},
+		{"local time limit", live, "timed out after 1.001s; process group killed", result.Test{Status: result.Pass},
+			"stopped: timed out after 1.001s (limit 1s); nothing was measured before the stop", result.Error},
+		{"scheduler time limit", live, "wait for job: context deadline exceeded", result.Test{Status: result.Fail, Message: "busbw low", Metrics: points},
+			"stopped: timed out after 2s (limit 1s); the 1 points measured before the stop are kept", result.Fail},
+		{"not stopped", live, "", result.Test{Status: result.Pass, Message: "18 points inside their bands"}, "18 points inside their bands", result.Pass},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.parsed
+			if why := stopReason(c.ctx, time.Second, []plan.Output{{Step: "x", LaunchError: c.launch}}, 2*time.Second); why != "" {
+				got = stopped(got, why)
+				if c.parsed.Message != "" {
+					assert.DeepEqual(t, got.Diagnostics, []result.Diagnostic{{Level: result.Info, Message: "as judged: " + c.parsed.Message}})
+				}
+			}
+			assert.Equal(t, got.Message, c.want)
+			assert.Equal(t, got.Status, c.status)
+			assert.Equal(t, len(got.Metrics), len(c.parsed.Metrics))
 		})
 	}
 }
