@@ -243,6 +243,7 @@ func TestStoppedRunKeepsResults(t *testing.T) {
 			if sig == syscall.SIGINT {
 				// The hung test says it was stopped, not that parsing failed.
 				assert.Assert(t, strings.HasPrefix(run.Tests[1].Message, "stopped: the run was interrupted (Ctrl-C or SIGTERM) after "), run.Tests[1].Message)
+				assert.Assert(t, strings.Contains(run.Tests[1].Message, "; process group killed; "), run.Tests[1].Message)
 				// The stand-in printed its curve before it hung: kept.
 				assert.Assert(t, strings.HasSuffix(run.Tests[1].Message, fmt.Sprintf("; the %d points measured before the stop are kept", len(run.Tests[1].Metrics))), run.Tests[1].Message)
 				assert.Assert(t, len(run.Tests[1].Metrics) > 0)

@@ -115,6 +115,10 @@ type Output struct {
 	Role string `json:"role,omitempty"`
 	// Host is where the step (or its first rank) ran, when known.
 	Host string `json:"host,omitempty"`
+	// RankHosts is the host each rank of the step ran on, index = rank
+	// ("" for a rank that did not report), when the launcher learns it
+	// (slurm: the STEP.ranks files its rank wrapper writes); nil otherwise.
+	RankHosts []string `json:"rank_hosts,omitempty"`
 	// ExitCode is the process's (or the rank starter's) exit status; -1
 	// when it did not exit by itself (killed on timeout, not started).
 	ExitCode int `json:"exit_code"`

@@ -166,6 +166,10 @@ type Test struct {
 	Checks      []Check           `json:"checks,omitempty"`
 	Diagnostics []Diagnostic      `json:"diagnostics,omitempty"`
 	Info        map[string]string `json:"info,omitempty"`
+	// RankHosts maps a step name to the host each of its ranks ran on,
+	// index = rank (plan.Output.RankHosts), for the steps whose launcher
+	// knows them (slurm).
+	RankHosts map[string][]string `json:"rank_hosts,omitempty"`
 	// Raw are the paths of the raw outputs, relative to the results folder.
 	Raw []string `json:"raw,omitempty"`
 	// Started is when the test began (UTC); zero for tests that did not run.

@@ -360,6 +360,14 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Warning, Message: err.Error()})
 	}
 	t = r.judge(ctx, t, pluginName, test, params, topo, outs)
+	for _, o := range outs {
+		if len(o.RankHosts) > 0 {
+			if t.RankHosts == nil {
+				t.RankHosts = map[string][]string{}
+			}
+			t.RankHosts[o.Step] = o.RankHosts
+		}
+	}
 	if why := stopReason(ctx, timeout, outs, time.Since(start)); why != "" {
 		t = stopped(t, why)
 	}
@@ -371,19 +379,25 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 
 // stopReason says why a test was stopped before its steps ended: the run
 // was interrupted (ctx done: Ctrl-C, SIGTERM) or a step hit the test's time
-// limit; "" when it was not stopped.
+// limit, with what the launcher did about it ("process group killed");
+// "" when it was not stopped.
 func stopReason(ctx context.Context, timeout time.Duration, outs []plan.Output, took time.Duration) string {
+	for _, o := range outs {
+		head, rest, _ := strings.Cut(o.LaunchError, "; ")
+		if rest != "" {
+			rest = "; " + rest
+		}
+		switch {
+		case ctx.Err() != nil && strings.HasPrefix(head, "cancelled"):
+			return fmt.Sprintf("the run was interrupted (Ctrl-C or SIGTERM) after %s%s", took.Round(time.Millisecond), rest)
+		case strings.HasPrefix(head, "timed out"):
+			return head + " (limit " + timeout.String() + ")" + rest
+		case strings.Contains(o.LaunchError, context.DeadlineExceeded.Error()):
+			return fmt.Sprintf("timed out after %s (limit %s); %s", took.Round(time.Millisecond), timeout, o.LaunchError)
+		}
+	}
 	if ctx.Err() != nil {
 		return fmt.Sprintf("the run was interrupted (Ctrl-C or SIGTERM) after %s", took.Round(time.Millisecond))
-	}
-	for _, o := range outs {
-		why, _, _ := strings.Cut(o.LaunchError, ";")
-		switch {
-		case strings.HasPrefix(why, "timed out"):
-			return why + " (limit " + timeout.String() + ")"
-		case strings.Contains(o.LaunchError, context.DeadlineExceeded.Error()):
-			return fmt.Sprintf("timed out after %s (limit %s)", took.Round(time.Millisecond), timeout)
-		}
 	}
 	return ""
 }

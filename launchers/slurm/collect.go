@@ -110,6 +110,7 @@ func collect(req launch.Request, j job, cmds []string, end ending, script string
 		ranks := readRanks(stepRanks(j.Dir, s.Name))
 		if len(ranks) > 0 {
 			outs[i].Host = hostList(ranks)
+			outs[i].RankHosts = rankHosts(ranks)
 			var b strings.Builder
 			for _, r := range ranks {
 				fmt.Fprintf(&b, "%d %s\n", r.rank, r.host)
@@ -217,6 +218,26 @@ func parseRankLine(line string) (rankHost, bool) {
 		return rankHost{}, false
 	}
 	return rankHost{n, fs[1]}, true
+}
+
+// maxRanks bounds the ranks of one step a rank file may name: a garbled
+// rank number must not make a slice of billions.
+const maxRanks = 1 << 20
+
+// rankHosts is the host of each rank, index = rank, "" for a rank with no
+// file; ranks must be in rank order (readRanks).
+func rankHosts(ranks []rankHost) []string {
+	var hs []string
+	for _, r := range ranks {
+		if r.rank >= maxRanks {
+			break
+		}
+		for len(hs) <= r.rank {
+			hs = append(hs, "")
+		}
+		hs[r.rank] = r.host
+	}
+	return hs
 }
 
 // hostList is the nodes the ranks ran on, in rank order, each once:

@@ -91,9 +91,10 @@ type cliResult struct {
 	results        struct {
 		Status string `json:"status"`
 		Tests  []struct {
-			Name    string `json:"name"`
-			Status  string `json:"status"`
-			Message string `json:"message"`
+			Name      string              `json:"name"`
+			Status    string              `json:"status"`
+			Message   string              `json:"message"`
+			RankHosts map[string][]string `json:"rank_hosts"`
 		} `json:"tests"`
 	}
 }
@@ -170,6 +171,10 @@ func TestClusterPasses2Nodes(t *testing.T) {
 	var outs []plan.Output
 	assert.NilError(t, json.Unmarshal([]byte(raw(t, r, launch.OutputsFile)), &outs))
 	assert.Equal(t, outs[0].Host, "n1,n2")
+	// The host of each rank, index = rank, in outputs.json and results.json.
+	want := strings.Split(strings.Repeat("n1 ", 8)+strings.Repeat("n2 ", 8), " ")[:16]
+	assert.DeepEqual(t, outs[0].RankHosts, want)
+	assert.DeepEqual(t, r.results.Tests[0].RankHosts, map[string][]string{"all_reduce": want})
 	assert.Equal(t, outs[0].ExitCode, 0)
 	assert.Assert(t, strings.Contains(raw(t, r, JobOutputFile), "COMPLETED"), raw(t, r, JobOutputFile))
 	assert.Assert(t, strings.Contains(raw(t, r, JobScriptFile), "#SBATCH --nodes=2"))

@@ -149,6 +149,8 @@ func TestReadRanks(t *testing.T) {
 	ranks := readRanks(dir)
 	assert.DeepEqual(t, ranks, []rankHost{{0, "n1"}, {2, "n1"}, {9, "n2"}, {10, "n2"}}, cmp.AllowUnexported(rankHost{}))
 	assert.Equal(t, hostList(ranks), "n1,n2")
+	assert.DeepEqual(t, rankHosts(ranks), []string{"n1", "", "n1", "", "", "", "", "", "", "n2", "n2"})
+	assert.DeepEqual(t, rankHosts(append(ranks, rankHost{maxRanks, "n9"})), rankHosts(ranks))
 	assert.Assert(t, readRanks(filepath.Join(dir, "missing")) == nil)
 }
 
