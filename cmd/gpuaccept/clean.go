@@ -39,5 +39,9 @@ func cmdClean(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, err
 	}
 	fmt.Fprintf(stdout, "deleted %d objects of run %s\n", n, runID)
+	if n == 0 && ns == "" {
+		// The usual reason: the run used --namespace and clean did not.
+		fmt.Fprintf(stderr, "note: nothing of run %s in the context's namespace; give the run's --namespace if it used one\n", runID)
+	}
 	return exitOK, nil
 }

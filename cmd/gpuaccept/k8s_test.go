@@ -114,3 +114,13 @@ func TestK8sRunThroughCLI(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, len(jobs.Items), 0, "the Job is deleted")
 }
+
+// A clean that finds nothing without --namespace says where else to look:
+// the usual mistake is a run made with --namespace.
+func TestCleanNothingHintsNamespace(t *testing.T) {
+	kc := testenv.Need(t, "GPUACCEPT_K8S_KUBECONFIG", "k8s")
+	code, out, errs := cli(t, "clean", "--run", "ga-00000000", "--kubeconfig", kc)
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(out, "deleted 0 objects of run ga-00000000"), out)
+	assert.Assert(t, strings.Contains(errs, "give the run's --namespace"), errs)
+}
