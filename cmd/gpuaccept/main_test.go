@@ -393,3 +393,28 @@ func TestCheckOtherGPUModelFails(t *testing.T) {
 	assert.Equal(t, code, 1, out)
 	assert.Assert(t, strings.Contains(out, `GPU model: the output shows \"NVIDIA H100 80GB HBM3\", SKU h200 is \"H200\"`), out)
 }
+
+// Hosts and node counts: the hosts given are the cluster under test, and
+// whatever differs from what the suite or --nodes says is said, not done
+// silently.
+func TestHostsAndNodes(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"fewer hosts than the suite's nodes", []string{"--hosts", "node1"},
+			[]string{"note: suite multinode runs on 2 nodes by default; running on the 1 hosts given", "# nccl.all_reduce"}},
+		{"--nodes below the hosts", []string{"--hosts", "node1,node2,node3", "--nodes", "2"},
+			[]string{"note: --nodes 2: using the first 2 of the 3 hosts given (node1,node2)"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--sku", "a100-ndmv4", "--suite", "multinode", "--launcher", "replay", "--replay-dir", t.TempDir(), "--dry-run"}, tc.args...)
+			_, out, errs := cli(t, args...)
+			for _, w := range tc.want {
+				assert.Assert(t, strings.Contains(out+errs, w), "want %q in\n%s\n%s", w, out, errs)
+			}
+		})
+	}
+}

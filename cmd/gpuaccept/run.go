@@ -88,8 +88,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if topo.Nodes == 0 {
 		topo.Nodes = su.Nodes
 		if len(hosts) > 0 {
+			// The hosts given are the cluster under test: all of them take
+			// part, whatever node count the suite names by default.
+			if su.Nodes > 0 && su.Nodes != len(hosts) {
+				fmt.Fprintf(stderr, "note: suite %s runs on %d nodes by default; running on the %d hosts given (--nodes sets the count)\n", suite, su.Nodes, len(hosts))
+			}
 			topo.Nodes = len(hosts)
 		}
+	} else if len(hosts) > topo.Nodes {
+		fmt.Fprintf(stderr, "note: --nodes %d: using the first %d of the %d hosts given (%s)\n", topo.Nodes, topo.Nodes, len(hosts), strings.Join(hosts[:topo.Nodes], ","))
+		topo.Hosts = hosts[:topo.Nodes]
 	}
 	if topo.Nodes == 0 {
 		topo.Nodes = 1
@@ -100,7 +108,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if topo.Nodes < 1 || topo.GPUsPerNode < 1 {
 		return exitUsage, usageError{fmt.Errorf("--nodes %d / --gpus-per-node %d: both must be >= 1", topo.Nodes, topo.GPUsPerNode)}
 	}
-	l, err := launch.New(launcherName, launch.Options{ReplayDir: replayDir, Hosts: hosts, MPIArgs: mpiArgs, Flags: fs, SKU: s})
+	l, err := launch.New(launcherName, launch.Options{ReplayDir: replayDir, Hosts: topo.Hosts, MPIArgs: mpiArgs, Flags: fs, SKU: s})
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
