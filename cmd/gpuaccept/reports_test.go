@@ -393,6 +393,25 @@ func TestEveryRecordingVerifies(t *testing.T) {
 	}
 }
 
+// Results folders written on real GPUs (2 x H200, see the folder's README)
+// verify as they are, on any machine: the sign-off a vendor hands over. The
+// recorded baseline from five runs gpuaccept ran itself validates.
+func TestRealGPUResultsVerify(t *testing.T) {
+	const r = "../../testdata/recordings/h200x2-2026-11-30-s2/"
+	for _, c := range []struct{ dir, run string }{{"single", "run pass"}, {"p2poff", "run fail"}} {
+		t.Run(c.dir, func(t *testing.T) {
+			// verify writes nothing, but work on a copy all the same.
+			dir := filepath.Join(t.TempDir(), c.dir)
+			assert.NilError(t, os.CopyFS(dir, os.DirFS(r+c.dir)))
+			code, stdout, errs := cli(t, "verify", dir)
+			assert.Equal(t, code, 0, stdout+errs)
+			assert.Assert(t, strings.Contains(stdout, "verify: OK: ") && strings.Contains(stdout, c.run), stdout)
+		})
+	}
+	code, stdout, errs := cli(t, "baseline", "validate", r+"h200-recorded.yaml")
+	assert.Equal(t, code, 0, stdout+errs)
+}
+
 // check --out makes a results folder verify checks like a run's: logs
 // kept under raw/, manifest, baseline copy, journal; an edited kept log is
 // caught.

@@ -119,10 +119,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := skucheck.Check(ctx, host, s); err != nil {
 		return exitUsage, usageError{err}
 	}
-	if !dryRun {
-		if c.out, err = resultsDir(c.out, fmt.Sprintf("%s-%s-%s", s.Name, suite, time.Now().UTC().Format("20060102-150405"))); err != nil {
-			return exitUsage, err
-		}
+	// A dry run names the folder a run would write (batch scripts and
+	// manifests hold its paths) but creates nothing.
+	if c.out, err = resultsDir(c.out, fmt.Sprintf("%s-%s-%s", s.Name, suite, time.Now().UTC().Format("20060102-150405"))); err != nil && !dryRun {
+		return exitUsage, err
 	}
 	if retries < 0 {
 		return exitUsage, usageError{fmt.Errorf("--retries %d: want 0 or more", retries)}
