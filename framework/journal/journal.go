@@ -184,8 +184,10 @@ func Read(dir string) (*result.Run, error) {
 // LastDurations finds, among the results folders directly under root, the
 // newest run of the same SKU, suite and scope (skipping the folder
 // exclude) and returns how long each of its tests that ended took: what
-// the live progress shows as expected. Folders without a readable journal
-// are passed over; nil when there is no such run.
+// the live progress shows as expected. Only tests that ran to a verdict
+// (pass, warn, fail) count: one that errored at once says nothing of how
+// long the test takes. Folders without a readable journal are passed over;
+// nil when there is no such run.
 func LastDurations(root, sku, suite, scope, exclude string) map[string]time.Duration {
 	ents, err := os.ReadDir(root)
 	if err != nil {
@@ -210,7 +212,8 @@ func LastDurations(root, sku, suite, scope, exclude string) map[string]time.Dura
 	}
 	out := map[string]time.Duration{}
 	for _, t := range best.Tests {
-		if t.Duration > 0 && t.Message != Interrupted {
+		ran := t.Status == result.Pass || t.Status == result.Warn || t.Status == result.Fail
+		if ran && t.Duration > 0 && t.Message != Interrupted {
 			out[t.Name] = t.Duration
 		}
 	}

@@ -140,9 +140,11 @@ func TestLastDurations(t *testing.T) {
 		assert.NilError(t, os.MkdirAll(dir, 0o755))
 		h := header()
 		h.Suite, h.Started = suite, started
-		w, err := Create(dir, h, []string{"nccl.all_reduce", "nccl.all_gather"})
+		w, err := Create(dir, h, []string{"nccl.all_reduce", "nccl.all_gather", "nccl.alltoall"})
 		assert.NilError(t, err)
 		assert.NilError(t, w.Add(test("nccl.all_reduce", result.Pass, d)))
+		// An error at once (could not start) says nothing of its duration.
+		assert.NilError(t, w.Add(test("nccl.alltoall", result.Error, 18*time.Millisecond)))
 		w.Close()
 	}
 	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
