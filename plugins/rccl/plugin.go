@@ -160,43 +160,20 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("rccl.%s: %w", req.Test, err)
 	}
-	t := req.Topology
-	if t.Nodes < 1 || t.GPUsPerNode < 1 {
-		return plan.Plan{}, fmt.Errorf("rccl.%s: topology %s: nodes and GPUs per node must be >= 1", req.Test, t)
-	}
-	mode := s.mode
-	if mode == "" {
-		mode = "single"
-		if t.Nodes > 1 {
-			mode = "mpi"
-		}
-	}
 	bin := req.Test + "_perf"
 	if s.bindir != "" {
 		bin = filepath.Join(s.bindir, bin)
 	}
-	step := plan.Step{Name: req.Test, Env: s.env}
-	gpusPerProc := t.GPUsPerNode
-	if mode == "mpi" {
-		step.Procs, step.ProcsPerNode, step.MPI, gpusPerProc = t.Ranks(), t.GPUsPerNode, true, 1
-	} else {
-		step.Procs, step.ProcsPerNode, step.MPI = t.Nodes, 1, t.Nodes > 1
+	step, err := nccltests.Sweep{Bin: bin, Mode: s.mode, MinBytes: s.minb, MaxBytes: s.maxb, StepFactor: s.factor,
+		Flags: [][2]string{{"-c", s.check}, {"-n", s.iters}, {"-w", s.warmup}, {"-d", s.dtype}, {"-o", s.op}, {"-O", s.outofplace}, {"-N", s.cycles}},
+		Extra: s.extra, Env: s.env}.Step(req.Test, req.Topology)
+	if err != nil {
+		return plan.Plan{}, fmt.Errorf("rccl.%s: %w", req.Test, err)
 	}
-	argv := []string{bin, "-b", s.minb, "-e", s.maxb, "-f", s.factor, "-g", strconv.Itoa(gpusPerProc)}
-	for _, o := range []struct{ flag, v string }{{"-c", s.check}, {"-n", s.iters}, {"-w", s.warmup}, {"-d", s.dtype}, {"-o", s.op}, {"-O", s.outofplace}, {"-N", s.cycles}} {
-		if o.v != "" {
-			argv = append(argv, o.flag, o.v)
-		}
-	}
-	argv = append(argv, s.extra...)
 	if s.report == "json" {
-		argv = append(argv, s.reportFlag, ReportName(req.Test), "-Z", "json")
+		step.Argv = append(step.Argv, s.reportFlag, ReportName(req.Test), "-Z", "json")
 		step.Files = []string{ReportName(req.Test)}
 	}
-	if len(step.Env) == 0 {
-		step.Env = nil
-	}
-	step.Argv = argv
 	return plan.Plan{Steps: []plan.Step{step}}, nil
 }
 
@@ -216,10 +193,7 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	var expectMax, factor int64
 	if len(req.Params) > 0 {
 		if s, err := parseParams(req.Params); err == nil {
-			if v, err := result.ParseBytes(s.maxb); err == nil {
-				expectMax = v
-			}
-			factor, _ = strconv.ParseInt(s.factor, 10, 64)
+			expectMax, factor = nccltests.Expected(s.maxb, s.factor)
 		}
 	}
 	return nccltests.Results(req.Outputs, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor,

@@ -1,0 +1,75 @@
+package nccltests
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+// Sweep is the command line every nccl-tests family benchmark (nccl-tests,
+// rccl-tests) shares: a program, a message-size sweep, the per-process GPU
+// count that follows from the mode, and optional flags.
+type Sweep struct {
+	// Bin is the program to run (all_reduce_perf, with its folder).
+	Bin string
+	// Mode is "single" (one process per node driving its GPUs with -g G),
+	// "mpi" (one MPI rank per GPU, -g 1), or "" for single on one node and
+	// mpi across nodes.
+	Mode string
+	// MinBytes, MaxBytes and StepFactor are -b, -e and -f as given ("8",
+	// "4G", "2").
+	MinBytes, MaxBytes, StepFactor string
+	// Flags are further "-flag value" pairs in order; a pair with an empty
+	// value is left out (the tool's default applies).
+	Flags [][2]string
+	// Extra are arguments appended as they are.
+	Extra []string
+	// Env is the ranks' environment; nil or empty adds none.
+	Env map[string]string
+}
+
+// Step returns the plan step named name that runs the sweep on topology t.
+// Errors: a topology without nodes or GPUs.
+func (s Sweep) Step(name string, t plan.Topology) (plan.Step, error) {
+	if t.Nodes < 1 || t.GPUsPerNode < 1 {
+		return plan.Step{}, fmt.Errorf("topology %s: nodes and GPUs per node must be >= 1", t)
+	}
+	mode := s.Mode
+	if mode == "" {
+		mode = "single"
+		if t.Nodes > 1 {
+			mode = "mpi"
+		}
+	}
+	step := plan.Step{Name: name}
+	if len(s.Env) > 0 {
+		step.Env = s.Env
+	}
+	gpusPerProc := t.GPUsPerNode
+	if mode == "mpi" {
+		step.Procs, step.ProcsPerNode, step.MPI, gpusPerProc = t.Ranks(), t.GPUsPerNode, true, 1
+	} else {
+		step.Procs, step.ProcsPerNode, step.MPI = t.Nodes, 1, t.Nodes > 1
+	}
+	step.Argv = []string{s.Bin, "-b", s.MinBytes, "-e", s.MaxBytes, "-f", s.StepFactor, "-g", strconv.Itoa(gpusPerProc)}
+	for _, f := range s.Flags {
+		if f[1] != "" {
+			step.Argv = append(step.Argv, f[0], f[1])
+		}
+	}
+	step.Argv = append(step.Argv, s.Extra...)
+	return step, nil
+}
+
+// Expected turns the -e and -f parameters a run was planned with into the
+// largest size (bytes) and step factor the output must reach; zero for what
+// does not parse, which checks nothing.
+func Expected(maxBytes, stepFactor string) (maxb, factor int64) {
+	if v, err := result.ParseBytes(maxBytes); err == nil {
+		maxb = v
+	}
+	factor, _ = strconv.ParseInt(stepFactor, 10, 64)
+	return maxb, factor
+}
