@@ -28,7 +28,7 @@ not, 2 when the folder cannot be read.
 func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
 	fs := newFlags("verify", verifyUsage, stderr)
-	fs.StringVar(&c.pluginPath, "plugin-path", "", "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables")
+	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables (env GPUACCEPT_PLUGIN_PATH)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}
