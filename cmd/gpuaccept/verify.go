@@ -79,11 +79,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		defer host.Close()
 		ctx, stop := signalContext()
 		defer stop()
-		diffs, err := runner.Rejudge(ctx, host, s, dir, run)
-		if err != nil {
-			return exitUsage, err
-		}
-		for _, d := range diffs {
+		for _, d := range runner.Rejudge(ctx, host, s, dir, run) {
 			fmt.Fprintf(stdout, "REJUDGED %s\n", d)
 			bad++
 		}

@@ -818,8 +818,9 @@ func ParseScope(s string) (plan.Topology, error) {
 // recorded in run: it returns one message per difference (status, a
 // metric's value or status, a metric found or gone), naming the test. A
 // test with no raw outputs (skipped, not planned, not launched) keeps its
-// recorded verdict. The error is for a folder that cannot be read.
-func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run) ([]string, error) {
+// recorded verdict. A raw output that cannot be read is one of the
+// messages.
+func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run) []string {
 	var diffs []string
 	for _, final := range run.Tests {
 		all := append(append([]result.Test(nil), final.Attempts...), final)
@@ -849,7 +850,7 @@ func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *
 			diffs = append(diffs, metricDiffs(label, t.Metrics, got.Metrics)...)
 		}
 	}
-	return diffs, nil
+	return diffs
 }
 
 func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run, t result.Test) (result.Test, error) {
