@@ -88,9 +88,6 @@ func (d *Display) name(n string) string {
 	return fmt.Sprintf("%-*s", max(nameWidth, d.width), n)
 }
 
-// Live reports whether the display redraws lines in place.
-func (d *Display) Live() bool { return d.live }
-
 // Started implements runner.Events.
 func (d *Display) Started(test, where string, timeout time.Duration, attempt int) {
 	d.mu.Lock()
