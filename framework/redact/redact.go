@@ -128,7 +128,12 @@ var hints = func() [][]byte {
 	for _, w := range []string{"token", "secret", "pass", "key", "auth", "credential", "cookie", "bearer", "basic"} {
 		out = append(out, []byte(w), []byte(strings.ToUpper(w)), []byte(strings.ToUpper(w[:1])+w[1:]))
 	}
-	return append(out, []byte("PAT"), []byte("://"))
+	// PAT counts only as a name component next to "_" (GH_PAT, gh_pat), so
+	// lines with "path" or "pattern" are not hinted by it.
+	for _, w := range []string{"_pat", "pat_"} {
+		out = append(out, []byte(w), []byte(strings.ToUpper(w)), []byte(strings.Replace(w, "p", "P", 1)))
+	}
+	return append(out, []byte("://"))
 }()
 
 func hinted(line []byte) bool {

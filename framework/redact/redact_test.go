@@ -19,6 +19,10 @@ func TestLine(t *testing.T) {
 		{`# Avg bus bandwidth    : 103.407`, `# Avg bus bandwidth    : 103.407`},
 		{`NCCL_IB_HCA=mlx5_0 NCCL_SOCKET_IFNAME=eth0`, `NCCL_IB_HCA=mlx5_0 NCCL_SOCKET_IFNAME=eth0`},
 		{`DB_PASS=hunter2 SSH_KEY=abc GH_PAT=ghp_x KEY_ID=k1`, `DB_PASS=[REDACTED] SSH_KEY=[REDACTED] GH_PAT=[REDACTED] KEY_ID=[REDACTED]`},
+		// SecretName matches any case; the quick hints must let these through.
+		{`export gh_pat=ghp_abcdef0123`, `export gh_pat=[REDACTED]`},
+		{`Gh_Pat: ghp_abcdef0123`, `Gh_Pat: [REDACTED]`},
+		{`PAT_GITHUB=ghp_abcdef0123 PATH=/usr/bin`, `PAT_GITHUB=[REDACTED] PATH=/usr/bin`},
 		// Kubernetes manifests: toleration keys, references to a Secret, and
 		// a "secret:" block whose next line is not its value.
 		{`      - key: nvidia.com/gpu`, `      - key: nvidia.com/gpu`},
