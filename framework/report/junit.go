@@ -140,11 +140,12 @@ type curve struct {
 func curves(t result.Test) []curve {
 	var out []curve
 	idx := map[string]int{}
+	name := curveNamer(t.Metrics)
 	for _, m := range t.Metrics {
 		if m.Status == result.Skip {
 			continue
 		}
-		k := CurveName(m.Metric)
+		k := name(m.Metric)
 		i, ok := idx[k]
 		if !ok {
 			out = append(out, curve{key: k})
@@ -157,15 +158,40 @@ func curves(t result.Test) []curve {
 }
 
 // CurveName names the curve a metric belongs to: its name, placement, and
-// any other labels ("busbw out-of-place", "busbw in-place {redop=sum}").
-func CurveName(m result.Metric) string {
+// its other labels but type and redop, which one test of nccl-tests
+// usually holds constant ("busbw out-of-place", "busbw in-place {root=0}").
+func CurveName(m result.Metric) string { return curveName(m, nil) }
+
+// curveNamer returns CurveName for the metrics of one test, keeping type
+// and redop in the name when they vary among them (--param datatype=all):
+// else the curves of every data type would be drawn and judged as one.
+func curveNamer(ms []result.Judged) func(result.Metric) string {
+	first := map[string]string{}
+	varying := map[string]bool{}
+	for _, m := range ms {
+		for _, k := range []string{"type", "redop"} {
+			v, ok := m.Labels[k]
+			if !ok {
+				continue
+			}
+			if f, seen := first[k]; !seen {
+				first[k] = v
+			} else if f != v {
+				varying[k] = true
+			}
+		}
+	}
+	return func(m result.Metric) string { return curveName(m, varying) }
+}
+
+func curveName(m result.Metric, varying map[string]bool) string {
 	s := m.Name
 	if p := m.Labels["placement"]; p != "" {
 		s += " " + p
 	}
 	var rest []string
 	for _, k := range sortedKeys(m.Labels) {
-		if k != "placement" && k != "type" && k != "redop" {
+		if k != "placement" && (k != "type" && k != "redop" || varying[k]) {
 			rest = append(rest, k+"="+m.Labels[k])
 		}
 	}

@@ -213,12 +213,13 @@ func plotMetric(t result.Test, s *sku.SKU, metric string) (Figure, error) {
 	var cs []*curvePts
 	idx := map[string]*curvePts{}
 	minX, maxX, maxY := math.Inf(1), 0.0, 0.0
+	name := curveNamer(t.Metrics)
 	for _, m := range t.Metrics {
 		if m.Name != metric || m.Size <= 0 || math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
 			continue
 		}
 		fig.Unit = m.Unit
-		k := CurveName(m.Metric)
+		k := name(m.Metric)
 		c := idx[k]
 		if c == nil {
 			c = &curvePts{name: k, labels: m.Labels}

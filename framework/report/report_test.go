@@ -259,3 +259,40 @@ func TestDisagreements(t *testing.T) {
 		})
 	}
 }
+
+// A test swept over data types (--param datatype=all) has one curve per
+// type, in the JUnit cases and in the plot; a type that does not vary
+// stays out of the names.
+func TestCurvesPerVaryingType(t *testing.T) {
+	point := func(typ string, size int64, v float64) result.Judged {
+		return result.Judged{Metric: result.Metric{Name: "busbw", Unit: "GB/s", Size: size, Value: v,
+			Labels: map[string]string{"placement": "out-of-place", "type": typ, "redop": "sum"}}, Status: result.Pass}
+	}
+	cases := []struct {
+		name  string
+		types []string
+		want  []string
+	}{
+		{"one type", []string{"float"}, []string{"busbw out-of-place"}},
+		{"two types", []string{"float", "bfloat16"}, []string{"busbw out-of-place {type=float}", "busbw out-of-place {type=bfloat16}"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tt := result.Test{Name: "nccl.all_reduce", Status: result.Pass, Scope: "1x2"}
+			for _, typ := range c.types {
+				for _, size := range []int64{1 << 20, 1 << 30} {
+					tt.Metrics = append(tt.Metrics, point(typ, size, float64(size>>20)))
+				}
+			}
+			var names []string
+			for _, tc := range testcases(tt, "c") {
+				names = append(names, tc.Name)
+			}
+			assert.DeepEqual(t, names, c.want)
+			figs, err := Plot(tt, nil)
+			assert.NilError(t, err)
+			assert.Equal(t, len(figs), 1)
+			assert.DeepEqual(t, figs[0].Curves, c.want)
+		})
+	}
+}
