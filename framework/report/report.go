@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -107,7 +108,13 @@ func rows(run *result.Run) [][]string {
 		}
 		detail := t.Message
 		if len(detail) > maxDetail {
-			detail = detail[:maxDetail-3] + "..."
+			// Cut on a rune boundary: tool output quoted in a message
+			// may hold multi-byte characters.
+			cut := maxDetail - 3
+			for cut > 0 && !utf8.RuneStart(detail[cut]) {
+				cut--
+			}
+			detail = detail[:cut] + "..."
 		}
 		out = append(out, []string{t.Name, strings.ToUpper(string(t.Status)), measured, band, detail})
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	gojunit "github.com/joshdk/go-junit"
@@ -294,5 +295,17 @@ func TestCurvesPerVaryingType(t *testing.T) {
 			assert.Equal(t, len(figs), 1)
 			assert.DeepEqual(t, figs[0].Curves, c.want)
 		})
+	}
+}
+
+// The Detail column cuts a long message on a character boundary.
+func TestDetailCutKeepsUTF8(t *testing.T) {
+	for _, pad := range []int{maxDetail - 4, maxDetail - 3, maxDetail - 2} {
+		msg := strings.Repeat("a", pad) + "× 2 ranks, µs " + strings.Repeat("b", 20)
+		run := &result.Run{Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Error, Message: msg}}}
+		detail := rows(run)[0][4]
+		assert.Assert(t, utf8.ValidString(detail), "pad %d: %q", pad, detail)
+		assert.Assert(t, strings.HasSuffix(detail, "..."), detail)
+		assert.Assert(t, len(detail) <= maxDetail, "pad %d: %d bytes", pad, len(detail))
 	}
 }
