@@ -22,8 +22,15 @@ type htmlTest struct {
 	ID       string
 	Figures  []htmlFigure
 	Tables   []perTable
-	Judged   []result.Judged
+	Judged   []htmlPoint
 	Attempts int
+}
+
+// htmlPoint is a point outside its band, with the name of its curve in
+// its test (curveNamer).
+type htmlPoint struct {
+	result.Judged
+	Curve string
 }
 
 type htmlFigure struct {
@@ -65,9 +72,10 @@ func HTML(w io.Writer, run *result.Run, s *sku.SKU) error {
 			ht.Figures = append(ht.Figures, htmlFigure{Figure: f, Inline: template.HTML(f.SVG)}) // #nosec: gonum's SVG escapes its text
 		}
 		ht.Tables = perTables(t)
+		name := curveNamer(t.Metrics)
 		for _, m := range t.Metrics {
 			if m.Status == result.Fail || m.Status == result.Warn {
-				ht.Judged = append(ht.Judged, m)
+				ht.Judged = append(ht.Judged, htmlPoint{Judged: m, Curve: name(m.Metric)})
 			}
 		}
 		page.Tests = append(page.Tests, ht)
@@ -113,7 +121,6 @@ func perTables(t result.Test) []perTable {
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"upper": func(s result.Status) string { return strings.ToUpper(string(s)) },
 	"bytes": result.FormatBytes,
-	"curve": func(m result.Judged) string { return CurveName(m.Metric) },
 	"curveBut": func(m result.Judged, key string) string {
 		l := map[string]string{}
 		for k, v := range m.Labels {
@@ -174,7 +181,7 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 {{range .Figures}}<div class="plot" data-metric="{{.Metric}}" data-curves="{{len .Curves}}" data-bands="{{.Bands}}">{{.Inline}}</div>
 {{end}}
 {{if .Judged}}<table class="outside"><tr><th>Point</th><th>Size</th><th>Measured</th><th>Baseline</th><th>Band</th><th>Status</th><th>Finding</th></tr>
-{{range .Judged}}<tr class="{{.Status}}"><td>{{curve .}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}</td><td>{{deref .Expected}}</td><td>{{.Band}}</td><td>{{upper .Status}}</td><td>{{.Message}}</td></tr>
+{{range .Judged}}<tr class="{{.Status}}"><td>{{.Curve}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}</td><td>{{deref .Expected}}</td><td>{{.Band}}</td><td>{{upper .Status}}</td><td>{{.Message}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Tables}}<h3>per {{.Key}}</h3>
 <table class="per"><tr><th>{{.Key}}</th><th>Metric</th><th>Size</th><th>Measured</th><th>Baseline</th><th>Status</th></tr>

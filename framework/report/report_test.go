@@ -294,6 +294,11 @@ func TestCurvesPerVaryingType(t *testing.T) {
 			assert.NilError(t, err)
 			assert.Equal(t, len(figs), 1)
 			assert.DeepEqual(t, figs[0].Curves, c.want)
+			// The HTML list of points outside their bands names the curve too.
+			tt.Metrics[len(tt.Metrics)-1].Status = result.Fail
+			var page bytes.Buffer
+			assert.NilError(t, HTML(&page, &result.Run{Tests: []result.Test{tt}}, nil))
+			assert.Assert(t, strings.Contains(page.String(), "<tr class=\"fail\"><td>"+c.want[len(c.want)-1]+"</td>"), page.String())
 		})
 	}
 }
