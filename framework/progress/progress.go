@@ -97,6 +97,15 @@ func (d *Display) Started(test, where string, timeout time.Duration, attempt int
 		fmt.Fprintf(d.w, "%s start  %s%s\n", d.name(test), where, e.limit())
 		return
 	}
+	// A retry starts its test again before any Finished (the runner gives
+	// one verdict, after the last attempt): it replaces the old line.
+	for i, r := range d.running {
+		if r.test == test {
+			d.running[i] = e
+			d.redraw("")
+			return
+		}
+	}
 	d.running = append(d.running, e)
 	d.redraw("")
 }

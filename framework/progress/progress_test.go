@@ -133,3 +133,20 @@ func TestPlannedWidensNameColumn(t *testing.T) {
 		}
 	}
 }
+
+// A retried test starts again before it finishes (the runner reports a
+// verdict once, after the last attempt): the new attempt takes the place
+// of the old one's live line, and the verdict leaves no live line behind.
+func TestLiveRetryReplacesLine(t *testing.T) {
+	var b bytes.Buffer
+	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	d := &Display{w: &b, live: true, now: func() time.Time { return now }}
+	d.Started("nccl.all_reduce", "1x2 via local", 0, 1)
+	now = now.Add(10 * time.Second)
+	d.Started("nccl.all_reduce", "1x2 via local", 0, 2)
+	assert.Equal(t, d.drawn, 1)
+	assert.Assert(t, strings.HasSuffix(screen(b.String()), "0:00 elapsed, attempt 2\n"), "%q", screen(b.String()))
+	d.Finished(result.Test{Name: "nccl.all_reduce", Status: result.Warn, Message: "passed on attempt 2 of 2"})
+	assert.Equal(t, d.drawn, 0)
+	assert.Equal(t, screen(b.String()), "nccl.all_reduce          WARN   passed on attempt 2 of 2\n")
+}
