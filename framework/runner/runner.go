@@ -197,13 +197,13 @@ func (r *Runner) runWithRetries(ctx context.Context, su *sku.Suite, st *sku.Suit
 	}
 }
 
-// AttemptDir is the raw-output folder of an earlier attempt of a test.
-func AttemptDir(test string, attempt int) string { return fmt.Sprintf("%s.attempt-%d", test, attempt) }
+// attemptDir is the raw-output folder of an earlier attempt of a test.
+func attemptDir(test string, attempt int) string { return fmt.Sprintf("%s.attempt-%d", test, attempt) }
 
 // keepAttempt moves an attempt's raw outputs out of the way of the next.
 func (r *Runner) keepAttempt(t *result.Test, attempt int) error {
 	from := filepath.Join(r.Dir, "raw", t.Name)
-	to := filepath.Join(r.Dir, "raw", AttemptDir(t.Name, attempt))
+	to := filepath.Join(r.Dir, "raw", attemptDir(t.Name, attempt))
 	if _, err := os.Stat(from); os.IsNotExist(err) {
 		return nil
 	}
@@ -211,7 +211,7 @@ func (r *Runner) keepAttempt(t *result.Test, attempt int) error {
 		return fmt.Errorf("keep raw outputs of attempt %d of %s: %w", attempt, t.Name, err)
 	}
 	oldPrefix := filepath.Join("raw", t.Name) + string(filepath.Separator)
-	newPrefix := filepath.Join("raw", AttemptDir(t.Name, attempt)) + string(filepath.Separator)
+	newPrefix := filepath.Join("raw", attemptDir(t.Name, attempt)) + string(filepath.Separator)
 	for i, p := range t.Raw {
 		if strings.HasPrefix(p, oldPrefix) {
 			t.Raw[i] = newPrefix + strings.TrimPrefix(p, oldPrefix)
@@ -262,11 +262,11 @@ func Params(layers ...map[string]string) map[string]string {
 	return out
 }
 
-// ScopedParams returns the parameters of params that apply to test (full
+// scopedParams returns the parameters of params that apply to test (full
 // name, "nccl.all_reduce"): plain keys, and "SCOPE:KEY" keys whose SCOPE is
 // the test's plugin or the test itself, with the scope removed. A scoped key
 // wins over the plain one.
-func ScopedParams(params map[string]string, test string) map[string]string {
+func scopedParams(params map[string]string, test string) map[string]string {
 	plugin, _, _ := strings.Cut(test, ".")
 	out := map[string]string{}
 	for k, v := range params {
@@ -290,7 +290,7 @@ func (r *Runner) progress(format string, a ...any) {
 
 func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology, attempt int) result.Test {
 	start := time.Now()
-	params := Params(su.Params, st.Params, ScopedParams(r.Params, st.Test))
+	params := Params(su.Params, st.Params, scopedParams(r.Params, st.Test))
 	// What is recorded and printed goes through redaction, which also knows
 	// the secret values of the environment and the parameters; the plugin
 	// and the launcher get the real values.
@@ -803,9 +803,9 @@ func fileExists(p string) bool {
 
 func hasJSON(o plan.Output) bool { return len(o.Files) > 0 }
 
-// ParseScope parses a scope as Topology.String writes it ("1x2": nodes x
+// parseScope parses a scope as Topology.String writes it ("1x2": nodes x
 // GPUs per node).
-func ParseScope(s string) (plan.Topology, error) {
+func parseScope(s string) (plan.Topology, error) {
 	var t plan.Topology
 	if _, err := fmt.Sscanf(s, "%dx%d", &t.Nodes, &t.GPUsPerNode); err != nil || t.Nodes < 1 || t.GPUsPerNode < 1 || t.String() != s {
 		return plan.Topology{}, fmt.Errorf("scope %q is not NODESxGPUS", s)
@@ -876,7 +876,7 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 			outs[i].Files[k] = filepath.Join(folder, v)
 		}
 	}
-	topo, err := ParseScope(t.Scope)
+	topo, err := parseScope(t.Scope)
 	if err != nil {
 		return result.Test{}, err
 	}

@@ -13,12 +13,12 @@ import (
 
 func TestParseScope(t *testing.T) {
 	for in, want := range map[string]plan.Topology{"1x2": {Nodes: 1, GPUsPerNode: 2}, "16x8": {Nodes: 16, GPUsPerNode: 8}} {
-		got, err := ParseScope(in)
+		got, err := parseScope(in)
 		assert.NilError(t, err)
 		assert.DeepEqual(t, got, want)
 	}
 	for _, bad := range []string{"", "1x", "x2", "0x8", "1x2x3", "01x2", "1 x 2", "-1x2"} {
-		_, err := ParseScope(bad)
+		_, err := parseScope(bad)
 		assert.ErrorContains(t, err, "is not NODESxGPUS", bad)
 	}
 }
@@ -42,7 +42,7 @@ func TestScopedParams(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.test, func(t *testing.T) {
-			assert.DeepEqual(t, ScopedParams(params, tc.test), tc.want)
+			assert.DeepEqual(t, scopedParams(params, tc.test), tc.want)
 		})
 	}
 }
