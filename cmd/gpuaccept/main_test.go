@@ -318,6 +318,25 @@ func TestDryRun(t *testing.T) {
 	assert.NilError(t, err, "the dry run is not shell: %s", b)
 }
 
+// A dry run into a results folder a run would refuse keeps naming that
+// folder in its commands, and warns; it writes nothing there.
+func TestDryRunIntoUsedFolder(t *testing.T) {
+	used := t.TempDir()
+	assert.NilError(t, os.WriteFile(filepath.Join(used, "old.txt"), nil, 0o644))
+	for _, c := range []struct {
+		out  string
+		note bool
+	}{{filepath.Join(t.TempDir(), "new"), false}, {used, true}} {
+		code, out, errs := cli(t, "--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--dry-run", "--out", c.out,
+			"--launcher", "ssh", "--hosts", "node1", "--test", "nccl.all_reduce")
+		assert.Equal(t, code, 0, out+errs)
+		assert.Equal(t, strings.Contains(errs, "results folder "+c.out+" already holds files; give a new or empty --out: the run itself would stop here"), c.note, errs)
+		ents, err := os.ReadDir(used)
+		assert.NilError(t, err)
+		assert.Equal(t, len(ents), 1, "the dry run wrote into %s", used)
+	}
+}
+
 // A plugin that panics costs its own test an error; the others still run.
 func TestCrashingPluginCostsOneTest(t *testing.T) {
 	dir := t.TempDir()

@@ -120,9 +120,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{err}
 	}
 	// A dry run names the folder a run would write (batch scripts and
-	// manifests hold its paths) but creates nothing.
-	if c.out, err = resultsDir(c.out, fmt.Sprintf("%s-%s-%s", s.Name, suite, time.Now().UTC().Format("20060102-150405"))); err != nil && !dryRun {
+	// manifests hold its paths) but creates nothing; given a folder a run
+	// would refuse, it still names that folder, and says so.
+	switch dir, err := resultsDir(c.out, fmt.Sprintf("%s-%s-%s", s.Name, suite, time.Now().UTC().Format("20060102-150405"))); {
+	case err == nil:
+		c.out = dir
+	case !dryRun:
 		return exitUsage, err
+	default:
+		fmt.Fprintf(stderr, "note: %v: the run itself would stop here\n", err)
 	}
 	if retries < 0 {
 		return exitUsage, usageError{fmt.Errorf("--retries %d: want 0 or more", retries)}
