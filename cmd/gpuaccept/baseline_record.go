@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/record"
@@ -86,7 +84,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
-	data, err := skuFileData(c.baselinesDir, s)
+	data, err := c.skuFile(s)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -176,20 +174,6 @@ func countTests(ss []record.Sample) int {
 		seen[s.Test+" "+s.Scope.String()] = true
 	}
 	return len(seen)
-}
-
-// skuFileData returns the text of a SKU's file, from --baselines or the
-// built-in ones.
-func skuFileData(dir string, s *sku.SKU) ([]byte, error) {
-	var fsys iofs.FS = baselines.FS
-	if dir != "" {
-		fsys = os.DirFS(dir)
-	}
-	data, err := iofs.ReadFile(fsys, filepath.Base(s.File))
-	if err != nil {
-		return nil, fmt.Errorf("read SKU file of %s: %w", s.Name, err)
-	}
-	return data, nil
 }
 
 // loadSamples reads one RUN argument of record into samples.

@@ -307,3 +307,16 @@ func TestShippedSKUsKubernetesManifests(t *testing.T) {
 		})
 	}
 }
+
+// record --baselines DIR merges into DIR's file, not the built-in one of
+// the same SKU: the user's comments and entries are what is kept.
+func TestBaselineRecordIntoBaselinesDir(t *testing.T) {
+	dir := t.TempDir()
+	builtin := readFile(t, "../../baselines/h200.yaml")
+	const mark = "# a comment only the user's copy has\n"
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "h200.yaml"), []byte(mark+builtin), 0o644))
+	code, out, errs := cli(t, "baseline", "record", "--sku", "h200", "--baselines", dir,
+		"../../testdata/recordings/h200x2-2026-11-30-final/p2poff")
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(out, mark), "the --baselines copy is the one merged into:\n%s", out[:min(len(out), 2000)])
+}
