@@ -180,11 +180,11 @@ func countTests(ss []record.Sample) int {
 func loadSamples(ctx context.Context, host *pluginapi.Host, s *sku.SKU, topo plan.Topology, in string) ([]record.Sample, error) {
 	if test, file, ok := strings.Cut(in, "="); ok && strings.Contains(test, ".") {
 		if name, scope, ok := strings.Cut(test, "@"); ok {
-			sc, err := record.ParseScope(scope)
+			t, err := runner.ParseScope(scope)
 			if err != nil {
 				return nil, usageError{fmt.Errorf("run %s: %w", in, err)}
 			}
-			test, topo = name, plan.Topology{Nodes: sc.Nodes, GPUsPerNode: sc.GPUsPerNode}
+			test, topo = name, t
 		}
 		files := []string{file}
 		if js := strings.TrimSuffix(file, filepath.Ext(file)) + ".json"; js != file && regularFile(js) {

@@ -193,6 +193,11 @@ func TestBaselineRecordAndDiff(t *testing.T) {
 	code, _, errs = cli(t, "baseline", "record", "--sku", "h200", "nccl.all_reduce@1x2="+h100)
 	assert.Equal(t, code, 2, "an H100 log does not go into the H200 baseline")
 	assert.Assert(t, strings.Contains(errs, `failed its GPU model check (the output shows "NVIDIA H100 80GB HBM3", SKU h200 is "H200"): record only good runs`), errs)
+	for _, scope := range []string{"1by2", "0x2", "1x", "x2"} {
+		code, _, errs = cli(t, "baseline", "record", "--sku", "h200", "nccl.all_reduce@"+scope+"="+h100)
+		assert.Equal(t, code, 2, "scope %s", scope)
+		assert.Assert(t, strings.Contains(errs, "run nccl.all_reduce@"+scope+"="+h100+`: scope "`+scope+`"`), errs)
+	}
 }
 
 // A correctness gate fails the test whatever the bandwidth: seed 000's
