@@ -8,7 +8,6 @@ import (
 	iofs "io/fs"
 	"os"
 	"path"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -129,7 +128,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintln(w, "TEST\tSCOPE\tMETRIC\tLABELS\tSIZE\tVALUE\tUNIT\tBAND")
 		var sources []string
 		for _, e := range s.Baselines {
-			labels := labelText(e.Labels)
+			labels := sku.LabelText(e.Labels)
 			sources = append(sources, fmt.Sprintf("%s %s %s %s: %s", e.Test, e.Scope, e.Metric, labels, e.Source))
 			if e.Value != nil {
 				size := sizeText(int64(e.Size))
@@ -156,15 +155,6 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitOK, nil
 	}
 	return exitUsage, usageError{fmt.Errorf("baseline %q: want validate, show, record or diff", args[0])}
-}
-
-func labelText(l map[string]string) string {
-	var kv []string
-	for k, v := range l {
-		kv = append(kv, k+"="+v)
-	}
-	sort.Strings(kv)
-	return strings.Join(kv, ",")
 }
 
 // bandText renders a band's edges as written: "min -10%, warn_min -5%".

@@ -98,7 +98,7 @@ func dips(e *sku.Entry, ms []result.Metric) []result.Check {
 	groups := map[string][]result.Metric{}
 	var keys []string
 	for _, m := range curve(e, ms) {
-		k := labelKey(m.Labels)
+		k := sku.LabelText(m.Labels)
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}

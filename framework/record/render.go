@@ -185,11 +185,11 @@ func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte,
 			continue
 		}
 		if e.Ceiling > 0 {
-			ceil[fmt.Sprint(k, labelText(e.Labels))] = e.Ceiling
+			ceil[fmt.Sprint(k, sku.LabelText(e.Labels))] = e.Ceiling
 			ceil[fmt.Sprint(k)] = e.Ceiling
 		}
 		if e.Dip != nil {
-			dip[fmt.Sprint(k, labelText(e.Labels))] = e.Dip
+			dip[fmt.Sprint(k, sku.LabelText(e.Labels))] = e.Dip
 			dip[fmt.Sprint(k)] = e.Dip
 		}
 		if !placed[k] {
@@ -207,14 +207,14 @@ func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte,
 			list = append(list, n)
 		}
 		if n.Dip == nil {
-			if d, ok := dip[fmt.Sprint(k, labelText(n.Labels))]; ok {
+			if d, ok := dip[fmt.Sprint(k, sku.LabelText(n.Labels))]; ok {
 				n.Dip = d
 			} else {
 				n.Dip = dip[fmt.Sprint(k)]
 			}
 		}
 		if n.Ceiling == 0 {
-			if c, ok := ceil[fmt.Sprint(k, labelText(n.Labels))]; ok {
+			if c, ok := ceil[fmt.Sprint(k, sku.LabelText(n.Labels))]; ok {
 				n.Ceiling = c
 			} else {
 				n.Ceiling = ceil[fmt.Sprint(k)]

@@ -88,6 +88,18 @@ type Scope struct {
 // String renders a scope as "NxG".
 func (s Scope) String() string { return fmt.Sprintf("%dx%d", s.Nodes, s.GPUsPerNode) }
 
+// LabelText renders labels (an entry's, or a measured metric's) as sorted
+// "key=value" pairs joined by commas: "placement=in-place,type=float";
+// "" for none. Sorted, so that it also serves as a map key for a curve.
+func LabelText(labels map[string]string) string {
+	kv := make([]string, 0, len(labels))
+	for k, v := range labels {
+		kv = append(kv, k+"="+v)
+	}
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
+}
+
 // Entry is one baseline entry: the expected values of one metric of one test
 // at one scope, either a single value or a curve of per-size points.
 type Entry struct {
