@@ -11,7 +11,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
@@ -54,15 +53,12 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		defer host.Close()
 		ctx := context.Background()
 		var fsys iofs.FS
-		dir := "baselines"
+		var dir string
 		files := fs.Args()
 		if len(files) == 0 {
 			// Each file on its own, so that one bad file does not hide the
 			// problems of the others, as loading the catalog would.
-			fsys = baselines.FS
-			if c.baselinesDir != "" {
-				fsys, dir = os.DirFS(c.baselinesDir), c.baselinesDir
-			}
+			fsys, dir = c.skuFiles()
 			names, err := iofs.Glob(fsys, "*.yaml")
 			if err != nil || len(names) == 0 {
 				return exitUsage, usageError{fmt.Errorf("baseline validate: no SKU files (*.yaml) in %s", dir)}

@@ -325,3 +325,25 @@ func TestBaselineRecordIntoBaselinesDir(t *testing.T) {
 	assert.Equal(t, code, 0, errs)
 	assert.Assert(t, strings.Contains(out, mark), "the --baselines copy is the one merged into:\n%s", out[:min(len(out), 2000)])
 }
+
+// validate --baselines DIR checks DIR's files, each on its own, then the
+// catalog's rules across them (a file named after its SKU).
+func TestBaselineValidateBaselinesDir(t *testing.T) {
+	dir := t.TempDir()
+	h200 := readFile(t, "../../baselines/h200.yaml")
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "h200.yaml"), []byte(h200), 0o644))
+	code, out, errs := cli(t, "baseline", "validate", "--baselines", dir)
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(out, "ok  "+filepath.Join(dir, "h200.yaml")+": sku h200"), out)
+	assert.Assert(t, !strings.Contains(out, "mi355x"), "only DIR's files are checked:\n%s", out)
+
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "other.yaml"), []byte(h200), 0o644))
+	code, _, errs = cli(t, "baseline", "validate", "--baselines", dir)
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errs, filepath.Join(dir, "other.yaml")+`: holds sku "h200": name the file after its SKU`), errs)
+
+	empty := t.TempDir()
+	code, _, errs = cli(t, "baseline", "validate", "--baselines", empty)
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errs, "no SKU files (*.yaml) in "+empty), errs)
+}
