@@ -646,8 +646,19 @@ func (e *Entry) checkValue(ref float64, b Band, line int) []error {
 		return []error{fmt.Errorf("line %d: field value: %g is not a number", line, ref)}
 	}
 	errs := b.check(ref, line)
-	if ref == 0 && (b.Min.Relative || b.WarnMin.Relative) {
-		errs = append(errs, fmt.Errorf("line %d: field value: 0 with a relative floor (%s): the floor is 0 and can never fail", line, b.Min.Text+b.WarnMin.Text))
+	if ref == 0 {
+		var rel []string
+		for _, x := range []struct {
+			name string
+			b    Bound
+		}{{"min", b.Min}, {"warn_min", b.WarnMin}} {
+			if x.b.IsSet() && x.b.Relative {
+				rel = append(rel, x.name+" "+x.b.Text)
+			}
+		}
+		if len(rel) > 0 {
+			errs = append(errs, fmt.Errorf("line %d: field value: 0 with a relative floor (%s): the floor is 0 and can never fail", line, strings.Join(rel, ", ")))
+		}
 	}
 	lo, hi := math.Inf(-1), math.Inf(1)
 	if b.Min.IsSet() {
