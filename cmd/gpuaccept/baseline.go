@@ -138,7 +138,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			if d := e.Dip; d != nil {
 				r := e.CurveRange()
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t%%\t%s\n", e.Test, e.Scope, e.Metric, labels, "dip "+sizeText(int64(r.From))+".."+sizeText(int64(r.To)), dipText(d))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t%%\t%s\n", e.Test, e.Scope, e.Metric, labels, "dip "+rangeText(r), dipText(d))
 			}
 		}
 		if err := w.Flush(); err != nil {
@@ -181,11 +181,20 @@ func summaryText(e *sku.Entry) string {
 	if r.From == 0 && r.To == 0 {
 		return e.Summary
 	}
-	to := ""
+	return e.Summary + " " + rangeText(r)
+}
+
+// rangeText renders the sizes of a range, "64 MiB..8 GiB"; an open end is
+// left empty ("64 MiB..", "..8 GiB").
+func rangeText(r sku.SizeRange) string {
+	var from, to string
+	if r.From != 0 {
+		from = result.FormatBytes(int64(r.From))
+	}
 	if r.To != 0 {
 		to = result.FormatBytes(int64(r.To))
 	}
-	return fmt.Sprintf("%s %s..%s", e.Summary, sizeText(int64(r.From)), to)
+	return from + ".." + to
 }
 
 // dipText renders a dip check's edges: "fall > 5% warns, > 15% fails".

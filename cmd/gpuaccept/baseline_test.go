@@ -347,3 +347,22 @@ func TestBaselineValidateBaselinesDir(t *testing.T) {
 	assert.Equal(t, code, 2)
 	assert.Assert(t, strings.Contains(errs, "no SKU files (*.yaml) in "+empty), errs)
 }
+
+// show names the sizes a dip check or summary covers; an open end stays
+// open instead of reading as a size ("64 MiB..", not "64 MiB..-").
+func TestBaselineShowRanges(t *testing.T) {
+	dir := t.TempDir()
+	a100 := readFile(t, "../../baselines/a100-ndmv4.yaml")
+	const dip = "    dip: {warn: \"5%\", fail: \"15%\"}\n"
+	assert.Assert(t, strings.Contains(a100, dip))
+	a100 = strings.Replace(a100, dip, dip+"    range: {from: 64M}\n", 1)
+	a100 = strings.Replace(a100, "range: {from: 64M, to: 8G}", "range: {to: 8G}", 1)
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "a100-ndmv4.yaml"), []byte(a100), 0o644))
+	code, out, errs := cli(t, "baseline", "show", "--baselines", dir, "a100-ndmv4")
+	assert.Equal(t, code, 0, errs)
+	for _, want := range []string{"placement=out-of-place  dip 64 MiB..  ", "placement=in-place      dip 16 MiB..8 GiB  ", "placement=out-of-place  largest ..8 GiB  "} {
+		assert.Assert(t, strings.Contains(out, want), "want %q in\n%s", want, out)
+	}
+	assert.Assert(t, !strings.Contains(out, "-.."), out)
+	assert.Assert(t, !strings.Contains(out, "..-"), out)
+}
