@@ -8,11 +8,9 @@ import (
 	iofs "io/fs"
 	"os"
 	"path"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
@@ -55,15 +53,12 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		defer host.Close()
 		ctx := context.Background()
 		var fsys iofs.FS
-		dir := "baselines"
+		var dir string
 		files := fs.Args()
 		if len(files) == 0 {
 			// Each file on its own, so that one bad file does not hide the
 			// problems of the others, as loading the catalog would.
-			fsys = baselines.FS
-			if c.baselinesDir != "" {
-				fsys, dir = os.DirFS(c.baselinesDir), c.baselinesDir
-			}
+			fsys, dir = c.skuFiles()
 			names, err := iofs.Glob(fsys, "*.yaml")
 			if err != nil || len(names) == 0 {
 				return exitUsage, usageError{fmt.Errorf("baseline validate: no SKU files (*.yaml) in %s", dir)}
@@ -129,7 +124,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintln(w, "TEST\tSCOPE\tMETRIC\tLABELS\tSIZE\tVALUE\tUNIT\tBAND")
 		var sources []string
 		for _, e := range s.Baselines {
-			labels := labelText(e.Labels)
+			labels := sku.LabelText(e.Labels)
 			sources = append(sources, fmt.Sprintf("%s %s %s %s: %s", e.Test, e.Scope, e.Metric, labels, e.Source))
 			if e.Value != nil {
 				size := sizeText(int64(e.Size))
@@ -143,7 +138,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			if d := e.Dip; d != nil {
 				r := e.CurveRange()
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t%%\t%s\n", e.Test, e.Scope, e.Metric, labels, "dip "+sizeText(int64(r.From))+".."+sizeText(int64(r.To)), dipText(d))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t%%\t%s\n", e.Test, e.Scope, e.Metric, labels, "dip "+rangeText(r), dipText(d))
 			}
 		}
 		if err := w.Flush(); err != nil {
@@ -156,15 +151,6 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitOK, nil
 	}
 	return exitUsage, usageError{fmt.Errorf("baseline %q: want validate, show, record or diff", args[0])}
-}
-
-func labelText(l map[string]string) string {
-	var kv []string
-	for k, v := range l {
-		kv = append(kv, k+"="+v)
-	}
-	sort.Strings(kv)
-	return strings.Join(kv, ",")
 }
 
 // bandText renders a band's edges as written: "min -10%, warn_min -5%".
@@ -195,11 +181,20 @@ func summaryText(e *sku.Entry) string {
 	if r.From == 0 && r.To == 0 {
 		return e.Summary
 	}
-	to := ""
+	return e.Summary + " " + rangeText(r)
+}
+
+// rangeText renders the sizes of a range, "64 MiB..8 GiB"; an open end is
+// left empty ("64 MiB..", "..8 GiB").
+func rangeText(r sku.SizeRange) string {
+	var from, to string
+	if r.From != 0 {
+		from = result.FormatBytes(int64(r.From))
+	}
 	if r.To != 0 {
 		to = result.FormatBytes(int64(r.To))
 	}
-	return fmt.Sprintf("%s %s..%s", e.Summary, sizeText(int64(r.From)), to)
+	return from + ".." + to
 }
 
 // dipText renders a dip check's edges: "fall > 5% warns, > 15% fails".

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/record"
@@ -86,7 +84,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
-	data, err := skuFileData(c.baselinesDir, s)
+	data, err := c.skuFile(s)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -178,29 +176,15 @@ func countTests(ss []record.Sample) int {
 	return len(seen)
 }
 
-// skuFileData returns the text of a SKU's file, from --baselines or the
-// built-in ones.
-func skuFileData(dir string, s *sku.SKU) ([]byte, error) {
-	var fsys iofs.FS = baselines.FS
-	if dir != "" {
-		fsys = os.DirFS(dir)
-	}
-	data, err := iofs.ReadFile(fsys, filepath.Base(s.File))
-	if err != nil {
-		return nil, fmt.Errorf("read SKU file of %s: %w", s.Name, err)
-	}
-	return data, nil
-}
-
 // loadSamples reads one RUN argument of record into samples.
 func loadSamples(ctx context.Context, host *pluginapi.Host, s *sku.SKU, topo plan.Topology, in string) ([]record.Sample, error) {
 	if test, file, ok := strings.Cut(in, "="); ok && strings.Contains(test, ".") {
 		if name, scope, ok := strings.Cut(test, "@"); ok {
-			sc, err := record.ParseScope(scope)
+			t, err := runner.ParseScope(scope)
 			if err != nil {
 				return nil, usageError{fmt.Errorf("run %s: %w", in, err)}
 			}
-			test, topo = name, plan.Topology{Nodes: sc.Nodes, GPUsPerNode: sc.GPUsPerNode}
+			test, topo = name, t
 		}
 		files := []string{file}
 		if js := strings.TrimSuffix(file, filepath.Ext(file)) + ".json"; js != file && regularFile(js) {

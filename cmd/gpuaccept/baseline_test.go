@@ -193,6 +193,11 @@ func TestBaselineRecordAndDiff(t *testing.T) {
 	code, _, errs = cli(t, "baseline", "record", "--sku", "h200", "nccl.all_reduce@1x2="+h100)
 	assert.Equal(t, code, 2, "an H100 log does not go into the H200 baseline")
 	assert.Assert(t, strings.Contains(errs, `failed its GPU model check (the output shows "NVIDIA H100 80GB HBM3", SKU h200 is "H200"): record only good runs`), errs)
+	for _, scope := range []string{"1by2", "0x2", "1x", "x2"} {
+		code, _, errs = cli(t, "baseline", "record", "--sku", "h200", "nccl.all_reduce@"+scope+"="+h100)
+		assert.Equal(t, code, 2, "scope %s", scope)
+		assert.Assert(t, strings.Contains(errs, "run nccl.all_reduce@"+scope+"="+h100+`: scope "`+scope+`"`), errs)
+	}
 }
 
 // A correctness gate fails the test whatever the bandwidth: seed 000's
@@ -306,4 +311,58 @@ func TestShippedSKUsKubernetesManifests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// record --baselines DIR merges into DIR's file, not the built-in one of
+// the same SKU: the user's comments and entries are what is kept.
+func TestBaselineRecordIntoBaselinesDir(t *testing.T) {
+	dir := t.TempDir()
+	builtin := readFile(t, "../../baselines/h200.yaml")
+	const mark = "# a comment only the user's copy has\n"
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "h200.yaml"), []byte(mark+builtin), 0o644))
+	code, out, errs := cli(t, "baseline", "record", "--sku", "h200", "--baselines", dir,
+		"../../testdata/recordings/h200x2-2026-11-30-final/p2poff")
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(out, mark), "the --baselines copy is the one merged into:\n%s", out[:min(len(out), 2000)])
+}
+
+// validate --baselines DIR checks DIR's files, each on its own, then the
+// catalog's rules across them (a file named after its SKU).
+func TestBaselineValidateBaselinesDir(t *testing.T) {
+	dir := t.TempDir()
+	h200 := readFile(t, "../../baselines/h200.yaml")
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "h200.yaml"), []byte(h200), 0o644))
+	code, out, errs := cli(t, "baseline", "validate", "--baselines", dir)
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(out, "ok  "+filepath.Join(dir, "h200.yaml")+": sku h200"), out)
+	assert.Assert(t, !strings.Contains(out, "mi355x"), "only DIR's files are checked:\n%s", out)
+
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "other.yaml"), []byte(h200), 0o644))
+	code, _, errs = cli(t, "baseline", "validate", "--baselines", dir)
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errs, filepath.Join(dir, "other.yaml")+`: holds sku "h200": name the file after its SKU`), errs)
+
+	empty := t.TempDir()
+	code, _, errs = cli(t, "baseline", "validate", "--baselines", empty)
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errs, "no SKU files (*.yaml) in "+empty), errs)
+}
+
+// show names the sizes a dip check or summary covers; an open end stays
+// open instead of reading as a size ("64 MiB..", not "64 MiB..-").
+func TestBaselineShowRanges(t *testing.T) {
+	dir := t.TempDir()
+	a100 := readFile(t, "../../baselines/a100-ndmv4.yaml")
+	const dip = "    dip: {warn: \"5%\", fail: \"15%\"}\n"
+	assert.Assert(t, strings.Contains(a100, dip))
+	a100 = strings.Replace(a100, dip, dip+"    range: {from: 64M}\n", 1)
+	a100 = strings.Replace(a100, "range: {from: 64M, to: 8G}", "range: {to: 8G}", 1)
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "a100-ndmv4.yaml"), []byte(a100), 0o644))
+	code, out, errs := cli(t, "baseline", "show", "--baselines", dir, "a100-ndmv4")
+	assert.Equal(t, code, 0, errs)
+	for _, want := range []string{"placement=out-of-place  dip 64 MiB..  ", "placement=in-place      dip 16 MiB..8 GiB  ", "placement=out-of-place  largest ..8 GiB  "} {
+		assert.Assert(t, strings.Contains(out, want), "want %q in\n%s", want, out)
+	}
+	assert.Assert(t, !strings.Contains(out, "-.."), out)
+	assert.Assert(t, !strings.Contains(out, "..-"), out)
 }

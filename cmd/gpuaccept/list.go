@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 )
 
 func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
@@ -57,20 +59,7 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 				fmt.Fprintf(w, "%s\t%s\t%d tests\n", d.Name, d.Version, len(d.Tests))
 				continue
 			}
-			for _, t := range d.Tests {
-				fmt.Fprintf(w, "%s.%s\t%s\n", d.Name, t.Name, t.Description)
-			}
-			// Parameters once per plugin when its tests share them.
-			if len(d.Tests) > 0 {
-				fmt.Fprintf(w, "\t%s parameters (--param KEY=VALUE):\n", d.Name)
-				for _, p := range d.Tests[0].Params {
-					def := ""
-					if p.Default != "" {
-						def = " (default " + p.Default + ")"
-					}
-					fmt.Fprintf(w, "\t  %s\t%s%s\n", p.Name, p.Description, def)
-				}
-			}
+			listTests(w, d)
 		}
 	case "launchers":
 		for _, n := range launch.Names() {
@@ -80,4 +69,36 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{fmt.Errorf("list %q: want skus, suites, tests, plugins or launchers", what)}
 	}
 	return exitOK, nil
+}
+
+// listTests writes a plugin's tests, one a line, with their parameters:
+// once for the plugin when its tests share them (the built-in plugins), else
+// under each test, so that no test is shown another's parameters.
+func listTests(w io.Writer, d pluginapi.Description) {
+	shared := true
+	for _, t := range d.Tests {
+		shared = shared && reflect.DeepEqual(t.Params, d.Tests[0].Params)
+	}
+	params := func(head string, ps []pluginapi.Param) {
+		if len(ps) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\t%s parameters (--param KEY=VALUE):\n", head)
+		for _, p := range ps {
+			def := ""
+			if p.Default != "" {
+				def = " (default " + p.Default + ")"
+			}
+			fmt.Fprintf(w, "\t  %s\t%s%s\n", p.Name, p.Description, def)
+		}
+	}
+	for _, t := range d.Tests {
+		fmt.Fprintf(w, "%s.%s\t%s\n", d.Name, t.Name, t.Description)
+		if !shared {
+			params(d.Name+"."+t.Name, t.Params)
+		}
+	}
+	if shared && len(d.Tests) > 0 {
+		params(d.Name, d.Tests[0].Params)
+	}
 }

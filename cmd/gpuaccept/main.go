@@ -189,12 +189,17 @@ func (c *common) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables (env GPUACCEPT_PLUGIN_PATH)")
 }
 
-func (c *common) catalog() (*sku.Catalog, error) {
-	var fsys iofs.FS = baselines.FS
-	dir := "baselines"
+// skuFiles is the folder of SKU files to use, --baselines or the built-in
+// one, and its name for messages.
+func (c *common) skuFiles() (iofs.FS, string) {
 	if c.baselinesDir != "" {
-		fsys, dir = os.DirFS(c.baselinesDir), c.baselinesDir
+		return os.DirFS(c.baselinesDir), c.baselinesDir
 	}
+	return baselines.FS, "baselines"
+}
+
+func (c *common) catalog() (*sku.Catalog, error) {
+	fsys, dir := c.skuFiles()
 	cat, err := sku.Load(fsys, dir)
 	if err != nil {
 		return nil, usageError{err}

@@ -82,12 +82,12 @@ func summary(e *sku.Entry, ms []result.Metric) (result.Judged, []string, int) {
 			missing = append(missing, fmt.Sprintf("%s %s: measured only up to %s", describe(e, 0), summaryName(e), result.FormatBytes(hi)))
 		}
 	}
-	j := result.Judged{Metric: m, Status: result.Skip, Summary: summaryName(e)}
+	ref := *e.Value
+	j := result.Judged{Metric: m, Summary: summaryName(e), Expected: &ref, Source: e.Source}
 	// The message names the summary: "busbw peak out-of-place 180.0 GB/s at 8 GiB below ...".
 	shown := m
 	shown.Name = e.Metric + " " + summaryName(e)
-	apply(&j, e, *e.Value, e.Band)
-	j.Status, j.Band, j.Message = Value(shown, e.Unit, *e.Value, e.Band)
+	j.Status, j.Band, j.Message = Value(shown, e.Unit, ref, e.Band)
 	return j, missing, len(pts)
 }
 
@@ -98,7 +98,7 @@ func dips(e *sku.Entry, ms []result.Metric) []result.Check {
 	groups := map[string][]result.Metric{}
 	var keys []string
 	for _, m := range curve(e, ms) {
-		k := labelKey(m.Labels)
+		k := sku.LabelText(m.Labels)
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}

@@ -85,6 +85,9 @@ func TestSummaries(t *testing.T) {
 			assert.Assert(t, s != nil, "no summary metric in %+v", got.Metrics)
 			assert.Assert(t, s.Value > c.value-1e-9 && s.Value < c.value+1e-9, "summary value %v, want %v", s.Value, c.value)
 			assert.Equal(t, len(got.Metrics), len(c.curve)+1, "every measured point is kept beside the summary")
+			assert.Assert(t, s.Expected != nil && *s.Expected == *c.entry.Value, "the summary's expected value is the entry's: %v", s.Expected)
+			assert.Equal(t, s.Source, c.entry.Source, "reports show where the summary's number comes from")
+			assert.Assert(t, s.Band != "", "reports show the summary's band")
 			if c.msg != "" {
 				assert.Assert(t, strings.HasPrefix(got.Message, c.msg), "message %q, want prefix %q", got.Message, c.msg)
 			}

@@ -184,7 +184,7 @@ func describe(e *sku.Entry, size int64) string {
 	m := result.Metric{Name: e.Metric, Size: size, Labels: e.Labels}
 	k := m.Key()
 	if len(e.Labels) > 1 || len(e.Labels) == 1 && e.Labels["placement"] == "" {
-		k += " {" + labelKey(e.Labels) + "}"
+		k += " {" + sku.LabelText(e.Labels) + "}"
 	}
 	return k
 }
@@ -293,18 +293,9 @@ func SortMetrics(ms []result.Judged) {
 		if a.Name != b.Name {
 			return a.Name < b.Name
 		}
-		if la, lb := labelKey(a.Labels), labelKey(b.Labels); la != lb {
+		if la, lb := sku.LabelText(a.Labels), sku.LabelText(b.Labels); la != lb {
 			return la < lb
 		}
 		return a.Size < b.Size
 	})
-}
-
-func labelKey(l map[string]string) string {
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k+"="+l[k])
-	}
-	sort.Strings(keys)
-	return strings.Join(keys, ",")
 }

@@ -50,7 +50,7 @@ type flat struct {
 
 func entryName(e *sku.Entry) string {
 	s := fmt.Sprintf("%s %s %s", e.Test, e.Scope, e.Metric)
-	if l := labelText(e.Labels); l != "" {
+	if l := sku.LabelText(e.Labels); l != "" {
 		s += " " + l
 	}
 	if e.Summary != "" {

@@ -276,7 +276,7 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 					lab[k] = v
 				}
 			}
-			ck := curveKey{test: s.Test, scope: s.Scope, labels: labelText(lab)}
+			ck := curveKey{test: s.Test, scope: s.Scope, labels: sku.LabelText(lab)}
 			c := curves[ck]
 			if c == nil {
 				c = &curve{labels: lab, unit: m.Unit, values: map[int64][]float64{}, runs: map[string]bool{}}
@@ -390,15 +390,6 @@ func mustBand(fail, warn, warnMax float64) sku.Band {
 }
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
-
-func labelText(l map[string]string) string {
-	kv := make([]string, 0, len(l))
-	for k, v := range l {
-		kv = append(kv, k+"="+v)
-	}
-	sort.Strings(kv)
-	return strings.Join(kv, ",")
-}
 
 // source writes where an entry's numbers come from: how they were made and
 // the runs, grouped by what they share (date, hosts, GPU, versions,

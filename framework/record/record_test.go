@@ -114,7 +114,7 @@ func TestRecordLeavesOutLatencyBoundSizes(t *testing.T) {
 	// 64 MiB..128 MiB are under 80% of the peak: the steep floors.
 	assert.Equal(t, e.Points[0].Band.Min.Text, "-15%")
 	assert.Equal(t, e.Points[len(e.Points)-1].Band.IsZero(), true, "plateau points use the entry's band")
-	assert.Equal(t, BandText(e.Band), `min: "-10%", warn_min: "-5%", warn_max: "+50%"`)
+	assert.Equal(t, bandText(e.Band), `min: "-10%", warn_min: "-5%", warn_max: "+50%"`)
 	assert.Assert(t, strings.HasPrefix(e.Source, "values of one run of nccl.all_reduce at 2x8, band: the floors"), e.Source)
 	assert.Assert(t, strings.Contains(e.Source, "one (nccl_version 2.21.5)"), e.Source)
 }

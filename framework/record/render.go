@@ -29,13 +29,13 @@ func Render(entries []*sku.Entry) string {
 		}
 		if r := e.Range; r != nil {
 			if r.To != 0 {
-				fmt.Fprintf(&b, "    range: {from: %s, to: %s}\n", SizeText(int64(r.From)), SizeText(int64(r.To)))
+				fmt.Fprintf(&b, "    range: {from: %s, to: %s}\n", sizeText(int64(r.From)), sizeText(int64(r.To)))
 			} else {
-				fmt.Fprintf(&b, "    range: {from: %s}\n", SizeText(int64(r.From)))
+				fmt.Fprintf(&b, "    range: {from: %s}\n", sizeText(int64(r.From)))
 			}
 		}
 		if !e.Band.IsZero() {
-			fmt.Fprintf(&b, "    band: {%s}\n", BandText(e.Band))
+			fmt.Fprintf(&b, "    band: {%s}\n", bandText(e.Band))
 		}
 		if d := e.Dip; d != nil {
 			var parts []string
@@ -53,7 +53,7 @@ func Render(entries []*sku.Entry) string {
 		fmt.Fprintf(&b, "    source: %s\n", quote(e.Source))
 		if e.Value != nil {
 			if e.Size != 0 {
-				fmt.Fprintf(&b, "    size: %s\n", SizeText(int64(e.Size)))
+				fmt.Fprintf(&b, "    size: %s\n", sizeText(int64(e.Size)))
 			}
 			fmt.Fprintf(&b, "    value: %s\n", num(*e.Value))
 			continue
@@ -61,18 +61,18 @@ func Render(entries []*sku.Entry) string {
 		b.WriteString("    points:\n")
 		for _, p := range e.Points {
 			if p.Band.IsZero() {
-				fmt.Fprintf(&b, "      - {size: %s, value: %s}\n", SizeText(int64(p.Size)), num(p.Value))
+				fmt.Fprintf(&b, "      - {size: %s, value: %s}\n", sizeText(int64(p.Size)), num(p.Value))
 			} else {
-				fmt.Fprintf(&b, "      - {size: %s, value: %s, band: {%s}}\n", SizeText(int64(p.Size)), num(p.Value), BandText(p.Band))
+				fmt.Fprintf(&b, "      - {size: %s, value: %s, band: {%s}}\n", sizeText(int64(p.Size)), num(p.Value), bandText(p.Band))
 			}
 		}
 	}
 	return b.String()
 }
 
-// BandText renders a band's edges as YAML flow fields, as written:
+// bandText renders a band's edges as YAML flow fields, as written:
 // `min: "-10%", warn_min: "-5%"`.
-func BandText(b sku.Band) string {
+func bandText(b sku.Band) string {
 	var parts []string
 	for _, e := range []struct {
 		name string
@@ -85,8 +85,8 @@ func BandText(b sku.Band) string {
 	return strings.Join(parts, ", ")
 }
 
-// SizeText writes a size as SKU files do: "64M", "4G", or plain bytes.
-func SizeText(n int64) string {
+// sizeText writes a size as SKU files do: "64M", "4G", or plain bytes.
+func sizeText(n int64) string {
 	for _, u := range []struct {
 		suffix string
 		shift  uint
@@ -185,11 +185,11 @@ func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte,
 			continue
 		}
 		if e.Ceiling > 0 {
-			ceil[fmt.Sprint(k, labelText(e.Labels))] = e.Ceiling
+			ceil[fmt.Sprint(k, sku.LabelText(e.Labels))] = e.Ceiling
 			ceil[fmt.Sprint(k)] = e.Ceiling
 		}
 		if e.Dip != nil {
-			dip[fmt.Sprint(k, labelText(e.Labels))] = e.Dip
+			dip[fmt.Sprint(k, sku.LabelText(e.Labels))] = e.Dip
 			dip[fmt.Sprint(k)] = e.Dip
 		}
 		if !placed[k] {
@@ -207,14 +207,14 @@ func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte,
 			list = append(list, n)
 		}
 		if n.Dip == nil {
-			if d, ok := dip[fmt.Sprint(k, labelText(n.Labels))]; ok {
+			if d, ok := dip[fmt.Sprint(k, sku.LabelText(n.Labels))]; ok {
 				n.Dip = d
 			} else {
 				n.Dip = dip[fmt.Sprint(k)]
 			}
 		}
 		if n.Ceiling == 0 {
-			if c, ok := ceil[fmt.Sprint(k, labelText(n.Labels))]; ok {
+			if c, ok := ceil[fmt.Sprint(k, sku.LabelText(n.Labels))]; ok {
 				n.Ceiling = c
 			} else {
 				n.Ceiling = ceil[fmt.Sprint(k)]

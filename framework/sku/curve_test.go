@@ -60,7 +60,7 @@ func TestParseCurveBad(t *testing.T) {
 		{"bits for bytes: reference 8x above an absolute floor's unit slip", `band: {min: "-10%"}`, `band: {min: ">= 1510"}`, "fails its own band (min >= 1510): a healthy system could never pass (the two differ by 8.0x: GB/s (bytes) and Gb/s (bits) mixed up?)"},
 		{"reference fails its own absolute floor", `band: {min: "-10%"}`, `band: {min: ">= 200 GB/s"}`, "line 23: field value: the reference 188.2 GB/s fails its own band (min >= 200 GB/s)"},
 		{"reference above the ceiling in bits", "ceiling: 200", "ceiling: 21.5", "field value: 171.8 GB/s is above the entry's ceiling 21.5 GB/s, the physical limit (the two differ by 8.0x"},
-		{"zero reference with a relative floor", "value: 171.8", "value: 0", "can never fail"},
+		{"zero reference with a relative floor", "value: 171.8", "value: 0", "line 10: field value: 0 with a relative floor (min -10%, warn_min -5%): the floor is 0 and can never fail"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

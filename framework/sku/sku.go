@@ -88,6 +88,18 @@ type Scope struct {
 // String renders a scope as "NxG".
 func (s Scope) String() string { return fmt.Sprintf("%dx%d", s.Nodes, s.GPUsPerNode) }
 
+// LabelText renders labels (an entry's, or a measured metric's) as sorted
+// "key=value" pairs joined by commas: "placement=in-place,type=float";
+// "" for none. Sorted, so that it also serves as a map key for a curve.
+func LabelText(labels map[string]string) string {
+	kv := make([]string, 0, len(labels))
+	for k, v := range labels {
+		kv = append(kv, k+"="+v)
+	}
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
+}
+
 // Entry is one baseline entry: the expected values of one metric of one test
 // at one scope, either a single value or a curve of per-size points.
 type Entry struct {
@@ -634,8 +646,19 @@ func (e *Entry) checkValue(ref float64, b Band, line int) []error {
 		return []error{fmt.Errorf("line %d: field value: %g is not a number", line, ref)}
 	}
 	errs := b.check(ref, line)
-	if ref == 0 && (b.Min.Relative || b.WarnMin.Relative) {
-		errs = append(errs, fmt.Errorf("line %d: field value: 0 with a relative floor (%s): the floor is 0 and can never fail", line, b.Min.Text+b.WarnMin.Text))
+	if ref == 0 {
+		var rel []string
+		for _, x := range []struct {
+			name string
+			b    Bound
+		}{{"min", b.Min}, {"warn_min", b.WarnMin}} {
+			if x.b.IsSet() && x.b.Relative {
+				rel = append(rel, x.name+" "+x.b.Text)
+			}
+		}
+		if len(rel) > 0 {
+			errs = append(errs, fmt.Errorf("line %d: field value: 0 with a relative floor (%s): the floor is 0 and can never fail", line, strings.Join(rel, ", ")))
+		}
 	}
 	lo, hi := math.Inf(-1), math.Inf(1)
 	if b.Min.IsSet() {

@@ -327,3 +327,16 @@ func TestBandDirection(t *testing.T) {
 	_, err := Parse([]byte("sku: t\nbaselines:\n  - test: a.b\n    scope: {nodes: 1, gpus_per_node: 1}\n    metric: time\n    unit: us\n    source: s\n    band: {max: \"+10%\"}\n    dip: {warn: \"5%\"}\n    points: [{size: 1G, value: 100}, {size: 2G, value: 200}]\n"), "t.yaml")
 	assert.ErrorContains(t, err, "t.yaml: line 9: field dip: time is a time in us, which grows with the message size")
 }
+
+func TestLabelText(t *testing.T) {
+	for _, c := range []struct {
+		labels map[string]string
+		want   string
+	}{
+		{nil, ""},
+		{map[string]string{"placement": "in-place"}, "placement=in-place"},
+		{map[string]string{"type": "float", "placement": "out-of-place", "redop": "sum"}, "placement=out-of-place,redop=sum,type=float"},
+	} {
+		assert.Equal(t, LabelText(c.labels), c.want)
+	}
+}

@@ -8,7 +8,8 @@ package skucheck
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
@@ -80,7 +81,7 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 		if !inSuite[e.Test] {
 			// Most often a typo naming another real test: the suite's test
 			// would then run without its baseline.
-			errs = append(errs, fmt.Errorf("line %d: field test: %s is in no suite of SKU %s (suites list: %s)", e.FieldLine("test"), e.Test, s.Name, strings.Join(sortedKeys(inSuite), ", ")))
+			errs = append(errs, fmt.Errorf("line %d: field test: %s is in no suite of SKU %s (suites list: %s)", e.FieldLine("test"), e.Test, s.Name, strings.Join(slices.Sorted(maps.Keys(inSuite)), ", ")))
 			continue
 		}
 		ti, err := test(e.Test)
@@ -117,45 +118,17 @@ func checkMetric(ti *pluginapi.TestInfo, e *sku.Entry) []error {
 			allowed[k] = strings.Split(vs, "|")
 		}
 	}
-	keys := make([]string, 0, len(e.Labels))
-	for k := range e.Labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(e.Labels)) {
 		vals, ok := allowed[k]
 		if !ok {
-			known := make([]string, 0, len(allowed))
-			for a := range allowed {
-				known = append(known, a)
-			}
-			sort.Strings(known)
-			errs = append(errs, fmt.Errorf("line %d: field labels: %s %s has no label %q (its labels: %s)", e.FieldLine("labels"), e.Test, e.Metric, k, strings.Join(known, ", ")))
+			errs = append(errs, fmt.Errorf("line %d: field labels: %s %s has no label %q (its labels: %s)", e.FieldLine("labels"), e.Test, e.Metric, k, strings.Join(slices.Sorted(maps.Keys(allowed)), ", ")))
 			continue
 		}
-		if vals != nil && !contains(vals, e.Labels[k]) {
+		if vals != nil && !slices.Contains(vals, e.Labels[k]) {
 			errs = append(errs, fmt.Errorf("line %d: field labels: label %s=%q is not one of %s", e.FieldLine("labels"), k, e.Labels[k], strings.Join(vals, ", ")))
 		}
 	}
 	return errs
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Unbaselined lists the suite tests of s that have no baseline at any scope
