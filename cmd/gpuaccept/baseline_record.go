@@ -180,7 +180,7 @@ func countTests(ss []record.Sample) int {
 func loadSamples(ctx context.Context, host *pluginapi.Host, s *sku.SKU, topo plan.Topology, in string) ([]record.Sample, error) {
 	if test, file, ok := strings.Cut(in, "="); ok && strings.Contains(test, ".") {
 		if name, scope, ok := strings.Cut(test, "@"); ok {
-			t, err := runner.ParseScope(scope)
+			t, err := plan.ParseTopology(scope)
 			if err != nil {
 				return nil, usageError{fmt.Errorf("run %s: %w", in, err)}
 			}

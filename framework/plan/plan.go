@@ -6,6 +6,8 @@ package plan
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -29,6 +31,19 @@ func (t Topology) Ranks() int { return t.Nodes * t.GPUsPerNode }
 // String renders the scope the way reports and baselines name it: "1x2" is
 // one node with two GPUs.
 func (t Topology) String() string { return fmt.Sprintf("%dx%d", t.Nodes, t.GPUsPerNode) }
+
+// ParseTopology reads a scope as String writes it ("2x8": nodes x GPUs per
+// node, both >= 1, nothing else). Errors name the text.
+func ParseTopology(s string) (Topology, error) {
+	n, g, ok := strings.Cut(s, "x")
+	nodes, err1 := strconv.Atoi(n)
+	gpus, err2 := strconv.Atoi(g)
+	t := Topology{Nodes: nodes, GPUsPerNode: gpus}
+	if !ok || err1 != nil || err2 != nil || nodes < 1 || gpus < 1 || t.String() != s {
+		return Topology{}, fmt.Errorf("scope %q: want NODESxGPUS, e.g. 2x8", s)
+	}
+	return t, nil
+}
 
 // Step is one program start: a single process, or an MPI job of several
 // processes that a rank starter (mpirun, srun) launches together.

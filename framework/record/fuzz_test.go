@@ -65,20 +65,3 @@ func FuzzMerge(f *testing.F) {
 		}
 	})
 }
-
-func FuzzParseScope(f *testing.F) {
-	for _, s := range []string{"2x8", "1x2", "0x8", "x", "18x4", "-1x2"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		sc, err := ParseScope(s)
-		if err == nil && (sc.Nodes < 1 || sc.GPUsPerNode < 1) {
-			t.Fatalf("%q accepted as %v", s, sc)
-		}
-		if err == nil {
-			if back, err := ParseScope(sc.String()); err != nil || back != sc {
-				t.Fatalf("%q: %v does not round-trip", s, sc)
-			}
-		}
-	})
-}

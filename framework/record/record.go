@@ -14,10 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -98,10 +98,11 @@ func FromRun(run *result.Run, origin func(result.Test) string) ([]Sample, error)
 		if scopeText == "" {
 			scopeText = run.Scope
 		}
-		sc, err := ParseScope(scopeText)
+		topo, err := plan.ParseTopology(scopeText)
 		if err != nil {
 			return nil, fmt.Errorf("test %s: %w", t.Name, err)
 		}
+		sc := sku.Scope{Nodes: topo.Nodes, GPUsPerNode: topo.GPUsPerNode}
 		name := t.Name
 		if i := strings.IndexByte(name, '['); i > 0 {
 			name = name[:i] // check names several logs "nccl.all_reduce[a.log]"
@@ -118,17 +119,6 @@ func FromRun(run *result.Run, origin func(result.Test) string) ([]Sample, error)
 		return nil, errors.New("no test measured anything")
 	}
 	return out, nil
-}
-
-// ParseScope parses "NxG" (nodes x GPUs per node), as sku.Scope prints it.
-func ParseScope(s string) (sku.Scope, error) {
-	n, g, ok := strings.Cut(s, "x")
-	nodes, err1 := strconv.Atoi(n)
-	gpus, err2 := strconv.Atoi(g)
-	if !ok || err1 != nil || err2 != nil || nodes < 1 || gpus < 1 {
-		return sku.Scope{}, fmt.Errorf("scope %q: want NODESxGPUS, e.g. 2x8", s)
-	}
-	return sku.Scope{Nodes: nodes, GPUsPerNode: gpus}, nil
 }
 
 // Options control how runs become a baseline. Percentages are positive

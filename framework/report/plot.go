@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -55,8 +56,8 @@ func bands(s *sku.SKU, t result.Test, metric string) []band {
 	if s == nil {
 		return nil
 	}
-	var sc sku.Scope
-	if _, err := fmt.Sscanf(t.Scope, "%dx%d", &sc.Nodes, &sc.GPUsPerNode); err != nil {
+	sc, err := scopeOf(t.Scope)
+	if err != nil {
 		return nil
 	}
 	var out []band
@@ -123,8 +124,7 @@ func plottedMetrics(s *sku.SKU, t result.Test) []string {
 		}
 	}
 	if s != nil {
-		var sc sku.Scope
-		if _, err := fmt.Sscanf(t.Scope, "%dx%d", &sc.Nodes, &sc.GPUsPerNode); err == nil {
+		if sc, err := scopeOf(t.Scope); err == nil {
 			for _, e := range s.Entries(testName(t.Name), sc) {
 				if len(e.Points) > 0 && measured[e.Metric] && !seen[e.Metric] {
 					names = append(names, e.Metric)
@@ -379,4 +379,10 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 		ts = append(ts, t)
 	}
 	return ts
+}
+
+// scopeOf reads a test's scope ("2x8") as the SKU file keys baselines.
+func scopeOf(s string) (sku.Scope, error) {
+	t, err := plan.ParseTopology(s)
+	return sku.Scope{Nodes: t.Nodes, GPUsPerNode: t.GPUsPerNode}, err
 }

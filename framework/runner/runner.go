@@ -803,16 +803,6 @@ func fileExists(p string) bool {
 
 func hasJSON(o plan.Output) bool { return len(o.Files) > 0 }
 
-// parseScope parses a scope as Topology.String writes it ("1x2": nodes x
-// GPUs per node).
-func parseScope(s string) (plan.Topology, error) {
-	var t plan.Topology
-	if _, err := fmt.Sscanf(s, "%dx%d", &t.Nodes, &t.GPUsPerNode); err != nil || t.Nodes < 1 || t.GPUsPerNode < 1 || t.String() != s {
-		return plan.Topology{}, fmt.Errorf("scope %q is not NODESxGPUS", s)
-	}
-	return t, nil
-}
-
 // Rejudge parses the raw outputs kept in results folder dir again, with the
 // plugins, judges them against s, and compares the verdicts with those
 // recorded in run: it returns one message per difference (status, a
@@ -876,7 +866,7 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 			outs[i].Files[k] = filepath.Join(folder, v)
 		}
 	}
-	topo, err := parseScope(t.Scope)
+	topo, err := plan.ParseTopology(t.Scope)
 	if err != nil {
 		return result.Test{}, err
 	}

@@ -11,18 +11,6 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
-func TestParseScope(t *testing.T) {
-	for in, want := range map[string]plan.Topology{"1x2": {Nodes: 1, GPUsPerNode: 2}, "16x8": {Nodes: 16, GPUsPerNode: 8}} {
-		got, err := parseScope(in)
-		assert.NilError(t, err)
-		assert.DeepEqual(t, got, want)
-	}
-	for _, bad := range []string{"", "1x", "x2", "0x8", "1x2x3", "01x2", "1 x 2", "-1x2"} {
-		_, err := parseScope(bad)
-		assert.ErrorContains(t, err, "is not NODESxGPUS", bad)
-	}
-}
-
 func TestScopedParams(t *testing.T) {
 	params := map[string]string{
 		"iters":                  "20",
