@@ -20,7 +20,12 @@ type Diag struct {
 // a hostile or broken output of millions of bad lines cannot grow memory.
 type List struct {
 	// Max is the number of diagnostics kept; 0 keeps none.
-	Max     int
+	Max int
+	// TextMax, when > 0, clips every text added to TextMax bytes (Clip).
+	TextMax int
+	// What names the kept things in the note on those not kept, e.g.
+	// "warnings": "3 more warnings not kept"; empty: "3 more not kept".
+	What    string
 	list    []Diag
 	dropped int
 }
@@ -31,6 +36,9 @@ func (l *List) Add(line int, text string) {
 		l.dropped++
 		return
 	}
+	if l.TextMax > 0 {
+		text = Clip(text, l.TextMax)
+	}
 	l.list = append(l.list, Diag{Line: line, Text: text})
 }
 
@@ -38,7 +46,11 @@ func (l *List) Add(line int, text string) {
 // were not kept; nil when there were none.
 func (l *List) Done() []Diag {
 	if l.dropped > 0 {
-		l.list = append(l.list, Diag{Text: fmt.Sprintf("%d more not kept", l.dropped)})
+		what := " "
+		if l.What != "" {
+			what = " " + l.What + " "
+		}
+		l.list = append(l.list, Diag{Text: fmt.Sprintf("%d more%snot kept", l.dropped, what)})
 	}
 	return l.list
 }

@@ -16,6 +16,15 @@ func TestList(t *testing.T) {
 	assert.Assert(t, empty.Done() == nil)
 }
 
+// TextMax clips every text added; What names the dropped ones.
+func TestListClipsAndNames(t *testing.T) {
+	l := List{Max: 1, TextMax: 4, What: "warnings"}
+	l.Add(7, "  row not understood ")
+	l.Add(8, "x")
+	l.Add(9, "y")
+	assert.DeepEqual(t, l.Done(), []Diag{{7, "row ..."}, {0, "2 more warnings not kept"}})
+}
+
 func TestClip(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"  ok  ", "ok"},
