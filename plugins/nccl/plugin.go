@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,15 +70,6 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 		})
 	}
 	return d, nil
-}
-
-func knownCollective(t string) bool {
-	for _, c := range Collectives {
-		if c == t {
-			return true
-		}
-	}
-	return false
 }
 
 // settings are the parsed parameters of one test.
@@ -157,7 +149,7 @@ func JSONName(test string) string { return test + ".json" }
 
 // Plan implements pluginapi.Plugin.
 func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
-	if !knownCollective(req.Test) {
+	if !slices.Contains(Collectives, req.Test) {
 		return plan.Plan{}, fmt.Errorf("unknown test nccl.%s (known: %s)", req.Test, strings.Join(Collectives, ", "))
 	}
 	s, err := parseParams(req.Params)

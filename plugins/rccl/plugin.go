@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -142,18 +143,9 @@ func parseParams(p map[string]string) (settings, error) {
 // ReportName is the file the plugin asks rccl-tests to write with -Z json.
 func ReportName(test string) string { return test + ".json" }
 
-func knownCollective(t string) bool {
-	for _, c := range Collectives {
-		if c == t {
-			return true
-		}
-	}
-	return false
-}
-
 // Plan implements pluginapi.Plugin.
 func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
-	if !knownCollective(req.Test) {
+	if !slices.Contains(Collectives, req.Test) {
 		return plan.Plan{}, fmt.Errorf("unknown test rccl.%s (known: %s)", req.Test, strings.Join(Collectives, ", "))
 	}
 	s, err := parseParams(req.Params)
