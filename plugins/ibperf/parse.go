@@ -116,14 +116,10 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 	line := 0
 	var rerr error
 	for {
-		raw, err := br.ReadString('\n')
-		if len(raw) > 0 {
+		raw, read, err := textdiag.ReadLine(br, lineMax)
+		if read {
 			line++
-			s := raw
-			if len(s) > lineMax {
-				s = s[:lineMax]
-			}
-			s = strings.ToValidUTF8(strings.TrimRight(s, "\r\n"), "?")
+			s := strings.ToValidUTF8(raw, "?")
 			t := strings.TrimSpace(s)
 			f := strings.Fields(t)
 			switch {

@@ -1,9 +1,11 @@
-// Package textdiag holds what the plugins' text parsers share for the notes
-// they keep about an output: a bounded list of line-tagged diagnostics, and
-// clipping of the output lines quoted in them.
+// Package textdiag holds what the plugins' text parsers share to keep their
+// memory bounded whatever the output: reading it line by line with a cap on
+// a line's length, a bounded list of line-tagged diagnostics, and clipping
+// of the output lines quoted in them.
 package textdiag
 
 import (
+	"bufio"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -68,4 +70,23 @@ func Clip(s string, max int) string {
 		s = s[:cut] + "..."
 	}
 	return strings.ToValidUTF8(s, "?")
+}
+
+// ReadLine reads the next line of br without its line break, cut to at
+// most max bytes: the rest of a longer line is read and dropped, so an
+// output without line breaks costs max bytes of memory, not its size. read
+// is false when nothing was left to read; err is br's (io.EOF at the end,
+// returned together with a last line that has no line break).
+func ReadLine(br *bufio.Reader, max int) (line string, read bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		read = read || len(chunk) > 0
+		if room := max - len(buf); room > 0 {
+			buf = append(buf, chunk[:min(room, len(chunk))]...)
+		}
+		if err != bufio.ErrBufferFull {
+			return strings.TrimRight(string(buf), "\r\n"), read, err
+		}
+	}
 }
