@@ -13,9 +13,9 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
-// ExitMeaning names the exit codes of nccl-tests and rccl-tests
+// exitMeaning names the exit codes of nccl-tests and rccl-tests
 // (testResult_t in src/common.h).
-var ExitMeaning = map[int]string{
+var exitMeaning = map[int]string{
 	1: "internal error", 2: "CUDA error", 3: "NCCL error", 4: "timeout",
 	5: "not implemented (e.g. more GPUs asked than found)", 6: "invalid usage",
 }
@@ -109,7 +109,7 @@ func Result(o plan.Output, opt Options) result.Parsed {
 		errs = append(errs, o.LaunchError)
 	} else if o.ExitCode != 0 {
 		m := fmt.Sprintf("exited with status %d", o.ExitCode)
-		if s, ok := ExitMeaning[o.ExitCode]; ok {
+		if s, ok := exitMeaning[o.ExitCode]; ok {
 			m += " (" + s + ")"
 		}
 		errs = append(errs, m)
