@@ -620,20 +620,21 @@ func sideName(sd *side) string {
 // pair far below its siblings is a bad cable, port or PCIe link.
 const balanceMin = 0.9
 
-// balance compares the best average bandwidth of each pair.
+// balance compares the best average bandwidth of each pair; of pairs tied
+// at the top, the first by name is named.
 func balance(best map[string]float64) result.Check {
-	top, topName := 0.0, ""
-	for k, v := range best {
-		if v > top {
-			top, topName = v, k
-		}
-	}
-	var slow []string
 	keys := make([]string, 0, len(best))
 	for k := range best {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	top, topName := 0.0, ""
+	for _, k := range keys {
+		if best[k] > top {
+			top, topName = best[k], k
+		}
+	}
+	var slow []string
 	for _, k := range keys {
 		if best[k] < balanceMin*top {
 			slow = append(slow, fmt.Sprintf("%s %.1f Gb/s", k, best[k]))
