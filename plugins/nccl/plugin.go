@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -104,10 +103,8 @@ func parseParams(p map[string]string) (settings, error) {
 				s.maxb = v
 			}
 		case "stepfactor", "iters", "warmup", "check":
-			if v != "" {
-				if n, err := strconv.Atoi(v); err != nil || n < 0 {
-					return s, fmt.Errorf("parameter %s: %q is not a non-negative integer", k, v)
-				}
+			if err := pluginapi.CountParam(k, v); err != nil {
+				return s, err
 			}
 			switch k {
 			case "stepfactor":
@@ -124,11 +121,9 @@ func parseParams(p map[string]string) (settings, error) {
 		case "op":
 			s.op = v
 		case "json":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return s, fmt.Errorf("parameter json: %q is not true or false", v)
+			if s.json, err = pluginapi.BoolParam(k, v); err != nil {
+				return s, err
 			}
-			s.json = b
 		case "mode":
 			if v != "" && v != "single" && v != "mpi" {
 				return s, fmt.Errorf("parameter mode: %q is not single or mpi", v)

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -103,10 +102,8 @@ func parseParams(p map[string]string) (settings, error) {
 				s.maxb = v
 			}
 		case "stepfactor", "iters", "warmup", "check", "cycles":
-			if v != "" {
-				if n, err := strconv.Atoi(v); err != nil || n < 0 {
-					return s, fmt.Errorf("parameter %s: %q is not a non-negative integer", k, v)
-				}
+			if err := pluginapi.CountParam(k, v); err != nil {
+				return s, err
 			}
 			*map[string]*string{"stepfactor": &s.factor, "iters": &s.iters, "warmup": &s.warmup, "check": &s.check, "cycles": &s.cycles}[k] = v
 		case "datatype":
