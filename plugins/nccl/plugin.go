@@ -73,14 +73,14 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 
 // settings are the parsed parameters of one test.
 type settings struct {
-	bindir, suffix, minb, maxb, factor, iters, warmup, check, dtype, op, mode string
-	json                                                                      bool
-	extra                                                                     []string
-	env                                                                       map[string]string
+	sweep          nccltests.SweepParams
+	bindir, suffix string
+	json           bool
+	env            map[string]string
 }
 
 func parseParams(p map[string]string) (settings, error) {
-	s := settings{minb: "8", maxb: "4G", factor: "2", check: "1", json: true}
+	s := settings{sweep: nccltests.SweepParams{MinBytes: "8", MaxBytes: "4G", StepFactor: "2", Check: "1"}, json: true}
 	env, keys, err := pluginapi.SplitParams(p, Params)
 	if err != nil {
 		return s, err
@@ -88,49 +88,21 @@ func parseParams(p map[string]string) (settings, error) {
 	s.env = env
 	for _, k := range keys {
 		v := p[k]
+		if handled, err := s.sweep.Set(k, v); handled {
+			if err != nil {
+				return s, err
+			}
+			continue
+		}
 		switch k {
 		case "bindir":
 			s.bindir = v
 		case "suffix":
 			s.suffix = v
-		case "minbytes", "maxbytes":
-			if _, err := result.ParseBytes(v); err != nil {
-				return s, fmt.Errorf("parameter %s: %w", k, err)
-			}
-			if k == "minbytes" {
-				s.minb = v
-			} else {
-				s.maxb = v
-			}
-		case "stepfactor", "iters", "warmup", "check":
-			if err := pluginapi.CountParam(k, v); err != nil {
-				return s, err
-			}
-			switch k {
-			case "stepfactor":
-				s.factor = v
-			case "iters":
-				s.iters = v
-			case "warmup":
-				s.warmup = v
-			case "check":
-				s.check = v
-			}
-		case "datatype":
-			s.dtype = v
-		case "op":
-			s.op = v
 		case "json":
 			if s.json, err = pluginapi.BoolParam(k, v); err != nil {
 				return s, err
 			}
-		case "mode":
-			if v != "" && v != "single" && v != "mpi" {
-				return s, fmt.Errorf("parameter mode: %q is not single or mpi", v)
-			}
-			s.mode = v
-		case "extra":
-			s.extra = strings.Fields(v)
 		}
 	}
 	if s.suffix != "" && strings.ContainsAny(s.suffix, "/ \t") {
@@ -155,9 +127,7 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	if s.bindir != "" {
 		bin = filepath.Join(s.bindir, bin)
 	}
-	step, err := nccltests.Sweep{Bin: bin, Mode: s.mode, MinBytes: s.minb, MaxBytes: s.maxb, StepFactor: s.factor,
-		Flags: [][2]string{{"-c", s.check}, {"-n", s.iters}, {"-w", s.warmup}, {"-d", s.dtype}, {"-o", s.op}},
-		Extra: s.extra, Env: s.env}.Step(req.Test, req.Topology)
+	step, err := s.sweep.Sweep(bin, s.env).Step(req.Test, req.Topology)
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("nccl.%s: %w", req.Test, err)
 	}
@@ -178,7 +148,7 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	var expectMax, factor int64
 	if len(req.Params) > 0 {
 		if s, err := parseParams(req.Params); err == nil {
-			expectMax, factor = nccltests.Expected(s.maxb, s.factor)
+			expectMax, factor = nccltests.Expected(s.sweep.MaxBytes, s.sweep.StepFactor)
 		}
 	}
 	return nccltests.Results(req.Outputs, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor}), nil

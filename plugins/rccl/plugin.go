@@ -75,13 +75,13 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 }
 
 type settings struct {
-	bindir, minb, maxb, factor, iters, warmup, check, dtype, op, outofplace, cycles, report, reportFlag, mode string
-	extra                                                                                                     []string
-	env                                                                                                       map[string]string
+	sweep                                          nccltests.SweepParams
+	bindir, outofplace, cycles, report, reportFlag string
+	env                                            map[string]string
 }
 
 func parseParams(p map[string]string) (settings, error) {
-	s := settings{minb: "8", maxb: "1G", factor: "2", check: "1", report: "json", reportFlag: "-x"}
+	s := settings{sweep: nccltests.SweepParams{MinBytes: "8", MaxBytes: "1G", StepFactor: "2", Check: "1"}, report: "json", reportFlag: "-x"}
 	env, keys, err := pluginapi.SplitParams(p, Params)
 	if err != nil {
 		return s, err
@@ -89,27 +89,20 @@ func parseParams(p map[string]string) (settings, error) {
 	s.env = env
 	for _, k := range keys {
 		v := p[k]
+		if handled, err := s.sweep.Set(k, v); handled {
+			if err != nil {
+				return s, err
+			}
+			continue
+		}
 		switch k {
 		case "bindir":
 			s.bindir = v
-		case "minbytes", "maxbytes":
-			if _, err := result.ParseBytes(v); err != nil {
-				return s, fmt.Errorf("parameter %s: %w", k, err)
-			}
-			if k == "minbytes" {
-				s.minb = v
-			} else {
-				s.maxb = v
-			}
-		case "stepfactor", "iters", "warmup", "check", "cycles":
+		case "cycles":
 			if err := pluginapi.CountParam(k, v); err != nil {
 				return s, err
 			}
-			*map[string]*string{"stepfactor": &s.factor, "iters": &s.iters, "warmup": &s.warmup, "check": &s.check, "cycles": &s.cycles}[k] = v
-		case "datatype":
-			s.dtype = v
-		case "op":
-			s.op = v
+			s.cycles = v
 		case "outofplace":
 			if v != "" && v != "0" && v != "1" {
 				return s, fmt.Errorf("parameter outofplace: %q is not 0, 1 or empty", v)
@@ -125,13 +118,6 @@ func parseParams(p map[string]string) (settings, error) {
 				return s, fmt.Errorf("parameter report_flag: %q is not -x or -X", v)
 			}
 			s.reportFlag = v
-		case "mode":
-			if v != "" && v != "single" && v != "mpi" {
-				return s, fmt.Errorf("parameter mode: %q is not single or mpi", v)
-			}
-			s.mode = v
-		case "extra":
-			s.extra = strings.Fields(v)
 		}
 	}
 	return s, nil
@@ -153,9 +139,7 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	if s.bindir != "" {
 		bin = filepath.Join(s.bindir, bin)
 	}
-	step, err := nccltests.Sweep{Bin: bin, Mode: s.mode, MinBytes: s.minb, MaxBytes: s.maxb, StepFactor: s.factor,
-		Flags: [][2]string{{"-c", s.check}, {"-n", s.iters}, {"-w", s.warmup}, {"-d", s.dtype}, {"-o", s.op}, {"-O", s.outofplace}, {"-N", s.cycles}},
-		Extra: s.extra, Env: s.env}.Step(req.Test, req.Topology)
+	step, err := s.sweep.Sweep(bin, s.env, [2]string{"-O", s.outofplace}, [2]string{"-N", s.cycles}).Step(req.Test, req.Topology)
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("rccl.%s: %w", req.Test, err)
 	}
@@ -182,7 +166,7 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	var expectMax, factor int64
 	if len(req.Params) > 0 {
 		if s, err := parseParams(req.Params); err == nil {
-			expectMax, factor = nccltests.Expected(s.maxb, s.factor)
+			expectMax, factor = nccltests.Expected(s.sweep.MaxBytes, s.sweep.StepFactor)
 		}
 	}
 	return nccltests.Results(req.Outputs, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor,
