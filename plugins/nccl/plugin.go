@@ -44,11 +44,6 @@ var Params = []pluginapi.Param{
 	{Name: "env.NAME", Description: "environment variable NAME for every rank (e.g. env.NCCL_TOPO_FILE=/etc/topo.xml)"},
 }
 
-// curveLabels are the labels of the per-size metrics: placement, the data
-// type and reduction (-d, -o), the root of rooted collectives, and the cycle
-// of a size repeated with -N.
-var curveLabels = []string{"placement=out-of-place|in-place", "type", "redop", "root", "cycle"}
-
 // Plugin implements pluginapi.Plugin for nccl-tests.
 type Plugin struct{}
 
@@ -60,12 +55,7 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 			Name:        c,
 			Description: fmt.Sprintf("nccl-tests %s_perf: busbw/algbw curve over message sizes, out-of-place and in-place, with data validation", c),
 			Params:      Params,
-			Metrics: []pluginapi.MetricInfo{
-				{Name: "busbw", Unit: "GB/s", Description: "bus bandwidth per size (nccl-tests doc/PERFORMANCE.md)", Labels: curveLabels},
-				{Name: "algbw", Unit: "GB/s", Description: "algorithm bandwidth per size: size / time", Labels: curveLabels},
-				{Name: "time", Unit: "us", Description: "time per operation per size", Labels: curveLabels},
-				{Name: "avg_busbw", Unit: "GB/s", Description: "nccl-tests' own average over every size (latency-bound sizes included)"},
-			},
+			Metrics:     nccltests.MetricInfos("nccl-tests"),
 		})
 	}
 	return d, nil

@@ -50,8 +50,6 @@ var Params = []pluginapi.Param{
 	{Name: "env.NAME", Description: "environment variable NAME for every rank, e.g. the AINIC settings env.NCCL_IB_HCA=ionic_0,...,ionic_7 env.NCCL_IB_GID_INDEX=1 env.NCCL_IB_TC=104"},
 }
 
-var curveLabels = []string{"placement=out-of-place|in-place", "type", "redop", "root", "cycle"}
-
 // Plugin implements pluginapi.Plugin for rccl-tests.
 type Plugin struct{}
 
@@ -63,12 +61,7 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 			Name:        c,
 			Description: fmt.Sprintf("rccl-tests %s_perf: busbw/algbw curve over message sizes, out-of-place and in-place, with data validation", c),
 			Params:      Params,
-			Metrics: []pluginapi.MetricInfo{
-				{Name: "busbw", Unit: "GB/s", Description: "bus bandwidth per size (rccl-tests doc/PERFORMANCE.md)", Labels: curveLabels},
-				{Name: "algbw", Unit: "GB/s", Description: "algorithm bandwidth per size: size / time", Labels: curveLabels},
-				{Name: "time", Unit: "us", Description: "time per operation per size", Labels: curveLabels},
-				{Name: "avg_busbw", Unit: "GB/s", Description: "rccl-tests' own average over every size (latency-bound sizes included)"},
-			},
+			Metrics:     nccltests.MetricInfos("rccl-tests"),
 		})
 	}
 	return d, nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
@@ -311,6 +312,23 @@ func disagreement(text, js *Output) string {
 		return "no size in common"
 	}
 	return ""
+}
+
+// curveLabels are the labels metrics gives the per-size metrics:
+// placement, the data type and reduction (-d, -o), the root of rooted
+// collectives, and the cycle of a size repeated (-N, or rccl-tests' stress
+// cycles).
+var curveLabels = []string{"placement=out-of-place|in-place", "type", "redop", "root", "cycle"}
+
+// MetricInfos describes the metrics Result gives, for a plugin's Describe;
+// tool names the family member in the descriptions ("nccl-tests").
+func MetricInfos(tool string) []pluginapi.MetricInfo {
+	return []pluginapi.MetricInfo{
+		{Name: "busbw", Unit: "GB/s", Description: "bus bandwidth per size (" + tool + " doc/PERFORMANCE.md)", Labels: curveLabels},
+		{Name: "algbw", Unit: "GB/s", Description: "algorithm bandwidth per size: size / time", Labels: curveLabels},
+		{Name: "time", Unit: "us", Description: "time per operation per size", Labels: curveLabels},
+		{Name: "avg_busbw", Unit: "GB/s", Description: tool + "' own average over every size (latency-bound sizes included)"},
+	}
 }
 
 // metrics turns rows into busbw, algbw and time points per placement; a
