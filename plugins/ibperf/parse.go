@@ -187,6 +187,8 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 // header takes the settings of the "Key : value" block: "Dual-port : OFF
 // Device : ionic_7" holds two of them on one line.
 func header(o *Output, t string) {
+	// The seed's copy lost the column alignment: match on single blanks.
+	norm := strings.Join(strings.Fields(t), " ")
 	for _, kv := range []struct {
 		key string
 		set func(string)
@@ -202,8 +204,6 @@ func header(o *Output, t string) {
 		{"Use ROCm memory :", func(v string) { o.GPUMemory = o.GPUMemory || firstWord(v) == "ON" }},
 		{"Use CUDA memory :", func(v string) { o.GPUMemory = o.GPUMemory || firstWord(v) == "ON" }},
 	} {
-		// The seed's copy lost the column alignment: match on single blanks.
-		norm := strings.Join(strings.Fields(t), " ")
 		if i := strings.Index(norm, kv.key); i >= 0 {
 			kv.set(norm[i+len(kv.key):])
 		}
