@@ -143,11 +143,11 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	return plan.Plan{Steps: []plan.Step{step}}, nil
 }
 
-// GenericDevice reports the device name HIP gives GPUs missing from its
+// genericDevice reports the device name HIP gives GPUs missing from its
 // marketing-name table: rccl-tests 2.17 on MI355X prints "AMD Radeon
 // Graphics" (seed 004), which names no model, so no GPU model check is
 // made on it.
-func GenericDevice(name string) bool {
+func genericDevice(name string) bool {
 	return strings.EqualFold(strings.TrimSpace(name), "AMD Radeon Graphics")
 }
 
@@ -163,5 +163,5 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 		}
 	}
 	return nccltests.Results(req.Outputs, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor,
-		InfoPrefix: "rccl", ParseFile: ParseReport, GenericDevice: GenericDevice}), nil
+		InfoPrefix: "rccl", ParseFile: ParseReport, GenericDevice: genericDevice}), nil
 }
