@@ -35,3 +35,35 @@ func TestSplitParams(t *testing.T) {
 		})
 	}
 }
+
+func TestValueParams(t *testing.T) {
+	tests := []struct {
+		name, v string
+		check   func(string, string) error
+		wantErr string
+	}{
+		{name: "iters", v: "", check: CountParam},
+		{name: "iters", v: "20", check: CountParam},
+		{name: "iters", v: "-1", check: CountParam, wantErr: `parameter iters: "-1" is not a non-negative integer`},
+		{name: "iters", v: "2x", check: CountParam, wantErr: `parameter iters: "2x" is not a non-negative integer`},
+		{name: "json", v: "false", check: func(n, v string) error { _, err := BoolParam(n, v); return err }},
+		{name: "json", v: "yes", check: func(n, v string) error { _, err := BoolParam(n, v); return err }, wantErr: `parameter json: "yes" is not true or false`},
+		{name: "port", v: "18515", check: func(n, v string) error { _, err := PortParam(n, v); return err }},
+		{name: "port", v: "0", check: func(n, v string) error { _, err := PortParam(n, v); return err }, wantErr: `parameter port: "0" is not a TCP port`},
+		{name: "port", v: "65536", check: func(n, v string) error { _, err := PortParam(n, v); return err }, wantErr: `parameter port: "65536" is not a TCP port`},
+	}
+	for _, tc := range tests {
+		err := tc.check(tc.name, tc.v)
+		if tc.wantErr != "" {
+			assert.Error(t, err, tc.wantErr, "%s=%q", tc.name, tc.v)
+			continue
+		}
+		assert.NilError(t, err, "%s=%q", tc.name, tc.v)
+	}
+	b, err := BoolParam("json", "0")
+	assert.NilError(t, err)
+	assert.Equal(t, b, false)
+	n, err := PortParam("port", "29500")
+	assert.NilError(t, err)
+	assert.Equal(t, n, 29500)
+}

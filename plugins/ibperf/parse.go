@@ -116,14 +116,10 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 	line := 0
 	var rerr error
 	for {
-		raw, err := br.ReadString('\n')
-		if len(raw) > 0 {
+		raw, read, err := textdiag.ReadLine(br, lineMax)
+		if read {
 			line++
-			s := raw
-			if len(s) > lineMax {
-				s = s[:lineMax]
-			}
-			s = strings.ToValidUTF8(strings.TrimRight(s, "\r\n"), "?")
+			s := strings.ToValidUTF8(raw, "?")
 			t := strings.TrimSpace(s)
 			f := strings.Fields(t)
 			switch {
@@ -191,6 +187,8 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 // header takes the settings of the "Key : value" block: "Dual-port : OFF
 // Device : ionic_7" holds two of them on one line.
 func header(o *Output, t string) {
+	// The seed's copy lost the column alignment: match on single blanks.
+	norm := strings.Join(strings.Fields(t), " ")
 	for _, kv := range []struct {
 		key string
 		set func(string)
@@ -206,8 +204,6 @@ func header(o *Output, t string) {
 		{"Use ROCm memory :", func(v string) { o.GPUMemory = o.GPUMemory || firstWord(v) == "ON" }},
 		{"Use CUDA memory :", func(v string) { o.GPUMemory = o.GPUMemory || firstWord(v) == "ON" }},
 	} {
-		// The seed's copy lost the column alignment: match on single blanks.
-		norm := strings.Join(strings.Fields(t), " ")
 		if i := strings.Index(norm, kv.key); i >= 0 {
 			kv.set(norm[i+len(kv.key):])
 		}

@@ -157,23 +157,6 @@ func parseParams(p map[string]string, topo plan.Topology) (settings, error) {
 		return s, err
 	}
 	s.env = env
-	uint := func(k, v string) error {
-		if v == "" {
-			return nil
-		}
-		if n, err := strconv.Atoi(v); err != nil || n < 0 {
-			return fmt.Errorf("parameter %s: %q is not a non-negative integer", k, v)
-		}
-		return nil
-	}
-	boolean := func(k, v string, dst *bool) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("parameter %s: %q is not true or false", k, v)
-		}
-		*dst = b
-		return nil
-	}
 	for _, k := range keys {
 		v := p[k]
 		var err error
@@ -188,13 +171,9 @@ func parseParams(p map[string]string, topo plan.Topology) (settings, error) {
 			}
 			s.serverAddr = v
 		case "port":
-			n, e := strconv.Atoi(v)
-			if e != nil || n < 1 || n > 65535 {
-				err = fmt.Errorf("parameter port: %q is not a TCP port", v)
-			}
-			s.port = n
+			s.port, err = pluginapi.PortParam(k, v)
 		case "ib_port", "gid_index", "qps", "iters", "duration", "tclass":
-			err = uint(k, v)
+			err = pluginapi.CountParam(k, v)
 			*map[string]*string{"ib_port": &s.ibPort, "gid_index": &s.gid, "qps": &s.qps, "iters": &s.iters, "duration": &s.duration, "tclass": &s.tclass}[k] = v
 		case "size":
 			if v != "" {
@@ -220,13 +199,13 @@ func parseParams(p map[string]string, topo plan.Topology) (settings, error) {
 				s.gpus = append(s.gpus, g)
 			}
 		case "bidirectional":
-			err = boolean(k, v, &s.bidir)
+			s.bidir, err = pluginapi.BoolParam(k, v)
 		case "cpu_util":
-			err = boolean(k, v, &s.cpuUtil)
+			s.cpuUtil, err = pluginapi.BoolParam(k, v)
 		case "out_json":
-			err = boolean(k, v, &s.outJSON)
+			s.outJSON, err = pluginapi.BoolParam(k, v)
 		case "force":
-			err = boolean(k, v, &s.force)
+			s.force, err = pluginapi.BoolParam(k, v)
 		case "extra":
 			s.extra = strings.Fields(v)
 		}
@@ -620,20 +599,21 @@ func sideName(sd *side) string {
 // pair far below its siblings is a bad cable, port or PCIe link.
 const balanceMin = 0.9
 
-// balance compares the best average bandwidth of each pair.
+// balance compares the best average bandwidth of each pair; of pairs tied
+// at the top, the first by name is named.
 func balance(best map[string]float64) result.Check {
-	top, topName := 0.0, ""
-	for k, v := range best {
-		if v > top {
-			top, topName = v, k
-		}
-	}
-	var slow []string
 	keys := make([]string, 0, len(best))
 	for k := range best {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	top, topName := 0.0, ""
+	for _, k := range keys {
+		if best[k] > top {
+			top, topName = best[k], k
+		}
+	}
+	var slow []string
 	for _, k := range keys {
 		if best[k] < balanceMin*top {
 			slow = append(slow, fmt.Sprintf("%s %.1f Gb/s", k, best[k]))

@@ -374,6 +374,17 @@ func TestPairBalance(t *testing.T) {
 	assert.Assert(t, bal != nil && !bal.OK, "%+v", p.Checks)
 }
 
+// Pairs tied at the top: the message names the first by name, every time
+// (map order must not choose it).
+func TestPairBalanceTieNamesFirst(t *testing.T) {
+	best := map[string]float64{"ionic_7:ionic_1": 350, "ionic_6:ionic_2": 350, "ionic_5:ionic_3": 100}
+	for range 50 {
+		c := balance(best)
+		assert.DeepEqual(t, c, result.Check{Name: "pair balance",
+			Message: "below 90% of the best pair (ionic_6:ionic_2 350.0 Gb/s): ionic_5:ionic_3 100.0 Gb/s"})
+	}
+}
+
 // The --out_json report, in perftest's own layout (write_test_info_to_file
 // and write_bw_report_to_file in src/perftest_parameters.c) with the
 // seed's last size.

@@ -103,14 +103,10 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 	var cols []string // its column keys
 	var rerr error
 	for {
-		raw, err := br.ReadString('\n')
-		if len(raw) > 0 {
+		raw, read, err := textdiag.ReadLine(br, lineMax)
+		if read {
 			line++
-			s := raw
-			if len(s) > lineMax {
-				s = s[:lineMax]
-			}
-			t := strings.TrimSpace(strings.ToValidUTF8(s, "?"))
+			t := strings.TrimSpace(strings.ToValidUTF8(raw, "?"))
 			switch {
 			case t == "":
 			case strings.HasPrefix(t, "Benchmarking with"):

@@ -118,11 +118,9 @@ func parseParams(p map[string]string) (settings, error) {
 		case "args":
 			s.args = strings.Fields(v)
 		case "perf_out":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return s, fmt.Errorf("parameter perf_out: %q is not true or false", v)
+			if s.perfOut, err = pluginapi.BoolParam(k, v); err != nil {
+				return s, err
 			}
-			s.perfOut = b
 		case "rank_tolerance", "spread_max":
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil || f <= 0 || f >= 100 {
@@ -136,8 +134,8 @@ func parseParams(p map[string]string) (settings, error) {
 		case "master_addr":
 			s.masterAddr = v
 		case "master_port":
-			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 65535 {
-				return s, fmt.Errorf("parameter master_port: %q is not a TCP port", v)
+			if _, err := pluginapi.PortParam(k, v); err != nil {
+				return s, err
 			}
 			s.masterPort = v
 		}

@@ -7,7 +7,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -44,11 +44,6 @@ var Params = []pluginapi.Param{
 	{Name: "env.NAME", Description: "environment variable NAME for every rank (e.g. env.NCCL_TOPO_FILE=/etc/topo.xml)"},
 }
 
-// curveLabels are the labels of the per-size metrics: placement, the data
-// type and reduction (-d, -o), the root of rooted collectives, and the cycle
-// of a size repeated with -N.
-var curveLabels = []string{"placement=out-of-place|in-place", "type", "redop", "root", "cycle"}
-
 // Plugin implements pluginapi.Plugin for nccl-tests.
 type Plugin struct{}
 
@@ -60,36 +55,22 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 			Name:        c,
 			Description: fmt.Sprintf("nccl-tests %s_perf: busbw/algbw curve over message sizes, out-of-place and in-place, with data validation", c),
 			Params:      Params,
-			Metrics: []pluginapi.MetricInfo{
-				{Name: "busbw", Unit: "GB/s", Description: "bus bandwidth per size (nccl-tests doc/PERFORMANCE.md)", Labels: curveLabels},
-				{Name: "algbw", Unit: "GB/s", Description: "algorithm bandwidth per size: size / time", Labels: curveLabels},
-				{Name: "time", Unit: "us", Description: "time per operation per size", Labels: curveLabels},
-				{Name: "avg_busbw", Unit: "GB/s", Description: "nccl-tests' own average over every size (latency-bound sizes included)"},
-			},
+			Metrics:     nccltests.MetricInfos("nccl-tests"),
 		})
 	}
 	return d, nil
 }
 
-func knownCollective(t string) bool {
-	for _, c := range Collectives {
-		if c == t {
-			return true
-		}
-	}
-	return false
-}
-
 // settings are the parsed parameters of one test.
 type settings struct {
-	bindir, suffix, minb, maxb, factor, iters, warmup, check, dtype, op, mode string
-	json                                                                      bool
-	extra                                                                     []string
-	env                                                                       map[string]string
+	sweep          nccltests.SweepParams
+	bindir, suffix string
+	json           bool
+	env            map[string]string
 }
 
 func parseParams(p map[string]string) (settings, error) {
-	s := settings{minb: "8", maxb: "4G", factor: "2", check: "1", json: true}
+	s := settings{sweep: nccltests.SweepParams{MinBytes: "8", MaxBytes: "4G", StepFactor: "2", Check: "1"}, json: true}
 	env, keys, err := pluginapi.SplitParams(p, Params)
 	if err != nil {
 		return s, err
@@ -97,53 +78,21 @@ func parseParams(p map[string]string) (settings, error) {
 	s.env = env
 	for _, k := range keys {
 		v := p[k]
+		if handled, err := s.sweep.Set(k, v); handled {
+			if err != nil {
+				return s, err
+			}
+			continue
+		}
 		switch k {
 		case "bindir":
 			s.bindir = v
 		case "suffix":
 			s.suffix = v
-		case "minbytes", "maxbytes":
-			if _, err := result.ParseBytes(v); err != nil {
-				return s, fmt.Errorf("parameter %s: %w", k, err)
-			}
-			if k == "minbytes" {
-				s.minb = v
-			} else {
-				s.maxb = v
-			}
-		case "stepfactor", "iters", "warmup", "check":
-			if v != "" {
-				if n, err := strconv.Atoi(v); err != nil || n < 0 {
-					return s, fmt.Errorf("parameter %s: %q is not a non-negative integer", k, v)
-				}
-			}
-			switch k {
-			case "stepfactor":
-				s.factor = v
-			case "iters":
-				s.iters = v
-			case "warmup":
-				s.warmup = v
-			case "check":
-				s.check = v
-			}
-		case "datatype":
-			s.dtype = v
-		case "op":
-			s.op = v
 		case "json":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return s, fmt.Errorf("parameter json: %q is not true or false", v)
+			if s.json, err = pluginapi.BoolParam(k, v); err != nil {
+				return s, err
 			}
-			s.json = b
-		case "mode":
-			if v != "" && v != "single" && v != "mpi" {
-				return s, fmt.Errorf("parameter mode: %q is not single or mpi", v)
-			}
-			s.mode = v
-		case "extra":
-			s.extra = strings.Fields(v)
 		}
 	}
 	if s.suffix != "" && strings.ContainsAny(s.suffix, "/ \t") {
@@ -157,7 +106,7 @@ func JSONName(test string) string { return test + ".json" }
 
 // Plan implements pluginapi.Plugin.
 func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
-	if !knownCollective(req.Test) {
+	if !slices.Contains(Collectives, req.Test) {
 		return plan.Plan{}, fmt.Errorf("unknown test nccl.%s (known: %s)", req.Test, strings.Join(Collectives, ", "))
 	}
 	s, err := parseParams(req.Params)
@@ -168,9 +117,7 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	if s.bindir != "" {
 		bin = filepath.Join(s.bindir, bin)
 	}
-	step, err := nccltests.Sweep{Bin: bin, Mode: s.mode, MinBytes: s.minb, MaxBytes: s.maxb, StepFactor: s.factor,
-		Flags: [][2]string{{"-c", s.check}, {"-n", s.iters}, {"-w", s.warmup}, {"-d", s.dtype}, {"-o", s.op}},
-		Extra: s.extra, Env: s.env}.Step(req.Test, req.Topology)
+	step, err := s.sweep.Sweep(bin, s.env).Step(req.Test, req.Topology)
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("nccl.%s: %w", req.Test, err)
 	}
@@ -191,7 +138,7 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	var expectMax, factor int64
 	if len(req.Params) > 0 {
 		if s, err := parseParams(req.Params); err == nil {
-			expectMax, factor = nccltests.Expected(s.maxb, s.factor)
+			expectMax, factor = nccltests.Expected(s.sweep.MaxBytes, s.sweep.StepFactor)
 		}
 	}
 	return nccltests.Results(req.Outputs, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor}), nil

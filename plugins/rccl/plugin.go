@@ -11,7 +11,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -50,8 +50,6 @@ var Params = []pluginapi.Param{
 	{Name: "env.NAME", Description: "environment variable NAME for every rank, e.g. the AINIC settings env.NCCL_IB_HCA=ionic_0,...,ionic_7 env.NCCL_IB_GID_INDEX=1 env.NCCL_IB_TC=104"},
 }
 
-var curveLabels = []string{"placement=out-of-place|in-place", "type", "redop", "root", "cycle"}
-
 // Plugin implements pluginapi.Plugin for rccl-tests.
 type Plugin struct{}
 
@@ -63,25 +61,20 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 			Name:        c,
 			Description: fmt.Sprintf("rccl-tests %s_perf: busbw/algbw curve over message sizes, out-of-place and in-place, with data validation", c),
 			Params:      Params,
-			Metrics: []pluginapi.MetricInfo{
-				{Name: "busbw", Unit: "GB/s", Description: "bus bandwidth per size (rccl-tests doc/PERFORMANCE.md)", Labels: curveLabels},
-				{Name: "algbw", Unit: "GB/s", Description: "algorithm bandwidth per size: size / time", Labels: curveLabels},
-				{Name: "time", Unit: "us", Description: "time per operation per size", Labels: curveLabels},
-				{Name: "avg_busbw", Unit: "GB/s", Description: "rccl-tests' own average over every size (latency-bound sizes included)"},
-			},
+			Metrics:     nccltests.MetricInfos("rccl-tests"),
 		})
 	}
 	return d, nil
 }
 
 type settings struct {
-	bindir, minb, maxb, factor, iters, warmup, check, dtype, op, outofplace, cycles, report, reportFlag, mode string
-	extra                                                                                                     []string
-	env                                                                                                       map[string]string
+	sweep                                          nccltests.SweepParams
+	bindir, outofplace, cycles, report, reportFlag string
+	env                                            map[string]string
 }
 
 func parseParams(p map[string]string) (settings, error) {
-	s := settings{minb: "8", maxb: "1G", factor: "2", check: "1", report: "json", reportFlag: "-x"}
+	s := settings{sweep: nccltests.SweepParams{MinBytes: "8", MaxBytes: "1G", StepFactor: "2", Check: "1"}, report: "json", reportFlag: "-x"}
 	env, keys, err := pluginapi.SplitParams(p, Params)
 	if err != nil {
 		return s, err
@@ -89,29 +82,20 @@ func parseParams(p map[string]string) (settings, error) {
 	s.env = env
 	for _, k := range keys {
 		v := p[k]
+		if handled, err := s.sweep.Set(k, v); handled {
+			if err != nil {
+				return s, err
+			}
+			continue
+		}
 		switch k {
 		case "bindir":
 			s.bindir = v
-		case "minbytes", "maxbytes":
-			if _, err := result.ParseBytes(v); err != nil {
-				return s, fmt.Errorf("parameter %s: %w", k, err)
+		case "cycles":
+			if err := pluginapi.CountParam(k, v); err != nil {
+				return s, err
 			}
-			if k == "minbytes" {
-				s.minb = v
-			} else {
-				s.maxb = v
-			}
-		case "stepfactor", "iters", "warmup", "check", "cycles":
-			if v != "" {
-				if n, err := strconv.Atoi(v); err != nil || n < 0 {
-					return s, fmt.Errorf("parameter %s: %q is not a non-negative integer", k, v)
-				}
-			}
-			*map[string]*string{"stepfactor": &s.factor, "iters": &s.iters, "warmup": &s.warmup, "check": &s.check, "cycles": &s.cycles}[k] = v
-		case "datatype":
-			s.dtype = v
-		case "op":
-			s.op = v
+			s.cycles = v
 		case "outofplace":
 			if v != "" && v != "0" && v != "1" {
 				return s, fmt.Errorf("parameter outofplace: %q is not 0, 1 or empty", v)
@@ -127,13 +111,6 @@ func parseParams(p map[string]string) (settings, error) {
 				return s, fmt.Errorf("parameter report_flag: %q is not -x or -X", v)
 			}
 			s.reportFlag = v
-		case "mode":
-			if v != "" && v != "single" && v != "mpi" {
-				return s, fmt.Errorf("parameter mode: %q is not single or mpi", v)
-			}
-			s.mode = v
-		case "extra":
-			s.extra = strings.Fields(v)
 		}
 	}
 	return s, nil
@@ -142,18 +119,9 @@ func parseParams(p map[string]string) (settings, error) {
 // ReportName is the file the plugin asks rccl-tests to write with -Z json.
 func ReportName(test string) string { return test + ".json" }
 
-func knownCollective(t string) bool {
-	for _, c := range Collectives {
-		if c == t {
-			return true
-		}
-	}
-	return false
-}
-
 // Plan implements pluginapi.Plugin.
 func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
-	if !knownCollective(req.Test) {
+	if !slices.Contains(Collectives, req.Test) {
 		return plan.Plan{}, fmt.Errorf("unknown test rccl.%s (known: %s)", req.Test, strings.Join(Collectives, ", "))
 	}
 	s, err := parseParams(req.Params)
@@ -164,9 +132,7 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	if s.bindir != "" {
 		bin = filepath.Join(s.bindir, bin)
 	}
-	step, err := nccltests.Sweep{Bin: bin, Mode: s.mode, MinBytes: s.minb, MaxBytes: s.maxb, StepFactor: s.factor,
-		Flags: [][2]string{{"-c", s.check}, {"-n", s.iters}, {"-w", s.warmup}, {"-d", s.dtype}, {"-o", s.op}, {"-O", s.outofplace}, {"-N", s.cycles}},
-		Extra: s.extra, Env: s.env}.Step(req.Test, req.Topology)
+	step, err := s.sweep.Sweep(bin, s.env, [2]string{"-O", s.outofplace}, [2]string{"-N", s.cycles}).Step(req.Test, req.Topology)
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("rccl.%s: %w", req.Test, err)
 	}
@@ -177,11 +143,11 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	return plan.Plan{Steps: []plan.Step{step}}, nil
 }
 
-// GenericDevice reports the device name HIP gives GPUs missing from its
+// genericDevice reports the device name HIP gives GPUs missing from its
 // marketing-name table: rccl-tests 2.17 on MI355X prints "AMD Radeon
 // Graphics" (seed 004), which names no model, so no GPU model check is
 // made on it.
-func GenericDevice(name string) bool {
+func genericDevice(name string) bool {
 	return strings.EqualFold(strings.TrimSpace(name), "AMD Radeon Graphics")
 }
 
@@ -193,9 +159,9 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	var expectMax, factor int64
 	if len(req.Params) > 0 {
 		if s, err := parseParams(req.Params); err == nil {
-			expectMax, factor = nccltests.Expected(s.maxb, s.factor)
+			expectMax, factor = nccltests.Expected(s.sweep.MaxBytes, s.sweep.StepFactor)
 		}
 	}
 	return nccltests.Results(req.Outputs, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor,
-		InfoPrefix: "rccl", ParseFile: ParseReport, GenericDevice: GenericDevice}), nil
+		InfoPrefix: "rccl", ParseFile: ParseReport, GenericDevice: genericDevice}), nil
 }

@@ -1,7 +1,6 @@
 package rccl
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -33,7 +32,7 @@ const reportMax = 64 << 20
 // holds no result object, together with what was read.
 func ParseReport(r io.Reader, name string) (*nccltests.Output, error) {
 	out := &nccltests.Output{Format: "rccl-json", OutOfBounds: -1, AvgBusBW: -1}
-	data, err := io.ReadAll(io.LimitReader(bufio.NewReader(r), reportMax+1))
+	data, err := io.ReadAll(io.LimitReader(r, reportMax+1))
 	if err != nil {
 		return out, fmt.Errorf("read rccl-tests report %s: %w", name, err)
 	}

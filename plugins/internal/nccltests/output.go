@@ -4,7 +4,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
 )
 
 // Output is what one nccl-tests output (the text it prints, or the file it
@@ -92,14 +93,10 @@ type Rank struct {
 	Host, BusID, DeviceName string
 }
 
-// Diag is one error or warning found in an output.
-type Diag struct {
-	// Line is the 1-based input line it was found on; 0 for JSON and for
-	// notes about the whole output.
-	Line int
-	// Text says what was found, cut to a few hundred bytes.
-	Text string
-}
+// Diag is one error or warning found in an output: Line is the 1-based
+// input line (0 for JSON and for notes about the whole output), Text says
+// what was found, cut to outputDiagTextMax bytes.
+type Diag = textdiag.Diag
 
 // Row is one result row: one message size of one sweep.
 type Row struct {
@@ -158,44 +155,16 @@ func newOutput(format string) *Output {
 	return &Output{Format: format, OutOfBounds: -1, AvgBusBW: -1}
 }
 
-// outputDiags collects Errors or Warnings up to outputDiagMax.
-type outputDiags struct {
-	list    []Diag
-	dropped int
-}
-
-func (d *outputDiags) add(line int, text string) {
-	if len(d.list) >= outputDiagMax {
-		d.dropped++
-		return
-	}
-	d.list = append(d.list, Diag{Line: line, Text: outputCleanText(text)})
-}
-
-// done returns the collected list, with a note on what was dropped.
-func (d *outputDiags) done(what string) []Diag {
-	if d.dropped > 0 {
-		d.list = append(d.list, Diag{Text: strconv.Itoa(d.dropped) + " more " + what + " not kept"})
-	}
-	return d.list
+// newDiags returns the list that collects an output's Errors or Warnings
+// (what: "errors", "warnings"), bounded by outputDiagMax and
+// outputDiagTextMax.
+func newDiags(what string) textdiag.List {
+	return textdiag.List{Max: outputDiagMax, TextMax: outputDiagTextMax, What: what}
 }
 
 // outputCleanText trims s, cuts it to outputDiagTextMax bytes and makes it
 // valid UTF-8 so that reports can show it.
-func outputCleanText(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > outputDiagTextMax {
-		cut := outputDiagTextMax
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "?")
-	}
-	return s
-}
+func outputCleanText(s string) string { return textdiag.Clip(s, outputDiagTextMax) }
 
 // outputGroups counts the distinct Group values among ranks; 0 for none.
 func outputGroups(ranks []Rank) int {

@@ -9,6 +9,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
 )
 
 // parseJSONKnownVersion is the newest JSON file version (its "version"
@@ -42,7 +44,7 @@ func parseJSON(r io.Reader, name string) (out *Output, err error) {
 	}()
 	tr := &jsonTrackReader{r: r}
 	dec := json.NewDecoder(tr)
-	p := &jsonParser{dec: dec, tr: tr, name: name, out: newOutput("json")}
+	p := &jsonParser{dec: dec, tr: tr, name: name, out: newOutput("json"), errs: newDiags("errors"), warn: newDiags("warnings")}
 	return p.parse()
 }
 
@@ -104,8 +106,8 @@ type jsonParser struct {
 	tr   *jsonTrackReader
 	name string
 	out  *Output
-	errs outputDiags
-	warn outputDiags
+	errs textdiag.List
+	warn textdiag.List
 
 	where   string // the part being read, for messages
 	results int    // complete results read
@@ -139,7 +141,7 @@ func (p *jsonParser) parse() (*Output, error) {
 		}
 	}
 	if _, err := p.dec.Token(); err != io.EOF {
-		p.warn.add(0, "data after the JSON object ignored")
+		p.warn.Add(0, "data after the JSON object ignored")
 	}
 	return p.result(), nil
 }
@@ -147,8 +149,8 @@ func (p *jsonParser) parse() (*Output, error) {
 // result finishes the parse and returns the Output.
 func (p *jsonParser) result() *Output {
 	o := p.out
-	o.Errors = p.errs.done("errors")
-	o.Warnings = p.warn.done("warnings")
+	o.Errors = p.errs.Done()
+	o.Warnings = p.warn.Done()
 	o.Groups = outputGroups(o.Ranks)
 	return o
 }
@@ -183,7 +185,7 @@ func (p *jsonParser) fail(err error) error {
 // read, with an Errors entry; anything else is ParseJSON's error.
 func (p *jsonParser) stop(err error) (*Output, error) {
 	if p.tr.err == nil && (err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF)) {
-		p.errs.add(0, fmt.Sprintf("JSON file ends early, at byte %d in %s: output truncated (run killed?); %d complete results kept", p.tr.n, p.where, p.results))
+		p.errs.Add(0, fmt.Sprintf("JSON file ends early, at byte %d in %s: output truncated (run killed?); %d complete results kept", p.tr.n, p.where, p.results))
 		return p.result(), nil
 	}
 	return nil, p.fail(err)
@@ -205,7 +207,7 @@ func (p *jsonParser) decodeSkip(v any) (skipped bool, err error) {
 		if te.Field != "" {
 			what += " field " + strconv.Quote(te.Field)
 		}
-		p.warn.add(0, fmt.Sprintf("JSON %s is a %s, which is not what nccl-tests writes there: ignored", what, te.Value))
+		p.warn.Add(0, fmt.Sprintf("JSON %s is a %s, which is not what nccl-tests writes there: ignored", what, te.Value))
 		return true, nil
 	}
 	return false, err
@@ -221,7 +223,7 @@ func (p *jsonParser) field(key string) error {
 			return err
 		}
 		if v.isInt && v.i > parseJSONKnownVersion {
-			p.warn.add(0, fmt.Sprintf("JSON format version %d is newer than this parser knows (%d)", v.i, parseJSONKnownVersion))
+			p.warn.Add(0, fmt.Sprintf("JSON format version %d is newer than this parser knows (%d)", v.i, parseJSONKnownVersion))
 		}
 	case "nccl_version":
 		var v jsonNum
@@ -266,7 +268,7 @@ func (p *jsonParser) field(key string) error {
 			o.AvgBusBW = a.bw.f
 		}
 		if a.okay.set && !a.okay.v {
-			p.warn.add(0, "nccl-tests reports the average bus bandwidth "+strconv.FormatFloat(a.bw.f, 'g', -1, 64)+" GB/s as not okay (below NCCL_TESTS_MIN_BW)")
+			p.warn.Add(0, "nccl-tests reports the average bus bandwidth "+strconv.FormatFloat(a.bw.f, 'g', -1, 64)+" GB/s as not okay (below NCCL_TESTS_MIN_BW)")
 		}
 	case "errors":
 		var e []jsonStr
@@ -275,7 +277,7 @@ func (p *jsonParser) field(key string) error {
 		}
 		for _, s := range e {
 			if strings.TrimSpace(s.s) != "" {
-				p.errs.add(0, "nccl-tests: error: "+s.s)
+				p.errs.Add(0, "nccl-tests: error: "+s.s)
 			}
 		}
 	default:
@@ -326,10 +328,10 @@ func (p *jsonParser) resultList() error {
 	case nil:
 		return nil
 	case json.Delim('{'):
-		p.warn.add(0, "JSON \"results\" is an object, not a list: ignored")
+		p.warn.Add(0, "JSON \"results\" is an object, not a list: ignored")
 		return jsonSkipRest(p.dec)
 	default:
-		p.warn.add(0, "JSON \"results\" is "+jsonShow(tok)+", not a list: ignored")
+		p.warn.Add(0, "JSON \"results\" is "+jsonShow(tok)+", not a list: ignored")
 		return nil
 	}
 	for i := 0; p.dec.More(); i++ {
@@ -354,7 +356,7 @@ func (p *jsonParser) resultList() error {
 // row makes a Row of one result.
 func (p *jsonParser) row(res *jsonResult) (Row, bool) {
 	if !res.Size.isInt || res.Size.i < 0 {
-		p.warn.add(0, fmt.Sprintf("JSON %s: size %s is not a byte count: result ignored", p.where, res.Size.show()))
+		p.warn.Add(0, fmt.Sprintf("JSON %s: size %s is not a byte count: result ignored", p.where, res.Size.show()))
 		return Row{}, false
 	}
 	row := Row{Size: res.Size.i, Type: outputCleanText(res.Type.s), Redop: outputCleanText(res.Redop.s), Root: -1}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
 )
 
 // The text parser reads the input line by line with bufio.Reader.ReadSlice,
@@ -72,12 +74,12 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 // parseTextSized is ParseText with a given read buffer size in bytes (at
 // least 16), so that tests can check that results do not depend on it.
 func parseTextSized(r io.Reader, name string, bufSize int) (out *Output, err error) {
-	p := &textParser{out: newOutput("text"), lay: textDefaultLayout, strs: map[string]string{}}
+	p := &textParser{out: newOutput("text"), errs: newDiags("errors"), warn: newDiags("warnings"), lay: textDefaultLayout, strs: map[string]string{}}
 	defer func() {
 		// A bug must not take the caller down: report it, keep what was
 		// parsed.
 		if v := recover(); v != nil {
-			p.errs.add(p.line, fmt.Sprintf("%s: %v", parseInternalError, v))
+			p.errs.Add(p.line, fmt.Sprintf("%s: %v", parseInternalError, v))
 			out, err = p.result(), nil
 		}
 	}()
@@ -276,8 +278,8 @@ const (
 // textParser is the state of one ParseText call.
 type textParser struct {
 	out  *Output
-	errs outputDiags
-	warn outputDiags
+	errs textdiag.List
+	warn textdiag.List
 
 	line   int      // current line number, 1-based
 	inLine bool     // the last piece did not end its line
@@ -485,7 +487,7 @@ func (p *textParser) rowInterrupted(s []byte) bool {
 	if bytes.Contains(s, parseTextTestMark) {
 		for _, m := range parseTextErrorMarks {
 			if bytes.Contains(s, m) {
-				p.errs.add(p.line, string(s))
+				p.errs.Add(p.line, string(s))
 				return true
 			}
 		}
@@ -493,7 +495,7 @@ func (p *textParser) rowInterrupted(s []byte) bool {
 	if i := bytes.Index(s, parseTextNCCLMark); i >= 0 {
 		rest := s[i+len(parseTextNCCLMark):]
 		if bytes.HasPrefix(rest, parseTextInfoMark[5:]) || bytes.HasPrefix(rest, parseTextWarnMark[5:]) {
-			p.warn.add(p.line, "result row interrupted by an NCCL log line, row lost: "+string(s))
+			p.warn.Add(p.line, "result row interrupted by an NCCL log line, row lost: "+string(s))
 			return true
 		}
 	}
@@ -539,7 +541,7 @@ func (p *textParser) otherLine(s []byte) {
 		return
 	}
 	if i := bytes.Index(s, parseTextWarnMark); i >= 0 {
-		p.warn.add(p.line, string(s[i+len(parseTextWarnMark):]))
+		p.warn.Add(p.line, string(s[i+len(parseTextWarnMark):]))
 		return
 	}
 	if bytes.HasPrefix(s, parseTextVersionMark) {
@@ -583,7 +585,7 @@ func (p *textParser) otherLine(s []byte) {
 func (p *textParser) errorLine(s []byte) {
 	for _, m := range parseTextErrorMarks {
 		if bytes.Contains(s, m) {
-			p.errs.add(p.line, string(s))
+			p.errs.Add(p.line, string(s))
 			return
 		}
 	}
@@ -846,7 +848,7 @@ func (p *textParser) endHeader() {
 	}
 	if !hasSize || !hasBusBW {
 		if t := p.seg(); len(t) > 1 && string(t[1]) == "count" {
-			p.warn.add(p.line, "column header not understood, keeping the previous layout: "+string(bytes.Join(t, []byte(" "))))
+			p.warn.Add(p.line, "column header not understood, keeping the previous layout: "+string(bytes.Join(t, []byte(" "))))
 		}
 		return
 	}
@@ -871,7 +873,7 @@ func (p *textParser) endComment() {
 			o.Collective = c
 		} else if c != o.Collective && !p.colWarned {
 			p.colWarned = true
-			p.warn.add(p.line, fmt.Sprintf("output of %s_perf follows that of %s_perf; Collective says %s, Rows hold both", c, o.Collective, o.Collective))
+			p.warn.Add(p.line, fmt.Sprintf("output of %s_perf follows that of %s_perf; Collective says %s, Rows hold both", c, o.Collective, o.Collective))
 		}
 	case is(0, "nThread"):
 		for i := 0; i+1 < len(t); i++ {
@@ -918,7 +920,7 @@ func (p *textParser) endComment() {
 	case is(0, "Avg") && is(1, "bus") && is(2, "bandwidth"):
 		p.avgLine(t)
 	case is(0, "error:"):
-		p.errs.add(p.line, "nccl-tests: error: "+string(bytes.Join(t[1:], []byte(" "))))
+		p.errs.Add(p.line, "nccl-tests: error: "+string(bytes.Join(t[1:], []byte(" "))))
 	}
 }
 
@@ -959,7 +961,7 @@ func (p *textParser) boundsLine(t [][]byte) {
 		n, ok = parseUint(v[0])
 	}
 	if !ok || n > math.MaxInt32 {
-		p.warn.add(p.line, "footer line not understood: "+string(bytes.Join(t, []byte(" "))))
+		p.warn.Add(p.line, "footer line not understood: "+string(bytes.Join(t, []byte(" "))))
 		return
 	}
 	o := p.out
@@ -982,14 +984,14 @@ func (p *textParser) avgLine(t [][]byte) {
 		f, ok = parseFloat(v[0])
 	}
 	if !ok {
-		p.warn.add(p.line, "footer line not understood: "+string(bytes.Join(t, []byte(" "))))
+		p.warn.Add(p.line, "footer line not understood: "+string(bytes.Join(t, []byte(" "))))
 		return
 	}
 	if p.out.AvgBusBW < 0 {
 		p.out.AvgBusBW = f
 	}
 	if len(v) > 1 && string(v[1]) == "FAILED" {
-		p.warn.add(p.line, "nccl-tests reports the average bus bandwidth "+string(v[0])+" GB/s as FAILED (below NCCL_TESTS_MIN_BW)")
+		p.warn.Add(p.line, "nccl-tests reports the average bus bandwidth "+string(v[0])+" GB/s as FAILED (below NCCL_TESTS_MIN_BW)")
 	}
 }
 
@@ -1030,7 +1032,7 @@ func (p *textParser) rankLine(t [][]byte) {
 	word("device")
 	r.Device = num()
 	if !ok {
-		p.warn.add(p.line, "rank line not understood: "+string(bytes.Join(t, []byte(" "))))
+		p.warn.Add(p.line, "rank line not understood: "+string(bytes.Join(t, []byte(" "))))
 		return
 	}
 	if i < len(t) && len(t[i]) >= 2 && t[i][0] == '[' && t[i][len(t[i])-1] == ']' {
@@ -1041,7 +1043,7 @@ func (p *textParser) rankLine(t [][]byte) {
 		r.DeviceName = outputCleanText(string(bytes.Join(t[i:], []byte(" "))))
 	}
 	if strings.HasSuffix(r.DeviceName, "...") {
-		p.warn.add(p.line, "rank list cut by nccl-tests (it prints at most 2048 bytes of rank lines per process): ranks may be missing")
+		p.warn.Add(p.line, "rank list cut by nccl-tests (it prints at most 2048 bytes of rank lines per process): ranks may be missing")
 	}
 	p.out.Ranks = append(p.out.Ranks, r)
 }
@@ -1132,20 +1134,20 @@ func (p *textParser) endRow() {
 	}
 	switch {
 	case bad < 0 && p.rowCut:
-		p.errs.add(p.line, "last result row has no line end: output truncated: "+p.rowText())
+		p.errs.Add(p.line, "last result row has no line end: output truncated: "+p.rowText())
 	case bad < 0:
 		p.addRow(row)
 		p.rowsInLine++
 	case bad == n && (p.rowsInLine == 0 || p.rowCut):
-		p.errs.add(p.line, fmt.Sprintf("result row cut short after %d of %d columns (output truncated?): %s", n, width, p.rowText()))
+		p.errs.Add(p.line, fmt.Sprintf("result row cut short after %d of %d columns (output truncated?): %s", n, width, p.rowText()))
 	case bad == n:
-		p.warn.add(p.line, fmt.Sprintf("%d columns after the line's last result row not understood: %s", n, p.rowText()))
+		p.warn.Add(p.line, fmt.Sprintf("%d columns after the line's last result row not understood: %s", n, p.rowText()))
 	default:
 		col := textColSkip
 		if bad < len(fields) {
 			col = fields[bad].col
 		}
-		p.warn.add(p.line, fmt.Sprintf("result row not understood: column %d (%s) is %q: %s", bad+1, textColNames[col], outputCleanText(string(p.rowTok(bad))), p.rowText()))
+		p.warn.Add(p.line, fmt.Sprintf("result row not understood: column %d (%s) is %q: %s", bad+1, textColNames[col], outputCleanText(string(p.rowTok(bad))), p.rowText()))
 	}
 }
 
@@ -1286,8 +1288,8 @@ func (p *textParser) result() *Output {
 		}
 		o.Rows = append(o.Rows, p.cur...)
 	}
-	o.Errors = p.errs.done("errors")
-	o.Warnings = p.warn.done("warnings")
+	o.Errors = p.errs.Done()
+	o.Warnings = p.warn.Done()
 	o.RankCount = len(o.Ranks)
 	o.Groups = outputGroups(o.Ranks)
 	return o

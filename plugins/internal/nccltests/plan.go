@@ -3,10 +3,69 @@ package nccltests
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
+
+// SweepParams are the parameters every nccl-tests family plugin takes,
+// as given (checked by Set): minbytes, maxbytes and stepfactor (-b, -e,
+// -f), iters, warmup and check (-n, -w, -c), datatype and op (-d, -o),
+// mode (Sweep.Mode) and extra. Empty fields other than the sizes leave
+// the tool's default.
+type SweepParams struct {
+	MinBytes, MaxBytes, StepFactor, Iters, Warmup, Check, Type, Op, Mode string
+	// Extra are further arguments, from the space-separated "extra".
+	Extra []string
+}
+
+// Set applies the parameter k = v when it is one of SweepParams'; handled
+// is false for any other key, which the plugin applies itself. Errors name
+// the parameter: a size result.ParseBytes does not read, a count that is
+// not a non-negative integer, a mode other than single, mpi or empty.
+func (p *SweepParams) Set(k, v string) (handled bool, err error) {
+	switch k {
+	case "minbytes", "maxbytes":
+		if _, err := result.ParseBytes(v); err != nil {
+			return true, fmt.Errorf("parameter %s: %w", k, err)
+		}
+		if k == "minbytes" {
+			p.MinBytes = v
+		} else {
+			p.MaxBytes = v
+		}
+	case "stepfactor", "iters", "warmup", "check":
+		if err := pluginapi.CountParam(k, v); err != nil {
+			return true, err
+		}
+		*map[string]*string{"stepfactor": &p.StepFactor, "iters": &p.Iters, "warmup": &p.Warmup, "check": &p.Check}[k] = v
+	case "datatype":
+		p.Type = v
+	case "op":
+		p.Op = v
+	case "mode":
+		if v != "" && v != "single" && v != "mpi" {
+			return true, fmt.Errorf("parameter mode: %q is not single or mpi", v)
+		}
+		p.Mode = v
+	case "extra":
+		p.Extra = strings.Fields(v)
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// Sweep returns the sweep of program bin with these parameters and the
+// ranks' environment env; flags are the plugin's own "-flag value" pairs,
+// placed after the shared -c, -n, -w, -d and -o.
+func (p SweepParams) Sweep(bin string, env map[string]string, flags ...[2]string) Sweep {
+	shared := [][2]string{{"-c", p.Check}, {"-n", p.Iters}, {"-w", p.Warmup}, {"-d", p.Type}, {"-o", p.Op}}
+	return Sweep{Bin: bin, Mode: p.Mode, MinBytes: p.MinBytes, MaxBytes: p.MaxBytes, StepFactor: p.StepFactor,
+		Flags: append(shared, flags...), Extra: p.Extra, Env: env}
+}
 
 // Sweep is the command line every nccl-tests family benchmark (nccl-tests,
 // rccl-tests) shares: a program, a message-size sweep, the per-process GPU

@@ -50,3 +50,43 @@ func TestExpected(t *testing.T) {
 	assert.Equal(t, maxb, int64(0))
 	assert.Equal(t, factor, int64(0))
 }
+
+func TestSweepParamsSet(t *testing.T) {
+	tests := []struct {
+		k, v    string
+		handled bool
+		wantErr string
+	}{
+		{"maxbytes", "8G", true, ""},
+		{"minbytes", "lots", true, "parameter minbytes: "},
+		{"iters", "-2", true, `parameter iters: "-2" is not a non-negative integer`},
+		{"mode", "both", true, `parameter mode: "both" is not single or mpi`},
+		{"suffix", "_mpi", false, ""},
+	}
+	for _, tc := range tests {
+		var p SweepParams
+		handled, err := p.Set(tc.k, tc.v)
+		assert.Equal(t, handled, tc.handled, tc.k)
+		if tc.wantErr != "" {
+			assert.ErrorContains(t, err, tc.wantErr)
+			continue
+		}
+		assert.NilError(t, err, tc.k)
+	}
+}
+
+// The shared flags come first in a fixed order, the plugin's own after
+// them, whatever order the parameters were set in.
+func TestSweepParamsSweep(t *testing.T) {
+	p := SweepParams{MinBytes: "8", MaxBytes: "1G", StepFactor: "2", Check: "1"}
+	for _, kv := range [][2]string{{"op", "max"}, {"extra", "-t 2"}, {"iters", "5"}, {"datatype", "half"}, {"mode", "mpi"}} {
+		_, err := p.Set(kv[0], kv[1])
+		assert.NilError(t, err)
+	}
+	step, err := p.Sweep("all_reduce_perf", map[string]string{"NCCL_DEBUG": "WARN"}, [2]string{"-N", "3"}, [2]string{"-O", ""}).
+		Step("all_reduce", plan.Topology{Nodes: 1, GPUsPerNode: 2})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, step.Argv, []string{"all_reduce_perf", "-b", "8", "-e", "1G", "-f", "2", "-g", "1",
+		"-c", "1", "-n", "5", "-d", "half", "-o", "max", "-N", "3", "-t", "2"})
+	assert.DeepEqual(t, step.Env, map[string]string{"NCCL_DEBUG": "WARN"})
+}

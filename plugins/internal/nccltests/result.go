@@ -10,12 +10,13 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
-// ExitMeaning names the exit codes of nccl-tests and rccl-tests
+// exitMeaning names the exit codes of nccl-tests and rccl-tests
 // (testResult_t in src/common.h).
-var ExitMeaning = map[int]string{
+var exitMeaning = map[int]string{
 	1: "internal error", 2: "CUDA error", 3: "NCCL error", 4: "timeout",
 	5: "not implemented (e.g. more GPUs asked than found)", 6: "invalid usage",
 }
@@ -109,7 +110,7 @@ func Result(o plan.Output, opt Options) result.Parsed {
 		errs = append(errs, o.LaunchError)
 	} else if o.ExitCode != 0 {
 		m := fmt.Sprintf("exited with status %d", o.ExitCode)
-		if s, ok := ExitMeaning[o.ExitCode]; ok {
+		if s, ok := exitMeaning[o.ExitCode]; ok {
 			m += " (" + s + ")"
 		}
 		errs = append(errs, m)
@@ -311,6 +312,23 @@ func disagreement(text, js *Output) string {
 		return "no size in common"
 	}
 	return ""
+}
+
+// curveLabels are the labels metrics gives the per-size metrics:
+// placement, the data type and reduction (-d, -o), the root of rooted
+// collectives, and the cycle of a size repeated (-N, or rccl-tests' stress
+// cycles).
+var curveLabels = []string{"placement=out-of-place|in-place", "type", "redop", "root", "cycle"}
+
+// MetricInfos describes the metrics Result gives, for a plugin's Describe;
+// tool names the family member in the descriptions ("nccl-tests").
+func MetricInfos(tool string) []pluginapi.MetricInfo {
+	return []pluginapi.MetricInfo{
+		{Name: "busbw", Unit: "GB/s", Description: "bus bandwidth per size (" + tool + " doc/PERFORMANCE.md)", Labels: curveLabels},
+		{Name: "algbw", Unit: "GB/s", Description: "algorithm bandwidth per size: size / time", Labels: curveLabels},
+		{Name: "time", Unit: "us", Description: "time per operation per size", Labels: curveLabels},
+		{Name: "avg_busbw", Unit: "GB/s", Description: tool + "' own average over every size (latency-bound sizes included)"},
+	}
 }
 
 // metrics turns rows into busbw, algbw and time points per placement; a

@@ -1,9 +1,11 @@
-// Package textdiag holds what the plugins' text parsers share for the notes
-// they keep about an output: a bounded list of line-tagged diagnostics, and
-// clipping of the output lines quoted in them.
+// Package textdiag holds what the plugins' text parsers share to keep their
+// memory bounded whatever the output: reading it line by line with a cap on
+// a line's length, a bounded list of line-tagged diagnostics, and clipping
+// of the output lines quoted in them.
 package textdiag
 
 import (
+	"bufio"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -20,7 +22,12 @@ type Diag struct {
 // a hostile or broken output of millions of bad lines cannot grow memory.
 type List struct {
 	// Max is the number of diagnostics kept; 0 keeps none.
-	Max     int
+	Max int
+	// TextMax, when > 0, clips every text added to TextMax bytes (Clip).
+	TextMax int
+	// What names the kept things in the note on those not kept, e.g.
+	// "warnings": "3 more warnings not kept"; empty: "3 more not kept".
+	What    string
 	list    []Diag
 	dropped int
 }
@@ -31,6 +38,9 @@ func (l *List) Add(line int, text string) {
 		l.dropped++
 		return
 	}
+	if l.TextMax > 0 {
+		text = Clip(text, l.TextMax)
+	}
 	l.list = append(l.list, Diag{Line: line, Text: text})
 }
 
@@ -38,7 +48,11 @@ func (l *List) Add(line int, text string) {
 // were not kept; nil when there were none.
 func (l *List) Done() []Diag {
 	if l.dropped > 0 {
-		l.list = append(l.list, Diag{Text: fmt.Sprintf("%d more not kept", l.dropped)})
+		what := " "
+		if l.What != "" {
+			what = " " + l.What + " "
+		}
+		l.list = append(l.list, Diag{Text: fmt.Sprintf("%d more%snot kept", l.dropped, what)})
 	}
 	return l.list
 }
@@ -56,4 +70,23 @@ func Clip(s string, max int) string {
 		s = s[:cut] + "..."
 	}
 	return strings.ToValidUTF8(s, "?")
+}
+
+// ReadLine reads the next line of br without its line break, cut to at
+// most max bytes: the rest of a longer line is read and dropped, so an
+// output without line breaks costs max bytes of memory, not its size. read
+// is false when nothing was left to read; err is br's (io.EOF at the end,
+// returned together with a last line that has no line break).
+func ReadLine(br *bufio.Reader, max int) (line string, read bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		read = read || len(chunk) > 0
+		if room := max - len(buf); room > 0 {
+			buf = append(buf, chunk[:min(room, len(chunk))]...)
+		}
+		if err != bufio.ErrBufferFull {
+			return strings.TrimRight(string(buf), "\r\n"), read, err
+		}
+	}
 }

@@ -1,6 +1,9 @@
 package textdiag
 
 import (
+	"bufio"
+	"io"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -16,6 +19,15 @@ func TestList(t *testing.T) {
 	assert.Assert(t, empty.Done() == nil)
 }
 
+// TextMax clips every text added; What names the dropped ones.
+func TestListClipsAndNames(t *testing.T) {
+	l := List{Max: 1, TextMax: 4, What: "warnings"}
+	l.Add(7, "  row not understood ")
+	l.Add(8, "x")
+	l.Add(9, "y")
+	assert.DeepEqual(t, l.Done(), []Diag{{7, "row ..."}, {0, "2 more warnings not kept"}})
+}
+
 func TestClip(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"  ok  ", "ok"},
@@ -27,4 +39,31 @@ func TestClip(t *testing.T) {
 	for _, tc := range tests {
 		assert.Equal(t, Clip(tc.in, 3), tc.want, "%q", tc.in)
 	}
+}
+
+// Lines longer than the reader's buffer and than max are cut at max and
+// the rest dropped; the next line starts where the long one ended.
+func TestReadLine(t *testing.T) {
+	in := "short\r\n" + strings.Repeat("x", 100) + "\n\nlast"
+	br := bufio.NewReaderSize(strings.NewReader(in), 16)
+	type got struct {
+		line string
+		read bool
+		err  error
+	}
+	var all []got
+	for {
+		l, read, err := ReadLine(br, 10)
+		all = append(all, got{l, read, err})
+		if err != nil {
+			break
+		}
+	}
+	want := []got{{"short", true, nil}, {strings.Repeat("x", 10), true, nil}, {"", true, nil}, {"last", true, io.EOF}}
+	assert.Equal(t, len(all), len(want))
+	for i := range want {
+		assert.Equal(t, all[i], want[i], "line %d", i+1)
+	}
+	l, read, err := ReadLine(br, 10)
+	assert.Equal(t, got{l, read, err}, got{"", false, io.EOF}, "after the end")
 }
