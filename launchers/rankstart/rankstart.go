@@ -254,6 +254,36 @@ func Environ(base []string, s plan.Step) []string {
 	return out
 }
 
+// CheckEnvNames returns an error naming the first (by sort order) of the
+// step's Env names that a POSIX shell cannot export or mpirun forward
+// (letters, digits and '_', not starting with a digit): every launcher
+// writes them into a shell script or command line.
+func CheckEnvNames(s plan.Step) error {
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !shellName(k) {
+			return fmt.Errorf("step %s: environment variable name %q is not a shell name", s.Name, k)
+		}
+	}
+	return nil
+}
+
+func shellName(k string) bool {
+	if k == "" || k[0] >= '0' && k[0] <= '9' {
+		return false
+	}
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // ShellJoin renders argv as one POSIX shell command line, quoting every word
 // that needs it, so a printed command can be pasted into a shell and does
 // exactly what gpuaccept ran.

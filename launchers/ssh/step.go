@@ -38,20 +38,6 @@ type stepRun struct {
 	command string
 }
 
-// validEnvName reports whether k can be exported by a POSIX shell:
-// letters, digits and '_', not starting with a digit.
-func validEnvName(k string) bool {
-	if k == "" || k[0] >= '0' && k[0] <= '9' {
-		return false
-	}
-	for _, r := range k {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 func validTest(s string) bool {
 	if s == "" || len(s) > 128 || s[0] == '.' {
 		return false
@@ -86,10 +72,8 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 		if err != nil {
 			return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
 		}
-		for k := range s.Env {
-			if !validEnvName(k) {
-				return nil, fmt.Errorf("launcher ssh: test %s: step %s: environment variable name %q is not a shell name", req.Test, s.Name, k)
-			}
+		if err := rankstart.CheckEnvNames(s); err != nil {
+			return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
 		}
 		for _, f := range s.Files {
 			if f == "" || strings.HasPrefix(f, "/") || strings.Contains(f, "..") || strings.ContainsAny(f, "\n\x00") {
