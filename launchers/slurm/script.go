@@ -123,7 +123,13 @@ func render(j job) (string, []string, error) {
 	b.WriteString("set -u\n")
 	fmt.Fprintf(&b, "job=%s\n", rankstart.ShellQuote(j.Dir))
 	b.WriteString("[ -d \"$job\" ] || { echo \"gpuaccept: $job is not visible on $(hostname): the results folder must be on a filesystem every node sees\" >&2; exit 3; }\n")
-	fmt.Fprintf(&b, "scontrol show hostnames \"$SLURM_JOB_NODELIST\" >\"$job/%s\"\n", hostsName)
+	if hs := j.Config.Hosts; len(hs) > 0 {
+		// A step's Host indexes the hosts as given; Slurm lists the
+		// allocation's nodes in its own order.
+		fmt.Fprintf(&b, "printf '%%s\\n' %s >\"$job/%s\"\n", rankstart.ShellJoin(hs), hostsName)
+	} else {
+		fmt.Fprintf(&b, "scontrol show hostnames \"$SLURM_JOB_NODELIST\" >\"$job/%s\"\n", hostsName)
+	}
 
 	var background []string
 	var cmds []string
