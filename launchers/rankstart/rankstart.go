@@ -330,6 +330,16 @@ func EnvPrefix(s plan.Step) string {
 	return strings.Join(parts, " ")
 }
 
+// CommandLine renders a step's command line as plan.Output.Command and
+// --dry-run show it: the step's Env as NAME=value words (EnvPrefix), then
+// line, the already shell-quoted command.
+func CommandLine(s plan.Step, line string) string {
+	if env := EnvPrefix(s); env != "" {
+		return env + " " + line
+	}
+	return line
+}
+
 // StarterEnv returns variables the rank starter itself needs in its
 // environment ("NAME=value"), beside its argv: for Open MPI and HPC-X with a
 // RemoteShell, PRTE_MCA_plm_ssh_agent, because Open MPI 5 starts ranks

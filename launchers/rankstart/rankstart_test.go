@@ -156,3 +156,15 @@ func TestCheckEnvNames(t *testing.T) {
 		assert.ErrorContains(t, err, c.want)
 	}
 }
+
+func TestCommandLine(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, "mpirun -np 2 'a b'"},
+		{map[string]string{"NCCL_IB_HCA": "mlx5_0 mlx5_1", "NCCL_DEBUG": "INFO"}, "NCCL_DEBUG=INFO NCCL_IB_HCA='mlx5_0 mlx5_1' mpirun -np 2 'a b'"},
+	} {
+		assert.Equal(t, CommandLine(plan.Step{Env: c.env}, ShellJoin([]string{"mpirun", "-np", "2", "a b"})), c.want)
+	}
+}

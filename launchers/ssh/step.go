@@ -102,10 +102,7 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 			return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
 		}
 		r.starterEnv = rankstart.StarterEnv(flavor, o)
-		r.command = rankstart.ShellJoin(r.starter)
-		if env := rankstart.EnvPrefix(s); env != "" {
-			r.command = env + " " + r.command
-		}
+		r.command = rankstart.CommandLine(s, rankstart.ShellJoin(r.starter))
 		for i := len(r.starterEnv) - 1; i >= 0; i-- {
 			k, v, _ := strings.Cut(r.starterEnv[i], "=")
 			r.command = k + "=" + q(v) + " " + r.command
