@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -42,36 +41,62 @@ func (s *SyncWriter) Write(p []byte) (int, error) {
 }
 
 // MarkerWriter passes output on to W and calls Found once, when a line of
-// the output contains Marker (a server's readiness line). Lines are matched
-// whole even when they arrive in pieces; a line longer than 64 KiB is
-// matched on its last part only, so memory stays bounded.
+// the output contains Marker (a server's readiness line; it holds no line
+// break). Lines are matched whole, whatever their length and however they
+// arrive in pieces; only the last len(Marker)-1 bytes of an unfinished line
+// are kept between writes, so memory stays bounded.
 type MarkerWriter struct {
 	W      io.Writer
 	Marker []byte
 	Found  func()
-	line   []byte
-	done   bool
+	// tail is the end of the line the last write left unfinished.
+	tail []byte
+	done bool
 }
 
 // Write scans p for the marker, then writes it to W.
 func (m *MarkerWriter) Write(p []byte) (int, error) {
-	if !m.done {
-		m.line = append(m.line, p...)
-		sc := bufio.NewScanner(bytes.NewReader(m.line))
-		sc.Buffer(make([]byte, 0, 4096), 128<<10)
-		for sc.Scan() {
-			if bytes.Contains(sc.Bytes(), m.Marker) {
-				m.done = true
-				m.Found()
-				break
-			}
+	rest := p
+	for !m.done {
+		seg, after, eol := bytes.Cut(rest, []byte{'\n'})
+		if m.match(seg) {
+			m.done = true
+			m.Found()
+			break
 		}
-		if i := bytes.LastIndexByte(m.line, '\n'); i >= 0 {
-			m.line = append(m.line[:0], m.line[i+1:]...)
+		if !eol {
+			m.keep(seg)
+			break
 		}
-		if len(m.line) > 64<<10 {
-			m.line = m.line[len(m.line)-len(m.Marker):]
-		}
+		m.tail = m.tail[:0]
+		rest = after
 	}
 	return m.W.Write(p)
+}
+
+// match reports whether the marker lies in seg, or across the unfinished
+// line's tail and seg.
+func (m *MarkerWriter) match(seg []byte) bool {
+	if bytes.Contains(seg, m.Marker) {
+		return true
+	}
+	if len(m.tail) == 0 {
+		return false
+	}
+	joint := append(m.tail[:len(m.tail):len(m.tail)], seg[:min(len(seg), len(m.Marker)-1)]...)
+	return bytes.Contains(joint, m.Marker)
+}
+
+// keep remembers the end of an unfinished line: no more than a marker split
+// across writes needs.
+func (m *MarkerWriter) keep(seg []byte) {
+	k := len(m.Marker) - 1
+	if len(seg) >= k {
+		m.tail = append(m.tail[:0], seg[len(seg)-k:]...)
+		return
+	}
+	m.tail = append(m.tail, seg...)
+	if len(m.tail) > k {
+		m.tail = append(m.tail[:0], m.tail[len(m.tail)-k:]...)
+	}
 }

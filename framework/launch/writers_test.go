@@ -22,6 +22,11 @@ func TestMarkerWriter(t *testing.T) {
 		{"whole line", []string{"hello\n", " " + marker + " ...\n"}, 1},
 		{"split across writes", []string{"x\n Waiting for cli", "ent to connect ...\n"}, 1},
 		{"after a long line", []string{strings.Repeat("a", 100<<10) + "\n", marker + "\n"}, 1},
+		{"split across three writes", []string{"x\nWait", "ing for client to con", "nect ...\n"}, 1},
+		{"pieces on two lines", []string{"Waiting for cli\n", "ent to connect\n"}, 0},
+		{"in one write after a line over 128 KiB", []string{strings.Repeat("a", 200<<10) + "\n" + marker + "\n"}, 1},
+		{"at the end of a line over 64 KiB", []string{strings.Repeat("a", 70<<10), " " + marker + "\n"}, 1},
+		{"split after a line over 64 KiB", []string{strings.Repeat("a", 70<<10) + " Waiting for", " client to connect\n"}, 1},
 		{"twice, found once", []string{marker + "\n" + marker + "\n"}, 1},
 		{"absent", []string{"Couldn't listen to port\n"}, 0},
 	}

@@ -86,17 +86,9 @@ func (l *Launcher) Commands(req launch.Request) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, command(s, argv))
+		out = append(out, rankstart.CommandLine(s, rankstart.ShellJoin(argv)))
 	}
 	return out, nil
-}
-
-func command(s plan.Step, argv []string) string {
-	line := rankstart.ShellJoin(argv)
-	if env := rankstart.EnvPrefix(s); env != "" {
-		line = env + " " + line
-	}
-	return line
 }
 
 // Launch implements launch.Launcher. Steps start in order; a step with a
@@ -148,7 +140,7 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 		out.LaunchError = err.Error()
 		return out
 	}
-	out.Command = command(s, argv)
+	out.Command = rankstart.CommandLine(s, rankstart.ShellJoin(argv))
 	work, err := os.MkdirTemp("", "gpuaccept-"+s.Name+"-")
 	if err != nil {
 		out.LaunchError = fmt.Sprintf("create working folder: %v", err)

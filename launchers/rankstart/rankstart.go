@@ -254,6 +254,36 @@ func Environ(base []string, s plan.Step) []string {
 	return out
 }
 
+// CheckEnvNames returns an error naming the first (by sort order) of the
+// step's Env names that a POSIX shell cannot export or mpirun forward
+// (letters, digits and '_', not starting with a digit): every launcher
+// writes them into a shell script or command line.
+func CheckEnvNames(s plan.Step) error {
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !shellName(k) {
+			return fmt.Errorf("step %s: environment variable name %q is not a shell name", s.Name, k)
+		}
+	}
+	return nil
+}
+
+func shellName(k string) bool {
+	if k == "" || k[0] >= '0' && k[0] <= '9' {
+		return false
+	}
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // ShellJoin renders argv as one POSIX shell command line, quoting every word
 // that needs it, so a printed command can be pasted into a shell and does
 // exactly what gpuaccept ran.
@@ -298,6 +328,16 @@ func EnvPrefix(s plan.Step) string {
 		parts[i] = k + "=" + ShellQuote(s.Env[k])
 	}
 	return strings.Join(parts, " ")
+}
+
+// CommandLine renders a step's command line as plan.Output.Command and
+// --dry-run show it: the step's Env as NAME=value words (EnvPrefix), then
+// line, the already shell-quoted command.
+func CommandLine(s plan.Step, line string) string {
+	if env := EnvPrefix(s); env != "" {
+		return env + " " + line
+	}
+	return line
 }
 
 // StarterEnv returns variables the rank starter itself needs in its

@@ -135,3 +135,36 @@ func TestStarterEnv(t *testing.T) {
 		assert.DeepEqual(t, StarterEnv(c.f, c.o), c.want)
 	}
 }
+
+func TestCheckEnvNames(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, ""},
+		{map[string]string{"NCCL_DEBUG": "INFO", "_x9": "", "a": "$(reboot)"}, ""},
+		{map[string]string{"NCCL_DEBUG": "INFO", "X;touch /tmp/p": "1"}, `step s: environment variable name "X;touch /tmp/p" is not a shell name`},
+		{map[string]string{"9LIVES": "1"}, `environment variable name "9LIVES"`},
+		{map[string]string{"": "1"}, `environment variable name ""`},
+		{map[string]string{"A-B": "1", "A B": "1"}, `environment variable name "A B"`},
+	} {
+		err := CheckEnvNames(plan.Step{Name: "s", Env: c.env})
+		if c.want == "" {
+			assert.NilError(t, err)
+			continue
+		}
+		assert.ErrorContains(t, err, c.want)
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, "mpirun -np 2 'a b'"},
+		{map[string]string{"NCCL_IB_HCA": "mlx5_0 mlx5_1", "NCCL_DEBUG": "INFO"}, "NCCL_DEBUG=INFO NCCL_IB_HCA='mlx5_0 mlx5_1' mpirun -np 2 'a b'"},
+	} {
+		assert.Equal(t, CommandLine(plan.Step{Env: c.env}, ShellJoin([]string{"mpirun", "-np", "2", "a b"})), c.want)
+	}
+}

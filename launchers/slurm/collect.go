@@ -66,7 +66,7 @@ func collect(req launch.Request, j job, cmds []string, end ending, script string
 
 	outs := make([]plan.Output, len(j.Plan.Steps))
 	for i, s := range j.Plan.Steps {
-		o := plan.Output{Step: s.Name, Role: s.Role, ExitCode: -1, Command: envPrefixed(s, cmds[i])}
+		o := plan.Output{Step: s.Name, Role: s.Role, ExitCode: -1, Command: rankstart.CommandLine(s, cmds[i])}
 		outs[i] = o
 		w, p, err := launch.CreateLog(req, s.Name)
 		if err != nil {
@@ -137,15 +137,6 @@ func collect(req launch.Request, j job, cmds []string, end ending, script string
 		}
 	}
 	return outs, nil
-}
-
-// envPrefixed puts the step's environment in front of its command line, as
-// the local launcher records it.
-func envPrefixed(s plan.Step, line string) string {
-	if env := rankstart.EnvPrefix(s); env != "" {
-		return env + " " + line
-	}
-	return line
 }
 
 // writeRedacted writes src into req.Dir/name with secrets masked.

@@ -104,7 +104,7 @@ func addFlags(fs *pflag.FlagSet) {
 }
 
 // configFromFlags reads the flags addFlags registered; fs may be nil
-// (defaults).
+// (defaults). The caller validates, once the hosts are set too.
 func configFromFlags(fs *pflag.FlagSet) (Config, error) {
 	c := Config{MPI: MPIAuto, Mode: ModeAuto, GPUs: GPUsPerNode, Exclusive: true, Poll: 2 * time.Second}
 	if fs == nil {
@@ -141,7 +141,7 @@ func configFromFlags(fs *pflag.FlagSet) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("read slurm launcher flags: %w", err)
 	}
-	return c, c.Validate()
+	return c, nil
 }
 
 // word is what a directive value may hold: Slurm names (partitions,

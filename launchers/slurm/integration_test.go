@@ -499,3 +499,24 @@ func TestClusterResolveMPI(t *testing.T) {
 		assert.Equal(t, got, c.want, c.mpi)
 	}
 }
+
+// A server and its client run on the nodes the plan names by index into
+// the hosts given (--hosts n2,n1: the server on n2), not in the order Slurm
+// lists the allocation's nodes (n1,n2): the client addresses its server by
+// that host's name.
+func TestClusterPairOnGivenHosts(t *testing.T) {
+	partition := needCluster(t)
+	hs := []string{"n2", "n1"}
+	server := plan.Step{Name: "server", Role: "server", Argv: []string{"/bin/sh", "-c", "echo ready; sleep 1"}, Procs: 1, ProcsPerNode: 1,
+		Host: 0, ReadyMarker: "ready"}
+	client := plan.Step{Name: "client", Role: "client", Argv: []string{"/bin/echo", "to", hs[0]}, Procs: 1, ProcsPerNode: 1, Host: 1}
+	l := &Launcher{Config: Config{Partition: partition, MPI: MPIMpirun, Mode: ModeSubmit, GPUs: GPUsNone, Poll: 300 * time.Millisecond, Hosts: hs}}
+	req := launch.Request{Test: "x.pair", Plan: plan.Plan{Steps: []plan.Step{server, client}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 1, Hosts: hs},
+		Dir: filepath.Join(t.TempDir(), "raw"), Timeout: time.Minute}
+	outs, err := l.Launch(context.Background(), req)
+	assert.NilError(t, err)
+	for i, want := range hs {
+		assert.Equal(t, outs[i].ExitCode, 0, outs[i].LaunchError)
+		assert.Equal(t, outs[i].Host, want, "step %s", outs[i].Step)
+	}
+}

@@ -3,7 +3,6 @@ package slurm
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,8 +57,6 @@ const (
 // $0) and then becomes the workload. The rank comes from the variable the
 // starter sets: Open MPI's, PMIx's, PMI-2's, or srun's task id.
 const rankWrapper = `r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-${SLURM_PROCID:-0}}}}; echo "$r ${SLURMD_NODENAME:-$(hostname)}" >"$0/$r"; exec "$@"`
-
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // render writes the script that runs the job's steps: a batch script with
 // #SBATCH directives, or (Batch false) a script run inside an allocation.
@@ -126,7 +123,13 @@ func render(j job) (string, []string, error) {
 	b.WriteString("set -u\n")
 	fmt.Fprintf(&b, "job=%s\n", rankstart.ShellQuote(j.Dir))
 	b.WriteString("[ -d \"$job\" ] || { echo \"gpuaccept: $job is not visible on $(hostname): the results folder must be on a filesystem every node sees\" >&2; exit 3; }\n")
-	fmt.Fprintf(&b, "scontrol show hostnames \"$SLURM_JOB_NODELIST\" >\"$job/%s\"\n", hostsName)
+	if hs := j.Config.Hosts; len(hs) > 0 {
+		// A step's Host indexes the hosts as given; Slurm lists the
+		// allocation's nodes in its own order.
+		fmt.Fprintf(&b, "printf '%%s\\n' %s >\"$job/%s\"\n", rankstart.ShellJoin(hs), hostsName)
+	} else {
+		fmt.Fprintf(&b, "scontrol show hostnames \"$SLURM_JOB_NODELIST\" >\"$job/%s\"\n", hostsName)
+	}
 
 	var background []string
 	var cmds []string
@@ -141,11 +144,11 @@ func render(j job) (string, []string, error) {
 		fmt.Fprintf(&b, "mkdir -p \"$job/%s.work\" \"$job/%s.ranks\"\n", name, name)
 		fmt.Fprintf(&b, "cd \"$job/%s.work\" || exit 1\n", name)
 		b.WriteString("(\n")
+		if err := rankstart.CheckEnvNames(s); err != nil {
+			return "", nil, fmt.Errorf("render script for %s: %w", j.Test, err)
+		}
 		keys := make([]string, 0, len(s.Env))
 		for k := range s.Env {
-			if !envName.MatchString(k) {
-				return "", nil, fmt.Errorf("render script for %s: step %s: environment variable name %q is not a shell name", j.Test, name, k)
-			}
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)

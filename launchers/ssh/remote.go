@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -202,18 +203,12 @@ var errAbsent = errors.New("not written")
 // fetch returns a file of a step's folder on host. The files steps write
 // (nccl-tests' -J JSON) are small, so they are held in memory.
 func (l *Launcher) fetch(ctx context.Context, host, wd, name string) ([]byte, error) {
-	argv := append(l.SSHArgs(), host, "sh", "-s")
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdin = strings.NewReader(collectScript(wd, name))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() == 3 {
+	out, err := l.remote(ctx, host, collectScript(wd, name))
+	if launch.ExitCode(err) == 3 {
 		return nil, errAbsent
 	}
 	if err != nil {
-		return nil, fmt.Errorf("copy %s from %s:%s: %w: %s", name, host, wd, err, lastLine(errb.String()))
+		return nil, fmt.Errorf("copy %s from %s:%s: %w", name, host, wd, err)
 	}
-	return out.Bytes(), nil
+	return out, nil
 }

@@ -38,20 +38,6 @@ type stepRun struct {
 	command string
 }
 
-// validEnvName reports whether k can be exported by a POSIX shell:
-// letters, digits and '_', not starting with a digit.
-func validEnvName(k string) bool {
-	if k == "" || k[0] >= '0' && k[0] <= '9' {
-		return false
-	}
-	for _, r := range k {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 func validTest(s string) bool {
 	if s == "" || len(s) > 128 || s[0] == '.' {
 		return false
@@ -86,10 +72,8 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 		if err != nil {
 			return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
 		}
-		for k := range s.Env {
-			if !validEnvName(k) {
-				return nil, fmt.Errorf("launcher ssh: test %s: step %s: environment variable name %q is not a shell name", req.Test, s.Name, k)
-			}
+		if err := rankstart.CheckEnvNames(s); err != nil {
+			return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
 		}
 		for _, f := range s.Files {
 			if f == "" || strings.HasPrefix(f, "/") || strings.Contains(f, "..") || strings.ContainsAny(f, "\n\x00") {
@@ -118,10 +102,7 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 			return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
 		}
 		r.starterEnv = rankstart.StarterEnv(flavor, o)
-		r.command = rankstart.ShellJoin(r.starter)
-		if env := rankstart.EnvPrefix(s); env != "" {
-			r.command = env + " " + r.command
-		}
+		r.command = rankstart.CommandLine(s, rankstart.ShellJoin(r.starter))
 		for i := len(r.starterEnv) - 1; i >= 0; i-- {
 			k, v, _ := strings.Cut(r.starterEnv[i], "=")
 			r.command = k + "=" + q(v) + " " + r.command
@@ -294,12 +275,12 @@ func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready
 		if r.starter == nil {
 			// Closing the connection does not stop a command without a
 			// terminal: stop its process group on the host first.
-			errs = l.stopRemote(r, r.hosts, l.killGrace())
+			errs = l.stopRemote(r, l.killGrace())
 			l.stopLocal(cmd.Process.Pid, done, 5*time.Second)
 			out.LaunchError = why + "; remote process group killed"
 		} else {
 			l.stopLocal(cmd.Process.Pid, done, l.killGrace())
-			errs = l.stopRemote(r, r.hosts, 0)
+			errs = l.stopRemote(r, 0)
 			out.LaunchError = why + "; rank starter and remote ranks killed"
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -334,27 +315,19 @@ func (l *Launcher) makeFolders(ctx context.Context, r stepRun) error {
 			return fmt.Errorf("write the remote shell wrapper: %w", err)
 		}
 	}
-	errs := make([]error, len(r.hosts))
-	var wg sync.WaitGroup
-	for i, h := range r.hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer l.fanOut()()
-			cctx, cancel := context.WithTimeout(ctx, l.connectTimeout()+10*time.Second)
-			defer cancel()
-			if _, err := l.remote(cctx, h, mkdirScript(r.wd)); err != nil {
-				errs[i] = fmt.Errorf("create working folder %s on %s: %w", r.wd, h, err)
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(l.onHosts(ctx, r.hosts, l.connectTimeout()+10*time.Second, mkdirScript(r.wd), "create working folder "+r.wd)...)
 }
 
-// stopRemote runs killScript on the hosts at once, with a fresh deadline:
-// the step's own has passed.
-func (l *Launcher) stopRemote(r stepRun, hs []string, grace time.Duration) []error {
+// stopRemote runs killScript on the step's hosts at once, with a fresh
+// deadline: the step's own has passed.
+func (l *Launcher) stopRemote(r stepRun, grace time.Duration) []error {
+	return l.onHosts(context.Background(), r.hosts, l.connectTimeout()+grace+15*time.Second, killScript(r.wd, grace, false), "stop step "+r.step.Name)
+}
+
+// onHosts runs script on every host of hs at once (at most maxParallel ssh
+// clients), each bounded by timeout; errs[i] says "WHAT on HOST: why" for
+// hs[i], nil where it succeeded.
+func (l *Launcher) onHosts(ctx context.Context, hs []string, timeout time.Duration, script, what string) []error {
 	errs := make([]error, len(hs))
 	var wg sync.WaitGroup
 	for i, h := range hs {
@@ -362,10 +335,10 @@ func (l *Launcher) stopRemote(r stepRun, hs []string, grace time.Duration) []err
 		go func() {
 			defer wg.Done()
 			defer l.fanOut()()
-			ctx, cancel := context.WithTimeout(context.Background(), l.connectTimeout()+grace+15*time.Second)
+			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			if _, err := l.remote(ctx, h, killScript(r.wd, grace, false)); err != nil {
-				errs[i] = fmt.Errorf("stop step %s on %s: %w", r.step.Name, h, err)
+			if _, err := l.remote(cctx, h, script); err != nil {
+				errs[i] = fmt.Errorf("%s on %s: %w", what, h, err)
 			}
 		}()
 	}
@@ -418,7 +391,8 @@ func (l *Launcher) cleanup(req launch.Request, r stepRun, out *plan.Output, logw
 		}
 		out.Files[f] = p
 	}
-	for _, err := range l.stopRemoteRm(r) {
+	rm := l.onHosts(context.Background(), r.hosts, l.connectTimeout()+15*time.Second, killScript(r.wd, 0, true), "clean up step "+r.step.Name)
+	for _, err := range rm {
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
@@ -428,23 +402,4 @@ func (l *Launcher) cleanup(req launch.Request, r stepRun, out *plan.Output, logw
 		fmt.Fprintf(logw, "gpuaccept: %s\n", msg)
 		out.LaunchError = strings.TrimPrefix(out.LaunchError+"; "+msg, "; ")
 	}
-}
-
-func (l *Launcher) stopRemoteRm(r stepRun) []error {
-	errs := make([]error, len(r.hosts))
-	var wg sync.WaitGroup
-	for i, h := range r.hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer l.fanOut()()
-			ctx, cancel := context.WithTimeout(context.Background(), l.connectTimeout()+15*time.Second)
-			defer cancel()
-			if _, err := l.remote(ctx, h, killScript(r.wd, 0, true)); err != nil {
-				errs[i] = fmt.Errorf("clean up step %s on %s: %w", r.step.Name, h, err)
-			}
-		}()
-	}
-	wg.Wait()
-	return errs
 }
