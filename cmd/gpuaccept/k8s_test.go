@@ -124,3 +124,16 @@ func TestCleanNothingHintsNamespace(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, "deleted 0 objects of run ga-00000000"), out)
 	assert.Assert(t, strings.Contains(errs, "give the run's --namespace"), errs)
 }
+
+// Paired and rendezvous steps planned without host names (the pods do not
+// exist yet) reach each other by the pods' DNS names: the ib_write_bw
+// client names its server's pod, Mori's MASTER_ADDR is node 0's pod.
+func TestK8sDryRunResolvesHosts(t *testing.T) {
+	code, out, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--launcher", "k8s", "--dry-run",
+		"--test", "ibperf.write_bw", "--test", "mori.ep_internode")
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, !strings.Contains(out, "@host"), out)
+	client := regexp.MustCompile(`(?m)^# step client\.0: ib_write_bw .* (ga-[0-9a-f]+-1-server-0-0\.ga-[0-9a-f]+-1-server-0)$`).FindStringSubmatch(out)
+	assert.Assert(t, client != nil, out)
+	assert.Assert(t, regexp.MustCompile(`- name: MASTER_ADDR\n\s+value: ga-[0-9a-f]+-2-ep-internode-0\.ga-[0-9a-f]+-2-ep-internode\n`).MatchString(out), out)
+}

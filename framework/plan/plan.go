@@ -45,6 +45,86 @@ func ParseTopology(s string) (Topology, error) {
 	return t, nil
 }
 
+// HostRef stands for the host of node i of the topology (0-based, the
+// index Step.Host uses), as a whole argv word or env value, when a plugin
+// plans before the hosts are known (a Slurm allocation, pods): the launcher
+// puts the host's name, or the pod's DNS name, in its place before the step
+// starts. Plugins use it only when Topology.Hosts is empty.
+func HostRef(i int) string { return "@host" + strconv.Itoa(i) + "@" }
+
+// HostRefIndex reports whether word is a HostRef, and of which node.
+func HostRefIndex(word string) (int, bool) {
+	n, ok := strings.CutPrefix(word, "@host")
+	if !ok {
+		return 0, false
+	}
+	n, ok = strings.CutSuffix(n, "@")
+	i, err := strconv.Atoi(n)
+	if !ok || err != nil || i < 0 || HostRef(i) != word {
+		return 0, false
+	}
+	return i, true
+}
+
+// ResolveHostRefs returns a copy of s whose argv words and env values that
+// are HostRefs are replaced by host(i). Errors: those of host.
+func (s Step) ResolveHostRefs(host func(i int) (string, error)) (Step, error) {
+	resolve := func(v string) (string, error) {
+		if i, ok := HostRefIndex(v); ok {
+			h, err := host(i)
+			if err != nil {
+				return "", fmt.Errorf("step %s: host of node %d: %w", s.Name, i, err)
+			}
+			return h, nil
+		}
+		return v, nil
+	}
+	out := s
+	out.Argv = make([]string, len(s.Argv))
+	for i, a := range s.Argv {
+		v, err := resolve(a)
+		if err != nil {
+			return Step{}, err
+		}
+		out.Argv[i] = v
+	}
+	if s.Env != nil {
+		out.Env = make(map[string]string, len(s.Env))
+		for k, v := range s.Env {
+			r, err := resolve(v)
+			if err != nil {
+				return Step{}, err
+			}
+			out.Env[k] = r
+		}
+	}
+	return out, nil
+}
+
+// ResolveHostRefs resolves the HostRefs of every step (Step.ResolveHostRefs).
+func (p Plan) ResolveHostRefs(host func(i int) (string, error)) (Plan, error) {
+	out := Plan{Steps: make([]Step, len(p.Steps))}
+	for i, s := range p.Steps {
+		r, err := s.ResolveHostRefs(host)
+		if err != nil {
+			return Plan{}, err
+		}
+		out.Steps[i] = r
+	}
+	return out, nil
+}
+
+// TopologyHosts resolves HostRefs from t.Hosts, for launchers that know the
+// hosts before they start anything (ssh, local).
+func TopologyHosts(t Topology) func(i int) (string, error) {
+	return func(i int) (string, error) {
+		if i < len(t.Hosts) {
+			return t.Hosts[i], nil
+		}
+		return "", fmt.Errorf("topology %s names %d hosts", t, len(t.Hosts))
+	}
+}
+
 // Step is one program start: a single process, or an MPI job of several
 // processes that a rank starter (mpirun, srun) launches together.
 type Step struct {

@@ -32,3 +32,26 @@ func FuzzParseTopology(f *testing.F) {
 		}
 	})
 }
+
+func TestHostRefs(t *testing.T) {
+	for _, c := range []struct {
+		word string
+		i    int
+		ok   bool
+	}{{HostRef(0), 0, true}, {HostRef(12), 12, true}, {"@host@", 0, false}, {"@host-1@", 0, false}, {"@host01@", 0, false}, {"x@host0@", 0, false}, {"node0", 0, false}} {
+		i, ok := HostRefIndex(c.word)
+		assert.Equal(t, ok, c.ok, c.word)
+		assert.Equal(t, i, c.i, c.word)
+	}
+	p := Plan{Steps: []Step{
+		{Name: "server.0", Argv: []string{"ib_write_bw", "-d", "mlx5_0"}},
+		{Name: "client.0", Argv: []string{"ib_write_bw", "-d", "mlx5_1", HostRef(0)}, Env: map[string]string{"MASTER_ADDR": HostRef(1), "X": "@host0@suffix"}},
+	}}
+	got, err := p.ResolveHostRefs(TopologyHosts(Topology{Nodes: 2, GPUsPerNode: 8, Hosts: []string{"n1", "n2"}}))
+	assert.NilError(t, err)
+	assert.DeepEqual(t, got.Steps[1].Argv, []string{"ib_write_bw", "-d", "mlx5_1", "n1"})
+	assert.DeepEqual(t, got.Steps[1].Env, map[string]string{"MASTER_ADDR": "n2", "X": "@host0@suffix"})
+	assert.Equal(t, p.Steps[1].Argv[3], HostRef(0), "the plan resolved is a copy")
+	_, err = p.ResolveHostRefs(TopologyHosts(Topology{Nodes: 1, GPUsPerNode: 8, Hosts: []string{"n1"}}))
+	assert.ErrorContains(t, err, "step client.0: host of node 1: topology 1x8 names 1 hosts")
+}

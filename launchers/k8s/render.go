@@ -196,8 +196,9 @@ func anyServer(m map[int]*workload) *workload {
 }
 
 // clientOf points a client step at its server pod: a word of its argv equal
-// to the server's host name (Topology.Hosts[server.Host]) becomes the
-// server pod's DNS name, and GPUACCEPT_SERVER_HOST holds that name too.
+// to the server's host name (Topology.Hosts[server.Host]), or the
+// plan.HostRef of the server's node, becomes the server pod's DNS name, and
+// GPUACCEPT_SERVER_HOST holds that name too.
 func clientOf(s plan.Step, srv *workload, topo plan.Topology) plan.Step {
 	dns := srv.hosts[0]
 	old := ""
@@ -206,7 +207,7 @@ func clientOf(s plan.Step, srv *workload, topo plan.Topology) plan.Step {
 	}
 	argv := make([]string, len(s.Argv))
 	for i, a := range s.Argv {
-		if old != "" && a == old {
+		if j, ok := plan.HostRefIndex(a); (old != "" && a == old) || (ok && j == srv.step.Host) {
 			a = dns
 		}
 		argv[i] = a
@@ -293,6 +294,20 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		for i := 1; i < w.pods; i++ {
 			w.hosts = append(w.hosts, fmt.Sprintf("%s-worker-%d.%s", w.name, i-1, w.name))
 		}
+	}
+	if w.pods > 1 {
+		// A multi-pod step names its own nodes (an MPI rendezvous) by
+		// plan.HostRef: node i is pod i's DNS name.
+		r, err := s.ResolveHostRefs(func(i int) (string, error) {
+			if i < len(w.hosts) {
+				return w.hosts[i], nil
+			}
+			return "", fmt.Errorf("flavor %s gives its pods no DNS names to use", flavor)
+		})
+		if err != nil {
+			return fmt.Errorf("k8s: test %s: %w", test, err)
+		}
+		s, w.step = r, r
 	}
 	env := map[string]string{}
 	for k, v := range sh.env {

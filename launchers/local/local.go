@@ -66,18 +66,26 @@ func (l *Launcher) argv(s plan.Step) ([]string, error) {
 	return rankstart.OpenMPI(s, rankstart.Options{AllowRoot: os.Geteuid() == 0, ExtraArgs: l.MPIArgs, Environ: l.environ()})
 }
 
-func (l *Launcher) check(req launch.Request) error {
+// check refuses what needs other hosts and returns req with the plan's
+// HostRefs naming this host.
+func (l *Launcher) check(req launch.Request) (launch.Request, error) {
 	if req.Topology.Nodes > 1 {
-		return fmt.Errorf("launcher local runs on this host only, but the test asks for %d nodes (use --nodes 1, or a launcher that reaches other nodes; this build has: %s)",
+		return req, fmt.Errorf("launcher local runs on this host only, but the test asks for %d nodes (use --nodes 1, or a launcher that reaches other nodes; this build has: %s)",
 			req.Topology.Nodes, strings.Join(launch.Names(), ", "))
 	}
-	return nil
+	p, err := req.Plan.ResolveHostRefs(func(int) (string, error) { return "localhost", nil })
+	if err != nil {
+		return req, err
+	}
+	req.Plan = p
+	return req, nil
 }
 
 // Commands implements launch.Launcher: each step as a shell line, with its
 // environment in front.
 func (l *Launcher) Commands(req launch.Request) ([]string, error) {
-	if err := l.check(req); err != nil {
+	req, err := l.check(req)
+	if err != nil {
 		return nil, err
 	}
 	var out []string
@@ -96,7 +104,8 @@ func (l *Launcher) Commands(req launch.Request) ([]string, error) {
 // and keeps running beside it. All steps are waited for before Launch
 // returns.
 func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Output, error) {
-	if err := l.check(req); err != nil {
+	req, err := l.check(req)
+	if err != nil {
 		return nil, err
 	}
 	if req.Timeout > 0 {

@@ -153,7 +153,7 @@ func render(j job) (string, []string, error) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(&b, "\texport %s=%s\n", k, rankstart.ShellQuote(s.Env[k]))
+			fmt.Fprintf(&b, "\texport %s=%s\n", k, shellWord(s.Env[k]))
 		}
 		fmt.Fprintf(&b, "\texec %s\n", line)
 		if s.ReadyMarker != "" {
@@ -239,9 +239,19 @@ func joinWithJob(argv []string) string {
 			q[i] = `"$job/` + rest + `"`
 			continue
 		}
-		q[i] = rankstart.ShellQuote(a)
+		q[i] = shellWord(a)
 	}
 	return strings.Join(q, " ")
+}
+
+// shellWord quotes v for the script; a plan.HostRef becomes the node's name
+// read from the job's hosts file when the step starts, since the nodes are
+// known only once Slurm has allocated them.
+func shellWord(v string) string {
+	if i, ok := plan.HostRefIndex(v); ok {
+		return fmt.Sprintf(`"$(sed -n %dp "$job/%s")"`, i+1, hostsName)
+	}
+	return rankstart.ShellQuote(v)
 }
 
 // validStep reports whether s is a step folder name as plan.Validate allows

@@ -529,3 +529,15 @@ func TestSilentHostTimesOut(t *testing.T) {
 	assert.ErrorContains(t, err, "\n  127.0.0.1: ")
 	assert.Assert(t, time.Since(start) < 15*time.Second, "took %s", time.Since(start))
 }
+
+// A client planned with plan.HostRef (its plugin did not know the hosts)
+// names its server's host as this launcher places it.
+func TestCommandsResolveHostRefs(t *testing.T) {
+	l, err := New(Config{}, []string{"n1", "n2"}, nil)
+	assert.NilError(t, err)
+	l.RunID, l.Environ = "RUN", []string{"HOME=/root"}
+	cli := plan.Step{Name: "client", Role: "client", Host: 1, Procs: 1, ProcsPerNode: 1, Argv: []string{"ib_write_bw", "-p", "18515", plan.HostRef(0)}}
+	got, err := l.Commands(launch.Request{Test: "ibperf.x", Plan: plan.Plan{Steps: []plan.Step{cli}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}})
+	assert.NilError(t, err)
+	assert.Assert(t, strings.HasSuffix(got[0], " n2 'cd /tmp/gpuaccept-RUN/ibperf.x.client && exec ib_write_bw -p 18515 n1'"), got[0])
+}

@@ -62,6 +62,11 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A plugin that planned without host names (server address, rendezvous)
+	// left HostRefs: node i is the i-th host this test runs on.
+	if req.Plan, err = req.Plan.ResolveHostRefs(plan.TopologyHosts(plan.Topology{Nodes: len(hs), GPUsPerNode: req.Topology.GPUsPerNode, Hosts: hs})); err != nil {
+		return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
+	}
 	flavor, err := rankstart.ParseFlavor(string(l.Flavor))
 	if err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ var tests = []struct {
 var Params = []pluginapi.Param{
 	{Name: "bindir", Description: "folder holding the perftest binaries (a ROCm or CUDA build for the _gdr tests); empty: found on PATH"},
 	{Name: "pairs", Description: "NIC map, SERVER_HCA:CLIENT_HCA,...: which HCA of the first node talks to which HCA of the second (e.g. ionic_7:ionic_1; ionic_mapping.sh finds it); empty: the topology's NICs paired by name"},
-	{Name: "server_addr", Description: "address the clients connect to; empty: the first host (--hosts), or localhost on one node"},
+	{Name: "server_addr", Description: "address the clients connect to; empty: the first host (--hosts), the server's node as the launcher places it, or localhost on one node"},
 	{Name: "port", Default: "18515", Description: "TCP port of the first pair; pair i uses port+i (-p)"},
 	{Name: "ib_port", Description: "HCA port (-i); empty: perftest's default (1)"},
 	{Name: "gid_index", Description: "GID index (-x), e.g. 1 or 3 for RoCE"},
@@ -272,9 +272,9 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	case t.Nodes == 1:
 		addr = "localhost"
 	default:
-		// Hosts unknown before the launch (replay, a scheduler that
-		// allocates later): the command shows where the address goes.
-		addr = "SERVER_ADDR"
+		// Hosts unknown before the launch (a scheduler that allocates
+		// later, pods): the launcher puts the server node's host there.
+		addr = plan.HostRef(0)
 	}
 	if s.bindir != "" {
 		bin = filepath.Join(s.bindir, bin)

@@ -188,7 +188,8 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 			addr = t.Hosts[0]
 		}
 		if addr == "" {
-			addr = "MASTER_ADDR"
+			// Hosts unknown at plan time: the launcher names node 0.
+			addr = plan.HostRef(0)
 		}
 		step.Env["WORLD_SIZE"] = strconv.Itoa(t.Nodes)
 		step.Env["GPU_PER_NODE"] = strconv.Itoa(t.GPUsPerNode)
