@@ -67,3 +67,36 @@ func TestReadLine(t *testing.T) {
 	l, read, err := ReadLine(br, 10)
 	assert.Equal(t, got{l, read, err}, got{"", false, io.EOF}, "after the end")
 }
+
+// unbroken reads as n bytes of 'x' without holding them.
+type unbroken struct{ n int }
+
+func (r *unbroken) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), r.n)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	r.n -= k
+	return k, nil
+}
+
+// Memory for an output whose line breaks were lost: B/op stays near the
+// cut (max) and the reader's buffer, not the 64 MiB line (ReadString held
+// all of it twice before ibperf and mori read through ReadLine).
+//
+//	go test -run '^$' -bench ReadLineUnbroken -benchmem ./plugins/internal/textdiag/
+func BenchmarkReadLineUnbroken(b *testing.B) {
+	const long = 64 << 20
+	b.ReportAllocs()
+	b.SetBytes(long)
+	for b.Loop() {
+		br := bufio.NewReader(&unbroken{n: long})
+		line, _, err := ReadLine(br, 1<<16)
+		if len(line) != 1<<16 || err != io.EOF {
+			b.Fatalf("got %d bytes, %v", len(line), err)
+		}
+	}
+}
