@@ -322,29 +322,7 @@ func readFile(t *testing.T, p string) string {
 // launcher's allocation mode starts the ranks with mpirun in that job.
 func TestClusterExampleInsideAllocation(t *testing.T) {
 	partition := needCluster(t)
-	bin, bindir := binaries(t)
-	dir := t.TempDir()
-	out := filepath.Join(dir, "results")
-	skus, err := filepath.Abs("testdata/skus")
-	assert.NilError(t, err)
-	script, err := filepath.Abs("../../examples/slurm/gpuaccept.sbatch")
-	assert.NilError(t, err)
-	args := []string{"--parsable", "--partition=" + partition, "--chdir=" + dir,
-		"--export=ALL,GPUACCEPT=" + bin + ",SKU=ndmv4,SUITE=multinode,OUT=" + out, script,
-		"--baselines", skus, "--slurm-gpus", "none", "--slurm-mpi", "mpirun",
-		"--param", "bindir=" + bindir, "--param", "env.STANDIN_RECORDINGS=" + recording(t, "ndmv4-2x8")}
-	args = append(args, mpiArgs...)
-	so, err := exec.Command("sbatch", args...).CombinedOutput()
-	assert.NilError(t, err, string(so))
-	id, err := parseJobID(string(so))
-	assert.NilError(t, err)
-	l := &Launcher{Config: Config{Poll: 300 * time.Millisecond}}
-	st, why := l.follow(context.Background(), id, 2*time.Minute)
-	if why != "" {
-		l.cancel(id, st)
-	}
-	jobOut, _ := os.ReadFile(filepath.Join(dir, "gpuaccept-"+id+".out"))
-	assert.Equal(t, why, "", string(jobOut))
+	out, id, st, jobOut := submitExample(t, partition)
 	assert.Equal(t, st.State, "COMPLETED", "%s\n%s", st, jobOut)
 	var res struct {
 		Status   string `json:"status"`
@@ -359,34 +337,46 @@ func TestClusterExampleInsideAllocation(t *testing.T) {
 	assertGone(t, id)
 }
 
-// Inside an allocation, gpuaccept's timeout stops the steps it started
-// (mpirun and its ranks on both nodes); the batch job then ends by itself
-// with gpuaccept's exit status 2.
-func TestClusterInsideAllocationTimeout(t *testing.T) {
-	partition := needCluster(t)
+// submitExample submits examples/slurm/gpuaccept.sbatch, which runs
+// gpuaccept inside its allocation on the ndmv4 test SKU with the stand-in
+// replaying a real 2 x 8 run, plus the gpuaccept flags in extra; it follows
+// the job to its end and returns the results folder, the job id, its final
+// state and its batch output.
+func submitExample(t *testing.T, partition string, extra ...string) (out, id string, st JobState, jobOut []byte) {
+	t.Helper()
 	bin, bindir := binaries(t)
 	dir := t.TempDir()
-	out := filepath.Join(dir, "results")
+	out = filepath.Join(dir, "results")
 	skus, err := filepath.Abs("testdata/skus")
 	assert.NilError(t, err)
 	script, err := filepath.Abs("../../examples/slurm/gpuaccept.sbatch")
 	assert.NilError(t, err)
 	args := []string{"--parsable", "--partition=" + partition, "--chdir=" + dir,
 		"--export=ALL,GPUACCEPT=" + bin + ",SKU=ndmv4,SUITE=multinode,OUT=" + out, script,
-		"--baselines", skus, "--slurm-gpus", "none", "--slurm-mpi", "mpirun", "--timeout", "3s",
-		"--param", "bindir=" + bindir, "--param", "env.STANDIN_RECORDINGS=" + recording(t, "ndmv4-2x8"), "--param", "env.STANDIN_SLEEP=10m"}
+		"--baselines", skus, "--slurm-gpus", "none", "--slurm-mpi", "mpirun",
+		"--param", "bindir=" + bindir, "--param", "env.STANDIN_RECORDINGS=" + recording(t, "ndmv4-2x8")}
+	args = append(args, extra...)
 	args = append(args, mpiArgs...)
 	so, err := exec.Command("sbatch", args...).CombinedOutput()
 	assert.NilError(t, err, string(so))
-	id, err := parseJobID(string(so))
+	id, err = parseJobID(string(so))
 	assert.NilError(t, err)
 	l := &Launcher{Config: Config{Poll: 300 * time.Millisecond}}
 	st, why := l.follow(context.Background(), id, 2*time.Minute)
 	if why != "" {
 		l.cancel(id, st)
 	}
-	jobOut, _ := os.ReadFile(filepath.Join(dir, "gpuaccept-"+id+".out"))
+	jobOut, _ = os.ReadFile(filepath.Join(dir, "gpuaccept-"+id+".out"))
 	assert.Equal(t, why, "", string(jobOut))
+	return out, id, st, jobOut
+}
+
+// Inside an allocation, gpuaccept's timeout stops the steps it started
+// (mpirun and its ranks on both nodes); the batch job then ends by itself
+// with gpuaccept's exit status 2.
+func TestClusterInsideAllocationTimeout(t *testing.T) {
+	partition := needCluster(t)
+	out, id, st, jobOut := submitExample(t, partition, "--timeout", "3s", "--param", "env.STANDIN_SLEEP=10m")
 	assert.Equal(t, st.State, "FAILED", "%s\n%s", st, jobOut)
 	assert.Equal(t, st.ExitCode, "2:0", "gpuaccept's exit status 2: the test errored")
 	var res struct {
