@@ -196,13 +196,23 @@ type Run struct {
 	Tests    []Test        `json:"tests"`
 	// Dir is the results folder, when one was written.
 	Dir string `json:"results_dir,omitempty"`
+	// Localisations are the narrowing-down of failing multi-node tests
+	// (or of every multi-node test, with --localise), one per test.
+	Localisations []Localisation `json:"localisations,omitempty"`
 }
 
-// Finish sets the run's status from its tests.
+// Finish sets the run's status from its tests and localisations: a named
+// suspect fails the run even when the tests passed (the per-node stage can
+// find a slow node that a passing collective hides).
 func (r *Run) Finish() {
-	ss := make([]Status, len(r.Tests))
-	for i, t := range r.Tests {
-		ss[i] = t.Status
+	ss := make([]Status, 0, len(r.Tests)+1)
+	for _, t := range r.Tests {
+		ss = append(ss, t.Status)
+	}
+	for _, l := range r.Localisations {
+		if len(l.Suspects) > 0 {
+			ss = append(ss, Fail)
+		}
 	}
 	r.Status = Worst(ss...)
 }
