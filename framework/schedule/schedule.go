@@ -43,7 +43,7 @@ func RoundRobin(n int) []Round {
 	}
 	for r := 0; r < m-1; r++ {
 		start := r * (m / 2)
-		round := pairs[start:start:start+m/2]
+		round := pairs[start : start : start+m/2]
 		for i := 0; i < m/2; i++ {
 			a, b := ring[i], ring[m-1-i]
 			if a >= n || b >= n {
