@@ -1,0 +1,134 @@
+package localise
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// bandwidthUnits are the units a figure may be read in: runs are compared
+// by how fast they move data.
+var bandwidthUnits = map[string]bool{"GB/s": true, "Gb/s": true}
+
+// figureMetric picks the metric runs of a test are compared by: the first
+// bandwidth metric the SKU's baseline judges for the test at any scope, else
+// the first bandwidth metric the result holds. "" when it holds none.
+func figureMetric(s *sku.SKU, t result.Test) (name, unit string) {
+	have := map[string]string{}
+	for _, m := range t.Metrics {
+		if bandwidthUnits[m.Unit] {
+			if _, ok := have[m.Name]; !ok {
+				have[m.Name] = m.Unit
+			}
+			if name == "" {
+				name, unit = m.Name, m.Unit
+			}
+		}
+	}
+	if s != nil {
+		for _, e := range s.Baselines {
+			if e.Test == t.Name {
+				if u, ok := have[e.Metric]; ok {
+					return e.Metric, u
+				}
+			}
+		}
+	}
+	return name, unit
+}
+
+// seriesKey names a series: the metric's labels without the size.
+func seriesKey(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s;", k, labels[k])
+	}
+	return b.String()
+}
+
+// figure is the number a run of test t is compared by: for each series of
+// the figure metric (one per label set: placement, NIC pair, ...), the peak
+// over message sizes; then the lowest of those peaks, so one slow series
+// (one NIC pair of eight) makes the run slow. Summary metrics are left out:
+// they repeat measured points. ok is false when t measured no bandwidth.
+func figure(s *sku.SKU, t result.Test) (v float64, name, unit string, ok bool) {
+	name, unit = figureMetric(s, t)
+	if name == "" {
+		return 0, "", "", false
+	}
+	peaks := seriesPeaks(t, name, "")
+	v = math.Inf(1)
+	for _, p := range peaks {
+		v = math.Min(v, p)
+	}
+	return v, name, unit, len(peaks) > 0
+}
+
+// seriesPeaks maps each series of metric name (split by label, or by the
+// one label key when given) to its peak over sizes.
+func seriesPeaks(t result.Test, name, key string) map[string]float64 {
+	peaks := map[string]float64{}
+	for _, m := range t.Metrics {
+		if m.Name != name || m.Summary != "" {
+			continue
+		}
+		k := seriesKey(m.Labels)
+		if key != "" {
+			k = m.Labels[key]
+		}
+		if p, ok := peaks[k]; !ok || m.Value > p {
+			peaks[k] = m.Value
+		}
+	}
+	return peaks
+}
+
+// median of vs (not modified); 0 for none.
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// failure says why a test's own verdict counts against it: its first
+// failing point or check, or its message. "" when it passed, warned or
+// skipped.
+func failure(t result.Test) string {
+	if t.Status != result.Fail && t.Status != result.Error {
+		return ""
+	}
+	for _, m := range t.Metrics {
+		if m.Status == result.Fail && m.Message != "" {
+			return m.Message
+		}
+	}
+	for _, c := range t.Checks {
+		if !c.OK && !c.Warn {
+			return c.Name + ": " + c.Message
+		}
+	}
+	if t.Message != "" {
+		return t.Message
+	}
+	return string(t.Status)
+}
+
+// fmtFig renders a figure with its unit: "301.2 GB/s".
+func fmtFig(v float64, unit string) string {
+	return fmt.Sprintf("%.1f %s", v, unit)
+}

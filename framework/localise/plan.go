@@ -1,0 +1,107 @@
+package localise
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/schedule"
+)
+
+// Schedule is the part of a localisation that is known before anything
+// runs, for --dry-run: the per-node runs, and the node-pair rounds of the
+// Pairs and Matching strategies (the re-pairing, the bisection below its
+// first level and the nic-pairs stage depend on results).
+type Schedule struct {
+	Test     string
+	Hosts    []string
+	Strategy string
+	// PerNode is the single-node suite run on every node ("" none).
+	PerNode string
+	// Rounds are the node-pair rounds, as indices into Hosts.
+	Rounds []schedule.Round
+	// Halves are the two halves of the first bisection level.
+	Halves [2][]string
+	// Depth is the most bisection levels.
+	Depth int
+	// HCAMap is the test's HCA map when it takes one.
+	HCAMap string
+}
+
+// Schedule computes what c would run first for test on hosts. It is the
+// planning whose cost grows with the node count: for 1024 nodes and every
+// pair it holds 523,776 pairs (see BenchmarkSchedule1024).
+func (c *Config) Schedule(test string, hosts []string) Schedule {
+	n := len(hosts)
+	s := Schedule{Test: test, Hosts: hosts, Strategy: c.StrategyFor(n), PerNode: c.NodeSuite}
+	if c.HCAMap != nil {
+		s.HCAMap, _ = c.HCAMap(test)
+	}
+	if n < 3 {
+		return s
+	}
+	switch s.Strategy {
+	case Pairs:
+		s.Rounds = schedule.RoundRobin(n)
+	case Matching:
+		s.Rounds = schedule.Matchings(n, c.matchings(), rand.New(rand.NewPCG(c.Seed, uint64(n))))
+	case Bisect:
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		a, b := schedule.Halves(idx)
+		s.Halves = [2][]string{pick(hosts, a), pick(hosts, b)}
+		s.Depth = schedule.Depth(n)
+	}
+	return s
+}
+
+// Write renders the schedule for people, one round per line; at most
+// maxRounds rounds are listed (0: all), the rest counted.
+func (s Schedule) Write(w io.Writer, maxRounds int) error {
+	var b strings.Builder
+	n := len(s.Hosts)
+	fmt.Fprintf(&b, "# localise %s on %d nodes (%s)\n", s.Test, n, s.Strategy)
+	if n < 2 {
+		fmt.Fprintf(&b, "  nothing to localise: the hosts are not known (--hosts)\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	if s.PerNode != "" {
+		fmt.Fprintf(&b, "  per-node: suite %s on each node at once: %s\n", s.PerNode, strings.Join(s.Hosts, " "))
+	}
+	switch {
+	case n == 2:
+		fmt.Fprintf(&b, "  pairs: none (2 nodes are one pair, the run itself)\n")
+	case s.Strategy == Bisect:
+		fmt.Fprintf(&b, "  bisect level 1: %s | %s; then the half that stays slow, at most %d levels, then its last nodes beside known-good ones\n",
+			span(s.Halves[0]), span(s.Halves[1]), s.Depth)
+	default:
+		per := 0
+		if len(s.Rounds) > 0 {
+			per = len(s.Rounds[0])
+		}
+		fmt.Fprintf(&b, "  pairs: %d rounds of %d pairs (%s)\n", len(s.Rounds), per, s.Strategy)
+		for r, round := range s.Rounds {
+			if maxRounds > 0 && r == maxRounds {
+				fmt.Fprintf(&b, "    ... %d more rounds\n", len(s.Rounds)-r)
+				break
+			}
+			parts := make([]string, len(round))
+			for i, p := range round {
+				parts[i] = s.Hosts[p.A] + "+" + s.Hosts[p.B]
+			}
+			fmt.Fprintf(&b, "    round %d: %s\n", r+1, strings.Join(parts, " "))
+		}
+		if s.Strategy == Matching {
+			fmt.Fprintf(&b, "  re-pair: the nodes slow in every matching, each beside a node fast in every one\n")
+		}
+	}
+	if s.HCAMap != "" {
+		fmt.Fprintf(&b, "  nic-pairs: every HCA pair of the examined node pairs (the test's map: %s), one round per HCA\n", s.HCAMap)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

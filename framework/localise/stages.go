@@ -1,0 +1,306 @@
+package localise
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/schedule"
+)
+
+// perNode runs the single-node suite on every node at once and names the
+// nodes where a test fails its single-node baseline or falls below the
+// other nodes' median.
+func (j *job) perNode(ctx context.Context) {
+	const stage = "per-node"
+	hosts := j.topo.Hosts
+	j.progress("%s: suite %s on %d nodes at once", stage, j.c.NodeSuite, len(hosts))
+	ps := make([]*pending, len(hosts))
+	for i, h := range hosts {
+		ps[i] = j.request(stage, 1, j.c.NodeSuite, j.c.NodeTests, []string{h}, h, nil)
+	}
+	// One run per node holds several tests: split them into one sub-run
+	// per (node, test), compared test by test.
+	byTest := map[string][]*pending{}
+	var names []string
+	j.runAll(ctx, ps, func(p *pending, run *result.Run, err error) {
+		tests := []string{"suite " + j.c.NodeSuite}
+		if run != nil && len(run.Tests) > 0 {
+			tests = tests[:0]
+			for _, t := range run.Tests {
+				tests = append(tests, t.Name)
+			}
+		}
+		for _, name := range tests {
+			q := &pending{req: p.req, sub: p.sub}
+			j.fill(q, run, err, name)
+			if err == nil && strings.HasPrefix(name, "suite ") {
+				q.sub.Status, q.sub.Why = result.Error, "the run has no test"
+				q.test = result.Test{Name: name, Status: result.Error, Message: q.sub.Why}
+			}
+			if _, ok := byTest[name]; !ok {
+				names = append(names, name)
+			}
+			byTest[name] = append(byTest[name], q)
+			j.logRun(q)
+		}
+	})
+	sort.Strings(names)
+	var all []*pending
+	for _, name := range names {
+		group := byTest[name]
+		sort.Slice(group, func(a, b int) bool { return indexOf(hosts, group[a].sub.Hosts[0]) < indexOf(hosts, group[b].sub.Hosts[0]) })
+		j.judge(group, 0)
+		all = append(all, group...)
+	}
+	j.addStage(stage, 1, all)
+	for _, p := range all {
+		if p.sub.Slow {
+			j.nameNode(p.sub.Hosts[0], stage, "slow on its own: the single-node suite", evidence(stage, p.sub))
+		}
+	}
+}
+
+func indexOf(hs []string, h string) int {
+	for i, x := range hs {
+		if x == h {
+			return i
+		}
+	}
+	return -1
+}
+
+// pairRounds runs the test on the node pairs of rounds, one round after the
+// other, and returns the runs in order.
+func (j *job) pairRounds(ctx context.Context, stage string, rounds []schedule.Round) []*pending {
+	hosts := j.topo.Hosts
+	var all []*pending
+	for r, round := range rounds {
+		if ctx.Err() != nil {
+			break
+		}
+		ps := make([]*pending, len(round))
+		var names []string
+		for i, pr := range round {
+			hs := []string{hosts[pr.A], hosts[pr.B]}
+			ps[i] = j.request(stage, r+1, j.suite, []string{j.test}, hs, fmt.Sprintf("r%d-%s-%s", r+1, hs[0], hs[1]), nil)
+			names = append(names, hs[0]+"+"+hs[1])
+		}
+		j.progress("%s round %d of %d: %s", stage, r+1, len(rounds), strings.Join(names, " "))
+		j.runAll(ctx, ps, func(p *pending, run *result.Run, err error) {
+			j.fill(p, run, err, j.test)
+			j.logRun(p)
+		})
+		all = append(all, ps...)
+	}
+	return all
+}
+
+// tally counts each host's pair runs and slow ones.
+func tally(ps []*pending) (runs, slow map[string]int) {
+	runs, slow = map[string]int{}, map[string]int{}
+	for _, p := range ps {
+		for _, h := range p.sub.Hosts {
+			runs[h]++
+			if p.sub.Slow {
+				slow[h]++
+			}
+		}
+	}
+	return runs, slow
+}
+
+// allPairs runs every pair and names the nodes every one of whose pairs is
+// slow.
+func (j *job) allPairs(ctx context.Context) {
+	const stage = "pairs"
+	rounds := schedule.RoundRobin(len(j.topo.Hosts))
+	ps := j.pairRounds(ctx, stage, rounds)
+	j.judge(ps, 0)
+	j.addStage(stage, len(rounds), ps)
+	j.nameAlwaysSlow(stage, ps, 2)
+}
+
+// nameAlwaysSlow names the hosts in at least min runs of ps, all slow;
+// when that is every host, it names none: the fault is not in one node.
+func (j *job) nameAlwaysSlow(stage string, ps []*pending, min int) []string {
+	runs, slow := tally(ps)
+	var bad []string
+	for _, h := range j.topo.Hosts {
+		if runs[h] >= min && slow[h] == runs[h] {
+			bad = append(bad, h)
+		}
+	}
+	if len(bad) > 0 && len(bad) == len(runs) {
+		j.note(fmt.Sprintf("%s: every run is slow, so no one node explains it (the fabric, or every node)", stage))
+		return nil
+	}
+	for _, h := range bad {
+		var ev []string
+		for _, p := range ps {
+			if indexOf(p.sub.Hosts, h) >= 0 {
+				ev = append(ev, evidence(stage, p.sub))
+			}
+		}
+		j.nameNode(h, stage, fmt.Sprintf("every one of its %d %s runs is slow", runs[h], stage), ev...)
+	}
+	return bad
+}
+
+// matching runs random matchings, then re-pairs the nodes that were slow
+// in every matching with nodes that never were.
+func (j *job) matching(ctx context.Context) {
+	const stage = "pairs"
+	hosts := j.topo.Hosts
+	rng := rand.New(rand.NewPCG(j.c.Seed, uint64(len(hosts))))
+	rounds := schedule.Matchings(len(hosts), j.c.matchings(), rng)
+	ps := j.pairRounds(ctx, stage, rounds)
+	j.judge(ps, 0)
+	j.addStage(stage, len(rounds), ps)
+	runs, slow := tally(ps)
+	var cand, good []int
+	var goodFigs []float64
+	for i, h := range hosts {
+		switch {
+		case runs[h] > 0 && slow[h] == runs[h]:
+			cand = append(cand, i)
+		case runs[h] > 0 && slow[h] == 0:
+			good = append(good, i)
+		}
+	}
+	for _, p := range ps {
+		if !p.sub.Slow && p.sub.Figure > 0 {
+			goodFigs = append(goodFigs, p.sub.Figure)
+		}
+	}
+	if len(cand) == 0 || ctx.Err() != nil {
+		return
+	}
+	if len(good) == 0 {
+		j.note("pairs: no node was fast in every matching, so the suspects could not be re-paired with a known-good node")
+		return
+	}
+	j.repair(ctx, cand, good, median(goodFigs), ps)
+}
+
+// repair runs each candidate with a known-good node and names those still
+// slow; earlier are the runs that made them candidates (evidence).
+func (j *job) repair(ctx context.Context, cand, good []int, ref float64, earlier []*pending) {
+	const stage = "re-pair"
+	hosts := j.topo.Hosts
+	rounds := schedule.Repair(cand, good)
+	ps := j.pairRounds(ctx, stage, rounds)
+	j.judge(ps, ref)
+	j.addStage(stage, len(rounds), ps)
+	for _, p := range ps {
+		if !p.sub.Slow {
+			continue
+		}
+		h := p.sub.Hosts[0]
+		var ev []string
+		for _, q := range earlier {
+			if indexOf(q.sub.Hosts, h) >= 0 && q.sub.Slow {
+				ev = append(ev, evidence(q.req.Stage, q.sub))
+			}
+		}
+		ev = append(ev, evidence(stage, p.sub))
+		j.nameNode(h, stage, "slow in every run, also beside the known-good node "+p.sub.Hosts[1], ev...)
+	}
+	_ = hosts
+}
+
+// bisect halves the slow node set level by level, following the halves
+// that stay slow, then re-pairs the nodes of the last small sets with
+// known-good nodes.
+func (j *job) bisect(ctx context.Context) {
+	const stage = "bisect"
+	hosts := j.topo.Hosts
+	all := make([]int, len(hosts))
+	for i := range all {
+		all[i] = i
+	}
+	slowSets := [][]int{all}
+	var finals [][]int
+	var good []int
+	var runs []*pending
+	level := 0
+	for len(slowSets) > 0 && ctx.Err() == nil {
+		var big [][]int
+		for _, s := range slowSets {
+			if len(s) <= 3 {
+				finals = append(finals, s)
+			} else {
+				big = append(big, s)
+			}
+		}
+		if len(big) == 0 {
+			break
+		}
+		level++
+		var ps []*pending
+		var names []string
+		for _, s := range big {
+			a, b := schedule.Halves(s)
+			for _, half := range [][]int{a, b} {
+				hs := pick(hosts, half)
+				ps = append(ps, j.request(stage, level, j.suite, []string{j.test}, hs, fmt.Sprintf("l%d-%s-%dnodes", level, hs[0], len(hs)), nil))
+				names = append(names, span(hs))
+			}
+		}
+		j.progress("%s level %d: %s", stage, level, strings.Join(names, " | "))
+		j.runAll(ctx, ps, func(p *pending, run *result.Run, err error) {
+			j.fill(p, run, err, j.test)
+			j.logRun(p)
+		})
+		runs = append(runs, ps...)
+		slowSets = nil
+		for i, s := range big {
+			a, b := schedule.Halves(s)
+			pa, pb := ps[2*i], ps[2*i+1]
+			// Each half is compared with the better of the two.
+			j.judge([]*pending{pa, pb}, max(pa.sub.Figure, pb.sub.Figure))
+			switch {
+			case pa.sub.Slow && pb.sub.Slow:
+				slowSets = append(slowSets, a, b)
+			case pa.sub.Slow:
+				slowSets, good = append(slowSets, a), append(good, b...)
+			case pb.sub.Slow:
+				slowSets, good = append(slowSets, b), append(good, a...)
+			default:
+				j.note(fmt.Sprintf("bisect level %d: the halves %s and %s run alike, so the slowness needs the whole set of %d nodes", level, span(pick(hosts, a)), span(pick(hosts, b)), len(s)))
+			}
+		}
+	}
+	j.addStage(stage, level, runs)
+	if ctx.Err() != nil || len(finals) == 0 {
+		return
+	}
+	var cand []int
+	for _, f := range finals {
+		cand = append(cand, f...)
+	}
+	if len(good) == 0 {
+		j.note(fmt.Sprintf("bisect: no half ran at full speed, so %s could not be re-paired with a known-good node", span(pick(hosts, cand))))
+		return
+	}
+	j.repair(ctx, cand, good, 0, runs)
+}
+
+func pick(hosts []string, idx []int) []string {
+	out := make([]string, len(idx))
+	for i, x := range idx {
+		out[i] = hosts[x]
+	}
+	return out
+}
+
+// span renders a node set briefly: "n1,n2" or "n1..n512 (512 nodes)".
+func span(hs []string) string {
+	if len(hs) <= 3 {
+		return strings.Join(hs, ",")
+	}
+	return fmt.Sprintf("%s..%s (%d nodes)", hs[0], hs[len(hs)-1], len(hs))
+}
