@@ -93,16 +93,28 @@ func seriesPeaks(t result.Test, name, key string) map[string]float64 {
 }
 
 // median of vs (not modified); 0 for none.
-func median(vs []float64) float64 {
+func median(vs []float64) float64 { return quantile(vs, 0.5) }
+
+// upperQuartile of vs is the reference runs of a stage are compared with:
+// the speed of its healthy runs as long as a quarter of them are healthy.
+// The median would not do: two bad nodes of six slow 9 of the 15 pairs,
+// and the median pair is then a slow one.
+func upperQuartile(vs []float64) float64 { return quantile(vs, 0.75) }
+
+// quantile of vs at q in [0,1], interpolating between neighbours; 0 for
+// none.
+func quantile(vs []float64, q float64) float64 {
 	if len(vs) == 0 {
 		return 0
 	}
 	s := append([]float64(nil), vs...)
 	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
+	pos := q * float64(len(s)-1)
+	lo := int(pos)
+	if lo+1 >= len(s) {
+		return s[lo]
 	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return s[lo] + (pos-float64(lo))*(s[lo+1]-s[lo])
 }
 
 // failure says why a test's own verdict counts against it: its first

@@ -319,7 +319,7 @@ func findTest(run *result.Run, name string) (result.Test, bool) {
 
 // judge marks the runs of one comparison group slow: those whose own
 // verdict failed or errored, and those whose figure falls more than the
-// tolerance below ref (the group's median when ref is 0).
+// tolerance below ref (the group's upper quartile when ref is 0).
 func (j *job) judge(ps []*pending, ref float64) {
 	if ref == 0 {
 		var figs []float64
@@ -328,7 +328,7 @@ func (j *job) judge(ps []*pending, ref float64) {
 				figs = append(figs, p.sub.Figure)
 			}
 		}
-		ref = median(figs)
+		ref = upperQuartile(figs)
 	}
 	tol := j.c.tolerance()
 	for _, p := range ps {

@@ -147,7 +147,7 @@ func (j *job) judgeMatrix(stage, a, b string, servers, clients []string, cells [
 			}
 		}
 	}
-	med := median(vals)
+	med := upperQuartile(vals)
 	tol := j.c.tolerance()
 	unit := ""
 	if len(ps) > 0 {
@@ -181,7 +181,7 @@ func (j *job) judgeMatrix(stage, a, b string, servers, clients []string, cells [
 		}
 		if len(bad) > 0 {
 			p.sub.Slow = true
-			p.sub.Why = fmt.Sprintf("HCA pairs below %.0f%% of the median %s: %s", 100*(1-tol), fmtFig(med, unit), strings.Join(bad, ", "))
+			p.sub.Why = fmt.Sprintf("HCA pairs below %.0f%% of the reference %s: %s", 100*(1-tol), fmtFig(med, unit), strings.Join(bad, ", "))
 		}
 	}
 	if nslow == 0 {
@@ -201,7 +201,7 @@ func (j *job) judgeMatrix(stage, a, b string, servers, clients []string, cells [
 		}
 	}
 	ev := func(cells []string) []string {
-		return []string{fmt.Sprintf("%s %s+%s (median %s): %s", stage, a, b, fmtFig(med, unit), strings.Join(cells, ", "))}
+		return []string{fmt.Sprintf("%s %s+%s (reference %s): %s", stage, a, b, fmtFig(med, unit), strings.Join(cells, ", "))}
 	}
 	for i := 0; i < m; i++ {
 		if rowSlow[i] {

@@ -27,6 +27,8 @@ type Schedule struct {
 	Depth int
 	// HCAMap is the test's HCA map when it takes one.
 	HCAMap string
+	// Seed is the seed of the random matchings.
+	Seed uint64
 }
 
 // Schedule computes what c would run first for test on hosts. It is the
@@ -34,7 +36,7 @@ type Schedule struct {
 // pair it holds 523,776 pairs (see BenchmarkSchedule1024).
 func (c *Config) Schedule(test string, hosts []string) Schedule {
 	n := len(hosts)
-	s := Schedule{Test: test, Hosts: hosts, Strategy: c.StrategyFor(n), PerNode: c.NodeSuite}
+	s := Schedule{Test: test, Hosts: hosts, Strategy: c.StrategyFor(n), PerNode: c.NodeSuite, Seed: c.Seed}
 	if c.HCAMap != nil {
 		s.HCAMap, _ = c.HCAMap(test)
 	}
@@ -70,7 +72,11 @@ func (s Schedule) Write(w io.Writer, maxRounds int) error {
 		return err
 	}
 	if s.PerNode != "" {
-		fmt.Fprintf(&b, "  per-node: suite %s on each node at once: %s\n", s.PerNode, strings.Join(s.Hosts, " "))
+		nodes := strings.Join(s.Hosts, " ")
+		if n > 16 {
+			nodes = span(s.Hosts)
+		}
+		fmt.Fprintf(&b, "  per-node: suite %s on each node at once: %s\n", s.PerNode, nodes)
 	}
 	switch {
 	case n == 2:
@@ -83,7 +89,11 @@ func (s Schedule) Write(w io.Writer, maxRounds int) error {
 		if len(s.Rounds) > 0 {
 			per = len(s.Rounds[0])
 		}
-		fmt.Fprintf(&b, "  pairs: %d rounds of %d pairs (%s)\n", len(s.Rounds), per, s.Strategy)
+		how := "every pair"
+		if s.Strategy == Matching {
+			how = fmt.Sprintf("random matchings, seed %d", s.Seed)
+		}
+		fmt.Fprintf(&b, "  pairs: %d rounds of %d pairs (%s)\n", len(s.Rounds), per, how)
 		for r, round := range s.Rounds {
 			if maxRounds > 0 && r == maxRounds {
 				fmt.Fprintf(&b, "    ... %d more rounds\n", len(s.Rounds)-r)

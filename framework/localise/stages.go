@@ -13,7 +13,7 @@ import (
 
 // perNode runs the single-node suite on every node at once and names the
 // nodes where a test fails its single-node baseline or falls below the
-// other nodes' median.
+// other nodes' upper quartile.
 func (j *job) perNode(ctx context.Context) {
 	const stage = "per-node"
 	hosts := j.topo.Hosts
