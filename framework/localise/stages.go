@@ -52,7 +52,9 @@ func (j *job) perNode(ctx context.Context) {
 	var all []*pending
 	for _, name := range names {
 		group := byTest[name]
-		sort.Slice(group, func(a, b int) bool { return indexOf(hosts, group[a].sub.Hosts[0]) < indexOf(hosts, group[b].sub.Hosts[0]) })
+		sort.Slice(group, func(a, b int) bool {
+			return indexOf(hosts, group[a].sub.Hosts[0]) < indexOf(hosts, group[b].sub.Hosts[0])
+		})
 		j.judge(group, 0)
 		all = append(all, group...)
 	}
