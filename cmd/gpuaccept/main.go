@@ -80,6 +80,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "run":
 		code, err = cmdRun(args, stdout, stderr)
+	case "localise", "localize":
+		code, err = cmdLocalise(args, stdout, stderr)
 	case "check":
 		code, err = cmdCheck(args, stdout, stderr)
 	case "list":
@@ -103,7 +105,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, topUsage)
 		return exitOK
 	default:
-		err = usageError{fmt.Errorf("unknown command %q (commands: run, check, list, baseline, demo, report, verify, clean, version)", cmd)}
+		err = usageError{fmt.Errorf("unknown command %q (commands: run, localise, check, list, baseline, demo, report, verify, clean, version)", cmd)}
 	}
 	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -125,6 +127,8 @@ const topUsage = `gpuaccept signs off GPU clusters against golden baselines.
 
 Usage:
   gpuaccept [run] --sku SKU --suite SUITE [flags]   run a suite and judge it
+  gpuaccept localise --sku SKU --suite SUITE --hosts H1,H2,...
+                                                    find the node, HCA or link that slows a multi-node test
   gpuaccept check --sku SKU --test TEST --nodes N --gpus-per-node G LOGFILE...
                                                     judge existing logs offline
   gpuaccept list [skus|suites|tests|plugins|launchers]

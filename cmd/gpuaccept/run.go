@@ -29,7 +29,19 @@ finished tests, a copy of the baseline and the sign-off manifest.json).
 `
 
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
+	return runOrLocalise("run", args, stdout, stderr)
+}
+
+func cmdLocalise(args []string, stdout, stderr io.Writer) (int, error) {
+	return runOrLocalise("localise", args, stdout, stderr)
+}
+
+// runOrLocalise is the run command, and with cmd "localise" the localise
+// command: the same flags and wiring, but no suite run before the
+// localisation of its multi-node tests.
+func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
+	var lf localiseFlags
 	var suite, launcherName, hostsFlag, hostfile, replayDir string
 	var nodes, gpus int
 	var dryRun bool
@@ -38,6 +50,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	var params, tests, mpiArgs []string
 	// gpuaccept --help lands here: show the commands too.
 	fs := newFlags("run", topUsage+"\n"+runUsage, stderr)
+	if cmd == "localise" {
+		fs = newFlags(cmd, localiseUsage, stderr)
+	}
 	c.add(fs)
 	fs.StringVar(&suite, "suite", "", "suite to run (gpuaccept list suites)")
 	fs.StringVar(&launcherName, "launcher", "local", "where the steps run: "+strings.Join(launch.Names(), ", "))
@@ -52,6 +67,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.BoolVar(&dryRun, "dry-run", false, "print the exact commands without running them")
 	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "time limit per test; on expiry everything the test started is stopped")
 	fs.IntVar(&retries, "retries", 0, "run a test that failed or errored up to this many more times; every attempt is reported, a pass on a retry is a warn")
+	lf.add(fs, cmd)
 	launch.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
@@ -72,6 +88,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	su, ok := s.Suites[suite]
 	if !ok {
 		return exitUsage, usageError{fmt.Errorf("SKU %s has no suite %q (known: %s)", s.Name, suite, strings.Join(s.SuiteNames(), ", "))}
+	}
+	if err := lf.check(s); err != nil {
+		return exitUsage, err
 	}
 	pm, err := parseParams(params)
 	if err != nil {
@@ -137,6 +156,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
+	sr := &subRunner{host: host, sku: s, launcher: launcherName, params: pm, timeout: timeout, baseline: baseline, stderr: stderr,
+		opts: launch.Options{ReplayDir: replayDir, MPIArgs: mpiArgs, Flags: fs, SKU: s}}
+	lc, err := lf.config(s, c.out, sr, hcaMaps(ctx, host, su, pm))
+	if err != nil {
+		return exitUsage, err
+	}
+	if cmd == "localise" {
+		return localiseOnly(ctx, &c, lc, s, suite, su, tests, topo, launcherName, dryRun, stdout, stderr)
+	}
 	r := &runner.Runner{Plugins: host, Launcher: l, SKU: s, Dir: c.out, Timeout: timeout, Params: pm, Only: tests,
 		DryRun: dryRun, Progress: stderr, Version: getVersion(), Retries: retries, Baseline: baseline}
 	if dryRun {
@@ -168,10 +196,27 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		if judged == 0 {
 			return exitUsage, fmt.Errorf("dry run: nothing would be judged at scope %s (gpuaccept baseline show %s)", scope, s.Name)
 		}
+		if topo.Nodes >= 2 && !lf.never {
+			when := "if it fails"
+			if lf.always {
+				when = "--localise"
+			}
+			for _, t := range res.Tests {
+				fmt.Fprintf(stdout, "# %s: then localised (%s)\n", t.Name, when)
+				if err := lc.Schedule(t.Name, topo.Hosts).Write(stdout, 0); err != nil {
+					return exitUsage, err
+				}
+			}
+		}
 		return exitOK, nil
 	}
 	if d, ok := r.Events.(*progress.Display); ok {
 		d.Close()
+	}
+	if !lf.never {
+		localiseTests(ctx, lc, res, suite, topo, lf.always, stderr)
+		res.Duration = time.Since(res.Started)
+		res.Finish()
 	}
 	code, err := c.finish(res, s, stdout, stderr)
 	fmt.Fprintf(stderr, "results: %s (report.html, junit.xml, results.json, raw/)\n", c.out)

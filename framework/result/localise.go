@@ -26,6 +26,28 @@ type Localisation struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
+// Verdict is the localisation's own outcome: Fail when it names a
+// suspect; Error when it could not localise (no run, or every run errored:
+// the launcher or the nodes could not run anything); else Pass.
+func (l Localisation) Verdict() Status {
+	if len(l.Suspects) > 0 {
+		return Fail
+	}
+	runs, errs := 0, 0
+	for _, st := range l.Stages {
+		for _, r := range st.Runs {
+			runs++
+			if r.Status == Error {
+				errs++
+			}
+		}
+	}
+	if runs == 0 || errs == runs {
+		return Error
+	}
+	return Pass
+}
+
 // Stage is one step of a localisation: the runs it made, in rounds.
 type Stage struct {
 	// Name is "per-node" (the single-node suite on every node), "pairs",

@@ -203,15 +203,21 @@ type Run struct {
 
 // Finish sets the run's status from its tests and localisations: a named
 // suspect fails the run even when the tests passed (the per-node stage can
-// find a slow node that a passing collective hides).
+// find a slow node that a passing collective hides). A run of no test (the
+// localise command) takes its localisations' verdicts.
 func (r *Run) Finish() {
 	ss := make([]Status, 0, len(r.Tests)+1)
 	for _, t := range r.Tests {
 		ss = append(ss, t.Status)
 	}
 	for _, l := range r.Localisations {
-		if len(l.Suspects) > 0 {
+		switch {
+		case len(l.Suspects) > 0:
 			ss = append(ss, Fail)
+		case len(r.Tests) == 0:
+			// The localise command runs no test: its localisations are
+			// the verdict.
+			ss = append(ss, l.Verdict())
 		}
 	}
 	r.Status = Worst(ss...)

@@ -262,11 +262,11 @@ func Params(layers ...map[string]string) map[string]string {
 	return out
 }
 
-// scopedParams returns the parameters of params that apply to test (full
+// ScopedParams returns the parameters of params that apply to test (full
 // name, "nccl.all_reduce"): plain keys, and "SCOPE:KEY" keys whose SCOPE is
 // the test's plugin or the test itself, with the scope removed. A scoped key
 // wins over the plain one.
-func scopedParams(params map[string]string, test string) map[string]string {
+func ScopedParams(params map[string]string, test string) map[string]string {
 	plugin, _, _ := strings.Cut(test, ".")
 	out := map[string]string{}
 	for k, v := range params {
@@ -290,7 +290,7 @@ func (r *Runner) progress(format string, a ...any) {
 
 func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology, attempt int) result.Test {
 	start := time.Now()
-	params := Params(su.Params, st.Params, scopedParams(r.Params, st.Test))
+	params := Params(su.Params, st.Params, ScopedParams(r.Params, st.Test))
 	// What is recorded and printed goes through redaction, which also knows
 	// the secret values of the environment and the parameters; the plugin
 	// and the launcher get the real values.

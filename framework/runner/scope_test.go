@@ -30,7 +30,7 @@ func TestScopedParams(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.test, func(t *testing.T) {
-			assert.DeepEqual(t, scopedParams(params, tc.test), tc.want)
+			assert.DeepEqual(t, ScopedParams(params, tc.test), tc.want)
 		})
 	}
 }

@@ -1,0 +1,353 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/localise"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/report"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+const localiseUsage = `Usage: gpuaccept localise --sku SKU --suite SUITE --hosts H1,H2,... [flags]
+
+Narrows the multi-node tests of a suite down to the node, HCA or link to
+pull, without running the suite first: the single-node suite on every node,
+the test on node pairs (or halves), and for ib_write_bw every HCA pair
+between two nodes. "gpuaccept run" does the same by itself after a
+multi-node test fails, or always with --localise. Exit code: 0 no suspect,
+1 suspects named, 2 usage, configuration or infrastructure error.
+`
+
+// localiseFlags are the flags of localisation, shared by run and localise.
+type localiseFlags struct {
+	always, never bool
+	strategy      string
+	tolerance     float64
+	matchings     int
+	seed          uint64
+	suite         string
+	tests         []string
+	nics          string
+	parallel      int
+}
+
+func (lf *localiseFlags) add(fs *pflag.FlagSet, cmd string) {
+	if cmd == "run" {
+		fs.BoolVar(&lf.always, "localise", false, "localise every multi-node test after the run, not only those that failed")
+		fs.BoolVar(&lf.never, "no-localise", false, "do not localise multi-node tests that fail")
+	}
+	fs.StringVar(&lf.strategy, "localise-strategy", localise.Auto, fmt.Sprintf("how node pairs are chosen: %s (auto: every pair up to %d nodes, random matchings up to %d, bisection above)",
+		strings.Join(localise.Strategies, ", "), localise.AllPairsMax, localise.MatchingMax))
+	fs.Float64Var(&lf.tolerance, "localise-tolerance", localise.DefaultTolerance, "fraction below the reference (the upper quartile of a stage's runs) that makes a run slow")
+	fs.IntVar(&lf.matchings, "localise-matchings", localise.DefaultMatchings, "random matchings drawn by the matching strategy")
+	fs.Uint64Var(&lf.seed, "localise-seed", 0, "seed of the random matchings (the same seed repeats the same pairs)")
+	fs.StringVar(&lf.suite, "localise-suite", "", `single-node suite run on every node (default: the SKU's "singlenode", else its first 1-node suite; "none" skips the stage)`)
+	fs.StringArrayVar(&lf.tests, "localise-test", nil, "run only this test of the single-node suite on every node (repeatable)")
+	fs.StringVar(&lf.nics, "nics", "", "comma-separated HCAs of every node (mlx5_0,...): ib_write_bw tests are then localised HCA pair by HCA pair")
+	fs.IntVar(&lf.parallel, "localise-parallel", 0, "most localisation runs in flight at once (0: a whole round)")
+}
+
+// check validates the flags against the SKU.
+func (lf *localiseFlags) check(s *sku.SKU) error {
+	if lf.always && lf.never {
+		return usageError{fmt.Errorf("--localise and --no-localise contradict each other")}
+	}
+	ok := false
+	for _, st := range localise.Strategies {
+		ok = ok || lf.strategy == st
+	}
+	if !ok {
+		return usageError{fmt.Errorf("--localise-strategy %q: want one of %s", lf.strategy, strings.Join(localise.Strategies, ", "))}
+	}
+	if lf.tolerance <= 0 || lf.tolerance >= 1 {
+		return usageError{fmt.Errorf("--localise-tolerance %g: want a fraction between 0 and 1 (0.1 is 10%%)", lf.tolerance)}
+	}
+	if lf.matchings < 1 {
+		return usageError{fmt.Errorf("--localise-matchings %d: want 1 or more", lf.matchings)}
+	}
+	if lf.parallel < 0 {
+		return usageError{fmt.Errorf("--localise-parallel %d: want 0 or more", lf.parallel)}
+	}
+	name, err := lf.nodeSuite(s)
+	if err != nil {
+		return err
+	}
+	if len(lf.tests) > 0 {
+		if name == "" {
+			return usageError{fmt.Errorf("--localise-test: SKU %s has no single-node suite to take it from", s.Name)}
+		}
+		have := map[string]bool{}
+		for _, t := range s.Suites[name].Tests {
+			have[t.Test] = true
+		}
+		for _, t := range lf.tests {
+			if !have[t] {
+				return usageError{fmt.Errorf("--localise-test %s: not a test of suite %s", t, name)}
+			}
+		}
+	}
+	return nil
+}
+
+// nodeSuite is the single-node suite of the per-node stage; "" for none.
+func (lf *localiseFlags) nodeSuite(s *sku.SKU) (string, error) {
+	switch lf.suite {
+	case "none":
+		return "", nil
+	case "":
+		if su, ok := s.Suites["singlenode"]; ok && su.Nodes <= 1 {
+			return "singlenode", nil
+		}
+		for _, n := range s.SuiteNames() {
+			if s.Suites[n].Nodes == 1 {
+				return n, nil
+			}
+		}
+		return "", nil
+	}
+	su, ok := s.Suites[lf.suite]
+	if !ok {
+		return "", usageError{fmt.Errorf("--localise-suite %q: SKU %s has no such suite (known: %s)", lf.suite, s.Name, strings.Join(s.SuiteNames(), ", "))}
+	}
+	if su.Nodes > 1 {
+		return "", usageError{fmt.Errorf("--localise-suite %s runs on %d nodes by default; the per-node stage needs a single-node suite", lf.suite, su.Nodes)}
+	}
+	return lf.suite, nil
+}
+
+// subRunner is what a localisation's runs need to run: the run command's
+// own wiring, pinned to other hosts for each run.
+type subRunner struct {
+	host     *pluginapi.Host
+	sku      *sku.SKU
+	launcher string
+	opts     launch.Options
+	params   map[string]string
+	timeout  time.Duration
+	baseline []byte
+	stderr   io.Writer
+}
+
+// exec runs a localisation's request with a launcher of its own, pinned to
+// the request's hosts, and writes the run's own results folder.
+func (sr *subRunner) exec(ctx context.Context, req localise.Request) (*result.Run, error) {
+	o := sr.opts
+	o.Hosts = req.Topology.Hosts
+	l, err := launch.New(sr.launcher, o)
+	if err != nil {
+		return nil, fmt.Errorf("launcher %s for %s: %w", sr.launcher, strings.Join(o.Hosts, ","), err)
+	}
+	params := runner.Params(sr.params, req.Params)
+	r := &runner.Runner{Plugins: sr.host, Launcher: l, SKU: sr.sku, Dir: req.Dir, Timeout: sr.timeout, Params: params,
+		Only: req.Tests, Progress: &prefixWriter{w: sr.stderr, prefix: "  [" + req.Label + "] "}, Version: getVersion(), Baseline: sr.baseline}
+	run, err := r.Run(ctx, req.Suite, req.Topology)
+	if err != nil {
+		return nil, err
+	}
+	if err := report.WriteFolder(run, sr.sku); err != nil {
+		return run, fmt.Errorf("write the reports of %s: %w", req.Dir, err)
+	}
+	return run, nil
+}
+
+// prefixWriter writes whole lines to w, each after prefix; w is shared by
+// runs in flight at once, so lines are written under one lock.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+var prefixMu sync.Mutex
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	prefixMu.Lock()
+	defer prefixMu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		if _, err := fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i]); err != nil {
+			return len(b), err
+		}
+		p.buf = p.buf[i+1:]
+	}
+}
+
+// config builds the localisation settings of a run.
+func (lf *localiseFlags) config(s *sku.SKU, dir string, sr *subRunner, hcaMap func(string) (string, bool)) (*localise.Config, error) {
+	ns, err := lf.nodeSuite(s)
+	if err != nil {
+		return nil, err
+	}
+	c := &localise.Config{SKU: s, Exec: sr.exec, Dir: dir, Strategy: lf.strategy, Tolerance: lf.tolerance,
+		Matchings: lf.matchings, Seed: lf.seed, NodeSuite: ns, NodeTests: lf.tests, HCAMap: hcaMap,
+		Parallel: lf.parallel, Progress: sr.stderr}
+	for _, n := range strings.Split(lf.nics, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			c.NICs = append(c.NICs, n)
+		}
+	}
+	return c, nil
+}
+
+// hcaMaps answers, for a test of the suite, the HCA pair map it runs with
+// when its plugin takes one: a parameter named "pairs" (ib_write_bw's
+// SERVER_HCA:CLIENT_HCA,...). The map is the test's effective parameter,
+// suite and command line laid over each other.
+func hcaMaps(ctx context.Context, host *pluginapi.Host, su *sku.Suite, pm map[string]string) func(string) (string, bool) {
+	takes := map[string]bool{}
+	for _, st := range su.Tests {
+		pluginName, test, err := runner.SplitName(st.Test)
+		if err != nil {
+			continue
+		}
+		d, err := host.Describe(ctx, pluginName)
+		if err != nil {
+			continue
+		}
+		for _, ti := range d.Tests {
+			if ti.Name != test {
+				continue
+			}
+			for _, p := range ti.Params {
+				if p.Name == "pairs" {
+					takes[st.Test] = true
+				}
+			}
+		}
+	}
+	return func(test string) (string, bool) {
+		if !takes[test] {
+			return "", false
+		}
+		for _, st := range su.Tests {
+			if st.Test == test {
+				params := runner.Params(su.Params, st.Params, runner.ScopedParams(pm, test))
+				return params["pairs"], true
+			}
+		}
+		return "", false
+	}
+}
+
+// testHosts are the nodes a test ran on: the hosts given, else the hosts
+// its ranks reported (a Slurm job's nodes), in rank order.
+func testHosts(topo plan.Topology, t result.Test) []string {
+	if len(topo.Hosts) > 0 {
+		return topo.Hosts
+	}
+	var steps []string
+	for s := range t.RankHosts {
+		steps = append(steps, s)
+	}
+	sort.Strings(steps)
+	seen := map[string]bool{}
+	var hs []string
+	for _, s := range steps {
+		for _, h := range t.RankHosts[s] {
+			if h != "" && !seen[h] {
+				seen[h] = true
+				hs = append(hs, h)
+			}
+		}
+	}
+	return hs
+}
+
+// localiseTests localises the multi-node tests of run that call for it
+// (failed or errored, or all when asked) and adds what it finds to run.
+func localiseTests(ctx context.Context, c *localise.Config, run *result.Run, suite string, topo plan.Topology, always bool, stderr io.Writer) {
+	if topo.Nodes < 2 {
+		return
+	}
+	for _, t := range run.Tests {
+		if ctx.Err() != nil {
+			return
+		}
+		reason := "asked"
+		if t.Status == result.Fail || t.Status == result.Error {
+			reason = "failed"
+		} else if !always {
+			continue
+		}
+		hs := testHosts(topo, t)
+		if len(hs) < 2 {
+			fmt.Fprintf(stderr, "note: %s %s, but its nodes are not known; give them with --hosts to localise it\n", t.Name, t.Status)
+			continue
+		}
+		fmt.Fprintf(stderr, "localise %s on %d nodes (%s)\n", t.Name, len(hs), c.StrategyFor(len(hs)))
+		tt := topo
+		tt.Hosts, tt.Nodes = hs, len(hs)
+		run.Localisations = append(run.Localisations, c.Localise(ctx, suite, t.Name, tt, reason))
+	}
+}
+
+// localiseOnly is the localise command after its flags: the localisation of
+// the suite's selected multi-node tests on the hosts given, without the
+// suite run before it.
+func localiseOnly(ctx context.Context, c *common, lc *localise.Config, s *sku.SKU, suite string, su *sku.Suite, only []string,
+	topo plan.Topology, launcherName string, dryRun bool, stdout, stderr io.Writer) (int, error) {
+	if len(topo.Hosts) < 2 {
+		return exitUsage, usageError{fmt.Errorf("localise needs the nodes to narrow down: --hosts or --hostfile with 2 or more")}
+	}
+	want := map[string]bool{}
+	for _, t := range only {
+		want[t] = true
+	}
+	var names []string
+	for _, st := range su.Tests {
+		if (len(only) == 0 || want[st.Test]) && st.Skip == "" {
+			names = append(names, st.Test)
+			delete(want, st.Test)
+		}
+	}
+	for t := range want {
+		return exitUsage, usageError{fmt.Errorf("--test %s: not a test of suite %s", t, suite)}
+	}
+	if len(names) == 0 {
+		return exitUsage, usageError{fmt.Errorf("suite %s has no test to localise", suite)}
+	}
+	if dryRun {
+		for _, n := range names {
+			if err := lc.Schedule(n, topo.Hosts).Write(stdout, 0); err != nil {
+				return exitUsage, err
+			}
+		}
+		return exitOK, nil
+	}
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return exitUsage, fmt.Errorf("create results folder: %w", err)
+	}
+	run := &result.Run{SKU: s.Name, Suite: suite, Launcher: launcherName, Scope: topo.String(), Hosts: topo.Hosts,
+		Started: time.Now().UTC(), Version: getVersion(), Dir: c.out, Tests: []result.Test{}}
+	for _, n := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(stderr, "localise %s on %d nodes (%s)\n", n, len(topo.Hosts), lc.StrategyFor(len(topo.Hosts)))
+		run.Localisations = append(run.Localisations, lc.Localise(ctx, suite, n, topo, "asked"))
+	}
+	run.Duration = time.Since(run.Started)
+	run.Finish()
+	code, err := c.finish(run, s, stdout, stderr)
+	fmt.Fprintf(stderr, "results: %s (report.html, junit.xml, results.json, localise/)\n", c.out)
+	return code, err
+}
