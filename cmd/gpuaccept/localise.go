@@ -143,6 +143,15 @@ type subRunner struct {
 	stderr   io.Writer
 }
 
+// probe checks that the launcher can be pinned to hosts (the k8s launcher
+// places pods with the scheduler and cannot).
+func (sr *subRunner) probe(hosts []string) error {
+	o := sr.opts
+	o.Hosts = hosts
+	_, err := launch.New(sr.launcher, o)
+	return err
+}
+
 // exec runs a localisation's request with a launcher of its own, pinned to
 // the request's hosts, and writes the run's own results folder.
 func (sr *subRunner) exec(ctx context.Context, req localise.Request) (*result.Run, error) {
@@ -273,8 +282,9 @@ func testHosts(topo plan.Topology, t result.Test) []string {
 }
 
 // localiseTests localises the multi-node tests of run that call for it
-// (failed or errored, or all when asked) and adds what it finds to run.
-func localiseTests(ctx context.Context, c *localise.Config, run *result.Run, suite string, topo plan.Topology, always bool, stderr io.Writer) {
+// (failed or errored, or all when asked) and adds what it finds to run;
+// probe says why the launcher cannot pin runs to hosts, if it cannot.
+func localiseTests(ctx context.Context, c *localise.Config, probe func(hosts []string) error, run *result.Run, suite string, topo plan.Topology, always bool, stderr io.Writer) {
 	if topo.Nodes < 2 {
 		return
 	}
@@ -291,6 +301,12 @@ func localiseTests(ctx context.Context, c *localise.Config, run *result.Run, sui
 		hs := testHosts(topo, t)
 		if len(hs) < 2 {
 			fmt.Fprintf(stderr, "note: %s %s, but its nodes are not known; give them with --hosts to localise it\n", t.Name, t.Status)
+			continue
+		}
+		if err := probe(hs); err != nil {
+			fmt.Fprintf(stderr, "note: %s %s, but it cannot be localised: %v\n", t.Name, t.Status, err)
+			run.Localisations = append(run.Localisations, result.Localisation{Test: t.Name, Hosts: hs, Reason: reason,
+				Stages: []result.Stage{}, Suspects: []result.Suspect{}, Notes: []string{"not localised: " + err.Error()}})
 			continue
 		}
 		fmt.Fprintf(stderr, "localise %s on %d nodes (%s)\n", t.Name, len(hs), c.StrategyFor(len(hs)))

@@ -214,7 +214,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		d.Close()
 	}
 	if !lf.never {
-		localiseTests(ctx, lc, res, suite, topo, lf.always, stderr)
+		localiseTests(ctx, lc, sr.probe, res, suite, topo, lf.always, stderr)
 		res.Duration = time.Since(res.Started)
 		res.Finish()
 	}
