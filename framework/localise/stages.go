@@ -192,7 +192,6 @@ func (j *job) matching(ctx context.Context) {
 // slow; earlier are the runs that made them candidates (evidence).
 func (j *job) repair(ctx context.Context, cand, good []int, ref float64, earlier []*pending) {
 	const stage = "re-pair"
-	hosts := j.topo.Hosts
 	rounds := schedule.Repair(cand, good)
 	ps := j.pairRounds(ctx, stage, rounds)
 	j.judge(ps, ref)
@@ -211,7 +210,6 @@ func (j *job) repair(ctx context.Context, cand, good []int, ref float64, earlier
 		ev = append(ev, evidence(stage, p.sub))
 		j.nameNode(h, stage, "slow in every run, also beside the known-good node "+p.sub.Hosts[1], ev...)
 	}
-	_ = hosts
 }
 
 // bisect halves the slow node set level by level, following the halves
