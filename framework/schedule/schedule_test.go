@@ -104,7 +104,8 @@ func TestHalvesAndDepth(t *testing.T) {
 	a, b := Halves([]int{1, 2, 3, 4, 5})
 	assert.DeepEqual(t, a, []int{1, 2, 3})
 	assert.DeepEqual(t, b, []int{4, 5})
-	a = append(a, 9) // must not overwrite b
+	grown := append(a, 9) // must not overwrite b
+	assert.DeepEqual(t, grown, []int{1, 2, 3, 9})
 	assert.DeepEqual(t, b, []int{4, 5})
 	for _, tc := range []struct{ n, depth int }{{2, 0}, {3, 0}, {4, 1}, {7, 2}, {8, 2}, {16, 3}, {1024, 9}} {
 		assert.Equal(t, Depth(tc.n), tc.depth, "n=%d", tc.n)
