@@ -134,9 +134,13 @@ func (c *Config) matchings() int {
 	return DefaultMatchings
 }
 
-// StrategyFor is the strategy c uses on n nodes.
+// StrategyFor is the strategy c uses on n nodes. Below 4 nodes it is
+// always Pairs: 3 nodes make 3 pairs, and neither a matching nor halves
+// leave a known-good node to compare with.
 func (c *Config) StrategyFor(n int) string {
 	switch {
+	case n < 4:
+		return Pairs
 	case c.Strategy != "" && c.Strategy != Auto:
 		return c.Strategy
 	case n <= AllPairsMax:

@@ -349,3 +349,35 @@ func BenchmarkSchedule1024(b *testing.B) {
 func planTopo(hosts []string) plan.Topology {
 	return plan.Topology{Nodes: len(hosts), GPUsPerNode: 8, Hosts: hosts}
 }
+
+// One node at half speed is named, alone, whatever the node count and the
+// strategy.
+func TestOneBadNodeAnySize(t *testing.T) {
+	for _, strategy := range []string{Pairs, Matching, Bisect} {
+		for n := 3; n <= 24; n++ {
+			for _, bad := range []int{1, n/2 + 1, n} {
+				h := fmt.Sprintf("n%d", bad)
+				cl := &cluster{speed: map[string]float64{h: 0.5}}
+				loc := localise(t, cl, Config{Strategy: strategy, Seed: uint64(n)}, "nccl.all_reduce", hostsN(n))
+				got := suspects(loc)
+				if len(got) != 1 || !strings.HasPrefix(got[0], "node "+h+" ") {
+					t.Errorf("%s, %d nodes, %s slow: named %q, notes %q", strategy, n, h, got, loc.Notes)
+				}
+			}
+		}
+	}
+}
+
+func FuzzHCASides(f *testing.F) {
+	f.Add("ionic_7:ionic_1")
+	f.Add("mlx5_0:mlx5_0,mlx5_1:mlx5_1, mlx5_2:mlx5_3")
+	f.Add(":,a:,:b,,")
+	f.Fuzz(func(t *testing.T, m string) {
+		s, c := hcaSides(m)
+		for _, x := range append(s, c...) {
+			if x == "" || strings.ContainsAny(x, ",") {
+				t.Fatalf("%q: side %q", m, x)
+			}
+		}
+	})
+}
