@@ -381,3 +381,25 @@ func FuzzHCASides(f *testing.F) {
 		}
 	})
 }
+
+// Two slow nodes of unequal speed (0.5 and 0.6) are both named under every
+// strategy: the slower one must not hide the other (bisection once took the
+// 0.6 node's half for healthy beside the 0.5 node's).
+func TestTwoBadNodesAnySize(t *testing.T) {
+	for _, strategy := range []string{Pairs, Matching, Bisect} {
+		for n := 6; n <= 40; n++ {
+			for _, bad := range [][2]int{{1, 2}, {1, n}, {n / 3, 2 * n / 3}} {
+				a, b := fmt.Sprintf("n%d", bad[0]), fmt.Sprintf("n%d", bad[1])
+				cl := &cluster{speed: map[string]float64{a: 0.5, b: 0.6}}
+				loc := localise(t, cl, Config{Strategy: strategy, Seed: uint64(n)}, "nccl.all_reduce", hostsN(n))
+				var got []string
+				for _, s := range loc.Suspects {
+					got = append(got, s.Host)
+				}
+				if fmt.Sprint(got) != fmt.Sprint([]string{a, b}) {
+					t.Errorf("%s, %d nodes, %s and %s slow: named %q, notes %q", strategy, n, a, b, got, loc.Notes)
+				}
+			}
+		}
+	}
+}

@@ -212,9 +212,21 @@ func (j *job) repair(ctx context.Context, cand, good []int, ref float64, earlier
 	}
 }
 
+// half is a half of a node set that bisection ran the test on.
+type half struct {
+	set      []int
+	run      *pending
+	level    int
+	parent   int // index of the parent half; -1 for the whole set
+	expanded bool
+}
+
 // bisect halves the slow node set level by level, following the halves
-// that stay slow, then re-pairs the nodes of the last small sets with
-// known-good nodes.
+// that are slow, then re-pairs the nodes of the last small sets with
+// known-good nodes. A half is slow when it fails its baseline or runs more
+// than the tolerance below the fastest half seen so far; that reference
+// grows as levels find healthy halves, so a half that looked fast beside
+// a worse one is looked at again (two bad nodes of unequal speed).
 func (j *job) bisect(ctx context.Context) {
 	const stage = "bisect"
 	hosts := j.topo.Hosts
@@ -222,71 +234,96 @@ func (j *job) bisect(ctx context.Context) {
 	for i := range all {
 		all[i] = i
 	}
-	slowSets := [][]int{all}
-	var finals [][]int
-	var good []int
-	var runs []*pending
-	level := 0
-	for len(slowSets) > 0 && ctx.Err() == nil {
-		var big [][]int
-		for _, s := range slowSets {
-			if len(s) <= 3 {
-				finals = append(finals, s)
-			} else {
-				big = append(big, s)
-			}
-		}
-		if len(big) == 0 {
-			break
-		}
-		level++
+	var halves []*half
+	type split struct {
+		set    []int
+		level  int
+		parent int
+	}
+	frontier := []split{{all, 1, -1}}
+	levels := 0
+	for len(frontier) > 0 && ctx.Err() == nil {
 		var ps []*pending
 		var names []string
-		for _, s := range big {
-			a, b := schedule.Halves(s)
-			for _, half := range [][]int{a, b} {
-				hs := pick(hosts, half)
-				ps = append(ps, j.request(stage, level, j.suite, []string{j.test}, hs, fmt.Sprintf("l%d-%s-%dnodes", level, hs[0], len(hs)), nil))
+		for _, sp := range frontier {
+			a, b := schedule.Halves(sp.set)
+			for _, set := range [][]int{a, b} {
+				hs := pick(hosts, set)
+				p := j.request(stage, sp.level, j.suite, []string{j.test}, hs, fmt.Sprintf("l%d-%s-%dnodes", sp.level, hs[0], len(hs)), nil)
+				halves = append(halves, &half{set: set, run: p, level: sp.level, parent: sp.parent})
+				ps = append(ps, p)
 				names = append(names, span(hs))
 			}
+			levels = max(levels, sp.level)
 		}
-		j.progress("%s level %d: %s", stage, level, strings.Join(names, " | "))
+		j.progress("%s level %d: %s", stage, frontier[0].level, strings.Join(names, " | "))
 		j.runAll(ctx, ps, func(p *pending, run *result.Run, err error) {
 			j.fill(p, run, err, j.test)
 			j.logRun(p)
 		})
-		runs = append(runs, ps...)
-		slowSets = nil
-		for i, s := range big {
-			a, b := schedule.Halves(s)
-			pa, pb := ps[2*i], ps[2*i+1]
-			// Each half is compared with the better of the two.
-			j.judge([]*pending{pa, pb}, max(pa.sub.Figure, pb.sub.Figure))
-			switch {
-			case pa.sub.Slow && pb.sub.Slow:
-				slowSets = append(slowSets, a, b)
-			case pa.sub.Slow:
-				slowSets, good = append(slowSets, a), append(good, b...)
-			case pb.sub.Slow:
-				slowSets, good = append(slowSets, b), append(good, a...)
-			default:
-				j.note(fmt.Sprintf("bisect level %d: the halves %s and %s run alike, so the slowness needs the whole set of %d nodes", level, span(pick(hosts, a)), span(pick(hosts, b)), len(s)))
+		best := 0.0
+		for _, h := range halves {
+			if failure(h.run.test) == "" {
+				best = max(best, h.run.sub.Figure)
+			}
+		}
+		for _, h := range halves {
+			h.run.sub.Slow, h.run.sub.Why = false, ""
+			j.judge([]*pending{h.run}, best)
+		}
+		frontier = nil
+		for i, h := range halves {
+			if h.run.sub.Slow && !h.expanded && len(h.set) > 3 {
+				h.expanded = true
+				frontier = append(frontier, split{h.set, h.level + 1, i})
 			}
 		}
 	}
-	j.addStage(stage, level, runs)
-	if ctx.Err() != nil || len(finals) == 0 {
+	runs := make([]*pending, len(halves))
+	for i, h := range halves {
+		runs[i] = h.run
+	}
+	j.addStage(stage, levels, runs)
+	if ctx.Err() != nil {
 		return
 	}
-	var cand []int
-	for _, f := range finals {
-		cand = append(cand, f...)
+	// A slow set whose halves both run at speed needs the whole set.
+	children := map[int][]*half{}
+	for _, h := range halves {
+		children[h.parent] = append(children[h.parent], h)
+	}
+	for parent, kids := range children {
+		if len(kids) == 2 && !kids[0].run.sub.Slow && !kids[1].run.sub.Slow {
+			what := fmt.Sprintf("all %d nodes", len(hosts))
+			if parent >= 0 {
+				what = span(pick(hosts, halves[parent].set))
+			}
+			j.note(fmt.Sprintf("bisect: the halves of %s run alike, so the slowness needs the whole set (the fabric between them, or a fault only load shows)", what))
+		}
+	}
+	// The re-pair runs are 2-node runs: they are compared with the
+	// healthy 2-node halves when bisection ran any.
+	var cand, good []int
+	ref := 0.0
+	for _, h := range halves {
+		switch {
+		case h.run.sub.Slow && len(h.set) <= 3:
+			cand = append(cand, h.set...)
+		case !h.run.sub.Slow:
+			good = append(good, h.set...)
+			if len(h.set) == 2 {
+				ref = max(ref, h.run.sub.Figure)
+			}
+		}
+	}
+	if len(cand) == 0 {
+		return
 	}
 	if len(good) == 0 {
 		j.note(fmt.Sprintf("bisect: no half ran at full speed, so %s could not be re-paired with a known-good node", span(pick(hosts, cand))))
 		return
 	}
-	j.repair(ctx, cand, good, 0, runs)
+	j.repair(ctx, cand, good, ref, runs)
 }
 
 func pick(hosts []string, idx []int) []string {
