@@ -77,7 +77,7 @@ func indexOf(hs []string, h string) int {
 
 // pairRounds runs the test on the node pairs of rounds, one round after the
 // other, and returns the runs in order.
-func (j *job) pairRounds(ctx context.Context, stage string, rounds []schedule.Round) []*pending {
+func (j *job) pairRounds(ctx context.Context, stage string, rounds []schedule.Round, first int) []*pending {
 	hosts := j.topo.Hosts
 	var all []*pending
 	for r, round := range rounds {
@@ -88,10 +88,10 @@ func (j *job) pairRounds(ctx context.Context, stage string, rounds []schedule.Ro
 		var names []string
 		for i, pr := range round {
 			hs := []string{hosts[pr.A], hosts[pr.B]}
-			ps[i] = j.request(stage, r+1, j.suite, []string{j.test}, hs, fmt.Sprintf("r%d-%s-%s", r+1, hs[0], hs[1]), nil)
+			ps[i] = j.request(stage, first+r, j.suite, []string{j.test}, hs, fmt.Sprintf("r%d-%s-%s", first+r, hs[0], hs[1]), nil)
 			names = append(names, hs[0]+"+"+hs[1])
 		}
-		j.progress("%s round %d of %d: %s", stage, r+1, len(rounds), strings.Join(names, " "))
+		j.progress("%s round %d: %s", stage, first+r, strings.Join(names, " "))
 		j.runAll(ctx, ps, func(p *pending, run *result.Run, err error) {
 			j.fill(p, run, err, j.test)
 			j.logRun(p)
@@ -120,7 +120,7 @@ func tally(ps []*pending) (runs, slow map[string]int) {
 func (j *job) allPairs(ctx context.Context) {
 	const stage = "pairs"
 	rounds := schedule.RoundRobin(len(j.topo.Hosts))
-	ps := j.pairRounds(ctx, stage, rounds)
+	ps := j.pairRounds(ctx, stage, rounds, 1)
 	j.judge(ps, 0)
 	j.addStage(stage, len(rounds), ps)
 	j.nameAlwaysSlow(stage, ps, 2)
@@ -159,7 +159,7 @@ func (j *job) matching(ctx context.Context) {
 	hosts := j.topo.Hosts
 	rng := rand.New(rand.NewPCG(j.c.Seed, uint64(len(hosts))))
 	rounds := schedule.Matchings(len(hosts), j.c.matchings(), rng)
-	ps := j.pairRounds(ctx, stage, rounds)
+	ps := j.pairRounds(ctx, stage, rounds, 1)
 	j.judge(ps, 0)
 	j.addStage(stage, len(rounds), ps)
 	runs, slow := tally(ps)
@@ -193,7 +193,7 @@ func (j *job) matching(ctx context.Context) {
 func (j *job) repair(ctx context.Context, cand, good []int, ref float64, earlier []*pending) {
 	const stage = "re-pair"
 	rounds := schedule.Repair(cand, good)
-	ps := j.pairRounds(ctx, stage, rounds)
+	ps := j.pairRounds(ctx, stage, rounds, 1)
 	j.judge(ps, ref)
 	j.addStage(stage, len(rounds), ps)
 	for _, p := range ps {
@@ -222,11 +222,16 @@ type half struct {
 }
 
 // bisect halves the slow node set level by level, following the halves
-// that are slow, then re-pairs the nodes of the last small sets with
-// known-good nodes. A half is slow when it fails its baseline or runs more
-// than the tolerance below the fastest half seen so far; that reference
-// grows as levels find healthy halves, so a half that looked fast beside
-// a worse one is looked at again (two bad nodes of unequal speed).
+// that are slow, and re-pairs the nodes of the slow small halves (3 nodes
+// or fewer) with nodes of halves that ran at speed.
+//
+// Without a baseline at every half's scope, "slow" is relative: a half is
+// slow when it runs more than the tolerance below the fastest run seen so
+// far (halves and re-pairs). That reference grows as runs find healthy
+// nodes, so everything is judged again after each round: a half that only
+// looked fast beside a worse one is split after all, and a re-pair whose
+// "known-good" partner turns out slow proves nothing and is run again with
+// another partner. Slow only ever grows, so this ends.
 func (j *job) bisect(ctx context.Context) {
 	const stage = "bisect"
 	hosts := j.topo.Hosts
@@ -242,36 +247,104 @@ func (j *job) bisect(ctx context.Context) {
 	}
 	frontier := []split{{all, 1, -1}}
 	levels := 0
-	for len(frontier) > 0 && ctx.Err() == nil {
-		var ps []*pending
-		var names []string
-		for _, sp := range frontier {
-			a, b := schedule.Halves(sp.set)
-			for _, set := range [][]int{a, b} {
-				hs := pick(hosts, set)
-				p := j.request(stage, sp.level, j.suite, []string{j.test}, hs, fmt.Sprintf("l%d-%s-%dnodes", sp.level, hs[0], len(hs)), nil)
-				halves = append(halves, &half{set: set, run: p, level: sp.level, parent: sp.parent})
-				ps = append(ps, p)
-				names = append(names, span(hs))
-			}
-			levels = max(levels, sp.level)
-		}
-		j.progress("%s level %d: %s", stage, frontier[0].level, strings.Join(names, " | "))
-		j.runAll(ctx, ps, func(p *pending, run *result.Run, err error) {
-			j.fill(p, run, err, j.test)
-			j.logRun(p)
-		})
-		best := 0.0
-		for _, h := range halves {
-			if failure(h.run.test) == "" {
-				best = max(best, h.run.sub.Figure)
+	best := 0.0
+	var repairs []*pending
+	repairRound := 1
+	// partner[c] is the node candidate c was last re-paired with.
+	partner := map[int]int{}
+	rejudge := func() {
+		for _, p := range append(halfRuns(halves), repairs...) {
+			if failure(p.test) == "" {
+				best = max(best, p.sub.Figure)
 			}
 		}
-		for _, h := range halves {
-			h.run.sub.Slow, h.run.sub.Why = false, ""
-			j.judge([]*pending{h.run}, best)
+		for _, p := range append(halfRuns(halves), repairs...) {
+			p.sub.Slow, p.sub.Why = false, ""
+			j.judge([]*pending{p}, best)
 		}
-		frontier = nil
+	}
+	// Good nodes: those of halves and re-pairs that ran at speed.
+	goodNodes := func() (good []int, isGood map[int]bool) {
+		isGood = map[int]bool{}
+		add := func(xs []int) {
+			for _, x := range xs {
+				if !isGood[x] {
+					isGood[x] = true
+					good = append(good, x)
+				}
+			}
+		}
+		for _, h := range halves {
+			if !h.run.sub.Slow {
+				add(h.set)
+			}
+		}
+		for _, p := range repairs {
+			if !p.sub.Slow {
+				add([]int{indexOf(hosts, p.sub.Hosts[0]), indexOf(hosts, p.sub.Hosts[1])})
+			}
+		}
+		return good, isGood
+	}
+	for ctx.Err() == nil {
+		for len(frontier) > 0 && ctx.Err() == nil {
+			var ps []*pending
+			var names []string
+			for _, sp := range frontier {
+				a, b := schedule.Halves(sp.set)
+				for _, set := range [][]int{a, b} {
+					hs := pick(hosts, set)
+					p := j.request(stage, sp.level, j.suite, []string{j.test}, hs, fmt.Sprintf("l%d-%s-%dnodes", sp.level, hs[0], len(hs)), nil)
+					halves = append(halves, &half{set: set, run: p, level: sp.level, parent: sp.parent})
+					ps = append(ps, p)
+					names = append(names, span(hs))
+				}
+				levels = max(levels, sp.level)
+			}
+			j.progress("%s level %d: %s", stage, frontier[0].level, strings.Join(names, " | "))
+			j.runAll(ctx, ps, func(p *pending, run *result.Run, err error) {
+				j.fill(p, run, err, j.test)
+				j.logRun(p)
+			})
+			rejudge()
+			frontier = nil
+			for i, h := range halves {
+				if h.run.sub.Slow && !h.expanded && len(h.set) > 3 {
+					h.expanded = true
+					frontier = append(frontier, split{h.set, h.level + 1, i})
+				}
+			}
+		}
+		// Candidates: nodes of slow small halves not yet re-paired with a
+		// node that is still good.
+		good, isGood := goodNodes()
+		var cand []int
+		seen := map[int]bool{}
+		for _, h := range halves {
+			if !h.run.sub.Slow || len(h.set) > 3 {
+				continue
+			}
+			for _, x := range h.set {
+				if pr, ok := partner[x]; (!ok || !isGood[pr]) && !seen[x] && !isGood[x] {
+					seen[x] = true
+					cand = append(cand, x)
+				}
+			}
+		}
+		if len(cand) == 0 || len(good) == 0 || ctx.Err() != nil {
+			if len(cand) > 0 && len(good) == 0 {
+				j.note(fmt.Sprintf("bisect: no half ran at full speed, so %s could not be re-paired with a known-good node", span(pick(hosts, cand))))
+			}
+			break
+		}
+		rounds := schedule.Repair(cand, good)
+		ps := j.pairRounds(ctx, "re-pair", rounds, repairRound)
+		repairRound += len(rounds)
+		for _, p := range ps {
+			partner[indexOf(hosts, p.sub.Hosts[0])] = indexOf(hosts, p.sub.Hosts[1])
+		}
+		repairs = append(repairs, ps...)
+		rejudge()
 		for i, h := range halves {
 			if h.run.sub.Slow && !h.expanded && len(h.set) > 3 {
 				h.expanded = true
@@ -279,11 +352,10 @@ func (j *job) bisect(ctx context.Context) {
 			}
 		}
 	}
-	runs := make([]*pending, len(halves))
-	for i, h := range halves {
-		runs[i] = h.run
+	j.addStage(stage, levels, halfRuns(halves))
+	if len(repairs) > 0 {
+		j.addStage("re-pair", repairRound-1, repairs)
 	}
-	j.addStage(stage, levels, runs)
 	if ctx.Err() != nil {
 		return
 	}
@@ -292,7 +364,8 @@ func (j *job) bisect(ctx context.Context) {
 	for _, h := range halves {
 		children[h.parent] = append(children[h.parent], h)
 	}
-	for parent, kids := range children {
+	for parent := -1; parent < len(halves); parent++ {
+		kids := children[parent]
 		if len(kids) == 2 && !kids[0].run.sub.Slow && !kids[1].run.sub.Slow {
 			what := fmt.Sprintf("all %d nodes", len(hosts))
 			if parent >= 0 {
@@ -301,29 +374,35 @@ func (j *job) bisect(ctx context.Context) {
 			j.note(fmt.Sprintf("bisect: the halves of %s run alike, so the slowness needs the whole set (the fabric between them, or a fault only load shows)", what))
 		}
 	}
-	// The re-pair runs are 2-node runs: they are compared with the
-	// healthy 2-node halves when bisection ran any.
-	var cand, good []int
-	ref := 0.0
-	for _, h := range halves {
-		switch {
-		case h.run.sub.Slow && len(h.set) <= 3:
-			cand = append(cand, h.set...)
-		case !h.run.sub.Slow:
-			good = append(good, h.set...)
-			if len(h.set) == 2 {
-				ref = max(ref, h.run.sub.Figure)
+	// A candidate is named by its last re-pair: slow beside a node that is
+	// good at the end.
+	_, isGood := goodNodes()
+	last := map[string]*pending{}
+	for _, p := range repairs {
+		last[p.sub.Hosts[0]] = p
+	}
+	for _, h := range hosts {
+		p, ok := last[h]
+		if !ok || !p.sub.Slow || !isGood[indexOf(hosts, p.sub.Hosts[1])] {
+			continue
+		}
+		var ev []string
+		for _, q := range halfRuns(halves) {
+			if indexOf(q.sub.Hosts, h) >= 0 && q.sub.Slow {
+				ev = append(ev, evidence(stage, q.sub))
 			}
 		}
+		ev = append(ev, evidence("re-pair", p.sub))
+		j.nameNode(h, "re-pair", "slow in every run, also beside the known-good node "+p.sub.Hosts[1], ev...)
 	}
-	if len(cand) == 0 {
-		return
+}
+
+func halfRuns(hs []*half) []*pending {
+	out := make([]*pending, len(hs))
+	for i, h := range hs {
+		out[i] = h.run
 	}
-	if len(good) == 0 {
-		j.note(fmt.Sprintf("bisect: no half ran at full speed, so %s could not be re-paired with a known-good node", span(pick(hosts, cand))))
-		return
-	}
-	j.repair(ctx, cand, good, ref, runs)
+	return out
 }
 
 func pick(hosts []string, idx []int) []string {
