@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	gojunit "github.com/joshdk/go-junit"
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
 
@@ -315,4 +318,63 @@ func TestMarkdownLocalisation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Each localisation is a JUnit testsuite a CI system shows as failing
+// for every suspect, with the properties that say what was localised.
+func TestJUnitLocalisation(t *testing.T) {
+	for _, c := range locCases {
+		t.Run(c.name, func(t *testing.T) {
+			run := c.run()
+			l := run.Localisations[0]
+			p := filepath.Join(t.TempDir(), "junit.xml")
+			assert.NilError(t, WriteJUnit(p, run))
+			suites, err := gojunit.IngestFile(p)
+			assert.NilError(t, err)
+			assert.Equal(t, len(suites), len(run.Tests)+1)
+			s := suites[len(suites)-1]
+			assert.Equal(t, s.Name, "localise "+l.Test)
+			want := map[string]string{"test": l.Test, "hosts": strings.Join(l.Hosts, ","), "strategy": l.Strategy, "tolerance": "10%", "reason": l.Reason, "sku": "h200"}
+			for _, st := range l.Stages {
+				want["stage."+st.Name] = fmt.Sprintf("%s, %s, %d slow", plural(len(st.Runs), "run"), plural(st.Rounds, "round"), slowRuns(st))
+			}
+			for i, n := range l.Notes {
+				want[fmt.Sprintf("note.%d", i+1)] = n
+			}
+			for k, v := range want {
+				assert.Equal(t, s.Properties[k], v, k)
+			}
+			if len(l.Suspects) == 0 {
+				assert.Equal(t, len(s.Tests), 1)
+				assert.Equal(t, s.Tests[0].Name, "no suspect")
+				assert.Equal(t, s.Tests[0].Status, gojunit.StatusPassed)
+				assert.Equal(t, s.Properties["status"], "pass")
+			} else {
+				assert.Equal(t, s.Properties["status"], "fail")
+			}
+			for i, sp := range l.Suspects {
+				tc := s.Tests[i]
+				assert.Equal(t, tc.Name, "suspect "+sp.Name())
+				assert.Equal(t, tc.Status, gojunit.StatusFailed)
+				assert.Equal(t, tc.Message, sp.Reason)
+				for _, e := range sp.Evidence {
+					assert.Assert(t, strings.Contains(tc.Error.Error(), "- "+e+"\n"), "evidence %q not in %q", e, tc.Error)
+				}
+			}
+			// Every sub-run is listed, one line each.
+			n := 0
+			for _, st := range l.Stages {
+				n += len(st.Runs)
+			}
+			assert.Equal(t, strings.Count(s.SystemOut, " round "), n)
+		})
+	}
+}
+
+func TestJUnitLocalisationGolden(t *testing.T) {
+	doc := JUnit(pairs4())
+	var b bytes.Buffer
+	assert.NilError(t, doc.WriteXML(&b))
+	host, _ := os.Hostname()
+	golden.Assert(t, strings.ReplaceAll(b.String(), `hostname="`+host+`"`, `hostname="testhost"`), "localise/pairs-4.junit.golden")
 }
