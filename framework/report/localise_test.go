@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -377,4 +378,104 @@ func TestJUnitLocalisationGolden(t *testing.T) {
 	assert.NilError(t, doc.WriteXML(&b))
 	host, _ := os.Hostname()
 	golden.Assert(t, strings.ReplaceAll(b.String(), `hostname="`+host+`"`, `hostname="testhost"`), "localise/pairs-4.junit.golden")
+}
+
+// report.html has a section per localisation: suspects with evidence,
+// every run linked to its own report, the matrices.
+func TestHTMLLocalisation(t *testing.T) {
+	cases := []struct {
+		name     string
+		run      *result.Run
+		matrices []string // data-kind of each matrix, in order
+		cells    map[string]int
+	}{
+		// 2 nodes: one pair, no per-node matrix (per-node runs are on one host).
+		{"per-node-2", perNode2(), nil, nil},
+		// 4x4 matrix, 12 cells off the diagonal: the 6 with n3 slow.
+		{"pairs-4", pairs4(), []string{"hosts"}, map[string]int{"fail": 6, "pass": 6}},
+		{"nic-pairs-hca", nicPairs2(), []string{"nics"}, map[string]int{"fail": 4, "pass": 12}},
+		// Not split per HCA pair: every cell a lower bound, the slow runs'
+		// cells marked as maybe slow.
+		{"nic-pairs not split", func() *result.Run {
+			r := nicPairs2()
+			for i := range r.Localisations[0].Stages[0].Runs {
+				r.Localisations[0].Stages[0].Runs[i].NICFigures = nil
+			}
+			return r
+		}(), []string{"nics"}, map[string]int{"warn": 16}},
+		{"no-suspect", noSuspect2(), nil, nil},
+		// 1024 hosts: no matrix of the matchings, the runs capped; the
+		// re-pairing of 3 suspects with 2 good nodes has one (5 hosts).
+		{"matching-1024", matching1024(), []string{"hosts"}, map[string]int{"fail": 12}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			assert.NilError(t, HTML(&b, c.run, nil))
+			page := b.String()
+			l := c.run.Localisations[0]
+			assert.Assert(t, strings.Contains(page, `<section class="localisation" id="l0">`))
+			assert.Assert(t, strings.Contains(page, `<a href="#l0">`+l.Test+`: `))
+			for _, s := range l.Suspects {
+				assert.Assert(t, strings.Contains(page, `<tr class="fail"><td>`+htmlText(s.Name())+`</td>`), s.Name())
+				for _, e := range s.Evidence {
+					assert.Assert(t, strings.Contains(page, "<li>"+htmlText(e)+"</li>"), e)
+				}
+			}
+			if len(l.Suspects) == 0 {
+				assert.Assert(t, strings.Contains(page, `<p class="nosuspect">no suspect: `))
+			}
+			kinds := regexp.MustCompile(`<table class="matrix" data-kind="([a-z]+)">`).FindAllStringSubmatch(page, -1)
+			var got []string
+			for _, k := range kinds {
+				got = append(got, k[1])
+			}
+			assert.DeepEqual(t, got, c.matrices)
+			if c.cells != nil {
+				m := page[strings.Index(page, `<table class="matrix"`):]
+				m = m[:strings.Index(m, "</table>")]
+				cells := map[string]int{}
+				for _, k := range regexp.MustCompile(`<td class="([a-z]+)"`).FindAllStringSubmatch(m, -1) {
+					cells[k[1]]++
+				}
+				assert.DeepEqual(t, cells, c.cells)
+			}
+			rows, slow, total := 0, 0, 0
+			for _, st := range l.Stages {
+				total += len(st.Runs)
+				slow += slowRuns(st)
+				for _, r := range st.Runs {
+					if r.Slow {
+						assert.Assert(t, strings.Contains(page, `<a href="`+r.Dir+`/report.html">`+r.Dir+`</a>`), r.Dir)
+					}
+				}
+			}
+			rows = strings.Count(page, `<table class="runs">`)
+			assert.Equal(t, rows, len(l.Stages))
+			shown := strings.Count(page, `/report.html">`)
+			assert.Equal(t, strings.Count(page, `</a></td></tr>`), shown)
+			if total > maxHTMLRuns {
+				assert.Equal(t, shown, maxHTMLRuns+slowRuns(l.Stages[1]))
+				assert.Assert(t, strings.Contains(page, fmt.Sprintf("<p>%d more runs at the expected speed are left out here", total-shown)))
+			} else {
+				assert.Equal(t, shown, total)
+			}
+			assert.Equal(t, strings.Count(page, `<tr class="fail"><td>`), slow+len(l.Suspects)+failTests(c.run))
+		})
+	}
+}
+
+func failTests(run *result.Run) int {
+	n := 0
+	for _, t := range run.Tests {
+		if t.Status == result.Fail {
+			n++
+		}
+	}
+	return n
+}
+
+// htmlText escapes s as html/template writes text.
+func htmlText(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "'", "&#39;", `"`, "&#34;", "+", "&#43;").Replace(s)
 }
