@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -478,4 +479,81 @@ func failTests(run *result.Run) int {
 // htmlText escapes s as html/template writes text.
 func htmlText(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "'", "&#39;", `"`, "&#34;", "+", "&#43;").Replace(s)
+}
+
+// results.json carries the localisations whole (they round-trip) and
+// keeps the CLI contract: a top-level status and a tests list.
+func TestJSONLocalisation(t *testing.T) {
+	for _, c := range locCases {
+		t.Run(c.name, func(t *testing.T) {
+			run := c.run()
+			var b bytes.Buffer
+			assert.NilError(t, JSON(&b, run))
+			var back result.Run
+			assert.NilError(t, json.Unmarshal(b.Bytes(), &back))
+			assert.DeepEqual(t, back.Localisations, run.Localisations)
+			var doc struct {
+				Status string `json:"status"`
+				Tests  []struct {
+					Name    string            `json:"name"`
+					Status  string            `json:"status"`
+					Metrics []json.RawMessage `json:"metrics"`
+				} `json:"tests"`
+				Localisations []struct {
+					Test     string `json:"test"`
+					Suspects []struct {
+						Kind     string   `json:"kind"`
+						Host     string   `json:"host"`
+						Evidence []string `json:"evidence"`
+					} `json:"suspects"`
+				} `json:"localisations"`
+			}
+			assert.NilError(t, json.Unmarshal(b.Bytes(), &doc))
+			assert.Equal(t, doc.Status, string(run.Status))
+			assert.Equal(t, len(doc.Tests), len(run.Tests))
+			assert.Equal(t, doc.Tests[0].Name, run.Tests[0].Name)
+			assert.Equal(t, doc.Tests[0].Status, string(run.Tests[0].Status))
+			assert.Assert(t, doc.Tests[0].Metrics != nil, "metrics is a list, never null")
+			assert.Equal(t, doc.Localisations[0].Test, run.Localisations[0].Test)
+			assert.Equal(t, len(doc.Localisations[0].Suspects), len(run.Localisations[0].Suspects))
+			// A suspect fails the run, whatever the tests say.
+			if len(run.Localisations[0].Suspects) > 0 {
+				assert.Equal(t, doc.Status, "fail")
+			}
+		})
+	}
+}
+
+// gpuaccept verify catches a results.json whose localisation was edited.
+func TestDisagreementsLocalisation(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(r *result.Run)
+		want   []string
+	}{
+		{"same", func(*result.Run) {}, nil},
+		{"suspect dropped", func(r *result.Run) { r.Localisations[0].Suspects = nil }, []string{
+			"results.json says the run is pass, the journal says fail",
+			"results.json's localisation of rccl.all_reduce names no suspect, the journal suspects n3"}},
+		{"suspect changed", func(r *result.Run) { r.Localisations[0].Suspects[0].Host = "n4" }, []string{
+			"results.json's localisation of rccl.all_reduce names suspects n4, the journal suspects n3"}},
+		{"localisation dropped", func(r *result.Run) { r.Localisations = nil }, []string{
+			"results.json says the run is pass, the journal says fail",
+			"results.json leaves out the localisation of rccl.all_reduce (suspects n3 in the journal)"}},
+		{"localisation added", func(r *result.Run) {
+			r.Localisations = append(r.Localisations, perNode2().Localisations[0])
+		}, []string{"results.json has a localisation of nccl.all_reduce, the journal does not"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			shown := pairs4()
+			shown.Tests[0].Status = result.Pass // the suspect alone fails the run
+			c.change(shown)
+			shown.Finish()
+			journaled := pairs4()
+			journaled.Tests[0].Status = result.Pass
+			journaled.Finish()
+			assert.DeepEqual(t, Disagreements(shown, journaled), c.want)
+		})
+	}
 }

@@ -297,5 +297,48 @@ func Disagreements(shown, journaled *result.Run) []string {
 			out = append(out, fmt.Sprintf("%s leaves out %s (%s in the journal)", ResultsFile, t.Name, t.Status))
 		}
 	}
+	return append(out, suspectDisagreements(shown, journaled)...)
+}
+
+// suspectDisagreements compares the suspects each localisation names.
+func suspectDisagreements(shown, journaled *result.Run) []string {
+	names := func(r *result.Run) (map[string]string, []string) {
+		m := map[string]string{}
+		var order []string
+		for _, l := range r.Localisations {
+			var ns []string
+			for _, s := range l.Suspects {
+				ns = append(ns, s.Name())
+			}
+			if _, ok := m[l.Test]; !ok {
+				order = append(order, l.Test)
+			}
+			m[l.Test] = strings.Join(ns, ", ")
+		}
+		return m, order
+	}
+	say := func(s string) string {
+		if s == "" {
+			return "no suspect"
+		}
+		return "suspects " + s
+	}
+	sh, order := names(shown)
+	jo, jorder := names(journaled)
+	var out []string
+	for _, test := range order {
+		j, ok := jo[test]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s has a localisation of %s, the journal does not", ResultsFile, test))
+		case sh[test] != j:
+			out = append(out, fmt.Sprintf("%s's localisation of %s names %s, the journal %s", ResultsFile, test, say(sh[test]), say(j)))
+		}
+	}
+	for _, test := range jorder {
+		if _, ok := sh[test]; !ok {
+			out = append(out, fmt.Sprintf("%s leaves out the localisation of %s (%s in the journal)", ResultsFile, test, say(jo[test])))
+		}
+	}
 	return out
 }
