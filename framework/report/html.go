@@ -206,11 +206,11 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 {{end}}
 {{range .Locs}}
 <section class="localisation" id="{{.ID}}">
-<h2>Localisation of {{.Test}} <span class="badge {{if .Suspects}}fail{{else}}pass{{end}}">{{len .Suspects}} suspect{{if ne (len .Suspects) 1}}s{{end}}</span></h2>
+<h2>Localisation of {{.Test}} <span class="badge {{.Status}}">{{len .Suspects}} suspect{{if ne (len .Suspects) 1}}s{{end}}</span></h2>
 <p>{{.Heading}}</p>
 {{if .Suspects}}<table class="suspects"><tr><th>Suspect</th><th>Kind</th><th>Stage</th><th>Reason</th><th>Evidence</th></tr>
 {{range .Suspects}}<tr class="fail"><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{.Stage}}</td><td>{{.Reason}}</td><td><ul class="evidence">{{range .Evidence}}<li>{{.}}</li>{{end}}</ul></td></tr>
-{{end}}</table>{{else}}<p class="nosuspect">{{.NoSuspect}}</p>{{end}}
+{{end}}</table>{{else}}<p class="nosuspect {{.Status}}">{{.NoSuspect}}</p>{{end}}
 {{if .Notes}}<ul class="notes">{{range .Notes}}<li>note: {{.}}</li>{{end}}</ul>{{end}}
 {{range .Stages}}<h3>{{.Summary}}</h3>
 {{range .Matrices}}<table class="matrix" data-kind="{{.Kind}}"><caption>{{.Title}}</caption>

@@ -70,8 +70,50 @@ func stageSummary(st result.Stage) string {
 	return fmt.Sprintf("%s: %s in %s, %s", st.Name, plural(len(st.Runs), "run"), plural(st.Rounds, "round"), slow)
 }
 
+// couldNot says why a localisation could not localise at all ("" when it
+// could): it made no run, or every run errored (the launcher or the nodes
+// ran nothing). Such a localisation is an error, not a pass (the same
+// rule as the lead's result.Localisation.Verdict).
+func couldNot(l result.Localisation) string {
+	runs, errs := 0, 0
+	for _, st := range l.Stages {
+		for _, r := range st.Runs {
+			runs++
+			if r.Status == result.Error {
+				errs++
+			}
+		}
+	}
+	switch {
+	case runs == 0:
+		return "the localisation made no run"
+	case errs == runs:
+		return fmt.Sprintf("every run errored (%s), so nothing could be compared", plural(runs, "run"))
+	}
+	return ""
+}
+
+// locStatus is a localisation's outcome: fail when it names a suspect,
+// error when it could not localise, else pass.
+func locStatus(l result.Localisation) result.Status {
+	switch {
+	case len(l.Suspects) > 0:
+		return result.Fail
+	case couldNot(l) != "":
+		return result.Error
+	}
+	return result.Pass
+}
+
 // noSuspect says, true to the data, why a localisation names nobody.
 func noSuspect(l result.Localisation) string {
+	see := ""
+	if len(l.Notes) > 0 {
+		see = " (see the notes)"
+	}
+	if why := couldNot(l); why != "" {
+		return "no suspect: " + why + see
+	}
 	slow := 0
 	for _, st := range l.Stages {
 		slow += slowRuns(st)
@@ -79,7 +121,7 @@ func noSuspect(l result.Localisation) string {
 	if slow == 0 {
 		return fmt.Sprintf("no suspect: every run passed its baseline and came within %s of its reference", percent(l.Tolerance))
 	}
-	return fmt.Sprintf("no suspect: %s name no single node, HCA or link (see the notes)", plural(slow, "slow run"))
+	return fmt.Sprintf("no suspect: %s name no single node, HCA or link%s", plural(slow, "slow run"), see)
 }
 
 // figureText renders a run's figure: "busbw 171.3 GB/s"; "" when it

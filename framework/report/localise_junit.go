@@ -14,7 +14,8 @@ import (
 // properties say what was localised and how (test, hosts, strategy,
 // tolerance, reason, "stage.NAME" = "N runs, R rounds, S slow", notes);
 // one failing testcase per suspect ("suspect n3": the reason as message,
-// the evidence as body), or one passing "no suspect" case. The sub-runs are
+// the evidence as body), or one "no suspect" case: passing, or an error
+// when nothing could be localised (no run, or every run errored). The sub-runs are
 // listed one line each in system-out rather than as testcases: a
 // localisation of 1024 nodes makes thousands, and a slow run is evidence,
 // not a failure of its own.
@@ -30,10 +31,7 @@ func locSuite(run *result.Run, l result.Localisation, id int, host string) junit
 	if !run.Started.IsZero() {
 		s.Timestamp = run.Started.Format(time.RFC3339)
 	}
-	status := result.Pass
-	if len(l.Suspects) > 0 {
-		status = result.Fail
-	}
+	status := locStatus(l)
 	props := [][2]string{{"sku", run.SKU}, {"suite", run.Suite}, {"launcher", run.Launcher}, {"gpuaccept_version", run.Version},
 		{"status", string(status)}, {"test", l.Test}, {"hosts", strings.Join(l.Hosts, ",")}, {"strategy", l.Strategy},
 		{"tolerance", percent(l.Tolerance)}, {"reason", l.Reason}}
@@ -54,7 +52,13 @@ func locSuite(run *result.Run, l result.Localisation, id int, host string) junit
 		s.AddTestcase(junit.Testcase{Name: "suspect " + sp.Name(), Classname: class,
 			Failure: &junit.Result{Message: sp.Reason, Type: "Suspect", Data: body}})
 	}
-	if len(l.Suspects) == 0 {
+	switch {
+	case status == result.Error:
+		// Nothing was localised: an infrastructure problem, not a pass.
+		msg := noSuspect(l)
+		s.AddTestcase(junit.Testcase{Name: "no suspect", Classname: class,
+			Error: &junit.Result{Message: msg, Type: "Error", Data: msg + "\n" + strings.Join(l.Notes, "\n")}})
+	case len(l.Suspects) == 0:
 		s.AddTestcase(junit.Testcase{Name: "no suspect", Classname: class, SystemOut: &junit.Output{Data: noSuspect(l) + "\n"}})
 	}
 	s.SystemOut = &junit.Output{Data: subRunLines(l)}

@@ -232,6 +232,23 @@ func matching1024() *result.Run {
 		"busbw out-of-place 199.8 GB/s at 8 GiB below 324.0 (baseline 360.0 -10%)")}, loc)
 }
 
+// allErrored is a localisation whose every run errored (the scheduler
+// refused the nodes): it names nobody and says it could not localise.
+func allErrored() *result.Run {
+	r := pairs4()
+	l := &r.Localisations[0]
+	l.Stages = l.Stages[1:]
+	l.Suspects = nil
+	l.Notes = []string{"pairs: every run errored; check the launcher and the nodes"}
+	for i := range l.Stages[0].Runs {
+		run := &l.Stages[0].Runs[i]
+		run.Status, run.Slow, run.Figure, run.FigureName, run.Unit, run.Reference = result.Error, true, 0, "", "", 0
+		run.Why = "error: sbatch: error: Batch job submission failed: Invalid node name specified"
+	}
+	r.Finish()
+	return r
+}
+
 // locCases are the localisation runs every report is tested with.
 var locCases = []struct {
 	name string
@@ -242,6 +259,7 @@ var locCases = []struct {
 	{"nic-pairs-hca", nicPairs2},
 	{"no-suspect", noSuspect2},
 	{"matching-1024", matching1024},
+	{"all-errored", allErrored},
 }
 
 // The table names each localisation's suspects and lists the slow runs
@@ -349,8 +367,15 @@ func TestJUnitLocalisation(t *testing.T) {
 			if len(l.Suspects) == 0 {
 				assert.Equal(t, len(s.Tests), 1)
 				assert.Equal(t, s.Tests[0].Name, "no suspect")
-				assert.Equal(t, s.Tests[0].Status, gojunit.StatusPassed)
-				assert.Equal(t, s.Properties["status"], "pass")
+				if c.name == "all-errored" {
+					// Nothing localised is an error in CI, not a pass.
+					assert.Equal(t, s.Tests[0].Status, gojunit.StatusError)
+					assert.Equal(t, s.Tests[0].Message, "no suspect: every run errored (6 runs), so nothing could be compared (see the notes)")
+					assert.Equal(t, s.Properties["status"], "error")
+				} else {
+					assert.Equal(t, s.Tests[0].Status, gojunit.StatusPassed)
+					assert.Equal(t, s.Properties["status"], "pass")
+				}
 			} else {
 				assert.Equal(t, s.Properties["status"], "fail")
 			}
@@ -405,6 +430,8 @@ func TestHTMLLocalisation(t *testing.T) {
 			return r
 		}(), []string{"nics"}, map[string]int{"warn": 16}},
 		{"no-suspect", noSuspect2(), nil, nil},
+		// A matrix of runs that measured nothing, all slow.
+		{"all-errored", allErrored(), []string{"hosts"}, map[string]int{"fail": 12}},
 		// 1024 hosts: no matrix of the matchings, the runs capped; the
 		// re-pairing of 3 suspects with 2 good nodes has one (5 hosts).
 		{"matching-1024", matching1024(), []string{"hosts"}, map[string]int{"fail": 12}},
@@ -424,7 +451,7 @@ func TestHTMLLocalisation(t *testing.T) {
 				}
 			}
 			if len(l.Suspects) == 0 {
-				assert.Assert(t, strings.Contains(page, `<p class="nosuspect">no suspect: `))
+				assert.Assert(t, strings.Contains(page, `<p class="nosuspect `+string(locStatus(l))+`">no suspect: `))
 			}
 			kinds := regexp.MustCompile(`<table class="matrix" data-kind="([a-z]+)">`).FindAllStringSubmatch(page, -1)
 			var got []string
