@@ -584,3 +584,29 @@ func TestDisagreementsLocalisation(t *testing.T) {
 		})
 	}
 }
+
+// A localisation that names nobody says why, true to its runs.
+func TestNoSuspectWording(t *testing.T) {
+	inconclusive := pairs4().Localisations[0]
+	inconclusive.Suspects = nil
+	inconclusive.Notes = []string{"n3 was slow with n2 only once"}
+	empty := noSuspect2().Localisations[0]
+	empty.Stages, empty.Notes = nil, nil
+	cases := []struct {
+		name   string
+		l      result.Localisation
+		want   string
+		status result.Status
+	}{
+		{"nothing slow", noSuspect2().Localisations[0], "no suspect: every run passed its baseline and came within 10% of its reference", result.Pass},
+		{"slow runs, no single part", inconclusive, "no suspect: 3 slow runs name no single node, HCA or link (see the notes)", result.Pass},
+		{"every run errored", allErrored().Localisations[0], "no suspect: every run errored (6 runs), so nothing could be compared (see the notes)", result.Error},
+		{"no run", empty, "no suspect: the localisation made no run", result.Error},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, noSuspect(c.l), c.want)
+			assert.Equal(t, locStatus(c.l), c.status)
+		})
+	}
+}
