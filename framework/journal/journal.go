@@ -99,6 +99,26 @@ func (w *Writer) AddLocalisation(l result.Localisation) error {
 	return w.write(record{Localisation: &l})
 }
 
+// AppendLocalisation adds a finished localisation to the journal of the
+// results folder dir, which must exist (the suite run that wrote it has
+// ended and closed its Writer: localisations run after it), and syncs it
+// to disk before it returns. Errors name the file.
+func AppendLocalisation(dir string, l result.Localisation) error {
+	f, err := os.OpenFile(filepath.Join(dir, File), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("journal the localisation of %s: %w", l.Test, err)
+	}
+	w := &Writer{f: f}
+	if err := w.AddLocalisation(l); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("journal the localisation of %s: %w", l.Test, err)
+	}
+	return nil
+}
+
 // End records that the run ended, after wall time d.
 func (w *Writer) End(d time.Duration) error {
 	return w.write(record{End: &d})

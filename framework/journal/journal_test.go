@@ -226,3 +226,23 @@ func TestReadLocalisations(t *testing.T) {
 		})
 	}
 }
+
+// Localisations run after the suite run has closed its journal; they are
+// appended to it, after its end line, and read back.
+func TestAppendLocalisation(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir, header(), []string{"nccl.all_reduce"})
+	assert.NilError(t, err)
+	assert.NilError(t, w.Add(test("nccl.all_reduce", result.Fail, time.Second)))
+	assert.NilError(t, w.End(2*time.Second))
+	assert.NilError(t, w.Close())
+	assert.NilError(t, AppendLocalisation(dir, localisation("nccl.all_reduce", "n3")))
+	run, err := Read(dir)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, run.Localisations, []result.Localisation{localisation("nccl.all_reduce", "n3")})
+	assert.Equal(t, run.Duration, 2*time.Second)
+
+	err = AppendLocalisation(t.TempDir(), localisation("nccl.all_reduce"))
+	assert.ErrorContains(t, err, "journal the localisation of nccl.all_reduce: ")
+	assert.ErrorContains(t, err, File)
+}
