@@ -2,9 +2,9 @@
 // nothing measured is lost when the run stops early (Ctrl-C, a killed
 // gpuaccept, a lost node): the results folder gets journal.jsonl, whose
 // first line describes the run and the tests it will run, and one line per
-// test as soon as that test has ended (synced to disk), and baseline/, a
-// copy of the SKU file that judges the run. Read rebuilds the run from
-// them; reports are made from that.
+// test (and per localisation) as soon as it has ended (synced to disk),
+// and baseline/, a copy of the SKU file that judges the run. Read rebuilds
+// the run from them; reports are made from that.
 package journal
 
 import (
@@ -37,6 +37,11 @@ type record struct {
 	Planned []string `json:"planned,omitempty"`
 	// Test is a finished test.
 	Test *result.Test `json:"test,omitempty"`
+	// Localisation is a finished localisation of a multi-node test (its
+	// sub-runs keep journals of their own in their folders). Journals
+	// written before localisations existed have none; gpuaccept versions
+	// from before then refuse a journal holding one (neither run nor test).
+	Localisation *result.Localisation `json:"localisation,omitempty"`
 	// End, on the last line of a run that ended, is its wall time.
 	End *time.Duration `json:"end_duration_ns,omitempty"`
 }
@@ -87,6 +92,33 @@ func (w *Writer) write(r record) error {
 	return nil
 }
 
+// AddLocalisation records a finished localisation and syncs it to disk
+// before it returns, so a run killed afterwards still reports its
+// suspects (gpuaccept report).
+func (w *Writer) AddLocalisation(l result.Localisation) error {
+	return w.write(record{Localisation: &l})
+}
+
+// AppendLocalisation adds a finished localisation to the journal of the
+// results folder dir, which must exist (the suite run that wrote it has
+// ended and closed its Writer: localisations run after it), and syncs it
+// to disk before it returns. Errors name the file.
+func AppendLocalisation(dir string, l result.Localisation) error {
+	f, err := os.OpenFile(filepath.Join(dir, File), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("journal the localisation of %s: %w", l.Test, err)
+	}
+	w := &Writer{f: f}
+	if err := w.AddLocalisation(l); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("journal the localisation of %s: %w", l.Test, err)
+	}
+	return nil
+}
+
 // End records that the run ended, after wall time d.
 func (w *Writer) End(d time.Duration) error {
 	return w.write(record{End: &d})
@@ -112,7 +144,7 @@ func SaveBaseline(dir, sku string, data []byte) error {
 const Interrupted = "not finished: the run stopped before this test ended (its raw outputs, if any, are in the results folder)"
 
 // Read rebuilds the run journaled in dir: the header, every finished test,
-// and, for a run that stopped early, each planned test that did not finish
+// every finished localisation, and, for a run that stopped early, each planned test that did not finish
 // as an Error with the Interrupted message. A last line cut short by a
 // crash is ignored; any other bad line is an error naming file and line.
 // The run's status and duration are set from the tests.
@@ -150,6 +182,8 @@ func Read(dir string) (*result.Run, error) {
 		case r.Test != nil:
 			run.Tests = append(run.Tests, *r.Test)
 			done[r.Test.Name] = true
+		case r.Localisation != nil:
+			run.Localisations = append(run.Localisations, *r.Localisation)
 		case r.End != nil:
 			run.Duration = *r.End
 		default:

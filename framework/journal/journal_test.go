@@ -121,6 +121,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(good[:len(good)/2])
 	f.Add([]byte(`{"run":null}` + "\n" + `{"test":{}}`))
 	f.Add([]byte(`{"run":{}}` + "\n" + `{"end_duration_ns":-5}`))
+	f.Add([]byte(`{"run":{}}` + "\n" + `{"localisation":{"suspects":[{}],"stages":[{"runs":[{"nic_figures":[{}]}]}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := t.TempDir()
 		if err := os.WriteFile(filepath.Join(d, File), data, 0o644); err != nil {
@@ -158,4 +159,90 @@ func TestLastDurations(t *testing.T) {
 	assert.DeepEqual(t, got, map[string]time.Duration{"nccl.all_reduce": 12 * time.Second})
 	assert.Assert(t, LastDurations(root, "h200", "singlenode", "1x8", "") == nil)
 	assert.Assert(t, LastDurations(filepath.Join(root, "missing"), "h200", "singlenode", "1x2", "") == nil)
+}
+
+func localisation(test string, suspects ...string) result.Localisation {
+	l := result.Localisation{Test: test, Hosts: []string{"n1", "n2", "n3", "n4"}, Reason: "failed", Strategy: "pairs", Tolerance: 0.1,
+		Stages: []result.Stage{{Name: "pairs", Rounds: 3, Runs: []result.SubRun{{Round: 1, Test: test, Hosts: []string{"n1", "n3"},
+			Status: result.Fail, Figure: 41.7, FigureName: "busbw", Unit: "GB/s", Reference: 92.5, Slow: true,
+			Why: "busbw 41.7 GB/s is 55% below the stage median 92.5 GB/s", Dir: "localise/" + test + "/pairs/r1-n1-n3"}}}}}
+	for _, s := range suspects {
+		l.Suspects = append(l.Suspects, result.Suspect{Kind: "node", Host: s, Stage: "pairs", Reason: "every pair with " + s + " was slow",
+			Evidence: []string{"pairs round 1 n1,n3: busbw 41.7 GB/s against median 92.5 GB/s, localise/" + test + "/pairs/r1-n1-n3"}})
+	}
+	return l
+}
+
+// A localisation journaled as it ends is in the rebuilt run (gpuaccept
+// report after a kill), and its suspects fail it; journals from before
+// localisations existed read as they did.
+func TestReadLocalisations(t *testing.T) {
+	planned := []string{"nccl.all_reduce", "rccl.all_reduce"}
+	cases := []struct {
+		name   string
+		write  func(w *Writer)
+		tail   string
+		want   []result.Localisation
+		status result.Status
+	}{
+		{"none (an old journal)", func(w *Writer) {
+			w.Add(test("nccl.all_reduce", result.Pass, time.Second))
+			w.Add(test("rccl.all_reduce", result.Pass, time.Second))
+			w.End(3 * time.Second)
+		}, "", nil, result.Pass},
+		{"suspect fails a run whose tests passed", func(w *Writer) {
+			w.Add(test("nccl.all_reduce", result.Pass, time.Second))
+			w.AddLocalisation(localisation("nccl.all_reduce", "n3"))
+			w.Add(test("rccl.all_reduce", result.Pass, time.Second))
+			w.End(3 * time.Second)
+		}, "", []result.Localisation{localisation("nccl.all_reduce", "n3")}, result.Fail},
+		{"two, killed before the end", func(w *Writer) {
+			w.Add(test("nccl.all_reduce", result.Fail, time.Second))
+			w.AddLocalisation(localisation("nccl.all_reduce", "n3"))
+			w.Add(test("rccl.all_reduce", result.Pass, time.Second))
+			w.AddLocalisation(localisation("rccl.all_reduce"))
+		}, "", []result.Localisation{localisation("nccl.all_reduce", "n3"), localisation("rccl.all_reduce")}, result.Fail},
+		{"killed while writing the localisation", func(w *Writer) {
+			w.Add(test("nccl.all_reduce", result.Pass, time.Second))
+		}, `{"localisation":{"test":"nccl.all_reduce","hosts":["n1"`, nil, result.Error},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w, err := Create(dir, header(), planned)
+			assert.NilError(t, err)
+			c.write(w)
+			assert.NilError(t, w.Close())
+			if c.tail != "" {
+				f, err := os.OpenFile(filepath.Join(dir, File), os.O_APPEND|os.O_WRONLY, 0)
+				assert.NilError(t, err)
+				f.WriteString(c.tail)
+				f.Close()
+			}
+			run, err := Read(dir)
+			assert.NilError(t, err)
+			assert.DeepEqual(t, run.Localisations, c.want)
+			assert.Equal(t, run.Status, c.status)
+		})
+	}
+}
+
+// Localisations run after the suite run has closed its journal; they are
+// appended to it, after its end line, and read back.
+func TestAppendLocalisation(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir, header(), []string{"nccl.all_reduce"})
+	assert.NilError(t, err)
+	assert.NilError(t, w.Add(test("nccl.all_reduce", result.Fail, time.Second)))
+	assert.NilError(t, w.End(2*time.Second))
+	assert.NilError(t, w.Close())
+	assert.NilError(t, AppendLocalisation(dir, localisation("nccl.all_reduce", "n3")))
+	run, err := Read(dir)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, run.Localisations, []result.Localisation{localisation("nccl.all_reduce", "n3")})
+	assert.Equal(t, run.Duration, 2*time.Second)
+
+	err = AppendLocalisation(t.TempDir(), localisation("nccl.all_reduce"))
+	assert.ErrorContains(t, err, "journal the localisation of nccl.all_reduce: ")
+	assert.ErrorContains(t, err, File)
 }

@@ -31,8 +31,47 @@ const File = "manifest.json"
 // Covered are the parts of a results folder the manifest hashes: the raw
 // outputs, the baseline copy and the journal. Reports (results.json,
 // junit.xml, report.html, ...) are derived from these and can be rebuilt
-// with gpuaccept report, so they are not listed.
+// with gpuaccept report, so they are not listed. The same parts of every
+// results folder nested in it (the sub-runs of a localisation,
+// localise/TEST/STAGE/RUN/, see SubRuns) are covered too: their raw
+// outputs are the evidence against a suspect, and a suspect fails the run.
 var Covered = []string{"raw", journal.BaselineDir, journal.File}
+
+// SubRuns lists the results folders nested in dir, relative to it with
+// forward slashes, sorted: every folder below dir, outside the covered
+// parts of dir or of another results folder, that holds a journal.
+func SubRuns(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if p != dir && (d.Name() == "raw" || d.Name() == journal.BaselineDir) {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(p), journal.File)); err == nil {
+				return fs.SkipDir // a results folder's own outputs
+			}
+		}
+		if p == dir {
+			return nil
+		}
+		if _, err := os.Stat(filepath.Join(p, journal.File)); err == nil {
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return err
+			}
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find the sub-runs of %s: %w", dir, err)
+	}
+	sort.Strings(out)
+	return out, nil
+}
 
 // Entry is one file of the folder.
 type Entry struct {
@@ -56,11 +95,21 @@ type Manifest struct {
 	Files []Entry `json:"files"`
 }
 
-// Build hashes the covered files of the results folder dir.
+// Build hashes the covered files of the results folder dir and of the
+// results folders nested in it.
 func Build(dir, version, sku string) (*Manifest, error) {
 	m := &Manifest{Version: version, SKU: sku, Created: time.Now().UTC(), Files: []Entry{}}
-	for _, c := range Covered {
-		root := filepath.Join(dir, c)
+	subs, err := SubRuns(dir)
+	if err != nil {
+		return nil, fmt.Errorf("build manifest: %w", err)
+	}
+	var roots []string
+	for _, folder := range append([]string{""}, subs...) {
+		for _, c := range Covered {
+			roots = append(roots, filepath.Join(dir, filepath.FromSlash(folder), c))
+		}
+	}
+	for _, root := range roots {
 		if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -94,3 +94,74 @@ func TestNoBaselineIsAProblem(t *testing.T) {
 	assert.Equal(t, len(ps), 1)
 	assert.Equal(t, ps[0].String(), "baseline/h200.yaml: the manifest names no baseline file")
 }
+
+// The sub-runs of a localisation keep results folders of their own under
+// the main one; their raw outputs, baseline copies and journals are the
+// evidence against a suspect and are covered like the main run's, their
+// reports are not.
+func TestCheckSubRuns(t *testing.T) {
+	const sub = "localise/nccl.all_reduce/pairs/n1-n3-r1"
+	const sub2 = "localise/nccl.all_reduce/per-node/n2"
+	mk := func(t *testing.T) string {
+		dir := folder(t)
+		for p, content := range map[string]string{
+			sub + "/raw/nccl.all_reduce/all_reduce.log":  "#  Avg bus bandwidth    : 41.7\n",
+			sub + "/raw/nccl.all_reduce/outputs.json":    `[]`,
+			sub + "/baseline/h200.yaml":                  "sku: h200\n",
+			sub + "/" + journal.File:                     `{"run":{}}` + "\n",
+			sub + "/results.json":                        "{}",
+			sub + "/report.html":                         "<html>",
+			sub2 + "/raw/nccl.all_gather/all_gather.log": "#  Avg bus bandwidth    : 380.2\n",
+			sub2 + "/" + journal.File:                    `{"run":{}}` + "\n",
+			// Not a results folder (no journal): not covered.
+			"localise/notes.txt": "scratch",
+		} {
+			p = filepath.Join(dir, p)
+			assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			assert.NilError(t, os.WriteFile(p, []byte(content), 0o644))
+		}
+		return dir
+	}
+	subs, err := SubRuns(mk(t))
+	assert.NilError(t, err)
+	assert.DeepEqual(t, subs, []string{sub, sub2})
+
+	cases := []struct {
+		name   string
+		change func(dir string)
+		want   []string
+	}{
+		{"untouched", func(string) {}, nil},
+		{"sub-run report rebuilt", func(dir string) { os.WriteFile(filepath.Join(dir, sub, "report.html"), []byte("<html>x"), 0o644) }, nil},
+		{"sub-run raw output edited", func(dir string) {
+			os.WriteFile(filepath.Join(dir, sub, "raw/nccl.all_reduce/all_reduce.log"), []byte("#  Avg bus bandwidth    : 91.7\n"), 0o644)
+		}, []string{sub + "/raw/nccl.all_reduce/all_reduce.log: edited since the run"}},
+		{"sub-run journal edited", func(dir string) {
+			os.WriteFile(filepath.Join(dir, sub2, journal.File), []byte(`{"run":{"sku":"x"}}`), 0o644)
+		}, []string{sub2 + "/" + journal.File + ": edited since the run"}},
+		{"sub-run removed", func(dir string) { os.RemoveAll(filepath.Join(dir, sub2)) }, []string{
+			sub2 + "/" + journal.File + ": missing", sub2 + "/raw/nccl.all_gather/all_gather.log: missing"}},
+		{"sub-run raw output added", func(dir string) {
+			os.WriteFile(filepath.Join(dir, sub, "raw/nccl.all_reduce/extra.log"), nil, 0o644)
+		}, []string{sub + "/raw/nccl.all_reduce/extra.log: added since the run"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := mk(t)
+			m, err := Write(dir, "test", "h200")
+			assert.NilError(t, err)
+			assert.Equal(t, len(m.Files), 5+4+2, "main: 5; sub-runs: 2 raw + baseline + journal, 1 raw + journal")
+			c.change(dir)
+			ps, err := Check(dir, m)
+			assert.NilError(t, err)
+			var got []string
+			for _, p := range ps {
+				got = append(got, p.String())
+			}
+			assert.Equal(t, len(got), len(c.want), "%v", got)
+			for i, w := range c.want {
+				assert.Assert(t, len(got[i]) >= len(w) && got[i][:len(w)] == w, got[i])
+			}
+		})
+	}
+}

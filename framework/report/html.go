@@ -49,16 +49,20 @@ type htmlPage struct {
 	Rows     [][]string
 	Tests    []htmlTest
 	Baseline string
+	Locs     []htmlLoc
 }
 
 // HTML writes the run as one self-contained HTML page (no script, no
 // network: styles and SVG plots are inline): the verdict table on top, then
 // per test its plots (measured curves against the baseline band, see Plot),
 // tables of per-node or per-pair numbers where the metrics carry such
-// labels, the points outside their bands, checks and diagnostics. s is the
-// SKU that judged the run, for the bands; nil draws curves only.
+// labels, the points outside their bands, checks and diagnostics; then a
+// section per localisation: the suspects with their evidence, per stage
+// its runs (slow ones marked, each linked to its own report.html) and,
+// for node pairs (up to 32 nodes) and HCA pairs, a matrix of figures. s is
+// the SKU that judged the run, for the bands; nil draws curves only.
 func HTML(w io.Writer, run *result.Run, s *sku.SKU) error {
-	page := htmlPage{Run: run, Summary: Summary(run), Rows: rows(run)}
+	page := htmlPage{Run: run, Summary: Summary(run), Rows: rows(run), Locs: htmlLocalisations(run)}
 	if s != nil {
 		page.Baseline = s.File
 	}
@@ -156,6 +160,8 @@ th { background: #f3f3f3; }
 .badge { font-weight: bold; padding: 0 .4em; border-radius: 3px; }
 .plot svg { width: 100%; height: auto; }
 pre { background: #f7f7f7; padding: .5em; overflow-x: auto; font-size: .85em; }
+.matrix td { text-align: right; white-space: nowrap; } .matrix th { white-space: nowrap; }
+.evidence { margin: 0; padding-left: 1.2em; }
 dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt { font-weight: bold; }
 </style>
 </head>
@@ -174,6 +180,7 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 <tr><th>Test</th><th>Status</th><th>Measured</th><th>Baseline: band</th><th>Detail</th></tr>
 {{range $i, $r := .Rows}}<tr class="{{status (index $r 1)}}"><td><a href="#t{{$i}}">{{index $r 0}}</a></td><td>{{index $r 1}}</td><td>{{index $r 2}}</td><td>{{index $r 3}}</td><td>{{index $r 4}}</td></tr>
 {{end}}</table>
+{{if .Locs}}<p id="localisations">Localisations: {{range .Locs}}<a href="#{{.ID}}">{{.Test}}: {{len .Suspects}} suspect{{if ne (len .Suspects) 1}}s{{end}}</a> {{end}}</p>{{end}}
 {{range .Tests}}
 <h2 id="{{.ID}}">{{.Name}} <span class="badge {{.Status}}">{{upper .Status}}</span></h2>
 <p>{{.Message}}</p>
@@ -196,6 +203,27 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 {{if .Commands}}<pre class="commands">{{range .Commands}}$ {{.}}
 {{end}}</pre>{{end}}
 {{if .Raw}}<p>Raw outputs: {{range .Raw}}<a href="{{.}}">{{.}}</a> {{end}}({{dur .Test}})</p>{{end}}
+{{end}}
+{{range .Locs}}
+<section class="localisation" id="{{.ID}}">
+<h2>Localisation of {{.Test}} <span class="badge {{.Status}}">{{len .Suspects}} suspect{{if ne (len .Suspects) 1}}s{{end}}</span></h2>
+<p>{{.Heading}}</p>
+{{if .Suspects}}<table class="suspects"><tr><th>Suspect</th><th>Kind</th><th>Stage</th><th>Reason</th><th>Evidence</th></tr>
+{{range .Suspects}}<tr class="fail"><td>{{.Name}}</td><td>{{.Kind}}</td><td>{{.Stage}}</td><td>{{.Reason}}</td><td><ul class="evidence">{{range .Evidence}}<li>{{.}}</li>{{end}}</ul></td></tr>
+{{end}}</table>{{else}}<p class="nosuspect {{.Status}}">{{.NoSuspect}}</p>{{end}}
+{{if .Notes}}<ul class="notes">{{range .Notes}}<li>note: {{.}}</li>{{end}}</ul>{{end}}
+{{range .Stages}}<h3>{{.Summary}}</h3>
+{{range .Matrices}}<table class="matrix" data-kind="{{.Kind}}"><caption>{{.Title}}</caption>
+<tr><th>{{.Corner}}</th>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><th>{{.Name}}</th>{{range .Cells}}<td{{if .Class}} class="{{.Class}}"{{end}}{{if .Title}} title="{{.Title}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}
+<table class="runs"><tr><th>Round</th><th>Hosts</th>{{if .NICs}}<th>NICs</th>{{end}}<th>Status</th><th>Measured</th><th>Reference</th><th>Why</th><th>Folder</th></tr>
+{{$nics := .NICs}}{{range .Runs}}<tr class="{{if .Slow}}fail{{else}}pass{{end}}"><td>{{.Round}}</td><td>{{.HostList}}</td>{{if $nics}}<td>{{.NICList}}</td>{{end}}<td>{{upper .Status}}</td><td>{{.Measured}}</td><td>{{.Reference}}</td><td>{{.Why}}</td><td>{{if .Report}}<a href="{{.Report}}">{{.Dir}}</a>{{end}}</td></tr>
+{{end}}</table>
+{{if .LeftOut}}<p>{{.LeftOut}} more runs at the expected speed are left out here; results.json lists every run.</p>{{end}}
+{{end}}
+</section>
 {{end}}
 </body>
 </html>

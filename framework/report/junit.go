@@ -40,7 +40,9 @@ const MaxRawOutput = 256 << 10
 //     <error>: an infrastructure problem is not a hardware failure;
 //   - a skipped test is one case with <skipped> and its reason;
 //   - an earlier attempt of a retried test is a testsuite of its own
-//     ("nccl.all_reduce (attempt 1 of 2)"), so a flaky pass shows.
+//     ("nccl.all_reduce (attempt 1 of 2)"), so a flaky pass shows;
+//   - each localisation is a testsuite "localise TEST" with a failing
+//     testcase per suspect (see locSuite).
 //
 // Raw outputs are read from run.Dir (or as given, for check runs without a
 // results folder); one that cannot be read is named in system-out.
@@ -62,6 +64,10 @@ func JUnit(run *result.Run) junit.Testsuites {
 			name = fmt.Sprintf("%s (attempt %d of %d)", t.Name, n, n)
 		}
 		doc.AddSuite(suiteOf(run, t, name, id, host, red))
+		id++
+	}
+	for _, l := range run.Localisations {
+		doc.AddSuite(locSuite(run, l, id, host))
 		id++
 	}
 	for i := range doc.Suites {

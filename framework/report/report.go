@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -106,22 +105,13 @@ func rows(run *result.Run) [][]string {
 				band = fmt.Sprintf("%.1f: %s", *h.Expected, h.Band)
 			}
 		}
-		detail := t.Message
-		if len(detail) > maxDetail {
-			// Cut on a rune boundary: tool output quoted in a message
-			// may hold multi-byte characters.
-			cut := maxDetail - 3
-			for cut > 0 && !utf8.RuneStart(detail[cut]) {
-				cut--
-			}
-			detail = detail[:cut] + "..."
-		}
-		out = append(out, []string{t.Name, strings.ToUpper(string(t.Status)), measured, band, detail})
+		out = append(out, []string{t.Name, strings.ToUpper(string(t.Status)), measured, band, cut(t.Message, maxDetail)})
 	}
 	return out
 }
 
-// Summary is the one-line verdict under a table.
+// Summary is the one-line verdict under a table; it names the suspects of
+// the run's localisations (the first 5, then how many more).
 func Summary(run *result.Run) string {
 	counts := map[result.Status]int{}
 	for _, t := range run.Tests {
@@ -133,13 +123,14 @@ func Summary(run *result.Run) string {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
-	return fmt.Sprintf("%s: SKU %s, suite %s, scope %s, launcher %s: %s (%s)", strings.ToUpper(string(run.Status)),
-		run.SKU, run.Suite, run.Scope, run.Launcher, strings.Join(parts, ", "), run.Duration.Round(time.Millisecond))
+	return fmt.Sprintf("%s: SKU %s, suite %s, scope %s, launcher %s: %s (%s)%s", strings.ToUpper(string(run.Status)),
+		run.SKU, run.Suite, run.Scope, run.Launcher, strings.Join(parts, ", "), run.Duration.Round(time.Millisecond), suspectsSummary(run))
 }
 
 var header = []string{"Test", "Status", "Measured", "Baseline: band", "Detail"}
 
-// Table writes the verdict table people read, then the one-line summary.
+// Table writes the verdict table people read, then each localisation (its
+// suspects, a line per stage and the slow runs), then the one-line summary.
 func Table(w io.Writer, run *result.Run) error {
 	t := tablewriter.NewTable(w, tablewriter.WithRowAutoWrap(tw.WrapNone), tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header(header)
@@ -148,6 +139,12 @@ func Table(w io.Writer, run *result.Run) error {
 	}
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("write table: %w", err)
+	}
+	if err := tableLocalisations(w, run); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	if len(run.Localisations) > 0 {
+		fmt.Fprintln(w)
 	}
 	_, err := fmt.Fprintln(w, Summary(run))
 	return err
@@ -170,7 +167,10 @@ func Markdown(w io.Writer, run *result.Run) error {
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("write markdown: %w", err)
 	}
-	return mdFindings(w, run)
+	if err := mdFindings(w, run); err != nil {
+		return err
+	}
+	return mdLocalisations(w, run)
 }
 
 // maxFindings bounds the points listed per test in the Markdown findings.
@@ -295,6 +295,49 @@ func Disagreements(shown, journaled *result.Run) []string {
 	for _, t := range journaled.Tests {
 		if _, left := byName[t.Name]; left {
 			out = append(out, fmt.Sprintf("%s leaves out %s (%s in the journal)", ResultsFile, t.Name, t.Status))
+		}
+	}
+	return append(out, suspectDisagreements(shown, journaled)...)
+}
+
+// suspectDisagreements compares the suspects each localisation names.
+func suspectDisagreements(shown, journaled *result.Run) []string {
+	names := func(r *result.Run) (map[string]string, []string) {
+		m := map[string]string{}
+		var order []string
+		for _, l := range r.Localisations {
+			var ns []string
+			for _, s := range l.Suspects {
+				ns = append(ns, s.Name())
+			}
+			if _, ok := m[l.Test]; !ok {
+				order = append(order, l.Test)
+			}
+			m[l.Test] = strings.Join(ns, ", ")
+		}
+		return m, order
+	}
+	say := func(s string) string {
+		if s == "" {
+			return "no suspect"
+		}
+		return "suspects " + s
+	}
+	sh, order := names(shown)
+	jo, jorder := names(journaled)
+	var out []string
+	for _, test := range order {
+		j, ok := jo[test]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s has a localisation of %s, the journal does not", ResultsFile, test))
+		case sh[test] != j:
+			out = append(out, fmt.Sprintf("%s's localisation of %s names %s, the journal %s", ResultsFile, test, say(sh[test]), say(j)))
+		}
+	}
+	for _, test := range jorder {
+		if _, ok := sh[test]; !ok {
+			out = append(out, fmt.Sprintf("%s leaves out the localisation of %s (%s in the journal)", ResultsFile, test, say(jo[test])))
 		}
 	}
 	return out

@@ -136,6 +136,9 @@ func TestJUnitSchemaValid(t *testing.T) {
 	}
 	cases := map[string]*result.Run{"sample with raw output": withRaw(t), "empty run": {SKU: "x", Suite: "s", Tests: []result.Test{}},
 		"check run without folder": {SKU: "h200", Suite: "check", Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Pass, Raw: []string{"/nonexistent/a.log"}}}}}
+	for _, c := range locCases {
+		cases["localisation "+c.name] = c.run()
+	}
 	for name, run := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "junit.xml")

@@ -91,6 +91,26 @@ type SubRun struct {
 	Why string `json:"why,omitempty"`
 	// Dir is the run's own results folder, relative to the main one.
 	Dir string `json:"dir,omitempty"`
+	// NICFigures are the figures of each HCA pair of a nic-pairs run that
+	// measured several pairs at once (NICs "S:C,S:C"), in NICs order, so
+	// reports can show the server-HCA x client-HCA matrix per pair; empty
+	// when the run measured one pair (Figure is then that pair's) or the
+	// localiser did not split the figure.
+	NICFigures []NICFigure `json:"nic_figures,omitempty"`
+}
+
+// NICFigure is the figure of one HCA pair within a nic-pairs SubRun: the
+// peak over message sizes of the pair's bandwidth (the run's FigureName,
+// in its Unit, Gb/s for ib_write_bw).
+type NICFigure struct {
+	// Server and Client are the HCAs ("mlx5_2") on the run's first and
+	// second host.
+	Server string  `json:"server"`
+	Client string  `json:"client"`
+	Figure float64 `json:"figure"`
+	// Slow says this pair's figure fell more than the tolerance below the
+	// run's Reference.
+	Slow bool `json:"slow"`
 }
 
 // Suspect is a part a localisation names as the cause.
