@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/localise"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -305,21 +306,34 @@ func localiseTests(ctx context.Context, c *localise.Config, probe func(hosts []s
 		}
 		if err := probe(hs); err != nil {
 			fmt.Fprintf(stderr, "note: %s %s, but it cannot be localised: %v\n", t.Name, t.Status, err)
-			run.Localisations = append(run.Localisations, result.Localisation{Test: t.Name, Hosts: hs, Reason: reason,
+			keep(stderr, run, result.Localisation{Test: t.Name, Hosts: hs, Reason: reason,
 				Stages: []result.Stage{}, Suspects: []result.Suspect{}, Notes: []string{"not localised: " + err.Error()}})
 			continue
 		}
 		fmt.Fprintf(stderr, "localise %s on %d nodes (%s)\n", t.Name, len(hs), c.StrategyFor(len(hs)))
 		tt := topo
 		tt.Hosts, tt.Nodes = hs, len(hs)
-		run.Localisations = append(run.Localisations, c.Localise(ctx, suite, t.Name, tt, reason))
+		keep(stderr, run, c.Localise(ctx, suite, t.Name, tt, reason))
+	}
+}
+
+// keep adds a finished localisation to run and to its journal at once, so a
+// run killed during the next one loses nothing found (gpuaccept report
+// rebuilds from the journal).
+func keep(stderr io.Writer, run *result.Run, l result.Localisation) {
+	run.Localisations = append(run.Localisations, l)
+	if run.Dir == "" {
+		return
+	}
+	if err := journal.AppendLocalisation(run.Dir, l); err != nil {
+		fmt.Fprintf(stderr, "warning: %v\n", err)
 	}
 }
 
 // localiseOnly is the localise command after its flags: the localisation of
 // the suite's selected multi-node tests on the hosts given, without the
 // suite run before it.
-func localiseOnly(ctx context.Context, c *common, lc *localise.Config, s *sku.SKU, suite string, su *sku.Suite, only []string,
+func localiseOnly(ctx context.Context, c *common, lc *localise.Config, s *sku.SKU, baseline []byte, suite string, su *sku.Suite, only []string,
 	topo plan.Topology, launcherName string, dryRun bool, stdout, stderr io.Writer) (int, error) {
 	if len(topo.Hosts) < 2 {
 		return exitUsage, usageError{fmt.Errorf("localise needs the nodes to narrow down: --hosts or --hostfile with 2 or more")}
@@ -354,12 +368,31 @@ func localiseOnly(ctx context.Context, c *common, lc *localise.Config, s *sku.SK
 	}
 	run := &result.Run{SKU: s.Name, Suite: suite, Launcher: launcherName, Scope: topo.String(), Hosts: topo.Hosts,
 		Started: time.Now().UTC(), Version: getVersion(), Dir: c.out, Tests: []result.Test{}}
+	// The journal (no test planned) and the baseline copy make the folder
+	// one that gpuaccept report rebuilds and gpuaccept verify checks.
+	if err := journal.SaveBaseline(c.out, s.Name, baseline); err != nil {
+		return exitUsage, err
+	}
+	jw, err := journal.Create(c.out, run, nil)
+	if err != nil {
+		return exitUsage, err
+	}
 	for _, n := range names {
 		if ctx.Err() != nil {
 			break
 		}
 		fmt.Fprintf(stderr, "localise %s on %d nodes (%s)\n", n, len(topo.Hosts), lc.StrategyFor(len(topo.Hosts)))
-		run.Localisations = append(run.Localisations, lc.Localise(ctx, suite, n, topo, "asked"))
+		l := lc.Localise(ctx, suite, n, topo, "asked")
+		run.Localisations = append(run.Localisations, l)
+		if err := jw.AddLocalisation(l); err != nil {
+			fmt.Fprintf(stderr, "warning: %v\n", err)
+		}
+	}
+	if err := jw.End(time.Since(run.Started)); err != nil {
+		fmt.Fprintf(stderr, "warning: %v\n", err)
+	}
+	if err := jw.Close(); err != nil {
+		fmt.Fprintf(stderr, "warning: %v\n", err)
 	}
 	run.Duration = time.Since(run.Started)
 	run.Finish()

@@ -267,15 +267,16 @@ func TestNICPairs(t *testing.T) {
 	hcas := []string{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}
 	hcaMap := func(test string) (string, bool) { return "mlx5_0:mlx5_0", test == "ibperf.write_bw" }
 	for _, tc := range []struct {
-		name string
-		hca  map[string]float64
-		link map[string]float64
-		want []string
+		name      string
+		hca       map[string]float64
+		link      map[string]float64
+		want      []string
+		slowCells int
 	}{
 		{name: "healthy"},
-		{name: "a bad HCA on the client node", hca: map[string]float64{"n2:mlx5_1": 0.3}, want: []string{"hca n2 HCA mlx5_1 (nic-pairs)"}},
-		{name: "a bad HCA on the server node", hca: map[string]float64{"n1:mlx5_3": 0.5}, want: []string{"hca n1 HCA mlx5_3 (nic-pairs)"}},
-		{name: "one bad path", link: map[string]float64{"n1:mlx5_2-n2:mlx5_0": 0.5}, want: []string{"link n1:mlx5_2 <-> n2:mlx5_0 (nic-pairs)"}},
+		{name: "a bad HCA on the client node", hca: map[string]float64{"n2:mlx5_1": 0.3}, want: []string{"hca n2 HCA mlx5_1 (nic-pairs)"}, slowCells: 4},
+		{name: "a bad HCA on the server node", hca: map[string]float64{"n1:mlx5_3": 0.5}, want: []string{"hca n1 HCA mlx5_3 (nic-pairs)"}, slowCells: 4},
+		{name: "one bad path", link: map[string]float64{"n1:mlx5_2-n2:mlx5_0": 0.5}, want: []string{"link n1:mlx5_2 <-> n2:mlx5_0 (nic-pairs)"}, slowCells: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := &cluster{hca: tc.hca, link: tc.link}
@@ -286,6 +287,16 @@ func TestNICPairs(t *testing.T) {
 			assert.Equal(t, st.Rounds, 4)
 			assert.Equal(t, st.Runs[1].NICs, "mlx5_0:mlx5_1,mlx5_1:mlx5_2,mlx5_2:mlx5_3,mlx5_3:mlx5_0")
 			assert.Equal(t, cl.reqs[1].Params["ibperf.write_bw:pairs"], st.Runs[1].NICs)
+			slowCells := 0
+			for _, r := range st.Runs {
+				assert.Equal(t, len(r.NICFigures), 4)
+				for _, f := range r.NICFigures {
+					if f.Slow {
+						slowCells++
+					}
+				}
+			}
+			assert.Equal(t, slowCells, tc.slowCells)
 		})
 	}
 	// Without --nics, a one-pair map cannot be compared HCA by HCA.

@@ -111,6 +111,8 @@ func (j *job) nicPairs(ctx context.Context, hcaMap string) {
 				v, ok := peaks[label]
 				if !ok {
 					v = math.NaN()
+				} else {
+					p.sub.NICFigures = append(p.sub.NICFigures, result.NICFigure{Server: servers[pr.A], Client: clients[pr.B], Figure: v})
 				}
 				cells[pr.A][pr.B] = v
 			}
@@ -173,6 +175,10 @@ func (j *job) judgeMatrix(stage, a, b string, servers, clients []string, cells [
 	// Mark each round's run with its slow cells.
 	for r, p := range ps {
 		p.sub.Reference = med
+		for k, f := range p.sub.NICFigures {
+			i, c := indexOf(servers, f.Server), indexOf(clients, f.Client)
+			p.sub.NICFigures[k].Slow = slow[i][c]
+		}
 		var bad []string
 		for _, pr := range rounds[r] {
 			if slow[pr.A][pr.B] {

@@ -93,18 +93,6 @@ func couldNot(l result.Localisation) string {
 	return ""
 }
 
-// locStatus is a localisation's outcome: fail when it names a suspect,
-// error when it could not localise, else pass.
-func locStatus(l result.Localisation) result.Status {
-	switch {
-	case len(l.Suspects) > 0:
-		return result.Fail
-	case couldNot(l) != "":
-		return result.Error
-	}
-	return result.Pass
-}
-
 // noSuspect says, true to the data, why a localisation names nobody.
 func noSuspect(l result.Localisation) string {
 	see := ""

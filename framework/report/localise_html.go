@@ -74,7 +74,7 @@ type matrixCell struct {
 func htmlLocalisations(run *result.Run) []htmlLoc {
 	var out []htmlLoc
 	for i, l := range run.Localisations {
-		hl := htmlLoc{Localisation: l, ID: fmt.Sprintf("l%d", i), Status: locStatus(l), Heading: locHeading(l)}
+		hl := htmlLoc{Localisation: l, ID: fmt.Sprintf("l%d", i), Status: l.Verdict(), Heading: locHeading(l)}
 		if len(l.Suspects) == 0 {
 			hl.NoSuspect = noSuspect(l)
 		}

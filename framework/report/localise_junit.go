@@ -31,7 +31,7 @@ func locSuite(run *result.Run, l result.Localisation, id int, host string) junit
 	if !run.Started.IsZero() {
 		s.Timestamp = run.Started.Format(time.RFC3339)
 	}
-	status := locStatus(l)
+	status := l.Verdict()
 	props := [][2]string{{"sku", run.SKU}, {"suite", run.Suite}, {"launcher", run.Launcher}, {"gpuaccept_version", run.Version},
 		{"status", string(status)}, {"test", l.Test}, {"hosts", strings.Join(l.Hosts, ",")}, {"strategy", l.Strategy},
 		{"tolerance", percent(l.Tolerance)}, {"reason", l.Reason}}

@@ -451,7 +451,7 @@ func TestHTMLLocalisation(t *testing.T) {
 				}
 			}
 			if len(l.Suspects) == 0 {
-				assert.Assert(t, strings.Contains(page, `<p class="nosuspect `+string(locStatus(l))+`">no suspect: `))
+				assert.Assert(t, strings.Contains(page, `<p class="nosuspect `+string(l.Verdict())+`">no suspect: `))
 			}
 			kinds := regexp.MustCompile(`<table class="matrix" data-kind="([a-z]+)">`).FindAllStringSubmatch(page, -1)
 			var got []string
@@ -606,7 +606,7 @@ func TestNoSuspectWording(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			assert.Equal(t, noSuspect(c.l), c.want)
-			assert.Equal(t, locStatus(c.l), c.status)
+			assert.Equal(t, c.l.Verdict(), c.status)
 		})
 	}
 }
