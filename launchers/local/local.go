@@ -67,13 +67,13 @@ func (l *Launcher) argv(s plan.Step) ([]string, error) {
 }
 
 // check refuses what needs other hosts and returns req with the plan's
-// HostRefs naming this host.
+// HostRefs naming this host, and plan.HostsEnv set to "localhost".
 func (l *Launcher) check(req launch.Request) (launch.Request, error) {
 	if req.Topology.Nodes > 1 {
 		return req, fmt.Errorf("launcher local runs on this host only, but the test asks for %d nodes (use --nodes 1, or a launcher that reaches other nodes; this build has: %s)",
 			req.Topology.Nodes, strings.Join(launch.Names(), ", "))
 	}
-	p, err := req.Plan.ResolveHostRefs(func(int) (string, error) { return "localhost", nil })
+	p, err := req.Plan.WithHostsEnv(1).ResolveHostRefs(func(int) (string, error) { return "localhost", nil })
 	if err != nil {
 		return req, err
 	}

@@ -462,11 +462,11 @@ func TestCommands(t *testing.T) {
 	}{
 		{rankstart.FlavorOpenMPI, []string{
 			"PRTE_MCA_plm_ssh_agent='ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4' " +
-				"NCCL_SOCKET_IFNAME=eth0 mpirun " + root + "-np 16 --map-by ppr:8:node --host n1:8,n2:8 -x NCCL_SOCKET_IFNAME --wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce --mca plm_rsh_agent 'ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4' -mca coll_hcoll_enable 0 /opt/nccl-tests/build/all_reduce_perf -g 1",
-			"ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4 n2 'cd /tmp/gpuaccept-RUN/nccl.x.server && exec ib_write_bw -p 18515'"}},
+				"GPUACCEPT_HOSTS=n1,n2 NCCL_SOCKET_IFNAME=eth0 mpirun " + root + "-np 16 --map-by ppr:8:node --host n1:8,n2:8 -x GPUACCEPT_HOSTS -x NCCL_SOCKET_IFNAME --wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce --mca plm_rsh_agent 'ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4' -mca coll_hcoll_enable 0 /opt/nccl-tests/build/all_reduce_perf -g 1",
+			"ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4 n2 'cd /tmp/gpuaccept-RUN/nccl.x.server && GPUACCEPT_HOSTS=n1,n2 exec ib_write_bw -p 18515'"}},
 		{rankstart.FlavorMPICH, []string{
-			"NCCL_SOCKET_IFNAME=eth0 mpiexec -n 16 -ppn 8 -hosts n1:8,n2:8 -genvlist NCCL_SOCKET_IFNAME -wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce -launcher ssh -launcher-exec " + filepath.Join(os.TempDir(), "gpuaccept-RUN-local/nccl.x.all_reduce/gpuaccept-rsh") + " /opt/nccl-tests/build/all_reduce_perf -g 1",
-			"ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4 n2 'cd /tmp/gpuaccept-RUN/nccl.x.server && exec ib_write_bw -p 18515'"}},
+			"GPUACCEPT_HOSTS=n1,n2 NCCL_SOCKET_IFNAME=eth0 mpiexec -n 16 -ppn 8 -hosts n1:8,n2:8 -genvlist GPUACCEPT_HOSTS,NCCL_SOCKET_IFNAME -wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce -launcher ssh -launcher-exec " + filepath.Join(os.TempDir(), "gpuaccept-RUN-local/nccl.x.all_reduce/gpuaccept-rsh") + " /opt/nccl-tests/build/all_reduce_perf -g 1",
+			"ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4 n2 'cd /tmp/gpuaccept-RUN/nccl.x.server && GPUACCEPT_HOSTS=n1,n2 exec ib_write_bw -p 18515'"}},
 	} {
 		t.Run(string(c.flavor), func(t *testing.T) {
 			l, err := New(Config{Port: 2222, Flavor: c.flavor}, []string{"n1", "n2"}, nil)
@@ -539,5 +539,5 @@ func TestCommandsResolveHostRefs(t *testing.T) {
 	cli := plan.Step{Name: "client", Role: "client", Host: 1, Procs: 1, ProcsPerNode: 1, Argv: []string{"ib_write_bw", "-p", "18515", plan.HostRef(0)}}
 	got, err := l.Commands(launch.Request{Test: "ibperf.x", Plan: plan.Plan{Steps: []plan.Step{cli}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}})
 	assert.NilError(t, err)
-	assert.Assert(t, strings.HasSuffix(got[0], " n2 'cd /tmp/gpuaccept-RUN/ibperf.x.client && exec ib_write_bw -p 18515 n1'"), got[0])
+	assert.Assert(t, strings.HasSuffix(got[0], " n2 'cd /tmp/gpuaccept-RUN/ibperf.x.client && GPUACCEPT_HOSTS=n1,n2 exec ib_write_bw -p 18515 n1'"), got[0])
 }
