@@ -73,8 +73,9 @@ type workload struct {
 	name string
 	// pods is the number of pods the step runs on.
 	pods int
-	// hosts are the stable DNS names of the pods, lead first (empty when
-	// the flavor's controller makes the host list, as mpi-operator does).
+	// hosts are the stable DNS names of the pods, lead first (for the
+	// mpijob flavor the names mpi-operator gives its workers, in its
+	// hostfile's order; it writes that hostfile itself).
 	hosts []string
 	// objects are created in order (Service before workload).
 	objects []*unstructured.Unstructured
