@@ -1,7 +1,8 @@
 // Package local is the launcher that runs steps on this host: single
 // processes directly, MPI steps under mpirun. Every step runs in its own
 // process group, so a timeout or Ctrl-C kills the whole tree (mpirun and its
-// ranks), not just the first process.
+// ranks), not just the first process. Its one node is "localhost": HostRefs
+// name it, and every process sees GPUACCEPT_HOSTS=localhost.
 package local
 
 import (
