@@ -38,7 +38,14 @@ func launchSteps(t *testing.T, partition string, nodes int, steps ...plan.Step) 
 		data, err := os.ReadFile(o.Log)
 		assert.NilError(t, err)
 		assert.Equal(t, o.ExitCode, 0, "step %s: %s\n%s", o.Step, o.LaunchError, data)
-		ls := strings.Split(strings.TrimSpace(string(data)), "\n")
+		var ls []string
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			// srun's own notes ("step creation temporarily disabled,
+			// retrying") while the previous step's resources are freed.
+			if !strings.HasPrefix(l, "srun: ") {
+				ls = append(ls, l)
+			}
+		}
 		sort.Strings(ls)
 		lines = append(lines, ls)
 	}

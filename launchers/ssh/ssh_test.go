@@ -196,19 +196,19 @@ func TestTimeoutBeforeReady(t *testing.T) {
 // nothing is written for the test.
 func TestUnreachableHost(t *testing.T) {
 	l := sshd(t)
-	bad, err := New(l.Config, []string{"127.0.0.1", "127.0.0.3"}, nil)
+	bad, err := New(l.Config, []string{"127.0.0.1", "127.0.0.9"}, nil)
 	assert.NilError(t, err)
 	req := request(t, 2, plan.Step{Name: "a", Procs: 1, ProcsPerNode: 1, Argv: []string{"touch", "/tmp/should-not-exist"}})
 	_, err = bad.Launch(context.Background(), req)
 	assert.ErrorContains(t, err, "launcher ssh: 1 of 2 host(s) unreachable, nothing was started")
-	assert.ErrorContains(t, err, "127.0.0.3: exit status 255: ssh: connect to host 127.0.0.3 port 17822: Connection refused")
+	assert.ErrorContains(t, err, "127.0.0.9: exit status 255: ssh: connect to host 127.0.0.9 port 17822: Connection refused")
 	assert.Assert(t, !strings.Contains(err.Error(), "127.0.0.1:"), err.Error())
 	ents, _ := os.ReadDir(req.Dir)
 	assert.Equal(t, len(ents), 0)
 
 	// The CLI's constructor checks too, so the run stops before planning.
-	_, err = build(launch.Options{Hosts: []string{"127.0.0.3"}})
-	assert.ErrorContains(t, err, "127.0.0.3")
+	_, err = build(launch.Options{Hosts: []string{"127.0.0.9"}})
+	assert.ErrorContains(t, err, "127.0.0.9")
 }
 
 // A host key that does not match known_hosts, or a host missing from it,
@@ -351,7 +351,7 @@ func TestSingleStepFilesAndExitCode(t *testing.T) {
 	assert.Equal(t, len(o.Files), 1)
 	assert.Equal(t, read(t, o.Files["r.json"]), `{"env": ["HF_TOKEN=[REDACTED]"]}`)
 	// The printed command is the remote command line the script amounts to.
-	assert.Assert(t, strings.Contains(o.Command, " 127.0.0.2 'cd /tmp/gpuaccept-"+l.RunID+"/x.y.one && GREETING='"), o.Command)
+	assert.Assert(t, strings.Contains(o.Command, " 127.0.0.2 'cd /tmp/gpuaccept-"+l.RunID+"/x.y.one && GPUACCEPT_HOSTS=127.0.0.1,127.0.0.2 GREETING='"), o.Command)
 	assert.Assert(t, strings.Contains(o.Command, " HF_TOKEN=hf_secret123 exec sh -c "), o.Command)
 	remoteGone(t, l)
 }
@@ -383,7 +383,7 @@ func TestCollective(t *testing.T) {
 	log := read(t, o.Log)
 	assert.Equal(t, o.ExitCode, 0, "%s\n%s", o.LaunchError, log)
 	assert.Equal(t, log, read(t, rec+"/nccl.all_reduce/all_reduce.log"))
-	assert.Assert(t, strings.Contains(o.Command, "--host 127.0.0.1:8,127.0.0.2:8 -x STANDIN_RECORDINGS --wdir /tmp/gpuaccept-"), o.Command)
+	assert.Assert(t, strings.Contains(o.Command, "--host 127.0.0.1:8,127.0.0.2:8 -x GPUACCEPT_HOSTS -x STANDIN_RECORDINGS --wdir /tmp/gpuaccept-"), o.Command)
 	assert.Assert(t, strings.Contains(o.Command, "--mca plm_rsh_agent 'ssh -o BatchMode=yes"), o.Command)
 	remoteGone(t, l)
 }
