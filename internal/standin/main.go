@@ -103,7 +103,7 @@ func run() int {
 	logPath := filepath.Join(folder, test+".log")
 	f, err := os.Open(logPath)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "standin: no recording for %s: %v\n", name, err)
+		fmt.Fprintf(os.Stderr, "standin: no recording for %s (looked for nccl.%s/ and rccl.%s/ in %s): %v\n", name, test, test, dir, err)
 		return 1
 	}
 	defer f.Close()

@@ -102,6 +102,7 @@ func TestChoosesRecording(t *testing.T) {
 		{"bad HCA, other host", []string{healthy, degradedDir, "GPUACCEPT_HOSTS=n1", "STANDIN_DEGRADE_HOST=n3", "STANDIN_DEGRADE_HCA=mlx5_1"}, []string{"-d", "mlx5_1"}, "recording healthy-1\n", 0},
 		{"degraded without its folder", []string{healthy, "GPUACCEPT_HOSTS=n3", "STANDIN_DEGRADE_HOST=n3"}, nil, "", 6},
 		{"no recordings", []string{"GPUACCEPT_HOSTS=n1"}, nil, "", 6},
+		{"no such test", []string{"STANDIN_RECORDINGS=" + filepath.Join(root, "nowhere")}, nil, "", 1},
 		{"rank 1 prints nothing", []string{healthy, "OMPI_COMM_WORLD_RANK=1"}, nil, "", 0},
 		{"srun task 1 prints nothing", []string{healthy, "SLURM_PROCID=1"}, nil, "", 0},
 		{"pmix rank 3 prints nothing", []string{healthy, "PMIX_RANK=3"}, nil, "", 0},
