@@ -3,6 +3,12 @@
 // outputs reach the results folder. A launcher never knows what the output
 // means; it only runs steps, writes what they print through redaction, and
 // cleans up what it started.
+//
+// Every process of every step a launcher starts sees plan.HostsEnv
+// (GPUACCEPT_HOSTS): the names of the test's nodes, comma-separated, in
+// node order, node i being the name plan.HostRef(i) resolves to under that
+// launcher. Launchers set it with plan.Plan.WithHostsEnv and resolve it
+// with the HostRefs, so rank starters forward it like any step Env.
 package launch
 
 import (
@@ -43,7 +49,8 @@ type Request struct {
 // or that could not be started (with LaunchError set); the error is for
 // problems that stop the whole test before any step (bad configuration).
 // On ctx cancellation or timeout a launcher stops everything it started
-// before it returns.
+// before it returns. Every process it starts has plan.HostsEnv set to the
+// test's nodes (see the package doc), whatever the step's Env says.
 type Launcher interface {
 	// Name is the --launcher value.
 	Name() string

@@ -66,8 +66,62 @@ func HostRefIndex(word string) (int, bool) {
 	return i, true
 }
 
+// HostsEnv is the environment variable every process of every step sees,
+// under every launcher that runs something: the names of the test's nodes,
+// comma-separated, in node order (node i is the name HostRef(i) resolves
+// to under that launcher: "localhost" under local, the --hosts names under
+// ssh, the allocation's node names under Slurm, pod DNS names under
+// Kubernetes). Launchers set it with Plan.WithHostsEnv, overriding any
+// value a plugin or --param env.GPUACCEPT_HOSTS gave, so a workload (the
+// stand-in program, a wrapper that logs where it ran) can tell which nodes
+// take part in the run.
+const HostsEnv = "GPUACCEPT_HOSTS"
+
+// HostListRef stands for the names of nodes 0..n-1 of the topology joined
+// by commas ("h0,h1"), as a whole argv word or env value: ResolveHostRefs
+// (and a launcher that resolves at step start, like Slurm's script) puts
+// them in its place. n >= 1.
+func HostListRef(n int) string { return "@hostlist" + strconv.Itoa(n) + "@" }
+
+// HostListRefCount reports whether word is a HostListRef, and of how many
+// nodes.
+func HostListRefCount(word string) (int, bool) {
+	n, ok := strings.CutPrefix(word, "@hostlist")
+	if !ok {
+		return 0, false
+	}
+	n, ok = strings.CutSuffix(n, "@")
+	c, err := strconv.Atoi(n)
+	if !ok || err != nil || c < 1 || HostListRef(c) != word {
+		return 0, false
+	}
+	return c, true
+}
+
+// WithHostsEnv returns a copy of p whose every step has HostsEnv set to
+// HostListRef(nodes) (nodes below 1 count as 1), for the launcher to
+// resolve like any HostRef; rank starters forward it with the rest of the
+// step's Env (mpirun -x).
+func (p Plan) WithHostsEnv(nodes int) Plan {
+	if nodes < 1 {
+		nodes = 1
+	}
+	out := Plan{Steps: make([]Step, len(p.Steps))}
+	for i, s := range p.Steps {
+		env := make(map[string]string, len(s.Env)+1)
+		for k, v := range s.Env {
+			env[k] = v
+		}
+		env[HostsEnv] = HostListRef(nodes)
+		s.Env = env
+		out.Steps[i] = s
+	}
+	return out
+}
+
 // ResolveHostRefs returns a copy of s whose argv words and env values that
-// are HostRefs are replaced by host(i). Errors: those of host.
+// are HostRefs are replaced by host(i), and those that are HostListRef(n)
+// by host(0),...,host(n-1) joined by commas. Errors: those of host.
 func (s Step) ResolveHostRefs(host func(i int) (string, error)) (Step, error) {
 	resolve := func(v string) (string, error) {
 		if i, ok := HostRefIndex(v); ok {
@@ -76,6 +130,17 @@ func (s Step) ResolveHostRefs(host func(i int) (string, error)) (Step, error) {
 				return "", fmt.Errorf("step %s: host of node %d: %w", s.Name, i, err)
 			}
 			return h, nil
+		}
+		if n, ok := HostListRefCount(v); ok {
+			hs := make([]string, n)
+			for i := range hs {
+				h, err := host(i)
+				if err != nil {
+					return "", fmt.Errorf("step %s: host of node %d: %w", s.Name, i, err)
+				}
+				hs[i] = h
+			}
+			return strings.Join(hs, ","), nil
 		}
 		return v, nil
 	}

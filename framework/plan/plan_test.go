@@ -55,3 +55,40 @@ func TestHostRefs(t *testing.T) {
 	_, err = p.ResolveHostRefs(TopologyHosts(Topology{Nodes: 1, GPUsPerNode: 8, Hosts: []string{"n1"}}))
 	assert.ErrorContains(t, err, "step client.0: host of node 1: topology 1x8 names 1 hosts")
 }
+
+func TestHostListRefs(t *testing.T) {
+	for _, c := range []struct {
+		word string
+		n    int
+		ok   bool
+	}{{HostListRef(1), 1, true}, {HostListRef(16), 16, true}, {"@hostlist0@", 0, false}, {"@hostlist02@", 0, false}, {"@hostlist@", 0, false}, {"@hostlist2@x", 0, false}, {HostRef(2), 0, false}} {
+		n, ok := HostListRefCount(c.word)
+		assert.Equal(t, ok, c.ok, c.word)
+		assert.Equal(t, n, c.n, c.word)
+	}
+	_, ok := HostRefIndex(HostListRef(2))
+	assert.Assert(t, !ok, "a host list is no single host")
+
+	p := Plan{Steps: []Step{
+		{Name: "server.0", Argv: []string{"ib_write_bw"}},
+		{Name: "client.0", Argv: []string{"ib_write_bw", HostListRef(2)}, Env: map[string]string{HostsEnv: "set by a plugin", "A": "b"}},
+	}}
+	cases := []struct {
+		nodes int
+		want  string
+	}{{0, "n1"}, {1, "n1"}, {2, "n1,n2"}, {3, "n1,n2,n3"}}
+	for _, c := range cases {
+		got, err := p.WithHostsEnv(c.nodes).ResolveHostRefs(TopologyHosts(Topology{Nodes: 3, GPUsPerNode: 8, Hosts: []string{"n1", "n2", "n3"}}))
+		assert.NilError(t, err)
+		for _, s := range got.Steps {
+			assert.Equal(t, s.Env[HostsEnv], c.want, "step %s, %d nodes", s.Name, c.nodes)
+		}
+		assert.Equal(t, got.Steps[1].Env["A"], "b")
+		assert.Equal(t, got.Steps[1].Argv[1], "n1,n2")
+	}
+	assert.Equal(t, p.Steps[1].Env[HostsEnv], "set by a plugin", "WithHostsEnv copies")
+	assert.Assert(t, p.Steps[0].Env == nil)
+
+	_, err := p.WithHostsEnv(2).ResolveHostRefs(TopologyHosts(Topology{Nodes: 1, GPUsPerNode: 8, Hosts: []string{"n1"}}))
+	assert.ErrorContains(t, err, "step server.0: host of node 1: topology 1x8 names 1 hosts")
+}

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -595,4 +596,52 @@ func TestPairedServerClient(t *testing.T) {
 	want := l.RunID + "-1-server-0." + l.RunID + "-1-server"
 	assert.Assert(t, strings.HasSuffix(outs[1].Command, " "+want), outs[1].Command)
 	assert.DeepEqual(t, k.leftovers(t, ns, l.RunID), []string(nil))
+}
+
+// The pods the Job controller makes from a rendered 2-node Job carry
+// GPUACCEPT_HOSTS, and it names exactly those pods, by the DNS names their
+// hostname and subdomain give them, in completion index order (kwok runs
+// no container, so the pod spec is as far as the value can be followed).
+func TestPodsCarryHostsEnv(t *testing.T) {
+	k := needCluster(t)
+	ns := k.namespace(t)
+	l, err := New(Config{SKU: testSKU(t), Namespace: ns})
+	assert.NilError(t, err)
+	keys, err := newSSHKeys("test")
+	assert.NilError(t, err)
+	r, err := l.render(allGather(2, 4), l.RunID+"-1", ns, keys)
+	assert.NilError(t, err)
+	ctx := context.Background()
+	for _, o := range r.objects() {
+		gvr, err := gvrOf(o)
+		assert.NilError(t, err)
+		_, err = k.c.dyn.Resource(gvr).Namespace(ns).Create(ctx, o, metav1.CreateOptions{})
+		assert.NilError(t, err, "%s %s", o.GetKind(), o.GetName())
+	}
+	var pods []corev1.Pod
+	deadline := time.Now().Add(30 * time.Second)
+	for len(pods) < 2 {
+		list, err := k.c.core.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + l.RunID})
+		assert.NilError(t, err)
+		pods = list.Items
+		if time.Now().After(deadline) {
+			t.Fatalf("the Job controller made %d of 2 pods in 30 s", len(pods))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	names := make([]string, len(pods))
+	var values []string
+	for _, p := range pods {
+		i, err := strconv.Atoi(p.Annotations["batch.kubernetes.io/job-completion-index"])
+		assert.NilError(t, err, p.Name)
+		names[i] = p.Spec.Hostname + "." + p.Spec.Subdomain
+		for _, e := range p.Spec.Containers[0].Env {
+			if e.Name == "GPUACCEPT_HOSTS" {
+				values = append(values, e.Value)
+			}
+		}
+	}
+	want := strings.Join(names, ",")
+	assert.DeepEqual(t, values, []string{want, want})
+	assert.DeepEqual(t, names, r.steps[0].hosts)
 }

@@ -73,8 +73,9 @@ type workload struct {
 	name string
 	// pods is the number of pods the step runs on.
 	pods int
-	// hosts are the stable DNS names of the pods, lead first (empty when
-	// the flavor's controller makes the host list, as mpi-operator does).
+	// hosts are the stable DNS names of the pods, lead first (for the
+	// mpijob flavor the names mpi-operator gives its workers, in its
+	// hostfile's order; it writes that hostfile itself).
 	hosts []string
 	// objects are created in order (Service before workload).
 	objects []*unstructured.Unstructured
@@ -161,13 +162,37 @@ func (l *Launcher) render(req launch.Request, prefix, namespace string, keys map
 	if needSSH {
 		r.secret = l.secret(secretName, namespace, req.Test, keys)
 	}
-	servers := map[int]*workload{}
-	for _, s := range req.Plan.Steps {
+	// Every step's processes see the test's nodes (plan.HostsEnv): the pods'
+	// DNS names, known before anything is created since the flavors derive
+	// them from the workloads' names.
+	req.Plan = req.Plan.WithHostsEnv(req.Topology.Nodes)
+	ws := make([]*workload, len(req.Plan.Steps))
+	nodeHosts := map[int]string{}
+	for i, s := range req.Plan.Steps {
 		name := objectName(40, prefix, s.Name)
 		w := &workload{step: s, name: name, pods: nodesOf(s),
 			selector: LabelRun + "=" + l.RunID + "," + LabelStep + "=" + name}
+		w.hosts = podHosts(l.cfg.Flavor, name, w.pods)
+		ws[i] = w
+		// Node i of the test is the first pod planned on it.
+		if w.pods == 1 {
+			if _, ok := nodeHosts[s.Host]; !ok && len(w.hosts) > 0 {
+				nodeHosts[s.Host] = w.hosts[0]
+			}
+			continue
+		}
+		for j, h := range w.hosts {
+			if _, ok := nodeHosts[j]; !ok {
+				nodeHosts[j] = h
+			}
+		}
+	}
+	servers := map[int]*workload{}
+	for _, w := range ws {
+		s := w.step
+		var srv *workload
 		if s.Role == "client" {
-			if srv := servers[s.Host]; srv != nil || len(servers) > 0 {
+			if srv = servers[s.Host]; srv != nil || len(servers) > 0 {
 				if srv == nil {
 					srv = anyServer(servers)
 				}
@@ -175,6 +200,27 @@ func (l *Launcher) render(req launch.Request, prefix, namespace string, keys map
 				w.step = s
 			}
 		}
+		// A step names its own pods, and a client its server's, for the
+		// nodes they stand on; other nodes are the test's first pods there.
+		host := func(i int) (string, error) {
+			switch {
+			case w.pods > 1 && i < len(w.hosts):
+				return w.hosts[i], nil
+			case w.pods == 1 && i == s.Host && len(w.hosts) > 0:
+				return w.hosts[0], nil
+			case srv != nil && i == srv.step.Host:
+				return srv.hosts[0], nil
+			}
+			if h, ok := nodeHosts[i]; ok {
+				return h, nil
+			}
+			return "", fmt.Errorf("no pod of this test stands for node %d (flavor %s)", i, l.cfg.Flavor)
+		}
+		resolved, err := s.ResolveHostRefs(host)
+		if err != nil {
+			return nil, fmt.Errorf("k8s: test %s: %w", req.Test, err)
+		}
+		w.step = resolved
 		if err := l.renderStep(w, sh, namespace, secretName, req.Test, req.Topology, deadline(req.Timeout, s.Timeout)); err != nil {
 			return nil, err
 		}
@@ -263,7 +309,37 @@ func deadline(test, step time.Duration) *int64 {
 	return ptr.To(int64((d + deadlineMargin + time.Second - 1) / time.Second))
 }
 
-// renderStep fills w's hosts, command and objects for the flavor.
+// podHosts returns the DNS names of a workload's pods, in node order, as
+// each flavor derives them from the workload's name: mpi-operator names
+// its workers <job>-worker-<i> under the service <job> (the launcher pod
+// holds no rank); a one-pod MPIJob step is a plain Job.
+func podHosts(flavor, name string, pods int) []string {
+	var hs []string
+	switch {
+	case flavor == FlavorJob || flavor == FlavorMPIJob && pods == 1:
+		for i := 0; i < pods; i++ {
+			hs = append(hs, fmt.Sprintf("%s-%d.%s", name, i, name))
+		}
+	case flavor == FlavorJobSet:
+		hs = append(hs, fmt.Sprintf("%s-lead-0-0.%s", name, name))
+		for i := 1; i < pods; i++ {
+			hs = append(hs, fmt.Sprintf("%s-worker-0-%d.%s", name, i-1, name))
+		}
+	case flavor == FlavorVolcano:
+		hs = append(hs, fmt.Sprintf("%s-lead-0.%s", name, name))
+		for i := 1; i < pods; i++ {
+			hs = append(hs, fmt.Sprintf("%s-worker-%d.%s", name, i-1, name))
+		}
+	case flavor == FlavorMPIJob:
+		for i := 0; i < pods; i++ {
+			hs = append(hs, fmt.Sprintf("%s-worker-%d.%s", name, i, name))
+		}
+	}
+	return hs
+}
+
+// renderStep fills w's command and objects for the flavor; w.hosts and
+// the step's resolved HostRefs come from render.
 func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, test string, topo plan.Topology, active *int64) error {
 	s := w.step
 	flavor := l.cfg.Flavor
@@ -276,38 +352,6 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 	meta := metav1.ObjectMeta{Name: w.name, Namespace: namespace, Labels: copyMap(lbl)}
 	if sh.queue != "" && flavor != FlavorVolcano {
 		meta.Labels[LabelKueueQueue] = sh.queue
-	}
-	// Hosts: the pods' DNS names, which each flavor derives from the
-	// workload's name.
-	switch flavor {
-	case FlavorJob:
-		for i := 0; i < w.pods; i++ {
-			w.hosts = append(w.hosts, fmt.Sprintf("%s-%d.%s", w.name, i, w.name))
-		}
-	case FlavorJobSet:
-		w.hosts = append(w.hosts, fmt.Sprintf("%s-lead-0-0.%s", w.name, w.name))
-		for i := 1; i < w.pods; i++ {
-			w.hosts = append(w.hosts, fmt.Sprintf("%s-worker-0-%d.%s", w.name, i-1, w.name))
-		}
-	case FlavorVolcano:
-		w.hosts = append(w.hosts, fmt.Sprintf("%s-lead-0.%s", w.name, w.name))
-		for i := 1; i < w.pods; i++ {
-			w.hosts = append(w.hosts, fmt.Sprintf("%s-worker-%d.%s", w.name, i-1, w.name))
-		}
-	}
-	if w.pods > 1 {
-		// A multi-pod step names its own nodes (an MPI rendezvous) by
-		// plan.HostRef: node i is pod i's DNS name.
-		r, err := s.ResolveHostRefs(func(i int) (string, error) {
-			if i < len(w.hosts) {
-				return w.hosts[i], nil
-			}
-			return "", fmt.Errorf("flavor %s gives its pods no DNS names to use", flavor)
-		})
-		if err != nil {
-			return fmt.Errorf("k8s: test %s: %w", test, err)
-		}
-		s, w.step = r, r
 	}
 	env := map[string]string{}
 	for k, v := range sh.env {

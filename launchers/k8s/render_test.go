@@ -1,8 +1,10 @@
 package k8s
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +177,53 @@ func TestObjectName(t *testing.T) {
 	for _, c := range cases {
 		assert.Equal(t, objectName(c.max, c.parts...), c.want)
 	}
+}
+
+// Every container of every pod carries plan.HostsEnv: the test's nodes as
+// the pods' DNS names, in node order, the names mpirun's --host and the
+// client's server address use.
+func TestRenderHostsEnv(t *testing.T) {
+	hostsEnv := regexp.MustCompile(`- name: GPUACCEPT_HOSTS\n\s+value: (\S+)\n`)
+	containers := regexp.MustCompile(`(?m)^\s+containers:$`)
+	ag := func(i int) string { return fmt.Sprintf("ga-0000test-1-all-gather-%d.ga-0000test-1-all-gather", i) }
+	cases := []struct {
+		name   string
+		flavor string
+		req    launch.Request
+		want   []string // one per pod template
+	}{
+		{"job 2 nodes", FlavorJob, allGather(2, 4), []string{ag(0) + "," + ag(1)}},
+		{"job 1 node", FlavorJob, allGather(1, 4), []string{ag(0)}},
+		{"jobset 2 nodes", FlavorJobSet, allGather(2, 4), repeat(2, "ga-0000test-1-all-gather-lead-0-0.ga-0000test-1-all-gather,ga-0000test-1-all-gather-worker-0-0.ga-0000test-1-all-gather")},
+		{"volcano 3 nodes", FlavorVolcano, allGather(3, 4), repeat(2, "ga-0000test-1-all-gather-lead-0.ga-0000test-1-all-gather,ga-0000test-1-all-gather-worker-0.ga-0000test-1-all-gather,ga-0000test-1-all-gather-worker-1.ga-0000test-1-all-gather")},
+		{"mpijob 2 nodes", FlavorMPIJob, allGather(2, 4), repeat(2, "ga-0000test-1-all-gather-worker-0.ga-0000test-1-all-gather,ga-0000test-1-all-gather-worker-1.ga-0000test-1-all-gather")},
+		{"mpijob 1 node", FlavorMPIJob, allGather(1, 4), []string{ag(0)}},
+		{"paired", FlavorJob, pairedWriteBW(), repeat(2, "ga-0000test-1-server-0.ga-0000test-1-server,ga-0000test-1-client-0.ga-0000test-1-client")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := New(Config{SKU: testSKU(t), Flavor: c.flavor, Namespace: "acceptance"})
+			assert.NilError(t, err)
+			l.RunID = "ga-0000test"
+			r, err := l.render(c.req, "ga-0000test-1", "acceptance", nil)
+			assert.NilError(t, err)
+			y, err := YAML(r.objects())
+			assert.NilError(t, err)
+			var got []string
+			for _, m := range hostsEnv.FindAllStringSubmatch(y, -1) {
+				got = append(got, m[1])
+			}
+			assert.DeepEqual(t, got, c.want)
+			assert.Equal(t, len(containers.FindAllString(y, -1)), len(c.want), "one per pod template:\n%s", y)
+			assert.Assert(t, !strings.Contains(y, "@host"), y)
+		})
+	}
+}
+
+func repeat(n int, s string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
 }

@@ -1,7 +1,8 @@
 // Package local is the launcher that runs steps on this host: single
 // processes directly, MPI steps under mpirun. Every step runs in its own
 // process group, so a timeout or Ctrl-C kills the whole tree (mpirun and its
-// ranks), not just the first process.
+// ranks), not just the first process. Its one node is "localhost": HostRefs
+// name it, and every process sees GPUACCEPT_HOSTS=localhost.
 package local
 
 import (
@@ -67,13 +68,13 @@ func (l *Launcher) argv(s plan.Step) ([]string, error) {
 }
 
 // check refuses what needs other hosts and returns req with the plan's
-// HostRefs naming this host.
+// HostRefs naming this host, and plan.HostsEnv set to "localhost".
 func (l *Launcher) check(req launch.Request) (launch.Request, error) {
 	if req.Topology.Nodes > 1 {
 		return req, fmt.Errorf("launcher local runs on this host only, but the test asks for %d nodes (use --nodes 1, or a launcher that reaches other nodes; this build has: %s)",
 			req.Topology.Nodes, strings.Join(launch.Names(), ", "))
 	}
-	p, err := req.Plan.ResolveHostRefs(func(int) (string, error) { return "localhost", nil })
+	p, err := req.Plan.WithHostsEnv(1).ResolveHostRefs(func(int) (string, error) { return "localhost", nil })
 	if err != nil {
 		return req, err
 	}

@@ -46,7 +46,7 @@ func TestRunCollectsLogFilesAndExitCode(t *testing.T) {
 	data, err := os.ReadFile(o.Files["r.json"])
 	assert.NilError(t, err)
 	assert.Equal(t, string(data), `{"env": ["HF_TOKEN=[REDACTED]", "NCCL_DEBUG=INFO"]}`)
-	assert.Equal(t, o.Command, "GREETING=hello sh -c "+`'echo "out $GREETING"; echo err >&2; printf '\''{"env": ["HF_TOKEN=hf_secret123", "NCCL_DEBUG=INFO"]}'\'' > r.json; exit 3'`)
+	assert.Equal(t, o.Command, "GPUACCEPT_HOSTS=localhost GREETING=hello sh -c "+`'echo "out $GREETING"; echo err >&2; printf '\''{"env": ["HF_TOKEN=hf_secret123", "NCCL_DEBUG=INFO"]}'\'' > r.json; exit 3'`)
 }
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
@@ -148,7 +148,7 @@ func TestMPIRun(t *testing.T) {
 	o := outs[0]
 	log, _ := os.ReadFile(o.Log)
 	assert.Equal(t, o.ExitCode, 0, "%s\n%s", o.LaunchError, log)
-	assert.Assert(t, strings.HasPrefix(o.Command, "STANDIN_RECORDINGS="), o.Command)
+	assert.Assert(t, strings.HasPrefix(o.Command, "GPUACCEPT_HOSTS=localhost STANDIN_RECORDINGS="), o.Command)
 	assert.Assert(t, strings.Contains(o.Command, " mpirun "), o.Command)
 	assert.Assert(t, strings.Contains(o.Command, "-np 2 --map-by ppr:2:node"), o.Command)
 	assert.Equal(t, strings.Count(string(log), "# Collective test starting: all_reduce_perf"), 1, string(log))

@@ -70,6 +70,9 @@ func render(j job) (string, []string, error) {
 	if strings.ContainsAny(j.Dir, "\r\n\x00") || !filepath.IsAbs(j.Dir) {
 		return "", nil, fmt.Errorf("render script for %s: staging folder %q must be an absolute path without line breaks", j.Test, j.Dir)
 	}
+	// Every step sees the job's nodes (plan.HostsEnv), read from the hosts
+	// file when it starts (shellWord).
+	j.Plan = j.Plan.WithHostsEnv(j.Topology.Nodes)
 	var b strings.Builder
 	b.WriteString("#!/bin/bash\n")
 	t := j.Topology
@@ -246,10 +249,14 @@ func joinWithJob(argv []string) string {
 
 // shellWord quotes v for the script; a plan.HostRef becomes the node's name
 // read from the job's hosts file when the step starts, since the nodes are
-// known only once Slurm has allocated them.
+// known only once Slurm has allocated them, and a plan.HostListRef the
+// file's first N names joined by commas.
 func shellWord(v string) string {
 	if i, ok := plan.HostRefIndex(v); ok {
 		return fmt.Sprintf(`"$(sed -n %dp "$job/%s")"`, i+1, hostsName)
+	}
+	if n, ok := plan.HostListRefCount(v); ok {
+		return fmt.Sprintf(`"$(sed -n 1,%dp "$job/%s" | paste -sd, -)"`, n, hostsName)
 	}
 	return rankstart.ShellQuote(v)
 }

@@ -96,7 +96,7 @@ func TestCLICollectivePasses(t *testing.T) {
 	log := read(t, filepath.Join(out, "raw/nccl.all_reduce/all_reduce.log"))
 	assert.Equal(t, log, read(t, "testdata/recordings/ndv4-2x8/nccl.all_reduce/all_reduce.log"))
 	outputs := read(t, filepath.Join(out, "raw/nccl.all_reduce/outputs.json"))
-	assert.Assert(t, strings.Contains(outputs, "-np 16 --map-by ppr:8:node --host 127.0.0.1:8,127.0.0.2:8 -x STANDIN_RECORDINGS"), outputs)
+	assert.Assert(t, strings.Contains(outputs, "-np 16 --map-by ppr:8:node --host 127.0.0.1:8,127.0.0.2:8 -x GPUACCEPT_HOSTS -x STANDIN_RECORDINGS"), outputs)
 }
 
 // An unreachable host stops the run before anything is planned or
@@ -105,11 +105,11 @@ func TestCLIUnreachableHost(t *testing.T) {
 	ssh := sshFlags(t) // skips first when the service is not up
 	out := filepath.Join(t.TempDir(), "results")
 	args := append(suiteFlags(t), ssh...)
-	args = append(args, "--hosts", "127.0.0.1,127.0.0.3", "--out", out)
+	args = append(args, "--hosts", "127.0.0.1,127.0.0.9", "--out", out)
 	code, stdout, stderr := runCLI(t, args...)
 	assert.Equal(t, code, 2, stdout+stderr)
 	assert.Assert(t, strings.Contains(stderr, "1 of 2 host(s) unreachable, nothing was started"), stderr)
-	assert.Assert(t, strings.Contains(stderr, "127.0.0.3: exit status 255: ssh: connect to host 127.0.0.3 port"), stderr)
+	assert.Assert(t, strings.Contains(stderr, "127.0.0.9: exit status 255: ssh: connect to host 127.0.0.9 port"), stderr)
 	_, err := os.Stat(out)
 	assert.Assert(t, os.IsNotExist(err), "results folder written: %v", err)
 }

@@ -196,19 +196,19 @@ func TestTimeoutBeforeReady(t *testing.T) {
 // nothing is written for the test.
 func TestUnreachableHost(t *testing.T) {
 	l := sshd(t)
-	bad, err := New(l.Config, []string{"127.0.0.1", "127.0.0.3"}, nil)
+	bad, err := New(l.Config, []string{"127.0.0.1", "127.0.0.9"}, nil)
 	assert.NilError(t, err)
 	req := request(t, 2, plan.Step{Name: "a", Procs: 1, ProcsPerNode: 1, Argv: []string{"touch", "/tmp/should-not-exist"}})
 	_, err = bad.Launch(context.Background(), req)
 	assert.ErrorContains(t, err, "launcher ssh: 1 of 2 host(s) unreachable, nothing was started")
-	assert.ErrorContains(t, err, "127.0.0.3: exit status 255: ssh: connect to host 127.0.0.3 port 17822: Connection refused")
+	assert.ErrorContains(t, err, "127.0.0.9: exit status 255: ssh: connect to host 127.0.0.9 port 17822: Connection refused")
 	assert.Assert(t, !strings.Contains(err.Error(), "127.0.0.1:"), err.Error())
 	ents, _ := os.ReadDir(req.Dir)
 	assert.Equal(t, len(ents), 0)
 
 	// The CLI's constructor checks too, so the run stops before planning.
-	_, err = build(launch.Options{Hosts: []string{"127.0.0.3"}})
-	assert.ErrorContains(t, err, "127.0.0.3")
+	_, err = build(launch.Options{Hosts: []string{"127.0.0.9"}})
+	assert.ErrorContains(t, err, "127.0.0.9")
 }
 
 // A host key that does not match known_hosts, or a host missing from it,
@@ -351,7 +351,7 @@ func TestSingleStepFilesAndExitCode(t *testing.T) {
 	assert.Equal(t, len(o.Files), 1)
 	assert.Equal(t, read(t, o.Files["r.json"]), `{"env": ["HF_TOKEN=[REDACTED]"]}`)
 	// The printed command is the remote command line the script amounts to.
-	assert.Assert(t, strings.Contains(o.Command, " 127.0.0.2 'cd /tmp/gpuaccept-"+l.RunID+"/x.y.one && GREETING='"), o.Command)
+	assert.Assert(t, strings.Contains(o.Command, " 127.0.0.2 'cd /tmp/gpuaccept-"+l.RunID+"/x.y.one && GPUACCEPT_HOSTS=127.0.0.1,127.0.0.2 GREETING='"), o.Command)
 	assert.Assert(t, strings.Contains(o.Command, " HF_TOKEN=hf_secret123 exec sh -c "), o.Command)
 	remoteGone(t, l)
 }
@@ -383,7 +383,7 @@ func TestCollective(t *testing.T) {
 	log := read(t, o.Log)
 	assert.Equal(t, o.ExitCode, 0, "%s\n%s", o.LaunchError, log)
 	assert.Equal(t, log, read(t, rec+"/nccl.all_reduce/all_reduce.log"))
-	assert.Assert(t, strings.Contains(o.Command, "--host 127.0.0.1:8,127.0.0.2:8 -x STANDIN_RECORDINGS --wdir /tmp/gpuaccept-"), o.Command)
+	assert.Assert(t, strings.Contains(o.Command, "--host 127.0.0.1:8,127.0.0.2:8 -x GPUACCEPT_HOSTS -x STANDIN_RECORDINGS --wdir /tmp/gpuaccept-"), o.Command)
 	assert.Assert(t, strings.Contains(o.Command, "--mca plm_rsh_agent 'ssh -o BatchMode=yes"), o.Command)
 	remoteGone(t, l)
 }
@@ -462,11 +462,11 @@ func TestCommands(t *testing.T) {
 	}{
 		{rankstart.FlavorOpenMPI, []string{
 			"PRTE_MCA_plm_ssh_agent='ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4' " +
-				"NCCL_SOCKET_IFNAME=eth0 mpirun " + root + "-np 16 --map-by ppr:8:node --host n1:8,n2:8 -x NCCL_SOCKET_IFNAME --wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce --mca plm_rsh_agent 'ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4' -mca coll_hcoll_enable 0 /opt/nccl-tests/build/all_reduce_perf -g 1",
-			"ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4 n2 'cd /tmp/gpuaccept-RUN/nccl.x.server && exec ib_write_bw -p 18515'"}},
+				"GPUACCEPT_HOSTS=n1,n2 NCCL_SOCKET_IFNAME=eth0 mpirun " + root + "-np 16 --map-by ppr:8:node --host n1:8,n2:8 -x GPUACCEPT_HOSTS -x NCCL_SOCKET_IFNAME --wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce --mca plm_rsh_agent 'ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4' -mca coll_hcoll_enable 0 /opt/nccl-tests/build/all_reduce_perf -g 1",
+			"ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4 n2 'cd /tmp/gpuaccept-RUN/nccl.x.server && GPUACCEPT_HOSTS=n1,n2 exec ib_write_bw -p 18515'"}},
 		{rankstart.FlavorMPICH, []string{
-			"NCCL_SOCKET_IFNAME=eth0 mpiexec -n 16 -ppn 8 -hosts n1:8,n2:8 -genvlist NCCL_SOCKET_IFNAME -wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce -launcher ssh -launcher-exec " + filepath.Join(os.TempDir(), "gpuaccept-RUN-local/nccl.x.all_reduce/gpuaccept-rsh") + " /opt/nccl-tests/build/all_reduce_perf -g 1",
-			"ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4 n2 'cd /tmp/gpuaccept-RUN/nccl.x.server && exec ib_write_bw -p 18515'"}},
+			"GPUACCEPT_HOSTS=n1,n2 NCCL_SOCKET_IFNAME=eth0 mpiexec -n 16 -ppn 8 -hosts n1:8,n2:8 -genvlist GPUACCEPT_HOSTS,NCCL_SOCKET_IFNAME -wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce -launcher ssh -launcher-exec " + filepath.Join(os.TempDir(), "gpuaccept-RUN-local/nccl.x.all_reduce/gpuaccept-rsh") + " /opt/nccl-tests/build/all_reduce_perf -g 1",
+			"ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4 n2 'cd /tmp/gpuaccept-RUN/nccl.x.server && GPUACCEPT_HOSTS=n1,n2 exec ib_write_bw -p 18515'"}},
 	} {
 		t.Run(string(c.flavor), func(t *testing.T) {
 			l, err := New(Config{Port: 2222, Flavor: c.flavor}, []string{"n1", "n2"}, nil)
@@ -539,5 +539,5 @@ func TestCommandsResolveHostRefs(t *testing.T) {
 	cli := plan.Step{Name: "client", Role: "client", Host: 1, Procs: 1, ProcsPerNode: 1, Argv: []string{"ib_write_bw", "-p", "18515", plan.HostRef(0)}}
 	got, err := l.Commands(launch.Request{Test: "ibperf.x", Plan: plan.Plan{Steps: []plan.Step{cli}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}})
 	assert.NilError(t, err)
-	assert.Assert(t, strings.HasSuffix(got[0], " n2 'cd /tmp/gpuaccept-RUN/ibperf.x.client && exec ib_write_bw -p 18515 n1'"), got[0])
+	assert.Assert(t, strings.HasSuffix(got[0], " n2 'cd /tmp/gpuaccept-RUN/ibperf.x.client && GPUACCEPT_HOSTS=n1,n2 exec ib_write_bw -p 18515 n1'"), got[0])
 }

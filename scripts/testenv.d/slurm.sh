@@ -1,18 +1,26 @@
 # Service "slurm": a real Slurm cluster on loopback for the slurm launcher's
 # tests. Sourced by scripts/testenv.sh.
 #
-# One slurmctld and two slurmd (nodes n1 and n2, 8 CPUs
-# each, declared with config_overrides) on this machine, munged as the munge
+# One slurmctld and six slurmd (nodes n1 and n2 in partition debug, n3 to n6
+# in partition loc, 8 CPUs each, declared with config_overrides) on this
+# machine, munged as the munge
 # user on its own socket, and slurmdbd on a MariaDB started by hand, so sacct
 # works. Every daemon runs in the foreground of a background job, so the pid
 # recorded with "started" is the daemon's own and "down" stops it; setsid
 # keeps them out of the caller's process group, so they outlive it. State,
 # logs and configuration live in .testenv/slurm; ports 17800-17819 only.
 #
+# Ports: slurmctld 17800, slurmd n1 17801 and n2 17802, slurmdbd 17803,
+# MariaDB 17804, slurmd n3 to n6 17805 to 17808.
+#
 # Variables for the tests: SLURM_CONF (the cluster's slurm.conf),
-# GPUACCEPT_SLURM_PARTITION (the partition of both nodes),
-# GPUACCEPT_SLURM_NOACCT_CONF (the same cluster's configuration without
-# accounting, for sacct's "accounting storage is disabled" answer).
+# GPUACCEPT_SLURM_PARTITION (debug: n1 and n2, the nodes tests that name
+# ranks' nodes expect), GPUACCEPT_SLURM_LOC_PARTITION and
+# GPUACCEPT_SLURM_LOC_NODES (loc: n3,n4,n5,n6, four nodes for tests that
+# need more than two, e.g. finding a bad node, kept apart so they never
+# queue behind the debug tests), GPUACCEPT_SLURM_NOACCT_CONF (the same
+# cluster's configuration without accounting, for sacct's "accounting
+# storage is disabled" answer).
 
 slurm_dir() { echo "$state/slurm"; }
 
@@ -38,8 +46,8 @@ up_slurm() {
 	slurm_start_mariadb "$d"
 	slurm_start_slurmdbd "$d"
 	slurm_start_slurmctld "$d"
-	slurm_start_slurmd "$d" n1
-	slurm_start_slurmd "$d" n2
+	local n
+	for n in n1 n2 n3 n4 n5 n6; do slurm_start_slurmd "$d" "$n"; done
 	slurm_wait "nodes idle" bash -c 'test "$(SLURM_CONF='"$d"'/slurm.conf sinfo -h -N -o %T | sort -u)" = idle'
 	slurm_env "$d"
 }
@@ -47,10 +55,12 @@ up_slurm() {
 slurm_env() {
 	setenv SLURM_CONF "$1/slurm.conf"
 	setenv GPUACCEPT_SLURM_PARTITION debug
+	setenv GPUACCEPT_SLURM_LOC_PARTITION loc
+	setenv GPUACCEPT_SLURM_LOC_NODES n3,n4,n5,n6
 	setenv GPUACCEPT_SLURM_NOACCT_CONF "$1/noacct/slurm.conf"
 }
 
-slurm_daemons=(slurmd-n1 slurmd-n2 slurmctld slurmdbd slurm-mariadb slurm-munged)
+slurm_daemons=(slurmd-n1 slurmd-n2 slurmd-n3 slurmd-n4 slurmd-n5 slurmd-n6 slurmctld slurmdbd slurm-mariadb slurm-munged)
 
 slurm_alive() {
 	local n
@@ -80,7 +90,7 @@ slurm_wait() {
 slurm_write_conf() {
 	local d=$1
 	cat >"$d/slurm.conf" <<EOF
-# Written by scripts/testenv.d/slurm.sh: a two-node cluster on loopback.
+# Written by scripts/testenv.d/slurm.sh: a six-node cluster on loopback.
 ClusterName=gpuaccept
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=17800
@@ -117,7 +127,12 @@ AccountingStoragePass=$d/munge/munge.socket
 JobAcctGatherType=jobacct_gather/none
 NodeName=n1 NodeAddr=127.0.0.1 NodeHostname=localhost Port=17801 CPUs=8 RealMemory=1000 State=UNKNOWN
 NodeName=n2 NodeAddr=127.0.0.1 NodeHostname=localhost Port=17802 CPUs=8 RealMemory=1000 State=UNKNOWN
+NodeName=n3 NodeAddr=127.0.0.1 NodeHostname=localhost Port=17805 CPUs=8 RealMemory=1000 State=UNKNOWN
+NodeName=n4 NodeAddr=127.0.0.1 NodeHostname=localhost Port=17806 CPUs=8 RealMemory=1000 State=UNKNOWN
+NodeName=n5 NodeAddr=127.0.0.1 NodeHostname=localhost Port=17807 CPUs=8 RealMemory=1000 State=UNKNOWN
+NodeName=n6 NodeAddr=127.0.0.1 NodeHostname=localhost Port=17808 CPUs=8 RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP
+PartitionName=loc Nodes=n3,n4,n5,n6 MaxTime=INFINITE State=UP
 EOF
 	cat >"$d/slurmdbd.conf" <<EOF
 DbdHost=localhost

@@ -24,6 +24,7 @@ printf '%s\n' gpu-a01 gpu-a02 >"$job/hosts"
 mkdir -p "$job/all_reduce.work" "$job/all_reduce.ranks"
 cd "$job/all_reduce.work" || exit 1
 (
+	export GPUACCEPT_HOSTS="$(sed -n 1,2p "$job/hosts" | paste -sd, -)"
 	export NCCL_DEBUG=INFO
 	export NCCL_TOPO_FILE='/etc/ndv4 topo.xml'
 	exec srun --job-name=gpuaccept-nccl.all_reduce.all_reduce --nodes=2 --ntasks=16 --ntasks-per-node=8 --mpi=pmix --kill-on-bad-exit=1 '--container-image=nvcr.io#nvidia/pytorch:24.05-py3' --container-mounts=/shared:/shared,/opt/nccl-tests:/opt/nccl-tests,/shared/results/raw/nccl.all_reduce/.slurm:/shared/results/raw/nccl.all_reduce/.slurm --container-workdir=/shared/results/raw/nccl.all_reduce/.slurm/all_reduce.work /bin/sh -c 'r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-${SLURM_PROCID:-0}}}}; echo "$r ${SLURMD_NODENAME:-$(hostname)}" >"$0/$r"; exec "$@"' "$job/all_reduce.ranks" /opt/nccl-tests/build/all_reduce_perf -b 8 -e 8G -f 2 -g 1 -J all_reduce.json
