@@ -250,3 +250,31 @@ func TestLocalise4Nodes(t *testing.T) {
 		})
 	}
 }
+
+// Every run of a localisation that hangs is stopped at its --timeout: the
+// Slurm jobs are cancelled, no stand-in is left, and a localisation whose
+// every run errored names nobody and exits 2 (infrastructure, not hardware).
+func TestLocaliseTimeoutLeavesNothingRunning(t *testing.T) {
+	flags := slurmFlags(t)
+	hosts := strings.Split(testenv.Need(t, "GPUACCEPT_SLURM_LOC_NODES", "slurm"), ",")[:3]
+	args := append(append([]string{"localise"}, localiseArgs(t, "")...), flags...)
+	args = append(args, "--hosts", strings.Join(hosts, ","), "--timeout", "4s", "--param", "env.STANDIN_SLEEP=10m")
+	code, run, errs := localised(t, args...)
+	assert.Equal(t, code, 2, errs)
+	l := run.Localisations[0]
+	assert.Equal(t, l.Verdict(), result.Error)
+	assert.Assert(t, len(l.Suspects) == 0)
+	runs := 0
+	for _, st := range l.Stages {
+		for _, r := range st.Runs {
+			runs++
+			assert.Equal(t, r.Status, result.Error, "%+v", r)
+		}
+	}
+	assert.Equal(t, runs, 3+3, "3 per-node runs and 3 pairs")
+	out, err := exec.Command("squeue", "-h", "-p", testenv.Need(t, "GPUACCEPT_SLURM_LOC_PARTITION", "slurm"), "-o", "%i %j %T").CombinedOutput()
+	assert.NilError(t, err, string(out))
+	assert.Equal(t, strings.TrimSpace(string(out)), "", "jobs left in the queue")
+	out, _ = exec.Command("pgrep", "-af", filepath.Join(standinBin(t), "all_reduce_perf")).CombinedOutput()
+	assert.Equal(t, strings.TrimSpace(string(out)), "", "stand-ins left running")
+}

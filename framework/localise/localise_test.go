@@ -187,6 +187,8 @@ func TestLocaliseNamesTheSlowNode(t *testing.T) {
 			want: []string{"node n2 (pairs)", "node n5 (pairs)"}},
 		{name: "everyone slow against the baseline: no one node", n: 4, fail: 300, speed: map[string]float64{"n1": 0.5, "n2": 0.5, "n3": 0.5, "n4": 0.5},
 			notes: []string{"every run is slow"}},
+		{name: "every node slow on its own: no one node", n: 4, perNode: true, fail: 300, speed: map[string]float64{"n1": 0.5, "n2": 0.5, "n3": 0.5, "n4": 0.5},
+			notes: []string{"every node is slow on its own", "every run is slow"}},
 		{name: "40 nodes by matching and re-pair", n: 40, speed: map[string]float64{"n17": 0.5},
 			want: []string{"node n17 (re-pair)"}, stages: []string{"pairs", "re-pair"}},
 		{name: "300 nodes by bisection", n: 300, speed: map[string]float64{"n222": 0.5},

@@ -59,9 +59,19 @@ func (j *job) perNode(ctx context.Context) {
 		all = append(all, group...)
 	}
 	j.addStage(stage, 1, all)
+	slow := map[string]bool{}
 	for _, p := range all {
 		if p.sub.Slow {
-			j.nameNode(p.sub.Hosts[0], stage, "slow on its own: the single-node suite", evidence(stage, p.sub))
+			slow[p.sub.Hosts[0]] = true
+		}
+	}
+	if len(slow) == len(hosts) && len(hosts) > 1 {
+		j.note("per-node: every node is slow on its own, so no one node explains it: look for what they share (driver, firmware, settings, the launcher, the baseline)")
+		return
+	}
+	for _, p := range all {
+		if p.sub.Slow {
+			j.nameNode(p.sub.Hosts[0], stage, "slow on its own (single-node suite)", evidence(stage, p.sub))
 		}
 	}
 }
@@ -147,7 +157,7 @@ func (j *job) nameAlwaysSlow(stage string, ps []*pending, min int) []string {
 				ev = append(ev, evidence(stage, p.sub))
 			}
 		}
-		j.nameNode(h, stage, fmt.Sprintf("every one of its %d %s runs is slow", runs[h], stage), ev...)
+		j.nameNode(h, stage, fmt.Sprintf("slow in all %d of its node-pair runs", runs[h]), ev...)
 	}
 	return bad
 }

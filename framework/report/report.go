@@ -123,6 +123,10 @@ func Summary(run *result.Run) string {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
+	if len(run.Tests) == 0 && len(run.Localisations) > 0 {
+		// gpuaccept localise runs no test of its own.
+		parts = append(parts, fmt.Sprintf("%d localised", len(run.Localisations)))
+	}
 	return fmt.Sprintf("%s: SKU %s, suite %s, scope %s, launcher %s: %s (%s)%s", strings.ToUpper(string(run.Status)),
 		run.SKU, run.Suite, run.Scope, run.Launcher, strings.Join(parts, ", "), run.Duration.Round(time.Millisecond), suspectsSummary(run))
 }
@@ -132,13 +136,15 @@ var header = []string{"Test", "Status", "Measured", "Baseline: band", "Detail"}
 // Table writes the verdict table people read, then each localisation (its
 // suspects, a line per stage and the slow runs), then the one-line summary.
 func Table(w io.Writer, run *result.Run) error {
-	t := tablewriter.NewTable(w, tablewriter.WithRowAutoWrap(tw.WrapNone), tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header(header)
-	if err := t.Bulk(rows(run)); err != nil {
-		return fmt.Errorf("write table: %w", err)
-	}
-	if err := t.Render(); err != nil {
-		return fmt.Errorf("write table: %w", err)
+	if len(run.Tests) > 0 || len(run.Localisations) == 0 {
+		t := tablewriter.NewTable(w, tablewriter.WithRowAutoWrap(tw.WrapNone), tablewriter.WithHeaderAutoFormat(tw.Off))
+		t.Header(header)
+		if err := t.Bulk(rows(run)); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
+		if err := t.Render(); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
 	}
 	if err := tableLocalisations(w, run); err != nil {
 		return fmt.Errorf("write table: %w", err)
@@ -153,6 +159,9 @@ func Table(w io.Writer, run *result.Run) error {
 // Markdown writes the verdict table as Markdown, for a ticket or PR comment.
 func Markdown(w io.Writer, run *result.Run) error {
 	fmt.Fprintf(w, "**gpuaccept %s**\n\n", Summary(run))
+	if len(run.Tests) == 0 && len(run.Localisations) > 0 {
+		return mdLocalisations(w, run)
+	}
 	t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewMarkdown()), tablewriter.WithRowAutoWrap(tw.WrapNone), tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header(header)
 	r := rows(run)
