@@ -36,7 +36,11 @@ type job struct {
 	// (allocation mode); mpirun is pinned to the first Topology.Nodes of them
 	// when the allocation is larger.
 	AllocHosts []string
-	Config     Config
+	// Pinned says the test runs on the hosts given (Config.Hosts), a part
+	// of the allocation (a localisation's runs): every step names its
+	// nodes, as the allocation's other nodes may be busy with another run.
+	Pinned bool
+	Config Config
 }
 
 // File names inside the staging folder, per step.
@@ -189,7 +193,7 @@ func stepLine(j job, s plan.Step) (string, error) {
 	mpi := rankstart.NeedsStarter(s) && s.MPI
 	if mpi && j.MPI == MPIMpirun {
 		var hs []string
-		if len(j.AllocHosts) > j.Topology.Nodes {
+		if len(j.AllocHosts) > j.Topology.Nodes || j.Pinned {
 			hs = j.AllocHosts[:j.Topology.Nodes]
 		}
 		argv, err := rankstart.OpenMPI(plan.Step{Name: s.Name, Argv: wrapped, Env: s.Env, Procs: s.Procs, ProcsPerNode: s.ProcsPerNode, MPI: true},
@@ -224,8 +228,11 @@ func stepLine(j job, s plan.Step) (string, error) {
 		argv = append(argv, "--container-image="+c.ContainerImage, "--container-mounts="+mounts,
 			"--container-workdir="+stepWork(j.Dir, s.Name))
 	}
+	if j.Pinned && !single {
+		argv = append(argv, "--nodelist="+strings.Join(j.AllocHosts[:nodes], ","))
+	}
 	line := joinWithJob(argv)
-	if single && (s.Role != "" || s.Host > 0) {
+	if single && (s.Role != "" || s.Host > 0 || j.Pinned) {
 		// A server or client runs on its own node of the allocation.
 		line += fmt.Sprintf(" --nodelist=\"$(sed -n %dp \"$job/%s\")\"", s.Host+1, hostsName)
 	}

@@ -1,6 +1,8 @@
 package slurm
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,10 +156,41 @@ func TestReadRanks(t *testing.T) {
 	assert.Assert(t, readRanks(filepath.Join(dir, "missing")) == nil)
 }
 
-func TestAllocationRejectsHosts(t *testing.T) {
-	l := &Launcher{Config: Config{MPI: MPIMpirun, Mode: ModeAuto, GPUs: GPUsNone, Hosts: []string{"n1"}}, Environ: []string{"SLURM_JOB_ID=12"}}
+// Inside an allocation, hosts given pick some of its nodes (a
+// localisation's runs side by side): mpirun and srun name them; a host
+// outside the allocation is refused.
+func TestAllocationPinsHosts(t *testing.T) {
+	scontrol := func(_ context.Context, _ []string, name string, args ...string) (string, string, error) {
+		switch a := name + " " + strings.Join(args, " "); a {
+		case "scontrol show hostnames n[1-4]":
+			return "n1\nn2\nn3\nn4\n", "", nil
+		case "srun --mpi=list":
+			// The test cluster's own answer.
+			data, err := os.ReadFile("testdata/captured/srun-mpi-list.txt")
+			return string(data), "", err
+		}
+		return "", "unexpected " + name, errors.New("exit status 1")
+	}
+	env := []string{"SLURM_JOB_ID=12", "SLURM_JOB_NODELIST=n[1-4]"}
+	l := &Launcher{Config: Config{MPI: MPIMpirun, Mode: ModeAuto, GPUs: GPUsNone, Hosts: []string{"n5"}}, Environ: env, exec: scontrol}
 	_, err := l.Commands(requestFor(t, 0))
-	assert.ErrorContains(t, err, "inside allocation 12 the tests run on the allocation's nodes")
+	assert.ErrorContains(t, err, "host n5 is not a node of allocation 12 (n1,n2,n3,n4)")
+
+	for _, tc := range []struct {
+		mpi  string
+		want string
+	}{
+		{MPIMpirun, "--map-by ppr:8:node --host n4:8,n2:8 "},
+		{MPIPMIx, "--mpi=pmix --kill-on-bad-exit=1 --nodelist=n4,n2 "},
+	} {
+		l = &Launcher{Config: Config{MPI: tc.mpi, Mode: ModeAuto, GPUs: GPUsNone, Hosts: []string{"n4", "n2"}}, Environ: env, exec: scontrol}
+		cmds, err := l.Commands(requestFor(t, 0))
+		assert.NilError(t, err)
+		script := strings.Join(cmds, "\n")
+		assert.Assert(t, strings.Contains(script, tc.want), "want %q in\n%s", tc.want, script)
+		assert.Assert(t, strings.Contains(script, "printf '%s\\n' n4 n2 >\"$job/hosts\""), script)
+	}
+
 	l = &Launcher{Config: Config{MPI: MPIMpirun, Mode: ModeAllocation, GPUs: GPUsNone}, Environ: []string{}}
 	_, err = l.Commands(requestFor(t, 0))
 	assert.ErrorContains(t, err, "--slurm-mode allocation: SLURM_JOB_ID is not set")

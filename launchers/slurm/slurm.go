@@ -267,12 +267,23 @@ func (l *Launcher) newJob(ctx context.Context, req launch.Request) (job, error) 
 		}
 		return j, nil
 	}
-	if len(l.Config.Hosts) > 0 {
-		return job{}, fmt.Errorf("--hosts/--hostfile pick the nodes of a submitted job; inside allocation %s the tests run on the allocation's nodes (ask sbatch for the nodes with --nodelist instead)", alloc)
-	}
 	hs, err := l.allocHosts(ctx)
 	if err != nil {
 		return job{}, err
+	}
+	if len(l.Config.Hosts) > 0 {
+		// Hosts given inside an allocation pick some of its nodes: the
+		// runs of a localisation, side by side in one allocation.
+		in := map[string]bool{}
+		for _, h := range hs {
+			in[h] = true
+		}
+		for _, h := range l.Config.Hosts {
+			if !in[h] {
+				return job{}, fmt.Errorf("host %s is not a node of allocation %s (%s): inside an allocation --hosts/--hostfile can only pick some of its nodes", h, alloc, strings.Join(hs, ","))
+			}
+		}
+		hs, j.Pinned = l.Config.Hosts, true
 	}
 	if len(hs) < req.Topology.Nodes {
 		return job{}, fmt.Errorf("allocation %s has %d node(s) (%s), the test needs %d", alloc, len(hs), strings.Join(hs, ","), req.Topology.Nodes)
