@@ -209,24 +209,26 @@ func (j *job) judgeMatrix(stage, a, b string, servers, clients []string, cells [
 	ev := func(cells []string) []string {
 		return []string{fmt.Sprintf("%s %s+%s (reference %s): %s", stage, a, b, fmtFig(med, unit), strings.Join(cells, ", "))}
 	}
-	for i := 0; i < m; i++ {
-		if rowSlow[i] {
-			var cs []string
-			for k := 0; k < m; k++ {
-				cs = append(cs, cell(i, k))
+	// A slow row is a server HCA of a, a slow column a client HCA of b.
+	for _, side := range []struct {
+		slow        []bool
+		host, other string
+		hcas        []string
+		cell        func(x, y int) string
+	}{
+		{rowSlow, a, b, servers, func(x, y int) string { return cell(x, y) }},
+		{colSlow, b, a, clients, func(x, y int) string { return cell(y, x) }},
+	} {
+		for x := 0; x < m; x++ {
+			if !side.slow[x] {
+				continue
 			}
-			j.loc.Suspects = append(j.loc.Suspects, result.Suspect{Kind: "hca", Host: a, HCA: servers[i], Stage: stage,
-				Reason: fmt.Sprintf("slow with every one of %s's %d HCAs", b, m), Evidence: ev(cs)})
-		}
-	}
-	for k := 0; k < m; k++ {
-		if colSlow[k] {
 			var cs []string
-			for i := 0; i < m; i++ {
-				cs = append(cs, cell(i, k))
+			for y := 0; y < m; y++ {
+				cs = append(cs, side.cell(x, y))
 			}
-			j.loc.Suspects = append(j.loc.Suspects, result.Suspect{Kind: "hca", Host: b, HCA: clients[k], Stage: stage,
-				Reason: fmt.Sprintf("slow with every one of %s's %d HCAs", a, m), Evidence: ev(cs)})
+			j.loc.Suspects = append(j.loc.Suspects, result.Suspect{Kind: "hca", Host: side.host, HCA: side.hcas[x], Stage: stage,
+				Reason: fmt.Sprintf("slow with every one of %s's %d HCAs", side.other, m), Evidence: ev(cs)})
 		}
 	}
 	for i := 0; i < m; i++ {
