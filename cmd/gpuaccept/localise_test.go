@@ -176,22 +176,26 @@ func sshFlags(t *testing.T) []string {
 // A 2-node run whose all_reduce fails because one node is slow: the run
 // localises it by itself, and the per-node stage names that node (2 nodes
 // make one pair: nothing to compare there).
+// launchers are the launchers the localisation tests run through: their
+// flags and the first n of their 4 test hosts.
+var launchers = []struct {
+	name  string
+	flags func(*testing.T) []string
+	hosts func(t *testing.T, n int) []string
+}{
+	{"slurm", slurmFlags, func(t *testing.T, n int) []string {
+		return strings.Split(testenv.Need(t, "GPUACCEPT_SLURM_LOC_NODES", "slurm"), ",")[:n]
+	}},
+	{"ssh", sshFlags, func(t *testing.T, n int) []string {
+		return strings.Split(testenv.Need(t, "GPUACCEPT_SSH_HOSTS4", "ssh"), ",")[:n]
+	}},
+}
+
 func TestLocaliseFailedRun2Nodes(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		flags func(*testing.T) []string
-		hosts func(*testing.T) []string
-	}{
-		{"slurm", slurmFlags, func(t *testing.T) []string {
-			return strings.Split(testenv.Need(t, "GPUACCEPT_SLURM_LOC_NODES", "slurm"), ",")[:2]
-		}},
-		{"ssh", sshFlags, func(t *testing.T) []string {
-			return strings.Split(testenv.Need(t, "GPUACCEPT_SSH_HOSTS4", "ssh"), ",")[:2]
-		}},
-	} {
+	for _, tc := range launchers {
 		t.Run(tc.name, func(t *testing.T) {
 			flags := tc.flags(t)
-			hosts := tc.hosts(t)
+			hosts := tc.hosts(t, 2)
 			args := append(append(localiseArgs(t, hosts[1]), flags...), "--hosts", strings.Join(hosts, ","))
 			code, run, errs := localised(t, args...)
 			assert.Equal(t, code, 1, errs)
@@ -213,21 +217,10 @@ func TestLocaliseFailedRun2Nodes(t *testing.T) {
 // Four nodes, localised without a run first: per-node and every pair name
 // the chosen host; a healthy set names nobody.
 func TestLocalise4Nodes(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		flags func(*testing.T) []string
-		hosts func(*testing.T) []string
-	}{
-		{"slurm", slurmFlags, func(t *testing.T) []string {
-			return strings.Split(testenv.Need(t, "GPUACCEPT_SLURM_LOC_NODES", "slurm"), ",")[:4]
-		}},
-		{"ssh", sshFlags, func(t *testing.T) []string {
-			return strings.Split(testenv.Need(t, "GPUACCEPT_SSH_HOSTS4", "ssh"), ",")[:4]
-		}},
-	} {
+	for _, tc := range launchers {
 		t.Run(tc.name, func(t *testing.T) {
 			flags := tc.flags(t)
-			hosts := tc.hosts(t)
+			hosts := tc.hosts(t, 4)
 			bad := hosts[2]
 			args := append(append([]string{"localise"}, localiseArgs(t, bad)...), flags...)
 			code, run, errs := localised(t, append(args, "--hosts", strings.Join(hosts, ","))...)
@@ -256,7 +249,7 @@ func TestLocalise4Nodes(t *testing.T) {
 // every run errored names nobody and exits 2 (infrastructure, not hardware).
 func TestLocaliseTimeoutLeavesNothingRunning(t *testing.T) {
 	flags := slurmFlags(t)
-	hosts := strings.Split(testenv.Need(t, "GPUACCEPT_SLURM_LOC_NODES", "slurm"), ",")[:3]
+	hosts := launchers[0].hosts(t, 3)
 	args := append(append([]string{"localise"}, localiseArgs(t, "")...), flags...)
 	args = append(args, "--hosts", strings.Join(hosts, ","), "--timeout", "4s", "--param", "env.STANDIN_SLEEP=10m")
 	code, run, errs := localised(t, args...)
