@@ -176,10 +176,10 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 <dt>gpuaccept</dt><dd>{{.Run.Version}}</dd>
 {{if .Baseline}}<dt>baseline</dt><dd>{{.Baseline}}</dd>{{end}}
 </dl>
-<table id="verdicts">
+{{if or .Rows (not .Locs)}}<table id="verdicts">
 <tr><th>Test</th><th>Status</th><th>Measured</th><th>Baseline: band</th><th>Detail</th></tr>
 {{range $i, $r := .Rows}}<tr class="{{status (index $r 1)}}"><td><a href="#t{{$i}}">{{index $r 0}}</a></td><td>{{index $r 1}}</td><td>{{index $r 2}}</td><td>{{index $r 3}}</td><td>{{index $r 4}}</td></tr>
-{{end}}</table>
+{{end}}</table>{{end}}
 {{if .Locs}}<p id="localisations">Localisations: {{range .Locs}}<a href="#{{.ID}}">{{.Test}}: {{len .Suspects}} suspect{{if ne (len .Suspects) 1}}s{{end}}</a> {{end}}</p>{{end}}
 {{range .Tests}}
 <h2 id="{{.ID}}">{{.Name}} <span class="badge {{.Status}}">{{upper .Status}}</span></h2>
