@@ -335,6 +335,9 @@ func keep(stderr io.Writer, run *result.Run, l result.Localisation) {
 // suite run before it.
 func localiseOnly(ctx context.Context, c *common, lc *localise.Config, s *sku.SKU, baseline []byte, suite string, su *sku.Suite, only []string,
 	topo plan.Topology, launcherName string, dryRun bool, stdout, stderr io.Writer) (int, error) {
+	if su.Nodes < 2 {
+		return exitUsage, usageError{fmt.Errorf("suite %s runs on 1 node: localise narrows down multi-node tests (the per-node stage of a multi-node suite runs %s on every node)", suite, suite)}
+	}
 	if len(topo.Hosts) < 2 {
 		return exitUsage, usageError{fmt.Errorf("localise needs the nodes to narrow down: --hosts or --hostfile with 2 or more")}
 	}

@@ -109,7 +109,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		if len(hosts) > 0 {
 			// The hosts given are the cluster under test: all of them take
 			// part, whatever node count the suite names by default.
-			if su.Nodes > 0 && su.Nodes != len(hosts) {
+			if su.Nodes > 0 && su.Nodes != len(hosts) && cmd == "run" {
 				fmt.Fprintf(stderr, "note: suite %s runs on %d nodes by default; running on the %d hosts given (--nodes sets the count)\n", suite, su.Nodes, len(hosts))
 			}
 			topo.Nodes = len(hosts)
@@ -126,6 +126,11 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	}
 	if topo.Nodes < 1 || topo.GPUsPerNode < 1 {
 		return exitUsage, usageError{fmt.Errorf("--nodes %d / --gpus-per-node %d: both must be >= 1", topo.Nodes, topo.GPUsPerNode)}
+	}
+	if cmd == "localise" {
+		if _, err := launch.New(launcherName, launch.Options{Hosts: []string{"node-a", "node-b"}, Flags: fs, SKU: s}); err != nil {
+			return exitUsage, usageError{fmt.Errorf("launcher %s cannot run a test on nodes it is given, so it cannot localise: %w", launcherName, err)}
+		}
 	}
 	l, err := launch.New(launcherName, launch.Options{ReplayDir: replayDir, Hosts: topo.Hosts, MPIArgs: mpiArgs, Flags: fs, SKU: s})
 	if err != nil {
@@ -193,7 +198,9 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 				fmt.Fprintf(stdout, "note: %s has no baseline at scope %s in SKU %s: it would not be judged\n", t.Name, scope, s.Name)
 			}
 		}
-		if judged == 0 {
+		// With --localise a run nothing judges at its own scope still
+		// signs off through its localisations' runs, judged at theirs.
+		if judged == 0 && !(lf.always && topo.Nodes >= 2) {
 			return exitUsage, fmt.Errorf("dry run: nothing would be judged at scope %s (gpuaccept baseline show %s)", scope, s.Name)
 		}
 		if topo.Nodes >= 2 && !lf.never {
@@ -201,7 +208,12 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 			if lf.always {
 				when = "--localise"
 			}
+			pinErr := sr.probe([]string{"node-a", "node-b"})
 			for _, t := range res.Tests {
+				if pinErr != nil {
+					fmt.Fprintf(stdout, "# %s: would not be localised: launcher %s cannot run a test on nodes it is given: %v\n", t.Name, launcherName, pinErr)
+					continue
+				}
 				fmt.Fprintf(stdout, "# %s: then localised (%s)\n", t.Name, when)
 				if err := lc.Schedule(t.Name, topo.Hosts).Write(stdout, 0); err != nil {
 					return exitUsage, err
@@ -301,5 +313,15 @@ func readHosts(list, file string) ([]string, error) {
 		}
 		hs = append(hs, l...)
 	}
-	return hosts.Names(hs), nil
+	names := hosts.Names(hs)
+	seen := map[string]bool{}
+	for _, h := range names {
+		if seen[h] {
+			// Every launcher would run two ranks' worth on it, or pair it
+			// with itself in a localisation.
+			return nil, usageError{fmt.Errorf("host %s is listed twice in --hosts/--hostfile; give each node once (its ranks come from --gpus-per-node)", h)}
+		}
+		seen[h] = true
+	}
+	return names, nil
 }

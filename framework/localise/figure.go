@@ -98,8 +98,16 @@ func median(vs []float64) float64 { return quantile(vs, 0.5) }
 // upperQuartile of vs is the reference runs of a stage are compared with:
 // the speed of its healthy runs as long as a quarter of them are healthy.
 // The median would not do: two bad nodes of six slow 9 of the 15 pairs,
-// and the median pair is then a slow one.
-func upperQuartile(vs []float64) float64 { return quantile(vs, 0.75) }
+// and the median pair is then a slow one. It is a measured value (nearest
+// rank), not one between two runs: of 2 nodes, the faster one's.
+func upperQuartile(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	return s[int(math.Ceil(0.75*float64(len(s))))-1]
+}
 
 // quantile of vs at q in [0,1], interpolating between neighbours; 0 for
 // none.

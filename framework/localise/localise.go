@@ -175,7 +175,7 @@ func (c *Config) Localise(ctx context.Context, suite, test string, topo plan.Top
 		Tolerance: c.tolerance(), Stages: []result.Stage{}, Suspects: []result.Suspect{}}
 	j := &job{c: c, suite: suite, test: test, topo: topo, loc: &loc, named: map[string]*result.Suspect{}}
 	if n < 2 {
-		loc.Notes = append(loc.Notes, fmt.Sprintf("%d host known: localisation needs the hosts of a multi-node run (--hosts)", n))
+		loc.Notes = append(loc.Notes, fmt.Sprintf("%s known: localisation needs the hosts of a multi-node run (--hosts)", plural(n, "host")))
 		return loc
 	}
 	if c.NodeSuite != "" {
@@ -199,9 +199,10 @@ func (c *Config) Localise(ctx context.Context, suite, test string, topo plan.Top
 			j.nicPairs(ctx, m)
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		j.note("stopped early: " + err.Error())
+	if ctx.Err() != nil {
+		j.note("stopped early (interrupted, or the run's time ran out): only what the runs above found is reported")
 	}
+	j.noteErrors()
 	for _, h := range j.order {
 		loc.Suspects = append(loc.Suspects, *j.named[h])
 	}
@@ -214,6 +215,41 @@ func (c *Config) Localise(ctx context.Context, suite, test string, topo plan.Top
 }
 
 func (j *job) note(s string) { j.loc.Notes = append(j.loc.Notes, s) }
+
+// noteErrors says how many runs could not run or be parsed (they count
+// for nothing) and, when they share nodes, which: the place to look.
+func (j *job) noteErrors() {
+	count := map[string]int{}
+	n, first := 0, ""
+	for _, st := range j.loc.Stages {
+		for _, r := range st.Runs {
+			if r.Status != result.Error {
+				continue
+			}
+			n++
+			if first == "" {
+				first = r.Why
+			}
+			for _, h := range r.Hosts {
+				count[h]++
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	var common []string
+	for _, h := range j.topo.Hosts {
+		if count[h] == n {
+			common = append(common, h)
+		}
+	}
+	where := ""
+	if len(common) > 0 && len(common) < len(j.topo.Hosts) {
+		where = "; every one of them ran on " + strings.Join(common, ", ")
+	}
+	j.note(fmt.Sprintf("%d run(s) could not run or be parsed and count for nothing%s (first: %s)", n, where, first))
+}
 
 func (j *job) progress(format string, a ...any) {
 	if j.c.Progress != nil {
@@ -339,7 +375,11 @@ func (j *job) judge(ps []*pending, ref float64) {
 		s := &p.sub
 		s.Reference = ref
 		if why := failure(p.test); why != "" {
-			s.Slow, s.Why = true, string(p.test.Status)+": "+why
+			// A run that could not run or be parsed measured nothing
+			// about its nodes (a host outside the partition, a bad
+			// parameter, Ctrl-C): it is kept, with why, but is no
+			// evidence of slowness. A failed run is.
+			s.Slow, s.Why = p.test.Status == result.Fail, string(p.test.Status)+": "+why
 			continue
 		}
 		if s.Figure > 0 && ref > 0 && s.Figure < (1-tol)*ref {
@@ -379,5 +419,9 @@ func (j *job) logRun(p *pending) {
 	if p.sub.Figure > 0 {
 		state += ", " + p.sub.FigureName + " " + fmtFig(p.sub.Figure, p.sub.Unit)
 	}
-	j.progress("%s %s: %s", p.req.Stage, strings.Join(p.sub.Hosts, "+"), state)
+	what := ""
+	if p.sub.Test != j.test {
+		what = " " + p.sub.Test
+	}
+	j.progress("%s %s%s: %s", p.req.Stage, strings.Join(p.sub.Hosts, "+"), what, state)
 }

@@ -82,8 +82,8 @@ func (s Schedule) Write(w io.Writer, maxRounds int) error {
 	case n == 2:
 		fmt.Fprintf(&b, "  pairs: none (2 nodes are one pair, the run itself)\n")
 	case s.Strategy == Bisect:
-		fmt.Fprintf(&b, "  bisect level 1: %s | %s; then the half that stays slow, at most %d levels, then its last nodes beside known-good ones\n",
-			span(s.Halves[0]), span(s.Halves[1]), s.Depth)
+		fmt.Fprintf(&b, "  bisect level 1: %s | %s; then the halves that stay slow, about %s, then their last nodes beside known-good ones\n",
+			span(s.Halves[0]), span(s.Halves[1]), plural(s.Depth, "level"))
 	default:
 		per := 0
 		if len(s.Rounds) > 0 {
@@ -93,10 +93,10 @@ func (s Schedule) Write(w io.Writer, maxRounds int) error {
 		if s.Strategy == Matching {
 			how = fmt.Sprintf("random matchings, seed %d", s.Seed)
 		}
-		fmt.Fprintf(&b, "  pairs: %d rounds of %d pairs (%s)\n", len(s.Rounds), per, how)
+		fmt.Fprintf(&b, "  pairs: %s of %s (%s)\n", plural(len(s.Rounds), "round"), plural(per, "pair"), how)
 		for r, round := range s.Rounds {
 			if maxRounds > 0 && r == maxRounds {
-				fmt.Fprintf(&b, "    ... %d more rounds\n", len(s.Rounds)-r)
+				fmt.Fprintf(&b, "    ... %s more\n", plural(len(s.Rounds)-r, "round"))
 				break
 			}
 			parts := make([]string, len(round))
@@ -106,7 +106,7 @@ func (s Schedule) Write(w io.Writer, maxRounds int) error {
 			fmt.Fprintf(&b, "    round %d: %s\n", r+1, strings.Join(parts, " "))
 		}
 		if s.Strategy == Matching {
-			fmt.Fprintf(&b, "  re-pair: the nodes slow in every matching, each beside a node fast in every one\n")
+			fmt.Fprintf(&b, "  re-pair: the nodes slow in every matching, each beside a node of a pair that ran at speed\n")
 		}
 	}
 	if s.HCAMap != "" {
@@ -114,4 +114,12 @@ func (s Schedule) Write(w io.Writer, maxRounds int) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// plural renders a count with its noun: "1 round", "3 rounds".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

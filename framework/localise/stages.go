@@ -37,6 +37,10 @@ func (j *job) perNode(ctx context.Context) {
 		for _, name := range tests {
 			q := &pending{req: p.req, sub: p.sub}
 			j.fill(q, run, err, name)
+			if q.test.Status == result.Skip && len(q.test.Metrics) == 0 {
+				// A test the suite skips (no plugin yet) says nothing.
+				continue
+			}
 			if err == nil && strings.HasPrefix(name, "suite ") {
 				q.sub.Status, q.sub.Why = result.Error, "the run has no test"
 				q.test = result.Test{Name: name, Status: result.Error, Message: q.sub.Why}
@@ -111,10 +115,14 @@ func (j *job) pairRounds(ctx context.Context, stage string, rounds []schedule.Ro
 	return all
 }
 
-// tally counts each host's pair runs and slow ones.
+// tally counts each host's pair runs that measured (errored runs count
+// for nothing) and the slow ones.
 func tally(ps []*pending) (runs, slow map[string]int) {
 	runs, slow = map[string]int{}, map[string]int{}
 	for _, p := range ps {
+		if p.sub.Status == result.Error {
+			continue
+		}
 		for _, h := range p.sub.Hosts {
 			runs[h]++
 			if p.sub.Slow {
@@ -179,7 +187,9 @@ func (j *job) matching(ctx context.Context) {
 		switch {
 		case runs[h] > 0 && slow[h] == runs[h]:
 			cand = append(cand, i)
-		case runs[h] > 0 && slow[h] == 0:
+		case slow[h] < runs[h]:
+			// One run at speed clears both its nodes: a slow node slows
+			// every run it is in.
 			good = append(good, i)
 		}
 	}
@@ -192,7 +202,7 @@ func (j *job) matching(ctx context.Context) {
 		return
 	}
 	if len(good) == 0 {
-		j.note("pairs: no node was fast in every matching, so the suspects could not be re-paired with a known-good node")
+		j.note("pairs: no pair ran at speed, so the suspects could not be re-paired with a known-good node")
 		return
 	}
 	j.repair(ctx, cand, good, median(goodFigs), ps)
@@ -285,12 +295,12 @@ func (j *job) bisect(ctx context.Context) {
 			}
 		}
 		for _, h := range halves {
-			if !h.run.sub.Slow {
+			if !h.run.sub.Slow && h.run.sub.Status != result.Error {
 				add(h.set)
 			}
 		}
 		for _, p := range repairs {
-			if !p.sub.Slow {
+			if !p.sub.Slow && p.sub.Status != result.Error {
 				add([]int{indexOf(hosts, p.sub.Hosts[0]), indexOf(hosts, p.sub.Hosts[1])})
 			}
 		}

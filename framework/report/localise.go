@@ -70,36 +70,13 @@ func stageSummary(st result.Stage) string {
 	return fmt.Sprintf("%s: %s in %s, %s", st.Name, plural(len(st.Runs), "run"), plural(st.Rounds, "round"), slow)
 }
 
-// couldNot says why a localisation could not localise at all ("" when it
-// could): it made no run, or every run errored (the launcher or the nodes
-// ran nothing). Such a localisation is an error, not a pass (the same
-// rule as the lead's result.Localisation.Verdict).
-func couldNot(l result.Localisation) string {
-	runs, errs := 0, 0
-	for _, st := range l.Stages {
-		for _, r := range st.Runs {
-			runs++
-			if r.Status == result.Error {
-				errs++
-			}
-		}
-	}
-	switch {
-	case runs == 0:
-		return "the localisation made no run"
-	case errs == runs:
-		return fmt.Sprintf("every run errored (%s), so nothing could be compared", plural(runs, "run"))
-	}
-	return ""
-}
-
 // noSuspect says, true to the data, why a localisation names nobody.
 func noSuspect(l result.Localisation) string {
 	see := ""
 	if len(l.Notes) > 0 {
 		see = " (see the notes)"
 	}
-	if why := couldNot(l); why != "" {
+	if why := l.Incomplete(); why != "" {
 		return "no suspect: " + why + see
 	}
 	slow := 0

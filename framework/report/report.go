@@ -123,12 +123,14 @@ func Summary(run *result.Run) string {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
+	scope := "scope " + run.Scope
 	if len(run.Tests) == 0 && len(run.Localisations) > 0 {
-		// gpuaccept localise runs no test of its own.
+		// gpuaccept localise runs no test at the whole set's scope.
 		parts = append(parts, fmt.Sprintf("%d localised", len(run.Localisations)))
+		scope = fmt.Sprintf("%d nodes", len(run.Hosts))
 	}
-	return fmt.Sprintf("%s: SKU %s, suite %s, scope %s, launcher %s: %s (%s)%s", strings.ToUpper(string(run.Status)),
-		run.SKU, run.Suite, run.Scope, run.Launcher, strings.Join(parts, ", "), run.Duration.Round(time.Millisecond), suspectsSummary(run))
+	return fmt.Sprintf("%s: SKU %s, suite %s, %s, launcher %s: %s (%s)%s", strings.ToUpper(string(run.Status)),
+		run.SKU, run.Suite, scope, run.Launcher, strings.Join(parts, ", "), run.Duration.Round(time.Millisecond), suspectsSummary(run))
 }
 
 var header = []string{"Test", "Status", "Measured", "Baseline: band", "Detail"}

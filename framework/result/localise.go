@@ -1,5 +1,7 @@
 package result
 
+import "fmt"
+
 // Localisation is what gpuaccept found while narrowing down a multi-node
 // test (one that failed, or any with --localise) to the node, HCA or link to
 // pull: the runs it made on parts of the node set, stage by stage, and the
@@ -27,12 +29,22 @@ type Localisation struct {
 }
 
 // Verdict is the localisation's own outcome: Fail when it names a
-// suspect; Error when it could not localise (no run, or every run errored:
-// the launcher or the nodes could not run anything); else Pass.
+// suspect; else Error when it is Incomplete; else Pass.
 func (l Localisation) Verdict() Status {
-	if len(l.Suspects) > 0 {
+	switch {
+	case len(l.Suspects) > 0:
 		return Fail
+	case l.Incomplete() != "":
+		return Error
 	}
+	return Pass
+}
+
+// Incomplete says why a localisation could not speak of every node: it
+// made no run, or some of its runs could not run or be parsed (a launcher
+// that cannot reach a node, a bad parameter, an interruption): those count
+// for nothing. "" when every run measured.
+func (l Localisation) Incomplete() string {
 	runs, errs := 0, 0
 	for _, st := range l.Stages {
 		for _, r := range st.Runs {
@@ -42,10 +54,17 @@ func (l Localisation) Verdict() Status {
 			}
 		}
 	}
-	if runs == 0 || errs == runs {
-		return Error
+	switch {
+	case runs == 0:
+		return "the localisation made no run"
+	case errs == 1 && runs == 1:
+		return "its one run errored, so nothing could be compared"
+	case errs == runs:
+		return fmt.Sprintf("every run errored (%d runs), so nothing could be compared", runs)
+	case errs > 0:
+		return fmt.Sprintf("%d of %d runs could not run or be parsed and count for nothing", errs, runs)
 	}
-	return Pass
+	return ""
 }
 
 // Stage is one step of a localisation: the runs it made, in rounds.

@@ -203,20 +203,23 @@ type Run struct {
 
 // Finish sets the run's status from its tests and localisations: a named
 // suspect fails the run even when the tests passed (the per-node stage can
-// find a slow node that a passing collective hides). A run of no test (the
-// localise command) takes its localisations' verdicts.
+// find a slow node that a passing collective hides). A run that judged no test (the
+// localise command, or a scope without baseline) takes its localisations'
+// verdicts.
 func (r *Run) Finish() {
 	ss := make([]Status, 0, len(r.Tests)+1)
 	for _, t := range r.Tests {
 		ss = append(ss, t.Status)
 	}
+	judged := Worst(ss...) != Skip
 	for _, l := range r.Localisations {
 		switch {
 		case len(l.Suspects) > 0:
 			ss = append(ss, Fail)
-		case len(r.Tests) == 0:
-			// The localise command runs no test: its localisations are
-			// the verdict.
+		case !judged:
+			// The localise command runs no test, and a run at a scope
+			// without baseline judges none: the localisations, whose
+			// runs were judged at theirs, are the verdict.
 			ss = append(ss, l.Verdict())
 		}
 	}

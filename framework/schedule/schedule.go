@@ -63,43 +63,72 @@ func RoundRobin(n int) []Round {
 	return rounds
 }
 
+// matchingTries is how many shuffles Matchings draws per round to find one
+// that repeats no earlier pair.
+const matchingTries = 32
+
 // Matchings draws k random perfect matchings of n nodes from rng, the
 // sampling large operators use instead of every pair: each round pairs
 // every node once (with odd n one node sits out, a different one each round
-// while k <= n). Fewer than 2 nodes or k < 1: no rounds. Pairs may repeat
-// across rounds. O(k·n).
+// while k <= n). A round repeats as few pairs of earlier rounds as
+// matchingTries draws can manage (none, unless n is small: 4 nodes have
+// only 3 matchings). Fewer than 2 nodes or k < 1: no rounds. O(k·n).
 func Matchings(n, k int, rng *rand.Rand) []Round {
 	if n < 2 || k < 1 {
 		return nil
 	}
 	rounds := make([]Round, k)
-	perm := make([]int, n)
+	seen := map[Pair]bool{}
 	for r := range rounds {
-		for i := range perm {
-			perm[i] = i
-		}
-		rng.Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-		if n%2 == 1 {
-			// Sit node r mod n out: move it to the end.
-			out := r % n
-			for i, v := range perm {
-				if v == out {
-					perm[i], perm[n-1] = perm[n-1], perm[i]
-					break
+		var best Round
+		bestRepeats := -1
+		for try := 0; try < matchingTries && bestRepeats != 0; try++ {
+			round := matching(n, r, rng)
+			repeats := 0
+			for _, p := range round {
+				if seen[p] {
+					repeats++
 				}
 			}
-		}
-		round := make(Round, 0, n/2)
-		for i := 0; i+1 < n; i += 2 {
-			a, b := perm[i], perm[i+1]
-			if a > b {
-				a, b = b, a
+			if bestRepeats < 0 || repeats < bestRepeats {
+				best, bestRepeats = round, repeats
 			}
-			round = append(round, Pair{a, b})
 		}
-		rounds[r] = round
+		for _, p := range best {
+			seen[p] = true
+		}
+		rounds[r] = best
 	}
 	return rounds
+}
+
+// matching draws one random perfect matching of n nodes; with odd n, node
+// r mod n sits out.
+func matching(n, r int, rng *rand.Rand) Round {
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	rng.Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+	if n%2 == 1 {
+		// Sit node r mod n out: move it to the end.
+		out := r % n
+		for i, v := range perm {
+			if v == out {
+				perm[i], perm[n-1] = perm[n-1], perm[i]
+				break
+			}
+		}
+	}
+	round := make(Round, 0, n/2)
+	for i := 0; i+1 < n; i += 2 {
+		a, b := perm[i], perm[i+1]
+		if a > b {
+			a, b = b, a
+		}
+		round = append(round, Pair{a, b})
+	}
+	return round
 }
 
 // Repair pairs every suspect with a known-good node, each good node with at

@@ -70,6 +70,18 @@ func TestMatchingsArePerfect(t *testing.T) {
 	assert.Assert(t, Matchings(8, 0, rng) == nil)
 }
 
+// Small node sets have few matchings: rounds still avoid repeating pairs
+// while one that does not exists (4 nodes: 3 matchings, 3 rounds, 6
+// distinct pairs).
+func TestMatchingsAvoidRepeats(t *testing.T) {
+	for seed := uint64(0); seed < 20; seed++ {
+		rounds := Matchings(4, 3, rand.New(rand.NewPCG(seed, 4)))
+		assert.Equal(t, len(covers(t, rounds, 4)), 6, "seed %d: %v", seed, rounds)
+		rounds = Matchings(64, 3, rand.New(rand.NewPCG(seed, 64)))
+		assert.Equal(t, len(covers(t, rounds, 64)), 96, "seed %d", seed)
+	}
+}
+
 func TestMatchingsDependOnSeed(t *testing.T) {
 	a := Matchings(64, 1, rand.New(rand.NewPCG(1, 1)))
 	b := Matchings(64, 1, rand.New(rand.NewPCG(1, 1)))
