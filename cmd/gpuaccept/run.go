@@ -127,13 +127,14 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if topo.Nodes < 1 || topo.GPUsPerNode < 1 {
 		return exitUsage, usageError{fmt.Errorf("--nodes %d / --gpus-per-node %d: both must be >= 1", topo.Nodes, topo.GPUsPerNode)}
 	}
-	if cmd == "localise" {
-		if _, err := launch.New(launcherName, launch.Options{Hosts: []string{"node-a", "node-b"}, Flags: fs, SKU: s}); err != nil {
-			return exitUsage, usageError{fmt.Errorf("launcher %s cannot run a test on nodes it is given, so it cannot localise: %w", launcherName, err)}
-		}
+	if cmd == "localise" && len(topo.Hosts) < 2 {
+		return exitUsage, usageError{fmt.Errorf("localise needs the nodes to narrow down: --hosts or --hostfile with 2 or more")}
 	}
 	l, err := launch.New(launcherName, launch.Options{ReplayDir: replayDir, Hosts: topo.Hosts, MPIArgs: mpiArgs, Flags: fs, SKU: s})
 	if err != nil {
+		if cmd == "localise" {
+			err = fmt.Errorf("launcher %s cannot run a test on the nodes given, so it cannot localise: %w", launcherName, err)
+		}
 		return exitUsage, usageError{err}
 	}
 	host := c.host()
@@ -208,7 +209,10 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 			if lf.always {
 				when = "--localise"
 			}
-			pinErr := sr.probe([]string{"node-a", "node-b"})
+			var pinErr error
+			if len(topo.Hosts) >= 2 {
+				pinErr = sr.probe(topo.Hosts)
+			}
 			for _, t := range res.Tests {
 				if pinErr != nil {
 					fmt.Fprintf(stdout, "# %s: would not be localised: launcher %s cannot run a test on nodes it is given: %v\n", t.Name, launcherName, pinErr)

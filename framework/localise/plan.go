@@ -67,7 +67,7 @@ func (s Schedule) Write(w io.Writer, maxRounds int) error {
 	n := len(s.Hosts)
 	fmt.Fprintf(&b, "# localise %s on %d nodes (%s)\n", s.Test, n, s.Strategy)
 	if n < 2 {
-		fmt.Fprintf(&b, "  nothing to localise: the hosts are not known (--hosts)\n")
+		fmt.Fprintf(&b, "  nothing to localise unless the hosts are known: --hosts (ssh, slurm), or the nodes a Slurm job reports\n")
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
