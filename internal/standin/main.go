@@ -37,6 +37,9 @@
 //	                    its -p port (perftest's 18515 by default) on every
 //	                    address, the client connects to argv's address and
 //	                    -p port, as STANDIN_CONNECT does
+//	STANDIN_PAUSE_AFTER the text of the line after which a listening server
+//	                    waits for its client ("Waiting for client to
+//	                    connect"); unset: it prints everything first
 //	STANDIN_CONNECT     act as a client: connect to this TCP address first
 //	                    and fail (exit 1), as the real client does, when
 //	                    nothing listens there
@@ -44,7 +47,9 @@
 //	                    "Device : NAME" lines replaced by argv's -d (or
 //	                    --ib-dev), so one recording stands in for every
 //	                    HCA a plan names (the recording's own name
-//	                    otherwise, the default)
+//	                    otherwise, the default); a replay behaviour like
+//	                    the degraded copies: the recording files are
+//	                    untouched and no parser test reads this output
 //
 // Degrading on chosen hosts, so that finding a bad node can be tested
 // without one: GPUACCEPT_HOSTS (set by every launcher, see
