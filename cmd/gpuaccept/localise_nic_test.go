@@ -57,8 +57,9 @@ var nics4 = []string{"ionic_0", "ionic_1", "ionic_2", "ionic_3"}
 
 // nicLocaliseArgs are the flags of a localisation of mi355x's ib_write_bw
 // over nics4 with the stand-in; badHCA on the badRole side ("server" or
-// "client") is slow, none when badHCA is "".
-func nicLocaliseArgs(t *testing.T, badHCA, badRole string) []string {
+// "client") is slow, none when badHCA is "", and so is the HCA pair link
+// ("SERVER_HCA:CLIENT_HCA") unless it is "".
+func nicLocaliseArgs(t *testing.T, badHCA, badRole, link string) []string {
 	rec, err := filepath.Abs(filepath.Join("..", "..", "testdata", "recordings"))
 	assert.NilError(t, err)
 	log := filepath.Join("multinode", "raw", "ibperf.write_bw", "{role}.0.log")
@@ -73,11 +74,15 @@ func nicLocaliseArgs(t *testing.T, badHCA, badRole string) []string {
 	if badHCA != "" {
 		args = append(args, "--param", "env.STANDIN_DEGRADE_HCA="+badHCA, "--param", "env.STANDIN_DEGRADE_ROLE="+badRole)
 	}
+	if link != "" {
+		args = append(args, "--param", "env.STANDIN_DEGRADE_LINK="+link)
+	}
 	return args
 }
 
 // A bad HCA on either node of a pair is named on that node, as the one
-// HCA whose every pair is slow; a healthy pair of nodes names nobody.
+// HCA whose every pair is slow; one slow HCA pair is named as a link; a
+// healthy pair of nodes names nobody.
 func TestLocaliseNICPairs(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -99,15 +104,16 @@ func TestLocaliseNICPairs(t *testing.T) {
 			flags := tc.flags(t)
 			hosts := tc.hosts(t)
 			for _, c := range []struct {
-				name, badHCA, badRole string
-				host                  string // the host named, "" none
+				name, badHCA, badRole, link string
+				want                        result.Suspect // Kind "": none
 			}{
-				{"bad client HCA", "ionic_2", "client", hosts[1]},
-				{"bad server HCA", "ionic_1", "server", hosts[0]},
-				{"healthy", "", "", ""},
+				{"bad client HCA", "ionic_2", "client", "", result.Suspect{Kind: "hca", Host: hosts[1], HCA: "ionic_2"}},
+				{"bad server HCA", "ionic_1", "server", "", result.Suspect{Kind: "hca", Host: hosts[0], HCA: "ionic_1"}},
+				{"bad link", "", "", "ionic_1:ionic_3", result.Suspect{Kind: "link", Host: hosts[0], HCA: "ionic_1", Peer: hosts[1] + ":ionic_3"}},
+				{"healthy", "", "", "", result.Suspect{}},
 			} {
 				t.Run(c.name, func(t *testing.T) {
-					args := append(append(nicLocaliseArgs(t, c.badHCA, c.badRole), flags...), "--hosts", strings.Join(hosts, ","))
+					args := append(append(nicLocaliseArgs(t, c.badHCA, c.badRole, c.link), flags...), "--hosts", strings.Join(hosts, ","))
 					code, run, errs := localised(t, args...)
 					assert.Equal(t, len(run.Localisations), 1, errs)
 					l := run.Localisations[0]
@@ -122,7 +128,8 @@ func TestLocaliseNICPairs(t *testing.T) {
 						slow := false
 						for _, f := range r.NICFigures {
 							cells++
-							bad := c.badRole == "server" && f.Server == c.badHCA || c.badRole == "client" && f.Client == c.badHCA
+							bad := c.badRole == "server" && f.Server == c.badHCA || c.badRole == "client" && f.Client == c.badHCA ||
+								f.Server+":"+f.Client == c.link
 							slow = slow || bad
 							assert.Equal(t, f.Slow, bad, "%s %+v", r.NICs, f)
 							// The recordings' peak bw_avg: 779.21 Gb/s, halved 389.61.
@@ -138,7 +145,7 @@ func TestLocaliseNICPairs(t *testing.T) {
 						assert.NilError(t, err, "the run's own results folder")
 					}
 					assert.Equal(t, cells, 16, "every server HCA with every client HCA")
-					if c.host == "" {
+					if c.want.Kind == "" {
 						assert.Equal(t, code, 0, errs)
 						assert.Equal(t, len(l.Suspects), 0, "%+v", l.Suspects)
 						return
@@ -146,10 +153,9 @@ func TestLocaliseNICPairs(t *testing.T) {
 					assert.Equal(t, code, 1, errs)
 					assert.Equal(t, len(l.Suspects), 1, "%+v", l.Suspects)
 					s := l.Suspects[0]
-					assert.Equal(t, s.Kind, "hca")
-					assert.Equal(t, s.Host, c.host)
-					assert.Equal(t, s.HCA, c.badHCA)
 					assert.Equal(t, s.Stage, "nic-pairs")
+					s.Stage, s.Reason, s.Evidence = "", "", nil
+					assert.DeepEqual(t, s, c.want)
 				})
 			}
 		})

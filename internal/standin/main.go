@@ -74,10 +74,17 @@
 //	                             node and the client on the second, so
 //	                             this picks the node of a bad HCA
 //
+//	STANDIN_DEGRADE_LINK         SERVER_HCA:CLIENT_HCA: degrade the pair
+//	                             of exactly these two HCAs (-d of the
+//	                             server and of the client), one bad
+//	                             cable or switch path; needs the two
+//	                             sides to connect
+//
 // The two sides of a pair that connect (STANDIN_LISTEN, STANDIN_CONNECT)
-// tell each other whether they are degraded, and both replay
-// STANDIN_DEGRADED_LOG when either is: both ends of one slow link measure
-// the same bandwidth, and a perftest client's table is the one judged.
+// tell each other whether they are degraded and which HCA (-d) they run
+// on, and both replay STANDIN_DEGRADED_LOG when either is, or when they
+// are STANDIN_DEGRADE_LINK's pair: both ends of one slow link measure the
+// same bandwidth, and a perftest client's table is the one judged.
 //
 // A degraded run without its degraded recording set is an error (exit 6),
 // never a silent healthy replay.
@@ -88,6 +95,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -395,22 +403,25 @@ func readPaired(log, dev string) ([]byte, error) {
 	return data, nil
 }
 
-// exchange tells the peer whether this side is degraded and returns
-// whether the peer is; a peer that says nothing (an older stand-in, a
-// closed connection) is healthy.
-func exchange(c net.Conn, degraded bool) bool {
-	b := []byte{'0'}
+// exchange tells the peer whether this side is degraded and which HCA it
+// runs on (one line: "1 ionic_2"), and returns the same of the peer; a
+// peer that says nothing (a closed connection) is a healthy one on no
+// named HCA.
+func exchange(c net.Conn, degraded bool, dev string) (peerDegraded bool, peerDev string) {
+	flag := "0"
 	if degraded {
-		b[0] = '1'
+		flag = "1"
 	}
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := c.Write(b); err != nil {
-		return false
+	if _, err := fmt.Fprintf(c, "%s %s\n", flag, dev); err != nil {
+		return false, ""
 	}
-	if _, err := io.ReadFull(c, b); err != nil {
-		return false
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return false, ""
 	}
-	return b[0] == '1'
+	f, d, _ := strings.Cut(strings.TrimSpace(line), " ")
+	return f == "1", d
 }
 
 // replayPaired replays a server's or client's recording (c.log),
@@ -430,11 +441,19 @@ func replayPaired(c choice, getenv func(string) string, argv []string) int {
 	// peer switches to the degraded log when the other side is degraded
 	// and this one is not.
 	peer := func(conn net.Conn) int {
-		if !exchange(conn, c.degraded) || c.degraded {
+		peerBad, peerDev := exchange(conn, c.degraded, pt.device)
+		if link := getenv("STANDIN_DEGRADE_LINK"); link != "" {
+			srv, cli := pt.device, peerDev
+			if pt.role() == "client" {
+				srv, cli = peerDev, pt.device
+			}
+			peerBad = peerBad || link == srv+":"+cli
+		}
+		if !peerBad || c.degraded {
 			return 0
 		}
 		if c.degradedLog == "" {
-			fmt.Fprintln(os.Stderr, "standin: the peer is degraded but STANDIN_DEGRADED_LOG is not set")
+			fmt.Fprintln(os.Stderr, "standin: the peer or the link is degraded but STANDIN_DEGRADED_LOG is not set")
 			return 6
 		}
 		if data, err = readPaired(c.degradedLog, dev); err != nil {

@@ -259,15 +259,22 @@ func TestPairOverArgv(t *testing.T) {
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	ln.Close()
 	for _, c := range []struct {
-		name, badHCA string
-		want         string // the bandwidth at 8 MiB both sides print
+		name string
+		bad  string // STANDIN_DEGRADE_HCA, or "link S:C": STANDIN_DEGRADE_LINK
+		want string // the bandwidth at 8 MiB both sides print
 	}{
 		{"healthy", "ionic_4", "8388608 20000 779.21 779.21 0.011611"},
 		{"bad server HCA", "ionic_5", "8388608 20000 389.61 389.61 0.005805"},
 		{"bad client HCA", "ionic_6", "8388608 20000 389.61 389.61 0.005805"},
+		{"bad link", "link ionic_5:ionic_6", "8388608 20000 389.61 389.61 0.005805"},
+		{"link the other way round is healthy", "link ionic_6:ionic_5", "8388608 20000 779.21 779.21 0.011611"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			env := append([]string{"STANDIN_DEGRADE_HCA=" + c.badHCA}, logs...)
+			bad := "STANDIN_DEGRADE_HCA=" + c.bad
+			if l, ok := strings.CutPrefix(c.bad, "link "); ok {
+				bad = "STANDIN_DEGRADE_LINK=" + l
+			}
+			env := append([]string{bad}, logs...)
 			srv := exec.Command(filepath.Join(bin, "ib_write_bw"), "-d", "ionic_5", "-p", port, "-a", "-F", "-b", "--report_gbits")
 			srv.Env = env
 			var srvOut bytes.Buffer
