@@ -18,7 +18,12 @@
 //	STANDIN_EXIT        exit with this status after printing
 //	STANDIN_LOG         replay this file instead of the recording named
 //	                    after the program (for tools other than nccl-tests,
-//	                    such as the two sides of ib_write_bw); writes no JSON
+//	                    such as the two sides of ib_write_bw); writes no
+//	                    JSON. The text {role} in it becomes "server" or
+//	                    "client", and a folder means ROLE.log in it: the
+//	                    role is perftest's rule read from argv (a client
+//	                    names the server's address, a server names none),
+//	                    so one setting serves both sides of a pair
 //	STANDIN_PIDFILE     append this process's pid to this file first, so
 //	                    tests can check that nothing is left running
 //	STANDIN_DELAY       sleep this long (Go duration) before anything else,
@@ -26,10 +31,25 @@
 //	STANDIN_LISTEN      serve like a benchmark's server side: listen on this
 //	                    TCP address, print the recording through its first
 //	                    line holding STANDIN_PAUSE_AFTER, wait for one client
-//	                    to connect, then print the rest
+//	                    to connect, then print the rest. "argv": the
+//	                    perftest pair argv describes, for both sides at
+//	                    once: the server (no address in argv) listens on
+//	                    its -p port (perftest's 18515 by default) on every
+//	                    address, the client connects to argv's address and
+//	                    -p port, as STANDIN_CONNECT does
+//	STANDIN_PAUSE_AFTER the text of the line after which a listening server
+//	                    waits for its client ("Waiting for client to
+//	                    connect"); unset: it prints everything first
 //	STANDIN_CONNECT     act as a client: connect to this TCP address first
 //	                    and fail (exit 1), as the real client does, when
 //	                    nothing listens there
+//	STANDIN_DEVICE      "argv": print the paired log with the HCA of its
+//	                    "Device : NAME" lines replaced by argv's -d (or
+//	                    --ib-dev), so one recording stands in for every
+//	                    HCA a plan names (the recording's own name
+//	                    otherwise, the default); a replay behaviour like
+//	                    the degraded copies: the recording files are
+//	                    untouched and no parser test reads this output
 //
 // Degrading on chosen hosts, so that finding a bad node can be tested
 // without one: GPUACCEPT_HOSTS (set by every launcher, see
@@ -46,7 +66,25 @@
 //	                             above) instead of STANDIN_RECORDINGS
 //	                             when degraded
 //	STANDIN_DEGRADED_LOG         replay this file instead of STANDIN_LOG
-//	                             when degraded
+//	                             when degraded ({role} and folders as
+//	                             STANDIN_LOG)
+//	STANDIN_DEGRADE_ROLE         server or client: degrade only that side
+//	                             of a pair (role as for STANDIN_LOG); a
+//	                             plan puts the server on the test's first
+//	                             node and the client on the second, so
+//	                             this picks the node of a bad HCA
+//
+//	STANDIN_DEGRADE_LINK         SERVER_HCA:CLIENT_HCA: degrade the pair
+//	                             of exactly these two HCAs (-d of the
+//	                             server and of the client), one bad
+//	                             cable or switch path; needs the two
+//	                             sides to connect
+//
+// The two sides of a pair that connect (STANDIN_LISTEN, STANDIN_CONNECT)
+// tell each other whether they are degraded and which HCA (-d) they run
+// on, and both replay STANDIN_DEGRADED_LOG when either is, or when they
+// are STANDIN_DEGRADE_LINK's pair: both ends of one slow link measure the
+// same bandwidth, and a perftest client's table is the one judged.
 //
 // A degraded run without its degraded recording set is an error (exit 6),
 // never a silent healthy replay.
@@ -57,6 +95,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -91,7 +130,7 @@ func run() int {
 		return 6
 	}
 	if c.log != "" {
-		return replayPaired(c.log)
+		return replayPaired(c, os.Getenv, os.Args)
 	}
 	dir := c.dir
 	name := strings.TrimSuffix(filepath.Base(os.Args[0]), "_mpi")
@@ -130,8 +169,11 @@ func run() int {
 // recordings folder; err says why it cannot choose.
 type choice struct {
 	log, dir string
-	degraded bool
-	err      string
+	// degradedLog is the paired log to switch to when the peer turns out
+	// degraded; "" when not set.
+	degradedLog string
+	degraded    bool
+	err         string
 }
 
 // choose reads the environment (getenv) and the program's argv and
@@ -143,15 +185,25 @@ func choose(getenv func(string) string, argv []string) choice {
 		nodes = 1
 	}
 	expand := func(v string) string { return strings.ReplaceAll(v, "{nodes}", strconv.Itoa(nodes)) }
-	bad := degraded(splitList(getenv("STANDIN_DEGRADE_HOST")), getenv("STANDIN_DEGRADE_HCA"), hosts, argv)
+	role := getenv("STANDIN_DEGRADE_ROLE")
+	if role != "" && role != "server" && role != "client" {
+		return choice{err: fmt.Sprintf("STANDIN_DEGRADE_ROLE=%q: want server or client", role)}
+	}
+	bad := degraded(splitList(getenv("STANDIN_DEGRADE_HOST")), getenv("STANDIN_DEGRADE_HCA"), role, hosts, argv)
 	if log := getenv("STANDIN_LOG"); log != "" {
-		if !bad {
-			return choice{log: log}
-		}
+		side := perftestArgv(argv).role()
+		c := choice{log: pairedLog(log, side)}
 		if d := getenv("STANDIN_DEGRADED_LOG"); d != "" {
-			return choice{log: d, degraded: true}
+			c.degradedLog = pairedLog(d, side)
 		}
-		return choice{err: "degraded run (STANDIN_DEGRADE_HOST/STANDIN_DEGRADE_HCA matched) but STANDIN_DEGRADED_LOG is not set"}
+		if !bad {
+			return c
+		}
+		if c.degradedLog == "" {
+			return choice{err: "degraded run (STANDIN_DEGRADE_HOST/HCA/ROLE matched) but STANDIN_DEGRADED_LOG is not set"}
+		}
+		c.log, c.degraded = c.degradedLog, true
+		return c
 	}
 	if bad {
 		if d := getenv("STANDIN_DEGRADED_RECORDINGS"); d != "" {
@@ -166,16 +218,94 @@ func choose(getenv func(string) string, argv []string) choice {
 }
 
 // degraded reports whether a run on hosts with argv stands for a bad node
-// (one of badHosts takes part) or a bad HCA (argv names badHCA), both
-// when both are given; neither given is a healthy run.
-func degraded(badHosts []string, badHCA string, hosts, argv []string) bool {
-	if len(badHosts) == 0 && badHCA == "" {
+// (one of badHosts takes part), a bad HCA (argv names badHCA) or a bad side
+// of a pair (argv's perftest role is badRole), all that are given; none
+// given is a healthy run.
+func degraded(badHosts []string, badHCA, badRole string, hosts, argv []string) bool {
+	if len(badHosts) == 0 && badHCA == "" && badRole == "" {
 		return false
 	}
 	if len(badHosts) > 0 && !overlap(badHosts, hosts) {
 		return false
 	}
+	if badRole != "" && perftestArgv(argv).role() != badRole {
+		return false
+	}
 	return badHCA == "" || namesHCA(argv, badHCA)
+}
+
+// pairedLog is the log of side ("server" or "client") that the setting v
+// names: {role} replaced, or ROLE.log in v when v is a folder.
+func pairedLog(v, side string) string {
+	if strings.Contains(v, "{role}") {
+		return strings.ReplaceAll(v, "{role}", side)
+	}
+	if dirExists(v) {
+		return filepath.Join(v, side+".log")
+	}
+	return v
+}
+
+// perftestValued are the perftest options (ib_write_bw and its siblings,
+// perftest 4.5 / 24.x) that take a value as the next argument; any other
+// argument not starting with '-' is the server's address.
+var perftestValued = map[string]bool{
+	"-d": true, "--ib-dev": true, "-p": true, "--port": true, "-i": true, "--ib-port": true,
+	"-m": true, "--mtu": true, "-s": true, "--size": true, "-n": true, "--iters": true,
+	"-t": true, "--tx-depth": true, "-r": true, "--rx-depth": true, "-u": true, "--qp-timeout": true,
+	"-S": true, "--sl": true, "-x": true, "--gid-index": true, "-c": true, "--connection": true,
+	"-q": true, "--qp": true, "-I": true, "--inline_size": true, "-D": true, "--duration": true,
+	"-f": true, "--margin": true, "-l": true, "--post_list": true, "-Q": true, "--cq-mod": true,
+	"-T": true, "--tos": true, "-L": true, "--hop_limit": true, "-g": true, "--mcg": true,
+	"-M": true, "--MGID": true, "-k": true, "--mmap": true, "--mmap-offset": true, "--tclass": true,
+	"--use_cuda": true, "--use_rocm": true, "--use_neuron": true, "--use_hl": true, "--use_cuda_bus_id": true,
+	"--rate_limit": true, "--rate_units": true, "--rate_limit_type": true, "--burst_size": true,
+	"--source_ip": true, "--dest_ip": true, "--source_port": true, "--dest_port": true, "--flows": true,
+	"--flows_burst": true, "--dlid": true, "--pkey_index": true, "--retry_count": true, "--flow_label": true,
+	"--out_json_file": true, "--payload_file_path": true, "--recv_post_list": true, "--latency_gap": true,
+	"--wait_destroy": true, "--ipv6-addr": true,
+}
+
+// perftest is what the stand-in reads of a perftest argv.
+type perftest struct {
+	// device is the -d/--ib-dev HCA, port the -p/--port TCP port
+	// ("18515", perftest's default, when absent), server the address a
+	// client connects to ("" on the server side).
+	device, port, server string
+}
+
+func perftestArgv(argv []string) perftest {
+	pt := perftest{port: "18515"}
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pt.server = a
+			continue
+		}
+		name, val, eq := strings.Cut(a, "=")
+		if !eq {
+			if !perftestValued[a] || i+1 >= len(argv) {
+				continue
+			}
+			i++
+			val = argv[i]
+		}
+		switch name {
+		case "-d", "--ib-dev":
+			pt.device = val
+		case "-p", "--port":
+			pt.port = val
+		}
+	}
+	return pt
+}
+
+// role is "client" when argv names a server to connect to, else "server".
+func (pt perftest) role() string {
+	if pt.server != "" {
+		return "client"
+	}
+	return "server"
 }
 
 func overlap(a, b []string) bool {
@@ -257,51 +387,146 @@ func withEnv(data []byte) []byte {
 	return envList.ReplaceAllLiteral(data, append([]byte(`"env": `), env...))
 }
 
-// replayPaired replays a server's or client's recording (STANDIN_LOG),
-// listening or connecting first when STANDIN_LISTEN or STANDIN_CONNECT ask.
-func replayPaired(log string) int {
+// deviceLine matches the HCA name of perftest's "Device : NAME" lines.
+var deviceLine = regexp.MustCompile(`(Device\s*:\s*)\S+`)
+
+// readPaired reads a paired log, its device names replaced by dev when dev
+// is not "".
+func readPaired(log, dev string) ([]byte, error) {
 	data, err := os.ReadFile(log)
+	if err != nil {
+		return nil, err
+	}
+	if dev != "" {
+		data = deviceLine.ReplaceAll(data, []byte("${1}"+strings.ReplaceAll(dev, "$", "$$")))
+	}
+	return data, nil
+}
+
+// exchange tells the peer whether this side is degraded and which HCA it
+// runs on (one line: "1 ionic_2"), and returns the same of the peer; a
+// peer that says nothing (a closed connection) is a healthy one on no
+// named HCA.
+func exchange(c net.Conn, degraded bool, dev string) (peerDegraded bool, peerDev string) {
+	flag := "0"
+	if degraded {
+		flag = "1"
+	}
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := fmt.Fprintf(c, "%s %s\n", flag, dev); err != nil {
+		return false, ""
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return false, ""
+	}
+	f, d, _ := strings.Cut(strings.TrimSpace(line), " ")
+	return f == "1", d
+}
+
+// replayPaired replays a server's or client's recording (c.log),
+// listening or connecting first when STANDIN_LISTEN or STANDIN_CONNECT
+// ask, and switching to the degraded log when the peer is degraded.
+func replayPaired(c choice, getenv func(string) string, argv []string) int {
+	pt := perftestArgv(argv)
+	dev := ""
+	if getenv("STANDIN_DEVICE") == "argv" {
+		dev = pt.device
+	}
+	data, err := readPaired(c.log, dev)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "standin: %v\n", err)
 		return 1
 	}
-	if addr := os.Getenv("STANDIN_CONNECT"); addr != "" {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, " Couldn't connect to %s: %v\n", addr, err)
+	// peer switches to the degraded log when the other side is degraded
+	// and this one is not.
+	peer := func(conn net.Conn) int {
+		peerBad, peerDev := exchange(conn, c.degraded, pt.device)
+		if link := getenv("STANDIN_DEGRADE_LINK"); link != "" {
+			srv, cli := pt.device, peerDev
+			if pt.role() == "client" {
+				srv, cli = peerDev, pt.device
+			}
+			peerBad = peerBad || link == srv+":"+cli
+		}
+		if !peerBad || c.degraded {
+			return 0
+		}
+		if c.degradedLog == "" {
+			fmt.Fprintln(os.Stderr, "standin: the peer or the link is degraded but STANDIN_DEGRADED_LOG is not set")
+			return 6
+		}
+		if data, err = readPaired(c.degradedLog, dev); err != nil {
+			fmt.Fprintf(os.Stderr, "standin: %v\n", err)
 			return 1
 		}
-		defer c.Close()
+		return 0
 	}
-	if addr := os.Getenv("STANDIN_LISTEN"); addr != "" {
-		ln, err := net.Listen("tcp", addr)
+	listen, connect := getenv("STANDIN_LISTEN"), getenv("STANDIN_CONNECT")
+	if listen == "argv" {
+		listen = ""
+		if pt.role() == "server" {
+			listen = ":" + pt.port
+		} else {
+			connect = net.JoinHostPort(pt.server, pt.port)
+		}
+	}
+	if connect != "" {
+		conn, err := net.DialTimeout("tcp", connect, 5*time.Second)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "standin: listen on %s: %v\n", addr, err)
+			fmt.Fprintf(os.Stderr, " Couldn't connect to %s: %v\n", connect, err)
+			return 1
+		}
+		defer conn.Close()
+		if code := peer(conn); code != 0 {
+			return code
+		}
+	}
+	if listen != "" {
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "standin: listen on %s: %v\n", listen, err)
 			return 1
 		}
 		defer ln.Close()
-		head, rest := data, []byte(nil)
-		if m := os.Getenv("STANDIN_PAUSE_AFTER"); m != "" {
-			if i := bytes.Index(data, []byte(m)); i >= 0 {
-				end := i + bytes.IndexByte(data[i:], '\n') + 1
-				if end <= i {
-					end = len(data)
-				}
-				head, rest = data[:end], data[end:]
-			}
-		}
+		marker := getenv("STANDIN_PAUSE_AFTER")
+		head, _ := splitAfter(data, marker)
 		os.Stdout.Write(head)
-		c, err := ln.Accept()
+		conn, err := ln.Accept()
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "standin: accept on %s: %v\n", addr, err)
+			fmt.Fprintf(os.Stderr, "standin: accept on %s: %v\n", listen, err)
 			return 1
 		}
-		c.Close()
+		code := peer(conn)
+		conn.Close()
+		if code != 0 {
+			return code
+		}
+		// The degraded log's head is the healthy one's: print the rest of
+		// whichever log the pair settled on.
+		_, rest := splitAfter(data, marker)
 		os.Stdout.Write(rest)
 		return waitAndExit()
 	}
 	os.Stdout.Write(data)
 	return waitAndExit()
+}
+
+// splitAfter splits data after the first line holding marker; all of data
+// is the head when marker is "" or absent.
+func splitAfter(data []byte, marker string) (head, rest []byte) {
+	if marker == "" {
+		return data, nil
+	}
+	i := bytes.Index(data, []byte(marker))
+	if i < 0 {
+		return data, nil
+	}
+	end := bytes.IndexByte(data[i:], '\n')
+	if end < 0 {
+		return data, nil
+	}
+	return data[:i+end+1], data[i+end+1:]
 }
 
 func waitAndExit() int {

@@ -233,8 +233,18 @@ func stepLine(j job, s plan.Step) (string, error) {
 	}
 	line := joinWithJob(argv)
 	if single && (s.Role != "" || s.Host > 0 || j.Pinned) {
-		// A server or client runs on its own node of the allocation.
-		line += fmt.Sprintf(" --nodelist=\"$(sed -n %dp \"$job/%s\")\"", s.Host+1, hostsName)
+		// A server or client runs on its own node of the allocation, and
+		// the servers and clients of several pairs (ib_write_bw, one per
+		// HCA pair) at once: --overlap, or the second step on a node waits
+		// for the first to end ("Requested nodes are busy", a step taking
+		// every CPU of its nodes since Slurm 20.11) while the first waits
+		// for its client. A pinned step (a localisation's run on some
+		// nodes of the allocation) names its node too.
+		overlap := ""
+		if s.Role != "" || s.Host > 0 {
+			overlap = " --overlap"
+		}
+		line += fmt.Sprintf("%s --nodelist=\"$(sed -n %dp \"$job/%s\")\"", overlap, s.Host+1, hostsName)
 	}
 	return line + " " + joinWithJob(wrapped), nil
 }

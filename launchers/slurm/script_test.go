@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,4 +195,38 @@ func TestAllocationPinsHosts(t *testing.T) {
 	l = &Launcher{Config: Config{MPI: MPIMpirun, Mode: ModeAllocation, GPUs: GPUsNone}, Environ: []string{}}
 	_, err = l.Commands(requestFor(t, 0))
 	assert.ErrorContains(t, err, "--slurm-mode allocation: SLURM_JOB_ID is not set")
+}
+
+// Every server and client of a multi-pair ib_write_bw runs at once as a
+// one-task step of its node, sharing the node (--overlap): without it the
+// second server's srun waits for the first to end. Steps started by a
+// rank starter keep their resources to themselves.
+func TestRenderConcurrentPairsOverlap(t *testing.T) {
+	var steps []plan.Step
+	for i := 0; i < 4; i++ {
+		steps = append(steps,
+			plan.Step{Name: fmt.Sprintf("server.%d", i), Role: "server", Argv: []string{"ib_write_bw"}, Procs: 1, ProcsPerNode: 1, ReadyMarker: "Waiting"},
+			plan.Step{Name: fmt.Sprintf("client.%d", i), Role: "client", Host: 1, Argv: []string{"ib_write_bw", "n1"}, Procs: 1, ProcsPerNode: 1})
+	}
+	for _, c := range []struct {
+		name    string
+		steps   []plan.Step
+		overlap int
+	}{
+		{"four pairs", steps, 8},
+		{"mpirun step", []plan.Step{ncclStep()}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, cmds, err := render(job{Test: "ibperf.write_bw", Dir: "/shared/r/raw/ibperf.write_bw/.slurm", Plan: plan.Plan{Steps: c.steps},
+				Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}, MPI: MPIPMI2, Batch: true, Config: Config{GPUs: GPUsNone}})
+			assert.NilError(t, err)
+			n := 0
+			for _, cmd := range cmds {
+				if strings.Contains(cmd, " --overlap ") {
+					n++
+				}
+			}
+			assert.Equal(t, n, c.overlap, "%q", cmds)
+		})
+	}
 }
