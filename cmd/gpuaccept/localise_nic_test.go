@@ -1,12 +1,12 @@
 package main
 
 import (
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -26,31 +26,31 @@ import (
 // the chosen side takes part (the server runs on the first host, the
 // client on the second).
 
-var (
-	ibOnce sync.Once
-	ibErr  error
-)
 
-// ibStandinBin is standinBin's folder with the stand-in also named
-// ib_write_bw.
-func ibStandinBin(t *testing.T) string {
-	t.Helper()
-	dir := standinBin(t)
-	ibOnce.Do(func() {
-		ibErr = os.Link(filepath.Join(dir, "all_reduce_perf"), filepath.Join(dir, "ib_write_bw"))
-	})
-	assert.NilError(t, ibErr)
-	return dir
-}
-
-// freePort is a TCP port nothing listens on now; the run's pairs use it
-// and the next ones (the plan's port+i), so concurrent tests do not meet.
+// freePort is the first of len(nics4) consecutive TCP ports nothing
+// listens on now, which the run's pairs use (the plan's port+i). They are
+// drawn below the kernel's ephemeral range (32768-60999), where a
+// connection's local port could take one of them between this check and
+// the server's listen.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	assert.NilError(t, err)
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	for try := 0; try < 100; try++ {
+		base := 20000 + rand.IntN(10000)
+		free := true
+		for i := 0; i < len(nics4) && free; i++ {
+			ln, err := net.Listen("tcp", ":"+strconv.Itoa(base+i))
+			if err != nil {
+				free = false
+				continue
+			}
+			ln.Close()
+		}
+		if free {
+			return strconv.Itoa(base)
+		}
+	}
+	t.Fatal("no 4 free consecutive ports in 20000-29999")
+	return ""
 }
 
 var nics4 = []string{"ionic_0", "ionic_1", "ionic_2", "ionic_3"}
@@ -65,7 +65,7 @@ func nicLocaliseArgs(t *testing.T, badHCA, badRole, link string) []string {
 	log := filepath.Join("multinode", "raw", "ibperf.write_bw", "{role}.0.log")
 	args := []string{"localise", "--sku", "mi355x", "--suite", "multinode", "--test", "ibperf.write_bw",
 		"--localise-suite", "none", "--nics", strings.Join(nics4, ","),
-		"--param", "bindir=" + ibStandinBin(t), "--param", "ibperf.write_bw:port=" + freePort(t),
+		"--param", "bindir=" + standin(t), "--param", "ibperf.write_bw:port=" + freePort(t),
 		"--param", "env.STANDIN_LOG=" + filepath.Join(rec, "mi355x-seed004", log),
 		"--param", "env.STANDIN_DEGRADED_LOG=" + filepath.Join(rec, "mi355x-seed004-degraded", log),
 		"--param", "env.STANDIN_LISTEN=argv", "--param", "env.STANDIN_DEVICE=argv",

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -77,36 +76,6 @@ func TestLocaliseFlagsAreChecked(t *testing.T) {
 // (GPUACCEPT_HOSTS, which every launcher exports), so the host is "bad"
 // only through the runs it takes part in.
 
-var (
-	standinOnce sync.Once
-	standinDir  string
-	standinErr  error
-)
-
-// standinBin builds the stand-in as all_reduce_perf once.
-func standinBin(t *testing.T) string {
-	t.Helper()
-	standinOnce.Do(func() {
-		standinDir, standinErr = os.MkdirTemp("", "gpuaccept-localise-standin-")
-		if standinErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(standinDir, "all_reduce_perf"), "../../internal/standin").CombinedOutput()
-		if err != nil {
-			standinErr = &buildErr{string(out), err}
-		}
-	})
-	assert.NilError(t, standinErr)
-	return standinDir
-}
-
-type buildErr struct {
-	out string
-	err error
-}
-
-func (e *buildErr) Error() string { return "build the stand-in: " + e.err.Error() + "\n" + e.out }
-
 // recordings lays out {nodes}-named folders: 1 → the single-node
 // recordings, 2 → the two-node ones, healthy and degraded.
 func recordings(t *testing.T) (healthy, degraded string) {
@@ -128,7 +97,7 @@ func recordings(t *testing.T) (healthy, degraded string) {
 func localiseArgs(t *testing.T, bad string) []string {
 	healthy, degraded := recordings(t)
 	args := []string{"--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce", "--localise-test", "rccl.all_reduce",
-		"--param", "bindir=" + standinBin(t), "--param", "env.STANDIN_RECORDINGS=" + healthy,
+		"--param", "bindir=" + standin(t), "--param", "env.STANDIN_RECORDINGS=" + healthy,
 		"--param", "env.STANDIN_DEGRADED_RECORDINGS=" + degraded, "--timeout", "3m", "--format", "json",
 		"--out", filepath.Join(t.TempDir(), "results")}
 	if bad != "" {
@@ -272,6 +241,13 @@ func TestLocaliseTimeoutLeavesNothingRunning(t *testing.T) {
 	for _, line := range strings.Split(string(out), "\n") {
 		assert.Assert(t, !strings.Contains(line, run.Dir), "job left in the queue: %s", line)
 	}
-	out, _ = exec.Command("pgrep", "-af", filepath.Join(standinBin(t), "all_reduce_perf")).CombinedOutput()
+	var bindir string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "bindir="); ok {
+			bindir = v
+		}
+	}
+	assert.Assert(t, bindir != "")
+	out, _ = exec.Command("pgrep", "-af", bindir).CombinedOutput()
 	assert.Equal(t, strings.TrimSpace(string(out)), "", "stand-ins left running")
 }

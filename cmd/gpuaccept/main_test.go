@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -46,7 +48,11 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "plugin" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if standinBuilt != "" {
+		os.RemoveAll(filepath.Dir(standinBuilt))
+	}
+	os.Exit(code)
 }
 
 func cli(t *testing.T, args ...string) (int, string, string) {
@@ -234,13 +240,32 @@ func degradedLog(t *testing.T) string {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// standin builds the stand-in benchmark under the nccl-tests names.
+var (
+	standinOnce  sync.Once
+	standinBuilt string // the one build of the stand-in, in its own folder
+	standinErr   error
+)
+
+// standin returns a fresh folder holding the stand-in benchmark under the
+// nccl-tests names and ib_write_bw's, links to one build per test binary:
+// a test may replace a name or look for stragglers by its own folder.
 func standin(t *testing.T) string {
+	t.Helper()
+	standinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gpuaccept-standin-")
+		if err != nil {
+			standinErr = err
+			return
+		}
+		standinBuilt = filepath.Join(dir, "standin")
+		if out, err := exec.Command("go", "build", "-o", standinBuilt, "../../internal/standin").CombinedOutput(); err != nil {
+			standinErr = fmt.Errorf("build the stand-in: %w\n%s", err, out)
+		}
+	})
+	assert.NilError(t, standinErr)
 	bin := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "all_reduce_perf"), "../../internal/standin").CombinedOutput()
-	assert.NilError(t, err, string(out))
-	for _, c := range []string{"all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"} {
-		assert.NilError(t, os.Symlink(filepath.Join(bin, "all_reduce_perf"), filepath.Join(bin, c+"_perf")))
+	for _, c := range []string{"all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf", "broadcast_perf", "sendrecv_perf", "ib_write_bw"} {
+		assert.NilError(t, os.Symlink(standinBuilt, filepath.Join(bin, c)))
 	}
 	return bin
 }
