@@ -26,7 +26,6 @@ import (
 // the chosen side takes part (the server runs on the first host, the
 // client on the second).
 
-
 // freePort is the first of len(nics4) consecutive TCP ports nothing
 // listens on now, which the run's pairs use (the plan's port+i). They are
 // drawn below the kernel's ephemeral range (32768-60999), where a
