@@ -38,7 +38,9 @@ func hcaSides(m string) (servers, clients []string) {
 // nicPairs runs every HCA pair between the node pairs worth examining (the
 // two nodes of a 2-node set, else each named node with a node that was not
 // named) and names the HCAs whose every pair is slow, and the single HCA
-// pairs (links) slow on their own.
+// pairs (links) slow on their own. Each pair's figure is read from the
+// metrics labelled pair=SERVER_HCA:CLIENT_HCA (the plugin's convention for
+// a test taking a "pairs" map; see the README).
 func (j *job) nicPairs(ctx context.Context, hcaMap string) {
 	const stage = "nic-pairs"
 	servers, clients := j.c.NICs, j.c.NICs
