@@ -3,7 +3,6 @@ package k8s
 import (
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -187,18 +186,21 @@ func (l *Launcher) render(req launch.Request, prefix, namespace string, keys map
 			}
 		}
 	}
-	servers := map[int]*workload{}
+	var servers []*workload
+	clients := 0
 	for _, w := range ws {
 		s := w.step
 		var srv *workload
 		if s.Role == "client" {
-			if srv = servers[s.Host]; srv != nil || len(servers) > 0 {
-				if srv == nil {
-					srv = anyServer(servers)
-				}
+			// Each client talks to its own server: the one of the same
+			// pair ("server.3" for "client.3"), else the server of the
+			// same rank in plan order. Keyed by node, every client of a
+			// multi-pair plan would reach the last server.
+			if srv = serverOf(s, servers, clients); srv != nil {
 				s = clientOf(s, srv, req.Topology)
 				w.step = s
 			}
+			clients++
 		}
 		// A step names its own pods, and a client its server's, for the
 		// nodes they stand on; other nodes are the test's first pods there.
@@ -225,20 +227,33 @@ func (l *Launcher) render(req launch.Request, prefix, namespace string, keys map
 			return nil, err
 		}
 		if s.Role == "server" {
-			servers[s.Host] = w
+			servers = append(servers, w)
 		}
 		r.steps = append(r.steps, w)
 	}
 	return r, nil
 }
 
-func anyServer(m map[int]*workload) *workload {
-	keys := make([]int, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// serverOf picks the server of the n-th client step c among the servers
+// rendered before it (in plan order): the server whose name is c's with
+// "client" replaced by "server" (plugins/ibperf names a pair's steps
+// "server.i" and "client.i"), else the n-th server, else the last one;
+// nil when there is none.
+func serverOf(c plan.Step, servers []*workload, n int) *workload {
+	if len(servers) == 0 {
+		return nil
 	}
-	sort.Ints(keys)
-	return m[keys[0]]
+	if rest, ok := strings.CutPrefix(c.Name, "client"); ok {
+		for _, w := range servers {
+			if w.step.Name == "server"+rest {
+				return w
+			}
+		}
+	}
+	if n < len(servers) {
+		return servers[n]
+	}
+	return servers[len(servers)-1]
 }
 
 // clientOf points a client step at its server pod: a word of its argv equal
