@@ -91,6 +91,12 @@ type Config struct {
 	SKU *sku.SKU
 	// MPIArgs are extra mpirun arguments.
 	MPIArgs []string
+	// Hosts are the Kubernetes node names (--hosts, --hostfile) a test's
+	// pods must run on, node i of its topology on Hosts[i] where the
+	// workload allows (see the package README); a request's own
+	// Topology.Hosts win. Empty: the scheduler places the pods. New
+	// refuses a name that is no valid node name.
+	Hosts []string
 }
 
 // Launcher runs steps as pods. Build it with New.
@@ -116,15 +122,12 @@ type clients struct {
 
 func init() {
 	launch.Register(Name, func(o launch.Options) (launch.Launcher, error) {
-		cfg := Config{SKU: o.SKU, MPIArgs: o.MPIArgs}
+		cfg := Config{SKU: o.SKU, MPIArgs: o.MPIArgs, Hosts: o.Hosts}
 		if o.Flags != nil {
 			get := func(n string) string { v, _ := o.Flags.GetString(n); return v }
 			cfg.Kubeconfig, cfg.Context, cfg.Namespace = get("kubeconfig"), get("context"), get("namespace")
 			cfg.Image, cfg.Flavor, cfg.Queue = get("image"), get("k8s-flavor"), get("queue")
 			cfg.PendingTimeout, _ = o.Flags.GetDuration("k8s-pending-timeout")
-		}
-		if len(o.Hosts) > 0 {
-			return nil, fmt.Errorf("launcher k8s places pods with the scheduler: --hosts/--hostfile do not apply (use the SKU's kubernetes.node_selector)")
 		}
 		return New(cfg)
 	})
@@ -164,6 +167,9 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	if _, err := podShape(cfg); err != nil {
 		return nil, err
+	}
+	if err := checkNodeNames(cfg.Hosts); err != nil {
+		return nil, fmt.Errorf("launcher k8s: --hosts: %w", err)
 	}
 	return &Launcher{cfg: cfg, RunID: NewRunID()}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -82,6 +83,10 @@ type workload struct {
 	command string
 	// selector selects the step's pods.
 	selector string
+	// pin are the nodes the step's pods must run on, in node order (the
+	// lead's first; one for a single-pod step); nil: where the scheduler
+	// likes.
+	pin []string
 }
 
 // rendered is a request's objects: the ssh Secret (nil when no step needs
@@ -165,6 +170,13 @@ func (l *Launcher) render(req launch.Request, prefix, namespace string, keys map
 	// DNS names, known before anything is created since the flavors derive
 	// them from the workloads' names.
 	req.Plan = req.Plan.WithHostsEnv(req.Topology.Nodes)
+	pinTo := req.Topology.Hosts
+	if len(pinTo) == 0 {
+		pinTo = l.cfg.Hosts
+	}
+	if err := checkNodeNames(pinTo); err != nil {
+		return nil, fmt.Errorf("k8s: test %s: %w", req.Test, err)
+	}
 	ws := make([]*workload, len(req.Plan.Steps))
 	nodeHosts := map[int]string{}
 	for i, s := range req.Plan.Steps {
@@ -172,6 +184,9 @@ func (l *Launcher) render(req launch.Request, prefix, namespace string, keys map
 		w := &workload{step: s, name: name, pods: nodesOf(s),
 			selector: LabelRun + "=" + l.RunID + "," + LabelStep + "=" + name}
 		w.hosts = podHosts(l.cfg.Flavor, name, w.pods)
+		if w.pin, err = pinned(pinTo, s, w.pods); err != nil {
+			return nil, fmt.Errorf("k8s: test %s: %w", req.Test, err)
+		}
 		ws[i] = w
 		// Node i of the test is the first pod planned on it.
 		if w.pods == 1 {
@@ -232,6 +247,38 @@ func (l *Launcher) render(req launch.Request, prefix, namespace string, keys map
 		r.steps = append(r.steps, w)
 	}
 	return r, nil
+}
+
+// checkNodeNames refuses host names that cannot be Kubernetes node names
+// (DNS-1123 subdomains: lower case, digits, '-' and '.', at most 253
+// characters), naming the host.
+func checkNodeNames(hosts []string) error {
+	for _, h := range hosts {
+		if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 {
+			return fmt.Errorf("host %q is not a Kubernetes node name: %s", h, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
+// pinned returns the nodes a step's pods must run on: for a single-pod
+// step (a server, a client, a 1-node test) the host of its node, for a
+// step over n pods the first n hosts; nil when no hosts are given. It
+// fails when the hosts are fewer than the step's nodes.
+func pinned(hosts []string, s plan.Step, pods int) ([]string, error) {
+	if len(hosts) == 0 {
+		return nil, nil
+	}
+	if pods == 1 {
+		if s.Host < 0 || s.Host >= len(hosts) {
+			return nil, fmt.Errorf("step %s runs on node %d, but only %d hosts are given (%s)", s.Name, s.Host, len(hosts), strings.Join(hosts, ","))
+		}
+		return []string{hosts[s.Host]}, nil
+	}
+	if pods > len(hosts) {
+		return nil, fmt.Errorf("step %s spans %d nodes, but only %d hosts are given (%s)", s.Name, pods, len(hosts), strings.Join(hosts, ","))
+	}
+	return hosts[:pods], nil
 }
 
 // serverOf picks the server of the n-th client step c among the servers
@@ -418,12 +465,28 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 	}
 	gpus := topo.GPUsPerNode
 	podOpts := podOptions{secret: secretName, multi: w.pods > 1 && flavor != FlavorMPIJob, env: env, gpus: gpus, deadline: active}
-	lead := l.podTemplate(sh, lbl, "lead", leadScript, podOpts)
-	worker := l.podTemplate(sh, lbl, "worker", workerScript, podOpts)
+	// Pinned to hosts: a pod whose node is known goes to that node
+	// exactly; a template that stands for several pods (an Indexed Job's,
+	// a replicated worker's) may go to any of its nodes, one pod per node
+	// (the anti-affinity of multi-node pods), so which rank lands on
+	// which of them is the scheduler's choice.
+	leadOpts, workerOpts := podOpts, podOpts
+	if len(w.pin) > 0 {
+		leadOpts.nodes, workerOpts.nodes = w.pin[:1], w.pin[1:]
+	}
+	lead := l.podTemplate(sh, lbl, "lead", leadScript, leadOpts)
+	worker := l.podTemplate(sh, lbl, "worker", workerScript, workerOpts)
 	if flavor == FlavorMPIJob {
-		// The launcher pod holds no GPUs and needs no RDMA device.
+		// Every worker holds ranks: one per node, over the hosts given.
+		// The launcher pod holds no GPUs and needs no RDMA device; it
+		// runs on one of the hosts too, beside a worker.
+		workerOpts.nodes = w.pin
+		if len(w.pin) > 0 {
+			workerOpts.spread = map[string]string{LabelRole: "worker"}
+		}
+		worker = l.podTemplate(sh, lbl, "worker", workerScript, workerOpts)
 		lead = l.podTemplate(&shape{image: sh.image, env: sh.env, tolerations: sh.tolerations, nodeSelector: sh.nodeSelector, sa: sh.sa,
-			priority: sh.priority, annotations: sh.annotations, labels: sh.labels}, lbl, "lead", leadScript, podOptions{env: env, deadline: active})
+			priority: sh.priority, annotations: sh.annotations, labels: sh.labels}, lbl, "lead", leadScript, podOptions{env: env, deadline: active, nodes: w.pin})
 	}
 	if s.Role != "" {
 		lead.Labels["gpuaccept.dev/pair-role"] = s.Role
@@ -434,7 +497,9 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		// 0, so the template chooses its script by JOB_COMPLETION_INDEX.
 		tmpl := lead
 		if w.pods > 1 {
-			tmpl = l.podTemplate(sh, lbl, "", indexedScript(leadScript, workerScript), podOpts)
+			o := podOpts
+			o.nodes = w.pin
+			tmpl = l.podTemplate(sh, lbl, "", indexedScript(leadScript, workerScript), o)
 		}
 		if w.pods > 1 || s.Role == "server" {
 			// Stable DNS names for mpirun, or for the server's client.
@@ -551,6 +616,12 @@ type podOptions struct {
 	gpus   int
 	// deadline is the pods' activeDeadlineSeconds (nil: none).
 	deadline *int64
+	// nodes are the nodes the pod may run on (nil: any): a required node
+	// affinity on the nodes' names.
+	nodes []string
+	// spread, when set, spreads pods one per node that carry these labels
+	// besides the step's (the anti-affinity multi gives as well).
+	spread map[string]string
 }
 
 // podTemplate is the pod every flavor runs: one container, the SKU's
@@ -617,20 +688,47 @@ func (l *Launcher) podTemplate(sh *shape, lbl map[string]string, role, script st
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "ssh", VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: o.secret, DefaultMode: ptr.To(int32(0o400))}}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ssh", MountPath: sshSecretDir, ReadOnly: true})
+	}
+	if o.multi || o.spread != nil {
 		// One pod per node: two ranks' pods on one node would measure
 		// NVLink where the test asks for the network.
+		sel := map[string]string{LabelRun: lbl[LabelRun], LabelStep: lbl[LabelStep]}
+		for k, v := range o.spread {
+			sel[k] = v
+		}
 		spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelRun: lbl[LabelRun], LabelStep: lbl[LabelStep]}},
+				LabelSelector: &metav1.LabelSelector{MatchLabels: sel},
 				TopologyKey:   "kubernetes.io/hostname",
 			}},
 		}}
+	}
+	if len(o.nodes) > 0 {
+		if spec.Affinity == nil {
+			spec.Affinity = &corev1.Affinity{}
+		}
+		spec.Affinity.NodeAffinity = pinAffinity(o.nodes)
 	}
 	spec.Containers = []corev1.Container{c}
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: copyMap(sh.annotations)},
 		Spec:       spec,
 	}
+}
+
+// pinAffinity is the required node affinity that lets a pod run only on
+// nodes: one term per node (terms are ORed), each matching the Node
+// object's metadata.name, as the DaemonSet controller pins its pods. The
+// kubernetes.io/hostname label would do on most clusters, but it is the
+// kubelet's hostname, which need not be the node's name.
+func pinAffinity(nodes []string) *corev1.NodeAffinity {
+	terms := make([]corev1.NodeSelectorTerm, len(nodes))
+	for i, n := range nodes {
+		// The API server takes one value per metadata.name requirement.
+		terms[i] = corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{
+			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{n}}}}
+	}
+	return &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}
 }
 
 func copyMap(m map[string]string) map[string]string {

@@ -60,18 +60,23 @@ func TestCommandsGolden(t *testing.T) {
 		name   string
 		flavor string
 		req    launch.Request
+		hosts  []string // --hosts
 	}{
-		{"job-2node", FlavorJob, allGather(2, 4)},
-		{"job-1node", FlavorJob, allGather(1, 4)},
-		{"job-paired", FlavorJob, pairedWriteBW()},
-		{"jobset-2node", FlavorJobSet, allGather(2, 4)},
-		{"volcano-2node", FlavorVolcano, allGather(2, 4)},
-		{"mpijob-2node", FlavorMPIJob, allGather(2, 4)},
-		{"mpijob-1node", FlavorMPIJob, allGather(1, 4)},
+		{"job-2node", FlavorJob, allGather(2, 4), nil},
+		{"job-1node", FlavorJob, allGather(1, 4), nil},
+		{"job-paired", FlavorJob, pairedWriteBW(), nil},
+		{"jobset-2node", FlavorJobSet, allGather(2, 4), nil},
+		{"volcano-2node", FlavorVolcano, allGather(2, 4), nil},
+		{"mpijob-2node", FlavorMPIJob, allGather(2, 4), nil},
+		{"mpijob-1node", FlavorMPIJob, allGather(1, 4), nil},
+		{"job-2node-pinned", FlavorJob, allGather(2, 4), []string{"gpu-node-1", "gpu-node-0"}},
+		{"jobset-2node-pinned", FlavorJobSet, allGather(2, 4), []string{"gpu-node-1", "gpu-node-0"}},
+		{"volcano-2node-pinned", FlavorVolcano, allGather(2, 4), []string{"gpu-node-1", "gpu-node-0"}},
+		{"mpijob-2node-pinned", FlavorMPIJob, allGather(2, 4), []string{"gpu-node-1", "gpu-node-0"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l, err := New(Config{SKU: testSKU(t), Flavor: c.flavor, Namespace: "acceptance"})
+			l, err := New(Config{SKU: testSKU(t), Flavor: c.flavor, Namespace: "acceptance", Hosts: c.hosts})
 			assert.NilError(t, err)
 			l.RunID = "ga-0000test"
 			cmds, err := l.Commands(c.req)
