@@ -373,7 +373,7 @@ func (f *follower) follow(ctx context.Context, c *clients) error {
 				timers[name] = time.AfterFunc(f.l.cfg.PendingTimeout, func() {
 					mu.Lock()
 					if pendErr == nil {
-						pendErr = fmt.Errorf("pod %s cannot be scheduled (for %s): %s", name, f.l.cfg.PendingTimeout, condMessage(f.pods[name], corev1.PodScheduled))
+						pendErr = fmt.Errorf("pod %s cannot be scheduled (for %s): %s%s", name, f.l.cfg.PendingTimeout, condMessage(f.pods[name], corev1.PodScheduled), pinNote(f.w.pin))
 					}
 					mu.Unlock()
 					cancel()
@@ -666,4 +666,13 @@ func sortedSet(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// pinNote says, after the scheduler's words, which nodes a pinned pod was
+// held to: its NodeAffinity message does not name them.
+func pinNote(nodes []string) string {
+	if len(nodes) == 0 {
+		return ""
+	}
+	return " (pinned by --hosts to node " + strings.Join(nodes, ", ") + ")"
 }
