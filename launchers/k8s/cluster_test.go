@@ -439,6 +439,15 @@ func TestManifestsAcceptedByAPIServer(t *testing.T) {
 	k.installCRDs(t)
 	ns := k.namespace(t)
 	reqs := map[string]launch.Request{"2-node": allGather(2, 4), "1-node": allGather(1, 4), "paired": pairedWriteBW()}
+	// Pinned to hosts (--hosts), every pod template carries a node
+	// affinity: the CRDs' schemas must take it too.
+	for name, req := range map[string]launch.Request{"2-node-pinned": allGather(2, 4), "1-node-pinned": allGather(1, 4), "3-node-pinned": allGather(3, 4)} {
+		req.Topology.Hosts = []string{"gpu-node-1", "gpu-node-0", "gpu-node-2"}[:req.Topology.Nodes]
+		reqs[name] = req
+	}
+	pinnedPair := pairedWriteBW()
+	pinnedPair.Topology.Hosts = []string{"gpu-node-1", "gpu-node-0"}
+	reqs["paired-pinned"] = pinnedPair
 	for _, flavor := range Flavors {
 		for rname, req := range reqs {
 			t.Run(flavor+"/"+rname, func(t *testing.T) {

@@ -15,6 +15,9 @@ import (
 	"gotest.tools/v3/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -32,27 +35,39 @@ func (k *cluster) bindings(t *testing.T, ns, run string) func() []string {
 	assert.NilError(t, err)
 	var mu sync.Mutex
 	bound := map[string]string{} // pod name -> ROLE=NODE
+	gone := map[string]bool{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
 			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || p.Spec.NodeName == "" {
+			if !ok {
 				continue
 			}
-			role := p.Labels["gpuaccept.dev/pair-role"]
-			if role == "" {
-				role = p.Labels[LabelRole]
-			}
-			if role == "" {
-				role = "index" + p.Annotations["batch.kubernetes.io/job-completion-index"]
-			}
 			mu.Lock()
-			bound[p.Name] = role + "=" + p.Spec.NodeName
+			if ev.Type == watch.Deleted {
+				gone[p.Name] = true
+			}
+			if p.Spec.NodeName != "" {
+				bound[p.Name] = podRole(p) + "=" + p.Spec.NodeName
+			}
 			mu.Unlock()
 		}
 	}()
 	return func() []string {
+		// Launch returns once the pods are gone: this watch, another
+		// stream, may lag behind; wait until it saw them go.
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			mu.Lock()
+			all := true
+			for name := range bound {
+				all = all && gone[name]
+			}
+			mu.Unlock()
+			if all {
+				break
+			}
+		}
 		w.Stop()
 		<-done
 		mu.Lock()
@@ -64,6 +79,18 @@ func (k *cluster) bindings(t *testing.T, ns, run string) func() []string {
 		sort.Strings(out)
 		return out
 	}
+}
+
+// podRole is a pod's pair role (server, client), else its
+// gpuaccept.dev/role, else "index" and its Job completion index.
+func podRole(p *corev1.Pod) string {
+	if r := p.Labels["gpuaccept.dev/pair-role"]; r != "" {
+		return r
+	}
+	if r := p.Labels[LabelRole]; r != "" {
+		return r
+	}
+	return "index" + p.Annotations["batch.kubernetes.io/job-completion-index"]
 }
 
 // bannerLog writes ib_write_bw's banner while it waits, in the CRI log
@@ -195,6 +222,147 @@ func TestPinnedRunsBindToGivenNodes(t *testing.T) {
 				assert.Assert(t, ok, "bound %v, want one of %v", got, c.oneOf)
 			}
 			assert.DeepEqual(t, k.leftovers(t, ns, l.RunID), []string(nil))
+		})
+	}
+}
+
+// templatePods makes the pods each pod template of objs stands for (its
+// parallelism or replicas, else one), as the flavor's controller would,
+// kept running by kwok so the anti-affinity counts them.
+func templatePods(t *testing.T, objs []*unstructured.Unstructured) []*corev1.Pod {
+	t.Helper()
+	var out []*corev1.Pod
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if tmpl, ok := x["template"].(map[string]any); ok {
+				if _, ok, _ := unstructured.NestedSlice(tmpl, "spec", "containers"); ok {
+					n, found, _ := unstructured.NestedInt64(x, "parallelism")
+					if !found {
+						n, found, _ = unstructured.NestedInt64(x, "replicas")
+					}
+					if !found {
+						n = 1
+					}
+					for i := int64(0); i < n; i++ {
+						var p corev1.Pod
+						assert.NilError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &p))
+						p.GenerateName = "pin-"
+						if p.Annotations == nil {
+							p.Annotations = map[string]string{}
+						}
+						p.Annotations["gpuaccept.dev/kwok-hang"] = "true"
+						if _, ok := p.Labels[LabelRole]; !ok {
+							p.Annotations["batch.kubernetes.io/job-completion-index"] = fmt.Sprint(i)
+						}
+						out = append(out, &p)
+					}
+					return
+				}
+			}
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	for _, o := range objs {
+		walk(o.Object)
+	}
+	return out
+}
+
+// The pod templates of every flavor, pinned, are placed by the real
+// scheduler on the nodes given: leads, servers, clients and 1-node pods on
+// their node exactly, the pods of a template of several on one node each
+// of its set (the JobSet, Volcano and MPIJob controllers are not in the
+// test cluster: the test makes the pods their controllers would, from the
+// rendered templates). "lead=*": the MPIJob launcher pod, on any of the
+// hosts.
+func TestEveryFlavorPinnedTemplatesBind(t *testing.T) {
+	k := needCluster(t)
+	nodes := strings.Fields(os.Getenv("GPUACCEPT_K8S_NODES"))
+	if len(nodes) < 2 {
+		testenv.Missing(t, "GPUACCEPT_K8S_NODES names %d nodes, want 2", len(nodes))
+	}
+	n0, n1 := nodes[0], nodes[1]
+	paired := func() launch.Request {
+		r := pairedWriteBW()
+		r.Topology.Hosts = []string{n1, n0}
+		r.Plan.Steps[1].Argv[len(r.Plan.Steps[1].Argv)-1] = n1
+		return r
+	}
+	pinned := func(r launch.Request, hosts ...string) launch.Request { r.Topology.Hosts = hosts; return r }
+	pair := []string{"client=" + n0, "server=" + n1}
+	cases := []struct {
+		flavor string
+		req    launch.Request
+		want   []string
+	}{
+		{FlavorJob, pinned(allGather(1, 4), n1), []string{"lead=" + n1}},
+		{FlavorJob, pinned(allGather(2, 4), n1, n0), []string{"index0=*", "index1=*"}},
+		{FlavorJob, paired(), pair},
+		{FlavorJobSet, pinned(allGather(1, 4), n1), []string{"lead=" + n1}},
+		{FlavorJobSet, pinned(allGather(2, 4), n1, n0), []string{"lead=" + n1, "worker=" + n0}},
+		{FlavorJobSet, paired(), pair},
+		{FlavorVolcano, pinned(allGather(1, 4), n1), []string{"lead=" + n1}},
+		{FlavorVolcano, pinned(allGather(2, 4), n1, n0), []string{"lead=" + n1, "worker=" + n0}},
+		{FlavorVolcano, paired(), pair},
+		{FlavorMPIJob, pinned(allGather(1, 4), n1), []string{"lead=" + n1}},
+		{FlavorMPIJob, pinned(allGather(2, 4), n1, n0), []string{"lead=*", "worker=*", "worker=*"}},
+		{FlavorMPIJob, paired(), pair},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%d-node/%s", c.flavor, c.req.Topology.Nodes, c.req.Plan.Steps[0].Name), func(t *testing.T) {
+			ns := k.namespace(t)
+			l, err := New(Config{SKU: h200(t, sku.Kubernetes{}), Flavor: c.flavor, Namespace: ns})
+			assert.NilError(t, err)
+			r, err := l.render(c.req, l.RunID+"-1", ns, nil)
+			assert.NilError(t, err)
+			pods := templatePods(t, r.objects())
+			assert.Equal(t, len(pods), len(c.want))
+			for _, p := range pods {
+				_, err := k.c.core.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
+				assert.NilError(t, err)
+			}
+			var got []string
+			for end := time.Now().Add(30 * time.Second); len(got) < len(pods) && time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+				list, err := k.c.core.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+				assert.NilError(t, err)
+				got = nil
+				for _, p := range list.Items {
+					if p.Spec.NodeName != "" {
+						got = append(got, podRole(&p)+"="+p.Spec.NodeName)
+					}
+				}
+			}
+			sort.Strings(got)
+			assert.Equal(t, len(got), len(c.want), "bound: %v", got)
+			// A set's pods: each on one of the hosts, one pod per node.
+			perRole := map[string]map[string]int{}
+			for i, g := range got {
+				role, node, _ := strings.Cut(g, "=")
+				wrole, wnode, _ := strings.Cut(c.want[i], "=")
+				assert.Equal(t, role, wrole, "bound: %v", got)
+				if wnode != "*" {
+					assert.Equal(t, node, wnode, "%s, bound: %v", role, got)
+					continue
+				}
+				assert.Assert(t, node == n0 || node == n1, "%s on %s, outside the hosts", role, node)
+				if perRole[strings.TrimRight(role, "0123456789")] == nil {
+					perRole[strings.TrimRight(role, "0123456789")] = map[string]int{}
+				}
+				perRole[strings.TrimRight(role, "0123456789")][node]++
+			}
+			for role, m := range perRole {
+				if role != "lead" {
+					assert.DeepEqual(t, m, map[string]int{n0: 1, n1: 1})
+				}
+			}
 		})
 	}
 }
