@@ -137,3 +137,38 @@ func TestK8sDryRunResolvesHosts(t *testing.T) {
 	assert.Assert(t, client != nil, out)
 	assert.Assert(t, regexp.MustCompile(`- name: MASTER_ADDR\n\s+value: ga-[0-9a-f]+-2-ep-internode-0\.ga-[0-9a-f]+-2-ep-internode\n`).MatchString(out), out)
 }
+
+// Given nodes (--hosts), the k8s launcher pins its pods to them, so a
+// multi-node test can be localised: localise's dry run prints its
+// schedule, and run's dry run prints manifests that pin every pod (each
+// ib_write_bw server to the first node, each client to the second and to
+// its own server) and what follows a failure. A host that is no
+// Kubernetes node name is refused, named.
+func TestK8sLocalisesOnHostsGiven(t *testing.T) {
+	code, out, errs := cli(t, "localise", "--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce",
+		"--launcher", "k8s", "--hosts", "gpu-node-0,gpu-node-1", "--dry-run")
+	assert.Equal(t, code, 0, errs)
+	for _, want := range []string{"# localise rccl.all_reduce on 2 nodes", "per-node: suite singlenode on each node at once: gpu-node-0 gpu-node-1"} {
+		assert.Assert(t, strings.Contains(out, want), "missing %q in\n%s", want, out)
+	}
+
+	code, out, errs = cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "ibperf.write_bw", "--launcher", "k8s",
+		"--param", "ibperf:pairs=ionic_7:ionic_1,ionic_6:ionic_2", "--hosts", "gpu-node-0,gpu-node-1", "--dry-run")
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, !strings.Contains(out, "would not be localised"), out)
+	assert.Assert(t, strings.Contains(out, "# ibperf.write_bw: then localised (if it fails)"), out)
+	pinned := regexp.MustCompile(`(?m)^# step (\S+): .*?(\S+)\n(?s:.*?)- key: metadata.name\n\s+operator: In\n\s+values:\n\s+- (\S+)\n`)
+	got := map[string]string{}
+	for _, m := range pinned.FindAllStringSubmatch(out, -1) {
+		got[m[1]] = m[3]
+		if strings.HasPrefix(m[1], "client.") {
+			// The client's last word is its own server pod's DNS name.
+			assert.Assert(t, strings.Contains(m[2], "-server-"+strings.TrimPrefix(m[1], "client.")+"-0."), "%s reaches %s", m[1], m[2])
+		}
+	}
+	assert.DeepEqual(t, got, map[string]string{"server.0": "gpu-node-0", "server.1": "gpu-node-0", "client.0": "gpu-node-1", "client.1": "gpu-node-1"})
+
+	code, _, errs = cli(t, "localise", "--sku", "mi355x", "--suite", "multinode", "--launcher", "k8s", "--hosts", "gpu-node-0,GPU_1", "--dry-run")
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(errs, `host "GPU_1" is not a Kubernetes node name`), errs)
+}
