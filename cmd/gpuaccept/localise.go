@@ -144,8 +144,9 @@ type subRunner struct {
 	stderr   io.Writer
 }
 
-// probe checks that the launcher can be pinned to hosts (the k8s launcher
-// places pods with the scheduler and cannot).
+// probe checks that the launcher can be pinned to hosts: a launcher that
+// cannot run a test on the nodes given refuses them when it is built (k8s
+// pins its pods to the nodes named; it refuses a name no node can have).
 func (sr *subRunner) probe(hosts []string) error {
 	o := sr.opts
 	o.Hosts = hosts
@@ -301,7 +302,7 @@ func localiseTests(ctx context.Context, c *localise.Config, probe func(hosts []s
 		}
 		hs := testHosts(topo, t)
 		if len(hs) < 2 {
-			fmt.Fprintf(stderr, "note: %s %s, but its nodes are not known; give them with --hosts to localise it (the ssh and slurm launchers run tests on the nodes given; k8s cannot)\n", t.Name, t.Status)
+			fmt.Fprintf(stderr, "note: %s %s, but its nodes are not known; give them with --hosts to localise it (the ssh, slurm and k8s launchers run tests on the nodes given)\n", t.Name, t.Status)
 			continue
 		}
 		if err := probe(hs); err != nil {
