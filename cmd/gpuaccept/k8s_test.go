@@ -104,15 +104,30 @@ func TestK8sRunThroughCLI(t *testing.T) {
 	assert.NilError(t, err)
 	t.Cleanup(func() { _ = dyn.Resource(gvr).Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 
-	out := t.TempDir()
-	code, stdout, errs := cli(t, "--sku", "h200", "--baselines", k8sSKU(t), "--suite", "singlenode", "--test", "nccl.all_reduce",
-		"--launcher", "k8s", "--kubeconfig", kc, "--namespace", ns, "--gpus-per-node", "2", "--out", out, "--timeout", "2m")
-	assert.Equal(t, code, 0, stdout+errs)
-	assert.Assert(t, strings.Contains(stdout, "1 pass"), stdout)
-	assert.Equal(t, readFile(t, filepath.Join(out, "raw/nccl.all_reduce/all_reduce.log")), string(text))
-	jobs, err := core.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
-	assert.NilError(t, err)
-	assert.Equal(t, len(jobs.Items), 0, "the Job is deleted")
+	// Unpinned, then pinned to each node (--hosts): the results name the
+	// node the pod ran on.
+	nodes := strings.Fields(os.Getenv("GPUACCEPT_K8S_NODES"))
+	for _, host := range append([]string{""}, nodes...) {
+		out := t.TempDir()
+		args := []string{"--sku", "h200", "--baselines", k8sSKU(t), "--suite", "singlenode", "--test", "nccl.all_reduce",
+			"--launcher", "k8s", "--kubeconfig", kc, "--namespace", ns, "--gpus-per-node", "2", "--out", out, "--timeout", "2m"}
+		if host != "" {
+			args = append(args, "--hosts", host)
+		}
+		code, stdout, errs := cli(t, args...)
+		assert.Equal(t, code, 0, stdout+errs)
+		assert.Assert(t, strings.Contains(stdout, "1 pass"), stdout)
+		assert.Equal(t, readFile(t, filepath.Join(out, "raw/nccl.all_reduce/all_reduce.log")), string(text))
+		if host != "" {
+			res := readFile(t, filepath.Join(out, "results.json"))
+			for _, n := range nodes {
+				assert.Equal(t, strings.Contains(res, `"`+n+`"`), n == host, "pinned to %s, results.json says:\n%s", host, res)
+			}
+		}
+		jobs, err := core.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		assert.NilError(t, err)
+		assert.Equal(t, len(jobs.Items), 0, "the Job is deleted")
+	}
 }
 
 // A clean that finds nothing without --namespace says where else to look:
