@@ -589,7 +589,9 @@ func TestPairedServerClient(t *testing.T) {
 	l, err := New(Config{Kubeconfig: k.kubeconfig, Namespace: ns, Image: "registry.example/perftest:25.04"})
 	assert.NilError(t, err)
 	l.Progress = io.Discard
-	req := pairedWriteBW()
+	// Unpinned: no hosts, the client's argv names its server @host0@
+	// (pin_cluster_test.go has pinned pairs).
+	req := writeBWPairs(t, "mlx5_0:mlx5_1", nil)
 	req.Dir, req.Timeout = t.TempDir(), time.Minute
 	outs, err := l.Launch(context.Background(), req)
 	assert.NilError(t, err)
@@ -602,7 +604,7 @@ func TestPairedServerClient(t *testing.T) {
 		assert.Equal(t, string(got), text)
 	}
 	assert.Equal(t, outs[0].Role, "server")
-	want := l.RunID + "-1-server-0." + l.RunID + "-1-server"
+	want := l.RunID + "-1-server-0-0." + l.RunID + "-1-server-0"
 	assert.Assert(t, strings.HasSuffix(outs[1].Command, " "+want), outs[1].Command)
 	assert.DeepEqual(t, k.leftovers(t, ns, l.RunID), []string(nil))
 }
