@@ -163,7 +163,9 @@ func TestK8sLocalisesOnHostsGiven(t *testing.T) {
 	code, out, errs := cli(t, "localise", "--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce",
 		"--launcher", "k8s", "--hosts", "gpu-node-0,gpu-node-1", "--dry-run")
 	assert.Equal(t, code, 0, errs)
-	for _, want := range []string{"# localise rccl.all_reduce on 2 nodes", "per-node: suite singlenode on each node at once: gpu-node-0 gpu-node-1"} {
+	for _, want := range []string{"# localise rccl.all_reduce on 2 nodes", "per-node: suite singlenode on each node at once: gpu-node-0 gpu-node-1",
+		"# a run of the localisation: rccl.all_reduce on gpu-node-0,gpu-node-1", "kind: Job",
+		"- key: metadata.name\n                operator: In\n                values:\n                - gpu-node-0\n            - matchFields:\n              - key: metadata.name\n                operator: In\n                values:\n                - gpu-node-1\n"} {
 		assert.Assert(t, strings.Contains(out, want), "missing %q in\n%s", want, out)
 	}
 

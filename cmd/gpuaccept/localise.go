@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -152,6 +153,26 @@ func (sr *subRunner) probe(hosts []string) error {
 	o.Hosts = hosts
 	_, err := launch.New(sr.launcher, o)
 	return err
+}
+
+// show prints, for a dry run, the commands of test run on hosts (a pair
+// run of the localisation) by a launcher pinned to them, as exec would
+// launch it; dir is the folder the commands name.
+func (sr *subRunner) show(ctx context.Context, suite, test string, hosts []string, dir string, w io.Writer) error {
+	o := sr.opts
+	o.Hosts = hosts
+	l, err := launch.New(sr.launcher, o)
+	if err != nil {
+		return fmt.Errorf("launcher %s for %s: %w", sr.launcher, strings.Join(hosts, ","), err)
+	}
+	fmt.Fprintf(w, "# a run of the localisation: %s on %s\n", test, strings.Join(hosts, ","))
+	r := &runner.Runner{Plugins: sr.host, Launcher: l, SKU: sr.sku, Dir: dir, Timeout: sr.timeout, Params: sr.params,
+		Only: []string{test}, DryRun: true, Progress: w, Version: getVersion(), Baseline: sr.baseline}
+	topo := plan.Topology{Nodes: len(hosts), GPUsPerNode: sr.sku.GPUsPerNode, Hosts: hosts}
+	if _, err := r.Run(ctx, suite, topo); err != nil {
+		return fmt.Errorf("dry run of %s on %s: %w", test, strings.Join(hosts, ","), err)
+	}
+	return nil
 }
 
 // exec runs a localisation's request with a launcher of its own, pinned to
@@ -334,7 +355,7 @@ func keep(stderr io.Writer, run *result.Run, l result.Localisation) {
 // localiseOnly is the localise command after its flags: the localisation of
 // the suite's selected multi-node tests on the hosts given, without the
 // suite run before it.
-func localiseOnly(ctx context.Context, c *common, lc *localise.Config, s *sku.SKU, baseline []byte, suite string, su *sku.Suite, only []string,
+func localiseOnly(ctx context.Context, c *common, lc *localise.Config, sr *subRunner, s *sku.SKU, baseline []byte, suite string, su *sku.Suite, only []string,
 	topo plan.Topology, launcherName string, dryRun bool, stdout, stderr io.Writer) (int, error) {
 	if su.Nodes < 2 {
 		return exitUsage, usageError{fmt.Errorf("suite %s runs on 1 node: localise narrows down multi-node tests (the per-node stage of a multi-node suite runs %s on every node)", suite, suite)}
@@ -359,6 +380,11 @@ func localiseOnly(ctx context.Context, c *common, lc *localise.Config, s *sku.SK
 	if dryRun {
 		for _, n := range names {
 			if err := lc.Schedule(n, topo.Hosts).Write(stdout, 0); err != nil {
+				return exitUsage, err
+			}
+			// What one of those runs launches, pinned to its nodes as
+			// every run is (the k8s manifests, the mpirun line, ...).
+			if err := sr.show(ctx, suite, n, topo.Hosts[:2], filepath.Join(c.out, "localise"), stdout); err != nil {
 				return exitUsage, err
 			}
 		}

@@ -169,7 +169,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		return exitUsage, err
 	}
 	if cmd == "localise" {
-		return localiseOnly(ctx, &c, lc, s, baseline, suite, su, tests, topo, launcherName, dryRun, stdout, stderr)
+		return localiseOnly(ctx, &c, lc, sr, s, baseline, suite, su, tests, topo, launcherName, dryRun, stdout, stderr)
 	}
 	r := &runner.Runner{Plugins: host, Launcher: l, SKU: s, Dir: c.out, Timeout: timeout, Params: pm, Only: tests,
 		DryRun: dryRun, Progress: stderr, Version: getVersion(), Retries: retries, Baseline: baseline}
