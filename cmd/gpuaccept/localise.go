@@ -149,28 +149,39 @@ type subRunner struct {
 // cannot run a test on the nodes given refuses them when it is built (k8s
 // pins its pods to the nodes named; it refuses a name no node can have).
 func (sr *subRunner) probe(hosts []string) error {
-	o := sr.opts
-	o.Hosts = hosts
-	_, err := launch.New(sr.launcher, o)
+	_, err := sr.launcherFor(hosts)
 	return err
 }
 
-// show prints, for a dry run, the commands of test run on hosts (a pair
-// run of the localisation) by a launcher pinned to them, as exec would
-// launch it; dir is the folder the commands name.
-func (sr *subRunner) show(ctx context.Context, suite, test string, hosts []string, dir string, w io.Writer) error {
+// launcherFor builds the launcher of one run, pinned to hosts.
+func (sr *subRunner) launcherFor(hosts []string) (launch.Launcher, error) {
 	o := sr.opts
 	o.Hosts = hosts
 	l, err := launch.New(sr.launcher, o)
 	if err != nil {
-		return fmt.Errorf("launcher %s for %s: %w", sr.launcher, strings.Join(hosts, ","), err)
+		return nil, fmt.Errorf("launcher %s for %s: %w", sr.launcher, strings.Join(hosts, ","), err)
 	}
-	fmt.Fprintf(w, "# a run of the localisation: %s on %s\n", test, strings.Join(hosts, ","))
+	return l, nil
+}
+
+// show prints, for a dry run, what one run of a localisation launches
+// (test at topo, pinned to its hosts): the k8s manifests, the batch
+// script, the mpirun line. Errors: the launcher refuses the hosts, or the
+// run cannot be planned (said above the error, as run --dry-run does).
+func (sr *subRunner) show(ctx context.Context, suite, test string, topo plan.Topology, dir string, w io.Writer) error {
+	l, err := sr.launcherFor(topo.Hosts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "# a run of the localisation: %s on %s\n", test, strings.Join(topo.Hosts, ","))
 	r := &runner.Runner{Plugins: sr.host, Launcher: l, SKU: sr.sku, Dir: dir, Timeout: sr.timeout, Params: sr.params,
 		Only: []string{test}, DryRun: true, Progress: w, Version: getVersion(), Baseline: sr.baseline}
-	topo := plan.Topology{Nodes: len(hosts), GPUsPerNode: sr.sku.GPUsPerNode, Hosts: hosts}
-	if _, err := r.Run(ctx, suite, topo); err != nil {
-		return fmt.Errorf("dry run of %s on %s: %w", test, strings.Join(hosts, ","), err)
+	res, err := r.Run(ctx, suite, topo)
+	if err != nil {
+		return fmt.Errorf("dry run of %s on %s: %w", test, strings.Join(topo.Hosts, ","), err)
+	}
+	if res.Status == result.Error {
+		return fmt.Errorf("dry run: %s on %s could not be planned (see above)", test, strings.Join(topo.Hosts, ","))
 	}
 	return nil
 }
@@ -178,11 +189,9 @@ func (sr *subRunner) show(ctx context.Context, suite, test string, hosts []strin
 // exec runs a localisation's request with a launcher of its own, pinned to
 // the request's hosts, and writes the run's own results folder.
 func (sr *subRunner) exec(ctx context.Context, req localise.Request) (*result.Run, error) {
-	o := sr.opts
-	o.Hosts = req.Topology.Hosts
-	l, err := launch.New(sr.launcher, o)
+	l, err := sr.launcherFor(req.Topology.Hosts)
 	if err != nil {
-		return nil, fmt.Errorf("launcher %s for %s: %w", sr.launcher, strings.Join(o.Hosts, ","), err)
+		return nil, err
 	}
 	params := runner.Params(sr.params, req.Params)
 	r := &runner.Runner{Plugins: sr.host, Launcher: l, SKU: sr.sku, Dir: req.Dir, Timeout: sr.timeout, Params: params,
@@ -384,7 +393,8 @@ func localiseOnly(ctx context.Context, c *common, lc *localise.Config, sr *subRu
 			}
 			// What one of those runs launches, pinned to its nodes as
 			// every run is (the k8s manifests, the mpirun line, ...).
-			if err := sr.show(ctx, suite, n, topo.Hosts[:2], filepath.Join(c.out, "localise"), stdout); err != nil {
+			pair := plan.Topology{Nodes: 2, GPUsPerNode: topo.GPUsPerNode, Hosts: topo.Hosts[:2]}
+			if err := sr.show(ctx, suite, n, pair, filepath.Join(c.out, "localise"), stdout); err != nil {
 				return exitUsage, err
 			}
 		}
