@@ -60,6 +60,21 @@ func edit(t *testing.T, p string, re, repl string) {
 // A sign-off checks out untouched; an edited raw output, baseline copy or
 // journal is caught, with the file named, and a changed number is caught
 // again by re-judging.
+// verifyChanged runs gpuaccept verify on a copy of the results folder
+// signed after change tampered with it, and wants its exit code and every
+// line of want in its output (the folder's path written DIR).
+func verifyChanged(t *testing.T, signed string, change func(dir string), code int, want []string) {
+	t.Helper()
+	dir := copyDir(t, signed)
+	change(dir)
+	got, out, errs := cli(t, "verify", dir)
+	out = strings.ReplaceAll(out, dir, "DIR")
+	assert.Equal(t, got, code, out+errs)
+	for _, w := range want {
+		assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)
+	}
+}
+
 func TestVerify(t *testing.T) {
 	signed := replayRun(t)
 	for _, f := range []string{"manifest.json", "baseline/h200.yaml", "journal.jsonl", "report.html", "summary.md", "junit.xml"} {
@@ -101,16 +116,7 @@ func TestVerify(t *testing.T) {
 		}, 1, []string{"MISMATCH raw/nccl.sendrecv/sendrecv.log: missing"}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			dir := copyDir(t, signed)
-			c.change(dir)
-			code, out, errs := cli(t, "verify", dir)
-			out = strings.ReplaceAll(out, dir, "DIR")
-			assert.Equal(t, code, c.code, out+errs)
-			for _, w := range c.want {
-				assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { verifyChanged(t, signed, c.change, c.code, c.want) })
 	}
 	code, _, errs := cli(t, "verify", t.TempDir())
 	assert.Equal(t, code, 2)

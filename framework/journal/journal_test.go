@@ -47,19 +47,7 @@ func TestReadBack(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			w, err := Create(dir, header(), planned)
-			assert.NilError(t, err)
-			c.write(w)
-			assert.NilError(t, w.Close())
-			if c.tail != "" {
-				f, err := os.OpenFile(filepath.Join(dir, File), os.O_APPEND|os.O_WRONLY, 0)
-				assert.NilError(t, err)
-				f.WriteString(c.tail)
-				f.Close()
-			}
-			run, err := Read(dir)
-			assert.NilError(t, err)
+			run := written(t, planned, c.write, c.tail)
 			var names []string
 			for _, tt := range run.Tests {
 				names = append(names, tt.Name)
@@ -72,6 +60,27 @@ func TestReadBack(t *testing.T) {
 			assert.Equal(t, run.Tests[0].Scope, "1x2")
 		})
 	}
+}
+
+// written reads back a journal of the planned tests that write filled and
+// whose file then got tail appended (a run killed in the middle of a line).
+func written(t *testing.T, planned []string, write func(*Writer), tail string) *result.Run {
+	t.Helper()
+	dir := t.TempDir()
+	w, err := Create(dir, header(), planned)
+	assert.NilError(t, err)
+	write(w)
+	assert.NilError(t, w.Close())
+	if tail != "" {
+		f, err := os.OpenFile(filepath.Join(dir, File), os.O_APPEND|os.O_WRONLY, 0)
+		assert.NilError(t, err)
+		_, err = f.WriteString(tail)
+		assert.NilError(t, err)
+		assert.NilError(t, f.Close())
+	}
+	run, err := Read(dir)
+	assert.NilError(t, err)
+	return run
 }
 
 func TestReadErrors(t *testing.T) {
@@ -208,19 +217,7 @@ func TestReadLocalisations(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			w, err := Create(dir, header(), planned)
-			assert.NilError(t, err)
-			c.write(w)
-			assert.NilError(t, w.Close())
-			if c.tail != "" {
-				f, err := os.OpenFile(filepath.Join(dir, File), os.O_APPEND|os.O_WRONLY, 0)
-				assert.NilError(t, err)
-				f.WriteString(c.tail)
-				f.Close()
-			}
-			run, err := Read(dir)
-			assert.NilError(t, err)
+			run := written(t, planned, c.write, c.tail)
 			assert.DeepEqual(t, run.Localisations, c.want)
 			assert.Equal(t, run.Status, c.status)
 		})
