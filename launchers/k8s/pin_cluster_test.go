@@ -232,47 +232,31 @@ func TestPinnedRunsBindToGivenNodes(t *testing.T) {
 func templatePods(t *testing.T, objs []*unstructured.Unstructured) []*corev1.Pod {
 	t.Helper()
 	var out []*corev1.Pod
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			if tmpl, ok := x["template"].(map[string]any); ok {
-				if _, ok, _ := unstructured.NestedSlice(tmpl, "spec", "containers"); ok {
-					n, found, _ := unstructured.NestedInt64(x, "parallelism")
-					if !found {
-						n, found, _ = unstructured.NestedInt64(x, "replicas")
-					}
-					if !found {
-						n = 1
-					}
-					for i := int64(0); i < n; i++ {
-						var p corev1.Pod
-						assert.NilError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &p))
-						p.GenerateName = "pin-"
-						if p.Annotations == nil {
-							p.Annotations = map[string]string{}
-						}
-						p.Annotations["gpuaccept.dev/kwok-hang"] = "true"
-						if _, ok := p.Labels[LabelRole]; !ok {
-							p.Annotations["batch.kubernetes.io/job-completion-index"] = fmt.Sprint(i)
-						}
-						out = append(out, &p)
-					}
-					return
-				}
-			}
-			for _, e := range x {
-				walk(e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
+	eachPodTemplate(objs, func(owner, tmpl map[string]any) {
+		if owner == nil {
+			return
 		}
-	}
-	for _, o := range objs {
-		walk(o.Object)
-	}
+		n, found, _ := unstructured.NestedInt64(owner, "parallelism")
+		if !found {
+			n, found, _ = unstructured.NestedInt64(owner, "replicas")
+		}
+		if !found {
+			n = 1
+		}
+		for i := int64(0); i < n; i++ {
+			var p corev1.Pod
+			assert.NilError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &p))
+			p.GenerateName = "pin-"
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations["gpuaccept.dev/kwok-hang"] = "true"
+			if _, ok := p.Labels[LabelRole]; !ok {
+				p.Annotations["batch.kubernetes.io/job-completion-index"] = fmt.Sprint(i)
+			}
+			out = append(out, &p)
+		}
+	})
 	return out
 }
 

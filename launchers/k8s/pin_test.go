@@ -10,6 +10,42 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
+// eachPodTemplate calls fn with every pod template in objs (a map whose
+// spec holds containers) and the map holding it under "template" (a Job's
+// spec, a replicated job's: where parallelism or replicas say how many
+// pods it stands for); owner is nil for a template that is an object of
+// its own.
+func eachPodTemplate(objs []*unstructured.Unstructured, fn func(owner, tmpl map[string]any)) {
+	isTemplate := func(m map[string]any) bool {
+		spec, ok := m["spec"].(map[string]any)
+		return ok && spec["containers"] != nil
+	}
+	var walk func(owner map[string]any, v any)
+	walk = func(owner map[string]any, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if isTemplate(x) {
+				fn(owner, x)
+				return
+			}
+			for k, e := range x {
+				if k == "template" {
+					walk(x, e)
+				} else {
+					walk(nil, e)
+				}
+			}
+		case []any:
+			for _, e := range x {
+				walk(nil, e)
+			}
+		}
+	}
+	for _, o := range objs {
+		walk(nil, o.Object)
+	}
+}
+
 // podTemplates describes every pod template in objs as
 // "ROLE nodes=N1,N2 spread=yes|no": its gpuaccept.dev/role (or
 // pair-role), the node names its required node affinity allows, and
@@ -17,47 +53,31 @@ import (
 func podTemplates(t *testing.T, objs []*unstructured.Unstructured) []string {
 	t.Helper()
 	var out []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			if spec, ok := x["spec"].(map[string]any); ok && spec["containers"] != nil {
-				labels, _, _ := unstructured.NestedStringMap(x, "metadata", "labels")
-				role := labels[LabelRole]
-				if r := labels["gpuaccept.dev/pair-role"]; r != "" {
-					role = r
-				}
-				if role == "" {
-					role = "indexed"
-				}
-				var nodes []string
-				terms, _, _ := unstructured.NestedSlice(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
-				for _, term := range terms {
-					fields, _, _ := unstructured.NestedSlice(term.(map[string]any), "matchFields")
-					assert.Equal(t, len(fields), 1, "one requirement per term: %v", term)
-					f := fields[0].(map[string]any)
-					assert.Equal(t, f["key"], "metadata.name")
-					assert.Equal(t, f["operator"], "In")
-					vals, _, _ := unstructured.NestedStringSlice(f, "values")
-					assert.Equal(t, len(vals), 1, "the API server takes one value per metadata.name requirement")
-					nodes = append(nodes, vals[0])
-				}
-				_, spread, _ := unstructured.NestedSlice(spec, "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
-				out = append(out, fmt.Sprintf("%s nodes=%s spread=%v", role, strings.Join(nodes, ","), spread))
-				return
-			}
-			for _, e := range x {
-				walk(e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
+	eachPodTemplate(objs, func(_, x map[string]any) {
+		spec := x["spec"].(map[string]any)
+		labels, _, _ := unstructured.NestedStringMap(x, "metadata", "labels")
+		role := labels[LabelRole]
+		if r := labels["gpuaccept.dev/pair-role"]; r != "" {
+			role = r
 		}
-	}
-	for _, o := range objs {
-		walk(o.Object)
-	}
+		if role == "" {
+			role = "indexed"
+		}
+		var nodes []string
+		terms, _, _ := unstructured.NestedSlice(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+		for _, term := range terms {
+			fields, _, _ := unstructured.NestedSlice(term.(map[string]any), "matchFields")
+			assert.Equal(t, len(fields), 1, "one requirement per term: %v", term)
+			f := fields[0].(map[string]any)
+			assert.Equal(t, f["key"], "metadata.name")
+			assert.Equal(t, f["operator"], "In")
+			vals, _, _ := unstructured.NestedStringSlice(f, "values")
+			assert.Equal(t, len(vals), 1, "the API server takes one value per metadata.name requirement")
+			nodes = append(nodes, vals[0])
+		}
+		_, spread, _ := unstructured.NestedSlice(spec, "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+		out = append(out, fmt.Sprintf("%s nodes=%s spread=%v", role, strings.Join(nodes, ","), spread))
+	})
 	sort.Strings(out)
 	return out
 }
