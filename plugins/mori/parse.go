@@ -29,6 +29,11 @@ type Output struct {
 	// Errors are failures the output reports (Python tracebacks, HIP and
 	// RCCL errors, aborts) and lines of a section cut short.
 	Errors []Diag
+	// Mismatches are the benchmark's own correctness check failing:
+	// "Result mismatch for token N:" lines (ROCm/mori
+	// tests/python/ops/bench_dispatch_combine*.py compare what combine
+	// returns with what was dispatched): wrong data, whatever the bandwidth.
+	Mismatches []Diag
 	// Warnings are round lines not understood.
 	Warnings []Diag
 }
@@ -95,6 +100,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 	errs := textdiag.List{Max: diagMax}
 	warns := textdiag.List{Max: diagMax}
 	gloo := textdiag.List{Max: diagMax}
+	mism := textdiag.List{Max: diagMax, What: "mismatches"}
 	br := bufio.NewReaderSize(io.LimitReader(r, textLimit), 64<<10)
 	line := 0
 	phase := ""       // "dispatch", "combine", "e2e" while in an intra-node section
@@ -182,6 +188,10 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 				}
 			case strings.HasPrefix(t, "+-"):
 			default:
+				if strings.HasPrefix(t, "Result mismatch") {
+					mism.Add(line, clip(t))
+					continue
+				}
 				if m := glooRE.FindStringSubmatch(t); m != nil {
 					if m[2] != m[3] {
 						gloo.Add(line, clip(t))
@@ -203,7 +213,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 			break
 		}
 	}
-	o.Errors, o.Warnings, o.Gloo = errs.Done(), warns.Done(), gloo.Done()
+	o.Errors, o.Warnings, o.Gloo, o.Mismatches = errs.Done(), warns.Done(), gloo.Done(), mism.Done()
 	return o, rerr
 }
 

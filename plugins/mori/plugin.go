@@ -277,6 +277,18 @@ func parseOne(p *result.Parsed, test string, topo plan.Topology, s settings, o p
 		for _, w := range text.Warnings {
 			p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: w.Text, Source: fmt.Sprintf("%s:%d", logName, w.Line)})
 		}
+		if len(text.Mismatches) > 0 {
+			var at []string
+			for _, m := range text.Mismatches {
+				if m.Line > 0 {
+					at = append(at, fmt.Sprintf("%s:%d: %s", logName, m.Line, m.Text))
+				} else {
+					at = append(at, m.Text)
+				}
+			}
+			p.Checks = append(p.Checks, result.Check{Name: "data validation", OK: false,
+				Message: "the benchmark's correctness check failed: " + strings.Join(at, "; ")})
+		}
 	}
 	category := map[string]string{"ep_intranode": "intra_ep", "ep_internode": "internode_ep"}[test]
 	var rec *Record

@@ -310,3 +310,22 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The benchmark's own correctness check failing is wrong data: a failed
+// data validation gate naming the line, whatever else the output lacks.
+// Input: ROCm/mori issue #61, kept in testdata/field/mori with its source.
+func TestResultMismatchFailsValidation(t *testing.T) {
+	log := "../../testdata/field/mori/mori61-intranode-tune-result-mismatch/mori.log"
+	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "ep_intranode",
+		Topology: plan.Topology{Nodes: 1, GPUsPerNode: 8}, Outputs: []plan.Output{{Step: "mori", Log: log}}})
+	assert.NilError(t, err)
+	var found bool
+	for _, c := range p.Checks {
+		if c.Name == "data validation" {
+			found = true
+			assert.Assert(t, !c.OK && !c.Warn, "%+v", c)
+			assert.Assert(t, strings.Contains(c.Message, "mori.log:13: Result mismatch for token 0"), c.Message)
+		}
+	}
+	assert.Assert(t, found, "no data validation check in %+v", p.Checks)
+}
