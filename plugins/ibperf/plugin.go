@@ -416,14 +416,20 @@ func (sd *side) device() string {
 }
 
 // devNotFound are the failure reports of an HCA the host does not show.
-var devNotFound = []string{"Unable to find the Infiniband/RoCE device", "Did not detect devices", "No IB devices found", " not found", "Failed to get IB devices list", "Couldn't get device list"}
+var devNotFound = []string{"Unable to find the Infiniband/RoCE device", "Did not detect devices", "No IB devices found", "Failed to get IB devices list", "Couldn't get device list"}
+
+// devHint follows the first of them in an output: what they mean.
+const devHint = " (the HCA is not visible on that host: wrong -d name, driver down, or no RDMA device in the container)"
 
 // hint says, after a failure report, what it means where perftest's words
 // do not.
 func hint(text string) string {
+	if notFoundRE.MatchString(text) {
+		return devHint
+	}
 	for _, m := range devNotFound {
 		if strings.Contains(text, m) {
-			return " (the HCA is not visible on that host: wrong -d name, driver down, or no RDMA device in the container)"
+			return devHint
 		}
 	}
 	return ""
