@@ -26,9 +26,15 @@ LOGFILEs are grouped into runs, each judged as one test result:
     raw/TEST/ keeps them: server.N.log and client.N.log (pair N), or any
     logs the folder's outputs.json gives a server or client role;
   - every other file is a run of its own.
+A LOGFILE ending in .gz is read decompressed (gzip), and grouped as the
+plain file would be (run.log.gz with run.json.gz); - reads standard input
+once (gzip or not), named "stdin". One input may hold at most 4 GiB once
+read: past that, or when a .gz is not gzip or is cut short, check stops
+with an error naming the file (exit 2).
 A log from a results folder is judged with how its step ended there (exit
 code, host: raw/TEST/outputs.json). With --out DIR the results folder gets
-the logs under raw/, a manifest, the baseline copy and a journal, so that
+the logs under raw/ as they were read (decompressed; standard input as
+raw/TEST/stdin), a manifest, the baseline copy and a journal, so that
 gpuaccept verify DIR checks it like a run's.
 `
 

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/runner"
 )
 
 // crashPlugin plans a harmless step and panics when asked to parse: a
@@ -60,6 +61,15 @@ func cli(t *testing.T, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := run(args, &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// cliStdin is cli with stdin as the standard input check reads for "-".
+func cliStdin(t *testing.T, stdin []byte, args ...string) (int, string, string) {
+	t.Helper()
+	old := runner.Stdin
+	runner.Stdin = bytes.NewReader(stdin)
+	defer func() { runner.Stdin = old }()
+	return cli(t, args...)
 }
 
 const healthy = "../../testdata/recordings/h200-1x2-healthy"

@@ -111,8 +111,17 @@ var (
 var degrade = map[string]func(string) string{
 	// busbw of both placements 30% down.
 	"rccl": func(s string) string { return scale(s, rcclRow, 0.7, 7, 11) },
-	// BW average 30% down on the client's table.
-	"ibperf": func(s string) string { return scale(s, ibRow, 0.7, 3) },
+	// BW average 30% down on the client's table, and MsgRate with it:
+	// perftest derives both from one count, and the plugin reads the unit
+	// from their ratio.
+	"ibperf": func(s string) string {
+		return ibRow.ReplaceAllStringFunc(scale(s, ibRow, 0.7, 3), func(line string) string {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[4], 64)
+			f[4] = strconv.FormatFloat(v*0.7, 'f', 6, 64)
+			return strings.Join(f, " ")
+		})
+	},
 	// one rank 20% slow in every dispatch round.
 	"mori.ep_intranode": func(s string) string {
 		i := strings.Index(s, "Combine result:")

@@ -548,7 +548,14 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 	if len(files) == 0 {
 		return nil, fmt.Errorf("no log files to check")
 	}
-	groups, err := groupFiles(files)
+	// A .gz or standard input is judged from a plain copy, which lives
+	// only while the run is judged (with dir, kept under raw/).
+	tmp, err := os.MkdirTemp("", "gpuaccept-check-")
+	if err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	groups, err := groupFiles(files, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -620,14 +627,10 @@ func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
 	into := filepath.Join(dir, "raw", folder)
 	var raw []string
 	cp := func(src, dst string) error {
-		data, err := os.ReadFile(src)
-		if err != nil {
-			return fmt.Errorf("keep log file: %w", err)
-		}
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return fmt.Errorf("keep log file %s: %w", src, err)
 		}
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
+		if err := copyFile(src, dst); err != nil {
 			return fmt.Errorf("keep log file %s: %w", src, err)
 		}
 		rel, _ := filepath.Rel(dir, dst)
@@ -677,27 +680,35 @@ type fileGroup struct {
 // "server.0"), the way plugins name their server and client steps.
 var pairedStep = regexp.MustCompile(`^(server|client)\.[0-9]+$`)
 
-func groupFiles(files []string) ([]fileGroup, error) {
+// groupFiles groups the files given to check into runs. A .gz and
+// standard input ("-") are read into tmp first (inputs); they group as the
+// plain file would (x.log.gz with x.json, server.0.log.gz with
+// client.0.log.gz), and the outputs point at the readable copies.
+func groupFiles(files []string, tmp string) ([]fileGroup, error) {
 	var groups []fileGroup
 	// where finds a file's output: group index and output index.
 	type where struct{ g, o int }
 	byStem := map[string]where{}
 	pairs := map[string]int{} // folder -> group of its paired steps
+	opener := &inputs{tmp: tmp}
+	// path is where the plugins read each logical path.
+	path := map[string]string{}
 	for _, f := range files {
-		fi, err := os.Stat(f)
+		in, err := opener.open(f)
 		if err != nil {
-			return nil, fmt.Errorf("log file: %w", err)
+			return nil, err
 		}
-		if fi.IsDir() {
-			return nil, fmt.Errorf("log file %s: is a folder", f)
+		abs := in.logical
+		if prev, ok := path[abs]; ok && prev != in.path {
+			return nil, fmt.Errorf("log file %s: %s is given too, compressed or not: give one", f, abs)
 		}
-		abs, err := filepath.Abs(f)
-		if err != nil {
-			return nil, fmt.Errorf("log file %s: %w", f, err)
-		}
+		path[abs] = in.path
 		base := filepath.Base(f)
+		if f == "-" {
+			base = StdinName
+		}
 		stem := strings.TrimSuffix(abs, filepath.Ext(abs))
-		isJSON := strings.EqualFold(filepath.Ext(f), ".json")
+		isJSON := strings.EqualFold(filepath.Ext(abs), ".json")
 		w, ok := byStem[stem]
 		if ok && (isJSON && !hasJSON(groups[w.g].outs[w.o]) || !isJSON && groups[w.g].outs[w.o].Log == "") {
 			// joins the run of the same stem
@@ -729,7 +740,7 @@ func groupFiles(files []string) ([]fileGroup, error) {
 		g := &groups[w.g]
 		o := &g.outs[w.o]
 		if isJSON {
-			o.Files = map[string]string{base: abs}
+			o.Files = map[string]string{filepath.Base(abs): abs}
 			g.files = append(g.files, f)
 			continue
 		}
@@ -740,9 +751,31 @@ func groupFiles(files []string) ([]fileGroup, error) {
 		}
 		g.files = append(g.files, f)
 		// A results folder keeps a step's -J file in STEP.files/.
-		if js := filepath.Join(filepath.Dir(stem), launch.FilesDir(filepath.Base(stem)), filepath.Base(stem)+".json"); !hasJSON(*o) && fileExists(js) {
+		js := filepath.Join(filepath.Dir(stem), launch.FilesDir(filepath.Base(stem)), filepath.Base(stem)+".json")
+		if f != "-" && !hasJSON(*o) && (fileExists(js) || fileExists(js+".gz")) {
+			given := js
+			if !fileExists(js) {
+				given += ".gz"
+			}
+			in, err := opener.open(given)
+			if err != nil {
+				return nil, err
+			}
+			path[in.logical] = in.path
 			o.Files = map[string]string{filepath.Base(js): js}
-			g.files = append(g.files, js)
+			g.files = append(g.files, given)
+		}
+	}
+	// The plugins read the files where inputs put them.
+	for i := range groups {
+		for j := range groups[i].outs {
+			o := &groups[i].outs[j]
+			if o.Log != "" {
+				o.Log = path[o.Log]
+			}
+			for k, v := range o.Files {
+				o.Files[k] = path[v]
+			}
 		}
 	}
 	// Two logs of the same name from different folders are told apart by

@@ -33,10 +33,12 @@ type Output struct {
 	// GPUMemory is true when the buffers are in GPU memory ("Use ROCm
 	// memory : ON", "Use CUDA memory : ON", or a GPU line above).
 	GPUMemory bool
-	// Unit is the bandwidth unit of the table as printed: "Gb/sec",
-	// "MB/sec" or "MiB/sec" ("" when no table header was seen). perftest's
-	// MB and MiB are both 2^20 bytes.
-	Unit string
+	// Unit is the bandwidth unit of the table's values: "Gb/sec", "MB/sec"
+	// or "MiB/sec" ("" when neither the header nor the rows tell). It is
+	// the header's unit unless the rows' BW average and MsgRate prove
+	// another (the unit check, RowUnit); HeaderUnit is the header's as
+	// printed. perftest's MB and MiB are both 2^20 bytes.
+	Unit, HeaderUnit string
 	// NoPeak is true when perftest said the peak is not measured (-D, -N,
 	// many iterations): the peak column holds no measurement then.
 	NoPeak bool
@@ -49,9 +51,13 @@ type Output struct {
 	Waiting, Closed bool
 	// Errors are perftest's failure reports ("Couldn't connect to ...",
 	// "Couldn't listen to port", "Completion with error at client",
-	// "Failed to exchange data between server and clients", ...) and rows
-	// cut short; Warnings are lines not understood.
+	// "Failed to exchange data between server and clients", "Unable to
+	// find the Infiniband/RoCE device", ...), rows cut short and a table
+	// whose bandwidth fits no unit; Warnings are a table header whose unit
+	// the values contradict. NamedDevice tells which HCA an error names.
 	Errors, Warnings []Diag
+	// headerLine is the line of the table header (0: none seen).
+	headerLine int
 }
 
 // Row is one result row: one message size.
@@ -84,6 +90,109 @@ func (o *Output) GbPerSec(v float64) float64 {
 	return v
 }
 
+// mibPerGb is MiB/s per Gb/s: 1e9 bits / 8 / 2^20 bytes, about 119.2.
+const mibPerGb = 1e9 / 8 / 1048576
+
+// Units RowUnit tells apart.
+const (
+	unitGb  = "Gb/sec"
+	unitMiB = "MiB/sec"
+	// unitNone: the row's BW average is neither of the two.
+	unitNone = "?"
+)
+
+// RowUnit says which unit a row's BW average is in, from its MsgRate and
+// message size: perftest derives both from one count of messages and one
+// time (print_report_bw in src/perftest_parameters.c: bw_avg = size x n x
+// cycles_to_units / (cycles x format_factor), msgRate_avg = n x
+// cycles_to_units / (cycles x 10^6), format_factor 125x10^6 for Gb/s and
+// 2^20 for MiB/s; with -b both sides' sums), so in Gb/s
+//
+//	BW average [Gb/s] = size [B] x MsgRate [Mpps] x 8 / 1000
+//
+// and in MiB/s size x MsgRate x 10^6 / 2^20, 119.2 times more, up to the
+// printed rounding (BW to 0.01, MsgRate to 10^-6). It returns "Gb/sec",
+// "MiB/sec", "?" when the value is neither, or "" when the row cannot tell
+// (no rate, or a value so rounded that the two units are not apart).
+func RowUnit(r Row) string {
+	if r.Size <= 0 || r.MsgRate <= 0 || r.Avg <= 0 {
+		return ""
+	}
+	rounding := 0.005/r.Avg + 5e-7/r.MsgRate
+	if rounding > 0.2 {
+		return ""
+	}
+	tol := 0.02 + rounding
+	gb := float64(r.Size) * r.MsgRate * 8 / 1000
+	switch ratio := r.Avg / gb; {
+	case ratio > 1-tol && ratio < 1+tol:
+		return unitGb
+	case ratio/mibPerGb > 1-tol && ratio/mibPerGb < 1+tol:
+		return unitMiB
+	}
+	return unitNone
+}
+
+// checkUnit decides the unit of the table's values from its rows, not
+// from the header alone: a server heading its table BW average[MB/sec]
+// over Gb/s values has been reported (issue 15), and before perftest 26.x
+// negotiated the flags a side whose peer ran without --report_gbits added
+// the peer's MiB/s to its own Gb/s (xchg_bw_reports, print_full_bw_report). A header the rows
+// contradict is a warning and the rows' unit is used; rows that fit no
+// unit, or both, are an error: their bandwidth cannot be read.
+func (o *Output) checkUnit(errs, warns *textdiag.List) {
+	n := map[string]int{}
+	first := map[string]Row{}
+	for _, r := range o.Rows {
+		u := RowUnit(r)
+		if u == "" {
+			continue
+		}
+		if n[u] == 0 {
+			first[u] = r
+		}
+		n[u]++
+	}
+	told := n[unitGb] + n[unitMiB] + n[unitNone]
+	if told == 0 {
+		return
+	}
+	if n[unitGb] > 0 && n[unitMiB] > 0 {
+		errs.Add(first[unitMiB].Line, fmt.Sprintf("the result rows disagree on their unit: line %d is in Gb/s, line %d in MiB/s (by MsgRate x size): bandwidth not read",
+			first[unitGb].Line, first[unitMiB].Line))
+		return
+	}
+	if bad := n[unitNone]; bad > 0 {
+		r := first[unitNone]
+		msg := fmt.Sprintf("BW average %g at %d B is neither Gb/s (%.4g) nor MiB/s (%.4g) of its MsgRate %g Mpps, on %d of %d rows (one side run with --report_gbits, the other without?)",
+			r.Avg, r.Size, float64(r.Size)*r.MsgRate*8/1000, float64(r.Size)*r.MsgRate*1e6/1048576, r.MsgRate, bad, told)
+		if 2*bad >= told {
+			errs.Add(r.Line, msg+": bandwidth not read")
+			return
+		}
+		warns.Add(r.Line, msg)
+	}
+	u, rule := unitGb, "Gb/s (BW average = MsgRate x size x 8 / 1000"
+	if n[unitMiB] > 0 {
+		u, rule = unitMiB, "MiB/s (BW average = MsgRate x size / 2^20"
+	}
+	header := o.HeaderUnit
+	if header == "MB/sec" {
+		header = unitMiB // perftest's MB is 2^20 bytes
+	}
+	if header == u {
+		return
+	}
+	rows := fmt.Sprintf("%d of %d rows", n[u], told)
+	if n[u] == told {
+		rows = fmt.Sprintf("all %d rows that tell", told)
+	}
+	// Rows are read under a header only, so there is one to contradict.
+	warns.Add(o.headerLine, fmt.Sprintf("the table is headed BW average[%s] but its values are %s on %s): read as %s, the header is wrong",
+		o.HeaderUnit, rule, rows, u))
+	o.Unit = u
+}
+
 const (
 	diagMax    = 200
 	lineMax    = 4096
@@ -92,12 +201,64 @@ const (
 	resultRule = "----------------------------------------"
 )
 
-// errorMarks are the texts of perftest's failure reports (src/*.c).
-var errorMarks = []string{
-	"Couldn't connect", "Couldn't listen", "Completion with error", "Failed to exchange data",
-	"Couldn't read remote address", "Failed status", "No IB devices found", "Unable to open", "Couldn't get context",
-	"Couldn't allocate", "Unable to init the socket connection", "Failed to create", "Failed to modify QP", "failed to open",
-	"Couldn't create", "Couldn't post send", "is not valid for this test", "Invalid", "Can't produce a report",
+// errorMarks are the texts of perftest's failure reports (src/*.c) that
+// may stand inside a line ("ethernet_read_keys: Couldn't read remote
+// address"); errorStarts are the first words of the rest of them: perftest
+// words every fatal report "Couldn't ...", "Unable to ..." or "Failed to
+// ..." (" Unable to find the Infiniband/RoCE device", "Failed to modify QP
+// 218 to RTR", " Failed to negotiate parameters"), and libibverbs' device
+// list errors ("Did not detect devices", "IB device mlx5_3 not found",
+// "No IB devices found") come before any of perftest's own lines.
+var (
+	errorMarks = []string{
+		"Couldn't connect", "Couldn't listen", "Completion with error", "Failed to exchange data",
+		"Couldn't read remote address", "Failed status", "No IB devices found", "Unable to open", "Couldn't get context",
+		"Couldn't allocate", "Unable to init the socket connection", "Failed to create", "Failed to modify QP", "failed to open",
+		"Couldn't create", "Couldn't post send", "is not valid for this test", "Invalid", "Can't produce a report",
+		"Did not detect devices", "Unable to find the Infiniband/RoCE device", "Failed to get IB devices list",
+		"Couldn't get device list", "ibv_open_device", "Couldn't open IB device", "mismatch: local=",
+	}
+	errorStarts = []string{"Couldn't ", "Unable to ", "Failed to "}
+	notFoundRE  = regexp.MustCompile(`^IB device \S+ not found`)
+)
+
+// isError says whether a trimmed output line is one of perftest's failure
+// reports.
+func isError(t string) bool {
+	for _, m := range errorStarts {
+		if strings.HasPrefix(t, m) {
+			return true
+		}
+	}
+	for _, m := range errorMarks {
+		if strings.Contains(t, m) {
+			return true
+		}
+	}
+	return notFoundRE.MatchString(t)
+}
+
+// namedDeviceREs find the HCA a failure report names: libibverbs' and
+// perftest's "IB device mlx5_3 not found", "Couldn't open IB device
+// mlx5_3", older perftest's "Couldn't get context for mlx5_0" (today's
+// says "for the device", which names none).
+var namedDeviceREs = []*regexp.Regexp{
+	regexp.MustCompile(`IB device ([A-Za-z0-9_.-]+) not found`),
+	regexp.MustCompile(`Couldn't open IB device ([A-Za-z0-9_.-]+)`),
+	regexp.MustCompile(`Couldn't get context for ([A-Za-z0-9_.-]+)`),
+	regexp.MustCompile(`ibv_open_device\(?([A-Za-z0-9_.-]+)\)? failed`),
+}
+
+// NamedDevice is the HCA an error line names ("mlx5_3" in "IB device
+// mlx5_3 not found"), or "" when it names none: such a line is about that
+// device, whatever step's log it stands in.
+func NamedDevice(text string) string {
+	for _, re := range namedDeviceREs {
+		if m := re.FindStringSubmatch(text); m != nil && m[1] != "the" && m[1] != "device" {
+			return m[1]
+		}
+	}
+	return ""
 }
 
 var gpuRE = regexp.MustCompile(`Using (ROCm|CUDA|cuda|rocm) Device with ID:\s*(\d+),\s*Name:\s*([^,]+)`)
@@ -136,9 +297,11 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 			case strings.HasPrefix(t, "#bytes"):
 				cols = headerCols(f)
 				inTable = true
+				o.headerLine = line
 				for _, c := range cols {
 					if u, ok := strings.CutPrefix(c, "average["); ok {
 						o.Unit = strings.TrimSuffix(u, "]")
+						o.HeaderUnit = o.Unit
 					}
 					if strings.HasPrefix(c, "CPU_Util") {
 						o.CPUUtil = true
@@ -165,11 +328,8 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 				o.GPUMemory = true
 			default:
 				header(o, t)
-				for _, m := range errorMarks {
-					if strings.Contains(t, m) {
-						errs.Add(line, clip(t))
-						break
-					}
+				if isError(t) {
+					errs.Add(line, clip(t))
 				}
 			}
 		}
@@ -180,6 +340,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 			break
 		}
 	}
+	o.checkUnit(&errs, &warns)
 	o.Errors, o.Warnings = errs.Done(), warns.Done()
 	return o, rerr
 }

@@ -394,12 +394,45 @@ func readSide(o plan.Output) side {
 	} else if o.ExitCode != 0 {
 		sd.errs = append(sd.errs, fmt.Sprintf("exited with status %d", o.ExitCode))
 	}
-	if sd.text != nil {
-		for _, e := range sd.text.Errors {
-			sd.errs = append(sd.errs, fmt.Sprintf("%s:%d: %s", filepath.Base(o.Log), e.Line, e.Text))
+	return sd
+}
+
+// device is the HCA a side ran on as its output shows it: the settings
+// block's Device, else the first HCA its errors name (a side that failed
+// before printing its settings: "IB device mlx5_3 not found").
+func (sd *side) device() string {
+	if sd == nil || sd.text == nil {
+		return ""
+	}
+	if sd.text.Device != "" {
+		return sd.text.Device
+	}
+	for _, e := range sd.text.Errors {
+		if d := NamedDevice(e.Text); d != "" {
+			return d
 		}
 	}
-	return sd
+	return ""
+}
+
+// devNotFound are the failure reports of an HCA the host does not show.
+var devNotFound = []string{"Unable to find the Infiniband/RoCE device", "Did not detect devices", "No IB devices found", "Failed to get IB devices list", "Couldn't get device list"}
+
+// devHint follows the first of them in an output: what they mean.
+const devHint = " (the HCA is not visible on that host: wrong -d name, driver down, or no RDMA device in the container)"
+
+// hint says, after a failure report, what it means where perftest's words
+// do not.
+func hint(text string) string {
+	if notFoundRE.MatchString(text) {
+		return devHint
+	}
+	for _, m := range devNotFound {
+		if strings.Contains(text, m) {
+			return devHint
+		}
+	}
+	return ""
 }
 
 // Parse implements pluginapi.Plugin: metrics of each pair come from its
@@ -420,7 +453,10 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	type pairOut struct {
 		idx            int
 		server, client *side
-		label          string
+		// label names the pair in messages; byFile when no HCA was known
+		// and it is the log's file name.
+		label  string
+		byFile bool
 	}
 	pairs := map[string]*pairOut{}
 	var order []string
@@ -450,6 +486,48 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	var errs []string
 	var gpu string
 	best := map[string]float64{}
+	// First every pair's name and HCAs, so that an error line can be given
+	// to the pair of the HCA it names, whichever log it stands in.
+	type hcas struct{ server, client string }
+	devs := map[string]hcas{}
+	for _, key := range order {
+		po := pairs[key]
+		var d hcas
+		if planned && po.idx >= 0 && po.idx < len(s.pairs) {
+			d = hcas{s.pairs[po.idx].Server, s.pairs[po.idx].Client}
+			po.label = s.pairs[po.idx].Label()
+		} else {
+			d = hcas{po.server.device(), po.client.device()}
+			switch {
+			case d.server != "" && d.client != "":
+				// Both sides judged offline: named as a planned pair is.
+				po.label = Pair{Server: d.server, Client: d.client}.Label()
+			case d.client != "":
+				po.label = d.client
+			case d.server != "":
+				po.label = d.server
+			case key == "check" || po.idx < 0:
+				// A log judged alone that names no HCA: named by its file.
+				for _, sd := range []*side{po.client, po.server} {
+					if sd != nil && sd.out.Log != "" {
+						po.label, po.byFile = filepath.Base(sd.out.Log), true
+					}
+				}
+			}
+			if po.label == "" {
+				po.label = key
+			}
+		}
+		devs[key] = d
+	}
+	owner := func(role, dev string) string {
+		for _, key := range order {
+			if d := devs[key]; role == "server" && d.server == dev || role != "server" && d.client == dev {
+				return key
+			}
+		}
+		return ""
+	}
 	for _, key := range order {
 		po := pairs[key]
 		var want *Pair
@@ -462,34 +540,55 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 				src = po.server
 			}
 		}
-		label := key
-		switch {
-		case want != nil:
-			label = want.Label()
-		case po.server != nil && po.client != nil && po.server.text != nil && po.client.text != nil &&
-			po.server.text.Device != "" && po.client.text.Device != "":
-			// Both sides judged offline: named as a planned pair is.
-			label = Pair{Server: po.server.text.Device, Client: po.client.text.Device}.Label()
-		case src != nil && src.text != nil && src.text.Device != "":
-			label = src.text.Device
-		}
-		po.label = label
+		label := po.label
 		for _, sd := range []*side{po.server, po.client} {
 			if sd == nil {
 				continue
 			}
+			role := sideName(sd)
 			for _, e := range sd.errs {
-				errs = append(errs, fmt.Sprintf("pair %s %s: %s", label, sideName(sd), e))
+				errs = append(errs, fmt.Sprintf("pair %s %s: %s", label, role, e))
 			}
 			t := sd.text
 			if t == nil {
 				continue
 			}
+			log := filepath.Base(sd.out.Log)
+			mine := devs[key].client
+			if role == "server" {
+				mine = devs[key].server
+			}
+			hinted := false
+			for _, e := range t.Errors {
+				line := fmt.Sprintf("%s:%d: %s", log, e.Line, e.Text)
+				if h := hint(e.Text); h != "" && !hinted {
+					line, hinted = line+h, true
+				}
+				named := NamedDevice(e.Text)
+				switch other := owner(role, named); {
+				case named == "" || named == mine || mine == "":
+					errs = append(errs, fmt.Sprintf("pair %s %s: %s", label, role, line))
+				case other != "":
+					// Not this pair's: the pair whose HCA it names.
+					errs = append(errs, fmt.Sprintf("pair %s %s: %s (printed in pair %s's output)", pairs[other].label, role, line, label))
+				default:
+					// No pair of these outputs has that HCA: said as its own.
+					in := "pair " + label + "'s " + role
+					if role == "output" {
+						in = "the output of pair " + label
+					}
+					errs = append(errs, fmt.Sprintf("HCA %s: %s (printed in %s, whose HCA is %s)", named, line, in, mine))
+				}
+			}
+			for _, w := range t.Warnings {
+				p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Source: fmt.Sprintf("%s:%d", log, w.Line),
+					Message: fmt.Sprintf("pair %s %s: %s", label, role, w.Text)})
+			}
 			if t.GPU != "" && gpu == "" {
 				gpu = t.GPU
 			}
 			if known && t.Test != "" {
-				c := result.Check{Name: "GPU memory " + label + " " + sideName(sd), OK: t.GPUMemory == gdr}
+				c := result.Check{Name: "GPU memory " + label + " " + role, OK: t.GPUMemory == gdr}
 				if !c.OK && gdr {
 					c.Message = fmt.Sprintf("%s used host memory: not a GPUDirect RDMA run (no --use_rocm/--use_cuda?)", sd.out.Step)
 				} else if !c.OK {
@@ -497,14 +596,18 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 				}
 				p.Checks = append(p.Checks, c)
 			}
-			if want != nil && t.Device != "" {
+			if want != nil {
 				hca := want.Server
-				if sideName(sd) == "client" {
+				if role == "client" {
 					hca = want.Client
 				}
-				if t.Device != hca {
-					p.Checks = append(p.Checks, result.Check{Name: "HCA " + label + " " + sideName(sd),
-						Message: fmt.Sprintf("%s ran on %s, planned %s", sd.out.Step, t.Device, hca)})
+				if got := sd.device(); got != "" && got != hca {
+					how := "ran on"
+					if t.Device == "" {
+						how = "names, in its errors,"
+					}
+					p.Checks = append(p.Checks, result.Check{Name: "HCA " + label + " " + role,
+						Message: fmt.Sprintf("%s %s %s, planned %s", sd.out.Step, how, got, hca)})
 				}
 			}
 			if planned && t.Test != "" && t.Bidirectional != s.bidir {
@@ -520,7 +623,12 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 		if out == nil || len(out.Rows) == 0 {
 			if src.js != nil && len(src.js.Rows) > 0 {
 				out = src.js
+				// The JSON has the text's unit: Gb/s as planned, unless
+				// its MsgRate says otherwise.
 				out.Unit = "Gb/sec"
+				if u := RowUnit(out.Rows[0]); u == unitMiB {
+					out.Unit = u
+				}
 				if planned {
 					p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("pair %s: no result table in the text, using the JSON report (its last size only)", label)})
 				}
@@ -575,7 +683,9 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	}
 	labels := make([]string, 0, len(order))
 	for _, k := range order {
-		labels = append(labels, pairs[k].label)
+		if !pairs[k].byFile {
+			labels = append(labels, pairs[k].label)
+		}
 	}
 	p.Info["hca_pairs"] = strings.Join(labels, ",")
 	if len(errs) > 0 {

@@ -349,7 +349,9 @@ func TestDegraded(t *testing.T) {
 }
 
 // A slow pair among several is a finding: two pairs, the second made from
-// the first with its bandwidth scaled down.
+// the first with its bandwidth and message rate scaled down (both, as a
+// slower link moves fewer messages: the unit check reads BW against
+// MsgRate).
 func TestPairBalance(t *testing.T) {
 	src := seed + "ibperf.write_bw/client.0.log"
 	slow := edited(t, src, "client.1.log", func(s string) string {
@@ -357,6 +359,8 @@ func TestPairBalance(t *testing.T) {
 			f := strings.Fields(r)
 			v, _ := strconv.ParseFloat(f[3], 64)
 			f[3] = strconv.FormatFloat(v*0.7, 'f', 2, 64)
+			v, _ = strconv.ParseFloat(f[4], 64)
+			f[4] = strconv.FormatFloat(v*0.7, 'f', 6, 64)
 			return strings.Join(f, " ")
 		})
 	})
@@ -365,6 +369,7 @@ func TestPairBalance(t *testing.T) {
 		Outputs: []plan.Output{{Step: "client.0", Role: "client", Log: src}, {Step: "client.1", Role: "client", Log: slow},
 			{Step: "server.0", Role: "server", Log: seed + "ibperf.write_bw/server.0.log"}, {Step: "server.1", Role: "server", Log: seed + "ibperf.write_bw/server.0.log"}}})
 	assert.NilError(t, err)
+	assert.Equal(t, p.Error, "")
 	var bal *result.Check
 	for i := range p.Checks {
 		if p.Checks[i].Name == "pair balance" {
@@ -435,11 +440,27 @@ func TestParseJSON(t *testing.T) {
 	assert.ErrorContains(t, err, "x.json: no results")
 }
 
-func FuzzParseText(f *testing.F) {
-	for _, p := range []string{seed + "ibperf.write_bw/server.0.log", seed + "ibperf.write_bw_gdr/client.0.log", "testdata/issues/perftest-issue132-write-bw-a-gbits.txt"} {
-		if data, err := os.ReadFile(p); err == nil {
-			f.Add(data)
+// fuzzSeeds are the real outputs the fuzzers start from: the seed's, every
+// public one (units, errors naming HCAs, missing devices, a QP that cannot
+// reach RTR), and the seed's server headed MB/sec over Gb/s values.
+func fuzzSeeds(f *testing.F) [][]byte {
+	paths, _ := filepath.Glob("testdata/issues/*.txt")
+	more, _ := filepath.Glob("testdata/issues/*/*.log")
+	paths = append(append([]string{seed + "ibperf.write_bw/server.0.log", seed + "ibperf.write_bw_gdr/client.0.log"}, paths...), more...)
+	var out [][]byte
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
 		}
+		out = append(out, data)
+	}
+	return append(out, []byte(strings.Replace(string(out[0]), "BW peak[Gb/sec] BW average[Gb/sec]", "BW peak[MB/sec] BW average[MB/sec]", 1)))
+}
+
+func FuzzParseText(f *testing.F) {
+	for _, data := range fuzzSeeds(f) {
+		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o, err := ParseText(strings.NewReader(string(data)), "f.log")
@@ -450,6 +471,17 @@ func FuzzParseText(f *testing.F) {
 			if r.Size < 0 || r.Iters < 0 {
 				t.Fatalf("negative row %+v", r)
 			}
+			switch RowUnit(r) {
+			case "", unitGb, unitMiB, unitNone:
+			default:
+				t.Fatalf("row unit %q", RowUnit(r))
+			}
+		}
+		if o.Unit != o.HeaderUnit && o.Unit != unitGb && o.Unit != unitMiB {
+			t.Fatalf("unit %q from header %q", o.Unit, o.HeaderUnit)
+		}
+		for _, e := range o.Errors {
+			_ = NamedDevice(e.Text)
 		}
 	})
 }
@@ -465,20 +497,32 @@ func FuzzParseJSON(f *testing.F) {
 	})
 }
 
-// FuzzParse runs the whole Parse on an arbitrary server and client log.
+// FuzzParse runs the whole Parse on arbitrary server and client logs of
+// two pairs, planned and judged offline (where error lines go to the pair
+// of the HCA they name).
 func FuzzParse(f *testing.F) {
 	s, _ := os.ReadFile(seed + "ibperf.write_bw/server.0.log")
 	c, _ := os.ReadFile(seed + "ibperf.write_bw/client.0.log")
-	f.Add(s, c)
-	f.Fuzz(func(t *testing.T, server, client []byte) {
+	seeds := fuzzSeeds(f)
+	f.Add(s, c, seeds[len(seeds)-1])
+	for _, d := range seeds {
+		f.Add(s, c, d)
+	}
+	f.Fuzz(func(t *testing.T, server, client, other []byte) {
 		dir := t.TempDir()
-		sp, cp := filepath.Join(dir, "server.0.log"), filepath.Join(dir, "client.0.log")
-		if os.WriteFile(sp, server, 0o644) != nil || os.WriteFile(cp, client, 0o644) != nil {
-			t.Skip()
+		var logs []string
+		for i, data := range [][]byte{server, client, other, client} {
+			p := filepath.Join(dir, []string{"server.0.log", "client.0.log", "server.1.log", "client.1.log"}[i])
+			if os.WriteFile(p, data, 0o644) != nil {
+				t.Skip()
+			}
+			logs = append(logs, p)
 		}
-		p := parseRun(t, "write_bw", map[string]string{"pairs": "a:b", "out_json": "false"}, sp, cp)
-		if p.Error == "" && len(p.Metrics) == 0 {
-			t.Fatal("no error and no metrics")
+		for _, params := range []map[string]string{{"pairs": "a:b,ionic_7:ionic_1", "out_json": "false"}, nil} {
+			p := parseOutputs(t, params, logs...)
+			if p.Error == "" && len(p.Metrics) == 0 {
+				t.Fatal("no error and no metrics")
+			}
 		}
 	})
 }
