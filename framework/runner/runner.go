@@ -620,14 +620,24 @@ func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
 	into := filepath.Join(dir, "raw", folder)
 	var raw []string
 	cp := func(src, dst string) error {
-		data, err := os.ReadFile(src)
+		// Streamed: a log of 10^7 rows is over a GB.
+		in, err := os.Open(src)
 		if err != nil {
 			return fmt.Errorf("keep log file: %w", err)
 		}
+		defer in.Close()
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return fmt.Errorf("keep log file %s: %w", src, err)
 		}
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
+		out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("keep log file %s: %w", src, err)
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return fmt.Errorf("keep log file %s: %w", src, err)
+		}
+		if err := out.Close(); err != nil {
 			return fmt.Errorf("keep log file %s: %w", src, err)
 		}
 		rel, _ := filepath.Rel(dir, dst)
