@@ -24,8 +24,9 @@ const (
 	// the value within statsRelErr of all it holds.
 	statsRelErr = 0.001
 	// statsBucketsMax bounds the buckets (4096 span a factor of about
-	// 3600 at statsRelErr); past it the lowest two are merged, which
-	// coarsens only values far below the rest.
+	// 3600 at statsRelErr, far more than the cycles of one size spread);
+	// past it a quarter of them at the end farther from the median are
+	// merged into one, which coarsens values far from the median only.
 	statsBucketsMax = 4096
 )
 
@@ -49,6 +50,10 @@ type Stats struct {
 	exact  []float64       // every value while N <= statsExactMax, else nil
 	hist   map[int32]int64 // bucket index -> values, once past statsExactMax
 	nonpos int64           // values <= 0 once past statsExactMax
+	lastV  float64         // the last value bucketed, and its bucket
+	lastK  int32
+	// floor and ceil clamp the bucket index once collapse merged an end.
+	floor, ceil int32
 }
 
 // Add counts one value.
@@ -70,6 +75,7 @@ func (s *Stats) Add(v float64) {
 	}
 	if s.hist == nil {
 		s.hist = map[int32]int64{}
+		s.floor, s.ceil = math.MinInt32, math.MaxInt32
 		for _, x := range s.exact {
 			s.bucket(x)
 		}
@@ -82,7 +88,8 @@ func (s *Stats) Add(v float64) {
 // gotest.tools' DeepEqual use it: Stats has unexported fields).
 func (s Stats) Equal(o Stats) bool {
 	return s.N == o.N && s.NonFinite == o.NonFinite && s.Min == o.Min && s.Max == o.Max &&
-		slices.Equal(s.exact, o.exact) && maps.Equal(s.hist, o.hist) && s.nonpos == o.nonpos
+		slices.Equal(s.exact, o.exact) && maps.Equal(s.hist, o.hist) && s.nonpos == o.nonpos &&
+		s.floor == o.floor && s.ceil == o.ceil // lastV, lastK: a cache
 }
 
 // bucket counts v in the histogram.
@@ -91,12 +98,49 @@ func (s *Stats) bucket(v float64) {
 		s.nonpos++
 		return
 	}
-	s.hist[int32(math.Ceil(math.Log(v)/statsLnGamma))]++
-	if len(s.hist) > statsBucketsMax {
-		keys := s.keys()
-		s.hist[keys[1]] += s.hist[keys[0]]
-		delete(s.hist, keys[0])
+	// Printed values repeat (two decimals): the last one's bucket saves
+	// the logarithm (v > 0 here, lastV starts at 0).
+	if v != s.lastV {
+		s.lastV, s.lastK = v, int32(math.Ceil(math.Log(v)/statsLnGamma))
 	}
+	k := min(max(s.lastK, s.floor), s.ceil)
+	s.hist[k]++
+	if len(s.hist) > statsBucketsMax {
+		s.collapse()
+	}
+}
+
+// collapse merges a quarter of the buckets, at the end farther from the
+// median's bucket and never reaching it, into the innermost of them, and
+// clamps later values there; the ranks stay exact.
+func (s *Stats) collapse() {
+	keys := s.keys()
+	mid, r := 0, (int64(s.N)-1)/2-s.nonpos
+	for i, k := range keys {
+		if r < s.hist[k] {
+			mid = i
+			break
+		}
+		r -= s.hist[k]
+	}
+	n := len(keys) / 4
+	if int64(keys[mid])-int64(keys[0]) >= int64(keys[len(keys)-1])-int64(keys[mid]) {
+		n = min(n, mid)
+		into := keys[n]
+		for _, k := range keys[:n] {
+			s.hist[into] += s.hist[k]
+			delete(s.hist, k)
+		}
+		s.floor = into
+		return
+	}
+	n = min(n, len(keys)-1-mid)
+	into := keys[len(keys)-1-n]
+	for _, k := range keys[len(keys)-n:] {
+		s.hist[into] += s.hist[k]
+		delete(s.hist, k)
+	}
+	s.ceil = into
 }
 
 // keys returns the histogram's bucket indexes in increasing order.
