@@ -345,6 +345,24 @@ func TestParseReport(t *testing.T) {
 		assert.Equal(t, o.Collective, "alltoall")
 		assert.Equal(t, len(o.Warnings), 1, "the -nan object")
 	})
+	t.Run("two cycles, the second slow at 16 GiB", func(t *testing.T) {
+		one := reportOf(t, log)
+		second := strings.ReplaceAll(one, `"numCycle":0`, `"numCycle":1`)
+		second = strings.Replace(second, `"busBw":385.980000`, `"busBw":192.990000`, 1)
+		both := strings.TrimSuffix(one, "}\n]\n") + "},\n" + strings.TrimPrefix(second, "[\n")
+		o1, err := ParseReport(strings.NewReader(one), "one.json")
+		assert.NilError(t, err)
+		o, err := ParseReport(strings.NewReader(both), "both.json")
+		assert.NilError(t, err)
+		assert.Equal(t, len(o.Rows), len(o1.Rows), "the second cycle folds into the first")
+		r := o.Rows[len(o.Rows)-1]
+		assert.Equal(t, r.Size, int64(16<<30))
+		assert.Equal(t, r.Cycles, 2)
+		assert.Equal(t, r.OutOfPlace.BusBW, 192.99)
+		st := r.OutOfPlace.Stats.BusBW
+		assert.DeepEqual(t, []float64{float64(st.N), st.Min, st.Median(), st.Max}, []float64{2, 192.99, (192.99 + 385.98) / 2, 385.98})
+		assert.Equal(t, r.InPlace.BusBW, o1.Rows[len(o1.Rows)-1].InPlace.BusBW)
+	})
 	t.Run("cut short", func(t *testing.T) {
 		r := reportOf(t, log)
 		o, err := ParseReport(strings.NewReader(r[:len(r)/2]), "x.json")
