@@ -180,3 +180,38 @@ func TestCycles(t *testing.T) {
 		})
 	}
 }
+
+// The notes on cycles: how many there were, and a warning when the last
+// cycle of the real -N 3 output is cut after its 64 KiB row (the
+// 256 KiB and 1 MiB rows of the third cycle removed, the footer kept).
+func TestCycleNotes(t *testing.T) {
+	real := string(ntTestdata(t, "h200x2-variants/cycles3.txt"))
+	lines := strings.SplitAfter(real, "\n")
+	assert.Assert(t, strings.HasPrefix(strings.TrimSpace(lines[27]), "262144 ") && strings.HasPrefix(strings.TrimSpace(lines[28]), "1048576 "))
+	cut := strings.Join(append(slices.Clone(lines[:27]), lines[29:]...), "")
+	for _, c := range []struct {
+		name   string
+		log    string
+		cycles int // of the 1 MiB points
+		notes  []result.Diagnostic
+	}{
+		{"real -N 3", real, 3, []result.Diagnostic{
+			{Level: result.Info, Message: "each size was measured in up to 3 cycles: judged on the worst cycle (lowest bandwidth, highest time)"}}},
+		{"third cycle cut short", cut, 2, []result.Diagnostic{
+			{Level: result.Info, Message: "each size was measured in up to 3 cycles: judged on the worst cycle (lowest bandwidth, highest time)"},
+			{Level: result.Warning, Message: "some sizes were measured in 2 cycle(s), others in 3: a cycle cut short, or runs of different sweeps in one log"}}},
+		{"one cycle: no note", string(ntTestdata(t, "h200x2-2.19.6/all_reduce.txt")), 0, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "all_reduce.log")
+			assert.NilError(t, os.WriteFile(path, []byte(c.log), 0o644))
+			p := Result(plan.Output{Log: path}, Options{Test: "all_reduce"})
+			assert.DeepEqual(t, p.Diagnostics, c.notes)
+			for _, m := range p.Metrics {
+				if m.Size == 1<<20 {
+					assert.Equal(t, m.Cycles, c.cycles, m.Key())
+				}
+			}
+		})
+	}
+}

@@ -388,11 +388,10 @@ func cycleNotes(o *Output) []result.Diagnostic {
 		if r.Size == 0 {
 			continue
 		}
-		if most == 0 || r.Cycles > most {
-			most = r.Cycles
-		}
-		if least == 0 || r.Cycles < least {
-			least = r.Cycles
+		c := max(r.Cycles, 1)
+		most = max(most, c)
+		if least == 0 || c < least {
+			least = c
 		}
 		for _, p := range []*Perf{r.OutOfPlace, r.InPlace} {
 			if p != nil && p.Stats != nil && (p.Stats.BusBW.Estimated() || p.Stats.Time.Estimated()) {
@@ -407,7 +406,7 @@ func cycleNotes(o *Output) []result.Diagnostic {
 		ds = append(ds, result.Diagnostic{Level: result.Info, Message: fmt.Sprintf("medians over more than %d cycles are estimates within %g%%", statsExactMax, 100*statsRelErr)})
 	}
 	if least > 0 && least < most {
-		ds = append(ds, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("some sizes were measured in %d cycles, others in %d: a cycle was cut short", least, most)})
+		ds = append(ds, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("some sizes were measured in %d cycle(s), others in %d: a cycle cut short, or runs of different sweeps in one log", least, most)})
 	}
 	return ds
 }
