@@ -76,9 +76,11 @@ for rows in "$@"; do
 	# gpuaccept's own peak.
 	if [ "$both" -gt "$plug" ] && [ "$both" -gt "$main" ]; then main=$both; fi
 	verdict=$(tail -1 "$tmp/stdout" | cut -d: -f1)
-	[ "$rc" -eq 0 ] || verdict="$verdict (exit $rc$(
-		[ "$rc" -ge 128 ] && echo ", killed by signal $((rc - 128))"
-	))"
+	if [ "$rc" -ge 128 ]; then
+		verdict="$verdict (exit $rc: killed by signal $((rc - 128)))"
+	elif [ "$rc" -ne 0 ]; then
+		verdict="$verdict (exit $rc)"
+	fi
 	rate() { awk -v b="$size" -v ns="$1" 'BEGIN { printf "%.1f", b / (ns / 1e9) / 1e6 }'; }
 	# shellcheck disable=SC2059
 	printf "$row" "$rows" "$lines" "$size" \
