@@ -3,6 +3,7 @@ package pluginapi
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"time"
 
@@ -121,7 +122,8 @@ func (s *server) Parse(ctx context.Context, req *pb.ParseRequest) (*pb.ParseResp
 	}
 	out := &pb.ParseResponse{Error: p.Error, Info: p.Info}
 	for _, m := range p.Metrics {
-		out.Metrics = append(out.Metrics, &pb.Metric{Name: m.Name, Value: m.Value, Unit: m.Unit, Size: m.Size, Labels: m.Labels})
+		out.Metrics = append(out.Metrics, &pb.Metric{Name: m.Name, Value: m.Value, Unit: m.Unit, Size: m.Size, Labels: m.Labels,
+			Cycles: int32(min(m.Cycles, math.MaxInt32)), Min: m.Min, Median: m.Median, Max: m.Max})
 	}
 	for _, c := range p.Checks {
 		out.Checks = append(out.Checks, &pb.Check{Name: c.Name, Ok: c.OK, Message: c.Message, Warn: c.Warn})
@@ -184,7 +186,8 @@ func (c *client) Parse(ctx context.Context, req ParseRequest) (result.Parsed, er
 	}
 	out := result.Parsed{Error: resp.Error, Info: resp.Info}
 	for _, m := range resp.Metrics {
-		out.Metrics = append(out.Metrics, result.Metric{Name: m.Name, Value: m.Value, Unit: m.Unit, Size: m.Size, Labels: m.Labels})
+		out.Metrics = append(out.Metrics, result.Metric{Name: m.Name, Value: m.Value, Unit: m.Unit, Size: m.Size, Labels: m.Labels,
+			Cycles: int(m.Cycles), Min: m.Min, Median: m.Median, Max: m.Max})
 	}
 	for _, ch := range resp.Checks {
 		out.Checks = append(out.Checks, result.Check{Name: ch.Name, OK: ch.Ok, Message: ch.Message, Warn: ch.Warn})

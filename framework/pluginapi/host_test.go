@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +38,8 @@ func (f fake) Parse(_ context.Context, req ParseRequest) (result.Parsed, error) 
 	case "hang":
 		select {}
 	}
-	return result.Parsed{Metrics: []result.Metric{{Name: "busbw", Value: 1.5, Unit: "GB/s", Size: 8, Labels: map[string]string{"placement": "in-place"}}},
+	return result.Parsed{Metrics: []result.Metric{{Name: "busbw", Value: 1.5, Unit: "GB/s", Size: 8, Labels: map[string]string{"placement": "in-place"},
+		Cycles: 20, Min: 1.5, Median: 1.75, Max: 2.25}},
 		Checks: []result.Check{{Name: "rank count", OK: true}}, Diagnostics: []result.Diagnostic{{Level: result.Warning, Message: req.Outputs[0].Log, Source: "x:1"}},
 		Info: map[string]string{"exit": req.Outputs[0].Files["x.json"]}}, nil
 }
@@ -76,9 +78,16 @@ func TestRoundTrip(t *testing.T) {
 		Env: map[string]string{"A": "b"}, Timeout: 90 * time.Second, Files: []string{"x.json"}, ReadyMarker: "ready"})
 	got, err := h.Parse(ctx, "fake", req)
 	assert.NilError(t, err)
-	assert.DeepEqual(t, got, result.Parsed{Metrics: []result.Metric{{Name: "busbw", Value: 1.5, Unit: "GB/s", Size: 8, Labels: map[string]string{"placement": "in-place"}}},
+	assert.DeepEqual(t, got, result.Parsed{Metrics: []result.Metric{{Name: "busbw", Value: 1.5, Unit: "GB/s", Size: 8, Labels: map[string]string{"placement": "in-place"},
+		Cycles: 20, Min: 1.5, Median: 1.75, Max: 2.25}},
 		Checks: []result.Check{{Name: "rank count", OK: true}}, Diagnostics: []result.Diagnostic{{Level: result.Warning, Message: "/tmp/t.log", Source: "x:1"}},
 		Info: map[string]string{"exit": "/tmp/x.json"}})
+	// Every field of the metric is set, so a field the Go<->proto mapping
+	// forgets fails here.
+	v := reflect.ValueOf(got.Metrics[0])
+	for i := 0; i < v.NumField(); i++ {
+		assert.Assert(t, !v.Field(i).IsZero(), "result.Metric.%s lost in the round trip", v.Type().Field(i).Name)
+	}
 }
 
 // A plugin that panics costs the call an error naming the panic; the next

@@ -213,6 +213,12 @@ type curveKey struct {
 // entry per labelled curve of opt.Metric (one per placement, ...), with one
 // point per bandwidth-bound size. Entries come sorted by test, scope and
 // labels. Errors: no sample has the metric.
+//
+// A point measured in several cycles (nccl-tests -N: Metric.Cycles) counts
+// with its Value, the worst cycle's, not its Median: that is the number
+// check and run judge, so a baseline recorded from -N runs is the median of
+// the runs' worst cycles and judges like with like. The entry's source
+// says so.
 func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 	if opt.Metric == "" {
 		return nil, errors.New("record: no metric named")
@@ -228,6 +234,7 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 	}
 	curves := map[curveKey]*curve{}
 	runsOf := map[curveKey][]Sample{} // per test and scope
+	cycles := map[curveKey]int{}      // per test and scope: the most cycles of a point
 	// labelVals: per test and scope, the values each label takes.
 	labelVals := map[curveKey]map[string]map[string]bool{}
 	for _, s := range samples {
@@ -274,6 +281,7 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 			}
 			c.values[m.Size] = append(c.values[m.Size], m.Value)
 			c.runs[s.Origin] = true
+			cycles[tk] = max(cycles[tk], m.Cycles)
 		}
 	}
 	if len(curves) == 0 {
@@ -312,7 +320,7 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 		}
 		sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
 		e := &sku.Entry{Test: k.test, Scope: k.scope, Metric: opt.Metric, Unit: c.unit, Labels: c.labels,
-			Source: source(k.test, k.scope, runsOf[curveKey{test: k.test, scope: k.scope}], len(c.runs), opt)}
+			Source: source(k.test, k.scope, runsOf[curveKey{test: k.test, scope: k.scope}], len(c.runs), cycles[curveKey{test: k.test, scope: k.scope}], opt)}
 		e.Band = mustBand(opt.Fail, opt.Warn, opt.WarnMax)
 		for _, s := range sizes {
 			vs := c.values[s]
@@ -383,13 +391,17 @@ func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
 // source writes where an entry's numbers come from: how they were made and
 // the runs, grouped by what they share (date, hosts, GPU, versions,
-// command), so that eight runs of one command read as one line.
-func source(test string, sc sku.Scope, runs []Sample, n int, opt Options) string {
+// command), so that eight runs of one command read as one line. cycles is
+// the most cycles a point of the runs was measured in (0 or 1: once).
+func source(test string, sc sku.Scope, runs []Sample, n, cycles int, opt Options) string {
 	var b strings.Builder
 	if n == 1 {
 		fmt.Fprintf(&b, "values of one run of %s at %s, band: the floors, as one run has no spread (baselines/README.md, Recording a baseline)", test, sc)
 	} else {
 		fmt.Fprintf(&b, "median of %d runs of %s at %s, band from their spread (baselines/README.md, Recording a baseline)", n, test, sc)
+	}
+	if cycles > 1 {
+		fmt.Fprintf(&b, ", each run's value per size the worst of its cycles (up to %d)", cycles)
 	}
 	if !opt.Now.IsZero() {
 		fmt.Fprintf(&b, ", recorded %s", opt.Now.UTC().Format("2006-01-02"))

@@ -318,3 +318,26 @@ func TestRecordRefusesTimes(t *testing.T) {
 	_, err := Record([]Sample{s}, o)
 	assert.Error(t, err, "record: time of nccl.all_reduce is a time in us, better lower; record derives floors for bandwidths: write its entry by hand with max/warn_max (baselines/README.md)")
 }
+
+// Points measured in cycles (nccl-tests -N 20) are recorded by their
+// Value, the worst cycle's, which is what check judges; their Median would
+// make a baseline that the same runs' worst cycles warn against.
+func TestRecordCyclesUsesTheWorst(t *testing.T) {
+	var runs []Sample
+	for i, worst := range []float64{300, 310, 320} {
+		runs = append(runs, Sample{Origin: fmt.Sprintf("run-%d", i), Test: "nccl.all_reduce", Scope: sku.Scope{Nodes: 1, GPUsPerNode: 8},
+			Metrics: []result.Metric{{Name: "busbw", Value: worst, Unit: "GB/s", Size: 1 << 30, Labels: map[string]string{"placement": "out-of-place"},
+				Cycles: 20, Min: worst, Median: worst + 40, Max: worst + 45}}})
+	}
+	entries, err := Record(runs, DefaultOptions())
+	assert.NilError(t, err)
+	assert.Equal(t, len(entries), 1)
+	assert.Equal(t, entries[0].Points[0].Value, 310.0, "the median of the runs' worst cycles")
+	assert.Assert(t, strings.Contains(entries[0].Source, "each run's value per size the worst of its cycles (up to 20)"), entries[0].Source)
+	s, err := sku.Parse([]byte("sku: p\nbaselines:\n"+Render(entries)), "p.yaml")
+	assert.NilError(t, err)
+	for _, run := range runs {
+		got := judge.Test(result.Parsed{Metrics: run.Metrics}, s.Entries(run.Test, run.Scope), "")
+		assert.Equal(t, got.Status, result.Pass, "%s: %s", run.Origin, got.Message)
+	}
+}

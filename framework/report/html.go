@@ -188,11 +188,11 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 {{range .Figures}}<div class="plot" data-metric="{{.Metric}}" data-curves="{{len .Curves}}" data-bands="{{.Bands}}">{{.Inline}}</div>
 {{end}}
 {{if .Judged}}<table class="outside"><tr><th>Point</th><th>Size</th><th>Measured</th><th>Baseline</th><th>Band</th><th>Status</th><th>Finding</th></tr>
-{{range .Judged}}<tr class="{{.Status}}"><td>{{.Curve}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}</td><td>{{deref .Expected}}</td><td>{{.Band}}</td><td>{{upper .Status}}</td><td>{{.Message}}</td></tr>
+{{range .Judged}}<tr class="{{.Status}}"><td>{{.Curve}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}{{with .CyclesText}}<br>{{.}}{{end}}</td><td>{{deref .Expected}}</td><td>{{.Band}}</td><td>{{upper .Status}}</td><td>{{.Message}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Tables}}<h3>per {{.Key}}</h3>
 <table class="per"><tr><th>{{.Key}}</th><th>Metric</th><th>Size</th><th>Measured</th><th>Baseline</th><th>Status</th></tr>
-{{$k := .Key}}{{range .Rows}}<tr class="{{.Status}}"><td>{{index .Labels $k}}</td><td>{{curveBut . $k}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}</td><td>{{deref .Expected}}</td><td>{{upper .Status}}</td></tr>
+{{$k := .Key}}{{range .Rows}}<tr class="{{.Status}}"><td>{{index .Labels $k}}</td><td>{{curveBut . $k}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}{{with .CyclesText}}<br>{{.}}{{end}}</td><td>{{deref .Expected}}</td><td>{{upper .Status}}</td></tr>
 {{end}}</table>
 {{end}}
 {{if .Checks}}<table class="checks"><tr><th>Check</th><th>Result</th></tr>

@@ -278,6 +278,9 @@ func pointLine(p result.Judged) string {
 	if p.Size > 0 {
 		s += " at " + result.FormatBytes(p.Size)
 	}
+	if c := p.CyclesText(); c != "" {
+		s += ", " + c
+	}
 	if p.Expected != nil {
 		s += fmt.Sprintf(", baseline %.2f", *p.Expected)
 	}

@@ -101,6 +101,10 @@ func rows(run *result.Run) [][]string {
 			if h.Size > 0 {
 				measured += " @ " + result.FormatBytes(h.Size)
 			}
+			if h.Cycles > 1 {
+				// The number shown is the worst cycle's: say so, briefly.
+				measured += ", " + strings.SplitN(h.CyclesText(), " (", 2)[0]
+			}
 			if h.Expected != nil {
 				band = fmt.Sprintf("%.1f: %s", *h.Expected, h.Band)
 			}
@@ -205,7 +209,11 @@ func mdFindings(w io.Writer, run *result.Run) error {
 			if n++; n > maxFindings {
 				continue
 			}
-			fmt.Fprintf(&b, "- %s: %s\n", strings.ToUpper(string(m.Status)), mdEscape(m.Message))
+			msg := m.Message
+			if c := m.CyclesText(); c != "" {
+				msg += "; " + c
+			}
+			fmt.Fprintf(&b, "- %s: %s\n", strings.ToUpper(string(m.Status)), mdEscape(msg))
 		}
 		if n > maxFindings {
 			fmt.Fprintf(&b, "- ... and %d more points outside their bands\n", n-maxFindings)

@@ -317,3 +317,40 @@ func TestDetailCutKeepsUTF8(t *testing.T) {
 		assert.Assert(t, len(detail) <= maxDetail, "pad %d: %d bytes", pad, len(detail))
 	}
 }
+
+// A point measured in 20 cycles (nccl-tests -N 20), one of them slow, is
+// shown as the worst cycle's value with the cycles' summary in every
+// report that shows per-size values; results.json carries the fields.
+func TestCycles(t *testing.T) {
+	run := sample()
+	m := &run.Tests[1].Metrics[0].Metric
+	m.Cycles, m.Min, m.Median, m.Max = 20, 28.7, 301.2, 305.5
+	const detail = "min of 20 cycles (median 301.20, max 305.50)"
+	for _, c := range []struct {
+		name  string
+		write func(*bytes.Buffer) error
+		want  string
+	}{
+		{"table", func(b *bytes.Buffer) error { return Table(b, run) }, "busbw out-of-place 28.7 GB/s @ 4 GiB, min of 20 cycles"},
+		{"markdown", func(b *bytes.Buffer) error { return Markdown(b, run) }, "(baseline 304.3 -10%); " + detail},
+		{"html", func(b *bytes.Buffer) error { return HTML(b, run, nil) }, "<td>28.70 GB/s<br>" + detail + "</td>"},
+		{"junit", func(b *bytes.Buffer) error { doc := JUnit(run); return doc.WriteXML(b) }, "busbw out-of-place 28.70 GB/s at 4 GiB, " + detail},
+		{"json", func(b *bytes.Buffer) error {
+			var indented bytes.Buffer
+			if err := JSON(&indented, run); err != nil {
+				return err
+			}
+			return json.Compact(b, indented.Bytes())
+		}, `"cycles":20,"min":28.7,"median":301.2,"max":305.5,"status":"fail"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			assert.NilError(t, c.write(&b))
+			assert.Assert(t, strings.Contains(b.String(), c.want), "%s lacks %q:\n%s", c.name, c.want, b.String())
+		})
+	}
+	// A time is judged on its highest cycle.
+	tm := result.Metric{Name: "time", Value: 20.1, Unit: "us", Cycles: 3, Min: 12.1, Median: 12.5, Max: 20.1}
+	assert.Equal(t, tm.CyclesText(), "max of 3 cycles (min 12.10, median 12.50)")
+	assert.Equal(t, result.Metric{Name: "time", Value: 20.1}.CyclesText(), "")
+}

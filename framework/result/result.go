@@ -70,6 +70,37 @@ type Metric struct {
 	// Labels tell points of the same name and size apart, e.g.
 	// placement=out-of-place|in-place, type=float, redop=sum.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Cycles is how many times the point was measured when more than once
+	// (nccl-tests -N, rccl-tests' stress cycles); 0 for a point measured
+	// once, which then has no Min, Median or Max. Value is the worst of the
+	// cycles (the lowest bandwidth, the highest time): that is what is
+	// judged and recorded.
+	Cycles int `json:"cycles,omitempty"`
+	// Min, Median and Max summarise the cycles' values, in Unit; set only
+	// with Cycles. Median is the middle value (the mean of the two middle
+	// ones for an even count); the plugin says where it is an estimate
+	// (nccl-tests: past 256 cycles, within 0.1%).
+	Min    float64 `json:"min,omitempty"`
+	Median float64 `json:"median,omitempty"`
+	Max    float64 `json:"max,omitempty"`
+}
+
+// CyclesText says how a point measured in several cycles was summarised,
+// for reports: "min of 20 cycles (median 340.12, max 345.20)" when Value is
+// the lowest (a bandwidth), "max of 20 cycles (min 12.10, median 12.50)"
+// when it is the highest (a time), "worst of ..." with all three when it
+// is neither (a cycle measured nan); "" for a point measured once.
+func (m Metric) CyclesText() string {
+	if m.Cycles < 2 {
+		return ""
+	}
+	switch m.Value {
+	case m.Min:
+		return fmt.Sprintf("min of %d cycles (median %.2f, max %.2f)", m.Cycles, m.Median, m.Max)
+	case m.Max:
+		return fmt.Sprintf("max of %d cycles (min %.2f, median %.2f)", m.Cycles, m.Min, m.Median)
+	}
+	return fmt.Sprintf("worst of %d cycles (min %.2f, median %.2f, max %.2f)", m.Cycles, m.Min, m.Median, m.Max)
 }
 
 // Key renders name, size and labels for messages: "busbw[in-place] at 4 GiB".

@@ -220,19 +220,41 @@ func TestRCCLShapes(t *testing.T) {
 		assert.Equal(t, p.Error, "", "the sweep ends where rccl-tests said it would")
 	})
 	t.Run("stress cycles", func(t *testing.T) {
-		log := edited(t, src, "a.log", func(s string) string {
-			rows := strings.Join(rowRE.FindAllString(s, -1), "\n")
-			return strings.Replace(s, "# Out of bounds", "# Testing 2 cycle.\n"+rows+"\n# Out of bounds", 1)
-		})
-		p := parse(t, "all_reduce", oneNode, plan.Output{Step: "all_reduce", Log: log})
-		assert.Equal(t, p.Error, "")
-		n := 0
-		for _, m := range p.Metrics {
-			if m.Name == "busbw" && m.Size == 1<<30 && m.Labels["cycle"] == "2" {
-				n++
-			}
+		// The sweep again as a second cycle, its 1 GiB out-of-place busbw
+		// edited to 200.00 in the degraded copy: the point is judged on the
+		// worst cycle, with both summarised.
+		for _, c := range []struct {
+			name       string
+			busbw      string // the second cycle's 1 GiB out-of-place busbw; "" as printed
+			value, max float64
+		}{{"same numbers", "", 402.55, 402.55}, {"second cycle slow", "200.00", 200, 402.55}} {
+			t.Run(c.name, func(t *testing.T) {
+				log := edited(t, src, "a.log", func(s string) string {
+					var rows []string
+					for _, m := range rowRE.FindAllStringSubmatch(s, -1) {
+						if m[1] == "1073741824" && c.busbw != "" {
+							m[8] = c.busbw
+						}
+						rows = append(rows, strings.Join(m[1:], " "))
+					}
+					return strings.Replace(s, "# Out of bounds", "# Testing 2 cycle.\n"+strings.Join(rows, "\n")+"\n# Out of bounds", 1)
+				})
+				p := parse(t, "all_reduce", oneNode, plan.Output{Step: "all_reduce", Log: log})
+				assert.Equal(t, p.Error, "")
+				var got []result.Metric
+				for _, m := range p.Metrics {
+					if m.Name == "busbw" && m.Size == 1<<30 && m.Labels["placement"] == "out-of-place" {
+						got = append(got, m)
+					}
+				}
+				assert.Equal(t, len(got), 1, "one point for both cycles")
+				assert.Equal(t, got[0].Cycles, 2)
+				assert.Equal(t, got[0].Value, c.value)
+				assert.Equal(t, got[0].Min, c.value)
+				assert.Equal(t, got[0].Max, c.max)
+				assert.Equal(t, got[0].Median, (c.value+c.max)/2)
+			})
 		}
-		assert.Equal(t, n, 2, "the second cycle's 1 GiB row, both placements, is judged too")
 	})
 }
 
@@ -322,6 +344,24 @@ func TestParseReport(t *testing.T) {
 		assert.Equal(t, o.Rows[0].InPlace.Wrong, int64(-1))
 		assert.Equal(t, o.Collective, "alltoall")
 		assert.Equal(t, len(o.Warnings), 1, "the -nan object")
+	})
+	t.Run("two cycles, the second slow at 16 GiB", func(t *testing.T) {
+		one := reportOf(t, log)
+		second := strings.ReplaceAll(one, `"numCycle":0`, `"numCycle":1`)
+		second = strings.Replace(second, `"busBw":385.980000`, `"busBw":192.990000`, 1)
+		both := strings.TrimSuffix(one, "}\n]\n") + "},\n" + strings.TrimPrefix(second, "[\n")
+		o1, err := ParseReport(strings.NewReader(one), "one.json")
+		assert.NilError(t, err)
+		o, err := ParseReport(strings.NewReader(both), "both.json")
+		assert.NilError(t, err)
+		assert.Equal(t, len(o.Rows), len(o1.Rows), "the second cycle folds into the first")
+		r := o.Rows[len(o.Rows)-1]
+		assert.Equal(t, r.Size, int64(16<<30))
+		assert.Equal(t, r.Cycles, 2)
+		assert.Equal(t, r.OutOfPlace.BusBW, 192.99)
+		st := r.OutOfPlace.Stats.BusBW
+		assert.DeepEqual(t, []float64{float64(st.N), st.Min, st.Median(), st.Max}, []float64{2, 192.99, (192.99 + 385.98) / 2, 385.98})
+		assert.Equal(t, r.InPlace.BusBW, o1.Rows[len(o1.Rows)-1].InPlace.BusBW)
 	})
 	t.Run("cut short", func(t *testing.T) {
 		r := reportOf(t, log)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -28,8 +29,10 @@ const reportMax = 64 << 20
 // std::to_string, so "nan" and "inf" occur and the file is not always valid
 // JSON: objects are read pair by pair, not with encoding/json. Objects of
 // the same cycle, size, type and op become one Row with its out-of-place
-// and in-place parts. It never panics; it returns an error when the file
-// holds no result object, together with what was read.
+// and in-place parts, and the rows of later cycles are folded into the
+// first cycle's as they are read (nccltests.RowSet: the worst cycle's
+// values, Stats over all). It never panics; it returns an error when the
+// file holds no result object, together with what was read.
 func ParseReport(r io.Reader, name string) (*nccltests.Output, error) {
 	out := &nccltests.Output{Format: "rccl-json", OutOfBounds: -1, AvgBusBW: -1}
 	data, err := io.ReadAll(io.LimitReader(r, reportMax+1))
@@ -41,10 +44,19 @@ func ParseReport(r io.Reader, name string) (*nccltests.Output, error) {
 		data = data[:reportMax]
 	}
 	type key struct {
-		cycle, size int64
-		typ, redop  string
+		size       int64
+		typ, redop string
 	}
-	index := map[key]int{}
+	// pending are the rows of the cycle being read, by key: a row goes to
+	// set once its cycle is over or both its parts are in.
+	type pend struct {
+		row   nccltests.Row
+		cycle int64
+		seq   int
+	}
+	pending := map[key]*pend{}
+	var set nccltests.RowSet
+	seq := 0
 	objects := 0
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '{')
@@ -78,12 +90,16 @@ func ParseReport(r io.Reader, name string) (*nccltests.Output, error) {
 			continue
 		}
 		cycle, _ := num("numCycle")
-		k := key{int64(cycle), int64(size), f["type"], f["redop"]}
-		ri, seen := index[k]
-		if !seen || placed(out.Rows[ri], inPlace != 0) {
-			out.Rows = append(out.Rows, nccltests.Row{Size: int64(size), Type: f["type"], Redop: f["redop"], Root: -1})
-			ri = len(out.Rows) - 1
-			index[k] = ri
+		k := key{int64(size), f["type"], f["redop"]}
+		p := pending[k]
+		if p != nil && (p.cycle != int64(cycle) || placed(p.row, inPlace != 0)) {
+			set.Add(p.row)
+			p = nil
+		}
+		if p == nil {
+			p = &pend{row: nccltests.Row{Size: int64(size), Type: f["type"], Redop: f["redop"], Root: -1}, cycle: int64(cycle), seq: seq}
+			seq++
+			pending[k] = p
 		}
 		pf := &nccltests.Perf{Time: tm, AlgBW: alg, BusBW: bus, Wrong: -1}
 		if w, ok := f["wrong"]; ok && w != "N/A" {
@@ -94,9 +110,9 @@ func ParseReport(r io.Reader, name string) (*nccltests.Output, error) {
 			}
 		}
 		if inPlace != 0 {
-			out.Rows[ri].InPlace = pf
+			p.row.InPlace = pf
 		} else {
-			out.Rows[ri].OutOfPlace = pf
+			p.row.OutOfPlace = pf
 		}
 		if n, ok := num("ranks"); ok && out.RankCount == 0 && n > 0 && n < 1<<30 {
 			out.RankCount = int(n)
@@ -105,6 +121,15 @@ func ParseReport(r io.Reader, name string) (*nccltests.Output, error) {
 			out.Collective = c
 		}
 	}
+	left := make([]*pend, 0, len(pending))
+	for _, p := range pending {
+		left = append(left, p)
+	}
+	sort.Slice(left, func(i, j int) bool { return left[i].seq < left[j].seq })
+	for _, p := range left {
+		set.Add(p.row)
+	}
+	out.Rows = set.Rows()
 	if len(out.Rows) == 0 {
 		return out, fmt.Errorf("rccl-tests report %s: no result object", name)
 	}

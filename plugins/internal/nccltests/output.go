@@ -12,7 +12,8 @@ import (
 // writes with -J) says about a run. ParseText and ParseJSON fill it.
 //
 // When several whole test outputs are concatenated in one text, Rows, Ranks,
-// Errors and Warnings hold those of all of them in input order; the scalar
+// Errors and Warnings hold those of all of them in input order (rows of
+// equal size, count, type, op and root folded as cycles); the scalar
 // fields keep the first value seen, except OutOfBounds (the sum of every
 // footer's count), OutOfBoundsFailed (true when any footer failed) and
 // FooterSeen (true when any footer was seen).
@@ -51,7 +52,11 @@ type Output struct {
 	// text; len(config.devices)*nthreads*ngpus for JSON. 0 when the output
 	// has no rank information.
 	RankCount int
-	// Rows are the result rows in input order.
+	// Rows are the result rows in the order first printed, one per
+	// distinct size, count, type, op and root: a row printed again (the
+	// cycles of nccl-tests -N, rccl-tests' stress cycles) is folded into
+	// the first while parsing (Row.Cycles), so memory does not grow with
+	// the cycles.
 	Rows []Row
 	// OutOfBounds is the count on the "# Out of bounds values : N OK" line
 	// (JSON out_of_bounds.count); -1 when not seen.
@@ -98,10 +103,16 @@ type Rank struct {
 // what was found, cut to outputDiagTextMax bytes.
 type Diag = textdiag.Diag
 
-// Row is one result row: one message size of one sweep.
+// Row is one result row: one message size of one sweep, or of every cycle
+// of the sweep that printed it.
 type Row struct {
-	// Line is the 1-based input line of the row (0 for JSON).
+	// Line is the 1-based input line of the row (0 for JSON); of its first
+	// cycle when it has several.
 	Line int
+	// Cycles is how many times the row was printed when more than once; 0
+	// for a row printed once. OutOfPlace and InPlace then hold the worst of
+	// the cycles (Perf.Stats).
+	Cycles int
 	// Size is the message size in bytes.
 	Size int64
 	// Count is the message size in elements of Type.
@@ -119,7 +130,7 @@ type Row struct {
 	OutOfPlace *Perf
 	InPlace    *Perf
 	// Timestamp is the wall-clock time printed with -S ("2026-11-30
-	// 06:20:11", local time of the run); "" otherwise.
+	// 06:20:11", local time of the run; of the first cycle); "" otherwise.
 	Timestamp string
 }
 
@@ -141,6 +152,12 @@ type Perf struct {
 	// percentile times in microseconds, ICV their coefficient of variation
 	// in percent, printed with -I; 0 when absent.
 	IMin, IMax, IP99, ICV float64
+	// Stats, for a row printed in several cycles, summarises Time, AlgBW
+	// and BusBW over them; the fields above are then the worst cycle's:
+	// the highest Time, the lowest AlgBW and BusBW, the most Wrong, the
+	// largest MaxError, IMax, IP99 and ICV, the least IMin. nil for a row
+	// printed once.
+	Stats *PerfStats
 }
 
 // outputDiagMax bounds Errors and Warnings so that memory does not grow

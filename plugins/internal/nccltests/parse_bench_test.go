@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 )
 
 // ntBigLog writes to dir a log of at least size bytes made of block
@@ -250,4 +252,78 @@ func TestParseTextFile(t *testing.T) {
 	rows, read, peak := ntPeakHeap(t, f)
 	d := time.Since(start)
 	t.Logf("%s: %d bytes, %d rows in %v (%.0f MB/s), peak HeapInuse %.2f MB", path, read, rows, d, float64(read)/d.Seconds()/1e6, float64(peak)/(1<<20))
+}
+
+// ntCyclesLog is a real output with its result rows printed again and again
+// until it holds rows rows, as nccl-tests -N prints its cycles: the same
+// header, the sweep's rows repeated, one footer.
+func ntCyclesLog(tb testing.TB, rel string, rows int) []byte {
+	tb.Helper()
+	var head, block, tail []byte
+	for _, l := range bytes.SplitAfter(ntTestdata(tb, rel), []byte("\n")) {
+		switch {
+		case textRowStart(textTrimLeft(l), false):
+			block = append(block, l...)
+		case len(block) == 0:
+			head = append(head, l...)
+		default:
+			tail = append(tail, l...)
+		}
+	}
+	n := bytes.Count(block, []byte("\n"))
+	if n == 0 {
+		tb.Fatalf("%s has no result rows", rel)
+	}
+	out := append([]byte{}, head...)
+	for i := 0; i < rows/n; i++ {
+		out = append(out, block...)
+	}
+	for _, l := range bytes.SplitAfter(block, []byte("\n"))[:rows%n] {
+		out = append(out, l...)
+	}
+	return append(out, tail...)
+}
+
+// BenchmarkParseTextCycles parses a log of 10^5 result rows: the real
+// 2 x H200 all_reduce sweep (30 sizes) printed again and again as -N
+// cycles print it. Memory must not grow with the cycles (B/op stays that
+// of one sweep's rows plus the read buffer); scripts/bench-check.sh runs
+// the whole of gpuaccept check on such logs.
+func BenchmarkParseTextCycles(b *testing.B) {
+	for _, rows := range []int{1e4, 1e5} {
+		b.Run(strconv.Itoa(rows), func(b *testing.B) {
+			path, size := ntBigLog(b, b.TempDir(), ntCyclesLog(b, "h200x2-2.19.6/all_reduce.txt", rows), 1)
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				f, err := os.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				o, err := ParseText(f, "big.log")
+				f.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.KeepAlive(o)
+			}
+		})
+	}
+}
+
+// BenchmarkResultCycles is BenchmarkParseTextCycles through Result: the
+// parse, the metrics and the checks the plugin hands over.
+func BenchmarkResultCycles(b *testing.B) {
+	path, size := ntBigLog(b, b.TempDir(), ntCyclesLog(b, "h200x2-2.19.6/all_reduce.txt", 1e5), 1)
+	b.SetBytes(size)
+	b.ReportAllocs()
+	metrics := 0
+	for b.Loop() {
+		p := Result(plan.Output{Log: path}, Options{Test: "all_reduce"})
+		if p.Error != "" {
+			b.Fatal(p.Error)
+		}
+		metrics = len(p.Metrics)
+	}
+	b.ReportMetric(float64(metrics), "metrics/op")
 }

@@ -117,10 +117,24 @@ func ntRender(o *Output) string {
 		if p.IMin != 0 || p.IMax != 0 || p.IP99 != 0 || p.ICV != 0 {
 			s += fmt.Sprintf(" iter=%s/%s/%s/%s", ntG(p.IMin), ntG(p.IMax), ntG(p.IP99), ntG(p.ICV))
 		}
+		// Rows of several cycles (the header line stays that of every
+		// golden file): quantity=cycles:min/median/max, and xCYCLES at the
+		// end of the row.
+		if st := p.Stats; st != nil {
+			for _, q := range []struct {
+				name string
+				s    *Stats
+			}{{"time", &st.Time}, {"algbw", &st.AlgBW}, {"busbw", &st.BusBW}} {
+				s += fmt.Sprintf(" %s=%d:%s/%s/%s", q.name, q.s.N, ntG(q.s.Min), ntG(q.s.Median()), ntG(q.s.Max))
+			}
+		}
 		return s
 	}
 	for _, r := range o.Rows {
 		fmt.Fprintf(&b, "  L%d %d %d %s %s %d | %s | %s", r.Line, r.Size, r.Count, r.Type, r.Redop, r.Root, perf(r.OutOfPlace), perf(r.InPlace))
+		if r.Cycles > 0 {
+			fmt.Fprintf(&b, " x%d", r.Cycles)
+		}
 		if r.Timestamp != "" {
 			b.WriteString(" @" + r.Timestamp)
 		}

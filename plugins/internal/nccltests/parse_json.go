@@ -111,6 +111,7 @@ type jsonParser struct {
 
 	where   string // the part being read, for messages
 	results int    // complete results read
+	set     RowSet // the rows, cycles folded as they are read
 }
 
 func (p *jsonParser) parse() (*Output, error) {
@@ -149,6 +150,7 @@ func (p *jsonParser) parse() (*Output, error) {
 // result finishes the parse and returns the Output.
 func (p *jsonParser) result() *Output {
 	o := p.out
+	o.Rows = p.set.Rows()
 	o.Errors = p.errs.Done()
 	o.Warnings = p.warn.Done()
 	o.Groups = outputGroups(o.Ranks)
@@ -343,7 +345,7 @@ func (p *jsonParser) resultList() error {
 		}
 		if !skipped {
 			if row, ok := p.row(&res); ok {
-				p.out.Rows = append(p.out.Rows, row)
+				p.set.Add(row)
 			}
 		}
 		p.results++

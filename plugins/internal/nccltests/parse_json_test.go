@@ -2,7 +2,9 @@ package nccltests
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -288,4 +290,37 @@ func TestParseJSONStreams(t *testing.T) {
 		assert.NilError(t, err)
 		assert.Assert(t, cmp.Equal(want, got), "%s: %s", rel, cmp.Diff(want, got))
 	}
+}
+
+// A -J file of two cycles (the real file's results listed twice, the
+// second time with the 4 GiB out-of-place bus_bw halved) folds them while
+// decoding: one row per size with the worst cycle's values.
+func TestParseJSONCycles(t *testing.T) {
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(ntTestdata(t, "h200x2-2.19.6/all_reduce.json")))
+	dec.UseNumber()
+	assert.NilError(t, dec.Decode(&doc))
+	results := doc["results"].([]any)
+	var second []any
+	for _, r := range results {
+		c := maps.Clone(r.(map[string]any))
+		if c["size"] == json.Number("4294967296") {
+			op := maps.Clone(c["out_of_place"].(map[string]any))
+			op["bus_bw"] = json.Number("172.0157425")
+			c["out_of_place"] = op
+		}
+		second = append(second, c)
+	}
+	doc["results"] = append(results, second...)
+	data, err := json.Marshal(doc)
+	assert.NilError(t, err)
+	o, err := ParseJSON(bytes.NewReader(data), "cycles.json")
+	assert.NilError(t, err)
+	assert.Equal(t, len(o.Rows), 30)
+	r := o.Rows[29]
+	assert.Equal(t, r.Cycles, 2)
+	assert.Equal(t, r.OutOfPlace.BusBW, 172.0157425)
+	assert.Equal(t, r.OutOfPlace.Stats.BusBW.Max, 344.031485)
+	assert.Equal(t, r.InPlace.BusBW, 343.537087)
+	assert.Equal(t, o.Rows[0].Cycles, 2)
 }

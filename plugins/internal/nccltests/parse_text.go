@@ -75,6 +75,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 // least 16), so that tests can check that results do not depend on it.
 func parseTextSized(r io.Reader, name string, bufSize int) (out *Output, err error) {
 	p := &textParser{out: newOutput("text"), errs: newDiags("errors"), warn: newDiags("warnings"), lay: textDefaultLayout, strs: map[string]string{}}
+	p.set.NewPerf = p.slabPerf
 	defer func() {
 		// A bug must not take the caller down: report it, keep what was
 		// parsed.
@@ -305,9 +306,11 @@ type textParser struct {
 	segToks [][2]int // their bounds in segBuf
 	stamp   []byte   // the date of a -S timestamp
 
-	rows  [][]Row // full chunks of rows; growing one slice would copy them more
-	cur   []Row   // the chunk being filled
-	nrows int     // rows in all chunks
+	set RowSet // the rows, cycles folded
+	// scratch holds the Perf values of the row being filled, which set
+	// copies when the row is new.
+	scratch  [2]Perf
+	nscratch int
 
 	strs      map[string]string // interned names
 	lastType  string            // the last type and op names, to skip the table
@@ -1151,29 +1154,28 @@ func (p *textParser) endRow() {
 	}
 }
 
-// addRow keeps a row.
+// addRow keeps a row, or folds it into the row of an earlier cycle.
 func (p *textParser) addRow(r Row) {
-	if len(p.cur) == cap(p.cur) {
-		if p.cur != nil {
-			p.rows = append(p.rows, p.cur)
-		}
-		p.cur = make([]Row, 0, min(max(2*cap(p.cur), 64), 1<<14))
-	}
-	p.cur = append(p.cur, r)
-	p.nrows++
+	p.set.Add(r)
+	p.nscratch = 0
 }
 
-// lastRow returns the last row kept, or nil.
-func (p *textParser) lastRow() *Row {
-	if len(p.cur) == 0 {
-		return nil
-	}
-	return &p.cur[len(p.cur)-1]
-}
+// lastRow returns the last row kept (a copy when it was folded into an
+// earlier cycle's), or nil.
+func (p *textParser) lastRow() *Row { return p.set.Last() }
 
-// newPerf returns a new Perf from a slab, which costs fewer allocations
-// than one each.
+// newPerf returns the scratch Perf for the next measurement of the row
+// being filled; addRow copies it into a kept row, or folds it, so a row
+// that repeats an earlier cycle's allocates nothing.
 func (p *textParser) newPerf() *Perf {
+	f := &p.scratch[p.nscratch%len(p.scratch)]
+	p.nscratch++
+	return f
+}
+
+// slabPerf returns a new Perf from a slab, which costs fewer allocations
+// than one each.
+func (p *textParser) slabPerf() *Perf {
 	if len(p.perfs) == 0 {
 		p.perfs = make([]Perf, 256)
 	}
@@ -1279,15 +1281,7 @@ func (p *textParser) fillRow(row *Row, fields []textField) int {
 // result finishes the parse and returns the Output.
 func (p *textParser) result() *Output {
 	o := p.out
-	if len(p.rows) == 0 {
-		o.Rows = p.cur
-	} else {
-		o.Rows = make([]Row, 0, p.nrows)
-		for _, c := range p.rows {
-			o.Rows = append(o.Rows, c...)
-		}
-		o.Rows = append(o.Rows, p.cur...)
-	}
+	o.Rows = p.set.Rows()
 	o.Errors = p.errs.Done()
 	o.Warnings = p.warn.Done()
 	o.RankCount = len(o.Ranks)

@@ -219,13 +219,18 @@ func TestParseTextVariants(t *testing.T) {
 		assert.Assert(t, types["f8e4m3"] && types["bfloat16"] && ops["mulsum"])
 	})
 	t.Run("-N 3", func(t *testing.T) {
+		// The same six sizes three times: one row each, worst of three.
 		o := v("cycles3.txt")
-		assert.Equal(t, len(o.Rows), 18)
-		for i := 0; i < 6; i++ {
-			assert.Equal(t, o.Rows[i].Size, o.Rows[i+6].Size)
-			assert.Equal(t, o.Rows[i].Size, o.Rows[i+12].Size)
+		assert.Equal(t, len(o.Rows), 6)
+		for _, r := range o.Rows {
+			assert.Equal(t, r.Cycles, 3)
+			assert.Equal(t, r.InPlace.Stats.BusBW.N, 3)
 		}
-		assert.Equal(t, o.Rows[17].OutOfPlace.BusBW, 63.48)
+		assert.Equal(t, o.Rows[5].Line, 17)
+		assert.Equal(t, o.Rows[5].OutOfPlace.BusBW, 63.48)
+		assert.Equal(t, o.Rows[5].OutOfPlace.Stats.BusBW.Median(), 69.12)
+		assert.Equal(t, o.Rows[5].OutOfPlace.Stats.BusBW.Max, 69.31)
+		assert.Equal(t, o.Rows[5].OutOfPlace.Time, 16.52)
 	})
 	t.Run("-t 2", func(t *testing.T) {
 		o := v("threads2.txt")
@@ -492,8 +497,11 @@ func TestParseTextLongLines(t *testing.T) {
 	assert.Assert(t, len(line) > 7<<20)
 	o, err := ParseText(bytes.NewReader(append(line, '\n')), "long")
 	assert.NilError(t, err)
-	assert.Equal(t, len(o.Rows), 24*n)
-	assert.Equal(t, o.Rows[24*n-1].OutOfPlace.BusBW, 453.99)
+	// The same rows n times over are n cycles of one sweep.
+	assert.Equal(t, len(o.Rows), 24)
+	assert.Equal(t, o.Rows[23].Cycles, n)
+	assert.Equal(t, o.Rows[23].OutOfPlace.BusBW, 453.99)
+	assert.Equal(t, o.Rows[23].OutOfPlace.Stats.BusBW.N, n)
 	assert.Equal(t, o.OutOfBounds, 0)
 	assert.Equal(t, o.AvgBusBW, 175.233)
 	assert.Equal(t, len(o.Errors)+len(o.Warnings), 0)

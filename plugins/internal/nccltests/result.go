@@ -153,6 +153,7 @@ func Result(o plan.Output, opt Options) result.Parsed {
 	}
 
 	p.Metrics = metrics(src)
+	p.Diagnostics = append(p.Diagnostics, cycleNotes(src)...)
 	p.Checks = checks(src, text, js, topo)
 	if len(src.Rows) == 0 {
 		what := "no result rows"
@@ -315,10 +316,10 @@ func disagreement(text, js *Output) string {
 }
 
 // curveLabels are the labels metrics gives the per-size metrics:
-// placement, the data type and reduction (-d, -o), the root of rooted
-// collectives, and the cycle of a size repeated (-N, or rccl-tests' stress
-// cycles).
-var curveLabels = []string{"placement=out-of-place|in-place", "type", "redop", "root", "cycle"}
+// placement, the data type and reduction (-d, -o), and the root of rooted
+// collectives. The cycles of a size repeated (-N, or rccl-tests' stress
+// cycles) are one metric: Metric.Cycles, Min, Median, Max.
+var curveLabels = []string{"placement=out-of-place|in-place", "type", "redop", "root"}
 
 // MetricInfos describes the metrics Result gives, for a plugin's Describe;
 // tool names the family member in the descriptions ("nccl-tests").
@@ -331,21 +332,18 @@ func MetricInfos(tool string) []pluginapi.MetricInfo {
 	}
 }
 
-// metrics turns rows into busbw, algbw and time points per placement; a
-// size repeated with the same type, op and root (-N cycles) gets a cycle
-// label so every repetition is judged.
+// metrics turns rows into busbw, algbw and time points per placement. A
+// row of several cycles (-N) is one point per quantity whose Value is the
+// worst cycle's (the parsers fold them), with the cycles' count, min,
+// median and max, so a run is judged on its worst cycle.
 func metrics(o *Output) []result.Metric {
 	var ms []result.Metric
-	seen := map[string]int{}
 	for _, r := range o.Rows {
 		// all_gather and friends print requests smaller than one element
 		// per rank as size 0 rows: no bytes moved, no bandwidth to judge.
 		if r.Size == 0 {
 			continue
 		}
-		key := fmt.Sprintf("%d/%s/%s/%d", r.Size, r.Type, r.Redop, r.Root)
-		cycle := seen[key]
-		seen[key]++
 		for _, pl := range []struct {
 			name string
 			p    *Perf
@@ -357,20 +355,60 @@ func metrics(o *Output) []result.Metric {
 			if r.Root >= 0 {
 				labels["root"] = strconv.Itoa(r.Root)
 			}
-			if cycle > 0 {
-				labels["cycle"] = strconv.Itoa(cycle + 1)
+			busbw := result.Metric{Name: "busbw", Value: pl.p.BusBW, Unit: "GB/s", Size: r.Size, Labels: labels}
+			algbw := result.Metric{Name: "algbw", Value: pl.p.AlgBW, Unit: "GB/s", Size: r.Size, Labels: labels}
+			tm := result.Metric{Name: "time", Value: pl.p.Time, Unit: "us", Size: r.Size, Labels: labels}
+			if st := pl.p.Stats; st != nil {
+				withCycles(&busbw, &st.BusBW)
+				withCycles(&algbw, &st.AlgBW)
+				withCycles(&tm, &st.Time)
 			}
-			ms = append(ms,
-				result.Metric{Name: "busbw", Value: pl.p.BusBW, Unit: "GB/s", Size: r.Size, Labels: labels},
-				result.Metric{Name: "algbw", Value: pl.p.AlgBW, Unit: "GB/s", Size: r.Size, Labels: labels},
-				result.Metric{Name: "time", Value: pl.p.Time, Unit: "us", Size: r.Size, Labels: labels},
-			)
+			ms = append(ms, busbw, algbw, tm)
 		}
 	}
 	if o.AvgBusBW >= 0 && len(o.Rows) > 0 {
 		ms = append(ms, result.Metric{Name: "avg_busbw", Value: o.AvgBusBW, Unit: "GB/s"})
 	}
 	return ms
+}
+
+// withCycles puts the cycles' summary into m.
+func withCycles(m *result.Metric, s *Stats) {
+	m.Cycles = s.N + s.NonFinite
+	m.Min, m.Median, m.Max = s.Min, s.Median(), s.Max
+}
+
+// cycleNotes says, once per output, that medians over cycles are
+// estimates (more cycles than Stats keeps) and that some sizes were
+// measured in fewer cycles than others (the last cycle cut short).
+func cycleNotes(o *Output) []result.Diagnostic {
+	var ds []result.Diagnostic
+	most, least, estimated := 0, 0, false
+	for _, r := range o.Rows {
+		if r.Size == 0 {
+			continue
+		}
+		c := max(r.Cycles, 1)
+		most = max(most, c)
+		if least == 0 || c < least {
+			least = c
+		}
+		for _, p := range []*Perf{r.OutOfPlace, r.InPlace} {
+			if p != nil && p.Stats != nil && (p.Stats.BusBW.Estimated() || p.Stats.Time.Estimated()) {
+				estimated = true
+			}
+		}
+	}
+	if most > 1 {
+		ds = append(ds, result.Diagnostic{Level: result.Info, Message: fmt.Sprintf("each size was measured in up to %d cycles: judged on the worst cycle (lowest bandwidth, highest time)", most)})
+	}
+	if estimated {
+		ds = append(ds, result.Diagnostic{Level: result.Info, Message: fmt.Sprintf("medians over more than %d cycles are estimates within %g%%", statsExactMax, 100*statsRelErr)})
+	}
+	if least > 0 && least < most {
+		ds = append(ds, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("some sizes were measured in %d cycle(s), others in %d: a cycle cut short, or runs of different sweeps in one log", least, most)})
+	}
+	return ds
 }
 
 // checks are the correctness gates: data validation, out-of-bounds values,
