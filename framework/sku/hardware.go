@@ -32,14 +32,27 @@ type GPUVariant struct {
 	// Other is VariantFail (the default when empty) or VariantWarn.
 	Other string `yaml:"other"`
 	// Line is where the gpu_variant key's value starts.
-	Line int `yaml:"-"`
+	Line       int `yaml:"-"`
+	fieldLines map[string]int
 }
 
-// UnmarshalYAML reads a gpu_variant strictly, with its line.
+// UnmarshalYAML reads a gpu_variant strictly, with its lines.
 func (v *GPUVariant) UnmarshalYAML(n *yaml.Node) error {
 	type raw GPUVariant
 	v.Line = n.Line
+	v.fieldLines = keyLines(n)
 	return strictDecode(n, (*raw)(v))
+}
+
+// keyLines are the lines of a mapping's keys.
+func keyLines(n *yaml.Node) map[string]int {
+	m := map[string]int{}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			m[n.Content[i].Value] = n.Content[i].Line
+		}
+	}
+	return m
 }
 
 // Policy is Other, or VariantFail when Other is empty.
@@ -94,12 +107,7 @@ type Ceiling struct {
 func (c *Ceiling) UnmarshalYAML(n *yaml.Node) error {
 	type raw Ceiling
 	c.Line = n.Line
-	if n.Kind == yaml.MappingNode {
-		c.fieldLines = map[string]int{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			c.fieldLines[n.Content[i].Value] = n.Content[i].Line
-		}
-	}
+	c.fieldLines = keyLines(n)
 	return strictDecode(n, (*raw)(c))
 }
 
@@ -144,19 +152,25 @@ func (s *SKU) validateHardware() []error {
 		errs = append(errs, fmt.Errorf("line %d: "+format, append([]any{line}, args...)...))
 	}
 	if v := s.GPUVariant; v != nil {
+		at := func(f string) int {
+			if l, ok := v.fieldLines[f]; ok {
+				return l
+			}
+			return s.lines["gpu_variant"]
+		}
 		if s.GPU == "" {
-			add(v.Line, "field gpu_variant: needs gpu, the family the variant belongs to")
+			add(s.lines["gpu_variant"], "field gpu_variant: needs gpu, the family the variant belongs to")
 		}
 		if len(v.Names) == 0 {
-			add(v.Line, "field gpu_variant.names: missing (the device names the tools print for this SKU's GPU)")
+			add(at("names"), "field gpu_variant.names: missing (the device names the tools print for this SKU's GPU)")
 		}
 		for _, n := range v.Names {
 			if strings.TrimSpace(n) == "" {
-				add(v.Line, "field gpu_variant.names: an empty name")
+				add(at("names"), "field gpu_variant.names: an empty name")
 			}
 		}
 		if v.Other != "" && v.Other != VariantFail && v.Other != VariantWarn {
-			add(v.Line, "field gpu_variant.other: %q is not %s or %s", v.Other, VariantFail, VariantWarn)
+			add(at("other"), "field gpu_variant.other: %q is not %s or %s", v.Other, VariantFail, VariantWarn)
 		}
 	}
 	type key struct{ metric, unit, tests string }
