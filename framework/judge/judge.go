@@ -194,9 +194,9 @@ const (
 	catErrGate = iota
 	catParse
 	catGate
+	catWarnGate
 	catPoint
 	catBaseline
-	catWarnGate
 	catUnmeasured
 	catSeries
 	catNoBaseline
