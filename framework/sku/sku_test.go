@@ -155,7 +155,7 @@ func TestLoadErrors(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(good))
 	f.Add([]byte(curveGood))
-	for _, n := range []string{"h200.yaml", "a100-ndmv4.yaml", "volcengine-hpcpni.yaml"} {
+	for _, n := range []string{"h200.yaml", "a100-ndmv4.yaml", "volcengine-hpcpni.yaml", "mi355x.yaml"} {
 		if data, err := baselines.FS.ReadFile(n); err == nil {
 			f.Add(data)
 		}
@@ -176,6 +176,14 @@ func FuzzParse(f *testing.F) {
 			if e.Summary != "" && e.Value == nil || e.Dip != nil && e.Dip.Warn == 0 && e.Dip.Fail == 0 {
 				t.Fatalf("accepted a malformed summary or dip: %+v", e)
 			}
+		}
+		for _, c := range s.Ceilings {
+			if c == nil || !(c.Value > 0) || c.Link == "" || c.Source == "" || !higherIsBetter(c.Unit) {
+				t.Fatalf("accepted a malformed ceiling: %+v", c)
+			}
+		}
+		if v := s.GPUVariant; v != nil && (len(v.Names) == 0 || s.GPU == "" || v.Policy() != VariantFail && v.Policy() != VariantWarn) {
+			t.Fatalf("accepted a malformed gpu_variant: %+v", v)
 		}
 	})
 }
