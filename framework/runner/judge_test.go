@@ -14,6 +14,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/plugins/ibperf"
 	"github.com/gpuaccept/gpuaccept/plugins/nccl"
 	"github.com/gpuaccept/gpuaccept/plugins/rccl"
 )
@@ -40,7 +41,7 @@ type parseOnly struct{ inProcess }
 
 func (p parseOnly) Describe() {}
 
-var builtins = inProcess{"nccl": nccl.Plugin{}, "rccl": rccl.Plugin{}}
+var builtins = inProcess{"nccl": nccl.Plugin{}, "rccl": rccl.Plugin{}, "ibperf": ibperf.Plugin{}}
 
 func shippedSKU(t *testing.T, name string) *sku.SKU {
 	t.Helper()
@@ -134,4 +135,49 @@ func TestLabelDefaults(t *testing.T) {
 	assert.DeepEqual(t, LabelDefaults(ctx, builtins, "rccl", "alltoall")["busbw"], map[string]string{"type": "float", "redop": "sum"})
 	assert.Assert(t, LabelDefaults(ctx, builtins, "nccl", "no_such_test") == nil)
 	assert.Assert(t, LabelDefaults(ctx, parseOnly{builtins}, "nccl", "all_reduce") == nil)
+}
+
+// A NIC rate above the line rate is impossible and fails, as a busbw above
+// NVLink does. The seed 004 ib_write_bw pair (testdata/recordings/
+// mi355x-seed004) reaches 779.21 Gb/s of the 800 a 400 Gb/s port carries
+// both ways, and passes; a copy whose 8 MiB row is doubled (BW and message
+// rate, as a tool counting both directions twice would print) fails.
+func TestCheckNICAboveLineRate(t *testing.T) {
+	const dir = "../../testdata/recordings/mi355x-seed004/multinode/raw/ibperf.write_bw/"
+	for _, c := range []struct {
+		name  string
+		edit  func(string) string
+		check result.Check
+	}{
+		{"seed 004", func(s string) string { return s }, result.Check{Name: "physical ceiling bw_avg", OK: true}},
+		{"doubled", func(s string) string {
+			return strings.Replace(s, "8388608 20000 779.21 779.21 0.011611", "8388608 20000 1558.42 1558.42 0.023222", 1)
+		}, result.Check{Name: "physical ceiling bw_avg", Message: "bw_avg 1558.4 Gb/s at 8 MiB is above the 800 Gb/s ceiling of SKU mi355x (a 400 Gb/s AINIC port, both directions summed): not physically possible"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := t.TempDir()
+			var files []string
+			for _, f := range []string{"server.0.log", "client.0.log"} {
+				data, err := os.ReadFile(dir + f)
+				assert.NilError(t, err)
+				files = append(files, filepath.Join(out, f))
+				assert.NilError(t, os.WriteFile(files[len(files)-1], []byte(c.edit(string(data))), 0o644))
+			}
+			run, err := Check(context.Background(), builtins, shippedSKU(t, "mi355x"), "ibperf.write_bw", plan.Topology{Nodes: 2, GPUsPerNode: 8}, files, "test")
+			assert.NilError(t, err)
+			got := run.Tests[0]
+			var found *result.Check
+			for i := range got.Checks {
+				if got.Checks[i].Name == c.check.Name {
+					found = &got.Checks[i]
+				}
+			}
+			assert.Assert(t, found != nil, "no %s check: %+v", c.check.Name, got.Checks)
+			assert.DeepEqual(t, *found, c.check)
+			if !c.check.OK {
+				assert.Equal(t, got.Status, result.Fail, got.Message)
+				assert.Assert(t, strings.HasPrefix(got.Message, c.check.Name+": "), got.Message)
+			}
+		})
+	}
 }
