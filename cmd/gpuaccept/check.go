@@ -72,6 +72,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	defer host.Close()
 	ctx, stop := signalContext()
 	defer stop()
+	c.ctx = ctx
 	if err := knownTest(ctx, host, test); err != nil {
 		return exitUsage, usageError{err}
 	}

@@ -54,6 +54,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	defer host.Close()
 	ctx, stop := signalContext()
 	defer stop()
+	c.ctx = ctx
 	topo := plan.Topology{Nodes: 1, GPUsPerNode: 2}
 	var statuses []result.Status
 	for _, d := range gpuaccept.DemoRecordings {
@@ -87,7 +88,11 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		if c.html != "" {
 			dc.html = strings.TrimSuffix(c.html, ".html") + "-" + d.Name + ".html"
 		}
-		if _, err := dc.finish(res, s, stdout, stderr); err != nil {
+		code, err := dc.finish(res, s, stdout, stderr)
+		if code == exitInterrupted {
+			return code, err
+		}
+		if err != nil {
 			return exitUsage, err
 		}
 		if res.Status != d.Want {

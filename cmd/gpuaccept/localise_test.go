@@ -215,14 +215,14 @@ func TestLocalise4Nodes(t *testing.T) {
 
 // Every run of a localisation that hangs is stopped at its --timeout: the
 // Slurm jobs are cancelled, no stand-in is left, and a localisation whose
-// every run errored names nobody and exits 2 (infrastructure, not hardware).
+// every run errored names nobody and exits 3 (infrastructure, not hardware).
 func TestLocaliseTimeoutLeavesNothingRunning(t *testing.T) {
 	flags := slurmFlags(t)
 	hosts := launchers[0].hosts(t, 3)
 	args := append(append([]string{"localise"}, localiseArgs(t, "")...), flags...)
 	args = append(args, "--hosts", strings.Join(hosts, ","), "--timeout", "4s", "--param", "env.STANDIN_SLEEP=10m")
 	code, run, errs := localised(t, args...)
-	assert.Equal(t, code, 2, errs)
+	assert.Equal(t, code, 3, errs)
 	l := run.Localisations[0]
 	assert.Equal(t, l.Verdict(), result.Error)
 	assert.Assert(t, len(l.Suspects) == 0)

@@ -54,12 +54,25 @@ var builtins = map[string]pluginapi.Plugin{
 	mori.PluginName:   mori.Plugin{},
 }
 
-// exit codes of the CLI contract.
+// exit codes of the CLI contract (README.md, "Exit codes").
 const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
+	exitOK            = result.ExitPass
+	exitFail          = result.ExitFail
+	exitUsage         = result.ExitUsage
+	exitError         = result.ExitError
+	exitNothingJudged = result.ExitNothingJudged
+	exitInterrupted   = result.ExitInterrupted
 )
+
+// interrupted is the exit code of a command whose context ctx may have been
+// cancelled by Ctrl-C or SIGTERM: ExitInterrupted then, unless code says a
+// test failed (a failure found before the stop is still a failure).
+func interrupted(ctx context.Context, code int) int {
+	if ctx != nil && ctx.Err() != nil && code != exitFail {
+		return exitInterrupted
+	}
+	return code
+}
 
 // usageError is a bad command line or configuration: exit 2 with a hint.
 type usageError struct{ error }
@@ -140,7 +153,9 @@ Usage:
   gpuaccept version
 
 Run "gpuaccept COMMAND --help" for a command's flags.
-Exit codes: 0 nothing failed, 1 a test failed, 2 usage, configuration or infrastructure error.
+Exit codes: 0 passed (warnings included), 1 a test failed (whatever else happened),
+2 usage or configuration error, 3 a test errored and none failed, 4 nothing judged
+(every test skipped), 130 interrupted (Ctrl-C, SIGTERM) before anything failed.
 `
 
 func getVersion() string {
@@ -181,6 +196,9 @@ type common struct {
 	// outDeleted says the results folder is removed when the command ends
 	// (the demo without --out), so no message may send the user to it.
 	outDeleted bool
+	// ctx is the command's signal context (signalContext); finish turns
+	// an interrupted run's exit code into exitInterrupted.
+	ctx context.Context
 }
 
 func (c *common) add(fs *pflag.FlagSet) {
@@ -289,10 +307,14 @@ func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (
 	if err := report.Write(stdout, c.format, run); err != nil {
 		return exitUsage, err
 	}
-	if run.Status == result.Skip && len(run.Tests) > 0 {
-		return run.ExitCode(), fmt.Errorf("nothing was judged: every test skipped (%s); check --sku, --nodes and --gpus-per-node against gpuaccept baseline show %s", run.Tests[0].Message, run.SKU)
+	code := interrupted(c.ctx, run.ExitCode())
+	if code == exitInterrupted {
+		return code, errors.New("interrupted (Ctrl-C or SIGTERM): the tests not finished are errors; gpuaccept report rebuilds the reports")
 	}
-	return run.ExitCode(), nil
+	if run.Status == result.Skip && len(run.Tests) > 0 {
+		return code, fmt.Errorf("nothing was judged: every test skipped (%s); check --sku, --nodes and --gpus-per-node against gpuaccept baseline show %s", run.Tests[0].Message, run.SKU)
+	}
+	return code, nil
 }
 
 func validFormat(f string) error {

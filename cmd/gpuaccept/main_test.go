@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -115,7 +116,6 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"check", "--sku", "h200", "--test", "nccl.all_reduce", "x.log"}, "check needs --nodes and --gpus-per-node"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--out", "."}, "results folder . already holds files; give a new or empty --out"},
-		{[]string{"--sku", "h200", "--suite", "singlenode", "--dry-run"}, "dry run: nothing would be judged at scope 1x8"},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--hosts", "gpu-node-17"}, `launcher local runs on this host (`},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--nodes", "2", "--dry-run"}, "launcher local runs on this host only, but the test asks for 2 nodes"},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--dry-run", "--param", "mode=mpii"}, `parameter mode: "mpii" is not single or mpi`},
@@ -223,7 +223,7 @@ func TestCheckBadInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			junit := filepath.Join(t.TempDir(), "j.xml")
 			code, out, errs := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--junit", junit, writeFile(t, c.file, c.content))
-			assert.Equal(t, code, 2, out+errs)
+			assert.Equal(t, code, 3, out+errs)
 			assert.Assert(t, strings.Contains(out, "ERROR"), out)
 			assert.Assert(t, strings.Contains(readFile(t, junit), c.want), readFile(t, junit))
 		})
@@ -325,7 +325,7 @@ func TestRunTimeoutIsAnError(t *testing.T) {
 	t.Setenv("STANDIN_SLEEP", "5m")
 	code, stdout, errs := cli(t, "--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--test", "nccl.all_reduce",
 		"--param", "bindir="+bin, "--out", t.TempDir(), "--timeout", "1s")
-	assert.Equal(t, code, 2, stdout+errs)
+	assert.Equal(t, code, 3, stdout+errs)
 	assert.Assert(t, strings.Contains(stdout, "stopped: timed out after"), stdout)
 	assert.Assert(t, strings.Contains(stdout, "(limit 1s); "), stdout)
 }
@@ -387,7 +387,7 @@ suites:
       - test: nccl.all_reduce
 `), 0o644))
 	code, out, errs := cli(t, "--sku", "x", "--suite", "s", "--baselines", skus, "--plugin-path", dir, "--launcher", "replay", "--replay-dir", healthy, "--out", t.TempDir())
-	assert.Equal(t, code, 2, out+errs)
+	assert.Equal(t, code, 3, out+errs)
 	assert.Assert(t, strings.Contains(out, "plugin crashy: parse boom: plugin process died: panic: hostile output"), out)
 	assert.Assert(t, strings.Contains(out, "no baseline for nccl.all_reduce in SKU x"), out)
 }
@@ -436,7 +436,7 @@ func TestCheckSeesRecordedExitCode(t *testing.T) {
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "all_reduce.log"), []byte(src), 0o644))
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "outputs.json"), []byte(`[{"step":"all_reduce","exit_code":3,"log":"all_reduce.log"}]`), 0o644))
 	code, out, _ := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--format", "json", filepath.Join(dir, "all_reduce.log"))
-	assert.Equal(t, code, 2, out)
+	assert.Equal(t, code, 3, out)
 	assert.Assert(t, strings.Contains(out, "exited with status 3 (NCCL error)"), out)
 }
 
@@ -470,5 +470,59 @@ func TestHostsAndNodes(t *testing.T) {
 				assert.Assert(t, strings.Contains(out+errs, w), "want %q in\n%s\n%s", w, out, errs)
 			}
 		})
+	}
+}
+
+// The exit code of every kind of outcome, as README.md's table gives it,
+// on real recordings: a failure wins over an error, nothing judged is not
+// green, usage is told apart from a test that errored.
+func TestExitCodes(t *testing.T) {
+	good := healthy + "/nccl.all_reduce/all_reduce.log"
+	p2poff := "../../testdata/recordings/h200x2-2026-11-30-final/p2poff/raw/nccl.all_reduce/all_reduce.log"
+	// Edit: the out-of-bounds footer line dropped, so that gate could not
+	// be made (a warn).
+	short := writeFile(t, "short.log", regexp.MustCompile(`(?m)^# Out of bounds values.*\n`).ReplaceAllString(readFile(t, good), ""))
+	empty := writeFile(t, "empty.log", "")
+	checkAs := func(sku, scope string, files ...string) []string {
+		n, g, _ := strings.Cut(scope, "x")
+		return append([]string{"check", "--sku", sku, "--test", "nccl.all_reduce", "--nodes", n, "--gpus-per-node", g, "--format", "json"}, files...)
+	}
+	check := func(scope string, files ...string) []string { return checkAs("h200", scope, files...) }
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		status string
+	}{
+		{"all pass", check("1x2", good), 0, "pass"},
+		{"some warn", check("1x2", short), 0, "warn"},
+		{"a fail", check("1x2", p2poff), 1, "fail"},
+		{"a fail and an error together", check("1x2", p2poff, empty), 1, "fail"},
+		{"an error only", check("1x2", empty), 3, "error"},
+		// volcengine-hpcpni has all_reduce baselines at 1x8 and 2x8 only, and
+		// no GPU model to compare: every gate holds, nothing is judged.
+		{"everything skipped", checkAs("volcengine-hpcpni", "1x2", good), 4, "skip"},
+		{"usage", []string{"check", "--sku", "h200", "--test", "nccl.all_reduce", good}, 2, ""},
+		{"configuration", []string{"check", "--sku", "h999", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", good}, 2, ""},
+		{"a dry run that would judge nothing", []string{"--sku", "h200", "--suite", "singlenode", "--dry-run"}, 4, ""},
+		{"a run that fails", []string{"--sku", "h200", "--suite", "singlenode", "--launcher", "replay", "--gpus-per-node", "2", "--test", "nccl.all_reduce",
+			"--replay-dir", "../../testdata/recordings/h200x2-2026-11-30-final/p2poff", "--out", t.TempDir(), "--format", "json"}, 1, "fail"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := cli(t, c.args...)
+			assert.Equal(t, code, c.code, out+errs)
+			if c.status != "" {
+				var doc struct{ Status string }
+				assert.NilError(t, json.Unmarshal([]byte(out), &doc), out)
+				assert.Equal(t, doc.Status, c.status, "the run's verdict agrees with its exit code")
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for code, want := range map[int]int{exitOK: exitInterrupted, exitError: exitInterrupted, exitNothingJudged: exitInterrupted, exitFail: exitFail} {
+		assert.Equal(t, interrupted(ctx, code), want, "interrupted after exit %d", code)
+		assert.Equal(t, interrupted(context.Background(), code), code)
 	}
 }

@@ -22,7 +22,8 @@ report.html, summary.md, table.txt) from what it holds: the journal of
 finished tests, the raw outputs and the copy of the baseline. A run stopped
 by Ctrl-C, a killed gpuaccept or a lost node gets its reports this way; the
 tests it did not finish are listed as errors. Prints the report in --format
-and exits as the run would have (0, 1 or 2).
+and exits as its verdicts say (0 pass, 1 fail, 3 error, 4 nothing judged;
+an interrupted run's unfinished tests are errors here, not 130).
 `
 
 func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {

@@ -219,6 +219,11 @@ func TestStoppedRunKeepsResults(t *testing.T) {
 			assert.NilError(t, cmd.Process.Signal(sig))
 			err := cmd.Wait()
 			assert.Assert(t, err != nil, "the run ended well after %s", sig)
+			if sig == syscall.SIGINT {
+				// Nothing had failed when Ctrl-C came: 130, not an error's 3.
+				assert.Equal(t, cmd.ProcessState.ExitCode(), 130, stderr.String())
+				assert.Assert(t, strings.Contains(stderr.String(), "interrupted (Ctrl-C or SIGTERM)"), stderr.String())
+			}
 			// Its plugin processes follow it, even after SIGKILL.
 			for _, pid := range plugins {
 				deadline := time.Now().Add(15 * time.Second)
@@ -239,7 +244,7 @@ func TestStoppedRunKeepsResults(t *testing.T) {
 			}
 			assert.Assert(t, fileExists(filepath.Join(out, "raw/nccl.all_reduce/all_reduce.log")))
 			code, stdoutR, errs := cli(t, "report", out, "--format", "json")
-			assert.Equal(t, code, 2, stdoutR+errs)
+			assert.Equal(t, code, 3, stdoutR+errs)
 			var run result.Run
 			assert.NilError(t, json.Unmarshal([]byte(stdoutR), &run))
 			assert.Equal(t, len(run.Tests), 3)

@@ -141,6 +141,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	defer host.Close()
 	ctx, stop := signalContext()
 	defer stop()
+	c.ctx = ctx
 	if err := skucheck.Check(ctx, host, s); err != nil {
 		return exitUsage, usageError{err}
 	}
@@ -202,7 +203,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		// With --localise a run nothing judges at its own scope still
 		// signs off through its localisations' runs, judged at theirs.
 		if judged == 0 && !(lf.always && topo.Nodes >= 2) {
-			return exitUsage, fmt.Errorf("dry run: nothing would be judged at scope %s (gpuaccept baseline show %s)", scope, s.Name)
+			return exitNothingJudged, fmt.Errorf("dry run: nothing would be judged at scope %s (gpuaccept baseline show %s)", scope, s.Name)
 		}
 		if topo.Nodes >= 2 && !lf.never {
 			when := "if it fails"

@@ -30,7 +30,8 @@ with those recorded. The runs of a localisation (results folders under
 localise/) are covered by the manifest and re-judged the same way, and
 the verdicts the localisation recorded from them compared with their
 journals. Exit 0 when everything matches, 1 when something does
-not, 2 when the folder cannot be read.
+not, 2 when the folder cannot be read, 130 when interrupted (the exit codes
+of the verdicts themselves are gpuaccept report's).
 `
 
 func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
@@ -94,6 +95,10 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		for _, d := range verifySubRuns(ctx, host, s, dir, run) {
 			fmt.Fprintln(stdout, d)
 			bad++
+		}
+		if ctx.Err() != nil {
+			// Re-judging stopped half way: its differences say nothing.
+			return exitInterrupted, errors.New("verify: interrupted (Ctrl-C or SIGTERM) before every verdict was re-judged")
 		}
 	}
 	// manifest.Check counts a manifest without a baseline file as a

@@ -38,9 +38,11 @@ func TestReadBack(t *testing.T) {
 			w.Add(test("nccl.alltoall", result.Warn, time.Second))
 			w.End(5 * time.Second)
 		}, "", result.Warn, planned, "", 5 * time.Second},
+		// The failure found before the kill wins over the tests it left
+		// unfinished (errors): result.Run.Finish.
 		{"killed after one test", func(w *Writer) {
 			w.Add(test("nccl.all_reduce", result.Fail, 2*time.Second))
-		}, "", result.Error, planned, Interrupted, 2 * time.Second},
+		}, "", result.Fail, planned, Interrupted, 2 * time.Second},
 		{"killed while writing the second", func(w *Writer) {
 			w.Add(test("nccl.all_reduce", result.Pass, time.Second))
 		}, `{"test":{"name":"nccl.all_gather","sta`, result.Error, planned, Interrupted, time.Second},

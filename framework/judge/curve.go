@@ -10,11 +10,11 @@ import (
 
 // curve returns the measured per-size points an entry's summary or dip
 // check looks at: same metric and labels, size inside the entry's range.
-func curve(e *sku.Entry, ms []result.Metric) []result.Metric {
+func curve(e *sku.Entry, ms []result.Metric, mt matcher) []result.Metric {
 	r := e.CurveRange()
 	var out []result.Metric
 	for _, m := range ms {
-		if m.Size > 0 && matches(e, m) && r.Contains(m.Size) {
+		if m.Size > 0 && mt.match(e, m) && r.Contains(m.Size) {
 			out = append(out, m)
 		}
 	}
@@ -37,8 +37,8 @@ func summaryName(e *sku.Entry) string {
 // summary computes and judges the one number a summary entry asks for. It
 // returns the judged number, what the run lacks for a fair comparison (a
 // mean over a shorter sweep), and how many measured points went into it.
-func summary(e *sku.Entry, ms []result.Metric) (result.Judged, []string, int) {
-	pts := curve(e, ms)
+func summary(e *sku.Entry, ms []result.Metric, mt matcher) (result.Judged, []string, int) {
+	pts := curve(e, ms, mt)
 	if len(pts) == 0 {
 		return result.Judged{}, []string{describe(e, 0) + " " + summaryName(e)}, 0
 	}
@@ -94,10 +94,10 @@ func summary(e *sku.Entry, ms []result.Metric) (result.Judged, []string, int) {
 // dips runs an entry's dip check on each labelled curve it matches (one per
 // placement, data type, ...): the worst fall of a point below the highest
 // value at a smaller size. It returns one check per curve.
-func dips(e *sku.Entry, ms []result.Metric) []result.Check {
+func dips(e *sku.Entry, ms []result.Metric, mt matcher) []result.Check {
 	groups := map[string][]result.Metric{}
 	var keys []string
-	for _, m := range curve(e, ms) {
+	for _, m := range curve(e, ms, mt) {
 		k := sku.LabelText(m.Labels)
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)

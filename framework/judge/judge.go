@@ -12,35 +12,78 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
+// Options are what a test is judged by besides its parsed output.
+type Options struct {
+	// Entries are the baseline entries at the test's scope. None: nothing
+	// is compared, and the test is skip unless a gate fails.
+	Entries []*sku.Entry
+	// NoBaseline says why there are no entries ("no baseline for ... at
+	// scope 1x8 ...; it has 1x2"), for the message.
+	NoBaseline string
+	// Gates are correctness gates made outside the plugin (Gates: GPU
+	// model, physical ceilings); they count as the plugin's checks.
+	Gates []result.Check
+	// Defaults are the plugin's label defaults per metric name
+	// (pluginapi.MetricInfo.LabelDefaults: busbw -> type=float,
+	// redop=sum). Where a run's points differ in such a label (-d all -o
+	// all), an entry that does not name it judges only the points with the
+	// default, and series no entry names are reported as not judged. Nil:
+	// an entry matches every value of a label it leaves out.
+	Defaults map[string]map[string]string
+}
+
+// ErrorChecks are the checks whose failure makes the test an error, not a
+// fail: the output is no measurement of the scope at all, so neither the
+// hardware nor the other gates can be judged from it. "independent runs":
+// a binary built without MPI=1 under mpirun -np N runs N one-rank tests
+// back to back (busbw 0, algbw around 1e5 GB/s); that is a broken build or
+// launch to fix, not bad hardware.
+var ErrorChecks = map[string]bool{"independent runs": true}
+
 // Test judges one test's parsed output against the baseline entries of its
-// scope. entries may be empty: then every metric is Skip and the test is
-// Skip with noBaseline as its message. Correctness checks fail the test
-// whatever the bandwidth; a parse error makes it Error, keeping the metrics
-// that were measured.
+// scope: Judge with Options{Entries: entries, NoBaseline: noBaseline}.
 func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test {
+	return Judge(p, Options{Entries: entries, NoBaseline: noBaseline})
+}
+
+// Judge judges one test's parsed output. The gates come first and hold
+// whatever the baseline: a failed ErrorChecks check makes the test Error; a
+// failed correctness check (the plugin's, or o.Gates) makes it Fail, also
+// without a baseline and also when the output is otherwise unusable (a
+// hardware fault is not hidden by a cut-short log). Then a parse error
+// makes it Error, keeping the metrics that were measured. Without entries
+// the test is Skip (a gate that could not be made, a warn check, does not
+// make a judged test of it: a warn would read as signed off). With entries,
+// the worst point, summary, dip or warn check decides. The message puts
+// what decided the verdict first, then the rest from worst to least;
+// "baseline points not measured" and skip notes come last; no finding is
+// said twice.
+func Judge(p result.Parsed, o Options) result.Test {
 	t := result.Test{Diagnostics: append([]result.Diagnostic(nil), p.Diagnostics...), Info: p.Info}
 	judged := make([]result.Judged, len(p.Metrics))
 	for i, m := range p.Metrics {
 		judged[i] = result.Judged{Metric: m, Status: result.Skip}
 	}
-	var statuses []result.Status
-	var problems, unmeasured, unmatched []string
+	mt := newMatcher(p.Metrics, o.Defaults)
+	var ps problems
+	var unmeasured, unmatched []string
 	var summaries []result.Judged
-	checks := append([]result.Check(nil), p.Checks...)
+	gates := append(append([]result.Check(nil), o.Gates...), p.Checks...)
+	checks := append([]result.Check(nil), gates...)
 	matchedAny := false
-	for _, e := range entries {
+	for _, e := range o.Entries {
 		var n int
 		var missing []string
 		if e.Summary != "" {
 			var j result.Judged
-			if j, missing, n = summary(e, p.Metrics); n > 0 {
+			if j, missing, n = summary(e, p.Metrics, mt); n > 0 {
 				summaries = append(summaries, j)
 			}
 		} else {
-			n, missing = judgeEntry(e, judged)
+			n, missing = judgeEntry(e, judged, mt)
 		}
 		if e.Dip != nil {
-			checks = append(checks, dips(e, p.Metrics)...)
+			checks = append(checks, dips(e, p.Metrics, mt)...)
 		}
 		if n > 0 {
 			matchedAny = true
@@ -51,62 +94,82 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 			unmatched = append(unmatched, fmt.Sprintf("baseline entry at line %d (%s) matches no measured point", e.Line, describe(e, 0)))
 		}
 	}
-	if matchedAny && len(unmatched) > 0 {
-		statuses = append(statuses, result.Error)
-		problems = append(problems, unmatched...)
+	errGate, failGate := false, false
+	for _, c := range gates {
+		switch {
+		case c.OK:
+		case c.Warn:
+			ps.add(result.Warn, catWarnGate, c.Name+": "+c.Message)
+		case ErrorChecks[c.Name]:
+			errGate = true
+			ps.add(result.Error, catErrGate, c.Name+": "+c.Message)
+		default:
+			failGate = true
+			ps.add(result.Fail, catGate, c.Name+": "+c.Message)
+		}
 	}
-	if len(unmeasured) > 0 && matchedAny && p.Error == "" {
-		// A sweep that stops short of the baseline's sizes signs off less
-		// than the baseline asks for: show it.
-		statuses = append(statuses, result.Warn)
-		problems = append(problems, "baseline points not measured: "+strings.Join(unmeasured, ", "))
+	for _, c := range checks[len(gates):] { // the dips: part of the baseline's judgement
+		if !c.OK {
+			st := result.Fail
+			if c.Warn {
+				st = result.Warn
+			}
+			ps.add(st, catPoint, c.Name+": "+c.Message)
+		}
+	}
+	if p.Error != "" {
+		ps.add(result.Error, catParse, p.Error)
+	}
+	if matchedAny {
+		for _, u := range unmatched {
+			ps.add(result.Error, catBaseline, u)
+		}
+		if len(unmeasured) > 0 && p.Error == "" {
+			// A sweep that stops short of the baseline's sizes signs off
+			// less than the baseline asks for: show it.
+			ps.add(result.Warn, catUnmeasured, "baseline points not measured: "+strings.Join(unmeasured, ", "))
+		}
 	}
 	judged = append(judged, summaries...)
+	passed := 0
 	for _, j := range judged {
-		if j.Status != result.Skip {
-			statuses = append(statuses, j.Status)
-			if j.Status != result.Pass {
-				problems = append(problems, j.Message)
-			}
+		switch j.Status {
+		case result.Skip:
+		case result.Pass:
+			passed++
+		default:
+			ps.add(j.Status, catPoint, j.Message)
 		}
+	}
+	series, allUnjudged := mt.notJudged(o.Entries, judged[:len(p.Metrics)])
+	if len(series) > 0 {
+		ps.add(result.Skip, catSeries, seriesNote(series))
 	}
 	t.Checks = checks
-	for _, c := range checks {
-		if !c.OK {
-			if c.Warn {
-				statuses = append(statuses, result.Warn)
-			} else {
-				statuses = append(statuses, result.Fail)
-			}
-			problems = append(problems, c.Name+": "+c.Message)
-		}
-	}
 	t.Metrics = judged
 	switch {
+	case errGate:
+		t.Status = result.Error
+	case failGate:
+		t.Status = result.Fail
 	case p.Error != "":
 		t.Status = result.Error
-		t.Message = p.Error
-		if len(problems) > 0 {
-			t.Message += "; " + strings.Join(problems, "; ")
-		}
-		return t
-	case len(entries) == 0:
-		// Failed correctness gates still fail without a baseline; say both.
-		// A warning alone does not make a judged test of it: nothing was
-		// compared, and a warn would read as signed off (exit 0).
+	case len(o.Entries) == 0:
 		t.Status = result.Skip
-		if w := result.Worst(statuses...); w == result.Fail || w == result.Error {
-			t.Status = w
-		}
-		t.Message = strings.Join(append(problems, noBaseline), "; ")
-		return t
-	case !matchedAny && len(p.Metrics) > 0:
+	case len(p.Metrics) == 0:
+		t.Status = result.Error
+		ps.add(result.Error, catParse, "no metrics in the output")
+	case !matchedAny && allUnjudged:
+		// The baseline has entries here, but none for the labels this run
+		// measured: nothing compared, as without a baseline.
+		t.Status = result.Skip
+	case !matchedAny:
 		// A baseline exists for this scope but judged nothing: the run did
 		// not measure what the baseline expects (sizes, metric, labels).
 		// That signs nothing off, so it must not read as a skip.
 		t.Status = result.Error
 		var has []string
-		for _, e := range entries {
+		for _, e := range o.Entries {
 			for _, pt := range e.Points {
 				has = append(has, describe(e, int64(pt.Size)))
 			}
@@ -114,47 +177,112 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 				has = append(has, describe(e, int64(e.Size)))
 			}
 		}
-		t.Message = "no measured point matches the baseline (it has " + strings.Join(has, ", ") + ")"
-		if len(problems) > 0 {
-			t.Message = strings.Join(problems, "; ") + "; " + t.Message
-		}
-		return t
-	case len(p.Metrics) == 0:
-		t.Status = result.Error
-		t.Message = "no metrics in the output"
-		return t
+		ps.add(result.Error, catBaseline, "no measured point matches the baseline (it has "+strings.Join(has, ", ")+")")
+	default:
+		t.Status = ps.worst()
 	}
-	t.Status = result.Worst(statuses...)
-	t.Message = summarize(t.Status, problems, judged)
+	if len(o.Entries) == 0 && o.NoBaseline != "" {
+		ps.add(result.Skip, catNoBaseline, o.NoBaseline)
+	}
+	t.Message = ps.message(t.Status, passed)
 	return t
 }
 
-// summarize writes the one-line message of a test: the worst findings first.
-func summarize(s result.Status, problems []string, judged []result.Judged) string {
-	if s == result.Pass {
-		n := 0
-		for _, j := range judged {
-			if j.Status == result.Pass {
-				n++
-			}
+// The kinds of finding, in the order a message lists findings of the same
+// status.
+const (
+	catErrGate = iota
+	catParse
+	catGate
+	catWarnGate
+	catPoint
+	catBaseline
+	catUnmeasured
+	catSeries
+	catNoBaseline
+)
+
+type problem struct {
+	status result.Status
+	cat    int
+	text   string
+}
+
+// problems are a test's findings, each with the status it would give.
+type problems []problem
+
+func (ps *problems) add(s result.Status, cat int, text string) {
+	*ps = append(*ps, problem{s, cat, text})
+}
+
+// worst is the worst status a finding gives; Pass when none does.
+func (ps problems) worst() result.Status {
+	w := result.Pass
+	for _, p := range ps {
+		w = result.Worst(w, p.status)
+	}
+	return w
+}
+
+// maxFindings bounds the warn, fail and error findings a message lists;
+// the notes of a skip (no baseline, series not judged) are always kept.
+const maxFindings = 3
+
+// message renders the findings for a test of status s: those of status s
+// first (what decided the verdict), then the others from worst to least,
+// each kind in its order; repeats dropped. A pass leads with how many
+// points passed.
+func (ps problems) message(s result.Status, passed int) string {
+	rank := func(p problem) int {
+		if p.status == s {
+			return 0
 		}
-		return fmt.Sprintf("%d points inside their bands", n)
+		return 5 - map[result.Status]int{result.Error: 4, result.Fail: 3, result.Warn: 2, result.Pass: 1}[p.status]
 	}
-	const max = 3
-	if len(problems) > max {
-		return strings.Join(problems[:max], "; ") + fmt.Sprintf("; and %d more", len(problems)-max)
+	sorted := append(problems(nil), ps...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if ri, rj := rank(sorted[i]), rank(sorted[j]); ri != rj {
+			return ri < rj
+		}
+		return sorted[i].cat < sorted[j].cat
+	})
+	var out, notes []string
+	seen := map[string]bool{}
+	listed, more := 0, 0
+	if s == result.Pass {
+		out = append(out, fmt.Sprintf("%d points inside their bands", passed))
 	}
-	return strings.Join(problems, "; ")
+	for _, p := range sorted {
+		if p.text == "" || seen[p.text] {
+			continue
+		}
+		seen[p.text] = true
+		switch {
+		case p.status == result.Skip && s != result.Skip:
+			notes = append(notes, p.text)
+		case p.status == result.Skip:
+			out = append(out, p.text)
+		case listed < maxFindings:
+			listed++
+			out = append(out, p.text)
+		default:
+			more++
+		}
+	}
+	if more > 0 {
+		out = append(out, fmt.Sprintf("and %d more", more))
+	}
+	return strings.Join(append(out, notes...), "; ")
 }
 
 // judgeEntry judges the metrics an entry matches. It returns how many it
 // judged and a message for each baseline point with no measurement.
-func judgeEntry(e *sku.Entry, judged []result.Judged) (int, []string) {
+func judgeEntry(e *sku.Entry, judged []result.Judged, mt matcher) (int, []string) {
 	n := 0
 	var missing []string
 	if e.Value != nil {
 		for i := range judged {
-			if matches(e, judged[i].Metric) && judged[i].Size == int64(e.Size) {
+			if mt.match(e, judged[i].Metric) && judged[i].Size == int64(e.Size) {
 				apply(&judged[i], e, *e.Value, e.Band)
 				n++
 			}
@@ -167,7 +295,7 @@ func judgeEntry(e *sku.Entry, judged []result.Judged) (int, []string) {
 	for _, p := range e.Points {
 		found := 0
 		for i := range judged {
-			if matches(e, judged[i].Metric) && judged[i].Size == int64(p.Size) {
+			if mt.match(e, judged[i].Metric) && judged[i].Size == int64(p.Size) {
 				apply(&judged[i], e, p.Value, e.Band.Merge(p.Band))
 				found++
 			}
@@ -216,13 +344,7 @@ func apply(j *result.Judged, e *sku.Entry, ref float64, b sku.Band) {
 func Value(m result.Metric, unit string, ref float64, b sku.Band) (result.Status, string, string) {
 	v := m.Value
 	bandText := renderBand(ref, b)
-	what := fmt.Sprintf("%s %s %s", m.Name, num(v), unit)
-	if p := m.Labels["placement"]; p != "" {
-		what = fmt.Sprintf("%s %s %s %s", m.Name, p, num(v), unit)
-	}
-	if m.Size > 0 {
-		what += " at " + result.FormatBytes(m.Size)
-	}
+	what := valueText(m, unit)
 	if math.IsNaN(v) {
 		return result.Fail, bandText, what + ": not a number"
 	}
@@ -245,6 +367,19 @@ func Value(m result.Metric, unit string, ref float64, b sku.Band) (result.Status
 		}
 	}
 	return result.Pass, bandText, ""
+}
+
+// valueText renders a measured value for messages: "busbw out-of-place
+// 28.7 GB/s at 4 GiB".
+func valueText(m result.Metric, unit string) string {
+	what := fmt.Sprintf("%s %s %s", m.Name, num(m.Value), unit)
+	if p := m.Labels["placement"]; p != "" {
+		what = fmt.Sprintf("%s %s %s %s", m.Name, p, num(m.Value), unit)
+	}
+	if m.Size > 0 {
+		what += " at " + result.FormatBytes(m.Size)
+	}
+	return what
 }
 
 func boundOrigin(ref float64, b sku.Bound) string {

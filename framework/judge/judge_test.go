@@ -1,13 +1,16 @@
 package judge
 
 import (
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/baselines"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/plugins/nccl"
 )
 
 func bound(t *testing.T, s string, lower bool) sku.Bound {
@@ -163,6 +166,127 @@ func TestLatencyIsJudgedLowerIsBetter(t *testing.T) {
 			if c.status != result.Pass {
 				assert.Equal(t, got.Message, c.msg)
 			}
+		})
+	}
+}
+
+// asTypes gives every point of ms the labels type and redop, as nccl-tests
+// prints them for one series of a -d all -o all run, with its values
+// scaled by f: the series of a run that measured several.
+func asTypes(ms []result.Metric, typ, redop string, f float64) []result.Metric {
+	out := make([]result.Metric, 0, len(ms))
+	for _, m := range ms {
+		if m.Size == 0 {
+			continue
+		}
+		l := map[string]string{}
+		for k, v := range m.Labels {
+			l[k] = v
+		}
+		l["type"], l["redop"] = typ, redop
+		m.Labels, m.Value = l, m.Value*f
+		out = append(out, m)
+	}
+	return out
+}
+
+// With several types or reductions in one log (-d all -o all) each series
+// is judged only by entries for its own labels: an entry that names no type
+// or redop means the plugin's default (float, sum); the other series are
+// reported as not judged, point by point and in the test message. The
+// float/sum series is the real H200 recording; the int8/avg one is the same
+// points at a third of their busbw (int8 avg is slower: that must not fail
+// the float/sum baseline).
+func TestSeriesJudgedByTheirOwnLabels(t *testing.T) {
+	h200 := shipped(t, "h200")
+	scope := sku.Scope{Nodes: 1, GPUsPerNode: 2}
+	real := parse(t, nccl.Plugin{}, "all_reduce", plan.Topology{Nodes: 1, GPUsPerNode: 2}, read(t, h200AllReduce))
+	defaults := map[string]map[string]string{"busbw": {"type": "float", "redop": "sum"}, "algbw": {"type": "float", "redop": "sum"}, "time": {"type": "float", "redop": "sum"}}
+	withInt8 := real
+	withInt8.Metrics = append(append([]result.Metric(nil), real.Metrics...), asTypes(real.Metrics, "int8", "avg", 1.0/3)...)
+	only := real
+	only.Metrics = append(asTypes(real.Metrics, "int8", "avg", 1.0/3), asTypes(real.Metrics, "half", "sum", 1)...)
+	int8Entries := func() []*sku.Entry {
+		var out []*sku.Entry
+		for _, e := range h200.Entries("nccl.all_reduce", scope) {
+			c := *e
+			c.Labels = map[string]string{"placement": e.Labels["placement"], "type": "int8", "redop": "avg"}
+			out = append(out, &c)
+		}
+		return out
+	}
+	cases := []struct {
+		name     string
+		parsed   result.Parsed
+		entries  []*sku.Entry
+		defaults map[string]map[string]string
+		status   result.Status
+		msg      string // the whole message, or its start when it ends with "..."
+	}{
+		{"int8 avg is not judged by the float/sum entries", withInt8, nil, defaults, result.Pass,
+			"18 points inside their bands; 1 series not judged: redop=avg type=int8, no baseline entry for its labels"},
+		{"without the plugin's defaults every series met the float/sum entries (the bug)", withInt8, nil, nil, result.Fail,
+			"busbw out-of-place 70.9 GB/s at 16 MiB below 180.8 (baseline 212.8 -15%); ..."},
+		{"an entry naming int8/avg judges that series", withInt8, int8Entries(), defaults, result.Fail,
+			"busbw out-of-place 70.9 GB/s at 16 MiB below 180.8 (baseline 212.8 -15%); busbw in-place 73.1 GB/s at 16 MiB below 185.4 (baseline 218.1 -15%); busbw out-of-place 79.2 GB/s at 32 MiB below 202.1 (baseline 237.7 -15%); and 15 more; 1 series not judged: redop=sum type=float, no baseline entry for its labels"},
+		{"no series has an entry: nothing judged", only, nil, defaults, result.Skip,
+			"2 series not judged: redop=avg type=int8, redop=sum type=half, no baseline entry for their labels"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			entries := c.entries
+			if entries == nil {
+				entries = h200.Entries("nccl.all_reduce", scope)
+			}
+			got := Judge(c.parsed, Options{Entries: entries, Defaults: c.defaults})
+			assert.Equal(t, got.Status, c.status, got.Message)
+			if want, ok := strings.CutSuffix(c.msg, "..."); ok {
+				assert.Assert(t, strings.HasPrefix(got.Message, want), "message %q, want prefix %q", got.Message, want)
+			} else {
+				assert.Equal(t, got.Message, c.msg)
+			}
+			if c.defaults != nil && c.entries == nil {
+				for _, m := range got.Metrics {
+					if m.Name == "busbw" && m.Labels["type"] == "int8" {
+						assert.Equal(t, m.Status, result.Skip)
+						assert.Equal(t, m.Message, "not judged: no baseline entry for redop=avg type=int8")
+					}
+				}
+			}
+		})
+	}
+}
+
+// The reason that decided the verdict comes first, then the rest from
+// worst to least, "baseline points not measured" last, nothing twice; a
+// failed gate outranks an output that is otherwise unusable.
+func TestReasonFirst(t *testing.T) {
+	e := entry(t, map[int64]float64{1 << 30: 330, 4 << 30: 344, 8 << 30: 350})
+	low := []result.Metric{busbw(1<<30, 200, "out-of-place"), busbw(4<<30, 343, "out-of-place")}
+	wrong := result.Check{Name: "data validation", Message: "3 wrong elements out-of-place at 1 GiB"}
+	off := result.Check{Name: "data validation", Warn: true, OK: false, Message: "not checked (-c 0)"}
+	cases := []struct {
+		name   string
+		parsed result.Parsed
+		status result.Status
+		msg    string
+	}{
+		{"gate, then points, then what was not measured", result.Parsed{Metrics: low, Checks: []result.Check{wrong}}, result.Fail,
+			"data validation: 3 wrong elements out-of-place at 1 GiB; busbw out-of-place 200.0 GB/s at 1 GiB below 297.0 (baseline 330.0 -10%); baseline points not measured: busbw[out-of-place] at 8 GiB"},
+		{"a failed point decides over a warn gate", result.Parsed{Metrics: low, Checks: []result.Check{off}}, result.Fail,
+			"busbw out-of-place 200.0 GB/s at 1 GiB below 297.0 (baseline 330.0 -10%); data validation: not checked (-c 0); baseline points not measured: busbw[out-of-place] at 8 GiB"},
+		{"the same finding twice is said once", result.Parsed{Metrics: low, Checks: []result.Check{wrong, wrong}}, result.Fail,
+			"data validation: 3 wrong elements out-of-place at 1 GiB; busbw out-of-place 200.0 GB/s at 1 GiB below 297.0 (baseline 330.0 -10%); baseline points not measured: busbw[out-of-place] at 8 GiB"},
+		{"a wrong result is not hidden by a cut-short log", result.Parsed{Metrics: low, Checks: []result.Check{wrong}, Error: "output ends in the middle of the table"}, result.Fail,
+			"data validation: 3 wrong elements out-of-place at 1 GiB; busbw out-of-place 200.0 GB/s at 1 GiB below 297.0 (baseline 330.0 -10%); output ends in the middle of the table"},
+		{"an error first, then what else was found", result.Parsed{Metrics: low, Error: "exited with status 3 (NCCL error)"}, result.Error,
+			"exited with status 3 (NCCL error); busbw out-of-place 200.0 GB/s at 1 GiB below 297.0 (baseline 330.0 -10%)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Test(c.parsed, []*sku.Entry{e}, "")
+			assert.Equal(t, got.Status, c.status, got.Message)
+			assert.Equal(t, got.Message, c.msg)
 		})
 	}
 }

@@ -63,6 +63,12 @@ type MetricInfo struct {
 	// Labels are the label keys the metric carries, as "key" (any value)
 	// or "key=v1|v2" (only these values).
 	Labels []string `json:"labels,omitempty"`
+	// LabelDefaults map a label to the value it has when the tool is not
+	// asked for another ("type": "float", "redop": "sum" for nccl-tests).
+	// Where a run's points differ in such a label (-d all -o all), a
+	// baseline entry that does not name it judges only the points with the
+	// default; the others are reported as not judged. Nil: none.
+	LabelDefaults map[string]string `json:"label_defaults,omitempty"`
 }
 
 // PlanRequest asks a plugin for the steps of one test.

@@ -191,8 +191,10 @@ func Markdown(w io.Writer, run *result.Run) error {
 // maxFindings bounds the points listed per test in the Markdown findings.
 const maxFindings = 20
 
-// mdFindings lists, under the table, each test that did not pass with its
-// whole message and the points outside their bands, folded (<details>) as
+// mdFindings lists, under the table, each test that did not pass: first
+// its whole message (the reason that decided the verdict comes first in
+// it), then the points outside their bands and the checks that did not
+// hold that the message does not already say, folded (<details>) as
 // GitHub and GitLab render it, so a long list does not bury the table.
 func mdFindings(w io.Writer, run *result.Run) error {
 	var b strings.Builder
@@ -201,9 +203,12 @@ func mdFindings(w io.Writer, run *result.Run) error {
 			continue
 		}
 		fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", html.EscapeString(t.Name), strings.ToUpper(string(t.Status)))
+		if t.Message != "" {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(t.Message))
+		}
 		n := 0
 		for _, m := range t.Metrics {
-			if m.Status != result.Fail && m.Status != result.Warn {
+			if m.Status != result.Fail && m.Status != result.Warn || strings.Contains(t.Message, m.Message) {
 				continue
 			}
 			if n++; n > maxFindings {
@@ -219,12 +224,9 @@ func mdFindings(w io.Writer, run *result.Run) error {
 			fmt.Fprintf(&b, "- ... and %d more points outside their bands\n", n-maxFindings)
 		}
 		for _, c := range t.Checks {
-			if !c.OK {
+			if !c.OK && !strings.Contains(t.Message, c.Name+": "+c.Message) {
 				fmt.Fprintf(&b, "- check %s: %s\n", mdEscape(c.Name), mdEscape(c.Message))
 			}
-		}
-		if n == 0 {
-			fmt.Fprintf(&b, "- %s\n", mdEscape(t.Message))
 		}
 		b.WriteString("\n</details>\n")
 	}

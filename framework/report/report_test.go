@@ -82,7 +82,7 @@ func TestJSONContract(t *testing.T) {
 		} `json:"tests"`
 	}
 	assert.NilError(t, json.Unmarshal(b.Bytes(), &doc))
-	assert.Equal(t, doc.Status, "error")
+	assert.Equal(t, doc.Status, "fail", "a failure wins over an error")
 	assert.Equal(t, doc.Tests[1].Name, "nccl.all_gather")
 	assert.Equal(t, doc.Tests[1].Status, "fail")
 	m := doc.Tests[1].Metrics[0]
@@ -209,11 +209,16 @@ func TestJUnitConsumer(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
-	for st, code := range map[result.Status]int{result.Pass: 0, result.Warn: 0, result.Skip: 2, result.Fail: 1, result.Error: 2} {
+	for st, code := range map[result.Status]int{result.Pass: 0, result.Warn: 0, result.Skip: 4, result.Fail: 1, result.Error: 3} {
 		r := &result.Run{Tests: []result.Test{{Status: st}}}
 		r.Finish()
 		assert.Equal(t, r.ExitCode(), code, string(st))
 	}
+	// A failure wins over an error: CI must see the hardware fault.
+	r0 := &result.Run{Tests: []result.Test{{Status: result.Error}, {Status: result.Fail}, {Status: result.Skip}}}
+	r0.Finish()
+	assert.Equal(t, r0.Status, result.Fail)
+	assert.Equal(t, r0.ExitCode(), 1)
 	// One judged test is enough for a run to count.
 	r := &result.Run{Tests: []result.Test{{Status: result.Skip}, {Status: result.Pass}}}
 	r.Finish()
@@ -251,7 +256,7 @@ func TestDisagreements(t *testing.T) {
 		{"same", func(*result.Run) {}, nil},
 		{"test status", func(r *result.Run) { r.Tests[1].Status = result.Pass }, []string{
 			"results.json says nccl.all_gather pass (busbw out-of-place 28.7 GB/s at 4 GiB below 273.9 (baseline 304.3 -10%)), the journal says fail (busbw out-of-place 28.7 GB/s at 4 GiB below 273.9 (baseline 304.3 -10%))"}},
-		{"run status", func(r *result.Run) { r.Status = result.Pass }, []string{"results.json says the run is pass, the journal says error"}},
+		{"run status", func(r *result.Run) { r.Status = result.Pass }, []string{"results.json says the run is pass, the journal says fail"}},
 		{"test dropped", func(r *result.Run) { r.Tests = r.Tests[:3] }, []string{"results.json leaves out nccl.hypercube (skip in the journal)"}},
 		{"test added", func(r *result.Run) { r.Tests = append(r.Tests, result.Test{Name: "nccl.extra", Status: result.Pass}) }, []string{"results.json lists nccl.extra, the journal does not"}},
 	}
@@ -353,4 +358,30 @@ func TestCycles(t *testing.T) {
 	tm := result.Metric{Name: "time", Value: 20.1, Unit: "us", Cycles: 3, Min: 12.1, Median: 12.5, Max: 20.1}
 	assert.Equal(t, tm.CyclesText(), "max of 3 cycles (min 12.10, median 12.50)")
 	assert.Equal(t, result.Metric{Name: "time", Value: 20.1}.CyclesText(), "")
+}
+
+// The summary renders a test's message as the judge wrote it, reason
+// first, and lists after it only what the message does not already say:
+// no finding appears twice.
+func TestMarkdownReasonFirstOnce(t *testing.T) {
+	lbl := map[string]string{"placement": "out-of-place"}
+	low := func(size int64, v float64, msg string) result.Judged {
+		return result.Judged{Metric: result.Metric{Name: "busbw", Value: v, Unit: "GB/s", Size: size, Labels: lbl}, Status: result.Fail, Message: msg}
+	}
+	m1 := "busbw out-of-place 200.0 GB/s at 1 GiB below 297.0 (baseline 330.0 -10%)"
+	m2 := "busbw out-of-place 100.0 GB/s at 4 GiB below 309.6 (baseline 344.0 -10%)"
+	gate := "data validation: 3 wrong elements out-of-place at 1 GiB"
+	run := &result.Run{SKU: "h200", Suite: "s", Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Fail, Scope: "1x2",
+		Message: gate + "; " + m1 + "; and 1 more",
+		Metrics: []result.Judged{low(1<<30, 200, m1), low(4<<30, 100, m2)},
+		Checks:  []result.Check{{Name: "data validation", Message: "3 wrong elements out-of-place at 1 GiB"}, {Name: "out of bounds values", Message: "4 values out of bounds (FAILED)"}}}}}
+	run.Finish()
+	var b bytes.Buffer
+	assert.NilError(t, Markdown(&b, run))
+	details := b.String()[strings.Index(b.String(), "<details>"):]
+	assert.Equal(t, details, "<details><summary>nccl.all_reduce: FAIL</summary>\n\n"+
+		"- "+mdEscape(gate+"; "+m1+"; and 1 more")+"\n"+
+		"- FAIL: "+mdEscape(m2)+"\n"+
+		"- check out of bounds values: 4 values out of bounds (FAILED)\n"+
+		"\n</details>\n")
 }

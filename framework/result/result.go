@@ -157,9 +157,12 @@ type Parsed struct {
 	// The test ends as Error, but Metrics found before it are kept.
 	Error string `json:"error,omitempty"`
 	// Info holds facts for reports: tool and library versions (keys ending
-	// in "version" become JUnit properties), "hosts" (comma-separated),
-	// "ranks", and "gpu", the device model the output names, which the
-	// runner compares with the SKU's gpu.
+	// in "version" become JUnit properties), "hosts" (comma-separated, the
+	// hosts of the ranks the output lists), "ranks", "gpu", the device
+	// model the output names, and "device", a device name that names no
+	// model (HIP's "AMD Radeon Graphics"). The judge compares gpu or device
+	// with the SKU's gpu and gpu_variant (judge.GPUChecks); hosts without
+	// either means the ranks' devices went unnamed.
 	Info map[string]string `json:"info,omitempty"`
 }
 
@@ -234,9 +237,11 @@ type Run struct {
 
 // Finish sets the run's status from its tests and localisations: a named
 // suspect fails the run even when the tests passed (the per-node stage can
-// find a slow node that a passing collective hides). A run that judged no test (the
-// localise command, or a scope without baseline) takes its localisations'
-// verdicts.
+// find a slow node that a passing collective hides). A run that judged no
+// test (the localise command, or a scope without baseline) takes its
+// localisations' verdicts. A failure wins over an error: a run in which one
+// test failed and another could not run is a Fail, so that neither its
+// verdict nor its exit code hides the hardware fault found.
 func (r *Run) Finish() {
 	ss := make([]Status, 0, len(r.Tests)+1)
 	for _, t := range r.Tests {
@@ -255,21 +260,50 @@ func (r *Run) Finish() {
 		}
 	}
 	r.Status = Worst(ss...)
+	for _, s := range ss {
+		if s == Fail {
+			r.Status = Fail
+		}
+	}
 }
 
-// ExitCode maps a run's status to the CLI contract: 0 when nothing failed or
-// errored, 1 when a test failed, 2 when a test errored (could not run or be
-// parsed) or when nothing at all was judged: a run whose every test skipped
-// (a SKU or scope without baseline) signs nothing off and must not read as
-// green in CI.
+// The exit codes of the CLI contract (README.md, "Exit codes").
+const (
+	// ExitPass: every test passed, or passed with warnings.
+	ExitPass = 0
+	// ExitFail: a test failed (outside its band, a correctness gate, a
+	// suspect named), whatever else happened in the run.
+	ExitFail = 1
+	// ExitUsage: the command could not start: bad flags, a malformed SKU
+	// file, an unknown test, a results folder that holds files, a dry run
+	// that cannot be planned.
+	ExitUsage = 2
+	// ExitError: a test errored (could not run, its output could not be
+	// judged, a broken build) and none failed.
+	ExitError = 3
+	// ExitNothingJudged: every test skipped (no baseline at the scope, a
+	// series or test without entries): nothing was signed off.
+	ExitNothingJudged = 4
+	// ExitInterrupted: stopped by Ctrl-C or SIGTERM (128 + SIGINT) before
+	// it could finish, and nothing had failed.
+	ExitInterrupted = 130
+)
+
+// ExitCode maps a run's status to the CLI contract: ExitPass for pass and
+// warn, ExitFail when a test failed (Finish makes a failure win over an
+// error), ExitError when a test errored, ExitNothingJudged when every test
+// skipped: a run that signs nothing off must not read as green in CI. An
+// interruption is the CLI's to add (ExitInterrupted).
 func (r *Run) ExitCode() int {
 	switch r.Status {
 	case Fail:
-		return 1
-	case Error, Skip:
-		return 2
+		return ExitFail
+	case Error:
+		return ExitError
+	case Skip:
+		return ExitNothingJudged
 	}
-	return 0
+	return ExitPass
 }
 
 // FormatBytes renders a message size the way people read nccl-tests sizes:

@@ -438,38 +438,63 @@ func (r *Runner) judge(ctx context.Context, t result.Test, pluginName, test stri
 	if err != nil {
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
-	j := Judge(r.SKU, t.Name, topo, parsed)
+	j := JudgeWith(r.SKU, t.Name, topo, parsed, LabelDefaults(pctx, r.Plugins, pluginName, test))
 	j.Name, j.Scope, j.Params, j.Commands, j.Duration, j.Started = t.Name, t.Scope, t.Params, t.Commands, t.Duration, t.Started
 	j.Diagnostics = append(t.Diagnostics, j.Diagnostics...)
 	return j
 }
 
-// Judge judges parsed output of a test at a topology against a SKU: the
-// baseline entries of that scope, or Skip naming the scopes that exist.
+// Judge judges parsed output of a test at a topology against a SKU:
+// JudgeWith without label defaults.
 func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) result.Test {
-	scope := sku.Scope{Nodes: topo.Nodes, GPUsPerNode: topo.GPUsPerNode}
-	entries := s.Entries(name, scope)
-	noBaseline := fmt.Sprintf("no baseline for %s in SKU %s", name, s.Name)
-	if scopes := s.Scopes(name); len(scopes) > 0 && len(entries) == 0 {
-		names := make([]string, len(scopes))
-		for i, sc := range scopes {
-			names[i] = sc.String()
-		}
-		noBaseline = fmt.Sprintf("no baseline for %s at scope %s (nodes x GPUs per node) in SKU %s; it has %s",
-			name, scope, s.Name, strings.Join(names, ", "))
-	}
-	if s.GPU != "" && parsed.Info["gpu"] != "" {
-		// A log from other hardware must not sign this SKU off.
-		c := result.Check{Name: "GPU model", OK: strings.Contains(strings.ToLower(parsed.Info["gpu"]), strings.ToLower(s.GPU))}
-		if !c.OK {
-			c.Message = fmt.Sprintf("the output shows %q, SKU %s is %q", parsed.Info["gpu"], s.Name, s.GPU)
-		}
-		parsed.Checks = append(parsed.Checks, c)
-	}
-	t := judge.Test(parsed, entries, noBaseline)
+	return JudgeWith(s, name, topo, parsed, nil)
+}
+
+// JudgeWith judges parsed output of a test (full name) at a topology
+// against a SKU (judge.SKUTest): the gates (the plugin's checks, the GPU
+// model, the SKU's physical ceilings) whatever the baseline, then the
+// baseline entries of that scope, or skip naming the scopes that exist.
+// defaults are the plugin's label defaults per metric (LabelDefaults).
+func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed, defaults map[string]map[string]string) result.Test {
+	t := judge.SKUTest(s, name, sku.Scope{Nodes: topo.Nodes, GPUsPerNode: topo.GPUsPerNode}, parsed, defaults)
 	t.Name, t.Scope = name, topo.String()
-	judge.SortMetrics(t.Metrics)
 	return t
+}
+
+// Describer is a Plugins that also describes its plugins (the plugin host
+// does); the runner asks it for the label defaults of a test's metrics.
+type Describer interface {
+	Describe(ctx context.Context, plugin string) (pluginapi.Description, error)
+}
+
+// LabelDefaults returns the label defaults per metric name that plugin
+// declares for test (short name), when plugins is a Describer; nil when it
+// is not, or the plugin declares none or cannot say (an old external
+// plugin): entries then match every value of a label they leave out.
+func LabelDefaults(ctx context.Context, plugins Plugins, plugin, test string) map[string]map[string]string {
+	d, ok := plugins.(Describer)
+	if !ok {
+		return nil
+	}
+	desc, err := d.Describe(ctx, plugin)
+	if err != nil {
+		return nil
+	}
+	var out map[string]map[string]string
+	for _, ti := range desc.Tests {
+		if ti.Name != test {
+			continue
+		}
+		for _, m := range ti.Metrics {
+			if len(m.LabelDefaults) > 0 {
+				if out == nil {
+					out = map[string]map[string]string{}
+				}
+				out[m.Name] = m.LabelDefaults
+			}
+		}
+	}
+	return out
 }
 
 // writeOutputs records the outputs of a test with paths relative to dir.
@@ -598,7 +623,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 		if err != nil {
 			parsed = result.Parsed{Error: "parse: " + err.Error()}
 		}
-		t := Judge(s, name, topo, parsed)
+		t := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test))
 		t.Name = names[i]
 		t.Raw = raw
 		t.Duration = time.Since(start)
@@ -914,7 +939,7 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 	if err != nil {
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
-	got := Judge(s, name, topo, parsed)
+	got := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test))
 	got.Name = t.Name
 	return got, nil
 }

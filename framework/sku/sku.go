@@ -36,6 +36,12 @@ type SKU struct {
 	// case-insensitive substring ("H200" matches "NVIDIA H200"); a log from
 	// another model fails. Empty: not checked.
 	GPU string `yaml:"gpu"`
+	// GPUVariant, when set, names the exact model of a family with several
+	// (A100-SXM4-80GB, not -40GB); nil: any model of the family passes.
+	GPUVariant *GPUVariant `yaml:"gpu_variant"`
+	// Ceilings are the hardware's physical limits at every scope
+	// (hardware.go): a measured number above one is impossible and fails.
+	Ceilings []*Ceiling `yaml:"ceilings"`
 	// Suites by name ("singlenode", "multinode").
 	Suites map[string]*Suite `yaml:"suites"`
 	// Baselines are the expected values.
@@ -555,6 +561,7 @@ func (s *SKU) validate() []error {
 		}
 		errs = append(errs, e.validate()...)
 	}
+	errs = append(errs, s.validateHardware()...)
 	return errs
 }
 

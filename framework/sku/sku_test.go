@@ -155,7 +155,7 @@ func TestLoadErrors(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(good))
 	f.Add([]byte(curveGood))
-	for _, n := range []string{"h200.yaml", "a100-ndmv4.yaml", "volcengine-hpcpni.yaml"} {
+	for _, n := range []string{"h200.yaml", "a100-ndmv4.yaml", "volcengine-hpcpni.yaml", "mi355x.yaml"} {
 		if data, err := baselines.FS.ReadFile(n); err == nil {
 			f.Add(data)
 		}
@@ -176,6 +176,14 @@ func FuzzParse(f *testing.F) {
 			if e.Summary != "" && e.Value == nil || e.Dip != nil && e.Dip.Warn == 0 && e.Dip.Fail == 0 {
 				t.Fatalf("accepted a malformed summary or dip: %+v", e)
 			}
+		}
+		for _, c := range s.Ceilings {
+			if c == nil || !(c.Value > 0) || c.Link == "" || c.Source == "" || !higherIsBetter(c.Unit) {
+				t.Fatalf("accepted a malformed ceiling: %+v", c)
+			}
+		}
+		if v := s.GPUVariant; v != nil && (len(v.Names) == 0 || s.GPU == "" || v.Policy() != VariantFail && v.Policy() != VariantWarn) {
+			t.Fatalf("accepted a malformed gpu_variant: %+v", v)
 		}
 	})
 }
@@ -338,5 +346,68 @@ func TestLabelText(t *testing.T) {
 		{map[string]string{"type": "float", "placement": "out-of-place", "redop": "sum"}, "placement=out-of-place,redop=sum,type=float"},
 	} {
 		assert.Equal(t, LabelText(c.labels), c.want)
+	}
+}
+
+// gpu_variant and ceilings: read with their lines, and every mistake
+// rejected with file, line and field; a baseline reference above a
+// physical ceiling could never be measured and is refused too.
+func TestHardwareFields(t *testing.T) {
+	const hw = `sku: t
+gpus_per_node: 2
+gpu: A100
+gpu_variant:
+  names: ["NVIDIA A100-SXM4-80GB"]
+  other: warn
+ceilings:
+  - metric: busbw
+    unit: GB/s
+    value: 650
+    link: NVLink 3
+    tests: ["nccl.*"]
+    source: NVIDIA A100 datasheet
+suites:
+  s:
+    tests:
+      - test: nccl.all_reduce
+baselines:
+  - test: nccl.all_reduce
+    scope: {nodes: 1, gpus_per_node: 2}
+    metric: busbw
+    unit: GB/s
+    band: {min: "-10%"}
+    source: measured
+    points:
+      - {size: 1G, value: 230}
+`
+	s, err := Parse([]byte(hw), "t.yaml")
+	assert.NilError(t, err)
+	assert.Equal(t, s.GPUVariant.Policy(), VariantWarn)
+	assert.Assert(t, s.GPUVariant.Is("nvidia  a100-sxm4-80gb"), "case and runs of spaces do not matter")
+	assert.Assert(t, !s.GPUVariant.Is("NVIDIA A100-SXM4-40GB"))
+	assert.Equal(t, len(s.CeilingsFor("nccl.all_gather")), 1)
+	assert.Equal(t, len(s.CeilingsFor("rccl.all_gather")), 0)
+	assert.Equal(t, s.Ceilings[0].Line, 8)
+	cases := []struct {
+		name, from, to, want string
+	}{
+		{"variant policy", "other: warn", "other: ignore", `t.yaml: line 6: field gpu_variant.other: "ignore" is not fail or warn`},
+		{"variant without names", `  names: ["NVIDIA A100-SXM4-80GB"]` + "\n", "", "line 4: field gpu_variant.names: missing"},
+		{"variant without family", "gpu: A100\n", "", "line 3: field gpu_variant: needs gpu"},
+		{"typo in a variant", "  other: warn", "  othr: warn", `line 6: field "othr" is not known here`},
+		{"ceiling on a time", "    unit: GB/s\n    value: 650", "    unit: us\n    value: 650", `line 9: field ceilings.unit: "us" is not a rate`},
+		{"ceiling of nothing", "value: 650", "value: 0", "line 10: field ceilings.value: 0: want the limit, more than 0"},
+		{"ceiling without its source", "    source: NVIDIA A100 datasheet\n", "", "line 8: field ceilings.source: missing"},
+		{"ceiling without its link", "    link: NVLink 3\n", "", "line 8: field ceilings.link: missing"},
+		{"ceiling on a bad test name", `tests: ["nccl.*"]`, `tests: ["nccl"]`, `line 12: field ceilings.tests: "nccl" is neither plugin.test nor plugin.*`},
+		{"reference above the ceiling (bits for bytes)", "value: 230}", "value: 5200}", "line 26: field value: 5200 GB/s is above the SKU's ceiling for busbw (650 GB/s, NVLink 3, line 8): no healthy system measures it (the two differ by 8.0x"},
+		{"two ceilings for one metric", "suites:", "  - {metric: busbw, unit: GB/s, value: 900, link: x, source: y, tests: [\"nccl.*\"]}\nsuites:", "line 14: field ceilings: busbw in GB/s for the same tests is also limited at line 8"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Assert(t, strings.Contains(hw, c.from), "case does not apply: %q", c.from)
+			_, err := Parse([]byte(strings.Replace(hw, c.from, c.to, 1)), "t.yaml")
+			assert.ErrorContains(t, err, c.want)
+		})
 	}
 }

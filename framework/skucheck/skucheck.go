@@ -1,6 +1,7 @@
 // Package skucheck checks a parsed SKU file against the plugins that will
 // judge it: every suite and baseline test exists, every baseline metric is
-// one the test reports, in its unit, with labels it carries. It reports
+// one the test reports, in its unit, with labels it carries, and every
+// physical ceiling limits a metric some suite test reports. It reports
 // every problem of the file at once, each at the line of the field at fault
 // ("line 148: field unit: ..."), as sku.Parse does for the file's own rules.
 package skucheck
@@ -90,6 +91,34 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 			continue
 		}
 		errs = append(errs, checkMetric(ti, e)...)
+	}
+	for _, c := range s.Ceilings {
+		if c == nil || c.Metric == "" {
+			continue // sku.Parse reports it
+		}
+		// A ceiling no test reports (a typo, bits for bytes) would never
+		// judge anything, and the impossible would pass.
+		var tests []string
+		found := false
+		for _, name := range slices.Sorted(maps.Keys(inSuite)) {
+			if !c.Applies(name) {
+				continue
+			}
+			ti, err := test(name)
+			if err != nil {
+				continue // reported at the suite test's line
+			}
+			tests = append(tests, name)
+			for _, m := range ti.Metrics {
+				found = found || m.Name == c.Metric && m.Unit == c.Unit
+			}
+		}
+		switch {
+		case len(tests) == 0:
+			errs = append(errs, fmt.Errorf("line %d: field ceilings.tests: the ceiling on %s applies to no test of the SKU's suites", c.Line, c.Metric))
+		case !found:
+			errs = append(errs, fmt.Errorf("line %d: field ceilings.metric: none of %s reports %s in %s: the ceiling would judge nothing", c.Line, strings.Join(tests, ", "), c.Metric, c.Unit))
+		}
 	}
 	return sku.NewProblems(s.File, errs)
 }

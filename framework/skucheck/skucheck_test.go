@@ -43,6 +43,11 @@ baselines:
     points: [{size: 1G, value: 300}]
 `
 
+// ceiling writes a ceilings section (3 lines, from line 2) before suites:.
+func ceiling(metric, unit, tests string) string {
+	return "ceilings:\n  - {metric: " + metric + ", unit: " + unit + ", value: 900, link: NVLink, source: datasheet, tests: [\"" + tests + "\"]}\nsuites:"
+}
+
 // Typos a YAML schema cannot see, caught against what the plugins report,
 // each at the line of its own field (the entry starts on line 9), all of
 // them at once.
@@ -68,6 +73,13 @@ func TestCheck(t *testing.T) {
 		}},
 		{"plugin that is not there", [][2]string{{"      - test: nccl.all_reduce\n", "      - test: nccl.all_reduce\n      - test: mori.ep_intranode\n"}}, []string{"t.yaml: line 6: field test: no plugin mori"}},
 		{"suite test without a baseline", [][2]string{{"      - test: nccl.all_reduce\n", "      - test: nccl.all_reduce\n      - test: nccl.all_gather\n"}}, nil},
+		{"a ceiling that limits a metric a test reports", [][2]string{{"suites:", ceiling("busbw", "GB/s", "nccl.*")}}, nil},
+		{"a ceiling on a metric no test reports", [][2]string{{"suites:", ceiling("bus_bw", "GB/s", "nccl.*")}}, []string{
+			"t.yaml: line 3: field ceilings.metric: none of nccl.all_reduce reports bus_bw in GB/s: the ceiling would judge nothing"}},
+		{"a ceiling in the wrong unit", [][2]string{{"suites:", ceiling("busbw", "Gb/s", "nccl.*")}}, []string{
+			"t.yaml: line 3: field ceilings.metric: none of nccl.all_reduce reports busbw in Gb/s: the ceiling would judge nothing"}},
+		{"a ceiling for tests the SKU does not run", [][2]string{{"suites:", ceiling("busbw", "GB/s", "ibperf.*")}}, []string{
+			"t.yaml: line 3: field ceilings.tests: the ceiling on busbw applies to no test of the SKU's suites"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -321,13 +321,19 @@ func disagreement(text, js *Output) string {
 // cycles) are one metric: Metric.Cycles, Min, Median, Max.
 var curveLabels = []string{"placement=out-of-place|in-place", "type", "redop", "root"}
 
+// curveDefaults are the type and reduction the family's tools use unless
+// told otherwise (README of nccl-tests and rccl-tests: -d "Default :
+// Float", -o "Default : Sum"): with -d all -o all, a baseline entry that
+// names neither judges the float/sum points only.
+var curveDefaults = map[string]string{"type": "float", "redop": "sum"}
+
 // MetricInfos describes the metrics Result gives, for a plugin's Describe;
 // tool names the family member in the descriptions ("nccl-tests").
 func MetricInfos(tool string) []pluginapi.MetricInfo {
 	return []pluginapi.MetricInfo{
-		{Name: "busbw", Unit: "GB/s", Description: "bus bandwidth per size (" + tool + " doc/PERFORMANCE.md)", Labels: curveLabels},
-		{Name: "algbw", Unit: "GB/s", Description: "algorithm bandwidth per size: size / time", Labels: curveLabels},
-		{Name: "time", Unit: "us", Description: "time per operation per size", Labels: curveLabels},
+		{Name: "busbw", Unit: "GB/s", Description: "bus bandwidth per size (" + tool + " doc/PERFORMANCE.md)", Labels: curveLabels, LabelDefaults: curveDefaults},
+		{Name: "algbw", Unit: "GB/s", Description: "algorithm bandwidth per size: size / time", Labels: curveLabels, LabelDefaults: curveDefaults},
+		{Name: "time", Unit: "us", Description: "time per operation per size", Labels: curveLabels, LabelDefaults: curveDefaults},
 		{Name: "avg_busbw", Unit: "GB/s", Description: tool + "' own average over every size (latency-bound sizes included)"},
 	}
 }

@@ -1,0 +1,158 @@
+package judge
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// SKUTest judges the parsed output of test (full name, "nccl.all_reduce")
+// run at scope against SKU s: the framework's gates (Gates) and the
+// plugin's checks first, whatever the baseline holds, then the baseline
+// entries of that scope, or skip naming the scopes the SKU has. defaults
+// are the plugin's label defaults per metric name (Options.Defaults; nil:
+// none). Metrics come back sorted (SortMetrics).
+func SKUTest(s *sku.SKU, test string, scope sku.Scope, p result.Parsed, defaults map[string]map[string]string) result.Test {
+	t := Judge(p, Options{
+		Entries:    s.Entries(test, scope),
+		NoBaseline: NoBaseline(s, test, scope),
+		Gates:      Gates(s, test, scope, p),
+		Defaults:   defaults,
+	})
+	SortMetrics(t.Metrics)
+	return t
+}
+
+// NoBaseline says why SKU s judges nothing of test at scope: the SKU has no
+// entry for the test, or none at that scope (naming the scopes it has).
+func NoBaseline(s *sku.SKU, test string, scope sku.Scope) string {
+	scopes := s.Scopes(test)
+	if len(scopes) == 0 {
+		return fmt.Sprintf("no baseline for %s in SKU %s", test, s.Name)
+	}
+	names := make([]string, len(scopes))
+	for i, sc := range scopes {
+		names[i] = sc.String()
+	}
+	return fmt.Sprintf("no baseline for %s at scope %s (nodes x GPUs per node) in SKU %s; it has %s",
+		test, scope, s.Name, strings.Join(names, ", "))
+}
+
+// Gates are the correctness gates the framework makes on a parsed output of
+// test at scope, before and whatever the baseline lookup: the GPU model
+// (GPUChecks) and the SKU's physical ceilings (CeilingChecks).
+func Gates(s *sku.SKU, test string, scope sku.Scope, p result.Parsed) []result.Check {
+	return append(GPUChecks(s, p.Info), CeilingChecks(s, test, scope.Nodes*scope.GPUsPerNode, p.Metrics)...)
+}
+
+// GPUChecks compare the GPU an output names (Info "gpu": a model; Info
+// "device": a device name that names no model, such as HIP's "AMD Radeon
+// Graphics") with SKU s's gpu and gpu_variant. None when the SKU names no
+// GPU or the output names no device and lists no ranks. Otherwise:
+//   - "GPU model" fails for a device without the SKU's gpu in its name: a
+//     log of other hardware signs nothing off;
+//   - "GPU variant" fails, or warns as the SKU's gpu_variant.other says, for
+//     another model of the family (A100-SXM4-40GB under an 80 GB SKU),
+//     naming both;
+//   - "GPU model" warns "not verifiable" when the output lists its ranks
+//     (Info "hosts") but names no model (a generic or empty device name, as
+//     rccl-tests prints for GPUs its HIP has no name for), unless the SKU's
+//     gpu_variant lists that name as its own.
+func GPUChecks(s *sku.SKU, info map[string]string) []result.Check {
+	if s.GPU == "" {
+		return nil
+	}
+	v := s.GPUVariant
+	name, generic := info["gpu"], false
+	if name == "" && info["device"] != "" {
+		name, generic = info["device"], true
+	}
+	if genericNames[strings.ToLower(strings.TrimSpace(name))] {
+		generic = true
+	}
+	want := fmt.Sprintf("%q", s.GPU)
+	if v != nil {
+		want = quoteAll(v.Names)
+	}
+	model := result.Check{Name: "GPU model", OK: true}
+	switch {
+	case name == "" && info["hosts"] == "":
+		return nil // nothing in the output names a device: no check to make
+	case name == "":
+		model.OK, model.Warn = false, true
+		model.Message = fmt.Sprintf("not verifiable: the output lists its ranks but names no device; SKU %s is %s", s.Name, want)
+	case v != nil && v.Is(name):
+	case generic:
+		model.OK, model.Warn = false, true
+		model.Message = fmt.Sprintf("not verifiable: the output names the device %q, which names no model; SKU %s is %s", name, s.Name, want)
+	case !strings.Contains(strings.ToLower(name), strings.ToLower(s.GPU)):
+		// A log from other hardware must not sign this SKU off.
+		model.OK = false
+		model.Message = fmt.Sprintf("the output shows %q, SKU %s is %q", name, s.Name, s.GPU)
+	case v != nil:
+		variant := result.Check{Name: "GPU variant", Warn: v.Policy() == sku.VariantWarn,
+			Message: fmt.Sprintf("the output shows %q, SKU %s is %s: another %s", name, s.Name, want, s.GPU)}
+		return []result.Check{model, variant}
+	}
+	return []result.Check{model}
+}
+
+// genericNames are device names drivers print for a GPU missing from their
+// name tables, whatever the plugin reported them as: HIP's "AMD Radeon
+// Graphics" (MI355X on ROCm 7.2, seed 004) and the CUDA driver's "NVIDIA
+// Graphics Device" (GB200 on early drivers, coreweave/nccl-tests pull
+// request #43). They name no model.
+var genericNames = map[string]bool{"amd radeon graphics": true, "nvidia graphics device": true}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, " or ")
+}
+
+// CeilingChecks judge the metrics of test against SKU s's physical
+// ceilings: one check per ceiling that limits a metric the output has,
+// "physical ceiling busbw", failing when a value is above it ("busbw
+// out-of-place 1234.0 GB/s at 1 GiB is above the 1000 GB/s ceiling of SKU
+// h200 (NVLink 4 ...): not physically possible"). ranks is the scope's
+// rank count; with fewer than 2 nothing crosses a link (a one-GPU
+// broadcast "moves" 1e6 GB/s in place) and no check is made.
+func CeilingChecks(s *sku.SKU, test string, ranks int, ms []result.Metric) []result.Check {
+	if ranks < 2 {
+		return nil
+	}
+	var out []result.Check
+	for _, c := range s.CeilingsFor(test) {
+		n, over := 0, 0
+		var worst result.Metric
+		for _, m := range ms {
+			if m.Name != c.Metric || m.Unit != c.Unit {
+				continue
+			}
+			n++
+			if m.Value > c.Value || math.IsInf(m.Value, 1) {
+				if over == 0 || m.Value > worst.Value {
+					worst = m
+				}
+				over++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		ch := result.Check{Name: "physical ceiling " + c.Metric, OK: over == 0}
+		if over > 0 {
+			ch.Message = fmt.Sprintf("%s is above the %g %s ceiling of SKU %s (%s): not physically possible", valueText(worst, c.Unit), c.Value, c.Unit, s.Name, c.Link)
+			if over > 1 {
+				ch.Message += fmt.Sprintf(" (%d points above it)", over)
+			}
+		}
+		out = append(out, ch)
+	}
+	return out
+}

@@ -1,0 +1,235 @@
+package sku
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The policies of GPUVariant.Other: what a GPU of the SKU's family that is
+// not the SKU's own variant does to a test.
+const (
+	// VariantFail fails the test: the hardware is not the one signed off.
+	VariantFail = "fail"
+	// VariantWarn warns, naming both variants: the numbers are judged and
+	// the report says the hardware differs.
+	VariantWarn = "warn"
+)
+
+// GPUVariant names the exact GPU of a SKU whose family name (SKU.GPU) covers
+// several models: "A100" is in both NVIDIA A100-SXM4-40GB and -80GB, "H200"
+// in NVIDIA H200 NVL and GH200.
+type GPUVariant struct {
+	// Names are the device names the tools print for this SKU's GPU,
+	// compared whole, ignoring case and runs of spaces ("NVIDIA
+	// A100-SXM4-80GB"). A generic name the tools print for this GPU (HIP's
+	// "AMD Radeon Graphics" for MI355X on ROCm 7.2) may be listed: such an
+	// output then counts as this GPU.
+	Names []string `yaml:"names"`
+	// Other is VariantFail (the default when empty) or VariantWarn.
+	Other string `yaml:"other"`
+	// Line is where the gpu_variant key's value starts.
+	Line       int `yaml:"-"`
+	fieldLines map[string]int
+}
+
+// UnmarshalYAML reads a gpu_variant strictly, with its lines.
+func (v *GPUVariant) UnmarshalYAML(n *yaml.Node) error {
+	type raw GPUVariant
+	v.Line = n.Line
+	v.fieldLines = keyLines(n)
+	return strictDecode(n, (*raw)(v))
+}
+
+// keyLines are the lines of a mapping's keys.
+func keyLines(n *yaml.Node) map[string]int {
+	m := map[string]int{}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			m[n.Content[i].Value] = n.Content[i].Line
+		}
+	}
+	return m
+}
+
+// Policy is Other, or VariantFail when Other is empty.
+func (v *GPUVariant) Policy() string {
+	if v.Other == "" {
+		return VariantFail
+	}
+	return v.Other
+}
+
+// Is reports whether device, a name as a tool printed it, is one of Names.
+func (v *GPUVariant) Is(device string) bool {
+	d := normName(device)
+	for _, n := range v.Names {
+		if normName(n) == d {
+			return true
+		}
+	}
+	return false
+}
+
+func normName(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+
+// Ceiling is a physical limit of a SKU's hardware that holds at every
+// scope: no measurement of Metric in Unit can be above Value, so a number
+// above it is not a measurement of this hardware (a binary without MPI
+// under mpirun, a clock or unit slip, another path than the one tested) and
+// fails the test as impossible, with or without a baseline. It is judged
+// only where ranks share a link: a one-GPU run crosses none.
+type Ceiling struct {
+	// Metric is the metric limited ("busbw", "bw_avg").
+	Metric string `yaml:"metric"`
+	// Unit is the metric's unit: GB/s (bytes) or Gb/s (bits), MB/s.
+	Unit string `yaml:"unit"`
+	// Value is the limit in Unit; more than 0.
+	Value float64 `yaml:"value"`
+	// Link names what carries the traffic, for messages ("NVLink 4 and a
+	// 400 Gb/s NIC per GPU").
+	Link string `yaml:"link"`
+	// Tests are the tests it limits: full names ("nccl.all_reduce") or
+	// every test of a plugin ("nccl.*"); empty: every test of the SKU that
+	// reports Metric in Unit.
+	Tests []string `yaml:"tests"`
+	// Source says where the number comes from (datasheet, page).
+	Source string `yaml:"source"`
+	// Line is the line of the ceiling's first key.
+	Line       int `yaml:"-"`
+	fieldLines map[string]int
+}
+
+// UnmarshalYAML reads a ceiling strictly, with the lines of its fields.
+func (c *Ceiling) UnmarshalYAML(n *yaml.Node) error {
+	type raw Ceiling
+	c.Line = n.Line
+	c.fieldLines = keyLines(n)
+	return strictDecode(n, (*raw)(c))
+}
+
+func (c *Ceiling) fieldLine(f string) int {
+	if l, ok := c.fieldLines[f]; ok {
+		return l
+	}
+	return c.Line
+}
+
+// Applies reports whether the ceiling limits test (full name).
+func (c *Ceiling) Applies(test string) bool {
+	if len(c.Tests) == 0 {
+		return true
+	}
+	plugin, _, _ := strings.Cut(test, ".")
+	for _, t := range c.Tests {
+		if t == test || t == plugin+".*" {
+			return true
+		}
+	}
+	return false
+}
+
+// CeilingsFor returns the SKU's ceilings that limit test (full name).
+func (s *SKU) CeilingsFor(test string) []*Ceiling {
+	var out []*Ceiling
+	for _, c := range s.Ceilings {
+		if c != nil && c.Applies(test) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// validateHardware checks gpu_variant and ceilings, and every baseline
+// reference against the ceilings: a reference above what the hardware can
+// carry could never be measured.
+func (s *SKU) validateHardware() []error {
+	var errs []error
+	add := func(line int, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("line %d: "+format, append([]any{line}, args...)...))
+	}
+	if v := s.GPUVariant; v != nil {
+		at := func(f string) int {
+			if l, ok := v.fieldLines[f]; ok {
+				return l
+			}
+			return s.lines["gpu_variant"]
+		}
+		if s.GPU == "" {
+			add(s.lines["gpu_variant"], "field gpu_variant: needs gpu, the family the variant belongs to")
+		}
+		if len(v.Names) == 0 {
+			add(at("names"), "field gpu_variant.names: missing (the device names the tools print for this SKU's GPU)")
+		}
+		for _, n := range v.Names {
+			if strings.TrimSpace(n) == "" {
+				add(at("names"), "field gpu_variant.names: an empty name")
+			}
+		}
+		if v.Other != "" && v.Other != VariantFail && v.Other != VariantWarn {
+			add(at("other"), "field gpu_variant.other: %q is not %s or %s", v.Other, VariantFail, VariantWarn)
+		}
+	}
+	type key struct{ metric, unit, tests string }
+	seen := map[key]int{}
+	for i, c := range s.Ceilings {
+		if c == nil {
+			add(s.lines["ceilings"], "field ceilings: ceiling %d is empty", i+1)
+			continue
+		}
+		if c.Metric == "" {
+			add(c.Line, "field ceilings.metric: missing")
+		}
+		if !higherIsBetter(c.Unit) {
+			add(c.fieldLine("unit"), "field ceilings.unit: %q is not a rate (GB/s, Gb/s, MB/s): a physical ceiling limits how much a link carries", c.Unit)
+		}
+		if math.IsNaN(c.Value) || c.Value <= 0 || math.IsInf(c.Value, 0) {
+			add(c.fieldLine("value"), "field ceilings.value: %g: want the limit, more than 0, in %s", c.Value, c.Unit)
+		}
+		if strings.TrimSpace(c.Link) == "" {
+			add(c.Line, "field ceilings.link: missing (what carries the traffic, for messages: \"NVLink 4\")")
+		}
+		if strings.TrimSpace(c.Source) == "" {
+			add(c.Line, "field ceilings.source: missing (the datasheet or page the number comes from)")
+		}
+		for _, t := range c.Tests {
+			p, name, ok := strings.Cut(t, ".")
+			if !ok || p == "" || name == "" || strings.Contains(name, "*") && name != "*" {
+				add(c.fieldLine("tests"), "field ceilings.tests: %q is neither plugin.test nor plugin.*", t)
+			}
+		}
+		tests := append([]string(nil), c.Tests...)
+		sort.Strings(tests)
+		k := key{c.Metric, c.Unit, strings.Join(tests, ",")}
+		if prev, dup := seen[k]; dup {
+			add(c.Line, "field ceilings: %s in %s for the same tests is also limited at line %d: give one number", c.Metric, c.Unit, prev)
+		}
+		seen[k] = c.Line
+	}
+	for _, e := range s.Baselines {
+		if e == nil || e.Scope.Nodes*e.Scope.GPUsPerNode < 2 {
+			continue // one GPU crosses no link: its numbers are not limited
+		}
+		for _, c := range s.Ceilings {
+			if c == nil || c.Value <= 0 || c.Metric != e.Metric || c.Unit != e.Unit || !c.Applies(e.Test) {
+				continue
+			}
+			check := func(v float64, line int, what string) {
+				if v > c.Value*1.0001 {
+					add(line, "field %s: %.4g %s is above the SKU's ceiling for %s (%.4g %s, %s, line %d): no healthy system measures it%s", what, v, e.Unit, e.Metric, c.Value, c.Unit, c.Link, c.Line, unitHint(v, c.Value))
+				}
+			}
+			if e.Value != nil {
+				check(*e.Value, e.FieldLine("value"), "value")
+			}
+			for _, p := range e.Points {
+				check(p.Value, p.Line, "value")
+			}
+			check(e.Ceiling, e.FieldLine("ceiling"), "ceiling")
+		}
+	}
+	return errs
+}
