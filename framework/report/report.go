@@ -208,7 +208,16 @@ func mdFindings(w io.Writer, run *result.Run) error {
 		}
 		n := 0
 		for _, m := range t.Metrics {
-			if m.Status != result.Fail && m.Status != result.Warn || strings.Contains(t.Message, m.Message) {
+			if m.Status != result.Fail && m.Status != result.Warn {
+				continue
+			}
+			if strings.Contains(t.Message, m.Message) {
+				// Said in the message already; what it cannot say is how
+				// the cycles of that point spread.
+				if c := m.CyclesText(); c != "" && n < maxFindings {
+					n++
+					fmt.Fprintf(&b, "- %s: %s\n", mdEscape(m.Key()), mdEscape(c))
+				}
 				continue
 			}
 			if n++; n > maxFindings {

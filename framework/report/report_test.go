@@ -337,7 +337,7 @@ func TestCycles(t *testing.T) {
 		want  string
 	}{
 		{"table", func(b *bytes.Buffer) error { return Table(b, run) }, "busbw out-of-place 28.7 GB/s @ 4 GiB, min of 20 cycles"},
-		{"markdown", func(b *bytes.Buffer) error { return Markdown(b, run) }, "(baseline 304.3 -10%); " + detail},
+		{"markdown", func(b *bytes.Buffer) error { return Markdown(b, run) }, "- busbw[out-of-place] at 4 GiB: " + detail},
 		{"html", func(b *bytes.Buffer) error { return HTML(b, run, nil) }, "<td>28.70 GB/s<br>" + detail + "</td>"},
 		{"junit", func(b *bytes.Buffer) error { doc := JUnit(run); return doc.WriteXML(b) }, "busbw out-of-place 28.70 GB/s at 4 GiB, " + detail},
 		{"json", func(b *bytes.Buffer) error {

@@ -16,22 +16,11 @@ import (
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/plugins/ibperf"
 	"github.com/gpuaccept/gpuaccept/plugins/nccl"
 )
-
-// inProcess serves the built-in plugins without a plugin host.
-type inProcess map[string]pluginapi.Plugin
-
-func (p inProcess) Plan(ctx context.Context, name string, req pluginapi.PlanRequest) (plan.Plan, error) {
-	return p[name].Plan(ctx, req)
-}
-func (p inProcess) Parse(ctx context.Context, name string, req pluginapi.ParseRequest) (result.Parsed, error) {
-	return p[name].Parse(ctx, req)
-}
 
 var plugins = inProcess{"nccl": nccl.Plugin{}, "ibperf": ibperf.Plugin{}}
 
