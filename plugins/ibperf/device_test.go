@@ -20,6 +20,12 @@ const issues = "testdata/issues/"
 // else step "check".
 func parseOutputs(t *testing.T, params map[string]string, logs ...string) result.Parsed {
 	t.Helper()
+	return parseTest(t, "write_bw", params, logs...)
+}
+
+// parseTest is parseOutputs for another test (write_bw_gdr, send_bw).
+func parseTest(t *testing.T, test string, params map[string]string, logs ...string) result.Parsed {
+	t.Helper()
 	var outs []plan.Output
 	for _, l := range logs {
 		o := plan.Output{Step: "check", Log: l}
@@ -29,7 +35,7 @@ func parseOutputs(t *testing.T, params map[string]string, logs ...string) result
 		}
 		outs = append(outs, o)
 	}
-	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "write_bw", Params: params, Topology: twoNodes, Outputs: outs})
+	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: test, Params: params, Topology: twoNodes, Outputs: outs})
 	assert.NilError(t, err)
 	return p
 }

@@ -25,14 +25,24 @@ type Output struct {
 	QPs      int
 	GIDIndex int
 	LinkType string
-	// GPU is the GPU model of a GPUDirect run ("AMD Instinct MI355X", from
-	// "Using ROCm Device with ID: 1, Name: AMD Instinct MI355X, ..." or the
-	// CUDA form), GPUID its index; "" and -1 for host memory.
+	// GPU is the GPU model of a GPUDirect run, as perftest names it ("AMD
+	// Instinct MI355X" from "Using ROCm Device with ID: 1, Name: AMD
+	// Instinct MI355X, ...", "NVIDIA H100 80GB HBM3" from "[pid = 8661, dev
+	// = 3] device name = [NVIDIA H100 80GB HBM3]"), GPUID its index
+	// ("Picking device No. 3"); "" and -1 when not printed.
 	GPU   string
 	GPUID int
-	// GPUMemory is true when the buffers are in GPU memory ("Use ROCm
-	// memory : ON", "Use CUDA memory : ON", or a GPU line above).
+	// GPUMemory is true when the buffers are in GPU memory: a line of
+	// gpuForms was seen ("Use ROCm memory : ON", a GPU chosen or named, a
+	// GPU buffer allocated), and no CUDA_MEM_MALLOC allocation. GPULine is
+	// the first such line (0: none).
 	GPUMemory bool
+	GPULine   int
+	// GPUMemType is the CUDA memory type of "allocated GPU buffer of a N
+	// address at P for type CUDA_MEM_DEVICE" (--cuda_mem_type; "" when not
+	// printed): CUDA_MEM_MALLOC puts the buffers in host memory in a CUDA
+	// run.
+	GPUMemType string
 	// Unit is the bandwidth unit of the table's values: "Gb/sec", "MB/sec"
 	// or "MiB/sec" ("" when neither the header nor the rows tell). It is
 	// the header's unit unless the rows' BW average and MsgRate prove
@@ -47,8 +57,20 @@ type Output struct {
 	// Rows are the result rows in input order.
 	Rows []Row
 	// Waiting is true when the server's "Waiting for client to connect"
-	// banner was seen; Closed when the table's closing rule was.
+	// banner was seen; Closed when a rule follows the last row (the
+	// table's closing rule).
 	Waiting, Closed bool
+	// Joined is true when rows were read after a closing rule: the output
+	// joins the tails of several runs (a script's "ib_send_bw -s SIZE |
+	// tail -2" per size), so its rows are not one -a sweep.
+	Joined bool
+	// NoClient are the servers no client reached: a "Waiting for client to
+	// connect" banner (or rdma_cm's "Waiting for client rdma_cm QP to
+	// connect") followed by nothing a connected run prints (settings,
+	// addresses, an error) before the next banner, a result row of another
+	// run, or the end; one Diag per table (series) they stand in, at the
+	// first banner's line.
+	NoClient []Diag
 	// Errors are perftest's failure reports ("Couldn't connect to ...",
 	// "Couldn't listen to port", "Completion with error at client",
 	// "Failed to exchange data between server and clients", "Unable to
@@ -217,6 +239,14 @@ var (
 		"Couldn't create", "Couldn't post send", "is not valid for this test", "Invalid", "Can't produce a report",
 		"Did not detect devices", "Unable to find the Infiniband/RoCE device", "Failed to get IB devices list",
 		"Couldn't get device list", "ibv_open_device", "Couldn't open IB device", "mismatch: local=",
+		"Parser function exited with Error",
+		// The GPU set-up's failures (src/cuda_memory.c, src/rocm_memory.c,
+		// the CUDA code of src/perftest_resources.c before 2023).
+		"No such device ID", "There are no available device(s) that support", "can not pick device",
+		"Requested ROCm device", "is not supported on this GPU", "cannot be used without",
+		"cuInit(0) returned", "cuDeviceGetCount() returned", "hipDeviceGetCount() returned",
+		"cuCtxCreate() error", "cuCtxCreate_v2() error", "cuMemAlloc error", "hipMalloc error",
+		"cuMemGetHandleForAddressRange error",
 	}
 	errorStarts = []string{"Couldn't ", "Unable to ", "Failed to "}
 	notFoundRE  = regexp.MustCompile(`^IB device \S+ not found`)
@@ -261,7 +291,101 @@ func NamedDevice(text string) string {
 	return ""
 }
 
-var gpuRE = regexp.MustCompile(`Using (ROCm|CUDA|cuda|rocm) Device with ID:\s*(\d+),\s*Name:\s*([^,]+)`)
+// gpuForms are the lines perftest prints when its buffers are in GPU
+// memory, in the forms its history has had (linux-rdma/perftest: CUDA in
+// src/perftest_resources.c from b304311 (2014), in src/cuda_memory.c since
+// the memory types of 4975543 (2023); ROCm from e5749b4/d5bdf7b (2020),
+// src/rocm_memory.c since 4975543). Upstream never printed a "Use CUDA
+// memory" line: a CUDA run shows itself by its GPU lines alone.
+var (
+	// "Using ROCm Device with ID: 1, Name: AMD Instinct MI355X, PCI Bus
+	// ID: 0x5, GCN Arch: gfx950" (GCN Arch a number before 4a83eea, 2024).
+	rocmDeviceRE = regexp.MustCompile(`Using (?:ROCm|CUDA|cuda|rocm) Device with ID:\s*(\d+),\s*Name:\s*([^,]+)`)
+	// "[pid = 8661, dev = 3] device name = [NVIDIA H100 80GB HBM3]":
+	// every CUDA version since b304311, and MUSA's (40aa1f0).
+	deviceNameRE = regexp.MustCompile(`\[pid = \d+, dev = (\d+)\] device name = \[([^\]]*)\]`)
+	// The GPU chosen: "Picking device No. 3" (ea5fd7f, 2020; also MLU and
+	// MUSA), "Picking GPU number 3" (--use_cuda_bus_id, 8e02a17), "There
+	// are 8 devices supporting CUDA, picking 3..." (129348e, 2018) or
+	// "..., picking first..." and "There is 1 device supporting CUDA"
+	// (b304311, 2014).
+	pickRE = regexp.MustCompile(`Picking device No\. (\d+)|Picking GPU number (\d+)|devices supporting CUDA, picking (\d+|first)|There is 1 device supporting CUDA`)
+	// A GPU buffer: CUDA's "cuMemAlloc() of a N bytes GPU buffer" and
+	// "allocated GPU buffer address at" (until 2023), "allocated GPU
+	// buffer of a N address at P for type CUDA_MEM_DEVICE" (since);
+	// ROCm's "allocated N bytes of GPU buffer at"; dmabuf's "using
+	// DMA-BUF for GPU buffer address at" (CUDA, ROCm since f5c3035) and
+	// "dmabuf export addr".
+	gpuBufferRE = regexp.MustCompile(`cuMemAlloc(?:Host)?\(\) of a \d+ bytes GPU buffer|allocated GPU buffer address at|allocated GPU buffer of a \d+ address at \S+ for type (\S+)|allocated \d+ bytes of GPU buffer at|using DMA-BUF for GPU buffer|dmabuf export addr`)
+	// "Use ROCm memory : ON" (d5bdf7b), "Use MUSA memory : ON" (40aa1f0);
+	// OFF in a host-memory run of such a build.
+	useMemoryRE = regexp.MustCompile(`Use (?:ROCm|CUDA|MUSA) memory\s*:\s*(ON|OFF)`)
+)
+
+// cudaMalloc is the CUDA memory type whose buffers are host memory
+// (--cuda_mem_type=4: "Host allocation selected, calling memalign
+// allocator").
+const cudaMalloc = "CUDA_MEM_MALLOC"
+
+// gpuLine takes a line of gpuForms; it says whether t was one.
+func gpuLine(o *Output, t string, line int) bool {
+	seen := func() {
+		if o.GPULine == 0 {
+			o.GPULine = line
+		}
+		o.GPUMemory = true
+	}
+	id := func(s string) {
+		if n, err := strconv.Atoi(s); err == nil && n < 1<<20 {
+			o.GPUID = n
+		}
+	}
+	if m := rocmDeviceRE.FindStringSubmatch(t); m != nil {
+		o.GPU = clip(strings.TrimSpace(m[2]))
+		id(m[1])
+		seen()
+		return true
+	}
+	if m := deviceNameRE.FindStringSubmatch(t); m != nil {
+		o.GPU = clip(strings.TrimSpace(m[2]))
+		if o.GPUID < 0 {
+			id(m[1])
+		}
+		seen()
+		return true
+	}
+	if m := pickRE.FindStringSubmatch(t); m != nil {
+		switch {
+		case m[1] != "":
+			id(m[1])
+		case m[2] != "":
+			id(m[2])
+		case m[3] == "first" || m[3] == "":
+			o.GPUID = 0
+		default:
+			id(m[3])
+		}
+		seen()
+		return true
+	}
+	if m := gpuBufferRE.FindStringSubmatch(t); m != nil {
+		if m[1] != "" {
+			o.GPUMemType = clip(m[1])
+		}
+		seen()
+		return true
+	}
+	if strings.Contains(t, "Host allocation selected, calling memalign allocator") {
+		o.GPUMemType = cudaMalloc
+		return true
+	}
+	if m := useMemoryRE.FindStringSubmatch(t); m != nil && m[1] == "ON" {
+		seen()
+	}
+	// The settings block holds more than this key on its line: header
+	// reads the rest.
+	return false
+}
 
 // ParseText reads perftest's bandwidth output as printed (stdout and
 // stderr). It never panics; the error is for a failing reader only, with
@@ -273,7 +397,11 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 	warns := textdiag.List{Max: diagMax}
 	br := bufio.NewReaderSize(io.LimitReader(r, textLimit), 64<<10)
 	var cols []string
-	inTable := false
+	// reopen: a table closed with rows; a row after its rule is read as
+	// the next run's tail (several runs' last rows joined by a script).
+	inTable, reopen := false, false
+	var w waits
+	prev := "" // the last non-blank line: an echoed title above a header
 	line := 0
 	var rerr error
 	for {
@@ -287,17 +415,22 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 			case t == "":
 			case strings.HasPrefix(t, resultRule):
 				if inTable && len(o.Rows) > 0 {
-					o.Closed = true
+					o.Closed, reopen = true, true
 				}
 				inTable = false
+				w.answer(false)
 			case strings.Contains(t, "Waiting for client to connect"):
 				o.Waiting = true
+				w.banner(line, false)
+			case strings.Contains(t, "Waiting for client rdma_cm QP to connect"):
+				w.banner(line, true)
 			case strings.Contains(t, "BW peak won't be measured"):
 				o.NoPeak = true
 			case strings.HasPrefix(t, "#bytes"):
 				cols = headerCols(f)
 				inTable = true
 				o.headerLine = line
+				w.table(line, seriesLabel(prev))
 				for _, c := range cols {
 					if u, ok := strings.CutPrefix(c, "average["); ok {
 						o.Unit = strings.TrimSuffix(u, "]")
@@ -307,30 +440,41 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 						o.CPUUtil = true
 					}
 				}
-			case inTable && len(f) > 0 && isUint(f[0]):
+			case (inTable || reopen) && len(f) > 0 && isUint(f[0]):
 				row, ok := parseRow(f, cols, line)
-				if !ok {
+				switch {
+				case !ok && inTable:
 					errs.Add(line, fmt.Sprintf("result row not understood or cut short: %s", clip(t)))
-					continue
-				}
-				if len(o.Rows) < rowsMax {
-					o.Rows = append(o.Rows, row)
+				case ok:
+					if !inTable {
+						o.Joined, inTable = true, true
+					}
+					// A row right after a banner is another run's: the
+					// banner's run printed nothing more.
+					w.unanswered()
+					o.Closed = false
+					if len(o.Rows) < rowsMax {
+						o.Rows = append(o.Rows, row)
+					}
 				}
 			case strings.HasSuffix(t, "BW Test") || strings.HasSuffix(t, "BW test"):
 				if o.Test == "" {
 					o.Test = clip(t)
 					o.Bidirectional = strings.Contains(t, "Bidirectional")
 				}
-			case gpuRE.MatchString(t):
-				m := gpuRE.FindStringSubmatch(t)
-				o.GPU = clip(strings.TrimSpace(m[3]))
-				o.GPUID, _ = strconv.Atoi(m[2])
-				o.GPUMemory = true
+				w.answer(false)
+			case gpuLine(o, t, line):
 			default:
 				header(o, t)
 				if isError(t) {
 					errs.Add(line, clip(t))
+					w.answer(true)
+				} else if strings.HasPrefix(t, "local address:") || strings.HasPrefix(t, "remote address:") {
+					w.answer(true)
 				}
+			}
+			if t != "" {
+				prev = t
 			}
 		}
 		if err != nil {
@@ -340,9 +484,99 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 			break
 		}
 	}
+	w.unanswered()
+	o.NoClient = w.diags()
+	if o.GPUMemType == cudaMalloc {
+		o.GPUMemory = false
+	}
 	o.checkUnit(&errs, &warns)
 	o.Errors, o.Warnings = errs.Done(), warns.Done()
 	return o, rerr
+}
+
+// seriesLabel is the title a script echoed above a table header ("host
+// send to remote-dpu"), or "" when the line above is perftest's own (its
+// rule, a row, a banner).
+func seriesLabel(prev string) string {
+	f := strings.Fields(prev)
+	if len(f) == 0 || strings.HasPrefix(prev, "---") || strings.HasPrefix(prev, "*") || strings.HasPrefix(prev, "#") || isUint(f[0]) {
+		return ""
+	}
+	return textdiag.Clip(prev, 80)
+}
+
+// waits follows the servers' "Waiting for client" banners. A connected
+// run answers its banner with what it prints next: the settings block's
+// rule or title (after the TCP banner), its QPs' addresses or an error
+// (after either). A banner that meets another banner, a result row or the
+// end first was never answered: no client reached that server. Unanswered
+// banners are grouped by the table (series) they stand in.
+type waits struct {
+	pending int  // line of the banner not yet answered, 0: none
+	cm      bool // it is rdma_cm's, which a rule does not answer
+	header  int  // the table header the banners stand under (0: none)
+	label   string
+	groups  []waitGroup
+}
+
+type waitGroup struct {
+	header, first, last, n int
+	label                  string
+	cm                     bool
+}
+
+func (w *waits) banner(line int, cm bool) {
+	if w.pending > 0 && !(cm && !w.cm) {
+		// rdma_cm's banner follows the TCP one in a run that went on.
+		w.unanswered()
+	}
+	w.pending, w.cm = line, cm
+}
+
+// answer ends the pending wait: strong is evidence of a peer (addresses,
+// an error), a rule or a title answers the TCP banner only.
+func (w *waits) answer(strong bool) {
+	if w.pending > 0 && (strong || !w.cm) {
+		w.pending = 0
+	}
+}
+
+func (w *waits) table(line int, label string) { w.header, w.label = line, label }
+
+func (w *waits) unanswered() {
+	if w.pending == 0 {
+		return
+	}
+	if n := len(w.groups); n > 0 && w.groups[n-1].header == w.header && w.groups[n-1].cm == w.cm {
+		g := &w.groups[n-1]
+		g.last, g.n = w.pending, g.n+1
+	} else if n < diagMax {
+		w.groups = append(w.groups, waitGroup{header: w.header, first: w.pending, last: w.pending, n: 1, label: w.label, cm: w.cm})
+	}
+	w.pending = 0
+}
+
+func (w *waits) diags() []Diag {
+	var out []Diag
+	for _, g := range w.groups {
+		banner := "Waiting for client to connect"
+		if g.cm {
+			banner = "Waiting for client rdma_cm QP to connect"
+		}
+		where := fmt.Sprintf("at line %d", g.first)
+		if g.n > 1 {
+			where = fmt.Sprintf("%d times (lines %d-%d)", g.n, g.first, g.last)
+		}
+		msg := fmt.Sprintf("no client connected: %q %s with nothing a connected server prints after it", banner, where)
+		switch {
+		case g.header > 0 && g.label != "":
+			msg += fmt.Sprintf(", in the series %q (table header at line %d)", g.label, g.header)
+		case g.header > 0:
+			msg += fmt.Sprintf(", in the table headed at line %d", g.header)
+		}
+		out = append(out, Diag{Line: g.first, Text: msg})
+	}
+	return out
 }
 
 // header takes the settings of the "Key : value" block: "Dual-port : OFF
@@ -362,8 +596,6 @@ func header(o *Output, t string) {
 			}
 		}},
 		{"Link type :", func(v string) { o.LinkType = clip(firstWord(v)) }},
-		{"Use ROCm memory :", func(v string) { o.GPUMemory = o.GPUMemory || firstWord(v) == "ON" }},
-		{"Use CUDA memory :", func(v string) { o.GPUMemory = o.GPUMemory || firstWord(v) == "ON" }},
 	} {
 		if i := strings.Index(norm, kv.key); i >= 0 {
 			kv.set(norm[i+len(kv.key):])

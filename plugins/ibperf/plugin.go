@@ -421,11 +421,27 @@ var devNotFound = []string{"Unable to find the Infiniband/RoCE device", "Did not
 // devHint follows the first of them in an output: what they mean.
 const devHint = " (the HCA is not visible on that host: wrong -d name, driver down, or no RDMA device in the container)"
 
+// queryFailed are perftest's reports of an HCA that opened but did not
+// answer ibv_query_device: "Couldn't get device attributes" (perftest
+// before 4948417, with MLNX_OFED's verbs) and " Failed to query device
+// attributes" (src/perftest_communication.c).
+var queryFailed = []string{"Couldn't get device attributes", "Failed to query device attributes"}
+
+// queryHint follows the first of them: seen when the kernel was upgraded
+// under an older user-space verbs stack (libfabric#5149: kernel 5.1 with
+// the packages that worked on 4.15).
+const queryHint = " (the HCA did not answer ibv_query_device: the kernel's RDMA driver and the user-space verbs library, rdma-core or MLNX_OFED, do not match?)"
+
 // hint says, after a failure report, what it means where perftest's words
 // do not.
 func hint(text string) string {
 	if notFoundRE.MatchString(text) {
 		return devHint
+	}
+	for _, m := range queryFailed {
+		if strings.Contains(text, m) {
+			return queryHint
+		}
 	}
 	for _, m := range devNotFound {
 		if strings.Contains(text, m) {
@@ -536,9 +552,14 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 		}
 		src := po.client
 		if src == nil || src.text == nil || len(src.text.Rows) == 0 && (src.js == nil || len(src.js.Rows) == 0) {
-			if po.server != nil && po.server.text != nil && len(po.server.text.Rows) > 0 {
+			// A server log alone (no client given) is the source even
+			// without rows: its own errors say why, not "no output".
+			if po.server != nil && po.server.text != nil && (len(po.server.text.Rows) > 0 || src == nil) {
 				src = po.server
 			}
+		}
+		if planned && po.client == nil && po.server != nil {
+			errs = append(errs, fmt.Sprintf("pair %s client: no output", po.label))
 		}
 		label := po.label
 		for _, sd := range []*side{po.server, po.client} {
@@ -589,10 +610,13 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 			}
 			if known && t.Test != "" {
 				c := result.Check{Name: "GPU memory " + label + " " + role, OK: t.GPUMemory == gdr}
-				if !c.OK && gdr {
+				switch {
+				case !c.OK && gdr && t.GPUMemType == cudaMalloc:
+					c.Message = fmt.Sprintf("%s used host memory: its CUDA buffers are %s (--cuda_mem_type=4), not a GPUDirect RDMA run", sd.out.Step, cudaMalloc)
+				case !c.OK && gdr:
 					c.Message = fmt.Sprintf("%s used host memory: not a GPUDirect RDMA run (no --use_rocm/--use_cuda?)", sd.out.Step)
-				} else if !c.OK {
-					c.Message = fmt.Sprintf("%s used GPU memory in a host-memory test", sd.out.Step)
+				case !c.OK:
+					c.Message = fmt.Sprintf("%s used GPU memory in a host-memory test (%s:%d)", sd.out.Step, log, t.GPULine)
 				}
 				p.Checks = append(p.Checks, c)
 			}
@@ -615,6 +639,26 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 					Message: fmt.Sprintf("%s printed %q, bidirectional=%v was asked", sd.out.Step, t.Test, s.bidir)})
 			}
 		}
+		// A server no client reached, after both sides' own errors: where
+		// the client failed (it could not connect, its QP did not come
+		// up), that is the reason and the server's wait says nothing more.
+		waited := map[*side]bool{}
+		for _, sd := range []*side{po.server, po.client} {
+			if sd == nil || sd.text == nil || len(sd.text.NoClient) == 0 {
+				continue
+			}
+			other := po.client
+			if sd == po.client {
+				other = po.server
+			}
+			if other != nil && (len(other.errs) > 0 || other.text != nil && len(other.text.Errors) > 0) {
+				continue
+			}
+			for _, d := range sd.text.NoClient {
+				errs = append(errs, fmt.Sprintf("pair %s %s: %s:%d: %s", label, sideName(sd), filepath.Base(sd.out.Log), d.Line, d.Text))
+			}
+			waited[sd] = true
+		}
 		if src == nil {
 			errs = append(errs, fmt.Sprintf("pair %s: no output", label))
 			continue
@@ -633,7 +677,10 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 					p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("pair %s: no result table in the text, using the JSON report (its last size only)", label)})
 				}
 			} else {
-				errs = append(errs, fmt.Sprintf("pair %s: no result rows in %s", label, filepath.Base(src.out.Log)))
+				if !waited[src] {
+					// A server no client reached has said so above.
+					errs = append(errs, fmt.Sprintf("pair %s: no result rows in %s", label, filepath.Base(src.out.Log)))
+				}
 				continue
 			}
 		} else if !out.Closed {
@@ -644,7 +691,9 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 				errs = append(errs, fmt.Sprintf("pair %s: %s and its JSON report disagree: %s", label, src.out.Step, d))
 			}
 		}
-		sweep := s.size == "" && planned || !planned && len(out.Rows) > 1
+		// Rows joined from several runs' tails are one run per size, not
+		// an -a sweep.
+		sweep := (s.size == "" && planned || !planned && len(out.Rows) > 1) && !out.Joined
 		if sweep && out.Rows[len(out.Rows)-1].Size < sweepMax && out.Closed {
 			errs = append(errs, fmt.Sprintf("pair %s: the -a sweep ends at %s, not %s: truncated", label, result.FormatBytes(out.Rows[len(out.Rows)-1].Size), result.FormatBytes(sweepMax)))
 		}

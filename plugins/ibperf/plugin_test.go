@@ -301,7 +301,8 @@ func TestDegraded(t *testing.T) {
 			return strings.Replace(s, "Completed:", " Failed to exchange data between server and clients\nCompleted:", 1)
 		}, "", "Failed to exchange data"},
 		{"GDR run in host memory", "write_bw_gdr", gdr, "ionic_1:ionic_1", "client", func(s string) string {
-			s = regexp.MustCompile(`(?m)^Using ROCm Device.*\n`).ReplaceAllString(s, "")
+			// Every GPU line goes: a host-memory run allocates no GPU buffer.
+			s = regexp.MustCompile(`(?m)^(Using ROCm Device|allocated|deallocating).*\n`).ReplaceAllString(s, "")
 			return strings.Replace(s, "Use ROCm memory : ON\n", "", 1)
 		}, "GPU memory ionic_1:ionic_1 client", "client.0 used host memory: not a GPUDirect RDMA run"},
 		{"GDR server in host memory", "write_bw_gdr", gdr, "ionic_1:ionic_1", "server", func(s string) string {
@@ -442,11 +443,13 @@ func TestParseJSON(t *testing.T) {
 
 // fuzzSeeds are the real outputs the fuzzers start from: the seed's, every
 // public one (units, errors naming HCAs, missing devices, a QP that cannot
-// reach RTR), and the seed's server headed MB/sec over Gb/s values.
+// reach RTR, CUDA's GPU lines, a script's joined tails and servers no
+// client reached), and the seed's server headed MB/sec over Gb/s values.
 func fuzzSeeds(f *testing.F) [][]byte {
 	paths, _ := filepath.Glob("testdata/issues/*.txt")
 	more, _ := filepath.Glob("testdata/issues/*/*.log")
-	paths = append(append([]string{seed + "ibperf.write_bw/server.0.log", seed + "ibperf.write_bw_gdr/client.0.log"}, paths...), more...)
+	fieldLogs, _ := filepath.Glob(field + "*/*.log")
+	paths = append(append(append([]string{seed + "ibperf.write_bw/server.0.log", seed + "ibperf.write_bw_gdr/client.0.log"}, paths...), more...), fieldLogs...)
 	var out [][]byte
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
@@ -482,6 +485,14 @@ func FuzzParseText(f *testing.F) {
 		}
 		for _, e := range o.Errors {
 			_ = NamedDevice(e.Text)
+		}
+		for _, d := range o.NoClient {
+			if d.Line <= 0 || !strings.HasPrefix(d.Text, "no client connected: ") {
+				t.Fatalf("no-client diag %+v", d)
+			}
+		}
+		if o.Joined && len(o.Rows) < 2 || o.GPUMemType == cudaMalloc && o.GPUMemory || o.GPUMemory != (o.GPULine > 0) && o.GPUMemType != cudaMalloc {
+			t.Fatalf("joined=%v rows=%d memtype=%q gpumem=%v gpuline=%d", o.Joined, len(o.Rows), o.GPUMemType, o.GPUMemory, o.GPULine)
 		}
 	})
 }
