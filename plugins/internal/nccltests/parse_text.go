@@ -367,10 +367,10 @@ func (p *textParser) startLine(b []byte, whole, cut bool) (skip int) {
 	if len(b) > parseTextHeadMax {
 		b = b[:parseTextHeadMax]
 	}
-	s := textTrimLeft(b)
-	if n := textLabel(s); n > 0 {
-		s = textTrimLeft(s[n:])
-	}
+	// Launchers and log collectors label lines (mpirun --tag-output, srun
+	// --label, kubectl logs --prefix --timestamps); what follows is the
+	// tool's own line.
+	s := textTrimLeft(b[textdiag.PrefixLen(b):])
 	skip = len(b) - len(s)
 	p.kind = textLineOther
 	if len(s) == 0 {
@@ -396,40 +396,6 @@ func (p *textParser) startLine(b []byte, whole, cut bool) (skip int) {
 	}
 	p.otherLine(textTrimRight(s))
 	return skip
-}
-
-// textLabel returns the length of the label a launcher put at the start
-// of s, or 0: Open MPI's --tag-output ("[1,0]<stdout>:") or Slurm's srun
-// --label ("0: ").
-func textLabel(s []byte) int {
-	digits := func(i int) int {
-		j := i
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
-		}
-		return j - i
-	}
-	if len(s) > 0 && s[0] == '[' {
-		i := 1 + digits(1)
-		if i == 1 || i >= len(s) || s[i] != ',' {
-			return 0
-		}
-		j := i + 1 + digits(i+1)
-		if j == i+1 || j >= len(s) || s[j] != ']' {
-			return 0
-		}
-		rest := s[j+1:]
-		for _, tag := range []string{"<stdout>:", "<stderr>:"} {
-			if len(rest) >= len(tag) && string(rest[:len(tag)]) == tag {
-				return j + 1 + len(tag)
-			}
-		}
-		return 0
-	}
-	if n := digits(0); n > 0 && n+1 < len(s) && s[n] == ':' && s[n+1] == ' ' {
-		return n + 1
-	}
-	return 0
 }
 
 // textBlank reports whether c is blank space within a line.

@@ -540,20 +540,25 @@ func TestParseTextReadError(t *testing.T) {
 }
 
 // TestParseTextLauncherLabels checks a real MPI run's output with every
-// line labelled as mpirun --tag-output and srun --label do: the labels are
-// skipped.
+// line labelled as mpirun --tag-output, srun --label and kubectl logs
+// --prefix/--timestamps do, alone and stacked, with LF and CRLF line ends:
+// the labels are skipped.
 func TestParseTextLauncherLabels(t *testing.T) {
 	data := string(ntTestdata(t, "h200x2-2.19.6/mpi_np2_all_reduce.txt"))
 	want := ntText(t, "h200x2-2.19.6/mpi_np2_all_reduce.txt")
 	assert.Equal(t, len(want.Rows), 30)
-	for _, label := range []string{"[1,0]<stdout>:", "[1,0]<stderr>: ", "0: ", "  1: "} {
-		lines := strings.SplitAfter(strings.TrimSuffix(data, "\n"), "\n")
-		for i := range lines {
-			lines[i] = label + lines[i]
+	for _, label := range []string{"[1,0]<stdout>:", "[1,0]<stderr>: ", "0: ", "  1: ",
+		"2024-05-01T12:00:00.123456789Z ", "2024-05-01T12:00:00Z ", "[pod/nccl-test-launcher-x7k2p/mpi-launcher] ",
+		"[pod/p/c] 2024-05-01T12:00:00.123456789Z ", "2024-05-01T12:00:00.5Z [1,0]<stdout>:", "[pod/p/c] 2024-05-01T12:00:00Z 12: "} {
+		for _, eol := range []string{"\n", "\r\n"} {
+			lines := strings.SplitAfter(strings.TrimSuffix(data, "\n"), "\n")
+			for i := range lines {
+				lines[i] = label + strings.TrimSuffix(lines[i], "\n")
+			}
+			got, err := ParseText(strings.NewReader(strings.Join(lines, eol)+eol), "labelled")
+			assert.NilError(t, err)
+			assert.DeepEqual(t, got, want)
 		}
-		got, err := ParseText(strings.NewReader(strings.Join(lines, "")+"\n"), "labelled")
-		assert.NilError(t, err)
-		assert.DeepEqual(t, got, want)
 	}
 }
 
