@@ -1,6 +1,7 @@
 package nccltests
 
 import (
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -135,12 +136,39 @@ type Perf struct {
 	// off ("N/A", JSON null) or when the output has the old "error" column.
 	Wrong int64
 	// MaxError is the old format's "error" column (largest difference
-	// seen, e.g. 5e-07); 0 otherwise.
-	MaxError float64
+	// seen, e.g. 5e-07); 0 otherwise. HasMaxError is true when that column
+	// held a number: validation ran ("N/A" leaves it false).
+	MaxError    float64
+	HasMaxError bool
+	// Prec is how precisely the text printed the numbers above; zero for
+	// JSON.
+	Prec Prec
 	// IMin, IMax and IP99 are the per-iteration minimum, maximum and 99th
 	// percentile times in microseconds, ICV their coefficient of variation
 	// in percent, printed with -I; 0 when absent.
 	IMin, IMax, IP99, ICV float64
+}
+
+// Prec says how precisely the text printed a Perf's numbers: for each, the
+// decimal exponent of its last printed digit ("344.03": -2, "12484": 0,
+// "1.2e+04": 3, "1e+06": 6, as nccl-tests' getFloatStr shortens numbers too
+// wide for their column), so that a number stands for any value within
+// half a unit of that digit (HalfUnit). Known is false for numbers that
+// were not printed rounded to a column (JSON, which nccl-tests writes with
+// %lf: 6 decimals).
+type Prec struct {
+	Known                        bool
+	Time, AlgBW, BusBW, MaxError int8
+}
+
+// HalfUnit returns half a unit of the last digit of exponent exp when the
+// precision is known (0.005 for -2, 5e+05 for 6), else half a unit of the
+// 6th decimal, %lf's.
+func (q Prec) HalfUnit(exp int8) float64 {
+	if !q.Known {
+		exp = -6
+	}
+	return 0.5 * math.Pow10(int(exp))
 }
 
 // outputDiagMax bounds Errors and Warnings so that memory does not grow

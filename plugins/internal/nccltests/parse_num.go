@@ -208,3 +208,44 @@ func parseIsClock(b []byte) bool {
 	return len(b) == 8 && b[2] == ':' && b[5] == ':' &&
 		parseDigits(b[0:2]) && parseDigits(b[3:5]) && parseDigits(b[6:8])
 }
+
+// parseExp returns the decimal exponent of the last digit of a number as
+// printf writes it: -2 for "344.03", 0 for "12484", 3 for "1.2e+04", 6 for
+// "1e+06", -7 for "5e-07"; 0 for what is no plain number ("nan", "inf"),
+// which carries no rounding. The result is clamped to int8.
+func parseExp(b []byte) int8 {
+	i, n := 0, len(b)
+	if i < n && (b[i] == '-' || b[i] == '+') {
+		i++
+	}
+	for i < n && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	frac := 0
+	if i < n && b[i] == '.' {
+		i++
+		for i < n && b[i] >= '0' && b[i] <= '9' {
+			i++
+			frac++
+		}
+	}
+	exp := 0
+	if i < n && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		neg := false
+		if i < n && (b[i] == '-' || b[i] == '+') {
+			neg = b[i] == '-'
+			i++
+		}
+		for ; i < n && b[i] >= '0' && b[i] <= '9' && exp < 1000; i++ {
+			exp = exp*10 + int(b[i]-'0')
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	if i != n {
+		return 0
+	}
+	return int8(max(-127, min(127, exp-frac)))
+}

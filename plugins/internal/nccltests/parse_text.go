@@ -1167,7 +1167,7 @@ func (p *textParser) name(tok []byte, last *string) (string, bool) {
 // -1.
 func (p *textParser) fillRow(row *Row, fields []textField) int {
 	row.Line, row.Root = p.line, -1
-	perf := [2]Perf{{Wrong: -1}, {Wrong: -1}}
+	perf := [2]Perf{{Wrong: -1, Prec: Prec{Known: true}}, {Wrong: -1, Prec: Prec{Known: true}}}
 	var have [2]bool
 	for i, f := range fields {
 		tok := p.rowTok(i)
@@ -1200,6 +1200,8 @@ func (p *textParser) fillRow(row *Row, fields []textField) int {
 			}
 			if ok && pf != nil {
 				pf.MaxError, pf.Wrong = v, -1
+				pf.HasMaxError = string(tok) != "N/A"
+				pf.Prec.MaxError = parseExp(tok)
 			}
 		case textColSkip:
 		default:
@@ -1207,11 +1209,11 @@ func (p *textParser) fillRow(row *Row, fields []textField) int {
 			if v, ok = parseFloat(tok); ok && pf != nil {
 				switch f.col {
 				case textColTime:
-					pf.Time = v
+					pf.Time, pf.Prec.Time = v, parseExp(tok)
 				case textColAlgBW:
-					pf.AlgBW = v
+					pf.AlgBW, pf.Prec.AlgBW = v, parseExp(tok)
 				case textColBusBW:
-					pf.BusBW = v
+					pf.BusBW, pf.Prec.BusBW = v, parseExp(tok)
 				case textColIMin:
 					pf.IMin = v
 				case textColIMax:

@@ -49,8 +49,8 @@ func TestParseTextH200(t *testing.T) {
 	assert.Equal(t, o.Rows[0].Size, int64(8))
 	r := ntRow(t, o, 4294967296)
 	assert.DeepEqual(t, r, Row{Line: 42, Size: 4294967296, Count: 1073741824, Type: "float", Redop: "sum", Root: -1,
-		OutOfPlace: &Perf{Time: 12484.2, AlgBW: 344.03, BusBW: 344.03, Wrong: 0},
-		InPlace:    &Perf{Time: 12502.2, AlgBW: 343.54, BusBW: 343.54, Wrong: 0}})
+		OutOfPlace: &Perf{Time: 12484.2, AlgBW: 344.03, BusBW: 344.03, Wrong: 0, Prec: Prec{Known: true, Time: -1, AlgBW: -2, BusBW: -2}},
+		InPlace:    &Perf{Time: 12502.2, AlgBW: 343.54, BusBW: 343.54, Wrong: 0, Prec: Prec{Known: true, Time: -1, AlgBW: -2, BusBW: -2}}})
 	assert.Equal(t, o.OutOfBounds, 0)
 	assert.Equal(t, o.OutOfBoundsFailed, false)
 	assert.Equal(t, o.AvgBusBW, 103.407)
@@ -181,8 +181,9 @@ func TestParseTextVariants(t *testing.T) {
 	t.Run("-I per-iteration columns", func(t *testing.T) {
 		o := v("periter.txt")
 		assert.Equal(t, len(o.Rows), 23)
-		assert.DeepEqual(t, o.Rows[0].OutOfPlace, &Perf{Time: 22.07, AlgBW: 0, BusBW: 0, Wrong: 0, IMin: 18.02, IMax: 33.02, IP99: 33.02, ICV: 15.38})
-		assert.DeepEqual(t, o.Rows[0].InPlace, &Perf{Time: 21.25, AlgBW: 0, BusBW: 0, Wrong: 0, IMin: 18.05, IMax: 33.79, IP99: 33.79, ICV: 16.86})
+		p2 := Prec{Known: true, Time: -2, AlgBW: -2, BusBW: -2}
+		assert.DeepEqual(t, o.Rows[0].OutOfPlace, &Perf{Time: 22.07, AlgBW: 0, BusBW: 0, Wrong: 0, IMin: 18.02, IMax: 33.02, IP99: 33.02, ICV: 15.38, Prec: p2})
+		assert.DeepEqual(t, o.Rows[0].InPlace, &Perf{Time: 21.25, AlgBW: 0, BusBW: 0, Wrong: 0, IMin: 18.05, IMax: 33.79, IP99: 33.79, ICV: 16.86, Prec: p2})
 		o = v("periter_ts.txt")
 		assert.Equal(t, len(o.Rows), 6)
 		assert.Equal(t, o.Rows[5].Timestamp, "2026-11-30 06:20:16")
@@ -306,8 +307,8 @@ func TestParseTextEdited(t *testing.T) {
 		assert.DeepEqual(t, o.Ranks[1], Rank{Rank: 1, Pid: 1550, Device: 1, Host: "vm", BusID: "0x07", DeviceName: "NVIDIA H200"})
 		r := ntRow(t, o, 4294967296)
 		assert.DeepEqual(t, r, Row{Line: 39, Size: 4294967296, Count: 1073741824, Type: "float", Redop: "sum", Root: -1,
-			OutOfPlace: &Perf{Time: 12484, AlgBW: 344.03, BusBW: 344.03, Wrong: -1, MaxError: 5e-07},
-			InPlace:    &Perf{Time: 12502, AlgBW: 343.54, BusBW: 343.54, Wrong: -1}})
+			OutOfPlace: &Perf{Time: 12484, AlgBW: 344.03, BusBW: 344.03, Wrong: -1, MaxError: 5e-07, HasMaxError: true, Prec: Prec{Known: true, AlgBW: -2, BusBW: -2, MaxError: -7}},
+			InPlace:    &Perf{Time: 12502, AlgBW: 343.54, BusBW: 343.54, Wrong: -1, HasMaxError: true, Prec: Prec{Known: true, AlgBW: -2, BusBW: -2}}})
 		assert.Equal(t, o.AvgBusBW, 103.407)
 		assert.Equal(t, len(o.Errors)+len(o.Warnings), 0)
 
@@ -328,13 +329,16 @@ func TestParseTextEdited(t *testing.T) {
 		o, err := ParseText(strings.NewReader(strings.Join(rows, "\n")+"\n"), "rows")
 		assert.NilError(t, err)
 		assert.Equal(t, len(o.Rows), 2)
-		assert.DeepEqual(t, o.Rows[1].OutOfPlace, &Perf{Time: 12484, AlgBW: 344.03, BusBW: 344.03, Wrong: -1, MaxError: 5e-07})
+		assert.DeepEqual(t, o.Rows[1].OutOfPlace, &Perf{Time: 12484, AlgBW: 344.03, BusBW: 344.03, Wrong: -1, MaxError: 5e-07, HasMaxError: true, Prec: Prec{Known: true, AlgBW: -2, BusBW: -2, MaxError: -7}})
 	})
 	t.Run("exponent forms, #wrong 1e+06, FAILED", func(t *testing.T) {
 		o := ntText(t, "edited/exponent_wrong_failed.txt")
 		r := ntRow(t, o, 4294967296)
 		assert.Equal(t, r.OutOfPlace.Time, 12000.0)
 		assert.Equal(t, r.InPlace.Time, 13000.0)
+		// "1.2e+04" stands for 11500 to 12500: its last digit is the thousands.
+		assert.Equal(t, r.OutOfPlace.Prec.Time, int8(3))
+		assert.Equal(t, r.OutOfPlace.Prec.HalfUnit(r.OutOfPlace.Prec.Time), 500.0)
 		assert.Equal(t, ntRow(t, o, 2147483648).OutOfPlace.Wrong, int64(1000000))
 		assert.Equal(t, o.OutOfBounds, 1)
 		assert.Equal(t, o.OutOfBoundsFailed, true)
@@ -350,7 +354,7 @@ func TestParseTextEdited(t *testing.T) {
 		assert.Equal(t, len(o.Rows), 30)
 		r := ntRow(t, o, 4294967296)
 		assert.Assert(t, r.OutOfPlace == nil)
-		assert.DeepEqual(t, r.InPlace, &Perf{Time: 12502.2, AlgBW: 343.54, BusBW: 343.54})
+		assert.DeepEqual(t, r.InPlace, &Perf{Time: 12502.2, AlgBW: 343.54, BusBW: 343.54, Prec: Prec{Known: true, Time: -1, AlgBW: -2, BusBW: -2}})
 	})
 	t.Run("Test timeout in the middle of a row", func(t *testing.T) {
 		o := ntText(t, "edited/timeout.txt")

@@ -276,35 +276,39 @@ func redopMismatch(test string, o *Output) string {
 }
 
 // disagreement compares the busbw of the text rows with the JSON's (the
-// same run writes both): beyond print rounding they must agree, or one of
-// the files is from another run. It returns the first difference, or "".
+// same run writes both): they must agree within the rounding of what each
+// printed, or one of the files is from another run. The text's rounding is
+// the precision its token carries (nccl-tests prints a busbw too wide for
+// its column as "1e+06", which stands for anything from 5e+05 to 1.5e+06);
+// the JSON's is %lf's (6 decimals). It returns the first difference, or "".
 func disagreement(text, js *Output) string {
 	type key struct {
 		size        int64
 		typ, redop  string
 		root, place int
 	}
-	seen := map[key]float64{}
+	seen := map[key]*Perf{}
 	for _, r := range js.Rows {
 		for i, pf := range []*Perf{r.OutOfPlace, r.InPlace} {
 			k := key{r.Size, r.Type, r.Redop, r.Root, i}
 			if _, dup := seen[k]; pf != nil && !dup {
-				seen[k] = pf.BusBW
+				seen[k] = pf
 			}
 		}
 	}
 	matched := 0
 	for _, r := range text.Rows {
 		for i, pf := range []*Perf{r.OutOfPlace, r.InPlace} {
-			v, ok := seen[key{r.Size, r.Type, r.Redop, r.Root, i}]
+			jp, ok := seen[key{r.Size, r.Type, r.Redop, r.Root, i}]
 			if pf == nil || !ok {
 				continue
 			}
 			matched++
-			// nccl-tests prints %6.2f, fewer decimals when wide: allow the
-			// rounding of the widest form.
-			if math.Abs(v-pf.BusBW) > math.Max(0.051, 0.0005*math.Abs(v)+0.05) {
-				return fmt.Sprintf("busbw at %s is %.2f in the text, %.2f in the JSON", result.FormatBytes(r.Size), pf.BusBW, v)
+			v, t := jp.BusBW, pf.BusBW
+			// A relative 1e-9 for the binary representation of both.
+			tol := pf.Prec.HalfUnit(pf.Prec.BusBW) + jp.Prec.HalfUnit(jp.Prec.BusBW) + 1e-9*math.Abs(v)
+			if math.Abs(v-t) > tol {
+				return fmt.Sprintf("busbw at %s is %s in the text, %.2f in the JSON", result.FormatBytes(r.Size), strconv.FormatFloat(t, 'g', -1, 64), v)
 			}
 		}
 	}
