@@ -152,6 +152,11 @@ type textLayout struct {
 	short []textField
 	// npre is the number of columns before the first time column.
 	npre int
+	// redop is the index of the redop column, -1 none; noRedop the fields
+	// without it, for rows that print it empty (hypercube_perf's opName
+	// is "", printed as blanks).
+	redop   int
+	noRedop []textField
 }
 
 // textNullGap is the least run of blanks before the in-place columns that
@@ -161,9 +166,13 @@ const textNullGap = 30
 
 // newTextLayout makes a layout from its fields.
 func newTextLayout(fields []textField) textLayout {
-	l := textLayout{fields: fields}
+	l := textLayout{fields: fields, redop: -1}
 	var blocks [3]int
-	for _, f := range fields {
+	for i, f := range fields {
+		if f.col == textColRedop && l.redop < 0 {
+			l.redop = i
+			l.noRedop = append(append([]textField{}, fields[:i]...), fields[i+1:]...)
+		}
 		if f.block < 0 {
 			l.npre++
 		}
@@ -300,6 +309,9 @@ type textParser struct {
 	rowToks [][2]int // their bounds in rowBuf
 	rowCut  bool     // the last row token may be cut (input ended in it)
 	rowGap  int      // blanks before the row's first time column
+	// rowNoRedop is set when the token in the redop column is a number: the
+	// column was printed empty, the row has one token fewer.
+	rowNoRedop bool
 
 	segBuf  []byte   // bytes of the current comment segment's tokens
 	segToks [][2]int // their bounds in segBuf
@@ -1038,14 +1050,24 @@ func (p *textParser) rowToken(tok []byte, cut bool) {
 		p.mode = textModeStamp
 		return
 	}
-	if len(p.rowToks) == p.lay.npre {
+	width, npre := len(p.lay.fields), p.lay.npre
+	if p.rowNoRedop {
+		width, npre = width-1, npre-1
+	}
+	if len(p.rowToks) == npre {
 		p.rowGap = p.tokGap
+	}
+	if len(p.rowToks) == p.lay.redop && !parseWord(tok) {
+		if _, isRoot := parseInt(tok); isRoot {
+			p.rowNoRedop = true
+			width--
+		}
 	}
 	start := len(p.rowBuf)
 	p.rowBuf = append(p.rowBuf, tok...)
 	p.rowToks = append(p.rowToks, [2]int{start, len(p.rowBuf)})
 	p.rowCut = cut
-	if len(p.rowToks) == len(p.lay.fields) {
+	if len(p.rowToks) == width {
 		p.endRow()
 	}
 }
@@ -1079,16 +1101,19 @@ func (p *textParser) endRow() {
 		return
 	}
 	defer func() {
-		p.rowBuf, p.rowToks, p.rowCut, p.rowGap = p.rowBuf[:0], p.rowToks[:0], false, 0
+		p.rowBuf, p.rowToks, p.rowCut, p.rowGap, p.rowNoRedop = p.rowBuf[:0], p.rowToks[:0], false, 0, false
 	}()
-	width := len(p.lay.fields)
+	fields := p.lay.fields
+	if p.rowNoRedop {
+		fields = p.lay.noRedop
+	}
+	width := len(fields)
 	var row Row
 	bad := -1
-	fields := p.lay.fields
 	switch {
 	case n == width:
 		bad = p.fillRow(&row, fields)
-	case n == len(p.lay.short) && p.rowGap >= textNullGap:
+	case n == len(p.lay.short) && p.rowGap >= textNullGap && !p.rowNoRedop:
 		fields = p.lay.short
 		bad = p.fillRow(&row, fields)
 	default:

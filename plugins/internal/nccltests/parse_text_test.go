@@ -349,6 +349,25 @@ func TestParseTextEdited(t *testing.T) {
 		assert.Equal(t, o.Groups, 2)
 		assert.Equal(t, o.Ranks[1].Group, 1)
 	})
+	t.Run("empty redop column, as hypercube_perf prints it", func(t *testing.T) {
+		o := ntText(t, "edited/empty_redop.txt")
+		want := ntText(t, "h200x2-2.19.6/all_gather.txt")
+		assert.Equal(t, len(o.Rows), 30)
+		assert.Equal(t, len(o.Errors)+len(o.Warnings), 0)
+		for i, r := range o.Rows {
+			w := want.Rows[i]
+			w.Redop = ""
+			assert.DeepEqual(t, r, w)
+		}
+		// The same with its line breaks lost, as pages show outputs: rows
+		// are told apart by the numbers in the redop column.
+		flat := strings.Join(strings.Fields(string(ntTestdata(t, "edited/empty_redop.txt"))), " ")
+		f, err := ParseText(strings.NewReader(flat), "flat")
+		assert.NilError(t, err)
+		assert.Equal(t, len(f.Rows), 30)
+		assert.Equal(t, f.Rows[29].InPlace.BusBW, 311.39)
+		assert.Equal(t, len(f.Errors)+len(f.Warnings), 0)
+	})
 	t.Run("no out-of-place part", func(t *testing.T) {
 		o := ntText(t, "edited/null_out_of_place.txt")
 		assert.Equal(t, len(o.Rows), 30)
