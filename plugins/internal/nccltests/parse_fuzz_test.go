@@ -65,6 +65,42 @@ func ntCheckOutput(t *testing.T, o *Output, format string, lines int) {
 	if format == "text" && o.RankCount != len(o.Ranks) || o.Groups > len(o.Ranks) || o.OutOfBounds < -1 {
 		t.Errorf("rank count %d of %d ranks, %d groups, out of bounds %d", o.RankCount, len(o.Ranks), o.Groups, o.OutOfBounds)
 	}
+	if o.NRanks < 0 || o.NNodes < 0 || o.Headers < 0 {
+		t.Errorf("nranks %d nnodes %d headers %d", o.NRanks, o.NNodes, o.Headers)
+	}
+	// Parts cover the rows, ranks and lines in order, without overlap.
+	if len(o.Parts) == 1 {
+		t.Errorf("one part kept: %+v", o.Parts[0])
+	}
+	row, rank, line := 0, 0, 1
+	for i, pt := range o.Parts {
+		if pt.RowFrom != row || pt.RowTo < pt.RowFrom || pt.RankFrom != rank || pt.RankTo < pt.RankFrom ||
+			pt.FirstLine < line || pt.LastLine < pt.FirstLine || pt.LastLine > lines || i == 0 && pt.FirstLine != 1 {
+			t.Fatalf("part %d %+v after row %d rank %d line %d", i, pt, row, rank, line)
+		}
+		row, rank, line = pt.RowTo, pt.RankTo, pt.LastLine
+	}
+	if len(o.Parts) > 0 && (row != len(o.Rows) || rank != len(o.Ranks)) {
+		t.Errorf("parts end at row %d rank %d of %d, %d", row, rank, len(o.Rows), len(o.Ranks))
+	}
+	// Select keeps the rows of the part it picks and nothing else.
+	for _, pt := range o.Parts {
+		sel, skipped := o.Select(pt.Collective)
+		if sel == nil || len(skipped) >= len(o.Parts) || sel.RankCount != len(sel.Ranks) {
+			t.Fatalf("Select(%q) of %d parts: %d left out", pt.Collective, len(o.Parts), len(skipped))
+		}
+		if sel == o || sel.Parts != nil {
+			continue
+		}
+		if len(sel.Rows) != pt.RowTo-pt.RowFrom {
+			t.Fatalf("Select(%q): %d rows, its part %d", pt.Collective, len(sel.Rows), pt.RowTo-pt.RowFrom)
+		}
+		for _, r := range sel.Rows {
+			if r.Line < pt.FirstLine || r.Line > pt.LastLine {
+				t.Fatalf("Select(%q) holds a row of line %d, out of its part's lines %d-%d", pt.Collective, r.Line, pt.FirstLine, pt.LastLine)
+			}
+		}
+	}
 }
 
 // FuzzParseText checks that ParseText never panics nor fails on any input,

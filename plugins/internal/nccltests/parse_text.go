@@ -74,7 +74,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 // parseTextSized is ParseText with a given read buffer size in bytes (at
 // least 16), so that tests can check that results do not depend on it.
 func parseTextSized(r io.Reader, name string, bufSize int) (out *Output, err error) {
-	p := &textParser{out: newOutput("text"), errs: newDiags("errors"), warn: newDiags("warnings"), lay: textDefaultLayout, strs: map[string]string{}}
+	p := &textParser{out: newOutput("text"), errs: newDiags("errors"), warn: newDiags("warnings"), lay: textDefaultLayout, strs: map[string]string{}, run: newPart(1, 0, 0)}
 	defer func() {
 		// A bug must not take the caller down: report it, keep what was
 		// parsed.
@@ -329,6 +329,11 @@ type textParser struct {
 	// inPlaceOnly is set by a "# in-place" title without "out-of-place"
 	// (rccl-tests -O 0): the header's one block is the in-place one.
 	inPlaceOnly bool
+
+	// run is the part being read: the scalars of the output go there;
+	// parts the finished ones.
+	run   Part
+	parts []Part
 }
 
 // piece handles one piece of a line as ReadSlice returns it: ends is true
@@ -509,6 +514,7 @@ func textGuessLayout(s []byte, whole bool) textLayout {
 func (p *textParser) otherLine(s []byte) {
 	if i := textInfoAt(s); i >= 0 {
 		rest := s[i+len(parseTextInfoMark):]
+		p.infoCounts(rest)
 		// Most INFO lines are not the version line: look at one byte
 		// before trimming.
 		if len(rest) > 1 && rest[1] == 'N' || len(rest) > 0 && rest[0] == 'N' {
@@ -538,8 +544,9 @@ func (p *textParser) otherLine(s []byte) {
 	}
 	if f := bytes.Fields(s); len(f) >= 3 && string(f[0]) == "rccl-tests:" && string(f[1]) == "Version" {
 		// rccl-tests develop builds of 2024-2025: "rccl-tests: Version develop:83d38d9".
-		if p.out.TestsVersion == "" {
-			p.out.TestsVersion = outputCleanText(string(f[2]))
+		p.headerLine()
+		if p.run.TestsVersion == "" {
+			p.run.TestsVersion = outputCleanText(string(f[2]))
 		}
 		return
 	}
@@ -547,16 +554,48 @@ func (p *textParser) otherLine(s []byte) {
 		// rccl-tests' build report: "RCCL version : 2.27.7-HEAD:96a25b5",
 		// "HIP version : 7.2.53211-671d39a71e", "ROCm version : 7.2.2.0-86-671d39a71e".
 		if name := string(f[0]); name == "RCCL" || name == "HIP" || name == "ROCm" {
-			if p.out.Libraries == nil {
-				p.out.Libraries = map[string]string{}
+			if p.run.Libraries == nil {
+				p.run.Libraries = map[string]string{}
 			}
-			if _, seen := p.out.Libraries[name]; !seen {
-				p.out.Libraries[name] = outputCleanText(string(f[3]))
+			if _, seen := p.run.Libraries[name]; !seen {
+				p.run.Libraries[name] = outputCleanText(string(f[3]))
 			}
 			return
 		}
 	}
 	p.errorLine(s)
+}
+
+// parseTextRanksMark ends "nranks " and "nRanks ", which NCCL INFO lines
+// print before a communicator's size.
+var parseTextRanksMark = []byte("anks ")
+
+// parseTextNodesMark is before the node count in NCCL's "comm 0x... rank
+// 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0" INFO line.
+var parseTextNodesMark = []byte(" nNodes ")
+
+// infoCounts takes the communicator size and node count from the rest of
+// an NCCL INFO line ("ncclCommInitRankConfig comm 0x55ea629b9a70 rank 1
+// nranks 2 cudaDev 1 ...", "comm 0x... rank 0 nRanks 2 nNodes 1
+// localRanks 2 ..."). The largest is kept: NCCL_TESTS_SPLIT's child
+// communicators are smaller than the one of all ranks.
+func (p *textParser) infoCounts(rest []byte) {
+	j := bytes.Index(rest, parseTextRanksMark)
+	if j < 3 || rest[j-3] != ' ' || rest[j-2] != 'n' || rest[j-1] != 'r' && rest[j-1] != 'R' {
+		return
+	}
+	num := func(b []byte) int {
+		k := 0
+		for k < len(b) && k < 9 && b[k] >= '0' && b[k] <= '9' {
+			k++
+		}
+		v, _ := parseUint(b[:k])
+		return int(v)
+	}
+	p.run.NRanks = max(p.run.NRanks, num(rest[j+len(parseTextRanksMark):]))
+	if k := bytes.Index(rest, parseTextNodesMark); k > j {
+		p.run.NNodes = max(p.run.NNodes, num(rest[k+len(parseTextNodesMark):]))
+	}
 }
 
 // errorLine records s when it is a tool error.
@@ -588,11 +627,11 @@ func textInfoAt(s []byte) int {
 // versionLine takes the NCCL version from the rest of an "NCCL version
 // 2.25.1+cuda12.8" line.
 func (p *textParser) versionLine(rest []byte) {
-	if p.out.NCCLVersion != "" {
+	if p.run.NCCLVersion != "" {
 		return // every rank prints it; the first one is enough
 	}
 	if f := bytes.Fields(rest); len(f) > 0 {
-		p.out.NCCLVersion = outputCleanText(string(f[0]))
+		p.run.NCCLVersion = outputCleanText(string(f[0]))
 	}
 }
 
@@ -841,11 +880,15 @@ func (p *textParser) endComment() {
 		return
 	}
 	is := func(i int, w string) bool { return i < len(t) && string(t[i]) == w }
-	o := p.out
+	o := &p.run
 	switch {
+	case is(0, "Writing") && is(1, "JSON") && is(2, "output"):
+		p.headerLine()
 	case len(t) >= 3 && bytes.HasSuffix(t[0], []byte("-tests")) && is(1, "version"):
 		p.testsVersion(t)
 	case is(0, "Collective") && is(1, "test") && is(2, "starting:") && len(t) >= 4:
+		p.headerLine()
+		o = &p.run
 		c := outputCleanText(outputCollective(string(t[3])))
 		if o.Collective == "" {
 			o.Collective = c
@@ -854,6 +897,9 @@ func (p *textParser) endComment() {
 			p.warn.Add(p.line, fmt.Sprintf("output of %s_perf follows that of %s_perf; Collective says %s, Rows hold both", c, o.Collective, o.Collective))
 		}
 	case is(0, "nThread"):
+		p.headerLine()
+		o = &p.run
+		o.Headers++
 		for i := 0; i+1 < len(t); i++ {
 			if string(t[i]) == "step:" {
 				// "step: 2(factor)" or "step: 1048576(bytes)"
@@ -907,7 +953,8 @@ func (p *textParser) endComment() {
 // "rccl-tests version 2.17.9-develop:2596ca5f71 rccl-headers=22803
 // rccl-library=22707"), given as tokens.
 func (p *textParser) testsVersion(t [][]byte) {
-	o := p.out
+	p.headerLine()
+	o := &p.run
 	if o.TestsVersion == "" {
 		o.TestsVersion = outputCleanText(string(t[2]))
 	}
@@ -942,7 +989,7 @@ func (p *textParser) boundsLine(t [][]byte) {
 		p.warn.Add(p.line, "footer line not understood: "+string(bytes.Join(t, []byte(" "))))
 		return
 	}
-	o := p.out
+	o := &p.run
 	o.FooterSeen = true
 	if o.OutOfBounds < 0 {
 		o.OutOfBounds = 0
@@ -965,8 +1012,8 @@ func (p *textParser) avgLine(t [][]byte) {
 		p.warn.Add(p.line, "footer line not understood: "+string(bytes.Join(t, []byte(" "))))
 		return
 	}
-	if p.out.AvgBusBW < 0 {
-		p.out.AvgBusBW = f
+	if p.run.AvgBusBW < 0 {
+		p.run.AvgBusBW = f
 	}
 	if len(v) > 1 && string(v[1]) == "FAILED" {
 		p.warn.Add(p.line, "nccl-tests reports the average bus bandwidth "+string(v[0])+" GB/s as FAILED (below NCCL_TESTS_MIN_BW)")
@@ -1024,6 +1071,7 @@ func (p *textParser) rankLine(t [][]byte) {
 		p.warn.Add(p.line, "rank list cut by nccl-tests (it prints at most 2048 bytes of rank lines per process): ranks may be missing")
 	}
 	p.out.Ranks = append(p.out.Ranks, r)
+	p.run.RankTo = len(p.out.Ranks)
 }
 
 // intern returns b as a string, shared between equal names.
@@ -1152,6 +1200,21 @@ func (p *textParser) addRow(r Row) {
 	}
 	p.cur = append(p.cur, r)
 	p.nrows++
+	p.run.RowTo = p.nrows
+}
+
+// headerLine handles a line that starts a test's output (the JSON file
+// line, the version, "Collective test starting", "nThread"): after rows or
+// a footer it starts a new part.
+func (p *textParser) headerLine() {
+	if !p.run.hasContent() {
+		return
+	}
+	pt := p.run
+	pt.LastLine = max(pt.FirstLine, p.line-1)
+	p.parts = append(p.parts, pt)
+	p.run = newPart(p.line, p.nrows, len(p.out.Ranks))
+	p.colWarned = false
 }
 
 // lastRow returns the last row kept, or nil.
@@ -1285,5 +1348,12 @@ func (p *textParser) result() *Output {
 	o.Warnings = p.warn.Done()
 	o.RankCount = len(o.Ranks)
 	o.Groups = outputGroups(o.Ranks)
+	run := p.run
+	run.LastLine = max(run.FirstLine, p.line)
+	parts := append(p.parts, run)
+	o.setScalars(parts)
+	if len(parts) > 1 {
+		o.Parts = parts
+	}
 	return o
 }

@@ -137,7 +137,9 @@ func TestParseTextSeeds(t *testing.T) {
 		assert.Equal(t, o.TestsVersion, "2.17.9-develop:2596ca5f71")
 		assert.Equal(t, o.NCCLVersion, "2.27.7")
 		assert.Equal(t, o.Collective, "all_reduce")
-		assert.Assert(t, ntHasDiag(o.Warnings, "output of alltoall_perf follows that of all_reduce_perf"))
+		assert.Equal(t, len(o.Parts), 2)
+		assert.Equal(t, o.Parts[1].Collective, "alltoall")
+		assert.Equal(t, o.Parts[1].RowFrom, 29)
 		assert.Equal(t, len(o.Rows), 29+25)
 		assert.Equal(t, o.Rows[28].Size, int64(1073741824))
 		assert.Equal(t, o.Rows[28].OutOfPlace.BusBW, 402.55)
@@ -412,11 +414,44 @@ func TestParseTextConcatenated(t *testing.T) {
 	assert.Equal(t, o.Rows[30].Redop, "none")
 	assert.Equal(t, o.Rows[30].Line, strings.Count(string(ar), "\n")+13)
 	assert.Equal(t, o.Collective, "all_reduce")
-	assert.Assert(t, ntHasDiag(o.Warnings, "output of all_gather_perf follows that of all_reduce_perf"))
 	assert.Equal(t, o.RankCount, 4)
 	assert.Equal(t, o.AvgBusBW, 103.407)
 	assert.Equal(t, o.OutOfBounds, 0)
 	assert.Equal(t, len(o.Errors), 0)
+
+	// Each test's output is a part of its own, from its first header line.
+	arLines := strings.Count(string(ar), "\n")
+	assert.Equal(t, len(o.Parts), 2)
+	for i, want := range []struct {
+		coll         string
+		first, last  int
+		rows, footer int
+		avg          float64
+	}{{"all_reduce", 1, arLines, 30, 0, 103.407}, {"all_gather", arLines + 1, arLines + strings.Count(string(ag), "\n"), 30, 0, 84.316}} {
+		pt := o.Parts[i]
+		assert.Equal(t, pt.Collective, want.coll)
+		assert.Equal(t, pt.FirstLine, want.first)
+		assert.Equal(t, pt.LastLine, want.last)
+		assert.Equal(t, pt.RowTo-pt.RowFrom, want.rows)
+		assert.Equal(t, pt.RankTo-pt.RankFrom, 2)
+		assert.Equal(t, pt.OutOfBounds, want.footer)
+		assert.Equal(t, pt.AvgBusBW, want.avg)
+		assert.Equal(t, pt.Headers, 1)
+
+		sel, skipped := o.Select(want.coll)
+		assert.Equal(t, sel.Collective, want.coll)
+		assert.Equal(t, len(sel.Rows), 30)
+		assert.DeepEqual(t, sel.Rows, o.Rows[pt.RowFrom:pt.RowTo])
+		assert.Equal(t, sel.RankCount, 2)
+		assert.Equal(t, sel.AvgBusBW, want.avg)
+		assert.Equal(t, sel.MaxBytes, int64(4294967296))
+		assert.Assert(t, sel.Parts == nil)
+		assert.Equal(t, len(skipped), 1)
+		assert.Equal(t, skipped[0].Collective, o.Parts[1-i].Collective)
+	}
+	// A test the text does not hold: the whole, for the caller to name.
+	sel, skipped := o.Select("broadcast")
+	assert.Assert(t, sel == o && skipped == nil)
 }
 
 // TestParseTextTruncated cuts real outputs short.
