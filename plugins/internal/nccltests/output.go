@@ -85,6 +85,11 @@ type Output struct {
 	// the largest node count ("nNodes 2"); 0 when no such line was seen
 	// (NCCL_DEBUG unset, and always for JSON).
 	NRanks, NNodes int
+	// InfoHosts is the host of each rank as the NCCL INFO lines that name
+	// a rank's communicator ("vm:1199:1211 [1] NCCL INFO comm 0x... rank 1
+	// nranks 2 ...") give it in their host:pid:tid prefix; nil when none.
+	// Every rank's line proves the hosts as the rank lines do.
+	InfoHosts map[int]string
 	// Headers is the number of "# nThread ..." header lines: one per
 	// output, more when several processes each printed a whole output.
 	Headers int
@@ -116,6 +121,7 @@ type Part struct {
 	AvgBusBW                              float64
 	Libraries                             map[string]string
 	NRanks, NNodes, Headers               int
+	InfoHosts                             map[int]string
 }
 
 // newPart returns a Part starting at line with nothing seen yet.
@@ -184,6 +190,14 @@ func (o *Output) setScalars(parts []Part) {
 			}
 		}
 		o.NRanks, o.NNodes = max(o.NRanks, pt.NRanks), max(o.NNodes, pt.NNodes)
+		for r, h := range pt.InfoHosts {
+			if o.InfoHosts == nil {
+				o.InfoHosts = map[int]string{}
+			}
+			if _, seen := o.InfoHosts[r]; !seen {
+				o.InfoHosts[r] = h
+			}
+		}
 		o.Headers += pt.Headers
 	}
 }

@@ -105,8 +105,12 @@ func ntRender(o *Output) string {
 		fmt.Fprintf(&b, "  rank %d group %d pid %d host %q device %d bus %q name %q\n", r.Rank, r.Group, r.Pid, r.Host, r.Device, r.BusID, r.DeviceName)
 	}
 	fmt.Fprintf(&b, "footer %v outofbounds %d failed %v avgbusbw %s\n", o.FooterSeen, o.OutOfBounds, o.OutOfBoundsFailed, ntG(o.AvgBusBW))
-	if o.NRanks != 0 || o.NNodes != 0 || o.Headers > 1 {
-		fmt.Fprintf(&b, "info nranks %d nnodes %d headers %d\n", o.NRanks, o.NNodes, o.Headers)
+	if o.NRanks != 0 || o.NNodes != 0 || o.Headers > 1 || len(o.InfoHosts) > 0 {
+		hosts := map[string]bool{}
+		for _, h := range o.InfoHosts {
+			hosts[h] = true
+		}
+		fmt.Fprintf(&b, "info nranks %d nnodes %d headers %d infohosts %d ranks on %d hosts\n", o.NRanks, o.NNodes, o.Headers, len(o.InfoHosts), len(hosts))
 	}
 	for _, pt := range o.Parts {
 		fmt.Fprintf(&b, "  part L%d-%d %q rows %d-%d ranks %d-%d headers %d footer %v outofbounds %d avgbusbw %s nranks %d\n",

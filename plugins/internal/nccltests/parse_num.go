@@ -67,9 +67,16 @@ func parseInt(b []byte) (int, bool) {
 // is what nccl-tests prints, take a fast path that is exact (both operands
 // of the division are exact in float64); the rest go to strconv.
 func parseFloat(b []byte) (float64, bool) {
+	v, _, ok := parseFloatExp(b)
+	return v, ok
+}
+
+// parseFloatExp is parseFloat that also returns parseExp(b), the exponent
+// of the number's last digit, without scanning it twice on the fast path.
+func parseFloatExp(b []byte) (float64, int8, bool) {
 	i, n := 0, len(b)
 	if n == 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	neg := false
 	if b[0] == '-' || b[0] == '+' {
@@ -82,7 +89,7 @@ func parseFloat(b []byte) (float64, bool) {
 		mant = mant*10 + uint64(b[i]-'0')
 		digits++
 		if digits > 15 {
-			return parseFloatSlow(b)
+			return parseFloatSlowExp(b)
 		}
 	}
 	if i < n && b[i] == '.' {
@@ -92,21 +99,30 @@ func parseFloat(b []byte) (float64, bool) {
 			digits++
 			frac++
 			if digits > 15 {
-				return parseFloatSlow(b)
+				return parseFloatSlowExp(b)
 			}
 		}
 	}
 	if i == n {
 		if digits == 0 {
-			return 0, false
+			return 0, 0, false
 		}
 		v := float64(mant) / parsePow10[frac]
 		if neg {
 			v = -v
 		}
-		return v, true
+		return v, int8(-frac), true
 	}
-	return parseFloatSlow(b)
+	return parseFloatSlowExp(b)
+}
+
+// parseFloatSlowExp is parseFloatSlow with parseExp.
+func parseFloatSlowExp(b []byte) (float64, int8, bool) {
+	v, ok := parseFloatSlow(b)
+	if !ok {
+		return 0, 0, false
+	}
+	return v, parseExp(b), true
 }
 
 // parseFloatSlow is parseFloat for exponents, long numbers and nan/inf.

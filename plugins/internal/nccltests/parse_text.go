@@ -36,6 +36,9 @@ const (
 	// parseTextInternMax bounds the table of interned type, op and host
 	// names.
 	parseTextInternMax = 512
+	// parseTextPartsMax bounds Output.Parts: a log of a million outputs
+	// repeated must not hold a million parts.
+	parseTextPartsMax = 1024
 )
 
 // parseInternalError starts the report of a bug of the parser.
@@ -332,8 +335,9 @@ type textParser struct {
 
 	// run is the part being read: the scalars of the output go there;
 	// parts the finished ones.
-	run   Part
-	parts []Part
+	run      Part
+	parts    []Part
+	partsCut bool // parseTextPartsMax was reached
 }
 
 // piece handles one piece of a line as ReadSlice returns it: ends is true
@@ -514,7 +518,7 @@ func textGuessLayout(s []byte, whole bool) textLayout {
 func (p *textParser) otherLine(s []byte) {
 	if i := textInfoAt(s); i >= 0 {
 		rest := s[i+len(parseTextInfoMark):]
-		p.infoCounts(rest)
+		p.infoCounts(s[:i], rest)
 		// Most INFO lines are not the version line: look at one byte
 		// before trimming.
 		if len(rest) > 1 && rest[1] == 'N' || len(rest) > 0 && rest[0] == 'N' {
@@ -574,28 +578,96 @@ var parseTextRanksMark = []byte("anks ")
 // 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0" INFO line.
 var parseTextNodesMark = []byte(" nNodes ")
 
+// The starts of the NCCL INFO messages that name a communicator's size.
+var (
+	parseTextCommMark     = []byte("comm 0x")
+	parseTextCommInitMark = []byte("ncclComm")
+	parseTextTimingsMark  = []byte("Init timings")
+)
+
+// parseTextInfoHostsMax bounds Output.InfoHosts.
+const parseTextInfoHostsMax = 1 << 16
+
 // infoCounts takes the communicator size and node count from the rest of
 // an NCCL INFO line ("ncclCommInitRankConfig comm 0x55ea629b9a70 rank 1
 // nranks 2 cudaDev 1 ...", "comm 0x... rank 0 nRanks 2 nNodes 1
-// localRanks 2 ..."). The largest is kept: NCCL_TESTS_SPLIT's child
-// communicators are smaller than the one of all ranks.
-func (p *textParser) infoCounts(rest []byte) {
+// localRanks 2 ..."), and the rank's host from the line's head (head,
+// "vm:1199:1211 [1] "). The largest counts are kept: NCCL_TESTS_SPLIT's
+// child communicators are smaller than the one of all ranks.
+func (p *textParser) infoCounts(head, rest []byte) {
+	// This is the hot path of NCCL_DEBUG=INFO logs: only messages that
+	// start as those that name a communicator's size ("comm 0x...",
+	// "ncclCommInitRank...", "Init timings", after NCCL 2.29's "[Rank 0] ")
+	// are searched.
+	m := rest
+	if len(m) > 0 && m[0] == ' ' {
+		m = m[1:]
+	}
+	if len(m) > 0 && m[0] == '[' {
+		if k := bytes.IndexByte(m, ']'); k > 0 && k < 16 && k+2 < len(m) {
+			m = m[k+2:]
+		}
+	}
+	var want []byte
+	if len(m) > 0 {
+		switch m[0] {
+		case 'c':
+			want = parseTextCommMark
+		case 'n':
+			want = parseTextCommInitMark
+		case 'I':
+			want = parseTextTimingsMark
+		}
+	}
+	if want == nil || !bytes.HasPrefix(m, want) {
+		return
+	}
 	j := bytes.Index(rest, parseTextRanksMark)
 	if j < 3 || rest[j-3] != ' ' || rest[j-2] != 'n' || rest[j-1] != 'r' && rest[j-1] != 'R' {
 		return
 	}
-	num := func(b []byte) int {
+	num := func(b []byte) (int, int) {
 		k := 0
 		for k < len(b) && k < 9 && b[k] >= '0' && b[k] <= '9' {
 			k++
 		}
 		v, _ := parseUint(b[:k])
-		return int(v)
+		return int(v), k
 	}
-	p.run.NRanks = max(p.run.NRanks, num(rest[j+len(parseTextRanksMark):]))
-	if k := bytes.Index(rest, parseTextNodesMark); k > j {
-		p.run.NNodes = max(p.run.NNodes, num(rest[k+len(parseTextNodesMark):]))
+	n, k0 := num(rest[j+len(parseTextRanksMark):])
+	p.run.NRanks = max(p.run.NRanks, n)
+	if rest[j-1] == 'R' && bytes.HasPrefix(rest[j+len(parseTextRanksMark)+k0:], parseTextNodesMark) {
+		k := j + len(parseTextRanksMark) + k0
+		nodes, _ := num(rest[k+len(parseTextNodesMark):])
+		p.run.NNodes = max(p.run.NNodes, nodes)
 	}
+	// "... rank R nranks N": R's digits end right before " nranks".
+	before := rest[:j-3]
+	r := bytes.LastIndexByte(before, ' ')
+	if r < 4 || string(before[r-4:r]) != "rank" || (r > 4 && before[r-5] != ' ') {
+		return
+	}
+	rank, k := num(before[r+1:])
+	if k != len(before)-r-1 || k == 0 {
+		return
+	}
+	if _, seen := p.run.InfoHosts[rank]; seen || len(p.run.InfoHosts) >= parseTextInfoHostsMax {
+		return // every rank prints several such lines
+	}
+	head = textTrimLeft(head)
+	c := bytes.IndexByte(head, ':')
+	if c <= 0 {
+		return
+	}
+	for _, x := range head[:c] {
+		if textSpace(x) || x == '[' {
+			return
+		}
+	}
+	if p.run.InfoHosts == nil {
+		p.run.InfoHosts = map[int]string{}
+	}
+	p.run.InfoHosts[rank] = p.intern(head[:c])
 }
 
 // errorLine records s when it is a tool error.
@@ -1210,6 +1282,13 @@ func (p *textParser) headerLine() {
 	if !p.run.hasContent() {
 		return
 	}
+	if len(p.parts) == parseTextPartsMax-1 {
+		if !p.partsCut {
+			p.partsCut = true
+			p.warn.Add(p.line, fmt.Sprintf("more than %d test outputs in one text: this one and the rest are read as one", parseTextPartsMax-1))
+		}
+		return
+	}
 	pt := p.run
 	pt.LastLine = max(pt.FirstLine, p.line-1)
 	p.parts = append(p.parts, pt)
@@ -1294,14 +1373,15 @@ func (p *textParser) fillRow(row *Row, fields []textField) int {
 		case textColSkip:
 		default:
 			var v float64
-			if v, ok = parseFloat(tok); ok && pf != nil {
+			var exp int8
+			if v, exp, ok = parseFloatExp(tok); ok && pf != nil {
 				switch f.col {
 				case textColTime:
-					pf.Time, pf.Prec.Time = v, parseExp(tok)
+					pf.Time, pf.Prec.Time = v, exp
 				case textColAlgBW:
-					pf.AlgBW, pf.Prec.AlgBW = v, parseExp(tok)
+					pf.AlgBW, pf.Prec.AlgBW = v, exp
 				case textColBusBW:
-					pf.BusBW, pf.Prec.BusBW = v, parseExp(tok)
+					pf.BusBW, pf.Prec.BusBW = v, exp
 				case textColIMin:
 					pf.IMin = v
 				case textColIMax:

@@ -281,9 +281,32 @@ func nodeCheck(text, js *Output, proved int, topo plan.Topology) result.Check {
 		c.OK = true
 		return c
 	}
+	var infoHosts int // hosts of NCCL INFO lines: all of them, or a lower bound
+	if text != nil && len(text.InfoHosts) > 0 {
+		hosts := map[string]bool{}
+		complete := text.NRanks == len(text.InfoHosts)
+		for r, h := range text.InfoHosts {
+			hosts[h] = true
+			complete = complete && r >= 0 && r < text.NRanks
+		}
+		infoHosts = len(hosts)
+		if complete {
+			if infoHosts != want {
+				return fail(fmt.Sprintf("ranks ran on %d host(s) (the NCCL INFO lines of all %d ranks), expected %d nodes", infoHosts, text.NRanks, want))
+			}
+			c.OK = true
+			return c
+		}
+	}
 	if text == nil || len(text.Ranks) == 0 {
+		if infoHosts > want {
+			return fail(fmt.Sprintf("ranks ran on at least %d hosts (NCCL INFO lines), expected %d nodes", infoHosts, want))
+		}
 		c.Warn = true
 		c.Message = "not verifiable (no rank lines or NCCL INFO nNodes tell it)"
+		if infoHosts > 0 {
+			c.Message = fmt.Sprintf("not verifiable (NCCL INFO lines of %d of the ranks name %d host(s): at least %d), expected %d nodes", len(text.InfoHosts), infoHosts, infoHosts, want)
+		}
 		return c
 	}
 	h, ids := hostsOf(text.Ranks)

@@ -166,6 +166,12 @@ func TestResultRankCount(t *testing.T) {
 			ntWant{"fail", "at least 72 ranks: rank lines up to rank 71, expected 64 (16x4)"}, ntWant{"warn", ""}},
 		{"NVL72 judged as 19x4", "public/coreweave_pr43_gb200_nvl72.txt", "all_reduce", nil, 19, 4,
 			ntWant{"fail", "72 ranks by busbw/algbw 586.06/297.16 at 512 MiB (all_reduce: 2(n-1)/n), expected 76 (19x4)"}, ntWant{"warn", ""}},
+		// Seed 000: no rank lines, but every rank's NCCL INFO line names its
+		// host (two pods) and the communicator's 16 ranks.
+		{"seed 000 as 2x8", "seeds/000_aks_ndmv4_all_reduce.txt", "all_reduce", nil, 2, 8,
+			ntWant{"pass", ""}, ntWant{"pass", ""}},
+		{"seed 000 as 4x4", "seeds/000_aks_ndmv4_all_reduce.txt", "all_reduce", nil, 4, 4,
+			ntWant{"pass", ""}, ntWant{"fail", "ranks ran on 2 host(s) (the NCCL INFO lines of all 16 ranks), expected 4 nodes"}},
 		// Rank lines cut away: NCCL INFO lines still tell both counts.
 		{"NCCL INFO nranks and nNodes", "h200x2-variants/info.txt", "all_reduce", noRankLines, 1, 2,
 			ntWant{"pass", ""}, ntWant{"pass", ""}},

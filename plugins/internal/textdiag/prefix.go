@@ -24,6 +24,18 @@ const prefixMax = 8
 // Blanks after the last label are not part of it. A CR of a CRLF line end
 // is never part of a label.
 func PrefixLen[T ~string | ~[]byte](line T) int {
+	// Most lines start with a letter or '#': no label.
+	if len(line) == 0 {
+		return 0
+	}
+	if c := line[0]; c != '[' && c != ' ' && c != '\t' && (c < '0' || c > '9') {
+		return 0
+	}
+	return prefixLen(line)
+}
+
+// prefixLen is PrefixLen after its first byte was found to start a label.
+func prefixLen[T ~string | ~[]byte](line T) int {
 	n := 0
 	for k := 0; k < prefixMax; k++ {
 		m := prefixOne(line, n)
