@@ -112,6 +112,26 @@ func FuzzParseText(f *testing.F) {
 			f.Add(c, uint8(len(c)))
 		}
 	}
+	// The shapes of real outputs the files show only in part: lines under
+	// stacked kubectl and mpirun labels, with CRLF; two tests back to back;
+	// NCCL INFO lines naming ranks and hosts; a row with its redop printed
+	// empty; numbers in getFloatStr's short forms.
+	ar := string(ntTestdata(f, "h200x2-2.19.6/all_reduce.txt"))
+	var labelled strings.Builder
+	for _, l := range strings.SplitAfter(ar, "\n") {
+		labelled.WriteString("[pod/p/c] 2024-05-01T12:00:00.123456789Z [1,0]<stdout>:" + strings.TrimSuffix(l, "\n") + "\r\n")
+	}
+	for _, s := range []string{
+		labelled.String(),
+		ar + string(ntTestdata(f, "h200x2-2.19.6/all_gather.txt")),
+		"vm:1199:1211 [1] NCCL INFO comm 0x55ea629b9a70 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0\n" +
+			"h:1:2 [0] NCCL INFO [Rank 0] ncclCommInitRankConfig comm 0x1 rank 0 nranks 16 cudaDev 0 - Init START\n" +
+			"x NCCL INFO Init timings - ncclCommInitRankConfig: rank 99999999999 nranks 2 total 0.45\n",
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+			"  2147483648     536870912     float                 -1     1.76   1e+06   1e+06       0  1.2e+04  2e+05  1.5e-07  1e+06\n",
+	} {
+		f.Add([]byte(s), uint8(len(s)))
+	}
 	f.Fuzz(func(t *testing.T, data []byte, size uint8) {
 		o, err := ParseText(bytes.NewReader(data), "fuzz")
 		if err != nil {
@@ -137,6 +157,9 @@ func FuzzParseJSON(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"results":[{"size":"8","root":"  -1","in_place":{"time":"nan","nwrong":null}}],"average_bus_bandwidth":1}`))
+	// The 1-GPU broadcast's in-place no-op at 2 GiB: a busbw the text
+	// prints as 1e+06.
+	f.Add([]byte(`{"config":{"nthreads":1,"ngpus":1,"devices":[{"rank":0,"hostname":"vm"}]},"results":[{"size":2147483648,"count":536870912,"type":"float","redop":"none","root":"     0","in_place":{"time":1.757201,"alg_bw":1222105.42,"bus_bw":1222105.42,"nwrong":0}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o, err := ParseJSON(bytes.NewReader(data), "fuzz.json")
 		if err != nil {
