@@ -15,8 +15,10 @@ import (
 // When several whole test outputs are concatenated in one text, Rows, Ranks,
 // Errors and Warnings hold those of all of them in input order; the scalar
 // fields keep the first value seen, except OutOfBounds (the sum of every
-// footer's count), OutOfBoundsFailed (true when any footer failed) and
-// FooterSeen (true when any footer was seen).
+// footer's count), OutOfBoundsFailed (true when any footer failed),
+// FooterSeen (true when any footer was seen), NRanks and NNodes (the
+// largest) and Headers (the sum). Parts tells the outputs apart, and
+// Select returns those of one test.
 type Output struct {
 	// Format is "text" or "json": which parser filled the Output.
 	Format string
