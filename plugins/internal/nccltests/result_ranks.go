@@ -70,7 +70,8 @@ var busFactor = map[string]struct {
 // of src (the JSON's when there is one: unrounded).
 func rankEvidence(test string, src, text, js *Output) []rankBound {
 	var bs []rankBound
-	if text != nil && len(text.Ranks) > 0 {
+	lines := text != nil && len(text.Ranks) > 0 // bs[0] is the rank lines'
+	if lines {
 		ids := map[int]bool{}
 		top, cut := 0, false
 		for _, r := range text.Ranks {
@@ -103,6 +104,16 @@ func rankEvidence(test string, src, text, js *Output) []rankBound {
 	if src.Groups <= 1 {
 		if b, ok := factorEvidence(test, src); ok {
 			bs = append(bs, b)
+		}
+	}
+	// Rank lines 0..k-1 prove k only when nothing proves more: a page that
+	// quotes the first rank lines of a larger run cuts the others.
+	if len(bs) > 0 && lines && bs[0].exact() {
+		for _, b := range bs[1:] {
+			if b.exact() && b.lo > bs[0].lo {
+				bs[0] = rankBound{lo: bs[0].lo, says: fmt.Sprintf("at least %d ranks: rank lines 0-%d", bs[0].lo, bs[0].lo-1)}
+				break
+			}
 		}
 	}
 	return bs

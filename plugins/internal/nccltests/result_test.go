@@ -138,6 +138,15 @@ func TestResultRankCount(t *testing.T) {
 		}
 		return strings.Join(keep, "")
 	}
+	cutAliyun1 := func(s string) string {
+		var keep []string
+		for _, l := range strings.SplitAfter(s, "\n") {
+			if !(strings.HasPrefix(l, "# Rank ") && strings.Contains(l, " on Aliyun1 ")) {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "")
+	}
 	tests := []struct {
 		name, log, test string
 		edit            func(string) string // nil: the file as it is
@@ -166,6 +175,13 @@ func TestResultRankCount(t *testing.T) {
 			ntWant{"fail", "at least 72 ranks: rank lines up to rank 71, expected 64 (16x4)"}, ntWant{"warn", ""}},
 		{"NVL72 judged as 19x4", "public/coreweave_pr43_gb200_nvl72.txt", "all_reduce", nil, 19, 4,
 			ntWant{"fail", "72 ranks by busbw/algbw 586.06/297.16 at 512 MiB (all_reduce: 2(n-1)/n), expected 76 (19x4)"}, ntWant{"warn", ""}},
+		// Seed 004's 2x8 rccl-tests run with one node's rank lines cut, as
+		// pages quote outputs: ranks 0-7 are no proof of 8 when busbw/algbw
+		// (2(n-1)/n) proves 16.
+		{"rank lines 0-7 of 16", "seeds/004_mi355x_rccl_2node_all_reduce.txt", "all_reduce", cutAliyun1, 2, 8,
+			ntWant{"pass", ""}, ntWant{"warn", "not verifiable (the rank lines of 8 ranks name 1 host(s): at least 1), expected 2 nodes"}},
+		{"rank lines 0-7 of 16 judged 1x8", "seeds/004_mi355x_rccl_2node_all_reduce.txt", "all_reduce", cutAliyun1, 1, 8,
+			ntWant{"fail", "16 ranks by busbw/algbw "}, ntWant{"warn", "not verifiable"}},
 		// Seed 000: no rank lines, but every rank's NCCL INFO line names its
 		// host (two pods) and the communicator's 16 ranks.
 		{"seed 000 as 2x8", "seeds/000_aks_ndmv4_all_reduce.txt", "all_reduce", nil, 2, 8,
