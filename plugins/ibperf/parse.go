@@ -408,7 +408,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 		raw, read, err := textdiag.ReadLine(br, lineMax)
 		if read {
 			line++
-			s := strings.ToValidUTF8(raw, "?")
+			s := strings.ToValidUTF8(raw[textdiag.PrefixLen(raw):], "?") // after mpirun/srun/kubectl labels
 			t := strings.TrimSpace(s)
 			f := strings.Fields(t)
 			switch {

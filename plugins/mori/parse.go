@@ -112,7 +112,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 		raw, read, err := textdiag.ReadLine(br, lineMax)
 		if read {
 			line++
-			t := strings.TrimSpace(strings.ToValidUTF8(raw, "?"))
+			t := strings.TrimSpace(strings.ToValidUTF8(raw[textdiag.PrefixLen(raw):], "?")) // after launcher labels
 			switch {
 			case t == "":
 			case strings.HasPrefix(t, "Benchmarking with"):

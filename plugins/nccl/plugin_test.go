@@ -132,9 +132,9 @@ func TestRankCountCatchesNonMPIBinary(t *testing.T) {
 		return body + body
 	})
 	p := parse(t, "all_reduce", twoGPUs, nil, plan.Output{Step: "all_reduce", Log: log})
-	c := check(p, "rank count")
-	assert.Assert(t, c != nil && !c.OK)
-	assert.Assert(t, strings.HasPrefix(c.Message, "1 distinct rank lines (2 rank lines: several processes each printed a whole output"), c.Message)
+	c := check(p, "independent runs")
+	assert.Assert(t, c != nil && !c.OK && !c.Warn, "%+v", c)
+	assert.Equal(t, c.Message, "2 independent 1-rank runs: nccl-tests built without MPI=1 under mpirun (expected one run of 2 ranks, 1x2)")
 }
 
 func TestWrongElementsFail(t *testing.T) {
@@ -171,13 +171,20 @@ func TestTruncatedAgainstPlan(t *testing.T) {
 	assert.Assert(t, !strings.Contains(p.Error, "truncated"), p.Error)
 }
 
-// Seed 000 (2 x 8 A100 under Volcano): a log joined late, without rank lines;
-// the rank count cannot be checked and nothing pretends it was.
+// Seed 000 (2 x 8 A100 under Volcano): a log joined late, without rank
+// lines; its NCCL INFO lines give the communicator's 16 ranks, and each
+// rank's line its host (two pods).
 func TestSeedWithoutRankLines(t *testing.T) {
 	p := parse(t, "all_reduce", plan.Topology{Nodes: 2, GPUsPerNode: 8}, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
 	assert.Equal(t, p.Error, "")
-	assert.Assert(t, check(p, "rank count") == nil)
+	assert.Equal(t, check(p, "rank count").OK, true)
+	assert.Equal(t, check(p, "node count").OK, true)
 	assert.Equal(t, busbwAt(p, 8<<30, "out-of-place"), 189.20)
+	p = parse(t, "all_reduce", plan.Topology{Nodes: 1, GPUsPerNode: 16}, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
+	assert.Equal(t, check(p, "node count").Message, "ranks ran on 2 host(s) (the NCCL INFO lines of all 16 ranks), expected 1 nodes")
+	// Judged as 4x8, the communicator's size fails it.
+	p = parse(t, "all_reduce", plan.Topology{Nodes: 4, GPUsPerNode: 8}, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
+	assert.Equal(t, check(p, "rank count").Message, "16 ranks in NCCL's communicator (NCCL INFO nranks 16), expected 32 (4x8)")
 }
 
 // Logs judged offline have no plan: the header's own "maxBytes ... step:

@@ -270,9 +270,12 @@ func TestDegraded(t *testing.T) {
 		{"wrong elements", func(s string) string {
 			return strings.Replace(s, "1073741824 268435456 float sum -1 5302.00 202.52 379.72 0", "1073741824 268435456 float sum -1 5302.00 202.52 379.72 12", 1)
 		}, "data validation", "12 wrong elements out-of-place at 1 GiB"},
-		{"a node missing", func(s string) string {
-			return regexp.MustCompile(`(?m)^# Rank \d+ Group 0 Pid \d+ on Aliyun1 .*\n`).ReplaceAllString(s, "")
-		}, "rank count", "8 distinct rank lines, expected 16 (2x8)"},
+		// Both ranks' halves on one host, as a hostfile naming a node twice
+		// gives it. (Cutting a node's rank lines is what pages quoting an
+		// output do: the rows still prove 16 ranks, so that is no failure.)
+		{"one host for both nodes", func(s string) string {
+			return regexp.MustCompile(`(?m)^(# Rank \d+ Group 0 Pid \d+ on )Aliyun1 `).ReplaceAllString(s, "${1}Aliyun3 ")
+		}, "node count", "ranks ran on 1 host(s), expected 2 nodes"},
 		{"killed mid-sweep", func(s string) string { return s[:strings.Index(s, "2147483648 536870912")] }, "", "truncated"},
 		{"out of bounds", func(s string) string {
 			return strings.Replace(s, "# Out of bounds values : 0 OK", "# Out of bounds values : 3 FAILED", 1)

@@ -1,6 +1,7 @@
 package nccltests
 
 import (
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -15,8 +16,10 @@ import (
 // Errors and Warnings hold those of all of them in input order (rows of
 // equal size, count, type, op and root folded as cycles); the scalar
 // fields keep the first value seen, except OutOfBounds (the sum of every
-// footer's count), OutOfBoundsFailed (true when any footer failed) and
-// FooterSeen (true when any footer was seen).
+// footer's count), OutOfBoundsFailed (true when any footer failed),
+// FooterSeen (true when any footer was seen), NRanks and NNodes (the
+// largest) and Headers (the sum). Parts tells the outputs apart, and
+// Select returns those of one test.
 type Output struct {
 	// Format is "text" or "json": which parser filled the Output.
 	Format string
@@ -84,6 +87,194 @@ type Output struct {
 	// Groups is the number of distinct Group values among Ranks (more than
 	// one with NCCL_TESTS_SPLIT); 0 unknown.
 	Groups int
+	// NRanks is the largest communicator size NCCL INFO lines print
+	// ("comm 0x... rank 3 nranks 16 cudaDev 3 ...", "nRanks 16"), NNodes
+	// the largest node count ("nNodes 2"); 0 when no such line was seen
+	// (NCCL_DEBUG unset, and always for JSON).
+	NRanks, NNodes int
+	// InfoHosts is the host of each rank as the NCCL INFO lines that name
+	// a rank's communicator ("vm:1199:1211 [1] NCCL INFO comm 0x... rank 1
+	// nranks 2 ...") give it in their host:pid:tid prefix; nil when none.
+	// Every rank's line proves the hosts as the rank lines do.
+	InfoHosts map[int]string
+	// Headers is the number of "# nThread ..." header lines: one per
+	// output, more when several processes each printed a whole output.
+	Headers int
+	// Parts are the test outputs the text holds, in input order: one per
+	// header that follows rows or a footer (a log of several tests run one
+	// after another, or of processes that each printed a whole output).
+	// nil when the text holds at most one; Select picks those of a test.
+	Parts []Part
+}
+
+// Part is one test output within a text that holds several: the lines
+// from its first header line to the next part's. Its fields mean what the
+// Output fields of the same names mean, for its lines only.
+type Part struct {
+	// FirstLine and LastLine are the 1-based input lines it spans (the
+	// first part starts at line 1); a flattened output's parts share their
+	// line.
+	FirstLine, LastLine int
+	// RowFrom, RowTo and RankFrom, RankTo are its ranges [from, to) in the
+	// Output's Rows and Ranks.
+	RowFrom, RowTo, RankFrom, RankTo int
+
+	Collective, TestsVersion, NCCLVersion string
+	NThreads, NGPUs                       int
+	MinBytes, MaxBytes                    int64
+	StepFactor, ReducedMaxBytes           int64
+	OutOfBounds                           int
+	OutOfBoundsFailed, FooterSeen         bool
+	AvgBusBW                              float64
+	Libraries                             map[string]string
+	NRanks, NNodes, Headers               int
+	InfoHosts                             map[int]string
+}
+
+// newPart returns a Part starting at line with nothing seen yet.
+func newPart(line, rows, ranks int) Part {
+	return Part{FirstLine: line, RowFrom: rows, RowTo: rows, RankFrom: ranks, RankTo: ranks, OutOfBounds: -1, AvgBusBW: -1}
+}
+
+// hasContent reports whether the part has rows or a footer: a header line
+// after that starts another part.
+func (pt *Part) hasContent() bool {
+	return pt.RowTo > pt.RowFrom || pt.FooterSeen || pt.AvgBusBW >= 0
+}
+
+// Name is the part's test as nccl-tests names it ("all_gather_perf"), or
+// "an output that does not name its test".
+func (pt *Part) Name() string {
+	if pt.Collective == "" {
+		return "an output that does not name its test"
+	}
+	return pt.Collective + "_perf"
+}
+
+// setScalars sets o's scalar fields from parts: the first value seen,
+// except OutOfBounds (the sum), OutOfBoundsFailed and FooterSeen (any),
+// NRanks and NNodes (the largest), Headers (the sum).
+func (o *Output) setScalars(parts []Part) {
+	o.OutOfBounds, o.AvgBusBW = -1, -1
+	for i := range parts {
+		pt := &parts[i]
+		first := func(dst *string, v string) {
+			if *dst == "" {
+				*dst = v
+			}
+		}
+		first(&o.Collective, pt.Collective)
+		first(&o.TestsVersion, pt.TestsVersion)
+		first(&o.NCCLVersion, pt.NCCLVersion)
+		for _, f := range []struct {
+			dst *int64
+			v   int64
+		}{{&o.MinBytes, pt.MinBytes}, {&o.MaxBytes, pt.MaxBytes}, {&o.StepFactor, pt.StepFactor}, {&o.ReducedMaxBytes, pt.ReducedMaxBytes}} {
+			if *f.dst == 0 {
+				*f.dst = f.v
+			}
+		}
+		if o.NThreads == 0 {
+			o.NThreads = pt.NThreads
+		}
+		if o.NGPUs == 0 {
+			o.NGPUs = pt.NGPUs
+		}
+		if pt.OutOfBounds >= 0 {
+			o.OutOfBounds = max(o.OutOfBounds, 0) + pt.OutOfBounds
+		}
+		o.OutOfBoundsFailed = o.OutOfBoundsFailed || pt.OutOfBoundsFailed
+		o.FooterSeen = o.FooterSeen || pt.FooterSeen
+		if o.AvgBusBW < 0 {
+			o.AvgBusBW = pt.AvgBusBW
+		}
+		for k, v := range pt.Libraries {
+			if o.Libraries == nil {
+				o.Libraries = map[string]string{}
+			}
+			if _, seen := o.Libraries[k]; !seen {
+				o.Libraries[k] = v
+			}
+		}
+		o.NRanks, o.NNodes = max(o.NRanks, pt.NRanks), max(o.NNodes, pt.NNodes)
+		for r, h := range pt.InfoHosts {
+			if o.InfoHosts == nil {
+				o.InfoHosts = map[int]string{}
+			}
+			if _, seen := o.InfoHosts[r]; !seen {
+				o.InfoHosts[r] = h
+			}
+		}
+		o.Headers += pt.Headers
+	}
+}
+
+// Select returns the output of one test (collective, e.g. "all_gather")
+// out of a text that holds several, and the parts it left out, in input
+// order. The parts chosen are those that name the test; when none does,
+// those that name no test (outputs of nccl-tests before the "Collective
+// test starting" line); when neither, o itself, whose Collective then names
+// another test. Errors and Warnings are those of the lines chosen, and the
+// notes about the whole output (line 0). An output of one part is returned
+// as it is, with no part left out.
+func (o *Output) Select(collective string) (*Output, []Part) {
+	if len(o.Parts) < 2 {
+		return o, nil
+	}
+	var take, skip []Part
+	for _, want := range []string{collective, ""} {
+		take, skip = take[:0], skip[:0]
+		for _, pt := range o.Parts {
+			if pt.Collective == want {
+				take = append(take, pt)
+			} else {
+				skip = append(skip, pt)
+			}
+		}
+		if len(take) > 0 {
+			break
+		}
+	}
+	if len(take) == 0 || len(skip) == 0 {
+		return o, nil
+	}
+	sel := &Output{Format: o.Format}
+	in := func(line int) bool {
+		if line == 0 {
+			return true
+		}
+		for _, pt := range take {
+			if line >= pt.FirstLine && line <= pt.LastLine {
+				return true
+			}
+		}
+		return false
+	}
+	for _, pt := range take {
+		np := pt
+		np.RowFrom, np.RankFrom = len(sel.Rows), len(sel.Ranks)
+		sel.Rows = append(sel.Rows, o.Rows[pt.RowFrom:pt.RowTo]...)
+		sel.Ranks = append(sel.Ranks, o.Ranks[pt.RankFrom:pt.RankTo]...)
+		np.RowTo, np.RankTo = len(sel.Rows), len(sel.Ranks)
+		sel.Parts = append(sel.Parts, np)
+	}
+	if len(sel.Parts) == 1 {
+		sel.Parts = nil
+	}
+	for _, d := range o.Errors {
+		if in(d.Line) {
+			sel.Errors = append(sel.Errors, d)
+		}
+	}
+	for _, d := range o.Warnings {
+		if in(d.Line) {
+			sel.Warnings = append(sel.Warnings, d)
+		}
+	}
+	sel.setScalars(take)
+	sel.RankCount = len(sel.Ranks)
+	sel.Groups = outputGroups(sel.Ranks)
+	return sel, append([]Part(nil), skip...)
 }
 
 // Rank is one rank line of the output.
@@ -146,8 +337,13 @@ type Perf struct {
 	// off ("N/A", JSON null) or when the output has the old "error" column.
 	Wrong int64
 	// MaxError is the old format's "error" column (largest difference
-	// seen, e.g. 5e-07); 0 otherwise.
-	MaxError float64
+	// seen, e.g. 5e-07); 0 otherwise. HasMaxError is true when that column
+	// held a number: validation ran ("N/A" leaves it false).
+	MaxError    float64
+	HasMaxError bool
+	// Prec is how precisely the text printed the numbers above; zero for
+	// JSON.
+	Prec Prec
 	// IMin, IMax and IP99 are the per-iteration minimum, maximum and 99th
 	// percentile times in microseconds, ICV their coefficient of variation
 	// in percent, printed with -I; 0 when absent.
@@ -158,6 +354,28 @@ type Perf struct {
 	// largest MaxError, IMax, IP99 and ICV, the least IMin. nil for a row
 	// printed once.
 	Stats *PerfStats
+}
+
+// Prec says how precisely the text printed a Perf's numbers: for each, the
+// decimal exponent of its last printed digit ("344.03": -2, "12484": 0,
+// "1.2e+04": 3, "1e+06": 6, as nccl-tests' getFloatStr shortens numbers too
+// wide for their column), so that a number stands for any value within
+// half a unit of that digit (HalfUnit). Known is false for numbers that
+// were not printed rounded to a column (JSON, which nccl-tests writes with
+// %lf: 6 decimals).
+type Prec struct {
+	Known                        bool
+	Time, AlgBW, BusBW, MaxError int8
+}
+
+// HalfUnit returns half a unit of the last digit of exponent exp when the
+// precision is known (0.005 for -2, 5e+05 for 6), else half a unit of the
+// 6th decimal, %lf's.
+func (q Prec) HalfUnit(exp int8) float64 {
+	if !q.Known {
+		exp = -6
+	}
+	return 0.5 * math.Pow10(int(exp))
 }
 
 // outputDiagMax bounds Errors and Warnings so that memory does not grow

@@ -65,6 +65,42 @@ func ntCheckOutput(t *testing.T, o *Output, format string, lines int) {
 	if format == "text" && o.RankCount != len(o.Ranks) || o.Groups > len(o.Ranks) || o.OutOfBounds < -1 {
 		t.Errorf("rank count %d of %d ranks, %d groups, out of bounds %d", o.RankCount, len(o.Ranks), o.Groups, o.OutOfBounds)
 	}
+	if o.NRanks < 0 || o.NNodes < 0 || o.Headers < 0 {
+		t.Errorf("nranks %d nnodes %d headers %d", o.NRanks, o.NNodes, o.Headers)
+	}
+	// Parts cover the rows, ranks and lines in order, without overlap.
+	if len(o.Parts) == 1 {
+		t.Errorf("one part kept: %+v", o.Parts[0])
+	}
+	row, rank, line := 0, 0, 1
+	for i, pt := range o.Parts {
+		if pt.RowFrom != row || pt.RowTo < pt.RowFrom || pt.RankFrom != rank || pt.RankTo < pt.RankFrom ||
+			pt.FirstLine < line || pt.LastLine < pt.FirstLine || pt.LastLine > lines || i == 0 && pt.FirstLine != 1 {
+			t.Fatalf("part %d %+v after row %d rank %d line %d", i, pt, row, rank, line)
+		}
+		row, rank, line = pt.RowTo, pt.RankTo, pt.LastLine
+	}
+	if len(o.Parts) > 0 && (row != len(o.Rows) || rank != len(o.Ranks)) {
+		t.Errorf("parts end at row %d rank %d of %d, %d", row, rank, len(o.Rows), len(o.Ranks))
+	}
+	// Select keeps the rows of the part it picks and nothing else.
+	for _, pt := range o.Parts {
+		sel, skipped := o.Select(pt.Collective)
+		if sel == nil || len(skipped) >= len(o.Parts) || sel.RankCount != len(sel.Ranks) {
+			t.Fatalf("Select(%q) of %d parts: %d left out", pt.Collective, len(o.Parts), len(skipped))
+		}
+		if sel == o || sel.Parts != nil {
+			continue
+		}
+		if len(sel.Rows) != pt.RowTo-pt.RowFrom {
+			t.Fatalf("Select(%q): %d rows, its part %d", pt.Collective, len(sel.Rows), pt.RowTo-pt.RowFrom)
+		}
+		for _, r := range sel.Rows {
+			if r.Line < pt.FirstLine || r.Line > pt.LastLine {
+				t.Fatalf("Select(%q) holds a row of line %d, out of its part's lines %d-%d", pt.Collective, r.Line, pt.FirstLine, pt.LastLine)
+			}
+		}
+	}
 }
 
 // FuzzParseText checks that ParseText never panics nor fails on any input,
@@ -75,6 +111,26 @@ func FuzzParseText(f *testing.F) {
 		for _, c := range ntCuts(ntTestdata(f, rel)) {
 			f.Add(c, uint8(len(c)))
 		}
+	}
+	// The shapes of real outputs the files show only in part: lines under
+	// stacked kubectl and mpirun labels, with CRLF; two tests back to back;
+	// NCCL INFO lines naming ranks and hosts; a row with its redop printed
+	// empty; numbers in getFloatStr's short forms.
+	ar := string(ntTestdata(f, "h200x2-2.19.6/all_reduce.txt"))
+	var labelled strings.Builder
+	for _, l := range strings.SplitAfter(ar, "\n") {
+		labelled.WriteString("[pod/p/c] 2024-05-01T12:00:00.123456789Z [1,0]<stdout>:" + strings.TrimSuffix(l, "\n") + "\r\n")
+	}
+	for _, s := range []string{
+		labelled.String(),
+		ar + string(ntTestdata(f, "h200x2-2.19.6/all_gather.txt")),
+		"vm:1199:1211 [1] NCCL INFO comm 0x55ea629b9a70 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0\n" +
+			"h:1:2 [0] NCCL INFO [Rank 0] ncclCommInitRankConfig comm 0x1 rank 0 nranks 16 cudaDev 0 - Init START\n" +
+			"x NCCL INFO Init timings - ncclCommInitRankConfig: rank 99999999999 nranks 2 total 0.45\n",
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+			"  2147483648     536870912     float                 -1     1.76   1e+06   1e+06       0  1.2e+04  2e+05  1.5e-07  1e+06\n",
+	} {
+		f.Add([]byte(s), uint8(len(s)))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, size uint8) {
 		o, err := ParseText(bytes.NewReader(data), "fuzz")
@@ -101,6 +157,9 @@ func FuzzParseJSON(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"results":[{"size":"8","root":"  -1","in_place":{"time":"nan","nwrong":null}}],"average_bus_bandwidth":1}`))
+	// The 1-GPU broadcast's in-place no-op at 2 GiB: a busbw the text
+	// prints as 1e+06.
+	f.Add([]byte(`{"config":{"nthreads":1,"ngpus":1,"devices":[{"rank":0,"hostname":"vm"}]},"results":[{"size":2147483648,"count":536870912,"type":"float","redop":"none","root":"     0","in_place":{"time":1.757201,"alg_bw":1222105.42,"bus_bw":1222105.42,"nwrong":0}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o, err := ParseJSON(bytes.NewReader(data), "fuzz.json")
 		if err != nil {

@@ -31,7 +31,7 @@ func ntTestdata(t testing.TB, rel string) []byte {
 func ntFiles(t testing.TB, ext string) []string {
 	t.Helper()
 	var out []string
-	for _, dir := range []string{"h200x2-2.19.6", "h200x2-variants", "seeds", "edited"} {
+	for _, dir := range []string{"h200x2-2.19.6", "h200x2-variants", "seeds", "edited", "public"} {
 		m, err := filepath.Glob(filepath.Join("testdata", dir, "*"+ext))
 		assert.NilError(t, err)
 		for _, f := range m {
@@ -105,13 +105,24 @@ func ntRender(o *Output) string {
 		fmt.Fprintf(&b, "  rank %d group %d pid %d host %q device %d bus %q name %q\n", r.Rank, r.Group, r.Pid, r.Host, r.Device, r.BusID, r.DeviceName)
 	}
 	fmt.Fprintf(&b, "footer %v outofbounds %d failed %v avgbusbw %s\n", o.FooterSeen, o.OutOfBounds, o.OutOfBoundsFailed, ntG(o.AvgBusBW))
+	if o.NRanks != 0 || o.NNodes != 0 || o.Headers > 1 || len(o.InfoHosts) > 0 {
+		hosts := map[string]bool{}
+		for _, h := range o.InfoHosts {
+			hosts[h] = true
+		}
+		fmt.Fprintf(&b, "info nranks %d nnodes %d headers %d infohosts %d ranks on %d hosts\n", o.NRanks, o.NNodes, o.Headers, len(o.InfoHosts), len(hosts))
+	}
+	for _, pt := range o.Parts {
+		fmt.Fprintf(&b, "  part L%d-%d %q rows %d-%d ranks %d-%d headers %d footer %v outofbounds %d avgbusbw %s nranks %d\n",
+			pt.FirstLine, pt.LastLine, pt.Collective, pt.RowFrom, pt.RowTo, pt.RankFrom, pt.RankTo, pt.Headers, pt.FooterSeen, pt.OutOfBounds, ntG(pt.AvgBusBW), pt.NRanks)
+	}
 	fmt.Fprintf(&b, "rows %d (line size count type redop root | out-of-place | in-place: time algbw busbw wrong [maxerror] [i_min i_max i_p99 i_cv] [@timestamp])\n", len(o.Rows))
 	perf := func(p *Perf) string {
 		if p == nil {
 			return "-"
 		}
 		s := fmt.Sprintf("%s %s %s %d", ntG(p.Time), ntG(p.AlgBW), ntG(p.BusBW), p.Wrong)
-		if p.MaxError != 0 {
+		if p.MaxError != 0 || p.HasMaxError {
 			s += " maxerror=" + ntG(p.MaxError)
 		}
 		if p.IMin != 0 || p.IMax != 0 || p.IP99 != 0 || p.ICV != 0 {

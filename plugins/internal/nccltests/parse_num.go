@@ -67,9 +67,16 @@ func parseInt(b []byte) (int, bool) {
 // is what nccl-tests prints, take a fast path that is exact (both operands
 // of the division are exact in float64); the rest go to strconv.
 func parseFloat(b []byte) (float64, bool) {
+	v, _, ok := parseFloatExp(b)
+	return v, ok
+}
+
+// parseFloatExp is parseFloat that also returns parseExp(b), the exponent
+// of the number's last digit, without scanning it twice on the fast path.
+func parseFloatExp(b []byte) (float64, int8, bool) {
 	i, n := 0, len(b)
 	if n == 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	neg := false
 	if b[0] == '-' || b[0] == '+' {
@@ -82,7 +89,7 @@ func parseFloat(b []byte) (float64, bool) {
 		mant = mant*10 + uint64(b[i]-'0')
 		digits++
 		if digits > 15 {
-			return parseFloatSlow(b)
+			return parseFloatSlowExp(b)
 		}
 	}
 	if i < n && b[i] == '.' {
@@ -92,21 +99,30 @@ func parseFloat(b []byte) (float64, bool) {
 			digits++
 			frac++
 			if digits > 15 {
-				return parseFloatSlow(b)
+				return parseFloatSlowExp(b)
 			}
 		}
 	}
 	if i == n {
 		if digits == 0 {
-			return 0, false
+			return 0, 0, false
 		}
 		v := float64(mant) / parsePow10[frac]
 		if neg {
 			v = -v
 		}
-		return v, true
+		return v, int8(-frac), true
 	}
-	return parseFloatSlow(b)
+	return parseFloatSlowExp(b)
+}
+
+// parseFloatSlowExp is parseFloatSlow with parseExp.
+func parseFloatSlowExp(b []byte) (float64, int8, bool) {
+	v, ok := parseFloatSlow(b)
+	if !ok {
+		return 0, 0, false
+	}
+	return v, parseExp(b), true
 }
 
 // parseFloatSlow is parseFloat for exponents, long numbers and nan/inf.
@@ -207,4 +223,45 @@ func parseIsDate(b []byte) bool {
 func parseIsClock(b []byte) bool {
 	return len(b) == 8 && b[2] == ':' && b[5] == ':' &&
 		parseDigits(b[0:2]) && parseDigits(b[3:5]) && parseDigits(b[6:8])
+}
+
+// parseExp returns the decimal exponent of the last digit of a number as
+// printf writes it: -2 for "344.03", 0 for "12484", 3 for "1.2e+04", 6 for
+// "1e+06", -7 for "5e-07"; 0 for what is no plain number ("nan", "inf"),
+// which carries no rounding. The result is clamped to int8.
+func parseExp(b []byte) int8 {
+	i, n := 0, len(b)
+	if i < n && (b[i] == '-' || b[i] == '+') {
+		i++
+	}
+	for i < n && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	frac := 0
+	if i < n && b[i] == '.' {
+		i++
+		for i < n && b[i] >= '0' && b[i] <= '9' {
+			i++
+			frac++
+		}
+	}
+	exp := 0
+	if i < n && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		neg := false
+		if i < n && (b[i] == '-' || b[i] == '+') {
+			neg = b[i] == '-'
+			i++
+		}
+		for ; i < n && b[i] >= '0' && b[i] <= '9' && exp < 1000; i++ {
+			exp = exp*10 + int(b[i]-'0')
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	if i != n {
+		return 0
+	}
+	return int8(max(-127, min(127, exp-frac)))
 }

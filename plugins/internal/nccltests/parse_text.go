@@ -36,6 +36,9 @@ const (
 	// parseTextInternMax bounds the table of interned type, op and host
 	// names.
 	parseTextInternMax = 512
+	// parseTextPartsMax bounds Output.Parts: a log of a million outputs
+	// repeated must not hold a million parts.
+	parseTextPartsMax = 1024
 )
 
 // parseInternalError starts the report of a bug of the parser.
@@ -74,7 +77,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 // parseTextSized is ParseText with a given read buffer size in bytes (at
 // least 16), so that tests can check that results do not depend on it.
 func parseTextSized(r io.Reader, name string, bufSize int) (out *Output, err error) {
-	p := &textParser{out: newOutput("text"), errs: newDiags("errors"), warn: newDiags("warnings"), lay: textDefaultLayout, strs: map[string]string{}}
+	p := &textParser{out: newOutput("text"), errs: newDiags("errors"), warn: newDiags("warnings"), lay: textDefaultLayout, strs: map[string]string{}, run: newPart(1, 0, 0)}
 	p.set.NewPerf = p.slabPerf
 	defer func() {
 		// A bug must not take the caller down: report it, keep what was
@@ -153,6 +156,11 @@ type textLayout struct {
 	short []textField
 	// npre is the number of columns before the first time column.
 	npre int
+	// redop is the index of the redop column, -1 none; noRedop the fields
+	// without it, for rows that print it empty (hypercube_perf's opName
+	// is "", printed as blanks).
+	redop   int
+	noRedop []textField
 }
 
 // textNullGap is the least run of blanks before the in-place columns that
@@ -162,9 +170,13 @@ const textNullGap = 30
 
 // newTextLayout makes a layout from its fields.
 func newTextLayout(fields []textField) textLayout {
-	l := textLayout{fields: fields}
+	l := textLayout{fields: fields, redop: -1}
 	var blocks [3]int
-	for _, f := range fields {
+	for i, f := range fields {
+		if f.col == textColRedop && l.redop < 0 {
+			l.redop = i
+			l.noRedop = append(append([]textField{}, fields[:i]...), fields[i+1:]...)
+		}
 		if f.block < 0 {
 			l.npre++
 		}
@@ -301,12 +313,19 @@ type textParser struct {
 	rowToks [][2]int // their bounds in rowBuf
 	rowCut  bool     // the last row token may be cut (input ended in it)
 	rowGap  int      // blanks before the row's first time column
+	// rowNoRedop is set when the token in the redop column is a number: the
+	// column was printed empty, the row has one token fewer.
+	rowNoRedop bool
 
 	segBuf  []byte   // bytes of the current comment segment's tokens
 	segToks [][2]int // their bounds in segBuf
 	stamp   []byte   // the date of a -S timestamp
 
-	set RowSet // the rows, cycles folded
+	// set holds the rows of the part being read, cycles folded; prev the
+	// rows of the parts before it. One set per part: a test's rows are
+	// never cycles of another test's printed in the same file.
+	set  RowSet
+	prev []Row
 	// scratch holds the Perf values of the row being filled, which set
 	// copies when the row is new.
 	scratch  [2]Perf
@@ -320,6 +339,12 @@ type textParser struct {
 	// inPlaceOnly is set by a "# in-place" title without "out-of-place"
 	// (rccl-tests -O 0): the header's one block is the in-place one.
 	inPlaceOnly bool
+
+	// run is the part being read: the scalars of the output go there;
+	// parts the finished ones.
+	run      Part
+	parts    []Part
+	partsCut bool // parseTextPartsMax was reached
 }
 
 // piece handles one piece of a line as ReadSlice returns it: ends is true
@@ -370,10 +395,10 @@ func (p *textParser) startLine(b []byte, whole, cut bool) (skip int) {
 	if len(b) > parseTextHeadMax {
 		b = b[:parseTextHeadMax]
 	}
-	s := textTrimLeft(b)
-	if n := textLabel(s); n > 0 {
-		s = textTrimLeft(s[n:])
-	}
+	// Launchers and log collectors label lines (mpirun --tag-output, srun
+	// --label, kubectl logs --prefix --timestamps); what follows is the
+	// tool's own line.
+	s := textTrimLeft(b[textdiag.PrefixLen(b):])
 	skip = len(b) - len(s)
 	p.kind = textLineOther
 	if len(s) == 0 {
@@ -399,40 +424,6 @@ func (p *textParser) startLine(b []byte, whole, cut bool) (skip int) {
 	}
 	p.otherLine(textTrimRight(s))
 	return skip
-}
-
-// textLabel returns the length of the label a launcher put at the start
-// of s, or 0: Open MPI's --tag-output ("[1,0]<stdout>:") or Slurm's srun
-// --label ("0: ").
-func textLabel(s []byte) int {
-	digits := func(i int) int {
-		j := i
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
-		}
-		return j - i
-	}
-	if len(s) > 0 && s[0] == '[' {
-		i := 1 + digits(1)
-		if i == 1 || i >= len(s) || s[i] != ',' {
-			return 0
-		}
-		j := i + 1 + digits(i+1)
-		if j == i+1 || j >= len(s) || s[j] != ']' {
-			return 0
-		}
-		rest := s[j+1:]
-		for _, tag := range []string{"<stdout>:", "<stderr>:"} {
-			if len(rest) >= len(tag) && string(rest[:len(tag)]) == tag {
-				return j + 1 + len(tag)
-			}
-		}
-		return 0
-	}
-	if n := digits(0); n > 0 && n+1 < len(s) && s[n] == ':' && s[n+1] == ' ' {
-		return n + 1
-	}
-	return 0
 }
 
 // textBlank reports whether c is blank space within a line.
@@ -534,6 +525,7 @@ func textGuessLayout(s []byte, whole bool) textLayout {
 func (p *textParser) otherLine(s []byte) {
 	if i := textInfoAt(s); i >= 0 {
 		rest := s[i+len(parseTextInfoMark):]
+		p.infoCounts(s[:i], rest)
 		// Most INFO lines are not the version line: look at one byte
 		// before trimming.
 		if len(rest) > 1 && rest[1] == 'N' || len(rest) > 0 && rest[0] == 'N' {
@@ -563,8 +555,9 @@ func (p *textParser) otherLine(s []byte) {
 	}
 	if f := bytes.Fields(s); len(f) >= 3 && string(f[0]) == "rccl-tests:" && string(f[1]) == "Version" {
 		// rccl-tests develop builds of 2024-2025: "rccl-tests: Version develop:83d38d9".
-		if p.out.TestsVersion == "" {
-			p.out.TestsVersion = outputCleanText(string(f[2]))
+		p.headerLine()
+		if p.run.TestsVersion == "" {
+			p.run.TestsVersion = outputCleanText(string(f[2]))
 		}
 		return
 	}
@@ -572,16 +565,116 @@ func (p *textParser) otherLine(s []byte) {
 		// rccl-tests' build report: "RCCL version : 2.27.7-HEAD:96a25b5",
 		// "HIP version : 7.2.53211-671d39a71e", "ROCm version : 7.2.2.0-86-671d39a71e".
 		if name := string(f[0]); name == "RCCL" || name == "HIP" || name == "ROCm" {
-			if p.out.Libraries == nil {
-				p.out.Libraries = map[string]string{}
+			if p.run.Libraries == nil {
+				p.run.Libraries = map[string]string{}
 			}
-			if _, seen := p.out.Libraries[name]; !seen {
-				p.out.Libraries[name] = outputCleanText(string(f[3]))
+			if _, seen := p.run.Libraries[name]; !seen {
+				p.run.Libraries[name] = outputCleanText(string(f[3]))
 			}
 			return
 		}
 	}
 	p.errorLine(s)
+}
+
+// parseTextRanksMark ends "nranks " and "nRanks ", which NCCL INFO lines
+// print before a communicator's size.
+var parseTextRanksMark = []byte("anks ")
+
+// parseTextNodesMark is before the node count in NCCL's "comm 0x... rank
+// 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0" INFO line.
+var parseTextNodesMark = []byte(" nNodes ")
+
+// The starts of the NCCL INFO messages that name a communicator's size.
+var (
+	parseTextCommMark     = []byte("comm 0x")
+	parseTextCommInitMark = []byte("ncclComm")
+	parseTextTimingsMark  = []byte("Init timings")
+)
+
+// parseTextInfoHostsMax bounds Output.InfoHosts.
+const parseTextInfoHostsMax = 1 << 16
+
+// infoCounts takes the communicator size and node count from the rest of
+// an NCCL INFO line ("ncclCommInitRankConfig comm 0x55ea629b9a70 rank 1
+// nranks 2 cudaDev 1 ...", "comm 0x... rank 0 nRanks 2 nNodes 1
+// localRanks 2 ..."), and the rank's host from the line's head (head,
+// "vm:1199:1211 [1] "). The largest counts are kept: NCCL_TESTS_SPLIT's
+// child communicators are smaller than the one of all ranks.
+func (p *textParser) infoCounts(head, rest []byte) {
+	// This is the hot path of NCCL_DEBUG=INFO logs: only messages that
+	// start as those that name a communicator's size ("comm 0x...",
+	// "ncclCommInitRank...", "Init timings", after NCCL 2.29's "[Rank 0] ")
+	// are searched.
+	m := rest
+	if len(m) > 0 && m[0] == ' ' {
+		m = m[1:]
+	}
+	if len(m) > 0 && m[0] == '[' {
+		if k := bytes.IndexByte(m, ']'); k > 0 && k < 16 && k+2 < len(m) {
+			m = m[k+2:]
+		}
+	}
+	var want []byte
+	if len(m) > 0 {
+		switch m[0] {
+		case 'c':
+			want = parseTextCommMark
+		case 'n':
+			want = parseTextCommInitMark
+		case 'I':
+			want = parseTextTimingsMark
+		}
+	}
+	if want == nil || !bytes.HasPrefix(m, want) {
+		return
+	}
+	j := bytes.Index(rest, parseTextRanksMark)
+	if j < 3 || rest[j-3] != ' ' || rest[j-2] != 'n' || rest[j-1] != 'r' && rest[j-1] != 'R' {
+		return
+	}
+	num := func(b []byte) (int, int) {
+		k := 0
+		for k < len(b) && k < 9 && b[k] >= '0' && b[k] <= '9' {
+			k++
+		}
+		v, _ := parseUint(b[:k])
+		return int(v), k
+	}
+	n, k0 := num(rest[j+len(parseTextRanksMark):])
+	p.run.NRanks = max(p.run.NRanks, n)
+	if rest[j-1] == 'R' && bytes.HasPrefix(rest[j+len(parseTextRanksMark)+k0:], parseTextNodesMark) {
+		k := j + len(parseTextRanksMark) + k0
+		nodes, _ := num(rest[k+len(parseTextNodesMark):])
+		p.run.NNodes = max(p.run.NNodes, nodes)
+	}
+	// "... rank R nranks N": R's digits end right before " nranks".
+	before := rest[:j-3]
+	r := bytes.LastIndexByte(before, ' ')
+	if r < 4 || string(before[r-4:r]) != "rank" || (r > 4 && before[r-5] != ' ') {
+		return
+	}
+	rank, k := num(before[r+1:])
+	if k != len(before)-r-1 || k == 0 {
+		return
+	}
+	if _, seen := p.run.InfoHosts[rank]; seen || len(p.run.InfoHosts) >= parseTextInfoHostsMax {
+		return // every rank prints several such lines
+	}
+	head = textTrimLeft(head)
+	c := bytes.IndexByte(head, ':')
+	if c <= 0 {
+		return
+	}
+	for _, x := range head[:c] {
+		if textSpace(x) || x == '[' {
+			return
+		}
+	}
+	if p.run.InfoHosts == nil {
+		p.run.InfoHosts = map[int]string{}
+	}
+	p.run.InfoHosts[rank] = p.intern(head[:c])
 }
 
 // errorLine records s when it is a tool error.
@@ -613,11 +706,11 @@ func textInfoAt(s []byte) int {
 // versionLine takes the NCCL version from the rest of an "NCCL version
 // 2.25.1+cuda12.8" line.
 func (p *textParser) versionLine(rest []byte) {
-	if p.out.NCCLVersion != "" {
+	if p.run.NCCLVersion != "" {
 		return // every rank prints it; the first one is enough
 	}
 	if f := bytes.Fields(rest); len(f) > 0 {
-		p.out.NCCLVersion = outputCleanText(string(f[0]))
+		p.run.NCCLVersion = outputCleanText(string(f[0]))
 	}
 }
 
@@ -866,11 +959,15 @@ func (p *textParser) endComment() {
 		return
 	}
 	is := func(i int, w string) bool { return i < len(t) && string(t[i]) == w }
-	o := p.out
+	o := &p.run
 	switch {
+	case is(0, "Writing") && is(1, "JSON") && is(2, "output"):
+		p.headerLine()
 	case len(t) >= 3 && bytes.HasSuffix(t[0], []byte("-tests")) && is(1, "version"):
 		p.testsVersion(t)
 	case is(0, "Collective") && is(1, "test") && is(2, "starting:") && len(t) >= 4:
+		p.headerLine()
+		o = &p.run
 		c := outputCleanText(outputCollective(string(t[3])))
 		if o.Collective == "" {
 			o.Collective = c
@@ -879,6 +976,9 @@ func (p *textParser) endComment() {
 			p.warn.Add(p.line, fmt.Sprintf("output of %s_perf follows that of %s_perf; Collective says %s, Rows hold both", c, o.Collective, o.Collective))
 		}
 	case is(0, "nThread"):
+		p.headerLine()
+		o = &p.run
+		o.Headers++
 		for i := 0; i+1 < len(t); i++ {
 			if string(t[i]) == "step:" {
 				// "step: 2(factor)" or "step: 1048576(bytes)"
@@ -932,7 +1032,8 @@ func (p *textParser) endComment() {
 // "rccl-tests version 2.17.9-develop:2596ca5f71 rccl-headers=22803
 // rccl-library=22707"), given as tokens.
 func (p *textParser) testsVersion(t [][]byte) {
-	o := p.out
+	p.headerLine()
+	o := &p.run
 	if o.TestsVersion == "" {
 		o.TestsVersion = outputCleanText(string(t[2]))
 	}
@@ -967,7 +1068,7 @@ func (p *textParser) boundsLine(t [][]byte) {
 		p.warn.Add(p.line, "footer line not understood: "+string(bytes.Join(t, []byte(" "))))
 		return
 	}
-	o := p.out
+	o := &p.run
 	o.FooterSeen = true
 	if o.OutOfBounds < 0 {
 		o.OutOfBounds = 0
@@ -990,8 +1091,8 @@ func (p *textParser) avgLine(t [][]byte) {
 		p.warn.Add(p.line, "footer line not understood: "+string(bytes.Join(t, []byte(" "))))
 		return
 	}
-	if p.out.AvgBusBW < 0 {
-		p.out.AvgBusBW = f
+	if p.run.AvgBusBW < 0 {
+		p.run.AvgBusBW = f
 	}
 	if len(v) > 1 && string(v[1]) == "FAILED" {
 		p.warn.Add(p.line, "nccl-tests reports the average bus bandwidth "+string(v[0])+" GB/s as FAILED (below NCCL_TESTS_MIN_BW)")
@@ -1049,6 +1150,7 @@ func (p *textParser) rankLine(t [][]byte) {
 		p.warn.Add(p.line, "rank list cut by nccl-tests (it prints at most 2048 bytes of rank lines per process): ranks may be missing")
 	}
 	p.out.Ranks = append(p.out.Ranks, r)
+	p.run.RankTo = len(p.out.Ranks)
 }
 
 // intern returns b as a string, shared between equal names.
@@ -1075,14 +1177,24 @@ func (p *textParser) rowToken(tok []byte, cut bool) {
 		p.mode = textModeStamp
 		return
 	}
-	if len(p.rowToks) == p.lay.npre {
+	width, npre := len(p.lay.fields), p.lay.npre
+	if p.rowNoRedop {
+		width, npre = width-1, npre-1
+	}
+	if len(p.rowToks) == npre {
 		p.rowGap = p.tokGap
+	}
+	if len(p.rowToks) == p.lay.redop && !parseWord(tok) {
+		if _, isRoot := parseInt(tok); isRoot {
+			p.rowNoRedop = true
+			width--
+		}
 	}
 	start := len(p.rowBuf)
 	p.rowBuf = append(p.rowBuf, tok...)
 	p.rowToks = append(p.rowToks, [2]int{start, len(p.rowBuf)})
 	p.rowCut = cut
-	if len(p.rowToks) == len(p.lay.fields) {
+	if len(p.rowToks) == width {
 		p.endRow()
 	}
 }
@@ -1116,16 +1228,19 @@ func (p *textParser) endRow() {
 		return
 	}
 	defer func() {
-		p.rowBuf, p.rowToks, p.rowCut, p.rowGap = p.rowBuf[:0], p.rowToks[:0], false, 0
+		p.rowBuf, p.rowToks, p.rowCut, p.rowGap, p.rowNoRedop = p.rowBuf[:0], p.rowToks[:0], false, 0, false
 	}()
-	width := len(p.lay.fields)
+	fields := p.lay.fields
+	if p.rowNoRedop {
+		fields = p.lay.noRedop
+	}
+	width := len(fields)
 	var row Row
 	bad := -1
-	fields := p.lay.fields
 	switch {
 	case n == width:
 		bad = p.fillRow(&row, fields)
-	case n == len(p.lay.short) && p.rowGap >= textNullGap:
+	case n == len(p.lay.short) && p.rowGap >= textNullGap && !p.rowNoRedop:
 		fields = p.lay.short
 		bad = p.fillRow(&row, fields)
 	default:
@@ -1158,6 +1273,30 @@ func (p *textParser) endRow() {
 func (p *textParser) addRow(r Row) {
 	p.set.Add(r)
 	p.nscratch = 0
+	p.run.RowTo = len(p.prev) + p.set.Len()
+}
+
+// headerLine handles a line that starts a test's output (the JSON file
+// line, the version, "Collective test starting", "nThread"): after rows or
+// a footer it starts a new part.
+func (p *textParser) headerLine() {
+	if !p.run.hasContent() {
+		return
+	}
+	if len(p.parts) == parseTextPartsMax-1 {
+		if !p.partsCut {
+			p.partsCut = true
+			p.warn.Add(p.line, fmt.Sprintf("more than %d test outputs in one text: this one and the rest are read as one", parseTextPartsMax-1))
+		}
+		return
+	}
+	pt := p.run
+	pt.LastLine = max(pt.FirstLine, p.line-1)
+	p.parts = append(p.parts, pt)
+	p.prev = append(p.prev, p.set.Rows()...)
+	p.set = RowSet{NewPerf: p.slabPerf}
+	p.run = newPart(p.line, len(p.prev), len(p.out.Ranks))
+	p.colWarned = false
 }
 
 // lastRow returns the last row kept (a copy when it was folded into an
@@ -1203,7 +1342,7 @@ func (p *textParser) name(tok []byte, last *string) (string, bool) {
 // -1.
 func (p *textParser) fillRow(row *Row, fields []textField) int {
 	row.Line, row.Root = p.line, -1
-	perf := [2]Perf{{Wrong: -1}, {Wrong: -1}}
+	perf := [2]Perf{{Wrong: -1, Prec: Prec{Known: true}}, {Wrong: -1, Prec: Prec{Known: true}}}
 	var have [2]bool
 	for i, f := range fields {
 		tok := p.rowTok(i)
@@ -1236,18 +1375,21 @@ func (p *textParser) fillRow(row *Row, fields []textField) int {
 			}
 			if ok && pf != nil {
 				pf.MaxError, pf.Wrong = v, -1
+				pf.HasMaxError = string(tok) != "N/A"
+				pf.Prec.MaxError = parseExp(tok)
 			}
 		case textColSkip:
 		default:
 			var v float64
-			if v, ok = parseFloat(tok); ok && pf != nil {
+			var exp int8
+			if v, exp, ok = parseFloatExp(tok); ok && pf != nil {
 				switch f.col {
 				case textColTime:
-					pf.Time = v
+					pf.Time, pf.Prec.Time = v, exp
 				case textColAlgBW:
-					pf.AlgBW = v
+					pf.AlgBW, pf.Prec.AlgBW = v, exp
 				case textColBusBW:
-					pf.BusBW = v
+					pf.BusBW, pf.Prec.BusBW = v, exp
 				case textColIMin:
 					pf.IMin = v
 				case textColIMax:
@@ -1281,10 +1423,17 @@ func (p *textParser) fillRow(row *Row, fields []textField) int {
 // result finishes the parse and returns the Output.
 func (p *textParser) result() *Output {
 	o := p.out
-	o.Rows = p.set.Rows()
+	o.Rows = append(p.prev, p.set.Rows()...)
 	o.Errors = p.errs.Done()
 	o.Warnings = p.warn.Done()
 	o.RankCount = len(o.Ranks)
 	o.Groups = outputGroups(o.Ranks)
+	run := p.run
+	run.LastLine = max(run.FirstLine, p.line)
+	parts := append(p.parts, run)
+	o.setScalars(parts)
+	if len(parts) > 1 {
+		o.Parts = parts
+	}
 	return o
 }

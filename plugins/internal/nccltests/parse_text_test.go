@@ -49,8 +49,8 @@ func TestParseTextH200(t *testing.T) {
 	assert.Equal(t, o.Rows[0].Size, int64(8))
 	r := ntRow(t, o, 4294967296)
 	assert.DeepEqual(t, r, Row{Line: 42, Size: 4294967296, Count: 1073741824, Type: "float", Redop: "sum", Root: -1,
-		OutOfPlace: &Perf{Time: 12484.2, AlgBW: 344.03, BusBW: 344.03, Wrong: 0},
-		InPlace:    &Perf{Time: 12502.2, AlgBW: 343.54, BusBW: 343.54, Wrong: 0}})
+		OutOfPlace: &Perf{Time: 12484.2, AlgBW: 344.03, BusBW: 344.03, Wrong: 0, Prec: Prec{Known: true, Time: -1, AlgBW: -2, BusBW: -2}},
+		InPlace:    &Perf{Time: 12502.2, AlgBW: 343.54, BusBW: 343.54, Wrong: 0, Prec: Prec{Known: true, Time: -1, AlgBW: -2, BusBW: -2}}})
 	assert.Equal(t, o.OutOfBounds, 0)
 	assert.Equal(t, o.OutOfBoundsFailed, false)
 	assert.Equal(t, o.AvgBusBW, 103.407)
@@ -137,7 +137,9 @@ func TestParseTextSeeds(t *testing.T) {
 		assert.Equal(t, o.TestsVersion, "2.17.9-develop:2596ca5f71")
 		assert.Equal(t, o.NCCLVersion, "2.27.7")
 		assert.Equal(t, o.Collective, "all_reduce")
-		assert.Assert(t, ntHasDiag(o.Warnings, "output of alltoall_perf follows that of all_reduce_perf"))
+		assert.Equal(t, len(o.Parts), 2)
+		assert.Equal(t, o.Parts[1].Collective, "alltoall")
+		assert.Equal(t, o.Parts[1].RowFrom, 29)
 		assert.Equal(t, len(o.Rows), 29+25)
 		assert.Equal(t, o.Rows[28].Size, int64(1073741824))
 		assert.Equal(t, o.Rows[28].OutOfPlace.BusBW, 402.55)
@@ -181,8 +183,9 @@ func TestParseTextVariants(t *testing.T) {
 	t.Run("-I per-iteration columns", func(t *testing.T) {
 		o := v("periter.txt")
 		assert.Equal(t, len(o.Rows), 23)
-		assert.DeepEqual(t, o.Rows[0].OutOfPlace, &Perf{Time: 22.07, AlgBW: 0, BusBW: 0, Wrong: 0, IMin: 18.02, IMax: 33.02, IP99: 33.02, ICV: 15.38})
-		assert.DeepEqual(t, o.Rows[0].InPlace, &Perf{Time: 21.25, AlgBW: 0, BusBW: 0, Wrong: 0, IMin: 18.05, IMax: 33.79, IP99: 33.79, ICV: 16.86})
+		p2 := Prec{Known: true, Time: -2, AlgBW: -2, BusBW: -2}
+		assert.DeepEqual(t, o.Rows[0].OutOfPlace, &Perf{Time: 22.07, AlgBW: 0, BusBW: 0, Wrong: 0, IMin: 18.02, IMax: 33.02, IP99: 33.02, ICV: 15.38, Prec: p2})
+		assert.DeepEqual(t, o.Rows[0].InPlace, &Perf{Time: 21.25, AlgBW: 0, BusBW: 0, Wrong: 0, IMin: 18.05, IMax: 33.79, IP99: 33.79, ICV: 16.86, Prec: p2})
 		o = v("periter_ts.txt")
 		assert.Equal(t, len(o.Rows), 6)
 		assert.Equal(t, o.Rows[5].Timestamp, "2026-11-30 06:20:16")
@@ -311,8 +314,8 @@ func TestParseTextEdited(t *testing.T) {
 		assert.DeepEqual(t, o.Ranks[1], Rank{Rank: 1, Pid: 1550, Device: 1, Host: "vm", BusID: "0x07", DeviceName: "NVIDIA H200"})
 		r := ntRow(t, o, 4294967296)
 		assert.DeepEqual(t, r, Row{Line: 39, Size: 4294967296, Count: 1073741824, Type: "float", Redop: "sum", Root: -1,
-			OutOfPlace: &Perf{Time: 12484, AlgBW: 344.03, BusBW: 344.03, Wrong: -1, MaxError: 5e-07},
-			InPlace:    &Perf{Time: 12502, AlgBW: 343.54, BusBW: 343.54, Wrong: -1}})
+			OutOfPlace: &Perf{Time: 12484, AlgBW: 344.03, BusBW: 344.03, Wrong: -1, MaxError: 5e-07, HasMaxError: true, Prec: Prec{Known: true, AlgBW: -2, BusBW: -2, MaxError: -7}},
+			InPlace:    &Perf{Time: 12502, AlgBW: 343.54, BusBW: 343.54, Wrong: -1, HasMaxError: true, Prec: Prec{Known: true, AlgBW: -2, BusBW: -2}}})
 		assert.Equal(t, o.AvgBusBW, 103.407)
 		assert.Equal(t, len(o.Errors)+len(o.Warnings), 0)
 
@@ -333,13 +336,16 @@ func TestParseTextEdited(t *testing.T) {
 		o, err := ParseText(strings.NewReader(strings.Join(rows, "\n")+"\n"), "rows")
 		assert.NilError(t, err)
 		assert.Equal(t, len(o.Rows), 2)
-		assert.DeepEqual(t, o.Rows[1].OutOfPlace, &Perf{Time: 12484, AlgBW: 344.03, BusBW: 344.03, Wrong: -1, MaxError: 5e-07})
+		assert.DeepEqual(t, o.Rows[1].OutOfPlace, &Perf{Time: 12484, AlgBW: 344.03, BusBW: 344.03, Wrong: -1, MaxError: 5e-07, HasMaxError: true, Prec: Prec{Known: true, AlgBW: -2, BusBW: -2, MaxError: -7}})
 	})
 	t.Run("exponent forms, #wrong 1e+06, FAILED", func(t *testing.T) {
 		o := ntText(t, "edited/exponent_wrong_failed.txt")
 		r := ntRow(t, o, 4294967296)
 		assert.Equal(t, r.OutOfPlace.Time, 12000.0)
 		assert.Equal(t, r.InPlace.Time, 13000.0)
+		// "1.2e+04" stands for 11500 to 12500: its last digit is the thousands.
+		assert.Equal(t, r.OutOfPlace.Prec.Time, int8(3))
+		assert.Equal(t, r.OutOfPlace.Prec.HalfUnit(r.OutOfPlace.Prec.Time), 500.0)
 		assert.Equal(t, ntRow(t, o, 2147483648).OutOfPlace.Wrong, int64(1000000))
 		assert.Equal(t, o.OutOfBounds, 1)
 		assert.Equal(t, o.OutOfBoundsFailed, true)
@@ -350,12 +356,31 @@ func TestParseTextEdited(t *testing.T) {
 		assert.Equal(t, o.Groups, 2)
 		assert.Equal(t, o.Ranks[1].Group, 1)
 	})
+	t.Run("empty redop column, as hypercube_perf prints it", func(t *testing.T) {
+		o := ntText(t, "edited/empty_redop.txt")
+		want := ntText(t, "h200x2-2.19.6/all_gather.txt")
+		assert.Equal(t, len(o.Rows), 30)
+		assert.Equal(t, len(o.Errors)+len(o.Warnings), 0)
+		for i, r := range o.Rows {
+			w := want.Rows[i]
+			w.Redop = ""
+			assert.DeepEqual(t, r, w)
+		}
+		// The same with its line breaks lost, as pages show outputs: rows
+		// are told apart by the numbers in the redop column.
+		flat := strings.Join(strings.Fields(string(ntTestdata(t, "edited/empty_redop.txt"))), " ")
+		f, err := ParseText(strings.NewReader(flat), "flat")
+		assert.NilError(t, err)
+		assert.Equal(t, len(f.Rows), 30)
+		assert.Equal(t, f.Rows[29].InPlace.BusBW, 311.39)
+		assert.Equal(t, len(f.Errors)+len(f.Warnings), 0)
+	})
 	t.Run("no out-of-place part", func(t *testing.T) {
 		o := ntText(t, "edited/null_out_of_place.txt")
 		assert.Equal(t, len(o.Rows), 30)
 		r := ntRow(t, o, 4294967296)
 		assert.Assert(t, r.OutOfPlace == nil)
-		assert.DeepEqual(t, r.InPlace, &Perf{Time: 12502.2, AlgBW: 343.54, BusBW: 343.54})
+		assert.DeepEqual(t, r.InPlace, &Perf{Time: 12502.2, AlgBW: 343.54, BusBW: 343.54, Prec: Prec{Known: true, Time: -1, AlgBW: -2, BusBW: -2}})
 	})
 	t.Run("Test timeout in the middle of a row", func(t *testing.T) {
 		o := ntText(t, "edited/timeout.txt")
@@ -394,11 +419,44 @@ func TestParseTextConcatenated(t *testing.T) {
 	assert.Equal(t, o.Rows[30].Redop, "none")
 	assert.Equal(t, o.Rows[30].Line, strings.Count(string(ar), "\n")+13)
 	assert.Equal(t, o.Collective, "all_reduce")
-	assert.Assert(t, ntHasDiag(o.Warnings, "output of all_gather_perf follows that of all_reduce_perf"))
 	assert.Equal(t, o.RankCount, 4)
 	assert.Equal(t, o.AvgBusBW, 103.407)
 	assert.Equal(t, o.OutOfBounds, 0)
 	assert.Equal(t, len(o.Errors), 0)
+
+	// Each test's output is a part of its own, from its first header line.
+	arLines := strings.Count(string(ar), "\n")
+	assert.Equal(t, len(o.Parts), 2)
+	for i, want := range []struct {
+		coll         string
+		first, last  int
+		rows, footer int
+		avg          float64
+	}{{"all_reduce", 1, arLines, 30, 0, 103.407}, {"all_gather", arLines + 1, arLines + strings.Count(string(ag), "\n"), 30, 0, 84.316}} {
+		pt := o.Parts[i]
+		assert.Equal(t, pt.Collective, want.coll)
+		assert.Equal(t, pt.FirstLine, want.first)
+		assert.Equal(t, pt.LastLine, want.last)
+		assert.Equal(t, pt.RowTo-pt.RowFrom, want.rows)
+		assert.Equal(t, pt.RankTo-pt.RankFrom, 2)
+		assert.Equal(t, pt.OutOfBounds, want.footer)
+		assert.Equal(t, pt.AvgBusBW, want.avg)
+		assert.Equal(t, pt.Headers, 1)
+
+		sel, skipped := o.Select(want.coll)
+		assert.Equal(t, sel.Collective, want.coll)
+		assert.Equal(t, len(sel.Rows), 30)
+		assert.DeepEqual(t, sel.Rows, o.Rows[pt.RowFrom:pt.RowTo])
+		assert.Equal(t, sel.RankCount, 2)
+		assert.Equal(t, sel.AvgBusBW, want.avg)
+		assert.Equal(t, sel.MaxBytes, int64(4294967296))
+		assert.Assert(t, sel.Parts == nil)
+		assert.Equal(t, len(skipped), 1)
+		assert.Equal(t, skipped[0].Collective, o.Parts[1-i].Collective)
+	}
+	// A test the text does not hold: the whole, for the caller to name.
+	sel, skipped := o.Select("broadcast")
+	assert.Assert(t, sel == o && skipped == nil)
 }
 
 // TestParseTextTruncated cuts real outputs short.
@@ -548,20 +606,25 @@ func TestParseTextReadError(t *testing.T) {
 }
 
 // TestParseTextLauncherLabels checks a real MPI run's output with every
-// line labelled as mpirun --tag-output and srun --label do: the labels are
-// skipped.
+// line labelled as mpirun --tag-output, srun --label and kubectl logs
+// --prefix/--timestamps do, alone and stacked, with LF and CRLF line ends:
+// the labels are skipped.
 func TestParseTextLauncherLabels(t *testing.T) {
 	data := string(ntTestdata(t, "h200x2-2.19.6/mpi_np2_all_reduce.txt"))
 	want := ntText(t, "h200x2-2.19.6/mpi_np2_all_reduce.txt")
 	assert.Equal(t, len(want.Rows), 30)
-	for _, label := range []string{"[1,0]<stdout>:", "[1,0]<stderr>: ", "0: ", "  1: "} {
-		lines := strings.SplitAfter(strings.TrimSuffix(data, "\n"), "\n")
-		for i := range lines {
-			lines[i] = label + lines[i]
+	for _, label := range []string{"[1,0]<stdout>:", "[1,0]<stderr>: ", "0: ", "  1: ",
+		"2024-05-01T12:00:00.123456789Z ", "2024-05-01T12:00:00Z ", "[pod/nccl-test-launcher-x7k2p/mpi-launcher] ",
+		"[pod/p/c] 2024-05-01T12:00:00.123456789Z ", "2024-05-01T12:00:00.5Z [1,0]<stdout>:", "[pod/p/c] 2024-05-01T12:00:00Z 12: "} {
+		for _, eol := range []string{"\n", "\r\n"} {
+			lines := strings.SplitAfter(strings.TrimSuffix(data, "\n"), "\n")
+			for i := range lines {
+				lines[i] = label + strings.TrimSuffix(lines[i], "\n")
+			}
+			got, err := ParseText(strings.NewReader(strings.Join(lines, eol)+eol), "labelled")
+			assert.NilError(t, err)
+			assert.DeepEqual(t, got, want)
 		}
-		got, err := ParseText(strings.NewReader(strings.Join(lines, "")+"\n"), "labelled")
-		assert.NilError(t, err)
-		assert.DeepEqual(t, got, want)
 	}
 }
 

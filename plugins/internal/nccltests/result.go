@@ -85,6 +85,12 @@ func Result(o plan.Output, opt Options) result.Parsed {
 	if terr != nil {
 		errs = append(errs, terr.Error())
 	}
+	// A log of several tests is judged by the output of the test asked
+	// for; the rest is named, not judged.
+	var others []Part
+	if text != nil {
+		text, others = text.Select(test)
+	}
 	var js *Output
 	var jsName string // the JSON file's name, for messages
 	var jsErr error
@@ -152,9 +158,22 @@ func Result(o plan.Output, opt Options) result.Parsed {
 		}
 	}
 
+	if len(others) > 0 {
+		var held []string
+		for _, pt := range others {
+			held = append(held, fmt.Sprintf("%s (lines %d-%d)", pt.Name(), pt.FirstLine, pt.LastLine))
+		}
+		p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Source: filepath.Base(o.Log),
+			Message: fmt.Sprintf("the file also holds %s, not judged: only the output of %s_perf is", strings.Join(held, ", "), test)})
+	}
+
 	p.Metrics = metrics(src)
 	p.Diagnostics = append(p.Diagnostics, cycleNotes(src)...)
-	p.Checks = checks(src, text, js, topo)
+	var ranks int
+	p.Checks, ranks = checks(test, src, text, js, topo)
+	if ranks > 0 {
+		p.Info["ranks"] = strconv.Itoa(ranks)
+	}
 	if len(src.Rows) == 0 {
 		what := "no result rows"
 		if fi, err := os.Stat(o.Log); err == nil && fi.Size() == 0 && js == nil {
@@ -277,35 +296,39 @@ func redopMismatch(test string, o *Output) string {
 }
 
 // disagreement compares the busbw of the text rows with the JSON's (the
-// same run writes both): beyond print rounding they must agree, or one of
-// the files is from another run. It returns the first difference, or "".
+// same run writes both): they must agree within the rounding of what each
+// printed, or one of the files is from another run. The text's rounding is
+// the precision its token carries (nccl-tests prints a busbw too wide for
+// its column as "1e+06", which stands for anything from 5e+05 to 1.5e+06);
+// the JSON's is %lf's (6 decimals). It returns the first difference, or "".
 func disagreement(text, js *Output) string {
 	type key struct {
 		size        int64
 		typ, redop  string
 		root, place int
 	}
-	seen := map[key]float64{}
+	seen := map[key]*Perf{}
 	for _, r := range js.Rows {
 		for i, pf := range []*Perf{r.OutOfPlace, r.InPlace} {
 			k := key{r.Size, r.Type, r.Redop, r.Root, i}
 			if _, dup := seen[k]; pf != nil && !dup {
-				seen[k] = pf.BusBW
+				seen[k] = pf
 			}
 		}
 	}
 	matched := 0
 	for _, r := range text.Rows {
 		for i, pf := range []*Perf{r.OutOfPlace, r.InPlace} {
-			v, ok := seen[key{r.Size, r.Type, r.Redop, r.Root, i}]
+			jp, ok := seen[key{r.Size, r.Type, r.Redop, r.Root, i}]
 			if pf == nil || !ok {
 				continue
 			}
 			matched++
-			// nccl-tests prints %6.2f, fewer decimals when wide: allow the
-			// rounding of the widest form.
-			if math.Abs(v-pf.BusBW) > math.Max(0.051, 0.0005*math.Abs(v)+0.05) {
-				return fmt.Sprintf("busbw at %s is %.2f in the text, %.2f in the JSON", result.FormatBytes(r.Size), pf.BusBW, v)
+			v, t := jp.BusBW, pf.BusBW
+			// A relative 1e-9 for the binary representation of both.
+			tol := pf.Prec.HalfUnit(pf.Prec.BusBW) + jp.Prec.HalfUnit(jp.Prec.BusBW) + 1e-9*math.Abs(v)
+			if math.Abs(v-t) > tol {
+				return fmt.Sprintf("busbw at %s is %s in the text, %.2f in the JSON", result.FormatBytes(r.Size), strconv.FormatFloat(t, 'g', -1, 64), v)
 			}
 		}
 	}
@@ -417,40 +440,18 @@ func cycleNotes(o *Output) []result.Diagnostic {
 	return ds
 }
 
-// checks are the correctness gates: data validation, out-of-bounds values,
-// and the rank count.
-func checks(src, text, js *Output, topo plan.Topology) []result.Check {
+// checks are the correctness gates: data validation, out-of-bounds
+// values, independent runs, and the rank and node counts. It returns them
+// and the rank count the outputs prove (0 when they prove none).
+func checks(test string, src, text, js *Output, topo plan.Topology) ([]result.Check, int) {
 	var cs []result.Check
-	var wrong []string
-	validated := false
-	for _, r := range src.Rows {
-		for _, pl := range []struct {
-			name string
-			p    *Perf
-		}{{"out-of-place", r.OutOfPlace}, {"in-place", r.InPlace}} {
-			if pl.p == nil || pl.p.Wrong < 0 {
-				continue
-			}
-			validated = true
-			if pl.p.Wrong > 0 {
-				wrong = append(wrong, fmt.Sprintf("%d wrong elements %s at %s", pl.p.Wrong, pl.name, result.FormatBytes(r.Size)))
-			}
-		}
+	var bounds []rankBound
+	proved := 0
+	if topo.Ranks() > 0 {
+		bounds = rankEvidence(test, src, text, js)
+		_, proved = rankCheck(bounds, topo)
 	}
-	if !validated && len(src.Rows) > 0 {
-		cs = append(cs, result.Check{Name: "data validation", Warn: true,
-			Message: "validation was off (#wrong shows N/A, nccl-tests -c 0): correctness not checked"})
-	}
-	if validated {
-		c := result.Check{Name: "data validation", OK: len(wrong) == 0}
-		if !c.OK {
-			c.Message = strings.Join(wrong, ", ")
-			if len(wrong) > 3 {
-				c.Message = strings.Join(wrong[:3], ", ") + fmt.Sprintf(" and %d more", len(wrong)-3)
-			}
-		}
-		cs = append(cs, c)
-	}
+	cs = append(cs, validationChecks(src, proved, topo)...)
 	oobSeen, oobFailed, oob := false, false, 0
 	for _, o := range []*Output{text, js} {
 		if o != nil && (o.OutOfBounds >= 0 || o.OutOfBoundsFailed) {
@@ -471,42 +472,75 @@ func checks(src, text, js *Output, topo plan.Topology) []result.Check {
 		cs = append(cs, result.Check{Name: "out of bounds values", Warn: true,
 			Message: "no \"Out of bounds values\" footer: not checked (output cut short?)"})
 	}
-	if want := topo.Ranks(); want > 0 {
-		got, from := 0, ""
-		if text != nil && len(text.Ranks) > 0 {
-			ids := map[int]bool{}
-			for _, r := range text.Ranks {
-				ids[r.Rank] = true
-			}
-			got, from = len(ids), "distinct rank lines"
-			if len(text.Ranks) > len(ids) {
-				from += fmt.Sprintf(" (%d rank lines: several processes each printed a whole output, as a binary built without MPI=1 does under mpirun)", len(text.Ranks))
-			}
-		} else if js != nil && js.RankCount > 0 {
-			got, from = js.RankCount, "ranks in the JSON"
-		}
-		if got > 0 {
-			c := result.Check{Name: "rank count", OK: got == want}
-			if !c.OK {
-				c.Message = fmt.Sprintf("%d %s, expected %d (%s)", got, from, want, topo)
-			}
+	if topo.Ranks() > 0 {
+		if c, ok := independentRuns(text, topo); ok {
 			cs = append(cs, c)
 		}
-		// Ranks on fewer hosts than nodes: a multi-node baseline judged on
-		// a run inside one node.
-		if text != nil && len(text.Ranks) > 0 {
-			hosts := map[string]bool{}
-			for _, r := range text.Ranks {
-				hosts[r.Host] = true
+		c, _ := rankCheck(bounds, topo)
+		cs = append(cs, c)
+		cs = append(cs, nodeCheck(text, js, proved, topo))
+	}
+	return cs, proved
+}
+
+// oldErrorBound is the largest "error" (the largest difference from the
+// expected value) nccl-tests before 2.13 accepted per rank beyond the
+// first, by data type: DeltaMaxValue in src/common.cu up to 51af557
+// (2022-08), which counted a test as out of bounds when its error exceeded
+// DeltaMaxValue(type) x (nranks - 1). Integer types are exact (1e-200).
+var oldErrorBound = map[string]float64{"half": 1e-2, "float16": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "float32": 1e-5, "double": 1e-12, "float64": 1e-12}
+
+// validationChecks judge the data validation: #wrong, or the old error
+// column (ranks: the rank count proved, 0 unknown, then the scope's).
+func validationChecks(src *Output, ranks int, topo plan.Topology) []result.Check {
+	if ranks <= 0 {
+		ranks = topo.Ranks()
+	}
+	var wrong []string
+	validated := false
+	for _, r := range src.Rows {
+		for _, pl := range []struct {
+			name string
+			p    *Perf
+		}{{"out-of-place", r.OutOfPlace}, {"in-place", r.InPlace}} {
+			switch {
+			case pl.p == nil:
+			case pl.p.Wrong >= 0:
+				validated = true
+				if pl.p.Wrong > 0 {
+					wrong = append(wrong, fmt.Sprintf("%d wrong elements %s at %s", pl.p.Wrong, pl.name, result.FormatBytes(r.Size)))
+				}
+			case pl.p.HasMaxError:
+				// The column is printed with one digit (%5.0le): wrong only
+				// when even its lowest reading is above the bound.
+				validated = true
+				bound, ok := oldErrorBound[r.Type]
+				if !ok {
+					bound = 1e-200
+				}
+				bound *= float64(max(ranks-1, 0))
+				if v := pl.p.MaxError - pl.p.Prec.HalfUnit(pl.p.Prec.MaxError); ranks > 0 && v > bound {
+					wrong = append(wrong, fmt.Sprintf("error %g %s at %s (above the %g nccl-tests allows for %s on %d ranks)",
+						pl.p.MaxError, pl.name, result.FormatBytes(r.Size), bound, r.Type, ranks))
+				}
 			}
-			c := result.Check{Name: "node count", OK: len(hosts) == topo.Nodes}
-			if !c.OK {
-				c.Message = fmt.Sprintf("ranks ran on %d host(s), expected %d nodes", len(hosts), topo.Nodes)
-			}
-			cs = append(cs, c)
 		}
 	}
-	return cs
+	if !validated {
+		if len(src.Rows) == 0 {
+			return nil
+		}
+		return []result.Check{{Name: "data validation", Warn: true,
+			Message: "validation was off (#wrong shows N/A, nccl-tests -c 0): correctness not checked"}}
+	}
+	c := result.Check{Name: "data validation", OK: len(wrong) == 0}
+	if !c.OK {
+		c.Message = strings.Join(wrong, ", ")
+		if len(wrong) > 3 {
+			c.Message = strings.Join(wrong[:3], ", ") + fmt.Sprintf(" and %d more", len(wrong)-3)
+		}
+	}
+	return []result.Check{c}
 }
 
 func info(text, js *Output, opt Options) map[string]string {

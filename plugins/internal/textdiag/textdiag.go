@@ -1,7 +1,8 @@
 // Package textdiag holds what the plugins' text parsers share to keep their
 // memory bounded whatever the output: reading it line by line with a cap on
-// a line's length, a bounded list of line-tagged diagnostics, and clipping
-// of the output lines quoted in them.
+// a line's length, a bounded list of line-tagged diagnostics, clipping of
+// the output lines quoted in them, and the length of the labels launchers
+// and log collectors put before each line (PrefixLen).
 package textdiag
 
 import (
