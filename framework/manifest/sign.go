@@ -25,66 +25,74 @@ const PassphraseEnv = "GPUACCEPT_SIGN_PASSPHRASE"
 // maxKey bounds a private key file read (an RSA 16384 key is ~13 KB).
 const maxKey = 1 << 20
 
-// Sign signs dir/manifest.json with the ssh private key in the file
-// keyPath (OpenSSH or PEM: ed25519, RSA, ECDSA; passphrase decrypts an
-// encrypted one, nil when it is not) and writes the signature as
-// dir/manifest.json.sig: an armored SSHSIG, namespace Namespace, SHA-512,
-// what ssh-keygen -Y sign -n gpuaccept writes, so that
-//
-//	ssh-keygen -Y verify -f allowed_signers -I ID -n gpuaccept -s manifest.json.sig < manifest.json
-//
-// checks it without gpuaccept. It returns the key's SHA256 fingerprint. It
-// never replaces a signature.
-func Sign(dir, keyPath string, passphrase []byte) (string, error) {
-	sigPath := filepath.Join(dir, SigFile)
-	if _, err := os.Lstat(sigPath); err == nil {
-		return "", fmt.Errorf("sign %s: already signed (%s exists); a signature is never replaced", dir, sigPath)
-	}
-	signer, err := loadSigner(keyPath, passphrase)
-	if err != nil {
-		return "", err
-	}
-	data, err := readRegular(filepath.Join(dir, File), maxManifest)
-	if err != nil {
-		return "", fmt.Errorf("sign manifest: %w", err)
-	}
-	sig, err := sshsig.Sign(bytes.NewReader(data), signer, sshsig.HashSHA512, Namespace)
-	if err != nil {
-		return "", fmt.Errorf("sign %s with %s: %w", filepath.Join(dir, File), keyPath, err)
-	}
-	if err := writeNew(sigPath, sshsig.Armor(sig)); err != nil {
-		return "", fmt.Errorf("write signature: %w", err)
-	}
-	return ssh.FingerprintSHA256(signer.PublicKey()), nil
+// Key is an operator's ssh private key, loaded to sign results folders.
+type Key struct {
+	path   string
+	signer ssh.Signer
 }
 
-func loadSigner(keyPath string, passphrase []byte) (ssh.Signer, error) {
-	f, err := os.Open(keyPath)
+// LoadKey reads the ssh private key in the file path (OpenSSH or PEM:
+// ed25519, RSA, ECDSA); passphrase decrypts an encrypted one and may be
+// nil when it is not. An encrypted key without passphrase, a wrong
+// passphrase or a file that is no key are errors that say so (a run
+// checks its key before it starts, not at sign-off).
+func LoadKey(path string, passphrase []byte) (*Key, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read --sign-key: %w", err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("read --sign-key %s: not a regular file", keyPath)
+		return nil, fmt.Errorf("read --sign-key %s: not a regular file", path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxKey))
 	if err != nil {
-		return nil, fmt.Errorf("read --sign-key %s: %w", keyPath, err)
+		return nil, fmt.Errorf("read --sign-key %s: %w", path, err)
 	}
 	signer, err := ssh.ParsePrivateKey(data)
 	var missing *ssh.PassphraseMissingError
 	switch {
 	case errors.As(err, &missing) && len(passphrase) == 0:
-		return nil, fmt.Errorf("--sign-key %s is encrypted: give its passphrase in %s", keyPath, PassphraseEnv)
+		return nil, fmt.Errorf("--sign-key %s is encrypted: give its passphrase in %s", path, PassphraseEnv)
 	case errors.As(err, &missing):
 		signer, err = ssh.ParsePrivateKeyWithPassphrase(data, passphrase)
 		if err != nil {
-			return nil, fmt.Errorf("--sign-key %s: cannot decrypt it with the passphrase in %s: %w", keyPath, PassphraseEnv, err)
+			return nil, fmt.Errorf("--sign-key %s: cannot decrypt it with the passphrase in %s: %w", path, PassphraseEnv, err)
 		}
 	case err != nil:
-		return nil, fmt.Errorf("--sign-key %s: not an ssh private key: %w", keyPath, err)
+		return nil, fmt.Errorf("--sign-key %s: not an ssh private key: %w", path, err)
 	}
-	return signer, nil
+	return &Key{path: path, signer: signer}, nil
+}
+
+// Fingerprint is the key's "SHA256:..." fingerprint, as ssh-keygen -l
+// shows it.
+func (k *Key) Fingerprint() string { return ssh.FingerprintSHA256(k.signer.PublicKey()) }
+
+// Sign signs dir/manifest.json with k and writes the signature as
+// dir/manifest.json.sig: an armored SSHSIG, namespace Namespace, SHA-512,
+// what ssh-keygen -Y sign -n gpuaccept writes, so that
+//
+//	ssh-keygen -Y verify -f allowed_signers -I ID -n gpuaccept -s manifest.json.sig < manifest.json
+//
+// checks it without gpuaccept. It never replaces a signature.
+func (k *Key) Sign(dir string) error {
+	sigPath := filepath.Join(dir, SigFile)
+	if _, err := os.Lstat(sigPath); err == nil {
+		return fmt.Errorf("sign %s: already signed (%s exists); a signature is never replaced", dir, sigPath)
+	}
+	data, err := readRegular(filepath.Join(dir, File), maxManifest)
+	if err != nil {
+		return fmt.Errorf("sign manifest: %w", err)
+	}
+	sig, err := sshsig.Sign(bytes.NewReader(data), k.signer, sshsig.HashSHA512, Namespace)
+	if err != nil {
+		return fmt.Errorf("sign %s with %s: %w", filepath.Join(dir, File), k.path, err)
+	}
+	if err := writeNew(sigPath, sshsig.Armor(sig)); err != nil {
+		return fmt.Errorf("write signature: %w", err)
+	}
+	return nil
 }
 
 // Signer is who signed a manifest, as the allowed signers file has it.

@@ -71,8 +71,9 @@ func signedFolder(t *testing.T, key string, passphrase []byte) string {
 	dir := folder(t)
 	_, err := Write(dir, "test", "h200")
 	assert.NilError(t, err)
-	_, err = Sign(dir, key, passphrase)
+	k, err := LoadKey(key, passphrase)
 	assert.NilError(t, err)
+	assert.NilError(t, k.Sign(dir))
 	return dir
 }
 
@@ -185,24 +186,23 @@ func TestSignEncryptedKey(t *testing.T) {
 	dir := folder(t)
 	_, err := Write(dir, "test", "h200")
 	assert.NilError(t, err)
-	_, err = Sign(dir, key, nil)
-	assert.ErrorContains(t, err, "is encrypted")
-	_, err = Sign(dir, key, []byte("wrong"))
-	assert.ErrorContains(t, err, "passphrase")
-	assert.Assert(t, !exists(filepath.Join(dir, SigFile)))
-	fp, err := Sign(dir, key, []byte("correct horse"))
+	_, err = LoadKey(key, nil)
+	assert.ErrorContains(t, err, "is encrypted: give its passphrase in "+PassphraseEnv)
+	_, err = LoadKey(key, []byte("wrong"))
+	assert.ErrorContains(t, err, "cannot decrypt it with the passphrase")
+	k, err := LoadKey(key, []byte("correct horse"))
 	assert.NilError(t, err)
+	assert.NilError(t, k.Sign(dir))
 	ok, out := keygenVerify(t, dir, allowedSigners(t, line), "operator@site")
 	assert.Assert(t, ok, out)
-	assert.Assert(t, strings.Contains(out, fp), "%s names %s", out, fp)
+	assert.Assert(t, strings.Contains(out, k.Fingerprint()), "%s names %s", out, k.Fingerprint())
 
 	// A signature is never replaced.
-	_, err = Sign(dir, key, []byte("correct horse"))
-	assert.ErrorContains(t, err, "already signed")
+	assert.ErrorContains(t, k.Sign(dir), "already signed")
 
 	// Not a key at all.
-	_, err = Sign(folder(t), filepath.Join(dir, File), nil)
-	assert.ErrorContains(t, err, "sign-key")
+	_, err = LoadKey(filepath.Join(dir, File), nil)
+	assert.ErrorContains(t, err, "not an ssh private key")
 }
 
 func TestVerifySignatureMissing(t *testing.T) {
