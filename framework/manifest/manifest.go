@@ -218,8 +218,9 @@ func openRegular(p string) (*os.File, error) {
 	return f, nil
 }
 
-// readRegular reads the regular file p, at most max bytes.
-func readRegular(p string, max int64) ([]byte, error) {
+// ReadRegular reads the regular file p, at most max bytes: a link is not
+// followed, a pipe or device refused by name, a larger file an error.
+func ReadRegular(p string, max int64) ([]byte, error) {
 	f, err := openRegular(p)
 	if err != nil {
 		return nil, err
@@ -315,7 +316,7 @@ func writeNew(p string, data []byte) error {
 // Read reads dir/manifest.json. Errors name the file.
 func Read(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, File)
-	data, err := readRegular(p, maxManifest)
+	data, err := ReadRegular(p, maxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
@@ -331,7 +332,7 @@ func Read(dir string) (*Manifest, error) {
 
 // Sum is the hex SHA-256 of dir/manifest.json itself.
 func Sum(dir string) (string, error) {
-	data, err := readRegular(filepath.Join(dir, File), maxManifest)
+	data, err := ReadRegular(filepath.Join(dir, File), maxManifest)
 	if err != nil {
 		return "", fmt.Errorf("hash manifest: %w", err)
 	}

@@ -65,6 +65,9 @@ func LoadKey(path string, passphrase []byte) (*Key, error) {
 	return &Key{path: path, signer: signer}, nil
 }
 
+// Type is the key's ssh type ("ssh-ed25519", "ssh-rsa", ...).
+func (k *Key) Type() string { return k.signer.PublicKey().Type() }
+
 // Fingerprint is the key's "SHA256:..." fingerprint, as ssh-keygen -l
 // shows it.
 func (k *Key) Fingerprint() string { return ssh.FingerprintSHA256(k.signer.PublicKey()) }
@@ -81,7 +84,7 @@ func (k *Key) Sign(dir string) error {
 	if _, err := os.Lstat(sigPath); err == nil {
 		return fmt.Errorf("sign %s: already signed (%s exists); a signature is never replaced", dir, sigPath)
 	}
-	data, err := readRegular(filepath.Join(dir, File), maxManifest)
+	data, err := ReadRegular(filepath.Join(dir, File), maxManifest)
 	if err != nil {
 		return fmt.Errorf("sign manifest: %w", err)
 	}
@@ -119,7 +122,7 @@ func ReadSignature(dir string) (keyType, fingerprint string, err error) {
 
 func readSignature(dir string) (*sshsig.Signature, error) {
 	p := filepath.Join(dir, SigFile)
-	data, err := readRegular(p, maxKey)
+	data, err := ReadRegular(p, maxKey)
 	if err != nil {
 		return nil, fmt.Errorf("read signature: %w", err)
 	}
@@ -177,7 +180,7 @@ func VerifySignature(dir, allowedSigners, identity string) (*Signer, error) {
 		// SHA-1 RSA signatures are refused by the SSHSIG protocol.
 		return nil, fmt.Errorf("%s: RSA signature %s, want rsa-sha2-512 or rsa-sha2-256", SigFile, sig.Signature.Format)
 	}
-	data, err := readRegular(filepath.Join(dir, File), maxManifest)
+	data, err := ReadRegular(filepath.Join(dir, File), maxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("verify signature: %w", err)
 	}
