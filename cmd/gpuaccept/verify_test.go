@@ -37,6 +37,16 @@ func regenerate(t *testing.T, dir string) {
 	assert.NilError(t, err)
 }
 
+// forgeJournal edits the journal of a results folder and has gpuaccept
+// report make every report and the manifest again from it.
+func forgeJournal(t *testing.T, dir, re, repl string) {
+	t.Helper()
+	edit(t, filepath.Join(dir, "journal.jsonl"), re, repl)
+	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	code, out, errs := cli(t, "report", dir)
+	assert.Equal(t, code, 0, out+errs)
+}
+
 // verifyArgs is verifyChanged with more flags for verify, and lines that
 // must not be in its output.
 func verifyArgs(t *testing.T, signed string, change func(dir string), args []string, code int, want, notWant []string) {
@@ -126,6 +136,21 @@ func TestVerifyTampering(t *testing.T) {
 		{"verdict in results.json", func(dir string) {
 			edit(t, filepath.Join(dir, "results.json"), `"status": "pass",(\n  "sku")`, `"status": "warn",${1}`)
 		}, nil, 1, []string{reDerived + `status is "warn", re-derived from raw/ and the journal: "pass"`}, nil},
+		// The journal forged too, and every report and the manifest made
+		// again from it by gpuaccept report: re-judging the raw outputs
+		// catches what they do not say.
+		{"message in the journal, everything made again", func(dir string) {
+			forgeJournal(t, dir, `"message":"18 points inside their bands"`, `"message":"18 points inside their bands, checked by hand"`)
+		}, nil, 1, []string{`REJUDGED nccl.all_reduce: message recorded "18 points inside their bands, checked by hand", re-judged "18 points inside their bands"`}, nil},
+		{"check in the journal, everything made again", func(dir string) {
+			forgeJournal(t, dir, `\{"name":"GPU model","ok":true\}`, `{"name":"GPU model","ok":true,"message":"H200 seen by hand"}`)
+		}, nil, 1, []string{`REJUDGED nccl.all_reduce: check "GPU model" recorded {"name":"GPU model","ok":true,"message":"H200 seen by hand"}, re-judged {"name":"GPU model","ok":true}`}, nil},
+		{"band in the journal, everything made again", func(dir string) {
+			forgeJournal(t, dir, `("band":"\\u003e= )309\.7`, `${1}209.7`)
+		}, nil, 1, []string{"REJUDGED nccl.all_reduce: busbw[in-place] at 4 GiB redop=sum type=float recorded as {", `"band":"\u003e= 209.7`}, nil},
+		{"unit in the journal, everything made again", func(dir string) {
+			forgeJournal(t, dir, `("unit":)"GB/s"(,"size":4294967296)`, `${1}"TB/s"${2}`)
+		}, nil, 1, []string{"REJUDGED nccl.all_reduce: ", " at 4 GiB redop=sum type=float recorded in TB/s, raw output says GB/s"}, nil},
 		{"junit.xml", func(dir string) {
 			edit(t, filepath.Join(dir, "junit.xml"), `failures="0"`, `failures="1"`)
 		}, nil, 1, []string{"MISMATCH junit.xml: edited since the run", "MISMATCH junit.xml: differs from the one re-rendered from the journal and the baseline copy, from line 3"}, nil},

@@ -37,6 +37,7 @@ type Line struct {
 	Kind, Text string
 }
 
+// String renders the line as verify prints it: "KIND text", or the text.
 func (l Line) String() string {
 	if l.Kind == "" {
 		return l.Text
