@@ -44,6 +44,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	var nodes, gpus int
 	fs := newFlags("check", checkUsage, stderr)
 	c.add(fs)
+	c.addSign(fs)
 	fs.StringVar(&test, "test", "", "test the logs are output of, e.g. nccl.all_reduce (gpuaccept list tests)")
 	fs.IntVar(&nodes, "nodes", 0, "number of nodes the logs ran on (required)")
 	fs.IntVar(&gpus, "gpus-per-node", 0, "GPUs per node the logs ran on (required)")
@@ -58,6 +59,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if fs.NArg() == 0 {
 		return exitUsage, usageError{errors.New("no LOGFILE given")}
+	}
+	if c.signKey != "" && c.out == "" {
+		return exitUsage, usageError{errors.New("--sign-key signs a results folder: give --out DIR")}
+	}
+	if err := c.loadKey(); err != nil {
+		return exitUsage, err
 	}
 	s, err := c.getSKU()
 	if err != nil {

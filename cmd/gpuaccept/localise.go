@@ -19,9 +19,9 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/localise"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
-	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -200,7 +200,7 @@ func (sr *subRunner) exec(ctx context.Context, req localise.Request) (*result.Ru
 	if err != nil {
 		return nil, err
 	}
-	if err := report.WriteFolder(run, sr.sku); err != nil {
+	if err := signoff.WriteReports(run, sr.sku, ""); err != nil {
 		return run, fmt.Errorf("write the reports of %s: %w", req.Dir, err)
 	}
 	return run, nil
@@ -425,13 +425,15 @@ func localiseOnly(ctx context.Context, c *common, lc *localise.Config, sr *subRu
 			fmt.Fprintf(stderr, "warning: %v\n", err)
 		}
 	}
-	if err := jw.End(time.Since(run.Started)); err != nil {
+	// One duration for the journal and the reports: verify re-derives
+	// the reports from the journal.
+	run.Duration = time.Since(run.Started)
+	if err := jw.End(run.Duration); err != nil {
 		fmt.Fprintf(stderr, "warning: %v\n", err)
 	}
 	if err := jw.Close(); err != nil {
 		fmt.Fprintf(stderr, "warning: %v\n", err)
 	}
-	run.Duration = time.Since(run.Started)
 	run.Finish()
 	code, err := c.finish(run, s, stdout, stderr)
 	fmt.Fprintf(stderr, "results: %s (report.html, junit.xml, results.json, localise/)\n", c.out)

@@ -85,8 +85,9 @@ func TestVerifyLocalisation(t *testing.T) {
 		code   int
 		want   []string
 	}{
-		// 20 files of the main run, 5 of the sub-run (3 raw, baseline, journal).
-		{"untouched", func(string) {}, 0, []string{"verify: OK: 25 files match the manifest; 6 tests re-judged against baseline/h200.yaml give the recorded verdicts, as do the 1 runs of 1 localisation(s) (run fail)"}},
+		// 25 files of the main run (20 and 5 reports), 11 of the sub-run (3
+		// raw, baseline, journal, 5 reports, its own manifest).
+		{"untouched", func(string) {}, 0, []string{"verify: OK: 36 files match the manifest; 6 tests re-judged against baseline/h200.yaml give the recorded verdicts, as do the 1 runs of 1 localisation(s) (run fail)"}},
 		{"sub-run raw output edited", func(dir string) {
 			edit(t, filepath.Join(dir, subRunRel, "raw/nccl.all_reduce/all_reduce.files/all_reduce.json"), `("size": 4294967296,[^}]*"out_of_place": \{[^}]*"bus_bw": )3`, "${1}1")
 		}, 1, []string{
@@ -107,7 +108,15 @@ func TestVerifyLocalisation(t *testing.T) {
 		}},
 		{"suspect edited in results.json", func(dir string) {
 			edit(t, filepath.Join(dir, report.ResultsFile), `"host": "vm2"`, `"host": "vm3"`)
-		}, 1, []string{"MISMATCH results.json's localisation of nccl.all_reduce names suspects vm3, the journal suspects vm2"}},
+		}, 1, []string{"MISMATCH results.json: localisations[nccl.all_reduce].suspects[node vm3] is not in the re-derived run",
+			"MISMATCH results.json: localisations[nccl.all_reduce].suspects[node vm2] is missing, re-derived from raw/ and the journal: "}},
+		{"sub-run report edited", func(dir string) {
+			edit(t, filepath.Join(dir, subRunRel, report.TableFile), `PASS`, `FAIL`)
+		}, 1, []string{"MISMATCH " + subRunRel + "/table.txt: edited since the run",
+			"MISMATCH " + subRunRel + "/table.txt: differs from the one re-rendered from the journal and the baseline copy, from line"}},
+		{"sub-run metric in its results.json", func(dir string) {
+			edit(t, filepath.Join(dir, subRunRel, report.ResultsFile), `("value": )344\.031485`, "${1}144.031485")
+		}, 1, []string{"MISMATCH " + subRunRel + "/results.json: tests[nccl.all_reduce].metrics[", "].value is 144.031485, re-derived from raw/ and the journal: 344.031485"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { verifyChanged(t, signed, c.change, c.code, c.want) })

@@ -29,6 +29,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	_ "github.com/gpuaccept/gpuaccept/launchers/k8s"
 	_ "github.com/gpuaccept/gpuaccept/launchers/local"
@@ -148,7 +149,8 @@ Usage:
   gpuaccept baseline validate [FILE...] | show SKU | record --sku SKU RUN... | diff OLD NEW
   gpuaccept demo                                    the whole pipeline on embedded real recordings
   gpuaccept report RESULTS_DIR                      rebuild every report of a results folder
-  gpuaccept verify RESULTS_DIR                      check a sign-off: hashes, and verdicts re-judged
+  gpuaccept verify RESULTS_DIR [--digest D] [--allowed-signers F --identity ID]
+                                                    check a sign-off: every file, verdicts re-judged, reports re-derived
   gpuaccept clean --run ID                          delete what a Kubernetes run left behind
   gpuaccept version
 
@@ -199,6 +201,35 @@ type common struct {
 	// ctx is the command's signal context (signalContext); finish turns
 	// an interrupted run's exit code into exitInterrupted.
 	ctx context.Context
+	// signKey is --sign-key, loaded into key before anything runs.
+	signKey string
+	key     *manifest.Key
+	// recorded is the results folder the run recorded, for a folder read
+	// back (gpuaccept report); "" for the run's own.
+	recorded string
+}
+
+// addSign adds --sign-key, of the commands that sign a results folder off.
+func (c *common) addSign(fs *pflag.FlagSet) {
+	fs.StringVar(&c.signKey, "sign-key", "", "ssh private key (ed25519, RSA, ECDSA) that signs manifest.json at sign-off into manifest.json.sig (SSHSIG, namespace gpuaccept: ssh-keygen -Y verify checks it); an encrypted key takes its passphrase from env "+manifest.PassphraseEnv)
+}
+
+// loadKey loads --sign-key, so that a key that cannot sign stops the
+// command before it runs anything.
+func (c *common) loadKey() error {
+	if c.signKey == "" {
+		return nil
+	}
+	var pass []byte
+	if p := os.Getenv(manifest.PassphraseEnv); p != "" {
+		pass = []byte(p)
+	}
+	k, err := manifest.LoadKey(c.signKey, pass)
+	if err != nil {
+		return usageError{err}
+	}
+	c.key = k
+	return nil
 }
 
 func (c *common) add(fs *pflag.FlagSet) {
@@ -273,25 +304,15 @@ func (c *common) host() *pluginapi.Host {
 
 // finish writes the reports of a finished run (s judged it; nil when
 // unknown) and returns its exit code. A results folder holding a journal
-// also gets its sign-off manifest, unless it has one already.
+// is signed off: its manifest written unless it has one, signed with
+// --sign-key, and its digest printed.
 func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (int, error) {
-	if err := report.WriteFolder(run, s); err != nil {
+	if err := signoff.WriteReports(run, s, c.recorded); err != nil {
 		return exitUsage, err
 	}
 	if run.Dir != "" {
-		if _, err := os.Stat(filepath.Join(run.Dir, journal.File)); err == nil {
-			if _, err := os.Stat(filepath.Join(run.Dir, manifest.File)); errors.Is(err, iofs.ErrNotExist) {
-				if _, err := manifest.Write(run.Dir, run.Version, run.SKU); err != nil {
-					return exitUsage, err
-				}
-				if sum, err := manifest.Sum(run.Dir); err == nil {
-					if c.outDeleted {
-						fmt.Fprintf(stderr, "sign-off: manifest sha256 %s (the results folder is deleted on exit; pass --out DIR to keep it and check it with gpuaccept verify DIR)\n", sum)
-					} else {
-						fmt.Fprintf(stderr, "sign-off: %s sha256 %s (gpuaccept verify %s checks it)\n", filepath.Join(run.Dir, manifest.File), sum, run.Dir)
-					}
-				}
-			}
+		if kept, err := signoff.KeptBaseline(run.Dir, run.SKU); err == nil {
+			s = kept // what the folder's own report.html shows
 		}
 	}
 	if c.junit != "" {
@@ -302,6 +323,13 @@ func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (
 	if c.html != "" {
 		if err := report.WriteHTML(c.html, run, s); err != nil {
 			return exitUsage, err
+		}
+	}
+	if run.Dir != "" {
+		if _, err := os.Stat(filepath.Join(run.Dir, journal.File)); err == nil {
+			if err := c.signOff(run, stderr); err != nil {
+				return exitUsage, err
+			}
 		}
 	}
 	if err := report.Write(stdout, c.format, run); err != nil {
@@ -315,6 +343,56 @@ func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (
 		return code, fmt.Errorf("nothing was judged: every test skipped (%s); check --sku, --nodes and --gpus-per-node against gpuaccept baseline show %s", run.Tests[0].Message, run.SKU)
 	}
 	return code, nil
+}
+
+// signOff writes the manifest of the results folder run.Dir when it has
+// none (it never replaces one), signs it with --sign-key and prints the
+// sign-off digest. A folder that no longer matches the manifest it has is
+// not signed.
+func (c *common) signOff(run *result.Run, stderr io.Writer) error {
+	dir := run.Dir
+	if _, err := os.Lstat(filepath.Join(dir, manifest.File)); errors.Is(err, iofs.ErrNotExist) {
+		if _, err := manifest.Write(dir, run.Version, run.SKU); err != nil {
+			return err
+		}
+	} else {
+		m, err := manifest.Read(dir)
+		if err != nil {
+			return err
+		}
+		problems, err := manifest.Check(dir, m)
+		if err != nil {
+			return err
+		}
+		if len(problems) > 0 {
+			var ps []string
+			for _, p := range problems {
+				ps = append(ps, p.String())
+			}
+			err := fmt.Errorf("%s no longer matches the %s it has: %s (gpuaccept verify %s names every difference)", dir, manifest.File, strings.Join(ps, "; "), dir)
+			if c.key != nil {
+				return fmt.Errorf("not signed: %w", err)
+			}
+			fmt.Fprintf(stderr, "warning: %v\n", err)
+		}
+	}
+	if c.key != nil {
+		if err := c.key.Sign(dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "signed: %s (%s %s; ssh-keygen -Y verify -f ALLOWED_SIGNERS -I ID -n %s -s %s < %s checks it)\n",
+			filepath.Join(dir, manifest.SigFile), c.key.Type(), c.key.Fingerprint(), manifest.Namespace, filepath.Join(dir, manifest.SigFile), filepath.Join(dir, manifest.File))
+	}
+	d, err := manifest.Digest(dir)
+	if err != nil {
+		return err
+	}
+	if c.outDeleted {
+		fmt.Fprintf(stderr, "sign-off digest: %s (the results folder is deleted on exit; pass --out DIR to keep it and check it with gpuaccept verify DIR --digest %s)\n", d, d)
+	} else {
+		fmt.Fprintf(stderr, "sign-off digest: %s (gpuaccept verify %s --digest %s checks the folder against it)\n", d, dir, d)
+	}
+	return nil
 }
 
 func validFormat(f string) error {

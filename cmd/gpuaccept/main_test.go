@@ -84,7 +84,7 @@ func TestDemo(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, "PASS: SKU h200, suite singlenode, scope 1x2, launcher replay: 6 pass"), out)
 	assert.Assert(t, strings.Contains(out, "FAIL: SKU h200, suite singlenode, scope 1x2, launcher replay: 6 fail"), out)
 	assert.Assert(t, strings.Contains(out, "demo: every verdict came out as expected"), out)
-	assert.Assert(t, strings.Contains(errs, "gpuaccept verify "+filepath.Join(dir, "healthy")+" checks it"), errs)
+	assert.Assert(t, strings.Contains(errs, "gpuaccept verify "+filepath.Join(dir, "healthy")+" --digest sha256:"), errs)
 }
 
 // Without --out the demo deletes its folders on exit: nothing it prints may

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
-	"path/filepath"
 
-	"github.com/gpuaccept/gpuaccept/framework/journal"
-	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/framework/signoff"
 )
 
 const reportUsage = `Usage: gpuaccept report RESULTS_DIR [flags]
@@ -21,9 +16,12 @@ Rebuilds every report of a results folder (results.json, junit.xml,
 report.html, summary.md, table.txt) from what it holds: the journal of
 finished tests, the raw outputs and the copy of the baseline. A run stopped
 by Ctrl-C, a killed gpuaccept or a lost node gets its reports this way; the
-tests it did not finish are listed as errors. Prints the report in --format
-and exits as its verdicts say (0 pass, 1 fail, 3 error, 4 nothing judged;
-an interrupted run's unfinished tests are errors here, not 130).
+tests it did not finish are listed as errors. A folder without manifest.json
+is signed off (manifest written, --sign-key signs it, the sign-off digest
+printed); one that has a manifest keeps it, and --sign-key signs it only
+while every file still matches it. Prints the report in --format and exits
+as its verdicts say (0 pass, 1 fail, 3 error, 4 nothing judged; an
+interrupted run's unfinished tests are errors here, not 130).
 `
 
 func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
@@ -32,6 +30,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&c.junit, "junit", "", "also write JUnit XML to this file")
 	fs.StringVar(&c.html, "html", "", "also write the HTML report to this file")
 	fs.StringVar(&c.format, "format", "table", "report on stdout: table, json or markdown")
+	c.addSign(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}
@@ -41,45 +40,29 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() != 1 {
 		return exitUsage, usageError{errors.New("report takes one RESULTS_DIR")}
 	}
+	if err := c.loadKey(); err != nil {
+		return exitUsage, err
+	}
 	dir := fs.Arg(0)
-	run, err := loadRun(dir)
+	run, err := c.loadRun(dir)
 	if err != nil {
 		return exitUsage, err
 	}
-	s, _ := keptBaseline(dir, run.SKU) // without it the plots have no bands
+	s, _ := signoff.KeptBaseline(dir, run.SKU) // without it the plots have no bands
 	return c.finish(run, s, stdout, stderr)
 }
 
-// loadRun reads the run a results folder holds: from its journal, which
-// has every test that finished even when the run was stopped, else from
-// results.json (folders of gpuaccept check --out).
-func loadRun(dir string) (*result.Run, error) {
+// loadRun reads the run a results folder holds (signoff.LoadRun) and
+// keeps the folder it recorded in c, so the reports rebuilt show it as
+// the run did.
+func (c *common) loadRun(dir string) (*result.Run, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, usageError{fmt.Errorf("results folder %s: not a folder", dir)}
 	}
-	run, err := journal.Read(dir)
-	if errors.Is(err, iofs.ErrNotExist) {
-		data, rerr := os.ReadFile(filepath.Join(dir, report.ResultsFile))
-		if rerr != nil {
-			return nil, fmt.Errorf("results folder %s has neither %s nor %s", dir, journal.File, report.ResultsFile)
-		}
-		run = &result.Run{}
-		if err := json.Unmarshal(data, run); err != nil {
-			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, report.ResultsFile), err)
-		}
-	} else if err != nil {
+	run, recorded, err := signoff.LoadRun(dir)
+	if err != nil {
 		return nil, err
 	}
-	run.Dir = dir
+	c.recorded = recorded
 	return run, nil
-}
-
-// keptBaseline loads the copy of the SKU file a results folder keeps.
-func keptBaseline(dir, name string) (*sku.SKU, error) {
-	bdir := filepath.Join(dir, journal.BaselineDir)
-	cat, err := sku.Load(os.DirFS(bdir), bdir)
-	if err != nil {
-		return nil, fmt.Errorf("baseline kept in the results folder: %w", err)
-	}
-	return cat.Get(name)
 }

@@ -54,6 +54,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		fs = newFlags(cmd, localiseUsage, stderr)
 	}
 	c.add(fs)
+	c.addSign(fs)
 	fs.StringVar(&suite, "suite", "", "suite to run (gpuaccept list suites)")
 	fs.StringVar(&launcherName, "launcher", "local", "where the steps run: "+strings.Join(launch.Names(), ", "))
 	fs.IntVar(&nodes, "nodes", 0, "number of nodes (default: the suite's)")
@@ -76,6 +77,9 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		return exitUsage, usageError{fmt.Errorf("unexpected arguments %q (run takes flags only)", fs.Args())}
 	}
 	if err := validFormat(c.format); err != nil {
+		return exitUsage, err
+	}
+	if err := c.loadKey(); err != nil {
 		return exitUsage, err
 	}
 	if c.sku == "" || suite == "" {
@@ -234,6 +238,10 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		localiseTests(ctx, lc, sr.probe, res, suite, topo, lf.always, stderr)
 		res.Duration = time.Since(res.Started)
 		res.Finish()
+		// The reports, and verify, take the duration from the journal.
+		if err := journal.AppendEnd(res.Dir, res.Duration); err != nil {
+			fmt.Fprintf(stderr, "warning: %v\n", err)
+		}
 	}
 	code, err := c.finish(res, s, stdout, stderr)
 	fmt.Fprintf(stderr, "results: %s (report.html, junit.xml, results.json, raw/)\n", c.out)

@@ -1,42 +1,45 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/report"
-	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/runner"
-	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/framework/signoff"
 )
 
-const verifyUsage = `Usage: gpuaccept verify RESULTS_DIR [flags]
+const verifyUsage = `Usage: gpuaccept verify RESULTS_DIR [--digest sha256:HEX] [--allowed-signers FILE --identity ID] [flags]
 
-Checks a sign-off without rerunning anything: every raw output, the kept
-baseline copy and the journal against the SHA-256 in manifest.json (an
-edited, missing or added file is named), results.json against the journal,
-then parses the raw outputs again
-and judges them against that baseline, comparing every verdict and number
-with those recorded. The runs of a localisation (results folders under
-localise/) are covered by the manifest and re-judged the same way, and
-the verdicts the localisation recorded from them compared with their
-journals. Exit 0 when everything matches, 1 when something does
-not, 2 when the folder cannot be read, 130 when interrupted (the exit codes
-of the verdicts themselves are gpuaccept report's).
+Checks a sign-off without rerunning anything: every file of the folder
+against the SHA-256 in manifest.json (an edited, missing or added file, a
+link or a pipe is named); with --digest, manifest.json against the
+sign-off digest printed at sign-off (a manifest made again is caught);
+with --allowed-signers and --identity, manifest.json.sig as ssh-keygen -Y
+verify -n gpuaccept checks it. Then it parses the raw outputs again and
+judges them against the kept baseline copy, comparing every verdict,
+message, number, check and host with those recorded; compares results.json
+value by value with the run re-derived from the journal; and renders
+junit.xml, report.html, summary.md and table.txt again, comparing them
+byte for byte (a folder made by another gpuaccept version is held to its
+hashes only, which is said). The runs of a localisation (results folders
+under localise/) are checked the same way, and the verdicts the
+localisation recorded from them compared with their journals. Exit 0 when
+everything matches, 1 when something does not, 2 when the folder cannot be
+read, 130 when interrupted (the exit codes of the verdicts themselves are
+gpuaccept report's).
 `
 
 func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
+	var digest, allowed, identity string
 	fs := newFlags("verify", verifyUsage, stderr)
+	fs.StringVar(&digest, "digest", "", "sign-off digest printed at sign-off (sha256:HEX): manifest.json must be that one")
+	fs.StringVar(&allowed, "allowed-signers", "", "allowed signers file (ssh-keygen(1), ALLOWED SIGNERS) to check manifest.json.sig against")
+	fs.StringVar(&identity, "identity", "", "the signer's identity in --allowed-signers (operator@site)")
 	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables (env GPUACCEPT_PLUGIN_PATH)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
@@ -44,153 +47,84 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() != 1 {
 		return exitUsage, usageError{errors.New("verify takes one RESULTS_DIR")}
 	}
+	o := signoff.Options{Version: getVersion(), AllowedSigners: allowed, Identity: identity}
+	if digest != "" {
+		d, err := manifest.ParseDigest(digest)
+		if err != nil {
+			return exitUsage, usageError{fmt.Errorf("--digest: %w", err)}
+		}
+		o.Digest = d
+	}
+	if (allowed == "") != (identity == "") {
+		return exitUsage, usageError{errors.New("--allowed-signers and --identity go together: the file of allowed signers, and whose signature it must be")}
+	}
 	dir := fs.Arg(0)
-	m, err := manifest.Read(dir)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return exitUsage, usageError{fmt.Errorf("results folder %s: not a folder", dir)}
+	}
+	host := c.host()
+	defer host.Close()
+	o.Plugins = host
+	ctx, stop := signalContext()
+	defer stop()
+	res, err := signoff.Verify(ctx, dir, o)
 	if err != nil {
 		return exitUsage, err
 	}
-	sum, err := manifest.Sum(dir)
-	if err != nil {
-		return exitUsage, err
+	for _, l := range res.Lines {
+		fmt.Fprintln(stdout, l)
 	}
-	fmt.Fprintf(stdout, "manifest %s: sha256 %s, made by gpuaccept %s (this is %s), SKU %s, %d files\n", dir, sum, m.Version, getVersion(), m.SKU, len(m.Files))
-	problems, err := manifest.Check(dir, m)
-	if err != nil {
-		return exitUsage, err
+	if ctx.Err() != nil {
+		// Re-judging stopped half way: its differences say nothing.
+		return exitInterrupted, errors.New("verify: interrupted (Ctrl-C or SIGTERM) before every verdict was re-judged")
 	}
-	bad := 0
-	for _, p := range problems {
-		fmt.Fprintf(stdout, "MISMATCH %s\n", p)
-		bad++
-	}
-	run, err := loadRun(dir)
-	if err != nil {
-		return exitUsage, err
-	}
-	if data, err := os.ReadFile(filepath.Join(dir, report.ResultsFile)); err == nil {
-		var shown result.Run
-		if err := json.Unmarshal(data, &shown); err != nil {
-			fmt.Fprintf(stdout, "MISMATCH %s: %v\n", report.ResultsFile, err)
-			bad++
-		} else {
-			for _, d := range report.Disagreements(&shown, run) {
-				fmt.Fprintf(stdout, "MISMATCH %s (gpuaccept report %s rebuilds it)\n", d, dir)
-				bad++
-			}
-		}
-	}
-	s, err := keptBaseline(dir, m.SKU)
-	if err != nil {
-		fmt.Fprintf(stdout, "MISMATCH %v\n", err)
-		bad++
-	} else {
-		host := c.host()
-		defer host.Close()
-		ctx, stop := signalContext()
-		defer stop()
-		for _, d := range runner.Rejudge(ctx, host, s, dir, run) {
-			fmt.Fprintf(stdout, "REJUDGED %s\n", d)
-			bad++
-		}
-		for _, d := range verifySubRuns(ctx, host, s, dir, run) {
-			fmt.Fprintln(stdout, d)
-			bad++
-		}
-		if ctx.Err() != nil {
-			// Re-judging stopped half way: its differences say nothing.
-			return exitInterrupted, errors.New("verify: interrupted (Ctrl-C or SIGTERM) before every verdict was re-judged")
-		}
-	}
-	// manifest.Check counts a manifest without a baseline file as a
-	// problem, so m.Baseline is set from here on.
-	if bad > 0 {
-		fmt.Fprintf(stdout, "verify: FAILED: %d finding(s); this folder is not the sign-off its manifest describes\n", bad)
+	if res.Findings > 0 {
+		fmt.Fprintf(stdout, "verify: FAILED: %d finding(s); this folder is not the sign-off its manifest describes\n", res.Findings)
 		return exitFail, nil
 	}
+	// manifest.Check counts a manifest without a baseline file as a
+	// finding, so res.Manifest.Baseline is set from here on.
 	subs := ""
-	if n := len(subRunDirs(run)); n > 0 {
-		subs = fmt.Sprintf(", as do the %d runs of %d localisation(s)", n, len(run.Localisations))
+	if res.SubRuns > 0 {
+		subs = fmt.Sprintf(", as do the %d runs of %d localisation(s)", res.SubRuns, res.Localisations)
 	}
-	fmt.Fprintf(stdout, "verify: OK: %d files match the manifest; %d tests re-judged against %s give the recorded verdicts%s (run %s)\n",
-		len(m.Files), len(run.Tests), m.Baseline.Path, subs, run.Status)
+	fmt.Fprintf(stdout, "verify: OK: %d files match the manifest; %d tests re-judged against %s give the recorded verdicts%s (run %s)%s%s\n",
+		len(res.Manifest.Files), len(res.Run.Tests), res.Manifest.Baseline.Path, subs, res.Run.Status, rederived(res), sealed(res))
 	return exitOK, nil
 }
 
-// subRunDirs are the results folders of the localisations' runs, each
-// once (a per-node run's tests are several SubRuns of one folder), with
-// the SubRuns recorded from each.
-func subRunDirs(run *result.Run) []subRunDir {
-	var out []subRunDir
-	at := map[string]int{}
-	for _, l := range run.Localisations {
-		for _, st := range l.Stages {
-			for _, r := range st.Runs {
-				if r.Dir == "" {
-					continue
-				}
-				i, ok := at[r.Dir]
-				if !ok {
-					i = len(out)
-					at[r.Dir] = i
-					out = append(out, subRunDir{dir: r.Dir, test: l.Test})
-				}
-				out[i].runs = append(out[i].runs, subRunOf{stage: st.Name, run: r})
-			}
+// rederived says which reports of the folder were found as they derive
+// from its evidence.
+func rederived(res *signoff.Result) string {
+	var parts []string
+	for _, n := range res.Rederived {
+		if n == report.ResultsFile {
+			parts = append(parts, n+" re-derived value by value")
 		}
 	}
-	return out
-}
-
-type subRunOf struct {
-	stage string
-	run   result.SubRun
-}
-
-type subRunDir struct {
-	dir, test string
-	runs      []subRunOf
-}
-
-// verifySubRuns checks the localisations' runs the way verify checks the
-// main one (their files are in the main manifest): each run's folder is
-// read back from its journal, its raw outputs re-judged against its own
-// baseline copy (or the main one), and each verdict the localisation
-// recorded from it compared with its journal's. A run that could not
-// start (error) may have no folder.
-func verifySubRuns(ctx context.Context, host runner.Plugins, s *sku.SKU, dir string, run *result.Run) []string {
-	var out []string
-	for _, sd := range subRunDirs(run) {
-		folder := filepath.Join(dir, filepath.FromSlash(sd.dir))
-		sub, err := journal.Read(folder)
-		if err != nil {
-			if errors.Is(err, iofs.ErrNotExist) && sd.runs[0].run.Status == result.Error {
-				continue
-			}
-			out = append(out, fmt.Sprintf("MISMATCH localisation of %s: run %s: %v", sd.test, sd.dir, err))
-			continue
+	if n := len(res.Rerendered); n > 0 {
+		list := strings.Join(res.Rerendered, ", ")
+		if n > 1 {
+			list = strings.Join(res.Rerendered[:n-1], ", ") + " and " + res.Rerendered[n-1]
 		}
-		for _, r := range sd.runs {
-			got := result.Status("")
-			for _, t := range sub.Tests {
-				if t.Name == r.run.Test {
-					got = t.Status
-				}
-			}
-			if got != r.run.Status {
-				if got == "" {
-					got = "no such test"
-				}
-				out = append(out, fmt.Sprintf("MISMATCH localisation of %s: %s round %d on %s: recorded %s %s, its journal (%s) says %s",
-					sd.test, r.stage, r.run.Round, strings.Join(r.run.Hosts, ","), r.run.Test, r.run.Status, sd.dir, got))
-			}
-		}
-		ss := s
-		if kept, err := keptBaseline(folder, sub.SKU); err == nil {
-			ss = kept
-		}
-		for _, d := range runner.Rejudge(ctx, host, ss, folder, sub) {
-			out = append(out, fmt.Sprintf("REJUDGED %s: %s", sd.dir, d))
-		}
+		parts = append(parts, list+" re-rendered byte for byte")
 	}
-	return out
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
+}
+
+func sealed(res *signoff.Result) string {
+	var parts []string
+	if res.Digest {
+		parts = append(parts, "sign-off digest checked")
+	}
+	if res.Signer != nil {
+		parts = append(parts, "signed by "+res.Signer.Identity)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
 }

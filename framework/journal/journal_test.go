@@ -245,3 +245,24 @@ func TestAppendLocalisation(t *testing.T) {
 	assert.ErrorContains(t, err, "journal the localisation of nccl.all_reduce: ")
 	assert.ErrorContains(t, err, File)
 }
+
+// A run that goes on after its suite (localisations) records when it
+// ended at last: the reports rebuilt from the journal show the duration
+// the run printed.
+func TestAppendEnd(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir, header(), []string{"nccl.all_reduce"})
+	assert.NilError(t, err)
+	assert.NilError(t, w.Add(test("nccl.all_reduce", result.Fail, time.Second)))
+	assert.NilError(t, w.End(2*time.Second))
+	assert.NilError(t, w.Close())
+	assert.NilError(t, AppendLocalisation(dir, localisation("nccl.all_reduce", "n3")))
+	assert.NilError(t, AppendEnd(dir, 9*time.Second))
+	run, err := Read(dir)
+	assert.NilError(t, err)
+	assert.Equal(t, run.Duration, 9*time.Second)
+	assert.Equal(t, len(run.Localisations), 1)
+
+	err = AppendEnd(t.TempDir(), time.Second)
+	assert.ErrorContains(t, err, "journal the end of the run: ")
+}

@@ -1,12 +1,16 @@
 // Package manifest is a results folder's sign-off record: manifest.json
-// lists the SHA-256 of every raw output, of the copy of the baseline file
-// that judged the run and of the journal of verdicts, with the gpuaccept
+// lists the SHA-256 of every file in the folder (raw outputs, the copy of
+// the baseline file that judged the run, the journal of verdicts, every
+// report, the results folders of a localisation's runs) with the gpuaccept
 // version. Check finds every file edited, removed or added since, naming
-// it, so a customer can check a vendor's sign-off without rerunning
-// anything (gpuaccept verify also re-judges the raw outputs).
+// it, and refuses links, pipes and devices by name, so a customer can
+// check a vendor's sign-off without rerunning anything (gpuaccept verify
+// also re-judges the raw outputs and re-derives the reports).
 //
-// The manifest does not protect itself: publish or sign its own SHA-256
-// (Sum) alongside the folder.
+// The manifest does not protect itself: its own SHA-256 (Digest) is the
+// sign-off digest to publish alongside the folder, and Sign signs it with
+// the operator's ssh key (manifest.json.sig, SSHSIG) for ssh-keygen -Y
+// verify.
 package manifest
 
 import (
@@ -18,8 +22,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/journal"
@@ -28,14 +35,29 @@ import (
 // File is the manifest's name in a results folder.
 const File = "manifest.json"
 
-// Covered are the parts of a results folder the manifest hashes: the raw
-// outputs, the baseline copy and the journal. Reports (results.json,
-// junit.xml, report.html, ...) are derived from these and can be rebuilt
-// with gpuaccept report, so they are not listed. The same parts of every
-// results folder nested in it (the sub-runs of a localisation,
-// localise/TEST/STAGE/RUN/, see SubRuns) are covered too: their raw
-// outputs are the evidence against a suspect, and a suspect fails the run.
-var Covered = []string{"raw", journal.BaselineDir, journal.File}
+// SigFile is the name of the manifest's signature (Sign): the file
+// ssh-keygen -Y sign writes for manifest.json.
+const SigFile = File + ".sig"
+
+// Format is the manifest format this package writes: 2 lists every file
+// of the folder. Manifests without a format field (format 1, gpuaccept
+// before 2026-12) list only the raw outputs, baseline copies and
+// journals (LegacyCovered).
+const Format = 2
+
+// LegacyCovered are the parts of a results folder (and of every results
+// folder nested in it, see SubRuns) a format 1 manifest hashes.
+var LegacyCovered = []string{"raw", journal.BaselineDir, journal.File}
+
+// LegacyReports are the reports a format 1 manifest leaves out, in the
+// results folder and in each one nested in it: Check does not call them
+// added (gpuaccept verify re-derives them instead). They are the names
+// framework/report writes.
+var LegacyReports = []string{"results.json", "junit.xml", "report.html", "summary.md", "table.txt"}
+
+// maxManifest bounds the manifest and signature read back (a folder of
+// 100k files makes a manifest of ~20 MB).
+const maxManifest = 256 << 20
 
 // SubRuns lists the results folders nested in dir, relative to it with
 // forward slashes, sorted: every folder below dir, outside the covered
@@ -50,14 +72,14 @@ func SubRuns(dir string) ([]string, error) {
 			return nil
 		}
 		if p != dir && (d.Name() == "raw" || d.Name() == journal.BaselineDir) {
-			if _, err := os.Stat(filepath.Join(filepath.Dir(p), journal.File)); err == nil {
+			if _, err := os.Lstat(filepath.Join(filepath.Dir(p), journal.File)); err == nil {
 				return fs.SkipDir // a results folder's own outputs
 			}
 		}
 		if p == dir {
 			return nil
 		}
-		if _, err := os.Stat(filepath.Join(p, journal.File)); err == nil {
+		if _, err := os.Lstat(filepath.Join(p, journal.File)); err == nil {
 			rel, err := filepath.Rel(dir, p)
 			if err != nil {
 				return err
@@ -85,6 +107,8 @@ type Entry struct {
 
 // Manifest is the content of manifest.json.
 type Manifest struct {
+	// Format is 2 (Format) for a manifest of every file; 0 for format 1.
+	Format int `json:"format,omitempty"`
 	// Version is the gpuaccept version that made the run.
 	Version string    `json:"gpuaccept_version"`
 	SKU     string    `json:"sku"`
@@ -95,52 +119,125 @@ type Manifest struct {
 	Files []Entry `json:"files"`
 }
 
-// Build hashes the covered files of the results folder dir and of the
-// results folders nested in it.
-func Build(dir, version, sku string) (*Manifest, error) {
-	m := &Manifest{Version: version, SKU: sku, Created: time.Now().UTC(), Files: []Entry{}}
-	subs, err := SubRuns(dir)
-	if err != nil {
-		return nil, fmt.Errorf("build manifest: %w", err)
-	}
-	var roots []string
-	for _, folder := range append([]string{""}, subs...) {
-		for _, c := range Covered {
-			roots = append(roots, filepath.Join(dir, filepath.FromSlash(folder), c))
-		}
-	}
-	for _, root := range roots {
-		if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			e, err := hashFile(dir, p)
-			if err != nil {
-				return err
-			}
-			m.Files = append(m.Files, e)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("build manifest of %s: %w", dir, err)
-		}
-	}
-	sort.Slice(m.Files, func(i, j int) bool { return m.Files[i].Path < m.Files[j].Path })
-	want := journal.BaselineDir + "/" + sku + ".yaml"
-	for i := range m.Files {
-		if m.Files[i].Path == want {
-			b := m.Files[i]
-			m.Baseline = &b
-		}
-	}
-	return m, nil
+// Legacy says m is a format 1 manifest: it lists raw outputs, baseline
+// copies and journals only, not the reports.
+func (m *Manifest) Legacy() bool { return m.Format < 2 }
+
+// Problem is a file that does not match the manifest.
+type Problem struct {
+	// Path is relative to the results folder.
+	Path string
+	// What happened: "edited since the run (SHA-256 differs)", "missing",
+	// "added since the run (not in the manifest)", "not a regular file
+	// (symlink)".
+	What string
 }
 
-func hashFile(dir, p string) (Entry, error) {
-	f, err := os.Open(p)
+// String renders the problem as "path: what".
+func (p Problem) String() string { return p.Path + ": " + p.What }
+
+// scan hashes every regular file under dir but the manifest and its
+// signature, sorted by path; entries that are neither files nor folders
+// (links, pipes, devices, sockets) come back as problems, never opened.
+func scan(dir string) ([]Entry, []Problem, error) {
+	root, err := filepath.EvalSymlinks(dir) // the folder named may be a link; nothing in it may
+	if err != nil {
+		return nil, nil, fmt.Errorf("read results folder %s: %w", dir, err)
+	}
+	files := []Entry{}
+	var odd []Problem
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		switch {
+		case rel == "." || d.IsDir():
+			return nil
+		case rel == File || rel == SigFile:
+			if d.Type().IsRegular() {
+				return nil
+			}
+		}
+		if !d.Type().IsRegular() {
+			odd = append(odd, Problem{rel, "not a regular file (" + kind(d.Type()) + ")"})
+			return nil
+		}
+		e, err := hashFile(p)
+		if err != nil {
+			return err
+		}
+		e.Path = rel
+		files = append(files, e)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("hash the files of %s: %w", dir, err)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, odd, nil
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "mode " + m.String()
+}
+
+// openRegular opens p for reading only if it is a regular file: a link is
+// not followed and a pipe does not block the open.
+func openRegular(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s: not a regular file (symlink)", p)
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file (%s)", p, kind(fi.Mode().Type()))
+	}
+	return f, nil
+}
+
+// ReadRegular reads the regular file p, at most max bytes: a link is not
+// followed, a pipe or device refused by name, a larger file an error.
+func ReadRegular(p string, max int64) ([]byte, error) {
+	f, err := openRegular(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", p, max)
+	}
+	return data, nil
+}
+
+func hashFile(p string) (Entry, error) {
+	f, err := openRegular(p)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -150,11 +247,33 @@ func hashFile(dir, p string) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("hash %s: %w", p, err)
 	}
-	rel, err := filepath.Rel(dir, p)
+	return Entry{SHA256: hex.EncodeToString(h.Sum(nil)), Bytes: n}, nil
+}
+
+// Build hashes every file of the results folder dir (format 2). Errors
+// name a file that cannot be read, or the first link, pipe or device in
+// the folder: nothing but files is signed off.
+func Build(dir, version, sku string) (*Manifest, error) {
+	files, odd, err := scan(dir)
 	if err != nil {
-		return Entry{}, err
+		return nil, fmt.Errorf("build manifest: %w", err)
 	}
-	return Entry{Path: filepath.ToSlash(rel), SHA256: hex.EncodeToString(h.Sum(nil)), Bytes: n}, nil
+	if len(odd) > 0 {
+		return nil, fmt.Errorf("build manifest of %s: %s", dir, odd[0])
+	}
+	m := &Manifest{Format: Format, Version: version, SKU: sku, Created: time.Now().UTC(), Files: files}
+	m.Baseline = m.find(journal.BaselineDir + "/" + sku + ".yaml")
+	return m, nil
+}
+
+func (m *Manifest) find(p string) *Entry {
+	for i := range m.Files {
+		if m.Files[i].Path == p {
+			e := m.Files[i]
+			return &e
+		}
+	}
+	return nil
 }
 
 // Write builds the manifest of dir and writes it as dir/manifest.json. It
@@ -169,21 +288,35 @@ func Write(dir, version, sku string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, File), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
+	if err := writeNew(filepath.Join(dir, File), append(data, '\n')); err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("write manifest %s: %w", f.Name(), err)
+	return m, nil
+}
+
+// writeNew writes data as the new file p, refusing to replace anything
+// there (a file or a link). Every file this package writes goes through
+// it.
+func writeNew(p string, data []byte) error {
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
 	}
-	return m, f.Close()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	return f.Close()
 }
 
 // Read reads dir/manifest.json. Errors name the file.
 func Read(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, File)
-	data, err := os.ReadFile(p)
+	data, err := ReadRegular(p, maxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
@@ -191,13 +324,15 @@ func Read(dir string) (*Manifest, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("read manifest %s: %w", p, err)
 	}
+	if m.Format > Format {
+		return nil, fmt.Errorf("read manifest %s: format %d is newer than this gpuaccept reads (%d); verify with the gpuaccept that made it", p, m.Format, Format)
+	}
 	return &m, nil
 }
 
-// Sum is the hex SHA-256 of dir/manifest.json itself, the one number to
-// publish or sign with a sign-off.
+// Sum is the hex SHA-256 of dir/manifest.json itself.
 func Sum(dir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, File))
+	data, err := ReadRegular(filepath.Join(dir, File), maxManifest)
 	if err != nil {
 		return "", fmt.Errorf("hash manifest: %w", err)
 	}
@@ -205,51 +340,99 @@ func Sum(dir string) (string, error) {
 	return hex.EncodeToString(s[:]), nil
 }
 
-// Problem is a file that does not match the manifest.
-type Problem struct {
-	// Path is relative to the results folder.
-	Path string
-	// What happened: "edited since the run (SHA-256 differs)", "missing",
-	// "added since the run (not in the manifest)".
-	What string
+// Digest is the sign-off digest of the results folder dir, the one number
+// to publish with a sign-off: "sha256:" and the hex SHA-256 of
+// dir/manifest.json, which lists the SHA-256 of every other file.
+func Digest(dir string) (string, error) {
+	s, err := Sum(dir)
+	if err != nil {
+		return "", err
+	}
+	return "sha256:" + s, nil
 }
 
-// String renders the problem as "path: what".
-func (p Problem) String() string { return p.Path + ": " + p.What }
+// ParseDigest reads a sign-off digest as printed ("sha256:HEX") or as the
+// bare 64 hex digits, in either case, and returns the hex in lower case.
+func ParseDigest(s string) (string, error) {
+	d := strings.ToLower(strings.TrimSpace(s))
+	if d == "" {
+		return "", errors.New("digest is empty: want sha256: and 64 hex digits, as printed at sign-off")
+	}
+	if algo, rest, ok := strings.Cut(d, ":"); ok {
+		if algo != "sha256" {
+			return "", fmt.Errorf("digest %q: want sha256: and 64 hex digits, as printed at sign-off", cut(s, 80))
+		}
+		d = rest
+	}
+	if _, err := hex.DecodeString(d); err != nil || len(d) != 2*sha256.Size {
+		return "", fmt.Errorf("digest %q: want sha256: and 64 hex digits, as printed at sign-off", cut(s, 80))
+	}
+	return d, nil
+}
 
-// Check compares the covered files of dir with manifest m, returning one
-// Problem per file edited, missing or added, sorted by path.
+// Check compares the files of dir with manifest m, returning one Problem
+// per file edited, missing or added and per link, pipe or device, sorted
+// by path. For a format 1 manifest (Legacy) the reports it never listed
+// (LegacyReports of dir and of its sub-runs) are passed over.
 func Check(dir string, m *Manifest) ([]Problem, error) {
-	now, err := Build(dir, m.Version, m.SKU)
+	now, odd, err := scan(dir)
 	if err != nil {
 		return nil, err
 	}
+	unlisted := func(string) bool { return false }
+	if m.Legacy() {
+		subs, err := SubRuns(dir)
+		if err != nil {
+			return nil, err
+		}
+		folders := map[string]bool{".": true}
+		for _, s := range subs {
+			folders[s] = true
+		}
+		reports := map[string]bool{}
+		for _, r := range LegacyReports {
+			reports[r] = true
+		}
+		unlisted = func(p string) bool { return folders[path.Dir(p)] && reports[path.Base(p)] }
+	}
 	have := map[string]Entry{}
-	for _, e := range now.Files {
+	for _, e := range now {
 		have[e.Path] = e
 	}
-	var out []Problem
+	strange := map[string]bool{}
+	out := odd
+	for _, o := range odd {
+		strange[o.Path] = true
+	}
 	listed := map[string]bool{}
 	for _, e := range m.Files {
 		listed[e.Path] = true
 		h, ok := have[e.Path]
 		switch {
+		case strange[e.Path]:
 		case !ok:
 			out = append(out, Problem{e.Path, "missing"})
 		case h.SHA256 != e.SHA256:
 			out = append(out, Problem{e.Path, fmt.Sprintf("edited since the run (SHA-256 %s, manifest says %s)", short(h.SHA256), short(e.SHA256))})
 		}
 	}
-	for _, e := range now.Files {
-		if !listed[e.Path] {
+	for _, e := range now {
+		if !listed[e.Path] && !unlisted(e.Path) {
 			out = append(out, Problem{e.Path, "added since the run (not in the manifest)"})
 		}
 	}
 	if m.Baseline == nil {
 		out = append(out, Problem{journal.BaselineDir + "/" + m.SKU + ".yaml", "the manifest names no baseline file"})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 func short(h string) string {

@@ -1,15 +1,23 @@
 package manifest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/journal"
 )
 
+// folder is a results folder as a run leaves it: raw outputs, baseline
+// copy, journal and every report.
 func folder(t *testing.T) string {
 	dir := t.TempDir()
 	for p, content := range map[string]string{
@@ -19,14 +27,45 @@ func folder(t *testing.T) string {
 		"baseline/h200.yaml":                                   "sku: h200\n",
 		journal.File:                                           `{"run":{}}` + "\n",
 		"results.json":                                         "{}",
+		"junit.xml":                                            "<testsuites/>",
+		"report.html":                                          "<html>",
+		"summary.md":                                           "**PASS**",
+		"table.txt":                                            "PASS",
 	} {
-		p = filepath.Join(dir, p)
-		assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		assert.NilError(t, os.WriteFile(p, []byte(content), 0o644))
+		write(t, filepath.Join(dir, p), content)
 	}
 	return dir
 }
 
+func write(t *testing.T, p, content string) {
+	t.Helper()
+	assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	assert.NilError(t, os.WriteFile(p, []byte(content), 0o644))
+}
+
+func problems(t *testing.T, dir string, m *Manifest) []string {
+	t.Helper()
+	ps, err := Check(dir, m)
+	assert.NilError(t, err)
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.String())
+	}
+	return got
+}
+
+// wantPrefixes checks that got has one line per want, in order, each
+// starting with it.
+func wantPrefixes(t *testing.T, got, want []string) {
+	t.Helper()
+	assert.Equal(t, len(got), len(want), "%q", got)
+	for i, w := range want {
+		assert.Assert(t, strings.HasPrefix(got[i], w), "line %d: %q, want it to start %q", i, got[i], w)
+	}
+}
+
+// Every file a customer reads is covered: a change to any of them, one
+// removed or one added anywhere in the folder is named.
 func TestCheck(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -34,41 +73,105 @@ func TestCheck(t *testing.T) {
 		want   []string
 	}{
 		{"untouched", func(string) {}, nil},
-		{"reports rebuilt", func(dir string) { os.WriteFile(filepath.Join(dir, "results.json"), []byte(`{"status":"pass"}`), 0o644) }, nil},
 		{"raw output edited", func(dir string) {
 			os.WriteFile(filepath.Join(dir, "raw/nccl.all_reduce/all_reduce.log"), []byte("#  Avg bus bandwidth    : 350.2\n"), 0o644)
 		}, []string{"raw/nccl.all_reduce/all_reduce.log: edited since the run"}},
 		{"baseline edited", func(dir string) {
 			os.WriteFile(filepath.Join(dir, "baseline/h200.yaml"), []byte("sku: h200 \n"), 0o644)
-		},
-			[]string{"baseline/h200.yaml: edited since the run"}},
-		{"raw output removed", func(dir string) {
-			os.Remove(filepath.Join(dir, "raw/nccl.all_reduce/all_reduce.files/all_reduce.json"))
-		},
-			[]string{"raw/nccl.all_reduce/all_reduce.files/all_reduce.json: missing"}},
-		{"raw output added", func(dir string) { os.WriteFile(filepath.Join(dir, "raw/nccl.all_reduce/extra.log"), nil, 0o644) },
-			[]string{"raw/nccl.all_reduce/extra.log: added since the run"}},
+		}, []string{"baseline/h200.yaml: edited since the run"}},
 		{"journal edited", func(dir string) { os.WriteFile(filepath.Join(dir, journal.File), []byte(`{"run":{"sku":"x"}}`), 0o644) },
 			[]string{journal.File + ": edited since the run"}},
+		{"results.json edited", func(dir string) { os.WriteFile(filepath.Join(dir, "results.json"), []byte(`{"status":"pass"}`), 0o644) },
+			[]string{"results.json: edited since the run"}},
+		{"junit.xml edited", func(dir string) {
+			os.WriteFile(filepath.Join(dir, "junit.xml"), []byte("<testsuites></testsuites>"), 0o644)
+		},
+			[]string{"junit.xml: edited since the run"}},
+		{"report.html edited", func(dir string) { os.WriteFile(filepath.Join(dir, "report.html"), []byte("<html> "), 0o644) },
+			[]string{"report.html: edited since the run"}},
+		{"summary.md edited", func(dir string) { os.WriteFile(filepath.Join(dir, "summary.md"), []byte("**FAIL**"), 0o644) },
+			[]string{"summary.md: edited since the run"}},
+		{"table.txt edited", func(dir string) { os.WriteFile(filepath.Join(dir, "table.txt"), []byte("FAIL"), 0o644) },
+			[]string{"table.txt: edited since the run"}},
+		{"raw output removed", func(dir string) {
+			os.Remove(filepath.Join(dir, "raw/nccl.all_reduce/all_reduce.files/all_reduce.json"))
+		}, []string{"raw/nccl.all_reduce/all_reduce.files/all_reduce.json: missing"}},
+		{"report removed", func(dir string) { os.Remove(filepath.Join(dir, "table.txt")) }, []string{"table.txt: missing"}},
+		{"raw output added", func(dir string) { os.WriteFile(filepath.Join(dir, "raw/nccl.all_reduce/extra.log"), nil, 0o644) },
+			[]string{"raw/nccl.all_reduce/extra.log: added since the run (not in the manifest)"}},
+		{"file added beside the reports", func(dir string) { os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("all good"), 0o644) },
+			[]string{"notes.txt: added since the run (not in the manifest)"}},
+		{"folder of files added", func(dir string) { write(t, filepath.Join(dir, "extra/a/b.html"), "<html>") },
+			[]string{"extra/a/b.html: added since the run (not in the manifest)"}},
+		{"symlink added", func(dir string) {
+			assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, "raw/nccl.all_reduce/host.log")))
+		}, []string{"raw/nccl.all_reduce/host.log: not a regular file (symlink)"}},
+		{"report replaced by a symlink", func(dir string) {
+			assert.NilError(t, os.Remove(filepath.Join(dir, "report.html")))
+			assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, "report.html")))
+		}, []string{"report.html: not a regular file (symlink)"}},
+		{"FIFO added", func(dir string) {
+			assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, "raw/nccl.all_reduce/pipe.log"), 0o644))
+		}, []string{"raw/nccl.all_reduce/pipe.log: not a regular file (named pipe)"}},
+		{"signature added", func(dir string) { os.WriteFile(filepath.Join(dir, SigFile), []byte("sig"), 0o644) }, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := folder(t)
 			m, err := Write(dir, "test", "h200")
 			assert.NilError(t, err)
+			assert.Equal(t, m.Format, Format)
 			assert.Equal(t, m.Baseline.Path, "baseline/h200.yaml")
-			assert.Equal(t, len(m.Files), 5, "raw outputs, baseline and journal; not the reports")
+			assert.Equal(t, len(m.Files), 10, "raw outputs, baseline, journal and the 5 reports")
 			c.change(dir)
 			m, err = Read(dir)
 			assert.NilError(t, err)
-			ps, err := Check(dir, m)
-			assert.NilError(t, err)
-			assert.Equal(t, len(ps), len(c.want), "%v", ps)
-			for i, w := range c.want {
-				assert.Assert(t, len(ps[i].String()) >= len(w) && ps[i].String()[:len(w)] == w, ps[i].String())
+			done := make(chan []string)
+			go func() { done <- problems(t, dir, m) }()
+			select {
+			case got := <-done:
+				wantPrefixes(t, got, c.want)
+			case <-time.After(20 * time.Second):
+				t.Fatal("Check hangs")
 			}
 		})
 	}
+}
+
+// A results folder made by a gpuaccept before manifest format 2 lists its
+// raw outputs, baseline copy and journal only: those still check, the
+// reports it never listed are not called added (verify re-derives them),
+// any other file is.
+func TestCheckLegacy(t *testing.T) {
+	legacy := func(t *testing.T) (string, *Manifest) {
+		dir := folder(t)
+		m, err := Build(dir, "test", "h200")
+		assert.NilError(t, err)
+		m.Format = 0
+		var files []Entry
+		for _, e := range m.Files {
+			if !strings.Contains(e.Path, ".") || strings.HasPrefix(e.Path, "raw/") || strings.HasPrefix(e.Path, "baseline/") || e.Path == journal.File {
+				files = append(files, e)
+			}
+		}
+		m.Files = files
+		return dir, m
+	}
+	dir, m := legacy(t)
+	assert.Equal(t, len(m.Files), 5)
+	assert.Assert(t, m.Legacy())
+	assert.DeepEqual(t, problems(t, dir, m), []string(nil))
+
+	dir, m = legacy(t)
+	write(t, filepath.Join(dir, "report.html"), "<html>forged")
+	write(t, filepath.Join(dir, "notes.txt"), "x")
+	write(t, filepath.Join(dir, "raw/nccl.all_reduce/all_reduce.log"), "x")
+	wantPrefixes(t, problems(t, dir, m), []string{"notes.txt: added since the run", "raw/nccl.all_reduce/all_reduce.log: edited since the run"})
+
+	// The manifest format 1 as the Nov-30 sessions wrote it reads as legacy.
+	var old Manifest
+	assert.NilError(t, json.Unmarshal([]byte(`{"gpuaccept_version":"dev","sku":"h200","files":[]}`), &old))
+	assert.Assert(t, old.Legacy())
 }
 
 // Rewriting a manifest would bless whatever changed since the run.
@@ -84,21 +187,28 @@ func TestWriteRefusesToReplace(t *testing.T) {
 	assert.Equal(t, sum1, sum2)
 }
 
+// A folder holding something other than files and folders is not signed
+// off: the manifest would hash what a link points to, or hang on a pipe.
+func TestWriteRefusesSpecialFiles(t *testing.T) {
+	dir := folder(t)
+	assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, "raw/nccl.all_reduce/host.log")))
+	_, err := Write(dir, "test", "h200")
+	assert.ErrorContains(t, err, "raw/nccl.all_reduce/host.log: not a regular file (symlink)")
+	assert.Assert(t, !exists(filepath.Join(dir, File)))
+}
+
+func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
 func TestNoBaselineIsAProblem(t *testing.T) {
 	dir := folder(t)
 	os.RemoveAll(filepath.Join(dir, "baseline"))
 	m, err := Write(dir, "test", "h200")
 	assert.NilError(t, err)
-	ps, err := Check(dir, m)
-	assert.NilError(t, err)
-	assert.Equal(t, len(ps), 1)
-	assert.Equal(t, ps[0].String(), "baseline/h200.yaml: the manifest names no baseline file")
+	assert.DeepEqual(t, problems(t, dir, m), []string{"baseline/h200.yaml: the manifest names no baseline file"})
 }
 
 // The sub-runs of a localisation keep results folders of their own under
-// the main one; their raw outputs, baseline copies and journals are the
-// evidence against a suspect and are covered like the main run's, their
-// reports are not.
+// the main one; every file in them is covered like the main run's.
 func TestCheckSubRuns(t *testing.T) {
 	const sub = "localise/nccl.all_reduce/pairs/n1-n3-r1"
 	const sub2 = "localise/nccl.all_reduce/per-node/n2"
@@ -113,12 +223,9 @@ func TestCheckSubRuns(t *testing.T) {
 			sub + "/report.html":                         "<html>",
 			sub2 + "/raw/nccl.all_gather/all_gather.log": "#  Avg bus bandwidth    : 380.2\n",
 			sub2 + "/" + journal.File:                    `{"run":{}}` + "\n",
-			// Not a results folder (no journal): not covered.
-			"localise/notes.txt": "scratch",
+			"localise/notes.txt":                         "scratch",
 		} {
-			p = filepath.Join(dir, p)
-			assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-			assert.NilError(t, os.WriteFile(p, []byte(content), 0o644))
+			write(t, filepath.Join(dir, p), content)
 		}
 		return dir
 	}
@@ -132,7 +239,8 @@ func TestCheckSubRuns(t *testing.T) {
 		want   []string
 	}{
 		{"untouched", func(string) {}, nil},
-		{"sub-run report rebuilt", func(dir string) { os.WriteFile(filepath.Join(dir, sub, "report.html"), []byte("<html>x"), 0o644) }, nil},
+		{"sub-run report edited", func(dir string) { os.WriteFile(filepath.Join(dir, sub, "report.html"), []byte("<html>x"), 0o644) },
+			[]string{sub + "/report.html: edited since the run"}},
 		{"sub-run raw output edited", func(dir string) {
 			os.WriteFile(filepath.Join(dir, sub, "raw/nccl.all_reduce/all_reduce.log"), []byte("#  Avg bus bandwidth    : 91.7\n"), 0o644)
 		}, []string{sub + "/raw/nccl.all_reduce/all_reduce.log: edited since the run"}},
@@ -144,24 +252,77 @@ func TestCheckSubRuns(t *testing.T) {
 		{"sub-run raw output added", func(dir string) {
 			os.WriteFile(filepath.Join(dir, sub, "raw/nccl.all_reduce/extra.log"), nil, 0o644)
 		}, []string{sub + "/raw/nccl.all_reduce/extra.log: added since the run"}},
+		{"note beside the sub-runs edited", func(dir string) { os.WriteFile(filepath.Join(dir, "localise/notes.txt"), []byte("x"), 0o644) },
+			[]string{"localise/notes.txt: edited since the run"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := mk(t)
 			m, err := Write(dir, "test", "h200")
 			assert.NilError(t, err)
-			assert.Equal(t, len(m.Files), 5+4+2, "main: 5; sub-runs: 2 raw + baseline + journal, 1 raw + journal")
+			assert.Equal(t, len(m.Files), 10+6+2+1, "main: 10; sub-runs: 6 and 2; the note")
 			c.change(dir)
-			ps, err := Check(dir, m)
-			assert.NilError(t, err)
-			var got []string
-			for _, p := range ps {
-				got = append(got, p.String())
-			}
-			assert.Equal(t, len(got), len(c.want), "%v", got)
-			for i, w := range c.want {
-				assert.Assert(t, len(got[i]) >= len(w) && got[i][:len(w)] == w, got[i])
-			}
+			wantPrefixes(t, problems(t, dir, m), c.want)
 		})
 	}
+}
+
+// The sign-off digest is the SHA-256 of manifest.json: a manifest made
+// again over the very same files has another one.
+func TestDigest(t *testing.T) {
+	dir := folder(t)
+	_, err := Write(dir, "test", "h200")
+	assert.NilError(t, err)
+	d, err := Digest(dir)
+	assert.NilError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, File))
+	assert.NilError(t, err)
+	sum := sha256.Sum256(data)
+	assert.Equal(t, d, "sha256:"+hex.EncodeToString(sum[:]))
+
+	assert.NilError(t, os.Remove(filepath.Join(dir, File)))
+	_, err = Write(dir, "test", "h200")
+	assert.NilError(t, err)
+	d2, err := Digest(dir)
+	assert.NilError(t, err)
+	assert.Assert(t, d2 != d, "a regenerated manifest must not have the sign-off digest")
+
+	h := hex.EncodeToString(sum[:])
+	for _, c := range []struct{ in, want, err string }{
+		{"sha256:" + h, h, ""},
+		{h, h, ""},
+		{"SHA256:" + strings.ToUpper(h), h, ""},
+		{"  sha256:" + h + "\n", h, ""},
+		{"sha512:" + h, "", `digest "sha512:` + h[:8]},
+		{"sha256:" + h[:63], "", "want sha256: and 64 hex digits"},
+		{"sha256:" + h[:63] + "g", "", "want sha256: and 64 hex digits"},
+		{"", "", "empty"},
+	} {
+		got, err := ParseDigest(c.in)
+		if c.err != "" {
+			assert.ErrorContains(t, err, c.err, c.in)
+			continue
+		}
+		assert.NilError(t, err, c.in)
+		assert.Equal(t, got, c.want)
+	}
+}
+
+// manifest.json itself is read like the files it lists: never through a
+// link, never from a pipe.
+func TestReadRefusesSpecialManifest(t *testing.T) {
+	dir := folder(t)
+	assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, File), 0o644))
+	done := make(chan error)
+	go func() { _, err := Read(dir); done <- err }()
+	select {
+	case err := <-done:
+		assert.ErrorContains(t, err, "not a regular file")
+	case <-time.After(20 * time.Second):
+		t.Fatal("Read hangs on a pipe")
+	}
+	dir = folder(t)
+	assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, File)))
+	_, err := Sum(dir)
+	assert.ErrorContains(t, err, "not a regular file")
 }

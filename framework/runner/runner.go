@@ -863,11 +863,13 @@ func hasJSON(o plan.Output) bool { return len(o.Files) > 0 }
 
 // Rejudge parses the raw outputs kept in results folder dir again, with the
 // plugins, judges them against s, and compares the verdicts with those
-// recorded in run: it returns one message per difference (status, a
-// metric's value or status, a metric found or gone), naming the test. A
-// test with no raw outputs (skipped, not planned, not launched) keeps its
+// recorded in run: it returns one message per difference (status, message,
+// a metric's value, unit, band or status, a metric found or gone, a check,
+// an info such as the hosts the output names), naming the test. A test
+// with no raw outputs (skipped, not planned, not launched) keeps its
 // recorded verdict. A raw output that cannot be read is one of the
-// messages.
+// messages. run.Dir is the results folder the run recorded, which
+// messages naming its files may quote; dir is where it is now.
 func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run) []string {
 	var diffs []string
 	for _, final := range run.Tests {
@@ -896,6 +898,8 @@ func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *
 				diffs = append(diffs, fmt.Sprintf("%s: recorded %s, re-judged %s (%s)", label, t.Status, got.Status, got.Message))
 			}
 			diffs = append(diffs, metricDiffs(label, t.Metrics, got.Metrics)...)
+			rewritten := strings.HasPrefix(t.Message, "stopped: ") || want != t.Status
+			diffs = append(diffs, verdictDiffs(label, t, got, rewritten, run.Dir, dir)...)
 		}
 	}
 	return diffs
@@ -989,6 +993,8 @@ func metricDiffs(label string, recorded, got []result.Judged) []string {
 			diffs = append(diffs, fmt.Sprintf("%s: %s recorded as %g %s, raw output says %g", label, k, r.Value, r.Unit, g.Value))
 		case g.Status != r.Status:
 			diffs = append(diffs, fmt.Sprintf("%s: %s recorded %s, re-judged %s", label, k, r.Status, g.Status))
+		default:
+			diffs = append(diffs, judgedDiffs(label, k, r, g)...)
 		}
 	}
 	for _, k := range gotKeys {

@@ -1,0 +1,153 @@
+// Package signoff makes and checks the sign-off of a results folder. The
+// reports of a folder are rendered from the folder's own evidence (the run
+// its journal holds and the kept baseline copy: Render, WriteReports), so
+// that gpuaccept verify can render them again and compare: Verify checks
+// the manifest (every file, none added), the sign-off digest and the
+// signature, re-judges the raw outputs against the kept baseline,
+// re-derives results.json value by value and re-renders the other reports
+// byte for byte.
+package signoff
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/gpuaccept/gpuaccept/framework/journal"
+	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/report"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// maxResults bounds a results.json read back (a 1024-node localisation
+// makes tens of MB).
+const maxResults = 1 << 30
+
+// LoadRun reads the run a results folder holds: from its journal, which
+// has every test that finished even when the run was stopped, else from
+// results.json (folders of gpuaccept check --out made before check kept a
+// journal). The run's Dir is dir; recorded is the results folder the run
+// recorded (results_dir), which its results.json shows, or dir when it
+// recorded none.
+func LoadRun(dir string) (run *result.Run, recorded string, err error) {
+	run, err = journal.Read(dir)
+	if errors.Is(err, iofs.ErrNotExist) {
+		p := filepath.Join(dir, report.ResultsFile)
+		data, rerr := manifest.ReadRegular(p, maxResults)
+		if rerr != nil {
+			return nil, "", fmt.Errorf("results folder %s has neither %s nor a readable %s (%v)", dir, journal.File, report.ResultsFile, rerr)
+		}
+		run = &result.Run{}
+		if err := json.Unmarshal(data, run); err != nil {
+			return nil, "", fmt.Errorf("read %s: %w", p, err)
+		}
+	} else if err != nil {
+		return nil, "", err
+	}
+	recorded = run.Dir
+	if recorded == "" {
+		recorded = dir
+	}
+	run.Dir = dir
+	return run, recorded, nil
+}
+
+// KeptBaseline loads the copy of the SKU file name that the results folder
+// dir keeps (baseline/NAME.yaml). Its File is that path relative to the
+// folder, as the HTML report names it wherever the folder lies.
+func KeptBaseline(dir, name string) (*sku.SKU, error) {
+	bdir := filepath.Join(dir, journal.BaselineDir)
+	cat, err := sku.Load(os.DirFS(bdir), journal.BaselineDir)
+	if err != nil {
+		return nil, fmt.Errorf("baseline kept in the results folder: %w", err)
+	}
+	return cat.Get(name)
+}
+
+// Report is one report of a results folder, rendered.
+type Report struct {
+	// Name is the file's name in the folder (report.ResultsFile, ...).
+	Name string
+	Data []byte
+}
+
+// Rendered are the reports Render makes, in its order.
+var Rendered = []string{report.ResultsFile, report.TableFile, report.MarkdownFile, report.JUnitFile, report.HTMLFile}
+
+// Render renders the reports of run, as WriteReports writes them into
+// run.Dir: results.json (showing recorded as results_dir, the folder the
+// run wrote), table.txt, summary.md, junit.xml (with the raw outputs read
+// from run.Dir) and report.html (plots against the bands of s; nil draws
+// curves only). The same run and SKU file give the same bytes.
+func Render(run *result.Run, s *sku.SKU, recorded string) ([]Report, error) {
+	var out []Report
+	shown := *run
+	shown.Dir = recorded
+	for _, r := range []struct {
+		name   string
+		render func(*bytes.Buffer) error
+	}{
+		{report.ResultsFile, func(b *bytes.Buffer) error { return report.JSON(b, &shown) }},
+		{report.TableFile, func(b *bytes.Buffer) error { return report.Table(b, run) }},
+		{report.MarkdownFile, func(b *bytes.Buffer) error { return report.Markdown(b, run) }},
+		{report.JUnitFile, func(b *bytes.Buffer) error {
+			b.WriteString(xml.Header)
+			doc := report.JUnit(run)
+			return doc.WriteXML(b)
+		}},
+		{report.HTMLFile, func(b *bytes.Buffer) error { return report.HTML(b, run, s) }},
+	} {
+		var b bytes.Buffer
+		if err := r.render(&b); err != nil {
+			return nil, fmt.Errorf("render %s of %s: %w", r.name, run.Dir, err)
+		}
+		out = append(out, Report{r.name, b.Bytes()})
+	}
+	return out, nil
+}
+
+// WriteReports writes the reports of run into its results folder run.Dir
+// (Render): against the baseline copy the folder keeps when it keeps one,
+// which verify renders them against again, else against s. recorded is
+// the results folder the run recorded ("" for run.Dir). Every report is
+// attempted; the first error is returned.
+func WriteReports(run *result.Run, s *sku.SKU, recorded string) error {
+	if run.Dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
+		return fmt.Errorf("write results folder: %w", err)
+	}
+	if kept, err := KeptBaseline(run.Dir, run.SKU); err == nil {
+		s = kept
+	}
+	if recorded == "" {
+		recorded = run.Dir
+	}
+	reports, err := Render(run, s, recorded)
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, r := range reports {
+		if err := writeFile(filepath.Join(run.Dir, r.Name), r.Data); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// writeFile writes a report into a results folder; every report this
+// package writes goes through it.
+func writeFile(p string, data []byte) error {
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		return fmt.Errorf("write results folder: %w", err)
+	}
+	return nil
+}

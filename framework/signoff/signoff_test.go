@@ -1,0 +1,166 @@
+package signoff
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/baselines"
+	"github.com/gpuaccept/gpuaccept/framework/journal"
+	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/report"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+func TestValueDiffs(t *testing.T) {
+	const metric = `{"name":"busbw","value":%s,"unit":"GB/s","size":4294967296,"labels":{"placement":"in-place","redop":"sum","type":"float"},"status":"pass"}`
+	m := func(v string) string { return strings.Replace(metric, "%s", v, 1) }
+	doc := func(status, metrics, extra string) string {
+		return `{"status":"` + status + `","tests":[{"name":"nccl.all_reduce","metrics":[` + metrics + `],"checks":[{"name":"rank count","ok":true}]}]` + extra + `}`
+	}
+	want := doc("pass", m("344.031485"), "")
+	cases := []struct {
+		name, have string
+		diffs      []string
+	}{
+		{"same", want, nil},
+		{"same number written otherwise", doc("pass", m("344.0314850"), ""), nil},
+		{"status", doc("warn", m("344.031485"), ""), []string{`status is "warn", re-derived from raw/ and the journal: "pass"`}},
+		{"value", doc("pass", m("144.031485"), ""), []string{
+			"tests[nccl.all_reduce].metrics[busbw[in-place] at 4 GiB redop=sum type=float].value is 144.031485, re-derived from raw/ and the journal: 344.031485"}},
+		{"value as a string", doc("pass", m(`"344.031485"`), ""), []string{
+			`tests[nccl.all_reduce].metrics[busbw[in-place] at 4 GiB redop=sum type=float].value is "344.031485", re-derived from raw/ and the journal: 344.031485`}},
+		{"label", doc("pass", strings.Replace(m("344.031485"), `"sum"`, `"max"`, 1), ""), []string{
+			"tests[nccl.all_reduce].metrics[busbw[in-place] at 4 GiB redop=max type=float] is not in the re-derived run",
+			"tests[nccl.all_reduce].metrics[busbw[in-place] at 4 GiB redop=sum type=float] is missing, re-derived from raw/ and the journal: {"}},
+		{"metric added", doc("pass", m("344.031485")+","+strings.Replace(m("1"), "in-place", "out-of-place", 1), ""), []string{
+			"tests[nccl.all_reduce].metrics[busbw[out-of-place] at 4 GiB redop=sum type=float] is not in the re-derived run"}},
+		{"key added", doc("pass", m("344.031485"), `,"waiver":"signed by hand"`), []string{`waiver is "signed by hand", the re-derived run has none`}},
+		{"key left out", `{"status":"pass"}`, []string{`tests is missing, re-derived from raw/ and the journal: [{`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := valueDiffs([]byte(c.have), []byte(want))
+			assert.NilError(t, err)
+			assert.Equal(t, len(got), len(c.diffs), "%q", got)
+			for i, d := range c.diffs {
+				assert.Assert(t, strings.HasPrefix(got[i], d), "%q, want it to start %q", got[i], d)
+			}
+		})
+	}
+	_, err := valueDiffs([]byte(`{"status":`), []byte(want))
+	assert.ErrorContains(t, err, "not JSON")
+
+	// A list of things without names is compared by position, and many
+	// differences are counted past the first 20.
+	var a, b []string
+	for i := 0; i < 30; i++ {
+		a, b = append(a, "1"), append(b, "2")
+	}
+	got, err := valueDiffs([]byte("["+strings.Join(a, ",")+"]"), []byte("["+strings.Join(b, ",")+"]"))
+	assert.NilError(t, err)
+	assert.Equal(t, len(got), 21)
+	assert.Equal(t, got[0], "[0] is 1, re-derived from raw/ and the journal: 2")
+	assert.Equal(t, got[20], "and 10 more differences")
+}
+
+func TestByteDiff(t *testing.T) {
+	assert.Equal(t, byteDiff([]byte("a\nb\n"), []byte("a\nb\n")), "")
+	assert.Equal(t, byteDiff([]byte("a\nb\nc"), []byte("a\nB\nc")), `from line 2: "b", re-rendered "B"`)
+	assert.Equal(t, byteDiff([]byte("a\n"), []byte("a\nb")), `from line 2: "", re-rendered "b"`)
+}
+
+// signedFolder is a results folder whose one test was skipped (nothing to
+// re-judge: no plugin needed), its reports written by WriteReports and
+// signed off by gpuaccept version.
+func signedFolder(t *testing.T, version string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "results")
+	assert.NilError(t, os.MkdirAll(dir, 0o755))
+	data, err := baselines.FS.ReadFile("h200.yaml")
+	assert.NilError(t, err)
+	assert.NilError(t, journal.SaveBaseline(dir, "h200", data))
+	run := &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Scope: "1x2", Version: version, Dir: dir,
+		Started: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Tests: []result.Test{}}
+	w, err := journal.Create(dir, run, []string{"nccl.all_reduce"})
+	assert.NilError(t, err)
+	tst := result.Test{Name: "nccl.all_reduce", Status: result.Skip, Message: "skipped in the suite", Scope: "1x2", Metrics: []result.Judged{}}
+	assert.NilError(t, w.Add(tst))
+	run.Tests = append(run.Tests, tst)
+	run.Duration = 3 * time.Second
+	assert.NilError(t, w.End(run.Duration))
+	assert.NilError(t, w.Close())
+	run.Finish()
+	assert.NilError(t, WriteReports(run, nil, ""))
+	_, err = manifest.Write(dir, version, "h200")
+	assert.NilError(t, err)
+	return dir
+}
+
+func lines(r *Result) string {
+	var b strings.Builder
+	for _, l := range r.Lines {
+		b.WriteString(l.String() + "\n")
+	}
+	return b.String()
+}
+
+// The reports written are the ones verify renders again: against the
+// kept baseline copy, with the results folder the run recorded, wherever
+// the folder is now.
+func TestWriteReportsRenderAgain(t *testing.T) {
+	dir := signedFolder(t, "v1")
+	moved := filepath.Join(t.TempDir(), "moved")
+	assert.NilError(t, os.Rename(dir, moved))
+	page, err := os.ReadFile(filepath.Join(moved, report.HTMLFile))
+	assert.NilError(t, err)
+	assert.Assert(t, strings.Contains(string(page), "<dt>baseline</dt><dd>baseline/h200.yaml</dd>"), "the kept copy, named inside the folder")
+	res, err := Verify(context.Background(), moved, Options{Version: "v1"})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Findings, 0, lines(res))
+	assert.DeepEqual(t, res.Rederived, []string{report.ResultsFile})
+	assert.DeepEqual(t, res.Rerendered, []string{report.JUnitFile, report.HTMLFile, report.MarkdownFile, report.TableFile})
+}
+
+// A report that renders otherwise is a finding when this gpuaccept made
+// the folder; made by another version, the report is held to its hash in
+// the manifest only, and verify says so.
+func TestVerifyReportsOfAnotherVersion(t *testing.T) {
+	forge := func(t *testing.T, dir string) {
+		p := filepath.Join(dir, report.MarkdownFile)
+		data, err := os.ReadFile(p)
+		assert.NilError(t, err)
+		assert.NilError(t, os.WriteFile(p, []byte(strings.Replace(string(data), "SKIP", "PASS", 1)), 0o644))
+		assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+		_, err = manifest.Write(dir, "v1", "h200")
+		assert.NilError(t, err)
+	}
+	dir := signedFolder(t, "v1")
+	forge(t, dir)
+	res, err := Verify(context.Background(), dir, Options{Version: "v1"})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Findings, 1, lines(res))
+	assert.Assert(t, strings.Contains(lines(res), "MISMATCH summary.md: differs from the one re-rendered from the journal and the baseline copy, from line 1"), lines(res))
+
+	res, err = Verify(context.Background(), dir, Options{Version: "v2"})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Findings, 0, lines(res))
+	assert.Assert(t, strings.Contains(lines(res), "NOTE summary.md: made by gpuaccept v1, which renders it otherwise than this one (v2, from line 1"), lines(res))
+}
+
+func TestVerifyVersionAndSKU(t *testing.T) {
+	dir := signedFolder(t, "v1")
+	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	_, err := manifest.Write(dir, "v0", "h100")
+	assert.NilError(t, err)
+	res, err := Verify(context.Background(), dir, Options{Version: "v1"})
+	assert.NilError(t, err)
+	for _, w := range []string{"MISMATCH manifest.json says gpuaccept v0 made the run, the journal says v1", "MISMATCH manifest.json is of SKU h100, the journal of SKU h200"} {
+		assert.Assert(t, strings.Contains(lines(res), w), "want %q in\n%s", w, lines(res))
+	}
+}

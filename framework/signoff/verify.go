@@ -1,0 +1,325 @@
+package signoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/journal"
+	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/report"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// Kinds of the lines Verify reports.
+const (
+	// Mismatch: a file that is not what the manifest, the sign-off digest
+	// or signature, or the re-derivation says.
+	Mismatch = "MISMATCH"
+	// Rejudged: a verdict or number the raw outputs, judged again, do not
+	// give.
+	Rejudged = "REJUDGED"
+	// Note: what was not checked, and why; no finding.
+	Note = "NOTE"
+)
+
+// Line is one line of Verify's account: Kind is Mismatch, Rejudged, Note
+// or "" (what was checked).
+type Line struct {
+	Kind, Text string
+}
+
+// String renders the line as verify prints it: "KIND text", or the text.
+func (l Line) String() string {
+	if l.Kind == "" {
+		return l.Text
+	}
+	return l.Kind + " " + l.Text
+}
+
+// Options are what Verify checks a results folder against.
+type Options struct {
+	// Plugins parse the raw outputs again.
+	Plugins runner.Plugins
+	// Version is this gpuaccept's version: reports of a folder whose
+	// manifest names the same one are compared byte for byte.
+	Version string
+	// Digest is the sign-off digest printed at sign-off, as hex
+	// (manifest.ParseDigest); "" checks none.
+	Digest string
+	// AllowedSigners and Identity check manifest.json.sig as ssh-keygen
+	// -Y verify -f ALLOWED_SIGNERS -I IDENTITY -n gpuaccept does; ""
+	// checks none.
+	AllowedSigners, Identity string
+}
+
+// Result is what Verify found.
+type Result struct {
+	Manifest *manifest.Manifest
+	// Sum is the hex SHA-256 of manifest.json.
+	Sum string
+	// Run is the run the folder holds, read from its journal.
+	Run *result.Run
+	// Lines are the account, in order.
+	Lines []Line
+	// Findings counts the Mismatch and Rejudged lines.
+	Findings int
+	// Rerendered are the reports of the folder found byte for byte as
+	// they render again; Rederived is results.json when it matched value
+	// by value.
+	Rerendered, Rederived []string
+	// SubRuns is how many results folders of localisation runs were
+	// checked, of Localisations localisations.
+	SubRuns, Localisations int
+	// Digest says the sign-off digest was checked and matched; Signer who
+	// signed, when the signature was checked and is good.
+	Digest bool
+	Signer *manifest.Signer
+}
+
+func (r *Result) add(kind, format string, a ...any) {
+	r.Lines = append(r.Lines, Line{kind, fmt.Sprintf(format, a...)})
+	if kind == Mismatch || kind == Rejudged {
+		r.Findings++
+	}
+}
+
+// Verify checks the results folder dir without running anything: every
+// file against manifest.json (edited, missing, added, links and pipes
+// named), manifest.json against the sign-off digest and its signature
+// when given, the raw outputs parsed and judged again against the kept
+// baseline copy and compared with every recorded verdict and number, the
+// runs of its localisations the same way, results.json compared value by
+// value with the run re-derived from the journal, and junit.xml,
+// report.html, summary.md and table.txt rendered again and compared byte
+// for byte. Errors are a folder that cannot be read (no manifest, no
+// journal); everything else is a line of the Result.
+func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
+	m, err := manifest.Read(dir)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := manifest.Sum(dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Manifest: m, Sum: sum}
+	format := fmt.Sprintf("format %d", m.Format)
+	if m.Legacy() {
+		format = "format 1: raw outputs, baseline copy and journal only"
+	}
+	r.add("", "manifest %s: sha256 %s, made by gpuaccept %s (this is %s), SKU %s, %d files, %s", dir, sum, m.Version, o.Version, m.SKU, len(m.Files), format)
+	r.checkSeal(dir, o)
+	problems, err := manifest.Check(dir, m)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range problems {
+		r.add(Mismatch, "%s", p)
+	}
+	run, recorded, err := LoadRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	r.Run = run
+	if run.Version != m.Version {
+		r.add(Mismatch, "%s says gpuaccept %s made the run, the journal says %s", manifest.File, m.Version, run.Version)
+	}
+	if run.SKU != m.SKU {
+		r.add(Mismatch, "%s is of SKU %s, the journal of SKU %s", manifest.File, m.SKU, run.SKU)
+	}
+	s, err := KeptBaseline(dir, m.SKU)
+	if err != nil {
+		r.add(Mismatch, "%v", err)
+	} else {
+		judged := *run
+		judged.Dir = recorded
+		for _, d := range runner.Rejudge(ctx, o.Plugins, s, dir, &judged) {
+			r.add(Rejudged, "%s", d)
+		}
+	}
+	same := !m.Legacy() && m.Version == o.Version
+	r.Rederived, r.Rerendered = r.checkReports(dir, "", run, s, recorded, m, same, o.Version)
+	if s != nil {
+		r.verifySubRuns(ctx, o, s, dir, run, m, same)
+	}
+	r.Localisations = len(run.Localisations)
+	return r, nil
+}
+
+// checkSeal checks manifest.json against the sign-off digest and its
+// signature, as given, and says what was not checked.
+func (r *Result) checkSeal(dir string, o Options) {
+	if o.Digest != "" {
+		if r.Sum != o.Digest {
+			r.add(Mismatch, "%s: its digest is sha256:%s, not the sign-off digest sha256:%s (--digest): the manifest was made again or replaced since sign-off", manifest.File, r.Sum, o.Digest)
+		} else {
+			r.Digest = true
+			r.add("", "sign-off digest sha256:%s matches --digest", o.Digest)
+		}
+	}
+	if o.AllowedSigners != "" {
+		signer, err := manifest.VerifySignature(dir, o.AllowedSigners, o.Identity)
+		if err != nil {
+			r.add(Mismatch, "%s: %v", manifest.SigFile, err)
+		} else {
+			r.Signer = signer
+			r.add("", "signature: %s is good for %s (%s %s, allowed signers %s line %d)", manifest.SigFile, signer.Identity, signer.KeyType, signer.Fingerprint, o.AllowedSigners, signer.Line)
+		}
+	} else if _, err := os.Lstat(filepath.Join(dir, manifest.SigFile)); err == nil {
+		if typ, fp, err := manifest.ReadSignature(dir); err != nil {
+			r.add(Note, "%s: %v", manifest.SigFile, err)
+		} else {
+			r.add(Note, "%s: signed with %s %s; not checked: give --allowed-signers FILE --identity ID (or run ssh-keygen -Y verify)", manifest.SigFile, typ, fp)
+		}
+	}
+	if o.Digest == "" && o.AllowedSigners == "" {
+		r.add(Note, "no --digest and no --allowed-signers: a manifest made again after the run cannot be told from the one signed off")
+	}
+}
+
+// checkReports re-derives the reports of the results folder at rel (""
+// for dir itself) from its run and baseline s: results.json value by
+// value, the others byte for byte. A report that renders differently is
+// a finding when the same gpuaccept made the folder and its manifest
+// hashes reports (same); else a note, since another version may lay
+// reports out otherwise (the manifest's hash still binds them). Absent
+// reports are the manifest's to name. It returns what matched.
+func (r *Result) checkReports(dir, rel string, run *result.Run, s *sku.SKU, recorded string, m *manifest.Manifest, same bool, version string) (rederived, rerendered []string) {
+	folder := filepath.Join(dir, filepath.FromSlash(rel))
+	shown := *run
+	shown.Dir = folder
+	reports, err := Render(&shown, s, recorded)
+	if err != nil {
+		r.add(Mismatch, "%s: %v", path.Join(rel, report.ResultsFile), err)
+		return nil, nil
+	}
+	for _, rep := range reports {
+		name := path.Join(rel, rep.Name)
+		have, err := manifest.ReadRegular(filepath.Join(folder, rep.Name), maxResults)
+		if errors.Is(err, iofs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			r.add(Mismatch, "%s: %v", name, err)
+			continue
+		}
+		if rep.Name == report.ResultsFile {
+			diffs, err := valueDiffs(have, rep.Data)
+			if err != nil {
+				diffs = []string{err.Error()}
+			}
+			for _, d := range diffs {
+				r.add(Mismatch, "%s: %s", name, d)
+			}
+			if len(diffs) == 0 {
+				rederived = append(rederived, rep.Name)
+			}
+			continue
+		}
+		d := byteDiff(have, rep.Data)
+		switch {
+		case d == "":
+			rerendered = append(rerendered, rep.Name)
+		case same:
+			r.add(Mismatch, "%s: differs from the one re-rendered from the journal and the baseline copy, %s", name, d)
+		case m.Legacy():
+			r.add(Note, "%s: not hashed by a format 1 manifest, and this gpuaccept renders it differently (%s): not checked; %s, which it shows, is", name, d, report.ResultsFile)
+		default:
+			r.add(Note, "%s: made by gpuaccept %s, which renders it otherwise than this one (%s, %s): checked by its hash in the manifest only", name, m.Version, version, d)
+		}
+	}
+	sort.Strings(rerendered)
+	return rederived, rerendered
+}
+
+// subRunDirs are the results folders of the localisations' runs, each
+// once (a per-node run's tests are several SubRuns of one folder), with
+// the SubRuns recorded from each.
+func subRunDirs(run *result.Run) []subRunDir {
+	var out []subRunDir
+	at := map[string]int{}
+	for _, l := range run.Localisations {
+		for _, st := range l.Stages {
+			for _, sr := range st.Runs {
+				if sr.Dir == "" {
+					continue
+				}
+				i, ok := at[sr.Dir]
+				if !ok {
+					i = len(out)
+					at[sr.Dir] = i
+					out = append(out, subRunDir{dir: sr.Dir, test: l.Test})
+				}
+				out[i].runs = append(out[i].runs, subRunOf{stage: st.Name, run: sr})
+			}
+		}
+	}
+	return out
+}
+
+type subRunOf struct {
+	stage string
+	run   result.SubRun
+}
+
+type subRunDir struct {
+	dir, test string
+	runs      []subRunOf
+}
+
+// verifySubRuns checks the localisations' runs the way Verify checks the
+// main one (their files are in the main manifest): each run's folder is
+// read back from its journal, its raw outputs re-judged against its own
+// baseline copy (or the main one), its reports re-derived, and each
+// verdict the localisation recorded from it compared with its journal's.
+// A run that could not start (error) may have no folder.
+func (r *Result) verifySubRuns(ctx context.Context, o Options, s *sku.SKU, dir string, run *result.Run, m *manifest.Manifest, same bool) {
+	for _, sd := range subRunDirs(run) {
+		folder := filepath.Join(dir, filepath.FromSlash(sd.dir))
+		sub, err := journal.Read(folder)
+		if err != nil {
+			if errors.Is(err, iofs.ErrNotExist) && sd.runs[0].run.Status == result.Error {
+				continue
+			}
+			r.add(Mismatch, "localisation of %s: run %s: %v", sd.test, sd.dir, err)
+			continue
+		}
+		r.SubRuns++
+		for _, sr := range sd.runs {
+			got := result.Status("")
+			for _, t := range sub.Tests {
+				if t.Name == sr.run.Test {
+					got = t.Status
+				}
+			}
+			if got != sr.run.Status {
+				if got == "" {
+					got = "no such test"
+				}
+				r.add(Mismatch, "localisation of %s: %s round %d on %s: recorded %s %s, its journal (%s) says %s",
+					sd.test, sr.stage, sr.run.Round, strings.Join(sr.run.Hosts, ","), sr.run.Test, sr.run.Status, sd.dir, got)
+			}
+		}
+		ss := s
+		if kept, err := KeptBaseline(folder, sub.SKU); err == nil {
+			ss = kept
+		}
+		for _, d := range runner.Rejudge(ctx, o.Plugins, ss, folder, sub) {
+			r.add(Rejudged, "%s: %s", sd.dir, d)
+		}
+		recorded := sub.Dir
+		if recorded == "" {
+			recorded = folder
+		}
+		r.checkReports(dir, sd.dir, sub, ss, recorded, m, same, o.Version)
+	}
+}
