@@ -206,9 +206,12 @@ func TestStoppedRunKeepsResults(t *testing.T) {
 			var stdout, stderr strings.Builder
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			assert.NilError(t, cmd.Start())
-			// Wait until all_reduce is journaled and all_gather is running.
+			// Wait until all_reduce is journaled and all_gather has printed
+			// its curve (the stand-in prints the whole recording, then
+			// sleeps; the launcher creates the log before the step starts,
+			// so the file alone says nothing was printed yet).
 			deadline := time.Now().Add(60 * time.Second)
-			for !(strings.Count(readIfExists(filepath.Join(out, "journal.jsonl")), "\n") >= 2 && fileExists(filepath.Join(out, "raw/nccl.all_gather/all_gather.log"))) {
+			for !(strings.Count(readIfExists(filepath.Join(out, "journal.jsonl")), "\n") >= 2 && strings.Contains(readIfExists(filepath.Join(out, "raw/nccl.all_gather/all_gather.log")), "Avg bus bandwidth")) {
 				if time.Now().After(deadline) {
 					cmd.Process.Kill()
 					t.Fatalf("the run did not get to all_gather: %s %s", stdout.String(), stderr.String())

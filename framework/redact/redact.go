@@ -265,6 +265,12 @@ func (w *Writer) Write(p []byte) (int, error) {
 		}
 		p = p[i+1:]
 	}
+	// Complete lines reach the file now, not when 64 KiB have gathered:
+	// a hung or killed run keeps what its step printed (the buffer only
+	// joins the lines of one read).
+	if err := w.dst.Flush(); err != nil {
+		return 0, err
+	}
 	return n, nil
 }
 
