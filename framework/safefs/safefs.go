@@ -24,6 +24,11 @@
 // Errors that refuse a file wrap ErrRefused and name the file and what it
 // is ("a symbolic link", "a named pipe (FIFO)", ...).
 //
+// Files the user names outside a results folder (--junit FILE, a log given
+// to check) have the Named functions: WriteNamed refuses a link at the
+// name, OpenNamed follows one (the user chose it) but opens regular files
+// only.
+//
 // What remains possible: a link in the path the user named (the root and
 // its parents) is followed; a hard link to a file elsewhere on the same
 // filesystem reads as a regular file (Linux refuses to make one to a file
@@ -230,9 +235,10 @@ func WriteFile(root, name string, data []byte, perm fs.FileMode) error {
 	})
 }
 
-// WriteFileAt is WriteFile of a file the user named (--junit FILE): its
-// folder is the root, followed as named.
-func WriteFileAt(path string, data []byte, perm fs.FileMode) error {
+// WriteNamed is WriteFile of a file the user named (--junit FILE): its
+// folder is the root, followed as named; a link at the name itself is
+// refused (another user may have planted it in /tmp).
+func WriteNamed(path string, data []byte, perm fs.FileMode) error {
 	return WriteFile(filepath.Dir(path), filepath.Base(path), data, perm)
 }
 
@@ -397,20 +403,50 @@ func ReadFile(root, name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readMax(f, filepath.Join(root, filepath.FromSlash(name)), max)
+}
+
+func readMax(f *os.File, path string, max int64) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("read %s: more than %d bytes, the most gpuaccept reads of it", filepath.Join(root, filepath.FromSlash(name)), max)
+		return nil, fmt.Errorf("read %s: more than %d bytes, the most gpuaccept reads of it", path, max)
 	}
 	return data, nil
 }
 
-// ReadFileAt is ReadFile of a file the user named: its folder is the
-// root, followed as named; the file itself must be regular.
-func ReadFileAt(path string, max int64) ([]byte, error) {
-	return ReadFile(filepath.Dir(path), filepath.Base(path), max)
+// OpenNamed opens for reading a file the user named (a log given to
+// check), following links as the user chose them, but only when it turns
+// out a regular file: a FIFO, device or socket is refused by name without
+// blocking on it.
+func OpenNamed(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &RefusedError{Path: path, What: kind(fi.Mode())}
+	}
+	return f, nil
+}
+
+// ReadNamed reads a file the user named as OpenNamed opens it, at most
+// max bytes: a longer one is an error naming it and the limit.
+func ReadNamed(path string, max int64) ([]byte, error) {
+	f, err := OpenNamed(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readMax(f, path, max)
 }
 
 // Rename renames root/from to root/to, two names in the same folder; a

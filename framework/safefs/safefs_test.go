@@ -231,13 +231,40 @@ func TestPlainFilesWork(t *testing.T) {
 	real := t.TempDir()
 	via := filepath.Join(t.TempDir(), "via")
 	assert.NilError(t, os.Symlink(real, via))
-	assert.NilError(t, WriteFileAt(filepath.Join(via, "junit.xml"), []byte("<x/>"), 0o644))
+	assert.NilError(t, WriteNamed(filepath.Join(via, "junit.xml"), []byte("<x/>"), 0o644))
 	data, err = os.ReadFile(filepath.Join(real, "junit.xml"))
 	assert.NilError(t, err)
 	assert.Equal(t, string(data), "<x/>")
-	data, err = ReadFileAt(filepath.Join(via, "junit.xml"), 100)
+	data, err = ReadNamed(filepath.Join(via, "junit.xml"), 100)
 	assert.NilError(t, err)
 	assert.Equal(t, string(data), "<x/>")
+}
+
+// Files the user names: WriteNamed refuses a link at the name (one planted
+// in /tmp), OpenNamed follows one to a regular file but refuses a FIFO or
+// a device without blocking.
+func TestNamedFiles(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "shadow")
+	assert.NilError(t, os.WriteFile(victim, []byte(victimContent), 0o600))
+	planted := filepath.Join(dir, "junit.xml")
+	assert.NilError(t, os.Symlink(victim, planted))
+	err := WriteNamed(planted, []byte("<x/>"), 0o644)
+	assert.Assert(t, errors.Is(err, ErrRefused), "%v", err)
+	got, _ := os.ReadFile(victim)
+	assert.Equal(t, string(got), victimContent)
+
+	data, err := ReadNamed(planted, 1<<10)
+	assert.NilError(t, err, "a link the user gave is theirs to give")
+	assert.Equal(t, string(data), victimContent)
+	fifo := filepath.Join(dir, "fifo.log")
+	assert.NilError(t, syscall.Mkfifo(fifo, 0o644))
+	for _, p := range []string{fifo, "/dev/zero"} {
+		err := within(t, "ReadNamed "+p, func() error { _, err := ReadNamed(p, 1<<10); return err })
+		assert.Assert(t, errors.Is(err, ErrRefused), "%v", err)
+	}
+	_, err = ReadNamed(victim, 3)
+	assert.ErrorContains(t, err, "more than 3 bytes")
 }
 
 // A reader handed a file by Open reads all of it (O_NONBLOCK changes
