@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/journal"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
 // File is the manifest's name in a results folder.
@@ -139,8 +140,15 @@ func Build(dir, version, sku string) (*Manifest, error) {
 	return m, nil
 }
 
+// hashFile hashes p, a file of folder dir: only a regular file reached
+// without a link (safefs), so a FIFO does not block verify and a link out
+// of the folder is not read.
 func hashFile(dir, p string) (Entry, error) {
-	f, err := os.Open(p)
+	rel, err := filepath.Rel(dir, p)
+	if err != nil {
+		return Entry{}, err
+	}
+	f, err := safefs.Open(dir, rel)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -149,10 +157,6 @@ func hashFile(dir, p string) (Entry, error) {
 	n, err := io.Copy(h, f)
 	if err != nil {
 		return Entry{}, fmt.Errorf("hash %s: %w", p, err)
-	}
-	rel, err := filepath.Rel(dir, p)
-	if err != nil {
-		return Entry{}, err
 	}
 	return Entry{Path: filepath.ToSlash(rel), SHA256: hex.EncodeToString(h.Sum(nil)), Bytes: n}, nil
 }
@@ -169,7 +173,7 @@ func Write(dir, version, sku string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, File), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := safefs.CreateNew(dir, File, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
@@ -180,10 +184,13 @@ func Write(dir, version, sku string) (*Manifest, error) {
 	return m, f.Close()
 }
 
+// maxManifest bounds the manifest read: a million files' entries.
+const maxManifest = 256 << 20
+
 // Read reads dir/manifest.json. Errors name the file.
 func Read(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, File)
-	data, err := os.ReadFile(p)
+	data, err := safefs.ReadFile(dir, File, maxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
@@ -197,7 +204,7 @@ func Read(dir string) (*Manifest, error) {
 // Sum is the hex SHA-256 of dir/manifest.json itself, the one number to
 // publish or sign with a sign-off.
 func Sum(dir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, File))
+	data, err := safefs.ReadFile(dir, File, maxManifest)
 	if err != nil {
 		return "", fmt.Errorf("hash manifest: %w", err)
 	}
