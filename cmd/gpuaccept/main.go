@@ -29,6 +29,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	_ "github.com/gpuaccept/gpuaccept/launchers/k8s"
 	_ "github.com/gpuaccept/gpuaccept/launchers/local"
@@ -262,7 +263,13 @@ func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (
 	}
 	if run.Dir != "" {
 		if _, err := os.Stat(filepath.Join(run.Dir, journal.File)); err == nil {
-			if _, err := os.Stat(filepath.Join(run.Dir, manifest.File)); errors.Is(err, iofs.ErrNotExist) {
+			err := safefs.Check(run.Dir, manifest.File)
+			if errors.Is(err, safefs.ErrRefused) {
+				// A link or FIFO there is never written through, nor left
+				// standing as a sign-off.
+				return exitUsage, fmt.Errorf("sign-off: %w", err)
+			}
+			if errors.Is(err, iofs.ErrNotExist) {
 				if _, err := manifest.Write(run.Dir, run.Version, run.SKU); err != nil {
 					return exitUsage, err
 				}

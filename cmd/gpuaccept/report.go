@@ -12,6 +12,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -58,7 +59,10 @@ func loadRun(dir string) (*result.Run, error) {
 	}
 	run, err := journal.Read(dir)
 	if errors.Is(err, iofs.ErrNotExist) {
-		data, rerr := os.ReadFile(filepath.Join(dir, report.ResultsFile))
+		data, rerr := safefs.ReadFile(dir, report.ResultsFile, maxResults)
+		if errors.Is(rerr, safefs.ErrRefused) {
+			return nil, rerr
+		}
 		if rerr != nil {
 			return nil, fmt.Errorf("results folder %s has neither %s nor %s", dir, journal.File, report.ResultsFile)
 		}
@@ -69,14 +73,44 @@ func loadRun(dir string) (*result.Run, error) {
 	} else if err != nil {
 		return nil, err
 	}
+	if err := rawInFolder(dir, run); err != nil {
+		return nil, err
+	}
 	run.Dir = dir
 	return run, nil
+}
+
+// maxResults bounds the results.json read back.
+const maxResults = 1 << 30
+
+// rawInFolder refuses a run whose raw outputs (those of every test and
+// attempt) are not all regular files inside dir reached through no link:
+// report quotes them and verify re-parses them, so a FIFO would hang them
+// and a link out of the folder would quote or judge what is elsewhere. A
+// raw output that is missing is left to the reports (and the manifest).
+func rawInFolder(dir string, run *result.Run) error {
+	var tests []result.Test
+	for _, t := range run.Tests {
+		tests = append(append(tests, t.Attempts...), t)
+	}
+	for _, t := range tests {
+		for _, r := range t.Raw {
+			if err := safefs.Check(dir, r); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+				return fmt.Errorf("raw output of %s: %w", t.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // keptBaseline loads the copy of the SKU file a results folder keeps.
 func keptBaseline(dir, name string) (*sku.SKU, error) {
 	bdir := filepath.Join(dir, journal.BaselineDir)
-	cat, err := sku.Load(os.DirFS(bdir), bdir)
+	fsys, err := iofs.Sub(safefs.DirFS(dir), journal.BaselineDir)
+	if err != nil {
+		return nil, fmt.Errorf("baseline kept in the results folder: %w", err)
+	}
+	cat, err := sku.Load(fsys, bdir)
 	if err != nil {
 		return nil, fmt.Errorf("baseline kept in the results folder: %w", err)
 	}

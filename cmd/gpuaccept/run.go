@@ -75,6 +75,19 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if fs.NArg() > 0 {
 		return exitUsage, usageError{fmt.Errorf("unexpected arguments %q (run takes flags only)", fs.Args())}
 	}
+	// A negative count would slice the host list out of range; a limit of
+	// zero or less would let a hung test (and what it started) run forever.
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"nodes", nodes}, {"gpus-per-node", gpus}} {
+		if f.n < 0 {
+			return exitUsage, usageError{fmt.Errorf("--%s %d: want 1 or more (or leave it out for the default)", f.name, f.n)}
+		}
+	}
+	if timeout <= 0 {
+		return exitUsage, usageError{fmt.Errorf("--timeout %s: want a limit above zero, such as 30m: a test without one could hang the run, and what it started, for ever", timeout)}
+	}
 	if err := validFormat(c.format); err != nil {
 		return exitUsage, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -66,7 +67,11 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, report.ResultsFile)); err == nil {
+	data, err := safefs.ReadFile(dir, report.ResultsFile, maxResults)
+	if errors.Is(err, safefs.ErrRefused) {
+		return exitUsage, err
+	}
+	if err == nil {
 		var shown result.Run
 		if err := json.Unmarshal(data, &shown); err != nil {
 			fmt.Fprintf(stdout, "MISMATCH %s: %v\n", report.ResultsFile, err)
