@@ -289,7 +289,7 @@ func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			continue
 		}
-		data, err := os.ReadFile(f)
+		data, err := safefs.ReadNamed(f, maxSKUFile)
 		if err != nil {
 			return exitUsage, fmt.Errorf("baseline diff: %w", err)
 		}

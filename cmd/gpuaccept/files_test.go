@@ -307,3 +307,21 @@ func TestNamedOutputsNeverWrittenThroughALink(t *testing.T) {
 		})
 	}
 }
+
+// Files the user names for input that turn out FIFOs (a --hostfile, a SKU
+// file to validate or diff): refused by name, never waited on.
+func TestNamedInputsRefuseFIFOs(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "in")
+	assert.NilError(t, syscall.Mkfifo(fifo, 0o644))
+	for name, args := range map[string][]string{
+		"--hostfile":        {"--sku", "h200", "--suite", "singlenode", "--dry-run", "--hostfile", fifo},
+		"baseline validate": {"baseline", "validate", fifo},
+		"baseline diff":     {"baseline", "diff", "h200", fifo},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errs := cliWithin(t, 30*time.Second, args...)
+			assert.Assert(t, code != 0, out+errs)
+			assert.Assert(t, strings.Contains(out+errs, fifo+" is a named pipe (FIFO)"), out+errs)
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/progress"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
@@ -320,7 +321,7 @@ func readHosts(list, file string) ([]string, error) {
 		hs = append(hs, l...)
 	}
 	if file != "" {
-		data, err := os.ReadFile(file)
+		data, err := safefs.ReadNamed(file, 64<<20)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("read --hostfile: %w", err)}
 		}
