@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"os"
 	"path"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
@@ -19,6 +19,10 @@ import (
 // checkSKU parses a SKU file (name is for messages) and checks it against
 // its plugins. The error lists every problem found by both, one a line in
 // line order, each with file, line and field.
+
+// maxSKUFile bounds a SKU file read from a path the user gives.
+const maxSKUFile = 64 << 20
+
 func checkSKU(ctx context.Context, d skucheck.Describer, data []byte, name string) (*sku.SKU, error) {
 	s, err := sku.Parse(data, name)
 	if s == nil {
@@ -74,7 +78,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 				data, err = iofs.ReadFile(fsys, f)
 				name = path.Join(dir, f)
 			} else {
-				data, err = os.ReadFile(f)
+				data, err = safefs.ReadNamed(f, maxSKUFile)
 			}
 			var s *sku.SKU
 			if err == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/record"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
@@ -154,7 +155,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 		_, err = stdout.Write(out)
 		return exitOK, err
 	}
-	if err := os.WriteFile(outFile, out, 0o644); err != nil {
+	if err := safefs.WriteNamed(outFile, out, 0o644); err != nil {
 		return exitUsage, fmt.Errorf("record: %w", err)
 	}
 	fmt.Fprintf(stderr, "record: wrote %s\n", outFile)
@@ -288,7 +289,7 @@ func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			continue
 		}
-		data, err := os.ReadFile(f)
+		data, err := safefs.ReadNamed(f, maxSKUFile)
 		if err != nil {
 			return exitUsage, fmt.Errorf("baseline diff: %w", err)
 		}

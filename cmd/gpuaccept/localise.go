@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -400,7 +400,7 @@ func localiseOnly(ctx context.Context, c *common, lc *localise.Config, sr *subRu
 		}
 		return exitOK, nil
 	}
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
+	if err := safefs.MkdirAll(c.out, "."); err != nil {
 		return exitUsage, fmt.Errorf("create results folder: %w", err)
 	}
 	run := &result.Run{SKU: s.Name, Suite: suite, Launcher: launcherName, Scope: topo.String(), Hosts: topo.Hosts,

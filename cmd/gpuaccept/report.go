@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
 const reportUsage = `Usage: gpuaccept report RESULTS_DIR [flags]
@@ -63,6 +65,30 @@ func (c *common) loadRun(dir string) (*result.Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := rawInFolder(dir, run); err != nil {
+		return nil, err
+	}
 	c.recorded = recorded
 	return run, nil
 }
+
+// rawInFolder refuses a run whose raw outputs (those of every test and
+// attempt) are not all regular files inside dir reached through no link:
+// report quotes them and verify re-parses them, so a FIFO would hang them
+// and a link out of the folder would quote or judge what is elsewhere. A
+// raw output that is missing is left to the reports (and the manifest).
+func rawInFolder(dir string, run *result.Run) error {
+	var tests []result.Test
+	for _, t := range run.Tests {
+		tests = append(append(tests, t.Attempts...), t)
+	}
+	for _, t := range tests {
+		for _, r := range t.Raw {
+			if err := safefs.Check(dir, r); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+				return fmt.Errorf("raw output of %s: %w", t.Name, err)
+			}
+		}
+	}
+	return nil
+}
+

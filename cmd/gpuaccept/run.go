@@ -16,6 +16,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/progress"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
@@ -75,6 +76,19 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	}
 	if fs.NArg() > 0 {
 		return exitUsage, usageError{fmt.Errorf("unexpected arguments %q (run takes flags only)", fs.Args())}
+	}
+	// A negative count would slice the host list out of range; a limit of
+	// zero or less would let a hung test (and what it started) run forever.
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"nodes", nodes}, {"gpus-per-node", gpus}} {
+		if f.n < 0 {
+			return exitUsage, usageError{fmt.Errorf("--%s %d: want 1 or more (or leave it out for the default)", f.name, f.n)}
+		}
+	}
+	if timeout <= 0 {
+		return exitUsage, usageError{fmt.Errorf("--timeout %s: want a limit above zero, such as 30m: a test without one could hang the run, and what it started, for ever", timeout)}
 	}
 	if err := validFormat(c.format); err != nil {
 		return exitUsage, err
@@ -316,7 +330,7 @@ func readHosts(list, file string) ([]string, error) {
 		hs = append(hs, l...)
 	}
 	if file != "" {
-		data, err := os.ReadFile(file)
+		data, err := safefs.ReadNamed(file, 64<<20)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("read --hostfile: %w", err)}
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
 // File is the journal's name in a results folder.
@@ -55,15 +56,14 @@ type Writer struct {
 // line with run (its Tests are not written) and the planned test names.
 // Errors name the file.
 func Create(dir string, run *result.Run, planned []string) (*Writer, error) {
-	p := filepath.Join(dir, File)
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := safefs.CreateNew(dir, File, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("create journal: results folder %s already holds a run (%s); give a new or empty folder", dir, File)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create journal: %w", err)
 	}
-	head := *run
+	head := *run.Finite()
 	head.Tests = nil
 	w := &Writer{f: f}
 	if err := w.write(record{Run: &head, Planned: planned}); err != nil {
@@ -78,7 +78,17 @@ func (w *Writer) Add(t result.Test) error {
 	return w.write(record{Test: &t})
 }
 
+// write journals r; a number JSON cannot hold (NaN, ±Inf) goes in as 0,
+// its test an error naming it (result.FiniteTest), so the line is written.
 func (w *Writer) write(r record) error {
+	if r.Test != nil {
+		t := result.FiniteTest(*r.Test)
+		r.Test = &t
+	}
+	if r.Localisation != nil {
+		l := result.FiniteLocalisation(*r.Localisation)
+		r.Localisation = &l
+	}
 	data, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("write journal %s: %w", w.f.Name(), err)
@@ -104,7 +114,7 @@ func (w *Writer) AddLocalisation(l result.Localisation) error {
 // ended and closed its Writer: localisations run after it), and syncs it
 // to disk before it returns. Errors name the file.
 func AppendLocalisation(dir string, l result.Localisation) error {
-	f, err := os.OpenFile(filepath.Join(dir, File), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := safefs.OpenAppend(dir, File)
 	if err != nil {
 		return fmt.Errorf("journal the localisation of %s: %w", l.Test, err)
 	}
@@ -148,11 +158,7 @@ func (w *Writer) Close() error { return w.f.Close() }
 
 // SaveBaseline writes the SKU file content data as dir/baseline/SKU.yaml.
 func SaveBaseline(dir, sku string, data []byte) error {
-	d := filepath.Join(dir, BaselineDir)
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		return fmt.Errorf("keep baseline copy: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(d, sku+".yaml"), data, 0o644); err != nil {
+	if err := safefs.WriteFile(dir, BaselineDir+"/"+sku+".yaml", data, 0o644); err != nil {
 		return fmt.Errorf("keep baseline copy: %w", err)
 	}
 	return nil
@@ -169,7 +175,7 @@ const Interrupted = "not finished: the run stopped before this test ended (its r
 // The run's status and duration are set from the tests.
 func Read(dir string) (*result.Run, error) {
 	p := filepath.Join(dir, File)
-	f, err := os.Open(p)
+	f, err := safefs.Open(dir, File)
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/spf13/pflag"
 )
@@ -36,8 +37,14 @@ type Request struct {
 	Plan     plan.Plan
 	Topology plan.Topology
 	// Dir is the folder for this test's raw outputs; the launcher writes
-	// each step's log and files there with CreateLog and CollectFile.
+	// each step's log and files there with CreateLog, CollectFile and
+	// CreateRaw.
 	Dir string
+	// Root is the results folder Dir lies in (RESULTS for
+	// RESULTS/raw/TEST): no folder below it is followed if it is a link,
+	// so a link planted at raw/ cannot send the raw outputs elsewhere.
+	// Empty: Dir itself is the root.
+	Root string
 	// Timeout bounds the whole test; steps may have their own, shorter.
 	Timeout time.Duration
 	// Redactor masks secrets in everything written to Dir; nil masks the
@@ -74,33 +81,57 @@ func FilesDir(step string) string { return step + ".files" }
 
 // CreateLog creates the log file of a step in req.Dir behind req's
 // redacting writer. Close the returned writer to flush it and close the
-// file.
+// file. A link or special file at its name, or a link among the folders
+// below req.Root, is refused by name (safefs.Create).
 func CreateLog(req Request, step string) (io.WriteCloser, string, error) {
-	dir := req.Dir
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, "", fmt.Errorf("create raw output folder %s: %w", dir, err)
-	}
-	p := filepath.Join(dir, LogName(step))
-	f, err := os.Create(p)
+	f, p, err := CreateRaw(req, LogName(step))
 	if err != nil {
 		return nil, "", fmt.Errorf("create log of step %s: %w", step, err)
 	}
 	return &redactedFile{w: req.Redactor.NewWriter(f), f: f}, p, nil
 }
 
+// CreateRaw creates (or replaces) the file name, a path relative to
+// req.Dir, making its folders as needed, without following a link below
+// req.Root (safefs.Create); it returns the file and its path. For what a
+// launcher keeps beside the logs (a batch script, the ranks' hosts): write
+// it through req.Redactor.
+func CreateRaw(req Request, name string) (*os.File, string, error) {
+	root, rel := rawRoot(req)
+	f, err := safefs.Create(root, filepath.Join(rel, name), 0o644)
+	if err != nil {
+		return nil, "", fmt.Errorf("create raw output %s: %w", name, err)
+	}
+	return f, filepath.Join(req.Dir, name), nil
+}
+
+// MkdirRaw makes the folder name, relative to req.Dir ("." for req.Dir
+// itself), and the folders above it up to req.Root, refusing a link on the
+// way (safefs.MkdirAll); it returns its path.
+func MkdirRaw(req Request, name string) (string, error) {
+	root, rel := rawRoot(req)
+	if err := safefs.MkdirAll(root, filepath.Join(rel, name)); err != nil {
+		return "", fmt.Errorf("create raw output folder %s: %w", filepath.Join(req.Dir, name), err)
+	}
+	return filepath.Join(req.Dir, name), nil
+}
+
+// rawRoot splits req.Dir into req.Root and the path below it; req.Dir
+// itself and "." when req.Root is empty or does not hold req.Dir.
+func rawRoot(req Request) (root, rel string) {
+	if r, err := filepath.Rel(req.Root, req.Dir); req.Root != "" && err == nil && filepath.IsLocal(r) {
+		return req.Root, r
+	}
+	return req.Dir, "."
+}
+
 // CollectFile copies a file a step wrote (read from src) into req.Dir,
 // masking secrets, and returns its path there.
 func CollectFile(req Request, step, name string, src io.Reader) (string, error) {
-	dir := req.Dir
 	if name == "" || strings.Contains(name, "..") || filepath.IsAbs(name) {
 		return "", fmt.Errorf("collect file %q of step %s: not a plain relative name", name, step)
 	}
-	d := filepath.Join(dir, FilesDir(step))
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		return "", fmt.Errorf("collect file %s of step %s: %w", name, step, err)
-	}
-	p := filepath.Join(d, filepath.Base(name))
-	f, err := os.Create(p)
+	f, p, err := CreateRaw(req, filepath.Join(FilesDir(step), filepath.Base(name)))
 	if err != nil {
 		return "", fmt.Errorf("collect file %s of step %s: %w", name, step, err)
 	}

@@ -6,6 +6,7 @@ package plan
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -249,7 +250,49 @@ func (p Plan) Validate() error {
 		case s.Procs < 1 || s.ProcsPerNode < 1:
 			return fmt.Errorf("step %q: procs %d / procs per node %d must be >= 1", s.Name, s.Procs, s.ProcsPerNode)
 		}
+		if err := s.CheckEnv(); err != nil {
+			return err
+		}
 		seen[s.Name] = true
+	}
+	return nil
+}
+
+// EnvName reports whether k can name an environment variable of a step:
+// ASCII letters, digits and '_', not starting with a digit. That is what a
+// POSIX shell exports and mpirun -x forwards, and every launcher writes the
+// names into a shell script or a command line, so it is the one rule for
+// all of them.
+func EnvName(k string) bool {
+	if k == "" || k[0] >= '0' && k[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// EnvNameError is the error for an Env name that is not an EnvName.
+func EnvNameError(k string) error {
+	return fmt.Errorf("environment variable name %q is not a shell name (letters, digits and _, not starting with a digit)", k)
+}
+
+// CheckEnv returns an error naming the step and the first (by sort order)
+// of its Env names that is not an EnvName; nil when all are.
+func (s Step) CheckEnv() error {
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !EnvName(k) {
+			return fmt.Errorf("step %s: %w", s.Name, EnvNameError(k))
+		}
 	}
 	return nil
 }

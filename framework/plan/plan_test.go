@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -91,4 +92,27 @@ func TestHostListRefs(t *testing.T) {
 
 	_, err := p.WithHostsEnv(2).ResolveHostRefs(TopologyHosts(Topology{Nodes: 1, GPUsPerNode: 8, Hosts: []string{"n1"}}))
 	assert.ErrorContains(t, err, "step server.0: host of node 1: topology 1x8 names 1 hosts")
+}
+
+// A step's Env names are written into shell scripts and command lines by
+// every launcher: Validate (which the plugin host runs on every plan)
+// refuses one a shell cannot export.
+func TestValidateEnvNames(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"NCCL_DEBUG", true}, {"_x9", true}, {"a", true},
+		{"$(id)", false}, {"A B", false}, {"1X", false}, {"X;reboot", false}, {"A=B", false}, {"", false}, {"A-B", false}, {"É", false},
+	} {
+		p := Plan{Steps: []Step{{Name: "s", Argv: []string{"x"}, Procs: 1, ProcsPerNode: 1, Env: map[string]string{c.name: "1"}}}}
+		err := p.Validate()
+		if c.ok {
+			assert.NilError(t, err, c.name)
+			assert.Assert(t, EnvName(c.name))
+			continue
+		}
+		assert.Error(t, err, fmt.Sprintf("step s: environment variable name %q is not a shell name (letters, digits and _, not starting with a digit)", c.name))
+		assert.Assert(t, !EnvName(c.name), c.name)
+	}
 }

@@ -5,13 +5,16 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 )
 
 // SplitParams checks a plan or parse request's parameters against the ones
 // a test declares and splits them: "env.NAME" keys become the returned env
 // map (NAME → value, for the ranks' environment), every other key must be
 // declared and is returned in sorted order, so a plugin applies them
-// deterministically. Errors: an "env." key that is not a variable name, or
+// deterministically. Errors: an "env." key whose NAME is not a
+// plan.EnvName, or
 // an undeclared key (the message lists the declared ones and env.NAME).
 func SplitParams(p map[string]string, declared []Param) (env map[string]string, keys []string, err error) {
 	known := make(map[string]bool, len(declared))
@@ -26,8 +29,8 @@ func SplitParams(p map[string]string, declared []Param) (env map[string]string, 
 	sort.Strings(all)
 	for _, k := range all {
 		if name, ok := strings.CutPrefix(k, "env."); ok {
-			if name == "" || strings.ContainsAny(name, "= \t\n") {
-				return nil, nil, fmt.Errorf("parameter %q: not a variable name", k)
+			if !plan.EnvName(name) {
+				return nil, nil, fmt.Errorf("parameter %q: not a variable name: %w", k, plan.EnvNameError(name))
 			}
 			env[name] = p[k]
 			continue

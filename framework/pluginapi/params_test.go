@@ -19,8 +19,14 @@ func TestSplitParams(t *testing.T) {
 		{name: "sorted keys and env", in: map[string]string{"maxbytes": "4G", "bindir": "/b", "env.NCCL_DEBUG": "INFO"},
 			env: map[string]string{"NCCL_DEBUG": "INFO"}, keys: []string{"bindir", "maxbytes"}},
 		{name: "unknown", in: map[string]string{"bindr": "/b"}, wantErr: `unknown parameter "bindr" (known: bindir, maxbytes, env.NAME)`},
-		{name: "empty env name", in: map[string]string{"env.": "x"}, wantErr: `parameter "env.": not a variable name`},
-		{name: "env name with =", in: map[string]string{"env.A=B": "x"}, wantErr: `parameter "env.A=B": not a variable name`},
+		{name: "empty env name", in: map[string]string{"env.": "x"}, wantErr: `parameter "env.": not a variable name: environment variable name "" is not a shell name (letters, digits and _, not starting with a digit)`},
+		{name: "env name with =", in: map[string]string{"env.A=B": "x"}, wantErr: `parameter "env.A=B": not a variable name: environment variable name "A=B" is not a shell name (letters, digits and _, not starting with a digit)`},
+		// The launchers write names into shell scripts and command lines:
+		// one rule (plan.EnvName) for every plugin and launcher.
+		{name: "env name a command", in: map[string]string{"env.$(id)": "1"}, wantErr: `parameter "env.$(id)": not a variable name: environment variable name "$(id)" is not a shell name (letters, digits and _, not starting with a digit)`},
+		{name: "env name with a space", in: map[string]string{"env.A B": "1"}, wantErr: `parameter "env.A B": not a variable name: environment variable name "A B" is not a shell name (letters, digits and _, not starting with a digit)`},
+		{name: "env name a digit first", in: map[string]string{"env.1X": "1"}, wantErr: `parameter "env.1X": not a variable name: environment variable name "1X" is not a shell name (letters, digits and _, not starting with a digit)`},
+		{name: "env name a semicolon", in: map[string]string{"env.X;reboot": "1"}, wantErr: `parameter "env.X;reboot": not a variable name: environment variable name "X;reboot" is not a shell name (letters, digits and _, not starting with a digit)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

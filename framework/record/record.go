@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -47,6 +48,9 @@ type Sample struct {
 	Hosts    []string
 }
 
+// maxResults bounds the results.json read.
+const maxResults = 1 << 30
+
 // Load reads the results.json of a results folder (dir may also name the
 // file itself) and returns one sample per test that measured something.
 // A test that errored or failed a correctness gate (wrong data, rank count,
@@ -55,11 +59,14 @@ type Sample struct {
 // Bandwidth verdicts in the file are ignored: they judged the run against
 // whatever baseline existed then.
 func Load(dir string) ([]Sample, error) {
+	// A FIFO or a link out of the folder is refused, not waited on or read.
 	path := dir
+	read := func() ([]byte, error) { return safefs.ReadNamed(path, maxResults) }
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		path = filepath.Join(dir, ResultsFile)
+		read = func() ([]byte, error) { return safefs.ReadFile(dir, ResultsFile, maxResults) }
 	}
-	data, err := os.ReadFile(path)
+	data, err := read()
 	if err != nil {
 		return nil, fmt.Errorf("read results folder: %w (record takes folders written by gpuaccept run or gpuaccept check --out)", err)
 	}

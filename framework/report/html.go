@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -92,13 +92,14 @@ func HTML(w io.Writer, run *result.Run, s *sku.SKU) error {
 	return err
 }
 
-// WriteHTML writes the HTML report of run to path.
+// WriteHTML writes the HTML report of run to path, a file the user named:
+// a link there is refused, not written through (safefs.WriteNamed).
 func WriteHTML(path string, run *result.Run, s *sku.SKU) error {
 	var b bytes.Buffer
 	if err := HTML(&b, run, s); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := safefs.WriteNamed(path, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write HTML report %s: %w", path, err)
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
 // MaxRawOutput bounds, in bytes, how much of each raw output file a JUnit
@@ -304,12 +304,8 @@ func systemOut(run *result.Run, t result.Test, red *redact.Redactor) string {
 		fmt.Fprintf(&b, "$ %s\n", red.String(c))
 	}
 	for _, r := range t.Raw {
-		p := r
-		if run.Dir != "" && !filepath.IsAbs(r) {
-			p = filepath.Join(run.Dir, r)
-		}
 		fmt.Fprintf(&b, "==> %s <==\n", r)
-		data, err := readHead(p, MaxRawOutput)
+		data, err := readHead(run.Dir, r, MaxRawOutput)
 		if err != nil {
 			fmt.Fprintf(&b, "(not readable: %v)\n", err)
 			continue
@@ -330,8 +326,18 @@ func systemOut(run *result.Run, t result.Test, red *redact.Redactor) string {
 	return b.String()
 }
 
-func readHead(p string, n int64) ([]byte, error) {
-	f, err := os.Open(p)
+// readHead reads the first n bytes of raw output r: a regular file inside
+// results folder dir, not reached through a link (safefs), or, without a
+// folder (check without --out), the file the user gave, which must be
+// regular too.
+func readHead(dir, r string, n int64) ([]byte, error) {
+	var f *os.File
+	var err error
+	if dir != "" {
+		f, err = safefs.Open(dir, r)
+	} else {
+		f, err = safefs.OpenNamed(r)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -423,16 +429,23 @@ func sortedKeys(m map[string]string) []string {
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
-// WriteJUnit writes the run's JUnit XML to path.
+// WriteJUnit writes the run's JUnit XML to path, a file the user named: a
+// link there is refused, not written through (safefs.WriteNamed).
 func WriteJUnit(path string, run *result.Run) error {
 	var b bytes.Buffer
-	b.WriteString(xml.Header)
-	doc := JUnit(run)
-	if err := doc.WriteXML(&b); err != nil {
+	if err := writeJUnit(&b, run); err != nil {
 		return fmt.Errorf("write JUnit %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := safefs.WriteNamed(path, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write JUnit %s: %w", path, err)
 	}
 	return nil
+}
+
+func writeJUnit(w io.Writer, run *result.Run) error {
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	doc := JUnit(run)
+	return doc.WriteXML(w)
 }

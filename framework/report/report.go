@@ -4,12 +4,12 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,6 +19,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -39,11 +40,13 @@ func Write(w io.Writer, format string, run *result.Run) error {
 }
 
 // JSON writes the run as one indented JSON document (the CLI contract: a
-// top-level "status" and a "tests" list of name/status/metrics).
+// top-level "status" and a "tests" list of name/status/metrics). A number
+// JSON cannot hold (NaN, ±Inf) is written as 0, its test an error naming it
+// (result.Run.Finite), so that the report is always written.
 func JSON(w io.Writer, run *result.Run) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(run); err != nil {
+	if err := enc.Encode(run.Finite()); err != nil {
 		return fmt.Errorf("write JSON report: %w", err)
 	}
 	return nil
@@ -261,11 +264,14 @@ const (
 // summary.md, junit.xml and report.html (the raw outputs are already there,
 // under raw/). s is the SKU that judged the run, for the HTML plots' bands;
 // it may be nil. Every report is attempted; the first error is returned.
+// Each is written whole, then renamed into place (safefs.WriteFile): a
+// link or special file at its name is refused by name, never written
+// through.
 func WriteFolder(run *result.Run, s *sku.SKU) error {
 	if run.Dir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
+	if err := safefs.MkdirAll(run.Dir, "."); err != nil {
 		return fmt.Errorf("write results folder: %w", err)
 	}
 	var first error
@@ -278,24 +284,21 @@ func WriteFolder(run *result.Run, s *sku.SKU) error {
 		name  string
 		write func(io.Writer, *result.Run) error
 	}{{ResultsFile, JSON}, {TableFile, Table}, {MarkdownFile, Markdown}} {
-		keep(writeFile(filepath.Join(run.Dir, f.name), func(w io.Writer) error { return f.write(w, run) }))
+		keep(writeFile(run.Dir, f.name, func(w io.Writer) error { return f.write(w, run) }))
 	}
-	keep(WriteJUnit(filepath.Join(run.Dir, JUnitFile), run))
-	keep(WriteHTML(filepath.Join(run.Dir, HTMLFile), run, s))
+	keep(writeFile(run.Dir, JUnitFile, func(w io.Writer) error { return writeJUnit(w, run) }))
+	keep(writeFile(run.Dir, HTMLFile, func(w io.Writer) error { return HTML(w, run, s) }))
 	return first
 }
 
-func writeFile(path string, write func(io.Writer) error) error {
-	fh, err := os.Create(path)
-	if err != nil {
+// writeFile renders a report and writes it as dir/name.
+func writeFile(dir, name string, write func(io.Writer) error) error {
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+	}
+	if err := safefs.WriteFile(dir, name, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write results folder: %w", err)
-	}
-	if err := write(fh); err != nil {
-		fh.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

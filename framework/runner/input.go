@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
 // MaxInputBytes is the most one check input may hold once read: a .gz
@@ -153,6 +155,25 @@ func copyFile(src, dst string) error {
 	}
 	defer in.Close()
 	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// copyInto streams src to root/rel through safefs (its folders made, no
+// link below root followed or written through).
+func copyInto(root, rel, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := safefs.Create(root, rel, 0o644)
 	if err != nil {
 		return err
 	}

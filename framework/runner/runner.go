@@ -8,9 +8,13 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -25,6 +29,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/progress"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -123,7 +128,7 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 	}
 	var jw *journal.Writer
 	if !r.DryRun {
-		if err := os.MkdirAll(filepath.Join(r.Dir, "raw"), 0o755); err != nil {
+		if err := safefs.MkdirAll(r.Dir, "raw"); err != nil {
 			return nil, fmt.Errorf("create results folder: %w", err)
 		}
 		if len(r.Baseline) > 0 {
@@ -202,12 +207,12 @@ func attemptDir(test string, attempt int) string { return fmt.Sprintf("%s.attemp
 
 // keepAttempt moves an attempt's raw outputs out of the way of the next.
 func (r *Runner) keepAttempt(t *result.Test, attempt int) error {
-	from := filepath.Join(r.Dir, "raw", t.Name)
-	to := filepath.Join(r.Dir, "raw", attemptDir(t.Name, attempt))
-	if _, err := os.Stat(from); os.IsNotExist(err) {
+	from := filepath.Join("raw", t.Name)
+	to := filepath.Join("raw", attemptDir(t.Name, attempt))
+	if _, err := safefs.Lstat(r.Dir, from); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err := os.Rename(from, to); err != nil {
+	if err := safefs.Rename(r.Dir, from, to); err != nil {
 		return fmt.Errorf("keep raw outputs of attempt %d of %s: %w", attempt, t.Name, err)
 	}
 	oldPrefix := filepath.Join("raw", t.Name) + string(filepath.Separator)
@@ -317,7 +322,7 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 		timeout = st.Timeout
 	}
 	dir := filepath.Join(r.Dir, "raw", st.Test)
-	req := launch.Request{Test: st.Test, Plan: pl, Topology: topo, Dir: dir, Timeout: timeout, Redactor: red}
+	req := launch.Request{Test: st.Test, Plan: pl, Topology: topo, Dir: dir, Root: r.Dir, Timeout: timeout, Redactor: red}
 	if r.DryRun {
 		cmds, err := r.Launcher.Commands(req)
 		if err != nil {
@@ -356,7 +361,7 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 			t.Commands = append(t.Commands, outs[i].Command)
 		}
 	}
-	if err := writeOutputs(dir, outs); err != nil {
+	if err := writeOutputs(r.Dir, dir, outs); err != nil {
 		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Warning, Message: err.Error()})
 	}
 	t = r.judge(ctx, t, pluginName, test, params, topo, outs)
@@ -456,6 +461,7 @@ func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) re
 // baseline entries of that scope, or skip naming the scopes that exist.
 // defaults are the plugin's label defaults per metric (LabelDefaults).
 func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed, defaults map[string]map[string]string) result.Test {
+	parsed = dropNonFinite(parsed)
 	t := judge.SKUTest(s, name, sku.Scope{Nodes: topo.Nodes, GPUsPerNode: topo.GPUsPerNode}, parsed, defaults)
 	t.Name, t.Scope = name, topo.String()
 	return t
@@ -497,8 +503,9 @@ func LabelDefaults(ctx context.Context, plugins Plugins, plugin, test string) ma
 	return out
 }
 
-// writeOutputs records the outputs of a test with paths relative to dir.
-func writeOutputs(dir string, outs []plan.Output) error {
+// writeOutputs records the outputs of a test with paths relative to dir,
+// a folder of results folder root.
+func writeOutputs(root, dir string, outs []plan.Output) error {
 	rel := make([]plan.Output, len(outs))
 	for i, o := range outs {
 		rel[i] = o
@@ -514,10 +521,7 @@ func writeOutputs(dir string, outs []plan.Output) error {
 	if err != nil {
 		return fmt.Errorf("record outputs: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("record outputs: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, launch.OutputsFile), append(data, '\n'), 0o644); err != nil {
+	if err := safefs.WriteFile(root, filepath.Join(relTo(root, dir), launch.OutputsFile), append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("record outputs: %w", err)
 	}
 	return nil
@@ -594,7 +598,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 	}
 	var jw *journal.Writer
 	if dir != "" {
-		if err := os.MkdirAll(filepath.Join(dir, "raw"), 0o755); err != nil {
+		if err := safefs.MkdirAll(dir, "raw"); err != nil {
 			return nil, fmt.Errorf("create results folder: %w", err)
 		}
 		if len(baseline) > 0 {
@@ -652,13 +656,12 @@ func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
 	into := filepath.Join(dir, "raw", folder)
 	var raw []string
 	cp := func(src, dst string) error {
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return fmt.Errorf("keep log file %s: %w", src, err)
-		}
-		if err := copyFile(src, dst); err != nil {
-			return fmt.Errorf("keep log file %s: %w", src, err)
-		}
 		rel, _ := filepath.Rel(dir, dst)
+		// Streamed (a log of 10^7 rows is over a GB), through safefs: no
+		// link below the results folder is written through.
+		if err := copyInto(dir, rel, src); err != nil {
+			return fmt.Errorf("keep log file %s: %w", src, err)
+		}
 		raw = append(raw, filepath.ToSlash(rel))
 		return nil
 	}
@@ -687,7 +690,7 @@ func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
 			o.Files[k] = dst
 		}
 	}
-	if err := writeOutputs(into, g.outs); err != nil {
+	if err := writeOutputs(dir, into, g.outs); err != nil {
 		return nil, err
 	}
 	return raw, nil
@@ -908,11 +911,11 @@ func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *
 func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run, t result.Test) (result.Test, error) {
 	first := filepath.ToSlash(t.Raw[0])
 	parts := strings.Split(first, "/")
-	if len(parts) < 3 || parts[0] != "raw" {
+	if len(parts) < 3 || parts[0] != "raw" || parts[1] == "." || parts[1] == ".." {
 		return result.Test{}, fmt.Errorf("raw output %s is not under raw/TEST/", first)
 	}
 	folder := filepath.Join(dir, "raw", parts[1])
-	data, err := os.ReadFile(filepath.Join(folder, launch.OutputsFile))
+	data, err := safefs.ReadFile(dir, path.Join("raw", parts[1], launch.OutputsFile), maxOutputsFile)
 	if err != nil {
 		return result.Test{}, fmt.Errorf("read how the steps ended: %w", err)
 	}
@@ -920,12 +923,27 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 	if err := json.Unmarshal(data, &outs); err != nil {
 		return result.Test{}, fmt.Errorf("read %s: %w", filepath.Join(folder, launch.OutputsFile), err)
 	}
+	// The plugin opens what it is handed, out of process: only regular
+	// files of this test's folder, reached through no link (safefs).
+	inFolder := func(p string) (string, error) {
+		if !filepath.IsLocal(p) {
+			return "", fmt.Errorf("raw output of step: %w", &safefs.RefusedError{Path: p, What: "outside the folder " + folder})
+		}
+		if err := safefs.Check(dir, filepath.Join("raw", parts[1], p)); err != nil {
+			return "", fmt.Errorf("raw output of step: %w", err)
+		}
+		return filepath.Join(folder, p), nil
+	}
 	for i := range outs {
 		if outs[i].Log != "" {
-			outs[i].Log = filepath.Join(folder, outs[i].Log)
+			if outs[i].Log, err = inFolder(outs[i].Log); err != nil {
+				return result.Test{}, err
+			}
 		}
 		for k, v := range outs[i].Files {
-			outs[i].Files[k] = filepath.Join(folder, v)
+			if outs[i].Files[k], err = inFolder(v); err != nil {
+				return result.Test{}, err
+			}
 		}
 	}
 	topo, err := plan.ParseTopology(t.Scope)
@@ -946,6 +964,44 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 	got := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test))
 	got.Name = t.Name
 	return got, nil
+}
+
+// maxOutputsFile bounds the outputs.json read back: a few steps' worth.
+const maxOutputsFile = 16 << 20
+
+// dropNonFinite takes the metrics a plugin reported as NaN or ±Inf out of
+// parsed and makes that its error, naming them (the first 5): no tool
+// measures such a number, the rest of the output cannot be trusted to
+// judge, and JSON cannot hold one.
+func dropNonFinite(parsed result.Parsed) result.Parsed {
+	var bad []string
+	var kept []result.Metric
+	for i, m := range parsed.Metrics {
+		if !math.IsNaN(m.Value) && !math.IsInf(m.Value, 0) {
+			if kept != nil {
+				kept = append(kept, m)
+			}
+			continue
+		}
+		if kept == nil {
+			kept = append([]result.Metric{}, parsed.Metrics[:i]...)
+		}
+		bad = append(bad, fmt.Sprintf("%s = %v", m.Key(), m.Value))
+	}
+	if len(bad) == 0 {
+		return parsed
+	}
+	parsed.Metrics = kept
+	more := ""
+	if len(bad) > 5 {
+		bad, more = bad[:5], fmt.Sprintf(" and %d more", len(bad)-5)
+	}
+	msg := fmt.Sprintf("%s: the plugin reported %s%s", result.NonFinite, strings.Join(bad, ", "), more)
+	if parsed.Error != "" {
+		msg = parsed.Error + "; " + msg
+	}
+	parsed.Error = msg
+	return parsed
 }
 
 func metricDiffs(label string, recorded, got []result.Judged) []string {

@@ -74,6 +74,12 @@ func (l *Launcher) check(req launch.Request) (launch.Request, error) {
 		return req, fmt.Errorf("launcher local runs on this host only, but the test asks for %d nodes (use --nodes 1, or a launcher that reaches other nodes; this build has: %s)",
 			req.Topology.Nodes, strings.Join(launch.Names(), ", "))
 	}
+	// The names every launcher refuses (plan.EnvName): this one too.
+	for _, s := range req.Plan.Steps {
+		if err := s.CheckEnv(); err != nil {
+			return req, err
+		}
+	}
 	p, err := req.Plan.WithHostsEnv(1).ResolveHostRefs(func(int) (string, error) { return "localhost", nil })
 	if err != nil {
 		return req, err

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,4 +166,19 @@ func TestKnownSecretMaskedInLog(t *testing.T) {
 	assert.NilError(t, err)
 	log, _ := os.ReadFile(outs[0].Log)
 	assert.Equal(t, string(log), "connecting with [REDACTED]\n")
+}
+
+// The local launcher refuses the env names every other launcher refuses,
+// in Commands (--dry-run) and Launch, and never prints one unquoted.
+func TestRefusesBadEnvNames(t *testing.T) {
+	for _, name := range []string{"$(id)", "A B", "1X", "X;reboot"} {
+		s := sh("a", "true")
+		s.Env = map[string]string{name: "1"}
+		want := fmt.Sprintf("environment variable name %q is not a shell name", name)
+		cmds, err := (&Launcher{}).Commands(req(t, s))
+		assert.ErrorContains(t, err, want)
+		assert.Equal(t, len(cmds), 0)
+		_, err = (&Launcher{}).Launch(context.Background(), req(t, s))
+		assert.ErrorContains(t, err, want)
+	}
 }

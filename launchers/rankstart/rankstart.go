@@ -258,31 +258,8 @@ func Environ(base []string, s plan.Step) []string {
 // step's Env names that a POSIX shell cannot export or mpirun forward
 // (letters, digits and '_', not starting with a digit): every launcher
 // writes them into a shell script or command line.
-func CheckEnvNames(s plan.Step) error {
-	keys := make([]string, 0, len(s.Env))
-	for k := range s.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !shellName(k) {
-			return fmt.Errorf("step %s: environment variable name %q is not a shell name", s.Name, k)
-		}
-	}
-	return nil
-}
-
-func shellName(k string) bool {
-	if k == "" || k[0] >= '0' && k[0] <= '9' {
-		return false
-	}
-	for _, r := range k {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
+// The rule is plan.EnvName, the one every launcher and plugin uses.
+func CheckEnvNames(s plan.Step) error { return s.CheckEnv() }
 
 // ShellJoin renders argv as one POSIX shell command line, quoting every word
 // that needs it, so a printed command can be pasted into a shell and does
@@ -326,6 +303,11 @@ func EnvPrefix(s plan.Step) string {
 	for i, k := range keys {
 		// NAME='a b', not 'NAME=a b': a quoted word is no assignment.
 		parts[i] = k + "=" + ShellQuote(s.Env[k])
+		if !plan.EnvName(k) {
+			// Refused before anything runs (plan.Step.CheckEnv); if one
+			// is printed all the same, it is one quoted word, not code.
+			parts[i] = ShellQuote(k + "=" + s.Env[k])
+		}
 	}
 	return strings.Join(parts, " ")
 }

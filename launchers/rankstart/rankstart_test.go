@@ -168,3 +168,10 @@ func TestCommandLine(t *testing.T) {
 		assert.Equal(t, CommandLine(plan.Step{Env: c.env}, ShellJoin([]string{"mpirun", "-np", "2", "a b"})), c.want)
 	}
 }
+
+// A name that is no shell name (a step no launcher should get) is still
+// printed as one quoted word, never as shell code.
+func TestEnvPrefixQuotesBadNames(t *testing.T) {
+	got := EnvPrefix(plan.Step{Env: map[string]string{"$(id)": "1", "A B": "x y", "NCCL_DEBUG": "INFO"}})
+	assert.Equal(t, got, `'$(id)=1' 'A B=x y' NCCL_DEBUG=INFO`)
+}

@@ -14,9 +14,11 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
 // Name is the --launcher value.
@@ -36,7 +38,9 @@ func init() {
 			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 				return nil, fmt.Errorf("launcher replay: recordings folder %q: not a folder", o.ReplayDir)
 			}
-			return &Launcher{FS: os.DirFS(dir), Where: dir}, nil
+			// No link is followed and no special file read below dir: a
+			// recording cannot lead out of it, nor hang the run on a FIFO.
+			return &Launcher{FS: safefs.DirFS(dir), Where: dir}, nil
 		}
 		return nil, errors.New("launcher replay needs --replay-dir (a folder of recordings or a results folder)")
 	})
@@ -66,7 +70,11 @@ func (l *Launcher) Commands(req launch.Request) ([]string, error) {
 // step's LaunchError.
 func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Output, error) {
 	recorded := map[string]plan.Output{}
-	if data, err := fs.ReadFile(l.FS, path.Join(req.Test, launch.OutputsFile)); err == nil {
+	data, err := fs.ReadFile(l.FS, path.Join(req.Test, launch.OutputsFile))
+	if errors.Is(err, safefs.ErrRefused) {
+		return nil, fmt.Errorf("read %s in %s: %w", path.Join(req.Test, launch.OutputsFile), l.Where, err)
+	}
+	if err == nil {
 		var outs []plan.Output
 		if err := json.Unmarshal(data, &outs); err != nil {
 			return nil, fmt.Errorf("read %s in %s: %w", path.Join(req.Test, launch.OutputsFile), l.Where, err)
@@ -93,6 +101,9 @@ func (l *Launcher) replayStep(req launch.Request, s plan.Step, rec plan.Output) 
 	if err != nil {
 		out.ExitCode = -1
 		out.LaunchError = fmt.Sprintf("no recording %s in %s", logPath, l.Where)
+		if errors.Is(err, safefs.ErrRefused) {
+			out.LaunchError = fmt.Sprintf("recording %s in %s refused: %v", logPath, l.Where, errors.Unwrap(err))
+		}
 		return out
 	}
 	w, p, err := launch.CreateLog(req, s.Name)
@@ -114,6 +125,10 @@ func (l *Launcher) replayStep(req launch.Request, s plan.Step, rec plan.Output) 
 	for _, f := range s.Files {
 		fp := path.Join(req.Test, launch.FilesDir(s.Name), path.Base(f))
 		r, err := l.FS.Open(fp)
+		if errors.Is(err, safefs.ErrRefused) {
+			out.LaunchError = strings.TrimPrefix(out.LaunchError+"; ", "; ") + fmt.Sprintf("recording %s in %s refused: %v", fp, l.Where, errors.Unwrap(err))
+			continue
+		}
 		if err != nil {
 			continue // not recorded: the plugin reports the missing file
 		}

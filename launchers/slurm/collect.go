@@ -34,8 +34,8 @@ func RanksFile(step string) string { return step + ".ranks" }
 // A step without an exit status did not finish: its LaunchError says how
 // the job ended.
 func collect(req launch.Request, j job, cmds []string, end ending, script string) ([]plan.Output, error) {
-	if err := os.MkdirAll(req.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create raw output folder %s: %w", req.Dir, err)
+	if _, err := launch.MkdirRaw(req, "."); err != nil {
+		return nil, err
 	}
 	if err := writeRedacted(req, JobScriptFile, strings.NewReader(script)); err != nil {
 		return nil, err
@@ -141,7 +141,7 @@ func collect(req launch.Request, j job, cmds []string, end ending, script string
 
 // writeRedacted writes src into req.Dir/name with secrets masked.
 func writeRedacted(req launch.Request, name string, src io.Reader) error {
-	f, err := os.Create(filepath.Join(req.Dir, name))
+	f, _, err := launch.CreateRaw(req, name)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}

@@ -342,8 +342,8 @@ func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Outpu
 	if err := os.RemoveAll(j.Dir); err != nil {
 		return nil, fmt.Errorf("clear staging folder %s: %w", j.Dir, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(j.Dir), 0o755); err != nil {
-		return nil, fmt.Errorf("create raw output folder: %w", err)
+	if _, err := launch.MkdirRaw(req, "."); err != nil {
+		return nil, err
 	}
 	if err := os.Mkdir(j.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create staging folder: %w", err)

@@ -168,6 +168,11 @@ func Result(o plan.Output, opt Options) result.Parsed {
 	}
 
 	p.Metrics = metrics(src)
+	if src == js {
+		errs = append(errs, nonFinite(src, jsName)...)
+	} else {
+		errs = append(errs, nonFinite(src, filepath.Base(o.Log))...)
+	}
 	p.Diagnostics = append(p.Diagnostics, cycleNotes(src)...)
 	var ranks int
 	p.Checks, ranks = checks(test, src, text, js, topo)
@@ -377,8 +382,8 @@ func metrics(o *Output) []result.Metric {
 			name string
 			p    *Perf
 		}{{"out-of-place", r.OutOfPlace}, {"in-place", r.InPlace}} {
-			if pl.p == nil {
-				continue
+			if pl.p == nil || !finitePerf(pl.p) {
+				continue // a parse error (nonFinite)
 			}
 			labels := map[string]string{"placement": pl.name, "type": r.Type, "redop": r.Redop}
 			if r.Root >= 0 {
@@ -395,7 +400,7 @@ func metrics(o *Output) []result.Metric {
 			ms = append(ms, busbw, algbw, tm)
 		}
 	}
-	if o.AvgBusBW >= 0 && len(o.Rows) > 0 {
+	if o.AvgBusBW >= 0 && !math.IsInf(o.AvgBusBW, 1) && len(o.Rows) > 0 {
 		ms = append(ms, result.Metric{Name: "avg_busbw", Value: o.AvgBusBW, Unit: "GB/s"})
 	}
 	return ms
@@ -590,4 +595,53 @@ func info(text, js *Output, opt Options) map[string]string {
 		m["ranks"] = strconv.Itoa(js.RankCount)
 	}
 	return m
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func finitePerf(p *Perf) bool { return finite(p.Time) && finite(p.AlgBW) && finite(p.BusBW) }
+
+// nonFinite says, as parse errors naming file and line (file and size for
+// JSON, which has no row lines), where o holds a time or bandwidth that is
+// no finite number: nan, inf, or past float64 (1e309). No benchmark
+// measures one, JSON reports cannot hold one, and metrics leaves such a
+// point out. The first 5 are named.
+func nonFinite(o *Output, file string) []string {
+	var out []string
+	n := 0
+	add := func(s string) {
+		if n++; n <= 5 {
+			out = append(out, s)
+		}
+	}
+	for _, r := range o.Rows {
+		for _, pl := range []struct {
+			name string
+			p    *Perf
+		}{{"out-of-place", r.OutOfPlace}, {"in-place", r.InPlace}} {
+			if pl.p == nil {
+				continue
+			}
+			for _, v := range []struct {
+				name string
+				v    float64
+			}{{"time", pl.p.Time}, {"algbw", pl.p.AlgBW}, {"busbw", pl.p.BusBW}} {
+				if finite(v.v) {
+					continue
+				}
+				at := ""
+				if r.Line == 0 {
+					at = " at " + result.FormatBytes(r.Size)
+				}
+				add(fmt.Sprintf("%s: %s (%s) is %s%s: not a measurement", source(file, r.Line), v.name, pl.name, strconv.FormatFloat(v.v, 'g', -1, 64), at))
+			}
+		}
+	}
+	if math.IsInf(o.AvgBusBW, 0) {
+		add(fmt.Sprintf("%s: avg_busbw is %s: not a measurement", file, strconv.FormatFloat(o.AvgBusBW, 'g', -1, 64)))
+	}
+	if n > 5 {
+		out = append(out, fmt.Sprintf("%s: and %d more numbers that are not measurements", file, n-5))
+	}
+	return out
 }

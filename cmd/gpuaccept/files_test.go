@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/journal"
+)
+
+// cliWithin is cli bounded by d: a command that hangs (on a FIFO it opens
+// for reading) or panics (a bad flag value used as a slice bound) fails the
+// test naming the command instead of stopping the whole test binary.
+func cliWithin(t *testing.T, d time.Duration, args ...string) (int, string, string) {
+	t.Helper()
+	type res struct {
+		code       int
+		out, errs  string
+		panicked   any
+		panicStack string
+	}
+	ch := make(chan res, 1)
+	go func() {
+		var r res
+		var out, errb bytes.Buffer
+		defer func() {
+			if p := recover(); p != nil {
+				r.panicked = p
+			}
+			r.out, r.errs = out.String(), errb.String()
+			ch <- r
+		}()
+		r.code = run(args, &out, &errb)
+	}()
+	select {
+	case r := <-ch:
+		if r.panicked != nil {
+			t.Fatalf("gpuaccept %s panicked: %v", strings.Join(args, " "), r.panicked)
+		}
+		return r.code, r.out, r.errs
+	case <-time.After(d):
+		t.Fatalf("gpuaccept %s did not end within %s: it hangs on a file it should refuse", strings.Join(args, " "), d)
+	}
+	return 0, "", ""
+}
+
+// signedOff makes a results folder the way a customer gets one: gpuaccept
+// check --out on the real healthy all_reduce recording (reports, journal,
+// raw/, baseline copy, manifest).
+func signedOff(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "signoff")
+	code, out, errs := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2",
+		"--out", dir, healthy+"/nccl.all_reduce/all_reduce.log")
+	assert.Equal(t, code, 0, out+errs)
+	return dir
+}
+
+// victim is a file outside the results folder that root could own: no
+// command may change it through a link planted in the folder.
+func victim(t *testing.T) (string, string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "shadow")
+	const content = "root:$6$do-not-touch:19000:0:99999:7:::\n"
+	assert.NilError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p, content
+}
+
+// Every file gpuaccept report writes into a results folder, and the
+// --junit/--html files it is given, replaced by a link to a file outside:
+// report must refuse by name and leave the target as it was.
+func TestReportNeverWritesThroughALink(t *testing.T) {
+	cases := []struct {
+		name string
+		// link is the path (relative to the folder) replaced by a link
+		// to the victim; flag, when set, is given with the link's path.
+		link, flag string
+		// remove deletes the file first (report recreates what is
+		// missing, the manifest included).
+		remove bool
+	}{
+		{name: "results.json", link: "results.json"},
+		{name: "junit.xml", link: "junit.xml"},
+		{name: "report.html", link: "report.html"},
+		{name: "summary.md", link: "summary.md"},
+		{name: "table.txt", link: "table.txt"},
+		{name: "manifest.json recreated", link: "manifest.json", remove: true},
+		{name: "--junit FILE", link: "../out-junit.xml", flag: "--junit"},
+		{name: "--html FILE", link: "../out-report.html", flag: "--html"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := signedOff(t)
+			target, content := victim(t)
+			p := filepath.Join(dir, c.link)
+			os.Remove(p)
+			assert.NilError(t, os.Symlink(target, p))
+			args := []string{"report", dir}
+			if c.flag != "" {
+				args = append(args, c.flag, p)
+			}
+			code, out, errs := cliWithin(t, 30*time.Second, args...)
+			assert.Equal(t, code, 2, out+errs)
+			assert.Assert(t, strings.Contains(errs, filepath.Base(c.link)) && strings.Contains(errs, "symbolic link"), errs)
+			assert.Equal(t, readFile(t, target), content, "written through the link %s", c.link)
+		})
+	}
+}
+
+// Files gpuaccept verify and report read from raw/ (and the journal they
+// rebuild the run from) replaced by a FIFO, a link to /dev/zero or a link
+// out of the folder: refused by name, exit 2, no hang, and nothing of the
+// outside file in what they print or write.
+func TestVerifyAndReportRefuseSpecialFiles(t *testing.T) {
+	const log = "raw/nccl.all_reduce/all_reduce.log"
+	outside := func(t *testing.T) string {
+		// A real log with a marker line, so that reading it would pass.
+		p := filepath.Join(t.TempDir(), "elsewhere.log")
+		assert.NilError(t, os.WriteFile(p, []byte("# OUTSIDE-THE-FOLDER\n"+readFile(t, healthy+"/nccl.all_reduce/all_reduce.log")), 0o644))
+		return p
+	}
+	cases := []struct {
+		name, file, want string
+		plant            func(t *testing.T, p string)
+	}{
+		{"FIFO as raw log", log, "named pipe", func(t *testing.T, p string) { assert.NilError(t, syscall.Mkfifo(p, 0o644)) }},
+		{"link to /dev/zero as raw log", log, "symbolic link", func(t *testing.T, p string) { assert.NilError(t, os.Symlink("/dev/zero", p)) }},
+		{"link out of the folder as raw log", log, "symbolic link", func(t *testing.T, p string) { assert.NilError(t, os.Symlink(outside(t), p)) }},
+		{"FIFO as journal", journal.File, "named pipe", func(t *testing.T, p string) { assert.NilError(t, syscall.Mkfifo(p, 0o644)) }},
+		{"link out of the folder as journal", journal.File, "symbolic link", func(t *testing.T, p string) {
+			assert.NilError(t, os.Symlink(filepath.Join(t.TempDir(), "journal.jsonl"), p))
+		}},
+	}
+	for _, c := range cases {
+		for _, cmd := range []string{"verify", "report"} {
+			t.Run(cmd+" "+c.name, func(t *testing.T) {
+				dir := signedOff(t)
+				p := filepath.Join(dir, c.file)
+				assert.NilError(t, os.Remove(p))
+				c.plant(t, p)
+				code, out, errs := cliWithin(t, 30*time.Second, cmd, dir)
+				assert.Equal(t, code, 2, out+errs)
+				assert.Assert(t, strings.Contains(errs, c.file) && strings.Contains(errs, c.want), "stderr: %s\nstdout: %s", errs, out)
+				junit, _ := os.ReadFile(filepath.Join(dir, "junit.xml"))
+				assert.Assert(t, !strings.Contains(out+errs+string(junit), "OUTSIDE-THE-FOLDER"), "read a file out of the folder")
+			})
+		}
+	}
+}
+
+// A recording served by --launcher replay that is a link out of
+// --replay-dir, or a FIFO, is refused by name; the run does not hang and
+// does not pass on what the link points at.
+func TestReplayRefusesLinksAndSpecialFiles(t *testing.T) {
+	recording := func(t *testing.T) string {
+		dir := filepath.Join(t.TempDir(), "recordings")
+		assert.NilError(t, os.MkdirAll(filepath.Join(dir, "nccl.all_reduce"), 0o755))
+		return dir
+	}
+	cases := []struct {
+		name, want string
+		plant      func(t *testing.T, p string)
+	}{
+		{"link out of the folder", "symbolic link", func(t *testing.T, p string) {
+			real, err := filepath.Abs(healthy + "/nccl.all_reduce/all_reduce.log")
+			assert.NilError(t, err)
+			assert.NilError(t, os.Symlink(real, p))
+		}},
+		{"link to /dev/zero", "symbolic link", func(t *testing.T, p string) { assert.NilError(t, os.Symlink("/dev/zero", p)) }},
+		{"FIFO", "named pipe", func(t *testing.T, p string) { assert.NilError(t, syscall.Mkfifo(p, 0o644)) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := recording(t)
+			c.plant(t, filepath.Join(dir, "nccl.all_reduce", "all_reduce.log"))
+			code, out, errs := cliWithin(t, 60*time.Second, "--sku", "h200", "--suite", "singlenode", "--launcher", "replay", "--replay-dir", dir,
+				"--gpus-per-node", "2", "--test", "nccl.all_reduce", "--format", "json", "--out", filepath.Join(t.TempDir(), "out"))
+			assert.Equal(t, code, 2, out+errs)
+			assert.Assert(t, strings.Contains(out, "nccl.all_reduce/all_reduce.log") && strings.Contains(out, c.want), out)
+		})
+	}
+}
+
+// Bad flag values are usage errors naming the flag, never a panic and
+// never a silent "no limit".
+func TestBadFlagValues(t *testing.T) {
+	base := []string{"--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--dry-run", "--test", "nccl.all_reduce"}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"run --nodes -1 with hosts", []string{"--nodes", "-1", "--hosts", "localhost"}, 2, "--nodes -1: want 1 or more"},
+		{"run --nodes -1", []string{"--nodes", "-1"}, 2, "--nodes -1: want 1 or more"},
+		{"localise --nodes -1", []string{"localise", "--nodes", "-1", "--hosts", "node1,node2", "--launcher", "ssh"}, 2, "--nodes -1: want 1 or more"},
+		{"run --nodes 0 is the suite's", []string{"--nodes", "0"}, 0, "# nccl.all_reduce"},
+		{"--gpus-per-node -2", []string{"--gpus-per-node", "-2"}, 2, "--gpus-per-node -2: want 1 or more"},
+		{"--timeout -5s", []string{"--timeout", "-5s"}, 2, "--timeout -5s: want a limit above zero"},
+		{"--timeout 0", []string{"--timeout", "0"}, 2, "--timeout 0s: want a limit above zero"},
+		{"localise --timeout -5s", []string{"localise", "--timeout", "-5s", "--hosts", "node1,node2", "--launcher", "ssh"}, 2, "--timeout -5s: want a limit above zero"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{}, base...)
+			if len(c.args) > 0 && c.args[0] == "localise" {
+				args = append([]string{"localise", "--sku", "h200", "--suite", "multinode", "--gpus-per-node", "2", "--dry-run", "--test", "nccl.all_reduce"}, c.args[1:]...)
+			} else {
+				args = append(args, c.args...)
+			}
+			code, out, errs := cliWithin(t, 60*time.Second, args...)
+			assert.Equal(t, code, c.code, out+errs)
+			assert.Assert(t, strings.Contains(out+errs, c.want), out+errs)
+		})
+	}
+}
+
+// A non-finite number in a real recording, edited by the test: the parser
+// names file and line, the test is an error, and the results folder is
+// whole (every report, a journal that reads back, a manifest).
+func TestNonFiniteNumbersInALog(t *testing.T) {
+	real := readFile(t, healthy+"/nccl.all_reduce/all_reduce.log")
+	// The 4 GiB row: 12484.2 us, algbw 344.03, busbw 344.03 out-of-place.
+	const row = "  4294967296    1073741824     float     sum      -1  12484.2  344.03  344.03       0"
+	assert.Assert(t, strings.Contains(real, row))
+	line := 1 + strings.Count(real[:strings.Index(real, row)], "\n")
+	cases := []struct{ name, edited string }{
+		{"busbw +Inf", "  4294967296    1073741824     float     sum      -1  12484.2  344.03    +Inf       0"},
+		{"algbw 1e309", "  4294967296    1073741824     float     sum      -1  12484.2   1e309  344.03       0"},
+		{"time nan", "  4294967296    1073741824     float     sum      -1      nan  344.03  344.03       0"},
+		{"busbw -inf", "  4294967296    1073741824     float     sum      -1  12484.2  344.03    -inf       0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			log := writeFile(t, "edited.log", strings.Replace(real, row, c.edited, 1))
+			dir := filepath.Join(t.TempDir(), "out")
+			code, out, errs := cliWithin(t, 60*time.Second, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2",
+				"--format", "json", "--out", dir, log)
+			assert.Equal(t, code, 2, out+errs)
+			var doc struct {
+				Status string
+				Tests  []struct{ Status, Message string }
+			}
+			assert.NilError(t, json.Unmarshal([]byte(out), &doc), out+errs)
+			assert.Equal(t, doc.Tests[0].Status, "error")
+			assert.Assert(t, strings.Contains(doc.Tests[0].Message, fmt.Sprintf("edited.log:%d", line)), doc.Tests[0].Message)
+			for _, f := range []string{"results.json", "junit.xml", "report.html", "summary.md", "table.txt", "manifest.json", journal.File} {
+				assert.Assert(t, fileExists(filepath.Join(dir, f)), "results folder lacks %s", f)
+			}
+			_, err := journal.Read(dir)
+			assert.NilError(t, err)
+			code, out, errs = cliWithin(t, 60*time.Second, "verify", dir)
+			assert.Equal(t, code, 0, out+errs)
+		})
+	}
+}
+
+// An environment variable name no shell can export is refused by every
+// launcher, local included, and a dry run never prints one unquoted.
+func TestBadEnvNamesRefused(t *testing.T) {
+	for _, name := range []string{"$(id)", "A B", "1X", "X;reboot"} {
+		for _, launcher := range [][]string{{"--launcher", "local"}, {"--launcher", "ssh", "--hosts", "node1"}} {
+			t.Run(launcher[1]+" "+name, func(t *testing.T) {
+				args := append([]string{"--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--dry-run", "--test", "nccl.all_reduce",
+					"--param", "env." + name + "=1"}, launcher...)
+				code, out, errs := cliWithin(t, 60*time.Second, args...)
+				assert.Equal(t, code, 2, out+errs)
+				assert.Assert(t, strings.Contains(out+errs, fmt.Sprintf("environment variable name %q is not a shell name", name)), out+errs)
+				assert.Assert(t, !strings.Contains(out, name+"=1"), "printed unquoted: %s", out)
+			})
+		}
+	}
+}
+
+// Files the user names for output (check --junit/--html, baseline record
+// --out) planted as links, as another user can in /tmp: refused by name,
+// the target unchanged.
+func TestNamedOutputsNeverWrittenThroughALink(t *testing.T) {
+	logArgs := []string{"check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", healthy + "/nccl.all_reduce/all_reduce.log"}
+	cases := []struct {
+		name string
+		args func(link string) []string
+	}{
+		{"check --junit", func(link string) []string { return append(append([]string{}, logArgs...), "--junit", link) }},
+		{"check --html", func(link string) []string { return append(append([]string{}, logArgs...), "--html", link) }},
+		{"baseline record --out", func(link string) []string {
+			return []string{"baseline", "record", "--sku", "h200", "--out", link, "../../testdata/recordings/h200x2-2026-11-30-final/p2poff"}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			target, content := victim(t)
+			link := filepath.Join(t.TempDir(), "out")
+			assert.NilError(t, os.Symlink(target, link))
+			code, out, errs := cliWithin(t, 60*time.Second, c.args(link)...)
+			assert.Equal(t, code, 2, out+errs)
+			assert.Assert(t, strings.Contains(errs, link+" is a symbolic link"), errs)
+			assert.Equal(t, readFile(t, target), content)
+		})
+	}
+}
+
+// Files the user names for input that turn out FIFOs (a --hostfile, a SKU
+// file to validate or diff): refused by name, never waited on.
+func TestNamedInputsRefuseFIFOs(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "in")
+	assert.NilError(t, syscall.Mkfifo(fifo, 0o644))
+	for name, args := range map[string][]string{
+		"--hostfile":        {"--sku", "h200", "--suite", "singlenode", "--dry-run", "--hostfile", fifo},
+		"baseline validate": {"baseline", "validate", fifo},
+		"baseline diff":     {"baseline", "diff", "h200", fifo},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errs := cliWithin(t, 30*time.Second, args...)
+			assert.Assert(t, code != 0, out+errs)
+			assert.Assert(t, strings.Contains(out+errs, fifo+" is a named pipe (FIFO)"), out+errs)
+		})
+	}
+}
