@@ -20,8 +20,8 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
-	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
+	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 

@@ -8,8 +8,8 @@ import (
 	"os"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
+	"github.com/gpuaccept/gpuaccept/framework/signoff"
 )
 
 const reportUsage = `Usage: gpuaccept report RESULTS_DIR [flags]
@@ -91,4 +91,3 @@ func rawInFolder(dir string, run *result.Run) error {
 	}
 	return nil
 }
-

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/journal"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
 // File is the manifest's name in a results folder.
@@ -182,6 +183,13 @@ func scan(dir string) ([]Entry, []Problem, error) {
 	return files, odd, nil
 }
 
+// notRegular is the refusal of a file that is a link or a special file:
+// errors.Is(err, safefs.ErrRefused) holds for it, as for safefs's own.
+type notRegular string
+
+func (e notRegular) Error() string { return string(e) }
+func (e notRegular) Unwrap() error { return safefs.ErrRefused }
+
 func kind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeSymlink != 0:
@@ -202,7 +210,7 @@ func openRegular(p string) (*os.File, error) {
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%s: not a regular file (symlink)", p)
+			return nil, notRegular(fmt.Sprintf("%s: not a regular file (symlink)", p))
 		}
 		return nil, err
 	}
@@ -213,7 +221,7 @@ func openRegular(p string) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file (%s)", p, kind(fi.Mode().Type()))
+		return nil, notRegular(fmt.Sprintf("%s: not a regular file (%s)", p, kind(fi.Mode().Type())))
 	}
 	return f, nil
 }
@@ -259,7 +267,7 @@ func Build(dir, version, sku string) (*Manifest, error) {
 		return nil, fmt.Errorf("build manifest: %w", err)
 	}
 	if len(odd) > 0 {
-		return nil, fmt.Errorf("build manifest of %s: %s", dir, odd[0])
+		return nil, fmt.Errorf("build manifest of %s: %w", dir, notRegular(odd[0].String()))
 	}
 	m := &Manifest{Format: Format, Version: version, SKU: sku, Created: time.Now().UTC(), Files: files}
 	m.Baseline = m.find(journal.BaselineDir + "/" + sku + ".yaml")
