@@ -22,6 +22,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -136,7 +137,7 @@ func WriteReports(run *result.Run, s *sku.SKU, recorded string) error {
 	}
 	var first error
 	for _, r := range reports {
-		if err := writeFile(filepath.Join(run.Dir, r.Name), r.Data); err != nil && first == nil {
+		if err := writeFile(run.Dir, r.Name, r.Data); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -145,8 +146,10 @@ func WriteReports(run *result.Run, s *sku.SKU, recorded string) error {
 
 // writeFile writes a report into a results folder; every report this
 // package writes goes through it.
-func writeFile(p string, data []byte) error {
-	if err := os.WriteFile(p, data, 0o644); err != nil {
+func writeFile(dir, name string, data []byte) error {
+	// Through safefs: a link or special file at the name (or in a folder
+	// below dir) is refused by name, never written through or replaced.
+	if err := safefs.WriteFile(dir, name, data, 0o644); err != nil {
 		return fmt.Errorf("write results folder: %w", err)
 	}
 	return nil
