@@ -136,7 +136,7 @@ Usage:
   gpuaccept demo                                    the whole pipeline on embedded real recordings
   gpuaccept report RESULTS_DIR                      rebuild every report of a results folder
   gpuaccept verify RESULTS_DIR                      check a sign-off: hashes, and verdicts re-judged
-  gpuaccept clean --run ID                          delete what a Kubernetes run left behind
+  gpuaccept clean --run ID | --local               delete what a Kubernetes run, or killed local runs, left behind
   gpuaccept version
 
 Run "gpuaccept COMMAND --help" for a command's flags.
