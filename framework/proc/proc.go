@@ -14,8 +14,10 @@
 //     (pids.max 0, then killed). Nothing a step starts leaves its cgroup by
 //     itself, setsid and double forks included, so emptying it at the end
 //     ends everything.
-//   - Its own process group, killed and reaped when the step ends, whether
-//     it passed, failed, timed out or was cancelled.
+//   - Its own process group, SIGKILLed the moment its first process exits
+//     (before that zombie is reaped, so the group id cannot be another's
+//     yet) or is stopped, whether the step passed, failed, timed out or was
+//     cancelled; its members are reaped before Close returns.
 //   - Re-parented orphans: gpuaccept is a child subreaper
 //     (PR_SET_CHILD_SUBREAPER), so a process whose parent dies comes to
 //     gpuaccept instead of init. Those of a step (same process group, same
@@ -37,12 +39,12 @@
 // localhost) escapes; so does one that joins gpuaccept's own process group.
 // After kill -9 of gpuaccept the watchdog still runs, but a setsid'd
 // grandchild, out of the step's group and with no cgroup to find it by, is
-// left running; so is everything if the watchdog is killed with gpuaccept
-// (kill -9 of the whole session, the OOM killer choosing both) or there is
-// no /bin/sh: then the next gpuaccept, or gpuaccept clean --local, kills and
-// removes the leftover cgroups and temp folders of gpuaccept processes that
-// no longer live (Clean). With a cgroup, after kill -9 of both gpuaccept
-// and its watchdog, the benchmark runs on until then.
+// left running. If the watchdog dies with gpuaccept (kill -9 of the whole
+// session, the OOM killer choosing both) or there is no /bin/sh, only the
+// step's first process dies (parent-death signal); with a cgroup, the rest
+// runs on in it until the next gpuaccept, or gpuaccept clean --local, kills
+// and removes the leftover cgroups and temp folders of gpuaccept processes
+// that no longer live (Clean); without one, nothing finds the rest.
 //
 // Every process gpuaccept starts in a process group or session of its own
 // must start through this package: the reaper reaps any child of gpuaccept

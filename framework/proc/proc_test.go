@@ -349,6 +349,9 @@ func TestCleanRemovesWhatAKilledRunLeft(t *testing.T) {
 	}
 	assert.Assert(t, strings.Contains(text, fmt.Sprintf("removed %s cgroup %s (2 processes killed)", m, info["run"])), text)
 	assert.Assert(t, absent(info["run"], time.Second))
+	// This process lives: its own cgroup stays.
+	_, err = os.Stat(defaultSession().cgRun)
+	assert.NilError(t, err, "Clean removed a live process's cgroup")
 	for _, role := range []string{"child", "escapee"} {
 		if !gone(pids[role], 10*time.Second) {
 			syscall.Kill(pids[role], syscall.SIGKILL)

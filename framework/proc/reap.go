@@ -188,8 +188,13 @@ func identify(pid int) (ident, error) {
 	return ident{pidns: ns, pid: pid, start: st.start}, nil
 }
 
-// pidNamespace is the inode of this process's pid namespace.
+// pidNamespace is the inode of this process's pid namespace. It fails
+// when /proc is another namespace's (then no pid read there is this
+// process's to judge).
 func pidNamespace() (uint64, error) {
+	if self, err := os.Readlink("/proc/self"); err != nil || self != strconv.Itoa(os.Getpid()) {
+		return 0, fmt.Errorf("/proc is not this process's pid namespace's (/proc/self is %q, pid %d): %v", self, os.Getpid(), err)
+	}
 	l, err := os.Readlink("/proc/self/ns/pid")
 	if err != nil {
 		return 0, fmt.Errorf("read pid namespace: %w", err)
