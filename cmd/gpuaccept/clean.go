@@ -6,19 +6,27 @@ import (
 	"io"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"github.com/gpuaccept/gpuaccept/launchers/k8s"
 )
 
 const cleanUsage = `Usage: gpuaccept clean --run ID [--kubeconfig F] [--context C] [--namespace N]
+       gpuaccept clean --local
 
 Deletes what a Kubernetes run left behind (after a crash or a kill -9):
 every object labelled gpuaccept.dev/run=ID in the namespace, workloads
 first with foreground propagation, and waits until they are gone. The id is
 the one gpuaccept printed when the run started ("k8s: ... run ga-...").
+
+--local kills and removes what gpuaccept processes that no longer live left
+on this host, where their watchdog died with them: their steps' cgroups with
+every process still in them, and their temp folders. Every run does this
+before its first step; --local does it now.
 `
 
 func cmdClean(args []string, stdout, stderr io.Writer) (int, error) {
 	var runID, kubeconfig, kctx, ns string
+	var local bool
 	var timeout time.Duration
 	fs := newFlags("clean", cleanUsage, stderr)
 	fs.StringVar(&runID, "run", "", "run id to clean up (ga-...)")
@@ -26,11 +34,27 @@ func cmdClean(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&kctx, "context", "", "kubeconfig context (default its current context)")
 	fs.StringVar(&ns, "namespace", "", "namespace of the run (default the context's, else default)")
 	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "give up waiting for the objects to go after this long")
+	fs.BoolVar(&local, "local", false, "kill and remove what killed gpuaccept processes left on this host (cgroups, temp folders)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}
-	if runID == "" || fs.NArg() > 0 {
-		return exitUsage, usageError{errors.New("clean: want --run ID and no arguments")}
+	if (runID == "" && !local) || fs.NArg() > 0 {
+		return exitUsage, usageError{errors.New("clean: want --run ID (a Kubernetes run) or --local, and no arguments")}
+	}
+	if local {
+		done, err := proc.Clean()
+		for _, d := range done {
+			fmt.Fprintln(stdout, d)
+		}
+		if err != nil {
+			return exitUsage, err
+		}
+		if len(done) == 0 {
+			fmt.Fprintln(stdout, "nothing left on this host by gpuaccept processes that no longer live")
+		}
+		if runID == "" {
+			return exitOK, nil
+		}
 	}
 	ctx, stop := signalContext()
 	defer stop()

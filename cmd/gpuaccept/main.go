@@ -151,7 +151,7 @@ Usage:
   gpuaccept report RESULTS_DIR                      rebuild every report of a results folder
   gpuaccept verify RESULTS_DIR [--digest D] [--allowed-signers F --identity ID]
                                                     check a sign-off: every file, verdicts re-judged, reports re-derived
-  gpuaccept clean --run ID                          delete what a Kubernetes run left behind
+  gpuaccept clean --run ID | --local               delete what a Kubernetes run, or killed local runs, left behind
   gpuaccept version
 
 Run "gpuaccept COMMAND --help" for a command's flags.

@@ -16,6 +16,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
@@ -106,6 +107,12 @@ func (h *Host) get(name string) (*running, error) {
 	cmd, err := h.command(name)
 	if err != nil {
 		return nil, err
+	}
+	if tmp, err := proc.TempDir(); err == nil {
+		// The plugin's socket goes in the run's temp folder, which goes
+		// even when gpuaccept is killed (go-plugin removes it only when
+		// its client stops the plugin).
+		cmd.Env = append(cmd.Env, "PLUGIN_UNIX_SOCKET_DIR="+tmp)
 	}
 	stderr := &tail{max: 8 << 10}
 	c := goplugin.NewClient(&goplugin.ClientConfig{

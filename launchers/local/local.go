@@ -1,8 +1,11 @@
 // Package local is the launcher that runs steps on this host: single
-// processes directly, MPI steps under mpirun. Every step runs in its own
-// process group, so a timeout or Ctrl-C kills the whole tree (mpirun and its
-// ranks), not just the first process. Its one node is "localhost": HostRefs
-// name it, and every process sees GPUACCEPT_HOSTS=localhost.
+// processes directly, MPI steps under mpirun. Every step runs through
+// framework/proc: in its own process group and, where the kernel allows,
+// its own cgroup, so the step's end (a pass as much as a timeout or Ctrl-C)
+// ends the whole tree (mpirun and its ranks, and whatever they left in the
+// background), and kill -9 of gpuaccept takes it along. Its one node is
+// "localhost": HostRefs name it, and every process sees
+// GPUACCEPT_HOSTS=localhost.
 package local
 
 import (
@@ -15,11 +18,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -157,7 +160,12 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 		return out
 	}
 	out.Command = rankstart.CommandLine(s, rankstart.ShellJoin(argv))
-	work, err := os.MkdirTemp("", "gpuaccept-"+s.Name+"-")
+	tmp, err := proc.TempDir()
+	if err != nil {
+		out.LaunchError = err.Error()
+		return out
+	}
+	work, err := os.MkdirTemp(tmp, s.Name+"-")
 	if err != nil {
 		out.LaunchError = fmt.Sprintf("create working folder: %v", err)
 		return out
@@ -181,7 +189,6 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = work
 	cmd.Env = rankstart.Environ(l.environ(), s)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var sink io.Writer = logw
 	if s.ReadyMarker != "" {
 		sink = &launch.MarkerWriter{W: logw, Marker: []byte(s.ReadyMarker), Found: markReady}
@@ -190,25 +197,34 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 	cmd.Stdout, cmd.Stderr = sw, sw
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	g, err := proc.Start(cmd, proc.Options{Name: s.Name})
+	if err != nil {
 		out.LaunchError = fmt.Sprintf("start %s: %v", argv[0], err)
 		fmt.Fprintf(logw, "gpuaccept: %s\n", out.LaunchError)
 		return out
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	var werr error
 	select {
-	case werr = <-done:
+	case <-g.Exited():
+		werr = g.Err()
 	case <-sctx.Done():
-		l.killGroup(cmd.Process.Pid, done)
+		g.Stop(l.killGrace())
 		werr = sctx.Err()
 		why := "cancelled"
 		if errors.Is(werr, context.DeadlineExceeded) {
 			why = fmt.Sprintf("timed out after %s", time.Since(start).Round(time.Millisecond))
 		}
 		out.LaunchError = why + "; process group killed"
+	}
+	// Whatever the step left running ends with it, and its output is in.
+	end := g.Close()
+	if out.LaunchError != "" {
 		fmt.Fprintf(logw, "\ngpuaccept: step %s %s\n", s.Name, out.LaunchError)
+	} else if end.Leftover {
+		fmt.Fprintf(logw, "\ngpuaccept: step %s left processes running when it exited; killed\n", s.Name)
+	}
+	if len(end.Survivors) > 0 {
+		out.LaunchError = strings.TrimPrefix(fmt.Sprintf("%s; processes %v survived SIGKILL", out.LaunchError, end.Survivors), "; ")
 	}
 	if out.LaunchError == "" {
 		out.ExitCode = launch.ExitCode(werr)
@@ -235,20 +251,10 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 	return out
 }
 
-// killGroup sends SIGTERM to the step's process group, then SIGKILL after the
-// grace period, and waits for the leader to be reaped.
-func (l *Launcher) killGroup(pid int, done chan error) {
-	grace := l.KillGrace
-	if grace <= 0 {
-		grace = 5 * time.Second
+// killGrace is KillGrace, or 5 s.
+func (l *Launcher) killGrace() time.Duration {
+	if l.KillGrace <= 0 {
+		return 5 * time.Second
 	}
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		<-done
-	}
-	// Children that ignored SIGTERM while the leader exited still get KILL.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	return l.KillGrace
 }

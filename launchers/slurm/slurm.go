@@ -19,11 +19,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 )
 
 // Name is the --launcher value.
@@ -558,15 +558,14 @@ func (l *Launcher) runInAllocation(ctx context.Context, req launch.Request, j jo
 	cmd.Dir = j.Dir
 	cmd.Env = l.environ()
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	g, err := proc.Start(cmd, proc.Options{Name: jobName(req.Test)})
+	if err != nil {
 		return ending{}, fmt.Errorf("start the script inside allocation: %w", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
+	case <-g.Exited():
+		g.Close() // what the script left on this node ends with it
 		return ending{}, nil
 	case <-ctx.Done():
 	}
@@ -578,15 +577,8 @@ func (l *Launcher) runInAllocation(ctx context.Context, req launch.Request, j jo
 	if grace <= 0 {
 		grace = 10 * time.Second
 	}
-	pid := cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		<-done
-	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	g.Stop(grace)
+	g.Close()
 	l.cancelSteps(l.getenv("SLURM_JOB_ID"), jobName(req.Test)+".")
 	return ending{Stopped: why}, nil
 }

@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -91,22 +91,20 @@ func (l *Launcher) remote(ctx context.Context, host, script string) ([]byte, err
 	cmd.Stdin = strings.NewReader(script)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	within := "before it was cancelled"
 	if dl, ok := ctx.Deadline(); ok {
 		within = "within " + time.Until(dl).Round(time.Second).String()
 	}
-	if err := cmd.Start(); err != nil {
+	g, err := proc.Start(cmd, proc.Options{Name: "ssh"})
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
 	select {
-	case err = <-done:
+	case <-g.Exited():
+		err = g.Err()
+		g.Close()
 	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		g.Close() // SIGKILL to the client and anything it started
 		return out.Bytes(), fmt.Errorf("no answer %s", within)
 	}
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
@@ -465,7 +466,7 @@ func TestCommands(t *testing.T) {
 				"GPUACCEPT_HOSTS=n1,n2 NCCL_SOCKET_IFNAME=eth0 mpirun " + root + "-np 16 --map-by ppr:8:node --host n1:8,n2:8 -x GPUACCEPT_HOSTS -x NCCL_SOCKET_IFNAME --wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce --mca plm_rsh_agent 'ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4' -mca coll_hcoll_enable 0 /opt/nccl-tests/build/all_reduce_perf -g 1",
 			"ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4 n2 'cd /tmp/gpuaccept-RUN/nccl.x.server && GPUACCEPT_HOSTS=n1,n2 exec ib_write_bw -p 18515'"}},
 		{rankstart.FlavorMPICH, []string{
-			"GPUACCEPT_HOSTS=n1,n2 NCCL_SOCKET_IFNAME=eth0 mpiexec -n 16 -ppn 8 -hosts n1:8,n2:8 -genvlist GPUACCEPT_HOSTS,NCCL_SOCKET_IFNAME -wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce -launcher ssh -launcher-exec " + filepath.Join(os.TempDir(), "gpuaccept-RUN-local/nccl.x.all_reduce/gpuaccept-rsh") + " /opt/nccl-tests/build/all_reduce_perf -g 1",
+			"GPUACCEPT_HOSTS=n1,n2 NCCL_SOCKET_IFNAME=eth0 mpiexec -n 16 -ppn 8 -hosts n1:8,n2:8 -genvlist GPUACCEPT_HOSTS,NCCL_SOCKET_IFNAME -wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce -launcher ssh -launcher-exec " + filepath.Join(proc.TempPath(), "ssh-RUN/nccl.x.all_reduce/gpuaccept-rsh") + " /opt/nccl-tests/build/all_reduce_perf -g 1",
 			"ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4 n2 'cd /tmp/gpuaccept-RUN/nccl.x.server && GPUACCEPT_HOSTS=n1,n2 exec ib_write_bw -p 18515'"}},
 	} {
 		t.Run(string(c.flavor), func(t *testing.T) {

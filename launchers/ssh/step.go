@@ -11,11 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -97,7 +97,8 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 			runs[i] = r
 			continue
 		}
-		r.local = filepath.Join(os.TempDir(), "gpuaccept-"+l.RunID+"-local", req.Test+"."+s.Name)
+		// In the process's temp folder, which goes even after kill -9.
+		r.local = filepath.Join(proc.TempPath(), "ssh-"+l.RunID, req.Test+"."+s.Name)
 		o := rankstart.Options{Hosts: sh, AllowRoot: os.Geteuid() == 0, ExtraArgs: l.MPIArgs, Environ: l.environ(),
 			RemoteShell: l.SSHArgs(), WorkDir: r.wd, DisableHCOLL: flavor != rankstart.FlavorMPICH}
 		if flavor == rankstart.FlavorMPICH {
@@ -258,20 +259,19 @@ func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready
 		cmd.Dir = r.local
 		cmd.Env = append(rankstart.Environ(l.environ(), s), r.starterEnv...)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdout, cmd.Stderr = sw, sw
 
 	began := time.Now()
-	if err := cmd.Start(); err != nil {
+	g, err := proc.Start(cmd, proc.Options{Name: s.Name})
+	if err != nil {
 		out.LaunchError = fmt.Sprintf("start %s: %v", cmd.Args[0], err)
 		fmt.Fprintf(logw, "gpuaccept: %s\n", out.LaunchError)
 		return out
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	var werr error
 	select {
-	case werr = <-done:
+	case <-g.Exited():
+		werr = g.Err()
 	case <-sctx.Done():
 		why := stopReason(sctx)
 		if why == "timed out" {
@@ -282,19 +282,21 @@ func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready
 			// Closing the connection does not stop a command without a
 			// terminal: stop its process group on the host first.
 			errs = l.stopRemote(r, l.killGrace())
-			l.stopLocal(cmd.Process.Pid, done, 5*time.Second)
+			g.Stop(5 * time.Second)
 			out.LaunchError = why + "; remote process group killed"
 		} else {
-			l.stopLocal(cmd.Process.Pid, done, l.killGrace())
+			g.Stop(l.killGrace())
 			errs = l.stopRemote(r, 0)
 			out.LaunchError = why + "; rank starter and remote ranks killed"
 		}
+		g.Close() // the local side (ssh client, rank starter) and what it left
 		if err := errors.Join(errs...); err != nil {
 			out.LaunchError += "; " + strings.ReplaceAll(err.Error(), "\n", "; ")
 		}
 		fmt.Fprintf(logw, "\ngpuaccept: step %s %s\n", s.Name, out.LaunchError)
 		return out
 	}
+	g.Close() // whatever the local side left running ends with the step
 	out.ExitCode = launch.ExitCode(werr)
 	switch {
 	case out.ExitCode < 0:
@@ -313,6 +315,9 @@ func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready
 // same path everywhere, for --wdir) and its local folder, with MPICH's
 // remote shell wrapper when the flavor needs one.
 func (l *Launcher) makeFolders(ctx context.Context, r stepRun) error {
+	if _, err := proc.TempDir(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(r.local, 0o700); err != nil {
 		return fmt.Errorf("create local folder for the rank starter: %w", err)
 	}
@@ -350,19 +355,6 @@ func (l *Launcher) onHosts(ctx context.Context, hs []string, timeout time.Durati
 	}
 	wg.Wait()
 	return errs
-}
-
-// stopLocal stops a local process group (ssh client or rank starter): TERM,
-// KILL after grace, and waits for its leader.
-func (l *Launcher) stopLocal(pid int, done chan error, grace time.Duration) {
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		<-done
-	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }
 
 // cleanup collects the step's files from its first host (where a single

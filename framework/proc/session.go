@@ -1,0 +1,286 @@
+package proc
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// prSetChildSubreaper is PR_SET_CHILD_SUBREAPER of prctl(2).
+const prSetChildSubreaper = 36
+
+// session is what one gpuaccept process sets up once, before its first
+// step: its name, its cgroup for steps, its temp folder and its watchdog.
+type session struct {
+	// name is "gpuaccept-PIDNS-PID-START": the pid namespace, pid and
+	// start time (clock ticks since boot) of the process, so a cleaner
+	// can tell whether its owner still lives (see Clean).
+	name string
+
+	mu     sync.Mutex
+	cgMode mode
+	cgRun  string // the run's cgroup folder, parent of the steps' ones
+	cgWhy  string // why cgMode is what it is
+	tmp    string
+	tmpErr error
+	dog    *os.File // write end of the watchdog's pipe; nil without one
+	dogPid int
+	dogWhy string
+}
+
+var (
+	defOnce sync.Once
+	def     *session
+)
+
+// CgroupEnv names the environment variable that chooses how steps are
+// held: "auto" (the default: cgroup v2, else the v1 freezer, else v1 pids,
+// else none), "v2", "freezer", "pids" (that one or none) or "none" (process
+// groups, the subreaper and the watchdog only; for hosts where a service
+// manager must not see cgroups appear).
+const CgroupEnv = "GPUACCEPT_CGROUP"
+
+// defaultSession is the process's session, made on first use.
+func defaultSession() *session {
+	defOnce.Do(func() {
+		want, note := modeAuto, ""
+		switch v := os.Getenv(CgroupEnv); v {
+		case "", "auto":
+		case "v2":
+			want = modeV2
+		case "freezer":
+			want = modeFreezer
+		case "pids":
+			want = modePids
+		case "none":
+			want = modeNone
+		default:
+			note = fmt.Sprintf(" (%s=%q is none of auto, v2, freezer, pids, none: auto)", CgroupEnv, v)
+		}
+		def = newSession(want, selfName())
+		def.cgWhy += note
+	})
+	return def
+}
+
+// newSession sets the process up as a child subreaper, removes what dead
+// gpuaccept processes left, and makes the run's cgroup (in the given mode,
+// or the best the kernel allows for modeAuto) and temp folder, both called
+// name, and its watchdog.
+// None of it is fatal: what cannot be had is recorded with its reason.
+func newSession(want mode, name string) *session {
+	// Orphans of steps come to gpuaccept, to be killed and reaped, not to
+	// init.
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+	s := &session{name: name}
+	_, _ = Clean()
+	s.cgMode, s.cgRun, s.cgWhy = makeRunCgroup(want, s.name)
+	s.tmp = filepath.Join(os.TempDir(), name)
+	if err := os.Mkdir(s.tmp, 0o700); err != nil && !os.IsExist(err) {
+		s.tmpErr = fmt.Errorf("create the run's temp folder: %w", err)
+		s.tmp = ""
+	}
+	s.startWatchdog()
+	return s
+}
+
+var (
+	nameOnce sync.Once
+	name     string
+)
+
+// selfName is this process's session name (see session.name).
+func selfName() string {
+	nameOnce.Do(func() {
+		self, err := identify(os.Getpid())
+		if err != nil {
+			self = ident{pid: os.Getpid()}
+		}
+		name = self.name()
+	})
+	return name
+}
+
+// TempPath is where TempDir is, without making it (nor anything else):
+// for command lines shown before anything runs (--dry-run).
+func TempPath() string { return filepath.Join(os.TempDir(), selfName()) }
+
+// TempDir returns this gpuaccept process's temp folder (in os.TempDir(),
+// private to it), made on first use. The watchdog removes it when the
+// process exits, kill -9 included; failing that, Clean does.
+func TempDir() (string, error) {
+	s := defaultSession()
+	return s.tmp, s.tmpErr
+}
+
+// Containment says, in a line, how this process holds its steps: the
+// cgroup kind and folder, or why there is none, and whether a watchdog
+// runs.
+func Containment() string {
+	s := defaultSession()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.cgWhy
+	if s.cgMode != modeNone {
+		c = s.cgMode.String() + " cgroup " + s.cgRun + s.cgWhy
+	}
+	if s.dog != nil {
+		return c + "; watchdog running"
+	}
+	return c + "; no watchdog: " + s.dogWhy
+}
+
+// registry is what every sweep of this process must agree on.
+var reg = struct {
+	sync.Mutex
+	// tracked are the children someone in this process waits for (step
+	// leaders, the watchdogs): never reaped or killed by a sweep.
+	tracked map[int]bool
+	// running are the Groups not closed yet.
+	running map[*Group]bool
+}{tracked: map[int]bool{}, running: map[*Group]bool{}}
+
+func untrack(pid int) {
+	reg.Lock()
+	delete(reg.tracked, pid)
+	reg.Unlock()
+}
+
+// onStarter runs fn on the starter: one goroutine locked to its OS thread
+// for the life of the process. Pdeathsig fires when the thread that forked
+// the child exits, not the process (go.dev/issue/27505): forked from any
+// goroutine's thread, a child could be killed the day the Go runtime ends
+// that thread (it does so when a goroutine exits while locked to it). The
+// locked starter thread never exits, so the signal comes exactly when
+// gpuaccept dies. The cgroup v1 modes need the lock too: the thread joins
+// the step's cgroup for the fork, and only that thread may.
+func onStarter(fn func() error) error {
+	starterOnce.Do(func() {
+		starterCh = make(chan func())
+		go func() {
+			runtime.LockOSThread() // for ever: never unlocked, never returns
+			for f := range starterCh {
+				f()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	starterCh <- func() { done <- fn() }
+	return <-done
+}
+
+var (
+	starterOnce sync.Once
+	starterCh   chan func()
+)
+
+// watchdogScript is run by sh with $1 the temp folder, $2 the cgroup mode
+// and $3 the run's cgroup (empty for none). It reads "+PGID" and "-PGID"
+// lines as steps start and end; at end of input, which comes when
+// gpuaccept exits however it exits, it kills the groups still listed,
+// empties and removes the cgroups (bounded: 100 rounds) and the temp
+// folder.
+const watchdogScript = `tmp=$1 mode=$2 cg=$3 groups=' '
+while read -r l; do
+  case $l in
+  +*) groups="$groups${l#+} " ;;
+  -*) id=${l#-}
+      case $groups in *" $id "*) groups="${groups%% $id *} ${groups#* $id }" ;; esac ;;
+  esac
+done
+for g in $groups; do kill -9 "-$g" 2>/dev/null; done
+i=0
+while [ -n "$cg" ] && [ -d "$cg" ] && [ $i -lt 100 ]; do
+  case $mode in
+  v2) echo 1 > "$cg/cgroup.kill" ;;
+  freezer)
+    echo FROZEN > "$cg/freezer.state"
+    for p in $(cat "$cg"/cgroup.procs "$cg"/*/cgroup.procs 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+    echo THAWED > "$cg/freezer.state" ;;
+  pids)
+    for d in "$cg"/*/; do [ -d "$d" ] && echo 0 > "$d/pids.max"; done
+    for p in $(cat "$cg"/cgroup.procs "$cg"/*/cgroup.procs 2>/dev/null); do kill -9 "$p" 2>/dev/null; done ;;
+  esac 2>/dev/null
+  for d in "$cg"/*/; do [ -d "$d" ] && rmdir "$d"; done 2>/dev/null
+  rmdir "$cg" 2>/dev/null && break
+  i=$((i+1))
+  sleep 0.1 2>/dev/null || sleep 1
+done
+[ -n "$tmp" ] && rm -rf "$tmp"
+`
+
+// startWatchdog starts the watchdog: sh in a session of its own (a
+// Ctrl-C or a hang-up to gpuaccept's group must not end it first), no
+// parent-death signal, its stdin the read end of a pipe only gpuaccept
+// holds (the write end is close-on-exec, so no step inherits it).
+func (s *session) startWatchdog() {
+	shell, err := exec.LookPath("/bin/sh")
+	if err != nil {
+		s.dogWhy = "no /bin/sh: " + err.Error()
+		return
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		s.dogWhy = "pipe: " + err.Error()
+		return
+	}
+	cmd := exec.Command(shell, "-c", watchdogScript, "gpuaccept-watchdog", s.tmp, s.cgMode.String(), s.cgRun)
+	cmd.Stdin = r
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	reg.Lock()
+	err = cmd.Start()
+	if err == nil {
+		reg.tracked[cmd.Process.Pid] = true
+	}
+	reg.Unlock()
+	r.Close()
+	if err != nil {
+		w.Close()
+		s.dogWhy = "start sh: " + err.Error()
+		return
+	}
+	s.dog, s.dogPid = w, cmd.Process.Pid
+	go func() {
+		// Reaped if it dies first (killed by hand): there is none then.
+		_ = cmd.Wait()
+		untrack(cmd.Process.Pid)
+		s.mu.Lock()
+		s.dog, s.dogWhy = nil, "it exited before gpuaccept"
+		s.mu.Unlock()
+		w.Close()
+	}()
+}
+
+// watch tells the watchdog that the process group pgid started (add) or
+// ended.
+func (s *session) watch(pgid int, add bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dog == nil {
+		return
+	}
+	op := "-"
+	if add {
+		op = "+"
+	}
+	if _, err := fmt.Fprintf(s.dog, "%s%d\n", op, pgid); err != nil {
+		s.dogWhy = "it stopped reading: " + err.Error()
+		s.dog = nil
+	}
+}
+
+// disableCgroups stops putting steps in cgroups, after err.
+func (s *session) disableCgroups(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cgMode != modeNone {
+		s.cgWhy = fmt.Sprintf("%s cgroups stopped after a start failed in one: %v", s.cgMode, strings.TrimSpace(err.Error()))
+		s.cgMode = modeNone
+	}
+}
