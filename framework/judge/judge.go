@@ -177,7 +177,7 @@ func Judge(p result.Parsed, o Options) result.Test {
 				has = append(has, describe(e, int64(e.Size)))
 			}
 		}
-		ps.add(result.Error, catBaseline, "no measured point matches the baseline (it has "+strings.Join(has, ", ")+")")
+		ps.add(result.Error, catBaseline, "no measured point matches the baseline (it has "+strings.Join(has, ", ")+"; the run measured "+measuredSizes(p.Metrics)+")")
 	default:
 		t.Status = ps.worst()
 	}
@@ -433,4 +433,36 @@ func SortMetrics(ms []result.Judged) {
 		}
 		return a.Size < b.Size
 	})
+}
+
+// measuredSizes names the message sizes a run measured, smallest to
+// largest ("8 GiB, 16 GiB"), or the metric names when none is per size,
+// so that a baseline judging nothing says what it was given.
+func measuredSizes(ms []result.Metric) string {
+	seen := map[int64]bool{}
+	var sizes []int64
+	names := map[string]bool{}
+	var nameList []string
+	for _, m := range ms {
+		if m.Size > 0 && !seen[m.Size] {
+			seen[m.Size] = true
+			sizes = append(sizes, m.Size)
+		}
+		if m.Size == 0 && !names[m.Name] {
+			names[m.Name] = true
+			nameList = append(nameList, m.Name)
+		}
+	}
+	if len(sizes) == 0 {
+		return strings.Join(nameList, ", ")
+	}
+	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
+	var out []string
+	for _, s := range sizes {
+		out = append(out, result.FormatBytes(s))
+	}
+	if len(out) > 8 {
+		out = append(out[:3], fmt.Sprintf("... (%d sizes) ...", len(out)-6), out[len(out)-3], out[len(out)-2], out[len(out)-1])
+	}
+	return strings.Join(out, ", ")
 }
