@@ -351,6 +351,7 @@ func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (
 // not signed.
 func (c *common) signOff(run *result.Run, stderr io.Writer) error {
 	dir := run.Dir
+	mismatched := false
 	if _, err := os.Lstat(filepath.Join(dir, manifest.File)); errors.Is(err, iofs.ErrNotExist) {
 		if _, err := manifest.Write(dir, run.Version, run.SKU); err != nil {
 			return err
@@ -374,6 +375,7 @@ func (c *common) signOff(run *result.Run, stderr io.Writer) error {
 				return fmt.Errorf("not signed: %w", err)
 			}
 			fmt.Fprintf(stderr, "warning: %v\n", err)
+			mismatched = true
 		}
 	}
 	if c.key != nil {
@@ -386,6 +388,12 @@ func (c *common) signOff(run *result.Run, stderr io.Writer) error {
 	d, err := manifest.Digest(dir)
 	if err != nil {
 		return err
+	}
+	if mismatched {
+		// The digest is the manifest's, which the folder no longer
+		// matches: printed so it can be compared, not as a sign-off.
+		fmt.Fprintf(stderr, "digest of the manifest it has: %s (not a sign-off: the folder no longer matches it)\n", d)
+		return nil
 	}
 	if c.outDeleted {
 		fmt.Fprintf(stderr, "sign-off digest: %s (the results folder is deleted on exit; pass --out DIR to keep it and check it with gpuaccept verify DIR --digest %s)\n", d, d)

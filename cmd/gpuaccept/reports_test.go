@@ -486,3 +486,16 @@ func TestCheckFolderVerifies(t *testing.T) {
 		})
 	}
 }
+
+// report on a folder that no longer matches its manifest warns, and the
+// digest it prints is not offered as a sign-off.
+func TestReportOnTamperedFolderSignsNothingOff(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	code, out, errs := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--out", dir, healthy+"/nccl.all_reduce/all_reduce.log")
+	assert.Equal(t, code, 0, out+errs)
+	assert.Assert(t, strings.Contains(errs, "sign-off digest: sha256:"), errs)
+	edit(t, filepath.Join(dir, "raw/nccl.all_reduce/all_reduce.log"), `343\.5`, "143.5")
+	_, out, errs = cli(t, "report", dir)
+	assert.Assert(t, strings.Contains(errs, "no longer matches the manifest.json it has") && strings.Contains(errs, "raw/nccl.all_reduce/all_reduce.log: edited since the run"), errs)
+	assert.Assert(t, strings.Contains(errs, "(not a sign-off: the folder no longer matches it)") && !strings.Contains(errs, "sign-off digest:"), errs)
+}
