@@ -109,9 +109,12 @@ type Output struct {
 	// device list ended.
 	RanksCutAt int
 	// Parts are the test outputs the text holds, in input order: one per
-	// header that follows rows or a footer (a log of several tests run one
-	// after another, or of processes that each printed a whole output).
-	// nil when the text holds at most one; Select picks those of a test.
+	// header that follows rows or a footer, or a header line of a kind its
+	// part already had (a log of several tests run one after another, of
+	// a test that died before its rows and the next one, or of processes
+	// that each printed a whole output); a part of header lines only is
+	// joined to the next unless they name different tests. nil when the
+	// text holds at most one; Select picks those of a test.
 	Parts []Part
 }
 

@@ -590,6 +590,10 @@ func info(text, js *Output, opt Options) map[string]string {
 	}
 	if text != nil && len(text.Ranks) > 0 {
 		m["ranks"] = strconv.Itoa(len(text.Ranks))
+		if text.RanksCutAt > 0 {
+			// A cut list: the run had these ranks and maybe more.
+			m["ranks"] = "at least " + m["ranks"]
+		}
 	} else if js != nil && js.RankCount > 0 {
 		m["ranks"] = strconv.Itoa(js.RankCount)
 	}

@@ -236,6 +236,9 @@ func TestResultRankCount(t *testing.T) {
 			ntAssertCheck(t, p, "rank count", tc.ranks)
 			ntAssertCheck(t, p, "node count", tc.nodeC)
 			ntAssertCheck(t, p, "independent runs", ntWant{})
+			if strings.Contains(tc.ranks.message, "the list cut") {
+				assert.Equal(t, p.Info["ranks"], "at least 100")
+			}
 		})
 	}
 }
@@ -267,6 +270,17 @@ func TestResultIndependentRuns(t *testing.T) {
 			ntWant{"fail", "2 independent 8-rank runs: nccl-tests built without MPI=1 under mpirun"}},
 		{"sixteen 1-rank runs", "h200x2-2.19.6/mpi_np2_all_reduce.txt", sixteen, 2, 8,
 			ntWant{"fail", "16 independent 1-rank runs: nccl-tests built without MPI=1 under mpirun (expected one run of 16 ranks, 2x8)"}},
+		// Two processes' header lines interleaved line by line (each of
+		// all_reduce.txt's first four lines printed twice): one part, two
+		// headers.
+		{"headers interleaved line by line", "h200x2-2.19.6/all_reduce.txt", func(s string) string {
+			l := strings.SplitAfter(s, "\n")
+			var b strings.Builder
+			for _, x := range l[:4] {
+				b.WriteString(x + x)
+			}
+			return b.String() + strings.Join(l[4:], "")
+		}, 2, 2, ntWant{"fail", "2 independent 2-rank runs: nccl-tests built without MPI=1 under mpirun (expected one run of 4 ranks, 2x2)"}},
 		{"one MPI run", "h200x2-2.19.6/mpi_np2_all_reduce.txt", nil, 1, 2, ntWant{}},
 		// Two whole runs of the scope one after another are no sign.
 		{"the same 2-rank run twice", "h200x2-2.19.6/all_reduce.txt", func(s string) string { return s + s }, 1, 2, ntWant{}},
@@ -374,6 +388,7 @@ func TestResultDiedBeforeRows(t *testing.T) {
 	assert.Assert(t, strings.Contains(p.Error, "no result rows in "+file), p.Error)
 	assert.Assert(t, !strings.Contains(p.Error, "redop"), p.Error)
 	assert.Equal(t, len(p.Metrics), 0)
+	assert.Equal(t, p.Info["ranks"], "8")
 	assert.DeepEqual(t, p.Diagnostics, []result.Diagnostic{{Level: result.Info, Source: file,
 		Message: "the file also holds sendrecv_perf (lines 25-56), not judged: only the output of alltoall_perf is"}})
 
