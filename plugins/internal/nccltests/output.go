@@ -100,10 +100,21 @@ type Output struct {
 	// Headers is the number of "# nThread ..." header lines: one per
 	// output, more when several processes each printed a whole output.
 	Headers int
+	// RanksCutAt is the line of the last rank line of a device list that
+	// did not end as nccl-tests ends it (the '#' line it prints right after
+	// the list, src/util.cu writeDeviceReport and the header or "Reducing
+	// maxBytes" line after it): a page that quotes the first rank lines and
+	// cuts the rest with a blank line or "...", an output cut there. Its
+	// rank lines are a lower bound, not the run's ranks. 0 when every
+	// device list ended.
+	RanksCutAt int
 	// Parts are the test outputs the text holds, in input order: one per
-	// header that follows rows or a footer (a log of several tests run one
-	// after another, or of processes that each printed a whole output).
-	// nil when the text holds at most one; Select picks those of a test.
+	// header that follows rows or a footer, or a header line of a kind its
+	// part already had (a log of several tests run one after another, of
+	// a test that died before its rows and the next one, or of processes
+	// that each printed a whole output); a part of header lines only is
+	// joined to the next unless they name different tests. nil when the
+	// text holds at most one; Select picks those of a test.
 	Parts []Part
 }
 
@@ -129,6 +140,12 @@ type Part struct {
 	Libraries                             map[string]string
 	NRanks, NNodes, Headers               int
 	InfoHosts                             map[int]string
+	RanksCutAt                            int
+	// Program is the test that a command line before the part's header
+	// names ("all_gather" from "Running: ./build/all_gather_perf -b 8",
+	// as scripts and pages print it), "" none; Select goes by it when the
+	// output does not name its test (Collective "").
+	Program string
 }
 
 // newPart returns a Part starting at line with nothing seen yet.
@@ -142,98 +159,139 @@ func (pt *Part) hasContent() bool {
 	return pt.RowTo > pt.RowFrom || pt.FooterSeen || pt.AvgBusBW >= 0
 }
 
-// Name is the part's test as nccl-tests names it ("all_gather_perf"), or
-// "an output that does not name its test".
+// Name is the part's test as nccl-tests names it ("all_gather_perf"), by
+// its output or else by its command line (Program), or "an output that
+// does not name its test".
 func (pt *Part) Name() string {
-	if pt.Collective == "" {
-		return "an output that does not name its test"
+	switch {
+	case pt.Collective != "":
+		return pt.Collective + "_perf"
+	case pt.Program != "":
+		return pt.Program + "_perf"
 	}
-	return pt.Collective + "_perf"
+	return "an output that does not name its test"
 }
 
-// setScalars sets o's scalar fields from parts: the first value seen,
-// except OutOfBounds (the sum), OutOfBoundsFailed and FooterSeen (any),
-// NRanks and NNodes (the largest), Headers (the sum).
-func (o *Output) setScalars(parts []Part) {
-	o.OutOfBounds, o.AvgBusBW = -1, -1
-	for i := range parts {
-		pt := &parts[i]
-		first := func(dst *string, v string) {
-			if *dst == "" {
-				*dst = v
-			}
-		}
-		first(&o.Collective, pt.Collective)
-		first(&o.TestsVersion, pt.TestsVersion)
-		first(&o.NCCLVersion, pt.NCCLVersion)
-		for _, f := range []struct {
-			dst *int64
-			v   int64
-		}{{&o.MinBytes, pt.MinBytes}, {&o.MaxBytes, pt.MaxBytes}, {&o.StepFactor, pt.StepFactor}, {&o.ReducedMaxBytes, pt.ReducedMaxBytes}} {
-			if *f.dst == 0 {
-				*f.dst = f.v
-			}
-		}
-		if o.NThreads == 0 {
-			o.NThreads = pt.NThreads
-		}
-		if o.NGPUs == 0 {
-			o.NGPUs = pt.NGPUs
-		}
-		if pt.OutOfBounds >= 0 {
-			o.OutOfBounds = max(o.OutOfBounds, 0) + pt.OutOfBounds
-		}
-		o.OutOfBoundsFailed = o.OutOfBoundsFailed || pt.OutOfBoundsFailed
-		o.FooterSeen = o.FooterSeen || pt.FooterSeen
-		if o.AvgBusBW < 0 {
-			o.AvgBusBW = pt.AvgBusBW
-		}
-		for k, v := range pt.Libraries {
-			if o.Libraries == nil {
-				o.Libraries = map[string]string{}
-			}
-			if _, seen := o.Libraries[k]; !seen {
-				o.Libraries[k] = v
-			}
-		}
-		o.NRanks, o.NNodes = max(o.NRanks, pt.NRanks), max(o.NNodes, pt.NNodes)
-		for r, h := range pt.InfoHosts {
-			if o.InfoHosts == nil {
-				o.InfoHosts = map[int]string{}
-			}
-			if _, seen := o.InfoHosts[r]; !seen {
-				o.InfoHosts[r] = h
-			}
-		}
-		o.Headers += pt.Headers
+// test is the part's test: the one its output names, else the one its
+// command line names.
+func (pt *Part) test() string {
+	if pt.Collective != "" {
+		return pt.Collective
 	}
+	return pt.Program
+}
+
+// join adds the scalars of pt, which follows dst in the text, to dst: the
+// first value seen, except OutOfBounds (the sum), OutOfBoundsFailed and
+// FooterSeen (any), NRanks and NNodes (the largest), Headers (the sum).
+// Line and index ranges are left as they are; maps are copied, never
+// shared with pt.
+func (dst *Part) join(pt *Part) {
+	first := func(d *string, v string) {
+		if *d == "" {
+			*d = v
+		}
+	}
+	first(&dst.Collective, pt.Collective)
+	first(&dst.Program, pt.Program)
+	first(&dst.TestsVersion, pt.TestsVersion)
+	first(&dst.NCCLVersion, pt.NCCLVersion)
+	for _, f := range []struct {
+		dst *int64
+		v   int64
+	}{{&dst.MinBytes, pt.MinBytes}, {&dst.MaxBytes, pt.MaxBytes}, {&dst.StepFactor, pt.StepFactor}, {&dst.ReducedMaxBytes, pt.ReducedMaxBytes}} {
+		if *f.dst == 0 {
+			*f.dst = f.v
+		}
+	}
+	if dst.NThreads == 0 {
+		dst.NThreads = pt.NThreads
+	}
+	if dst.NGPUs == 0 {
+		dst.NGPUs = pt.NGPUs
+	}
+	if dst.RanksCutAt == 0 {
+		dst.RanksCutAt = pt.RanksCutAt
+	}
+	if pt.OutOfBounds >= 0 {
+		dst.OutOfBounds = max(dst.OutOfBounds, 0) + pt.OutOfBounds
+	}
+	dst.OutOfBoundsFailed = dst.OutOfBoundsFailed || pt.OutOfBoundsFailed
+	dst.FooterSeen = dst.FooterSeen || pt.FooterSeen
+	if dst.AvgBusBW < 0 {
+		dst.AvgBusBW = pt.AvgBusBW
+	}
+	if len(pt.Libraries) > 0 {
+		libs := map[string]string{}
+		for k, v := range pt.Libraries {
+			libs[k] = v
+		}
+		for k, v := range dst.Libraries {
+			libs[k] = v
+		}
+		dst.Libraries = libs
+	}
+	dst.NRanks, dst.NNodes = max(dst.NRanks, pt.NRanks), max(dst.NNodes, pt.NNodes)
+	if len(pt.InfoHosts) > 0 {
+		hosts := map[int]string{}
+		for r, h := range pt.InfoHosts {
+			hosts[r] = h
+		}
+		for r, h := range dst.InfoHosts {
+			hosts[r] = h
+		}
+		dst.InfoHosts = hosts
+	}
+	dst.Headers += pt.Headers
+}
+
+// setScalars sets o's scalar fields from parts, joined in order (join).
+func (o *Output) setScalars(parts []Part) {
+	all := newPart(0, 0, 0)
+	for i := range parts {
+		all.join(&parts[i])
+	}
+	o.Collective, o.TestsVersion, o.NCCLVersion = all.Collective, all.TestsVersion, all.NCCLVersion
+	o.NThreads, o.NGPUs = all.NThreads, all.NGPUs
+	o.MinBytes, o.MaxBytes, o.StepFactor, o.ReducedMaxBytes = all.MinBytes, all.MaxBytes, all.StepFactor, all.ReducedMaxBytes
+	o.OutOfBounds, o.OutOfBoundsFailed, o.FooterSeen, o.AvgBusBW = all.OutOfBounds, all.OutOfBoundsFailed, all.FooterSeen, all.AvgBusBW
+	o.Libraries, o.NRanks, o.NNodes, o.InfoHosts, o.Headers = all.Libraries, all.NRanks, all.NNodes, all.InfoHosts, all.Headers
+	o.RanksCutAt = all.RanksCutAt
 }
 
 // Select returns the output of one test (collective, e.g. "all_gather")
 // out of a text that holds several, and the parts it left out, in input
-// order. The parts chosen are those that name the test; when none does,
-// those that name no test (outputs of nccl-tests before the "Collective
-// test starting" line); when neither, o itself, whose Collective then names
-// another test. Errors and Warnings are those of the lines chosen, and the
-// notes about the whole output (line 0). An output of one part is returned
-// as it is, with no part left out.
+// order. The parts chosen are those that name the test, or whose command
+// line does (Part.Program) when their output names none; when none does,
+// those that name no test either way (outputs of nccl-tests before the
+// "Collective test starting" line) and whose rows fit it (rowsFit), or
+// every part that names no test when none fits; when every part names
+// another test, o itself, whose Collective then names another test. Errors and Warnings are those of the
+// lines chosen, and the notes about the whole output (line 0). An output
+// of one part is returned as it is, with no part left out.
 func (o *Output) Select(collective string) (*Output, []Part) {
 	if len(o.Parts) < 2 {
 		return o, nil
 	}
 	var take, skip []Part
-	for _, want := range []string{collective, ""} {
+	pick := func(keep func(pt *Part) bool) {
 		take, skip = take[:0], skip[:0]
-		for _, pt := range o.Parts {
-			if pt.Collective == want {
-				take = append(take, pt)
+		for i := range o.Parts {
+			if keep(&o.Parts[i]) {
+				take = append(take, o.Parts[i])
 			} else {
-				skip = append(skip, pt)
+				skip = append(skip, o.Parts[i])
 			}
 		}
-		if len(take) > 0 {
-			break
-		}
+	}
+	pick(func(pt *Part) bool { return pt.test() == collective })
+	if len(take) == 0 {
+		pick(func(pt *Part) bool {
+			return pt.test() == "" && rowsFit(collective, o.Rows[pt.RowFrom:pt.RowTo], pt.minRanks(o.Ranks[pt.RankFrom:pt.RankTo]))
+		})
+	}
+	if len(take) == 0 {
+		pick(func(pt *Part) bool { return pt.test() == "" })
 	}
 	if len(take) == 0 || len(skip) == 0 {
 		return o, nil
@@ -275,6 +333,63 @@ func (o *Output) Select(collective string) (*Output, []Part) {
 	sel.RankCount = len(sel.Ranks)
 	sel.Groups = outputGroups(sel.Ranks)
 	return sel, append([]Part(nil), skip...)
+}
+
+// rootedTests lists the tests whose rows print a root rank (the last
+// argument of TimeTest in src/<test>.cu is the root, -1 for the others).
+var rootedTests = map[string]bool{"broadcast": true, "reduce": true, "gather": true, "scatter": true}
+
+// minRanks is the least rank count the part's rank lines and header
+// show (its ranks: the part's rank lines); 0 when they show none.
+func (pt *Part) minRanks(ranks []Rank) int {
+	n := pt.NThreads * pt.NGPUs
+	for _, r := range ranks {
+		n = max(n, r.Rank+1)
+	}
+	return n
+}
+
+// rowsFit reports whether rows can be those of test (a collective), for
+// an output that does not name its test, of a run of at least minRanks
+// ranks (0 unknown): reducing tests print their op (and printed a redop
+// column in every version), the others "none" or no column (old
+// all_gather, alltoall and sendrecv); rooted tests print a root, the
+// others -1 or no column; the tests that print one rank's count have size
+// = count x ranks x type size, the others size = count x type size (the
+// GetCollByteCount of src/<test>.cu). Rows of tests the rules do not know,
+// and no rows, fit. Old all_gather and alltoall outputs fit each other.
+func rowsFit(test string, rows []Row, minRanks int) bool {
+	wantOp, knownOp := namesOp[test]
+	for _, r := range rows {
+		if knownOp {
+			switch r.Redop {
+			case "":
+				// Old sendrecv printed no redop column; reducing tests did.
+				if wantOp && test != "sendrecv" {
+					return false
+				}
+			case "none":
+				if wantOp {
+					return false
+				}
+			default:
+				if !wantOp {
+					return false
+				}
+			}
+			if (r.Root >= 0) != rootedTests[test] {
+				return false
+			}
+		}
+		// Counts past 2^56 would overflow count x type size.
+		if ts := ntTypeSize[r.Type]; ts > 0 && r.Count > 0 && r.Count < 1<<56 {
+			per := r.Count * ts
+			if perRankCount[test] && (r.Size%per != 0 || r.Size/per < int64(minRanks)) || !perRankCount[test] && r.Size != per {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Rank is one rank line of the output.

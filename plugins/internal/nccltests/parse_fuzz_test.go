@@ -129,6 +129,16 @@ func FuzzParseText(f *testing.F) {
 			"x NCCL INFO Init timings - ncclCommInitRankConfig: rank 99999999999 nranks 2 total 0.45\n",
 		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
 			"  2147483648     536870912     float                 -1     1.76   1e+06   1e+06       0  1.2e+04  2e+05  1.5e-07  1e+06\n",
+		// testdata/field's shapes cut into one text: Ray's coloured label
+		// over mpirun's, a rank list cut by a blank line then an NCCL WARN
+		// line, headerless old rows of reduce (13 columns) and all_gather
+		// (11), a footer without '#', a command line naming the test.
+		"\x1b[2m\x1b[36m(head, rank=0, pid=3808)\x1b[0m [1,0]<stdout>:#  Rank  0 Group  0 Pid   7774 on nc-d87e1263-head device  0 [0000:8f:00] NVIDIA H200\n" +
+			"\n[2026-11-30 06:20:33] vm:1223:1223 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface found\n\n#\n" +
+			"Running: ./build/reduce_perf -b 8 -e 10240M -f 2 -g 12\n" +
+			"  4294967296    1073741824   float     sum       0    80680   48.80   48.80  2e-07    80962   48.63   48.63  2e-07\n" +
+			"  4294967296     134217728   float    29122  129.05  129.05  1e+00    29169  128.84  128.84  1e+00\n" +
+			" Out of bounds values : 2 FAILED\n Avg bus bandwidth    : 128.942\n",
 	} {
 		f.Add([]byte(s), uint8(len(s)))
 	}

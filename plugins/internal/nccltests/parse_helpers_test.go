@@ -31,7 +31,7 @@ func ntTestdata(t testing.TB, rel string) []byte {
 func ntFiles(t testing.TB, ext string) []string {
 	t.Helper()
 	var out []string
-	for _, dir := range []string{"h200x2-2.19.6", "h200x2-variants", "seeds", "edited", "public"} {
+	for _, dir := range []string{"h200x2-2.19.6", "h200x2-variants", "seeds", "edited", "public", "field"} {
 		m, err := filepath.Glob(filepath.Join("testdata", dir, "*"+ext))
 		assert.NilError(t, err)
 		for _, f := range m {
@@ -100,7 +100,13 @@ func ntRender(o *Output) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "format %s | tests %q | nccl %q | collective %q\n", o.Format, o.TestsVersion, o.NCCLVersion, o.Collective)
 	fmt.Fprintf(&b, "nthreads %d ngpus %d minbytes %d maxbytes %d reducedmaxbytes %d\n", o.NThreads, o.NGPUs, o.MinBytes, o.MaxBytes, o.ReducedMaxBytes)
-	fmt.Fprintf(&b, "ranks %d rankcount %d groups %d\n", len(o.Ranks), o.RankCount, o.Groups)
+	fmt.Fprintf(&b, "ranks %d rankcount %d groups %d", len(o.Ranks), o.RankCount, o.Groups)
+	if o.RanksCutAt > 0 {
+		// Only where a device list did not end: the other golden files
+		// stay as they were.
+		fmt.Fprintf(&b, " list cut after L%d", o.RanksCutAt)
+	}
+	b.WriteByte('\n')
 	for _, r := range o.Ranks {
 		fmt.Fprintf(&b, "  rank %d group %d pid %d host %q device %d bus %q name %q\n", r.Rank, r.Group, r.Pid, r.Host, r.Device, r.BusID, r.DeviceName)
 	}
@@ -113,8 +119,17 @@ func ntRender(o *Output) string {
 		fmt.Fprintf(&b, "info nranks %d nnodes %d headers %d infohosts %d ranks on %d hosts\n", o.NRanks, o.NNodes, o.Headers, len(o.InfoHosts), len(hosts))
 	}
 	for _, pt := range o.Parts {
-		fmt.Fprintf(&b, "  part L%d-%d %q rows %d-%d ranks %d-%d headers %d footer %v outofbounds %d avgbusbw %s nranks %d\n",
+		fmt.Fprintf(&b, "  part L%d-%d %q rows %d-%d ranks %d-%d headers %d footer %v outofbounds %d avgbusbw %s nranks %d",
 			pt.FirstLine, pt.LastLine, pt.Collective, pt.RowFrom, pt.RowTo, pt.RankFrom, pt.RankTo, pt.Headers, pt.FooterSeen, pt.OutOfBounds, ntG(pt.AvgBusBW), pt.NRanks)
+		// Only where they are set: the other golden files stay as they
+		// were.
+		if pt.Program != "" {
+			fmt.Fprintf(&b, " program %q", pt.Program)
+		}
+		if pt.RanksCutAt > 0 {
+			fmt.Fprintf(&b, " list cut after L%d", pt.RanksCutAt)
+		}
+		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "rows %d (line size count type redop root | out-of-place | in-place: time algbw busbw wrong [maxerror] [i_min i_max i_p99 i_cv] [@timestamp])\n", len(o.Rows))
 	perf := func(p *Perf) string {

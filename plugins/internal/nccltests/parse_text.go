@@ -63,6 +63,11 @@ var (
 	parseTextTestMark    = []byte("Test ")
 	// parseTextErsionMark is in every version line: "version", "Version".
 	parseTextErsionMark = []byte("ersion")
+	// parseTextPerfMark is in the names of nccl-tests' programs.
+	parseTextPerfMark = []byte("_perf")
+	// The footer's lines, as they start without their '#'.
+	parseTextBoundsMark = []byte("Out of bounds values ")
+	parseTextAvgMark    = []byte("Avg bus bandwidth ")
 )
 
 // ParseText reads nccl-tests text output (stdout and stderr as captured)
@@ -254,9 +259,16 @@ var (
 	// (2019 and earlier), with the error column instead of #wrong.
 	textOldLayout = textMakeLayout("size", "count", "type", "redop",
 		"time", "algbw", "busbw", "error", "time", "algbw", "busbw", "error")
-	// textOldRootLayout is textOldLayout of the rooted tests (broadcast,
-	// reduce), which printed the root instead of the op.
+	// textOldRootLayout is textOldLayout of broadcast, which printed the
+	// root instead of the op.
 	textOldRootLayout = textMakeLayout("size", "count", "type", "root",
+		"time", "algbw", "busbw", "error", "time", "algbw", "busbw", "error")
+	// textOldReduceLayout is textOldLayout of reduce, which printed both.
+	textOldReduceLayout = textMakeLayout("size", "count", "type", "redop", "root",
+		"time", "algbw", "busbw", "error", "time", "algbw", "busbw", "error")
+	// textOldNoOpLayout is textOldLayout of all_gather and sendrecv, which
+	// printed neither.
+	textOldNoOpLayout = textMakeLayout("size", "count", "type",
 		"time", "algbw", "busbw", "error", "time", "algbw", "busbw", "error")
 	// textIterLayout is the layout with per-iteration columns (-I).
 	textIterLayout = textMakeLayout("size", "count", "type", "redop", "root",
@@ -345,6 +357,19 @@ type textParser struct {
 	run      Part
 	parts    []Part
 	partsCut bool // parseTextPartsMax was reached
+	// heads are the kinds of header line the part being read has seen,
+	// runDiags the errors and warnings kept before it started; lastBare
+	// tells that the last of parts holds header lines only.
+	heads    textHead
+	runDiags int
+	lastBare bool
+	// nextProgram is the test a command line named after the part being
+	// read had its header: the next part's (Part.Program).
+	nextProgram string
+	// ranks follows the device list being read, rankLast is the line of
+	// its last rank line.
+	ranks    textRanks
+	rankLast int
 }
 
 // piece handles one piece of a line as ReadSlice returns it: ends is true
@@ -402,6 +427,7 @@ func (p *textParser) startLine(b []byte, whole, cut bool) (skip int) {
 	skip = len(b) - len(s)
 	p.kind = textLineOther
 	if len(s) == 0 {
+		p.ranksBlank()
 		return skip
 	}
 	switch c := s[0]; {
@@ -411,6 +437,7 @@ func (p *textParser) startLine(b []byte, whole, cut bool) (skip int) {
 		return skip
 	case c >= '0' && c <= '9':
 		if textRowStart(s, whole && cut) {
+			p.ranksOther()
 			if whole && p.rowInterrupted(textTrimRight(s)) {
 				return skip
 			}
@@ -496,9 +523,15 @@ func (p *textParser) rowInterrupted(s []byte) bool {
 	return false
 }
 
-// textGuessLayout picks the layout of a row seen before any header from
-// its number of columns: today's, the old one without root (12 columns),
-// or the per-iteration one (21 columns).
+// textGuessLayout picks the layout of a row seen before any header (a
+// header lost, or pasted without its '#') from the row itself: its number
+// of columns, whether a number or a name stands where today's redop column
+// is, and whether the last column of each measurement has the old error
+// column's %5.0le form ("1e+00") or #wrong's integer. The layouts are those
+// of src/<test>.cu's print_header: today's (redop and root, #wrong), and
+// before 51af557 (2022-08) size, count and type, then redop (all_reduce,
+// reduce_scatter, alltoall), root (broadcast), both (reduce) or neither
+// (all_gather, sendrecv), with the error column; and today's with -I.
 func textGuessLayout(s []byte, whole bool) textLayout {
 	if !whole || bytes.IndexByte(s, '#') >= 0 {
 		return textDefaultLayout
@@ -508,21 +541,55 @@ func textGuessLayout(s []byte, whole bool) textLayout {
 	if n >= 2 && parseIsDate(toks[n-2]) && parseIsClock(toks[n-1]) {
 		n -= 2
 	}
+	if n < 11 {
+		return textDefaultLayout
+	}
+	_, num3 := parseFloat(toks[3])
+	errs := func(i, j int) bool { return textErrorForm(toks[i]) && textErrorForm(toks[j]) }
 	switch n {
+	case 11:
+		if num3 && errs(6, 10) {
+			return textOldNoOpLayout
+		}
 	case 12:
-		if _, ok := parseInt(toks[3]); ok {
+		switch {
+		case !num3:
+			return textOldLayout
+		case errs(7, 11):
 			return textOldRootLayout
 		}
-		return textOldLayout
+		// Today's with the redop printed empty (hypercube): the row
+		// tokens notice it (rowNoRedop).
+	case 13:
+		if errs(8, 12) {
+			return textOldReduceLayout
+		}
 	case 21:
 		return textIterLayout
 	}
 	return textDefaultLayout
 }
 
+// textErrorForm reports whether tok is printed as the old error column
+// prints (%5.0le: one digit, no point, an exponent; "N/A" with -c 0; nan
+// or inf for data gone wrong), which #wrong's integers never are.
+func textErrorForm(tok []byte) bool {
+	switch string(tok) {
+	case "N/A", "nan", "-nan", "inf", "-inf":
+		return true
+	}
+	if len(tok) < 5 || tok[0] < '0' || tok[0] > '9' || tok[1] != 'e' || tok[2] != '+' && tok[2] != '-' {
+		return false
+	}
+	return parseDigits(tok[3:])
+}
+
 // otherLine handles a line that holds no rows nor comments: NCCL's log
 // lines, tool errors, and any other program's output.
 func (p *textParser) otherLine(s []byte) {
+	if p.ranks != textRanksNone {
+		p.ranksLine(s)
+	}
 	if i := textInfoAt(s); i >= 0 {
 		rest := s[i+len(parseTextInfoMark):]
 		p.infoCounts(s[:i], rest)
@@ -543,6 +610,18 @@ func (p *textParser) otherLine(s []byte) {
 		p.versionLine(s[len(parseTextVersionMark):])
 		return
 	}
+	if len(s) < 256 && (s[0] == 'O' && bytes.HasPrefix(s, parseTextBoundsMark) || s[0] == 'A' && bytes.HasPrefix(s, parseTextAvgMark)) {
+		// The footer of an output pasted without its '#'s.
+		if t := bytes.Fields(s); s[0] == 'O' {
+			p.boundsLine(t)
+		} else {
+			p.avgLine(t)
+		}
+		return
+	}
+	if len(s) <= parseTextHeadMax && bytes.Contains(s, parseTextPerfMark) {
+		p.commandLine(s)
+	}
 	if len(s) > 256 || !bytes.Contains(s, parseTextErsionMark) {
 		// Not a version line: keep other programs' lines off the
 		// allocating checks below.
@@ -555,7 +634,7 @@ func (p *textParser) otherLine(s []byte) {
 	}
 	if f := bytes.Fields(s); len(f) >= 3 && string(f[0]) == "rccl-tests:" && string(f[1]) == "Version" {
 		// rccl-tests develop builds of 2024-2025: "rccl-tests: Version develop:83d38d9".
-		p.headerLine()
+		p.headerLine(textHeadRCCLVersion)
 		if p.run.TestsVersion == "" {
 			p.run.TestsVersion = outputCleanText(string(f[2]))
 		}
@@ -575,6 +654,39 @@ func (p *textParser) otherLine(s []byte) {
 		}
 	}
 	p.errorLine(s)
+}
+
+// parseTextPrograms are the tests of nccl-tests and rccl-tests by their
+// programs' names without "_perf" (src/*.cu).
+var parseTextPrograms = map[string]bool{
+	"all_reduce": true, "all_gather": true, "broadcast": true, "reduce": true, "reduce_scatter": true,
+	"alltoall": true, "alltoallv": true, "sendrecv": true, "gather": true, "scatter": true, "hypercube": true,
+}
+
+// commandLine takes the test a command line names ("Running: ...
+// ./build/all_gather_perf -b 8 -e 10240M", "mpirun -np 16 all_reduce_perf
+// -g 1") for the part whose header comes next: the part being read when it
+// has no header line yet, else the next one. The first program named
+// counts.
+func (p *textParser) commandLine(s []byte) {
+	for _, f := range bytes.Fields(s) {
+		if !bytes.Contains(f, parseTextPerfMark) {
+			continue
+		}
+		c := outputCollective(string(f))
+		if !parseTextPrograms[c] {
+			continue
+		}
+		switch {
+		case p.heads == 0 && !p.run.hasContent():
+			if p.run.Program == "" {
+				p.run.Program = c
+			}
+		case p.nextProgram == "":
+			p.nextProgram = c
+		}
+		return
+	}
 }
 
 // parseTextRanksMark ends "nranks " and "nRanks ", which NCCL INFO lines
@@ -810,6 +922,9 @@ func (p *textParser) token(tok []byte, cut bool) {
 		}
 		p.rowToken(tok, cut)
 	case textModeSegment:
+		if p.ranks != textRanksNone {
+			p.ranksSegment(tok)
+		}
 		switch {
 		case string(tok) == "size":
 			p.mode = textModeHeader
@@ -907,6 +1022,9 @@ func (p *textParser) endLine() {
 		p.endHeader()
 	case textModeComment:
 		p.endComment()
+	case textModeSegment:
+		// A '#' alone: what nccl-tests prints after the device list.
+		p.ranksEnded()
 	}
 	p.mode = textModeLine
 	p.rowsInLine = 0
@@ -962,11 +1080,11 @@ func (p *textParser) endComment() {
 	o := &p.run
 	switch {
 	case is(0, "Writing") && is(1, "JSON") && is(2, "output"):
-		p.headerLine()
+		p.headerLine(textHeadJSON)
 	case len(t) >= 3 && bytes.HasSuffix(t[0], []byte("-tests")) && is(1, "version"):
 		p.testsVersion(t)
 	case is(0, "Collective") && is(1, "test") && is(2, "starting:") && len(t) >= 4:
-		p.headerLine()
+		p.headerLine(textHeadCollective)
 		o = &p.run
 		c := outputCleanText(outputCollective(string(t[3])))
 		if o.Collective == "" {
@@ -976,7 +1094,7 @@ func (p *textParser) endComment() {
 			p.warn.Add(p.line, fmt.Sprintf("output of %s_perf follows that of %s_perf; Collective says %s, Rows hold both", c, o.Collective, o.Collective))
 		}
 	case is(0, "nThread"):
-		p.headerLine()
+		p.headerLine(textHeadNThread)
 		o = &p.run
 		o.Headers++
 		for i := 0; i+1 < len(t); i++ {
@@ -1032,7 +1150,7 @@ func (p *textParser) endComment() {
 // "rccl-tests version 2.17.9-develop:2596ca5f71 rccl-headers=22803
 // rccl-library=22707"), given as tokens.
 func (p *textParser) testsVersion(t [][]byte) {
-	p.headerLine()
+	p.headerLine(textHeadVersion)
 	o := &p.run
 	if o.TestsVersion == "" {
 		o.TestsVersion = outputCleanText(string(t[2]))
@@ -1151,7 +1269,113 @@ func (p *textParser) rankLine(t [][]byte) {
 	}
 	p.out.Ranks = append(p.out.Ranks, r)
 	p.run.RankTo = len(p.out.Ranks)
+	if p.ranks == textRanksBlank {
+		p.cutRanks()
+	}
+	p.ranks, p.rankLast = textRanksOpen, p.line
 }
+
+// textRanks is where the device list being read stands: whether the
+// line that ends it has been seen.
+type textRanks uint8
+
+const (
+	textRanksNone  textRanks = iota // no list open: the last one ended
+	textRanksOpen                   // after a rank line
+	textRanksBlank                  // after a rank line and a blank line
+)
+
+// The device list ends with the '#' line nccl-tests prints right after it
+// (src/util.cu writeDeviceReport prints the rank lines, src/common.cu
+// then "#" before the column header or "# Reducing maxBytes"). Until
+// then other programs' lines may come: NCCL INFO and WARN lines of the
+// communicators being made (a WARN line starts with a blank line of its
+// own), NCCL's "NCCL version 2.19.3+cuda12.3" line, and RCCL's version report ("RCCL version : ...", "Hostname : ...",
+// "Librccl path : ...", init.cc showVersion). Any other line (a blank
+// line not followed by a WARN line, "...", text, a row, the next test's
+// header, the end of the input) means the list was cut there: a page that
+// quotes only the first ranks, an output that stopped.
+
+// ranksEnded handles a '#' line of the output after the device list.
+func (p *textParser) ranksEnded() {
+	switch p.ranks {
+	case textRanksOpen:
+		p.ranks = textRanksNone
+	case textRanksBlank:
+		p.cutRanks()
+	}
+}
+
+// ranksSegment handles the first word of a '#' segment while a device
+// list is open: another rank line continues it, a header line of the next
+// test (headerLine) cuts it, any other comment ends it.
+func (p *textParser) ranksSegment(tok []byte) {
+	switch {
+	case string(tok) == "Rank":
+	case bytes.HasSuffix(tok, []byte("-tests")), string(tok) == "Collective", string(tok) == "nThread", string(tok) == "Writing":
+		p.cutRanks()
+	default:
+		p.ranksEnded()
+	}
+}
+
+// ranksBlank handles a blank line while a device list is open.
+func (p *textParser) ranksBlank() {
+	switch p.ranks {
+	case textRanksOpen:
+		p.ranks = textRanksBlank
+	case textRanksBlank:
+		p.cutRanks()
+	}
+}
+
+// ranksOther handles a line that is not another program's log line while
+// a device list is open: the list was cut.
+func (p *textParser) ranksOther() {
+	if p.ranks != textRanksNone {
+		p.cutRanks()
+	}
+}
+
+// parseTextColonMark separates the name and value of RCCL's version
+// report lines.
+var parseTextColonMark = []byte(" : ")
+
+// ranksLine handles a line that is neither a row nor a comment while a
+// device list is open (s trimmed, not empty).
+func (p *textParser) ranksLine(s []byte) {
+	if textInfoAt(s) >= 0 || bytes.HasPrefix(s, parseTextVersionMark) {
+		return
+	}
+	if bytes.Contains(s, parseTextWarnMark) {
+		if p.ranks == textRanksBlank {
+			p.ranks = textRanksOpen
+		}
+		return
+	}
+	if p.ranks == textRanksOpen && len(s) < 512 {
+		if i := bytes.Index(s, parseTextColonMark); i > 0 {
+			switch string(bytes.TrimRight(s[:i], " ")) {
+			case "RCCL version", "HIP version", "ROCm version", "Hostname", "Librccl path":
+				return
+			}
+		}
+	}
+	p.cutRanks()
+}
+
+// cutRanks notes that the open device list was cut after its last rank
+// line.
+func (p *textParser) cutRanks() {
+	if p.run.RanksCutAt == 0 {
+		p.run.RanksCutAt = p.rankLast
+	}
+	p.ranks = textRanksNone
+}
+
+// endRanks handles the end of a part or of the input: an open device
+// list was cut.
+func (p *textParser) endRanks() { p.ranksOther() }
 
 // intern returns b as a string, shared between equal names.
 func (p *textParser) intern(b []byte) string {
@@ -1276,13 +1500,34 @@ func (p *textParser) addRow(r Row) {
 	p.run.RowTo = len(p.prev) + p.set.Len()
 }
 
+// textHead is a kind of header line nccl-tests prints once at the start of
+// an output (src/util.cu's writeDeviceReport, src/common.cu before it), as
+// a bit of textParser.heads.
+type textHead uint8
+
+const (
+	textHeadJSON        textHead = 1 << iota // "# Writing JSON output to F"
+	textHeadVersion                          // "# nccl-tests version 2.19.6 ..."
+	textHeadCollective                       // "# Collective test starting: all_reduce_perf"
+	textHeadNThread                          // "# nThread 1 nGpus 8 ..."
+	textHeadRCCLVersion                      // "rccl-tests: Version develop:83d38d9"
+)
+
 // headerLine handles a line that starts a test's output (the JSON file
-// line, the version, "Collective test starting", "nThread"): after rows or
-// a footer it starts a new part.
-func (p *textParser) headerLine() {
-	if !p.run.hasContent() {
-		return
+// line, the version, "Collective test starting", "nThread") of the given
+// kind: after rows or a footer, or when the part being read already had a
+// header line of that kind (an output that died before its first row, then
+// the next test's), it starts a new part.
+func (p *textParser) headerLine(kind textHead) {
+	if p.run.hasContent() || p.heads&kind != 0 {
+		p.endPart()
 	}
+	p.heads |= kind
+}
+
+// endPart ends the part being read at the line before this one and starts
+// the next part here, unless parseTextPartsMax parts were read.
+func (p *textParser) endPart() {
 	if len(p.parts) == parseTextPartsMax-1 {
 		if !p.partsCut {
 			p.partsCut = true
@@ -1290,13 +1535,43 @@ func (p *textParser) headerLine() {
 		}
 		return
 	}
+	p.endRanks()
 	pt := p.run
 	pt.LastLine = max(pt.FirstLine, p.line-1)
-	p.parts = append(p.parts, pt)
+	p.addPart(pt, p.bare())
 	p.prev = append(p.prev, p.set.Rows()...)
 	p.set = RowSet{NewPerf: p.slabPerf}
 	p.run = newPart(p.line, len(p.prev), len(p.out.Ranks))
+	p.run.Program, p.nextProgram = p.nextProgram, ""
+	p.heads, p.runDiags = 0, p.errs.Len()+p.warn.Len()
 	p.colWarned = false
+}
+
+// bare reports whether the part being read holds header lines only: no
+// rows, footer, rank lines, errors or warnings.
+func (p *textParser) bare() bool {
+	return !p.run.hasContent() && p.run.RankTo == p.run.RankFrom && p.errs.Len()+p.warn.Len() == p.runDiags
+}
+
+// addPart appends a finished part. A part of header lines only before it
+// is joined to it when their tests do not differ: processes of one run each
+// print the header (a binary built without MPI=1 under mpirun), and their
+// lines interleave ("# nThread" twice, then the rank lines); a test that
+// printed its header and nothing else, then the next test's output, stay
+// two parts.
+func (p *textParser) addPart(pt Part, bare bool) {
+	if n := len(p.parts); n > 0 && p.lastBare {
+		if prev := &p.parts[n-1]; prev.Collective == "" || pt.Collective == "" || prev.Collective == pt.Collective {
+			joined := *prev
+			joined.join(&pt)
+			joined.LastLine, joined.RowTo, joined.RankTo = pt.LastLine, pt.RowTo, pt.RankTo
+			p.parts[n-1] = joined
+			p.lastBare = bare
+			return
+		}
+	}
+	p.parts = append(p.parts, pt)
+	p.lastBare = bare
 }
 
 // lastRow returns the last row kept (a copy when it was folded into an
@@ -1423,14 +1698,16 @@ func (p *textParser) fillRow(row *Row, fields []textField) int {
 // result finishes the parse and returns the Output.
 func (p *textParser) result() *Output {
 	o := p.out
+	p.endRanks()
+	run := p.run
+	run.LastLine = max(run.FirstLine, p.line)
+	p.addPart(run, p.bare())
+	parts := p.parts
 	o.Rows = append(p.prev, p.set.Rows()...)
 	o.Errors = p.errs.Done()
 	o.Warnings = p.warn.Done()
 	o.RankCount = len(o.Ranks)
 	o.Groups = outputGroups(o.Ranks)
-	run := p.run
-	run.LastLine = max(run.FirstLine, p.line)
-	parts := append(p.parts, run)
 	o.setScalars(parts)
 	if len(parts) > 1 {
 		o.Parts = parts

@@ -161,7 +161,11 @@ func Result(o plan.Output, opt Options) result.Parsed {
 	if len(others) > 0 {
 		var held []string
 		for _, pt := range others {
-			held = append(held, fmt.Sprintf("%s (lines %d-%d)", pt.Name(), pt.FirstLine, pt.LastLine))
+			by := ""
+			if pt.Collective == "" && pt.Program != "" {
+				by = ", named by the command line before it"
+			}
+			held = append(held, fmt.Sprintf("%s (lines %d-%d%s)", pt.Name(), pt.FirstLine, pt.LastLine, by))
 		}
 		p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Source: filepath.Base(o.Log),
 			Message: fmt.Sprintf("the file also holds %s, not judged: only the output of %s_perf is", strings.Join(held, ", "), test)})
@@ -525,8 +529,8 @@ func validationChecks(src *Output, ranks int, topo plan.Topology) []result.Check
 				}
 				bound *= float64(max(ranks-1, 0))
 				if v := pl.p.MaxError - pl.p.Prec.HalfUnit(pl.p.Prec.MaxError); ranks > 0 && v > bound {
-					wrong = append(wrong, fmt.Sprintf("error %g %s at %s (above the %g nccl-tests allows for %s on %d ranks)",
-						pl.p.MaxError, pl.name, result.FormatBytes(r.Size), bound, r.Type, ranks))
+					wrong = append(wrong, fmt.Sprintf("error %g %s at %s (above the %s nccl-tests allows for %s on %d ranks)",
+						pl.p.MaxError, pl.name, result.FormatBytes(r.Size), strconv.FormatFloat(bound, 'g', 3, 64), r.Type, ranks))
 				}
 			}
 		}
@@ -591,6 +595,10 @@ func info(text, js *Output, opt Options) map[string]string {
 	}
 	if text != nil && len(text.Ranks) > 0 {
 		m["ranks"] = strconv.Itoa(len(text.Ranks))
+		if text.RanksCutAt > 0 {
+			// A cut list: the run had these ranks and maybe more.
+			m["ranks"] = "at least " + m["ranks"]
+		}
 	} else if js != nil && js.RankCount > 0 {
 		m["ranks"] = strconv.Itoa(js.RankCount)
 	}

@@ -79,9 +79,14 @@ func rankEvidence(test string, src, text, js *Output) []rankBound {
 			top = max(top, r.Rank)
 			cut = cut || strings.HasSuffix(r.DeviceName, "...")
 		}
-		if !cut && top+1 == len(ids) && ids[0] {
+		switch {
+		case text.RanksCutAt > 0:
+			// The list did not end as nccl-tests ends it: the rest of it
+			// may have been cut.
+			bs = append(bs, rankBound{lo: top + 1, says: fmt.Sprintf("at least %d ranks: rank lines up to rank %d, the list cut at line %d (not ended by nccl-tests' '#' line)", top+1, top, text.RanksCutAt)})
+		case !cut && top+1 == len(ids) && ids[0]:
 			bs = append(bs, rankBound{lo: len(ids), hi: len(ids), says: fmt.Sprintf("%d distinct rank lines", len(ids))})
-		} else {
+		default:
 			bs = append(bs, rankBound{lo: top + 1, says: fmt.Sprintf("at least %d ranks: rank lines up to rank %d", top+1, top)})
 		}
 	}
@@ -129,7 +134,9 @@ func countEvidence(test string, o *Output) (rankBound, bool) {
 	n, first := int64(0), Row{}
 	for _, r := range o.Rows {
 		ts := ntTypeSize[r.Type]
-		if r.Count <= 0 || ts == 0 {
+		// Counts past 2^56 would overflow count x type size (to 0, for a
+		// division by zero).
+		if r.Count <= 0 || r.Count >= 1<<56 || ts == 0 {
 			continue
 		}
 		per := r.Count * ts
@@ -162,6 +169,11 @@ func factorEvidence(test string, o *Output) (rankBound, bool) {
 	lo, hi := 1, 0
 	var loAt, hiAt string
 	seen := false
+	// nccl-tests before ec1b5e2 (2020-06) printed busbw = algbw for
+	// all_gather and reduce_scatter (factor 1, algbw over n-1 ranks'
+	// data); their outputs have the old error column. Rows that all
+	// admit factor 1 may be of that formula, and prove no count.
+	old, one := false, true
 	for _, r := range o.Rows {
 		for _, pf := range []*Perf{r.OutOfPlace, r.InPlace} {
 			if pf == nil || !(pf.AlgBW > 0) || math.IsInf(pf.AlgBW, 0) || math.IsNaN(pf.BusBW) || math.IsInf(pf.BusBW, 0) {
@@ -173,6 +185,8 @@ func factorEvidence(test string, o *Output) (rankBound, bool) {
 			}
 			fLo, fHi := max(0, pf.BusBW-hb)/(pf.AlgBW+ha), (pf.BusBW+hb)/(pf.AlgBW-ha)
 			seen = true
+			old = old || pf.HasMaxError
+			one = one && fHi >= 1-eps
 			at := fmt.Sprintf("busbw/algbw %s/%s at %s", fmtNum(pf.BusBW), fmtNum(pf.AlgBW), result.FormatBytes(r.Size))
 			// factor = limit x (n-1)/n, so n = limit / (limit - factor).
 			if fLo >= bf.limit {
@@ -190,6 +204,9 @@ func factorEvidence(test string, o *Output) (rankBound, bool) {
 	}
 	if !seen || hi > 0 && lo > hi {
 		return rankBound{}, false // none, or rows that no one rank count fits
+	}
+	if old && one && (test == "all_gather" || test == "reduce_scatter") {
+		return rankBound{}, false
 	}
 	b := rankBound{lo: lo, hi: hi}
 	switch {

@@ -202,6 +202,29 @@ func TestResultRankCount(t *testing.T) {
 			ntWant{"fail", "a multiple of 2 ranks: nThread 1 nGpus 2 in the header, expected 3 (1x3)"}, ntWant{"warn", ""}},
 		{"alltoall without rank lines", "h200x2-2.19.6/alltoall.txt", "alltoall", noRankLines, 1, 2,
 			ntWant{"pass", ""}, ntWant{"warn", "not verifiable"}},
+		// Issue 322: the reporter kept rank lines 0-99 of 1024 and cut the
+		// list with a blank line: a lower bound, which a scope of fewer
+		// ranks or hosts still fails.
+		{"issue 322: rank lines 0-99 of 1024", "field/h100_128x8_first_100_ranks.txt", "all_reduce", nil, 128, 8,
+			ntWant{"warn", "not verifiable (at least 100 ranks: rank lines up to rank 99, the list cut at line 103 (not ended by nccl-tests' '#' line);"},
+			ntWant{"warn", "not verifiable (the rank lines of 100 ranks name 13 host(s): at least 13), expected 128 nodes"}},
+		{"issue 322 judged 8x8", "field/h100_128x8_first_100_ranks.txt", "all_reduce", nil, 8, 8,
+			ntWant{"fail", "at least 100 ranks: rank lines up to rank 99, the list cut at line 103 (not ended by nccl-tests' '#' line), expected 64 (8x8)"},
+			ntWant{"fail", "ranks ran on at least 13 hosts (the rank lines of 100 ranks), expected 8 nodes"}},
+		// The same without the blank line: the list ends as nccl-tests ends
+		// it, so it holds every rank.
+		{"issue 322 with its list ended by '#'", "field/h100_128x8_first_100_ranks.txt", "all_reduce",
+			ntReplace(t, "NVIDIA H100 80GB HBM3\n\n#", "NVIDIA H100 80GB HBM3\n#"), 128, 8,
+			ntWant{"fail", "100 distinct rank lines, expected 1024 (128x8)"}, ntWant{"fail", "ranks ran on 13 host(s), expected 128 nodes"}},
+		// RCCL's version report between the list and its '#'.
+		{"seed 004 two nodes", "seeds/004_mi355x_rccl_2node_all_reduce.txt", "all_reduce", nil, 2, 8,
+			ntWant{"pass", ""}, ntWant{"pass", ""}},
+		// Every line under SkyPilot's and mpirun's labels.
+		{"SkyPilot console", "field/h200_2x8_skypilot_all_gather.txt", "all_gather", nil, 2, 8,
+			ntWant{"pass", ""}, ntWant{"pass", ""}},
+		// The alltoall's own 8 rank lines, not the sendrecv's rows after it.
+		{"alltoall died, then sendrecv", "field/h100_2x4_alltoall_failure_then_sendrecv.txt", "alltoall", nil, 2, 4,
+			ntWant{"pass", ""}, ntWant{"pass", ""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,6 +236,9 @@ func TestResultRankCount(t *testing.T) {
 			ntAssertCheck(t, p, "rank count", tc.ranks)
 			ntAssertCheck(t, p, "node count", tc.nodeC)
 			ntAssertCheck(t, p, "independent runs", ntWant{})
+			if strings.Contains(tc.ranks.message, "the list cut") {
+				assert.Equal(t, p.Info["ranks"], "at least 100")
+			}
 		})
 	}
 }
@@ -244,6 +270,17 @@ func TestResultIndependentRuns(t *testing.T) {
 			ntWant{"fail", "2 independent 8-rank runs: nccl-tests built without MPI=1 under mpirun"}},
 		{"sixteen 1-rank runs", "h200x2-2.19.6/mpi_np2_all_reduce.txt", sixteen, 2, 8,
 			ntWant{"fail", "16 independent 1-rank runs: nccl-tests built without MPI=1 under mpirun (expected one run of 16 ranks, 2x8)"}},
+		// Two processes' header lines interleaved line by line (each of
+		// all_reduce.txt's first four lines printed twice): one part, two
+		// headers.
+		{"headers interleaved line by line", "h200x2-2.19.6/all_reduce.txt", func(s string) string {
+			l := strings.SplitAfter(s, "\n")
+			var b strings.Builder
+			for _, x := range l[:4] {
+				b.WriteString(x + x)
+			}
+			return b.String() + strings.Join(l[4:], "")
+		}, 2, 2, ntWant{"fail", "2 independent 2-rank runs: nccl-tests built without MPI=1 under mpirun (expected one run of 4 ranks, 2x2)"}},
 		{"one MPI run", "h200x2-2.19.6/mpi_np2_all_reduce.txt", nil, 1, 2, ntWant{}},
 		// Two whole runs of the scope one after another are no sign.
 		{"the same 2-rank run twice", "h200x2-2.19.6/all_reduce.txt", func(s string) string { return s + s }, 1, 2, ntWant{}},
@@ -338,4 +375,78 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// An alltoall that died before its first row, then a whole sendrecv in
+// the same file (field corpus): each is judged by its own lines, so the
+// alltoall has its NCCL failure and no rows, and the sendrecv's rows do not
+// stand in for it.
+func TestResultDiedBeforeRows(t *testing.T) {
+	const file = "h100_2x4_alltoall_failure_then_sendrecv.txt"
+	p := ntResult(t, "field/"+file, "alltoall", 2, 4)
+	assert.Assert(t, strings.Contains(p.Error, file+":18: cnode2-003: Test NCCL failure common.cu:401 'remote process exited or there was a network error / '"), p.Error)
+	assert.Assert(t, strings.Contains(p.Error, "no result rows in "+file), p.Error)
+	assert.Assert(t, !strings.Contains(p.Error, "redop"), p.Error)
+	assert.Equal(t, len(p.Metrics), 0)
+	assert.Equal(t, p.Info["ranks"], "8")
+	assert.DeepEqual(t, p.Diagnostics, []result.Diagnostic{{Level: result.Info, Source: file,
+		Message: "the file also holds sendrecv_perf (lines 25-56), not judged: only the output of alltoall_perf is"}})
+
+	p = ntResult(t, "field/"+file, "sendrecv", 2, 4)
+	assert.Equal(t, p.Error, "")
+	ntAssertCheck(t, p, "rank count", ntWant{"pass", ""})
+	ntAssertCheck(t, p, "out of bounds values", ntWant{"pass", ""})
+}
+
+// Old outputs of the field corpus: issue 37's all_gather pasted without
+// its '#'s (11 columns, error 1e+00, 2 FAILED), and the DGX-2 log of five
+// old tests back to back, each judged by its own part. Old all_gather
+// and reduce_scatter printed busbw = algbw (before ec1b5e2): no rank
+// count follows from it, the count column gives it.
+func TestResultOldOutputs(t *testing.T) {
+	const noHash, five = "field/v100_1x8_old_all_gather_no_hash.txt", "field/v100_dgx2_five_old_tests.txt"
+	fiveNote := func(test string, lines ...string) string {
+		var held []string
+		for i, n := range []string{"all_gather", "all_reduce", "broadcast", "reduce", "reduce_scatter"} {
+			if n != test {
+				held = append(held, n+"_perf (lines "+lines[i]+", named by the command line before it)")
+			}
+		}
+		return "the file also holds " + strings.Join(held, ", ") + ", not judged: only the output of " + test + "_perf is"
+	}
+	lines := []string{"1-55", "56-109", "110-163", "164-217", "218-270"}
+	tests := []struct {
+		name, log, test   string
+		gpus              int
+		valid, oob, ranks ntWant
+		err, note         string // p.Error ("" none); the info diagnostic ("" none)
+	}{
+		{"issue 37 as 1x8", noHash, "all_gather", 8,
+			ntWant{"fail", "error 1 out-of-place at 4 GiB (above the 7e-05 nccl-tests allows for float on 8 ranks)"},
+			ntWant{"fail", "2 values out of bounds (FAILED)"}, ntWant{"pass", ""}, "", ""},
+		{"issue 37 as 1x4", noHash, "all_gather", 4,
+			ntWant{"fail", "error 1 out-of-place at 4 GiB (above the 7e-05 nccl-tests allows for float on 8 ranks)"},
+			ntWant{"fail", "2 values out of bounds (FAILED)"},
+			ntWant{"fail", "8 ranks by the size and count columns (4 GiB is 134217728 float per rank), expected 4 (1x4)"}, "", ""},
+		{"five tests: all_reduce", five, "all_reduce", 12, ntWant{"pass", ""}, ntWant{"pass", ""}, ntWant{"pass", ""}, "", fiveNote("all_reduce", lines...)},
+		{"five tests: all_gather", five, "all_gather", 12,
+			ntWant{"fail", "error 1 out-of-place at 4294967280 B (above the 0.00011 nccl-tests allows for float on 12 ranks)"},
+			ntWant{"fail", "4 values out of bounds (FAILED)"}, ntWant{"pass", ""}, "", fiveNote("all_gather", lines...)},
+		{"five tests: reduce_scatter", five, "reduce_scatter", 12, ntWant{"pass", ""}, ntWant{"pass", ""}, ntWant{"pass", ""}, "", fiveNote("reduce_scatter", lines...)},
+		{"five tests: broadcast", five, "broadcast", 12, ntWant{"pass", ""}, ntWant{"pass", ""}, ntWant{"pass", ""}, "", fiveNote("broadcast", lines...)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := ntResult(t, tc.log, tc.test, 1, tc.gpus)
+			assert.Equal(t, p.Error, tc.err)
+			ntAssertCheck(t, p, "data validation", tc.valid)
+			ntAssertCheck(t, p, "out of bounds values", tc.oob)
+			ntAssertCheck(t, p, "rank count", tc.ranks)
+			var notes []result.Diagnostic
+			if tc.note != "" {
+				notes = []result.Diagnostic{{Level: result.Info, Source: filepath.Base(tc.log), Message: tc.note}}
+			}
+			assert.DeepEqual(t, p.Diagnostics, notes)
+		})
+	}
 }

@@ -20,6 +20,15 @@ const prefixMax = 8
 //   - Slurm srun --label: "0: ", " 7: ", "15: "
 //   - MPICH and Intel MPI -prepend-rank: "[0] "
 //   - torchrun's per-rank prefix: "[default0]:", "[rank3]:"
+//   - Ray's prefix of a task's lines on the driver, which SkyPilot's
+//     console shows (sky launch, sky logs): "(head, rank=0, pid=3808) ",
+//     "(worker1, rank=1, pid=2769, ip=10.100.10.12) ", "(task, pid=12) ",
+//     "(pid=12) "; the name is SkyPilot's task name (RayCodeGen in
+//     skypilot-org/skypilot sky/backends/task_codegen.py:
+//     "{node_name}, rank={rank},"), the rest Ray's print_worker_logs
+//     (python/ray/_private/worker.py: "({name} pid={pid}, ip={ip}) ", ip
+//     only for other nodes than the driver's), with the ANSI colour codes
+//     Ray puts around it when they were kept
 //
 // Blanks after the last label are not part of it. A CR of a CRLF line end
 // is never part of a label.
@@ -28,7 +37,7 @@ func PrefixLen[T ~string | ~[]byte](line T) int {
 	if len(line) == 0 {
 		return 0
 	}
-	if c := line[0]; c != '[' && c != ' ' && c != '\t' && (c < '0' || c > '9') {
+	if c := line[0]; c != '[' && c != ' ' && c != '\t' && c != '(' && c != '\x1b' && (c < '0' || c > '9') {
 		return 0
 	}
 	return prefixLen(line)
@@ -61,6 +70,8 @@ func prefixOne[T ~string | ~[]byte](line T, at int) int {
 	switch c := line[i]; {
 	case c == '[':
 		m = prefixBracket(line, i)
+	case c == '(' || c == '\x1b':
+		m = prefixRay(line, i)
 	case c >= '0' && c <= '9':
 		if m = prefixTime(line, i); m == 0 {
 			m = prefixTask(line, i)
@@ -212,4 +223,74 @@ func prefixBracket[T ~string | ~[]byte](line T, i int) int {
 		return after + 1 - i
 	}
 	return 0
+}
+
+// prefixSGR counts the bytes of ANSI SGR sequences ("\x1b[2m", "\x1b[36m",
+// "\x1b[0m") at line[i:].
+func prefixSGR[T ~string | ~[]byte](line T, i int) int {
+	j := i
+	for j+2 < len(line) && line[j] == '\x1b' && line[j+1] == '[' {
+		k := j + 2
+		for k < len(line) && k-j < 16 && (line[k] >= '0' && line[k] <= '9' || line[k] == ';') {
+			k++
+		}
+		if k >= len(line) || line[k] != 'm' {
+			break
+		}
+		j = k + 1
+	}
+	return j - i
+}
+
+// prefixRay matches Ray's "(NAME pid=N) " and "(NAME pid=N, ip=A) " at
+// line[i:] (NAME and its blank optional), colour codes around the
+// parentheses included.
+func prefixRay[T ~string | ~[]byte](line T, i int) int {
+	j := i + prefixSGR(line, i)
+	if j >= len(line) || line[j] != '(' {
+		return 0
+	}
+	end := -1
+	for k := j + 1; k < len(line) && k-j < 256; k++ {
+		if c := line[k]; c == ')' {
+			end = k
+			break
+		} else if c == '(' || c == '\n' || c == '\r' {
+			return 0
+		}
+	}
+	if end < 0 {
+		return 0
+	}
+	// "pid=" starts the parentheses or follows a blank; digits follow it,
+	// then ")" or ", ip=" and an address.
+	pid := -1
+	for k := j + 1; k+4 <= end; k++ {
+		if prefixAt(line, k, "pid=") && (k == j+1 || line[k-1] == ' ') {
+			pid = k + 4
+		}
+	}
+	if pid < 0 {
+		return 0
+	}
+	d := prefixDigits(line, pid)
+	if d == 0 {
+		return 0
+	}
+	if k := pid + d; k != end {
+		if !prefixAt(line, k, ", ip=") || k+5 == end {
+			return 0
+		}
+		for k += 5; k < end; k++ {
+			if c := line[k]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '.' || c == ':') {
+				return 0
+			}
+		}
+	}
+	n := end + 1
+	n += prefixSGR(line, n)
+	if !prefixAt(line, n, " ") {
+		return 0
+	}
+	return n + 1 - i
 }

@@ -30,6 +30,17 @@ func TestPrefixLen(t *testing.T) {
 		{"kubectl --prefix --timestamps", "[pod/p/c] 2024-05-01T12:00:00.123456789Z ", row},
 		{"kubectl over mpirun", "2024-05-01T12:00:00.123456789Z [1,0]<stdout>:", "# nThread 1 nGpus 1"},
 		{"kubectl --prefix over srun", "[pod/p/c] 12: ", row},
+		// SkyPilot's console (skypilot-org/skypilot@088eebc2
+		// examples/gcp_gpu_direct_tcpx/README.md): Ray's prefix of each
+		// node's task, mpirun's label after it.
+		{"SkyPilot head", "(head, rank=0, pid=3808) ", "All nodes: 10.100.9.12:8,10.100.10.12:8"},
+		{"SkyPilot worker on another node", "(worker1, rank=1, pid=2769, ip=10.100.10.12) ", "Worker nodes"},
+		{"SkyPilot over mpirun", "(head, rank=0, pid=3808) [1,0]<stdout>:", "#  Rank  8 Group  0 Pid   4926 on nc-d87e1263-worker1 device  0 [0000:8f:00] NVIDIA H200"},
+		// The same head line as Ray prints it to a terminal: its colour
+		// codes (Style.DIM, Fore.CYAN, Style.RESET_ALL) around the label.
+		{"Ray colour codes", "\x1b[2m\x1b[36m(head, rank=0, pid=3808)\x1b[0m ", "All nodes: 10.100.9.12:8,10.100.10.12:8"},
+		{"Ray without a task name", "(pid=3808, ip=10.100.10.12) ", row},
+		{"kubectl --timestamps over SkyPilot", "2024-05-01T12:00:00Z (head, rank=0, pid=3808) [1,0]<stdout>:", "# Avg bus bandwidth    : 122.073"},
 		// What must stay the program's own text.
 		{"NCCL's own timestamp", "", "[2026-11-30 06:20:33] vm:1223:1223 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface found"},
 		{"NCCL INFO host prefix", "", "vm:1199:1211 [1] NCCL INFO comm 0x55ea629b9a70 rank 1 nRanks 2"},
@@ -41,6 +52,12 @@ func TestPrefixLen(t *testing.T) {
 		{"empty brackets", "", "[] x"},
 		{"blanks only", "", "   "},
 		{"CRLF kept in the text", "0: ", "# Avg bus bandwidth    : 103.407 \r"},
+		{"units line without its '#'", "", "(B)    (elements)             (us)  (GB/s)  (GB/s)"},
+		{"parentheses without pid=", "", "(raylet) [2024-05-01 12:00:00] x"},
+		{"pid= without digits", "", "(head, rank=0, pid=) x"},
+		{"ip= without an address", "", "(head, rank=0, pid=3808, ip=) x"},
+		{"no blank after the label", "", "(head, rank=0, pid=3808)x"},
+		{"pid= inside a word", "", "(head, rank=0,xpid=3808) x"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +81,7 @@ func FuzzPrefixLen(f *testing.F) {
 	for _, s := range []string{
 		"[1,0]<stdout>:#  Rank  0", "0: # nThread", "[pod/a/b] 2024-05-01T12:00:00.123456789Z [1,0]<stderr>: x",
 		"2024-05-01T12:00:00+02:00 y", "[0] 8 2 float", "[default0]:Round 1", "[prterun-h-1@1,0]<stdout>: z", "\r\n", "[",
+		"(head, rank=0, pid=3808) [1,0]<stdout>:#", "(worker1, rank=1, pid=2769, ip=10.100.10.12) W", "\x1b[2m\x1b[36m(pid=1)\x1b[0m x", "(", "\x1b[",
 	} {
 		f.Add(s)
 	}

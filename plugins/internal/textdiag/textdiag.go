@@ -91,3 +91,6 @@ func ReadLine(br *bufio.Reader, max int) (line string, read bool, err error) {
 		}
 	}
 }
+
+// Len returns how many diagnostics were added, kept or not.
+func (l *List) Len() int { return len(l.list) + l.dropped }
