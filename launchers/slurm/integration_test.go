@@ -223,7 +223,7 @@ func TestClusterJobTimeLimit(t *testing.T) {
 	assert.NilError(t, err)
 
 	r := gpuaccept(t, "ndmv4-2x8", "--time", "1", "--timeout", "10m", "--param", "env.STANDIN_SLEEP=10m")
-	assert.Equal(t, r.code, 2, "%s\n%s", r.stdout, r.stderr)
+	assert.Equal(t, r.code, 3, "%s\n%s", r.stdout, r.stderr) // the test errored
 	msg := r.results.Tests[0].Message
 	assert.Equal(t, r.results.Tests[0].Status, "error")
 	assert.Assert(t, strings.Contains(msg, "TIMEOUT") && strings.Contains(msg, "time limit"), msg)
@@ -241,7 +241,7 @@ func TestClusterJobTimeLimit(t *testing.T) {
 // gpuaccept's own timeout cancels the job: nothing stays in squeue.
 func TestClusterOwnTimeoutCancels(t *testing.T) {
 	r := gpuaccept(t, "ndmv4-2x8", "--timeout", "4s", "--param", "env.STANDIN_SLEEP=10m")
-	assert.Equal(t, r.code, 2, "%s\n%s", r.stdout, r.stderr)
+	assert.Equal(t, r.code, 3, "%s\n%s", r.stdout, r.stderr) // the test errored
 	msg := r.results.Tests[0].Message
 	assert.Assert(t, strings.Contains(msg, "timed out after") && strings.Contains(msg, "cancelled with scancel"), msg)
 	assert.Assert(t, strings.Contains(raw(t, r, JobOutputFile), "CANCELLED"), raw(t, r, JobOutputFile))
@@ -251,7 +251,7 @@ func TestClusterOwnTimeoutCancels(t *testing.T) {
 
 func TestClusterBadPartition(t *testing.T) {
 	r := gpuaccept(t, "ndmv4-2x8", "--partition", "nosuch")
-	assert.Equal(t, r.code, 2, "%s\n%s", r.stdout, r.stderr)
+	assert.Equal(t, r.code, 3, "%s\n%s", r.stdout, r.stderr) // the test errored
 	msg := r.results.Tests[0].Message
 	assert.Assert(t, strings.Contains(msg, "submit batch job for nccl.all_reduce") && strings.Contains(msg, "Invalid partition name specified"), msg)
 	assert.Assert(t, strings.Contains(raw(t, r, JobScriptFile), "#SBATCH --partition=nosuch\n"), "the refused script is kept")
@@ -261,7 +261,7 @@ func TestClusterBadPartition(t *testing.T) {
 // errors with srun's own words, not just an exit status.
 func TestClusterPMIxCannotWork(t *testing.T) {
 	r := gpuaccept(t, "ndmv4-2x8", "--slurm-mpi", "pmix")
-	assert.Equal(t, r.code, 2, "%s\n%s", r.stdout, r.stderr)
+	assert.Equal(t, r.code, 3, "%s\n%s", r.stdout, r.stderr) // the test errored
 	msg := r.results.Tests[0].Message
 	assert.Assert(t, strings.Contains(msg, "srun failed") && strings.Contains(msg, "pmix"), msg)
 }
@@ -373,12 +373,12 @@ func submitExample(t *testing.T, partition string, extra ...string) (out, id str
 
 // Inside an allocation, gpuaccept's timeout stops the steps it started
 // (mpirun and its ranks on both nodes); the batch job then ends by itself
-// with gpuaccept's exit status 2.
+// with gpuaccept's exit status 3 (a test errored).
 func TestClusterInsideAllocationTimeout(t *testing.T) {
 	partition := needCluster(t)
 	out, id, st, jobOut := submitExample(t, partition, "--timeout", "3s", "--param", "env.STANDIN_SLEEP=10m")
 	assert.Equal(t, st.State, "FAILED", "%s\n%s", st, jobOut)
-	assert.Equal(t, st.ExitCode, "2:0", "gpuaccept's exit status 2: the test errored")
+	assert.Equal(t, st.ExitCode, "3:0", "gpuaccept's exit status 3: the test errored")
 	var res struct {
 		Tests []struct {
 			Status  string `json:"status"`
@@ -432,7 +432,7 @@ func TestClusterQueryWithAndWithoutAccounting(t *testing.T) {
 // the error names the reason it waited for.
 func TestClusterPendingTimeout(t *testing.T) {
 	r := gpuaccept(t, "ndmv4-2x8", "--sbatch-arg=--begin=now+3600", "--slurm-pending-timeout", "2s")
-	assert.Equal(t, r.code, 2, "%s\n%s", r.stdout, r.stderr)
+	assert.Equal(t, r.code, 3, "%s\n%s", r.stdout, r.stderr) // the test errored
 	msg := r.results.Tests[0].Message
 	assert.Assert(t, strings.Contains(msg, "still pending after") && strings.Contains(msg, "reason BeginTime"), msg)
 	assertGone(t, jobID(t, r))
