@@ -23,8 +23,8 @@ func TestMetricInfosDescribeResult(t *testing.T) {
 			infos[m.Name][key] = true
 		}
 	}
-	for _, f := range []string{"cycles3.txt", "bcastroot.txt", "dall_oall.txt"} {
-		p := Result(plan.Output{Log: "testdata/h200x2-variants/" + f}, Options{})
+	for f, test := range map[string]string{"cycles3.txt": "all_reduce", "bcastroot.txt": "broadcast", "dall_oall.txt": "all_reduce"} {
+		p := Result(plan.Output{Log: "testdata/h200x2-variants/" + f}, Options{Test: test})
 		assert.Assert(t, len(p.Metrics) > 0, f)
 		for _, m := range p.Metrics {
 			labels, ok := infos[m.Name]

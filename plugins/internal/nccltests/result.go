@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -150,9 +151,7 @@ func Result(o plan.Output, opt Options) result.Parsed {
 		for _, w := range out.Warnings {
 			p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: w.Text, Source: source(file, w.Line)})
 		}
-		for _, e := range out.Errors {
-			errs = append(errs, fmt.Sprintf("%s: %s", source(file, e.Line), e.Text))
-		}
+		errs = append(errs, foldErrors(file, out.Errors)...)
 		if out.Collective != "" && out.Collective != test {
 			errs = append(errs, fmt.Sprintf("%s is output of %s_perf, not %s_perf", file, out.Collective, test))
 		}
@@ -171,7 +170,11 @@ func Result(o plan.Output, opt Options) result.Parsed {
 			Message: fmt.Sprintf("the file also holds %s, not judged: only the output of %s_perf is", strings.Join(held, ", "), test)})
 	}
 
-	p.Metrics = metrics(src)
+	if src.Collective == "" || src.Collective == test {
+		// Another collective's numbers are not judged against this
+		// test's baseline: the error above says whose output it is.
+		p.Metrics = metrics(src)
+	}
 	if src == js {
 		errs = append(errs, nonFinite(src, jsName)...)
 	} else {
@@ -179,7 +182,14 @@ func Result(o plan.Output, opt Options) result.Parsed {
 	}
 	p.Diagnostics = append(p.Diagnostics, cycleNotes(src)...)
 	var ranks int
-	p.Checks, ranks = checks(test, src, text, js, topo)
+	// The rank evidence of the size and count columns and of busbw/algbw
+	// follows the collective the output is: an all_reduce log checked as
+	// all_gather (a wrong --test) is reported as such, not as 1 rank.
+	ranksOf := test
+	if src.Collective != "" {
+		ranksOf = src.Collective
+	}
+	p.Checks, ranks = checks(ranksOf, src, text, js, topo)
 	if ranks > 0 {
 		p.Info["ranks"] = strconv.Itoa(ranks)
 	}
@@ -650,6 +660,60 @@ func nonFinite(o *Output, file string) []string {
 	}
 	if n > 5 {
 		out = append(out, fmt.Sprintf("%s: and %d more numbers that are not measurements", file, n-5))
+	}
+	return out
+}
+
+// errorWho is what a rank puts before the text of its failure
+// ("cnode2-003: ", ".. cnode2-003 pid 393374: "), so that the same failure
+// printed by every rank is said once.
+var errorWho = regexp.MustCompile(`^(\.\. )?[^\s:]+( pid \d+)?: `)
+
+// foldErrors renders a file's errors for a message: a failure every rank
+// printed is said once with the lines of the others, and the "Test
+// failure FILE:LINE" call stack nccl-tests prints under a failure (one
+// frame a line, per rank) is counted, not quoted, when a failure is said.
+func foldErrors(file string, ds []Diag) []string {
+	type group struct {
+		first Diag
+		lines []int
+	}
+	var order []string
+	groups := map[string]*group{}
+	frames := 0
+	for _, d := range ds {
+		what := errorWho.ReplaceAllString(d.Text, "")
+		if strings.HasPrefix(what, "Test failure ") && len(ds) > 1 {
+			frames++
+			continue
+		}
+		if g, ok := groups[what]; ok {
+			g.lines = append(g.lines, d.Line)
+			continue
+		}
+		groups[what] = &group{first: d}
+		order = append(order, what)
+	}
+	if len(order) == 0 && frames > 0 {
+		// Nothing but stack frames: they are the failure.
+		for _, d := range ds {
+			order = append(order, d.Text)
+			groups[d.Text] = &group{first: d}
+			break
+		}
+		frames--
+	}
+	var out []string
+	for _, k := range order {
+		g := groups[k]
+		m := fmt.Sprintf("%s: %s", source(file, g.first.Line), g.first.Text)
+		if n := len(g.lines); n > 0 {
+			m += fmt.Sprintf(" (and %d more like it, from line %d)", n, g.lines[0])
+		}
+		out = append(out, m)
+	}
+	if frames > 0 {
+		out[len(out)-1] += fmt.Sprintf(" (%d call-stack lines of nccl-tests not quoted)", frames)
 	}
 	return out
 }

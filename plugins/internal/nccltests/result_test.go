@@ -450,3 +450,33 @@ func TestResultOldOutputs(t *testing.T) {
 		})
 	}
 }
+
+// A log checked as another collective (a wrong --test) is that error
+// alone: its rows are neither judged against the asked test's baseline
+// nor read as rank evidence by the asked test's formulas. Input: the real
+// 1x2 H200 all_reduce (testdata/recordings/h200-1x2-healthy).
+func TestResultWrongTestIsTheError(t *testing.T) {
+	log := "../../../testdata/recordings/h200-1x2-healthy/nccl.all_reduce/all_reduce.log"
+	for _, test := range []string{"all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"} {
+		p := Result(plan.Output{Log: log}, Options{Test: test, Topology: plan.Topology{Nodes: 1, GPUsPerNode: 2}})
+		assert.Assert(t, strings.HasPrefix(p.Error, "all_reduce.log is output of all_reduce_perf, not "+test+"_perf"), "%s: %s", test, p.Error)
+		assert.Equal(t, len(p.Metrics), 0, test)
+		for _, c := range p.Checks {
+			assert.Assert(t, c.OK || c.Name != "rank count", "%s: %+v", test, c)
+		}
+	}
+}
+
+// A failure every rank printed is said once, with how many more ranks
+// printed it, and nccl-tests' call-stack lines are counted, not quoted.
+// Input: NVIDIA/nccl-tests issue output kept in testdata/field (source in
+// its case.yaml): dozens of ranks print "Test NCCL failure ... 'unhandled
+// cuda error'", each with its stack.
+func TestResultFoldsRepeatedFailures(t *testing.T) {
+	log := "../../../testdata/field/nccl-tests/h100-128x8-first-100-ranks-nccl-failure/all_reduce.log"
+	p := Result(plan.Output{Log: log}, Options{Test: "all_reduce", Topology: plan.Topology{Nodes: 128, GPUsPerNode: 8}})
+	assert.Equal(t, strings.Count(p.Error, "unhandled cuda error"), 1, p.Error)
+	assert.Assert(t, strings.Contains(p.Error, "more like it, from line"), p.Error)
+	assert.Assert(t, strings.Contains(p.Error, "call-stack lines of nccl-tests not quoted"), p.Error)
+	assert.Assert(t, !strings.Contains(p.Error, "Test failure common.cu"), p.Error)
+}
