@@ -23,8 +23,8 @@ const verifyUsage = `Usage: gpuaccept verify RESULTS_DIR [flags]
 
 Checks a sign-off without rerunning anything: every raw output, the kept
 baseline copy and the journal against the SHA-256 in manifest.json (an
-edited, missing or added file is named), results.json against the journal,
-then parses the raw outputs again
+edited, missing or added file is named), that no file holds a secret in
+clear, results.json against the journal, then parses the raw outputs again
 and judges them against that baseline, comparing every verdict and number
 with those recorded. The runs of a localisation (results folders under
 localise/) are covered by the manifest and re-judged the same way, and
@@ -59,6 +59,10 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	bad := 0
 	for _, p := range problems {
+		fmt.Fprintf(stdout, "MISMATCH %s\n", p)
+		bad++
+	}
+	for _, p := range clearSecrets(dir) {
 		fmt.Fprintf(stdout, "MISMATCH %s\n", p)
 		bad++
 	}

@@ -112,6 +112,17 @@ func New(known ...string) *Redactor {
 	return r
 }
 
+// With returns a Redactor that masks what r masks and the given values
+// too (as New takes them).
+func (r *Redactor) With(known ...string) *Redactor {
+	if r != nil {
+		for _, k := range r.known {
+			known = append(known, string(k))
+		}
+	}
+	return New(known...)
+}
+
 // escapedForms are the ways a value shows in the files gpuaccept writes
 // and reads: as is, inside a JSON string (with and without HTML escaping,
 // with "/" escaped as nccl-tests does), and HTML or XML escaped.
@@ -206,6 +217,44 @@ func (r *Redactor) Params(params map[string]string) map[string]string {
 			v = r.String(v)
 		}
 		out[r.String(k)] = v
+	}
+	return out
+}
+
+// Secrets returns the values masking s removes (those of minKnown bytes or
+// more): what of a command line looks secret, to be masked also where a
+// message quotes a piece of it ("admin:pw@host1" quoted as "pw@host1").
+func Secrets(s string) []string {
+	masked := String(s)
+	var out []string
+	for rest := masked; ; {
+		i := strings.Index(rest, Mask)
+		if i < 0 {
+			break
+		}
+		// s has rest's text before the Mask where masked has it; the
+		// secret runs from there to where the text after the Mask (up to
+		// the next one) resumes.
+		before, after := rest[:i], rest[i+len(Mask):]
+		at := strings.Index(s, before)
+		if at < 0 {
+			break
+		}
+		s = s[at+len(before):]
+		next := after
+		if j := strings.Index(after, Mask); j >= 0 {
+			next = after[:j]
+		}
+		end := len(s)
+		if next != "" {
+			if k := strings.Index(s, next); k >= 0 {
+				end = k
+			}
+		}
+		if secret := s[:end]; len(secret) >= minKnown {
+			out = append(out, secret)
+		}
+		s, rest = s[end:], after
 	}
 	return out
 }

@@ -45,6 +45,9 @@ type rule struct {
 	retry int
 }
 
+// placeholder is a value of usage text (KEY=VALUE), not of a secret.
+var placeholder = regexp.MustCompile(`^[A-Z]+(?:_[A-Z]+)*[).:;]*$`)
+
 // secretFlag matches the words of a flag name that takes a secret.
 var secretFlag = regexp.MustCompile(`(?i)token|password|passwd|passphrase|secret|api-?key|auth|credential|jwt`)
 
@@ -167,6 +170,8 @@ var rules = []*rule{
 				return nil // the authorization rule keeps the scheme
 			case bareKey(name) && bytes.IndexByte(sep, ':') >= 0:
 				return nil // a manifest's "key: nvidia.com/gpu", a verdict's "PASS: ..."
+			case bareKey(name) && placeholder.Match(v):
+				return nil // usage text: --param KEY=VALUE
 			case v[0] == '{' || v[0] == '[':
 				return nil // a structure: its secret members are masked one by one
 			}
@@ -366,6 +371,15 @@ func (r *Redactor) chunk(st *state, out *bytes.Buffer, data []byte) {
 		}
 		piece := data[:n]
 		data = data[n:]
+		if r != nil {
+			// A known value of many lines (a key in a variable) is masked
+			// before the lines are.
+			for _, k := range r.known {
+				if bytes.IndexByte(k, '\n') >= 0 && bytes.Contains(piece, k) {
+					piece = bytes.ReplaceAll(piece, k, []byte(Mask))
+				}
+			}
+		}
 		if r.quiet(st, piece) {
 			out.Write(piece)
 			continue
@@ -419,7 +433,9 @@ func (r *Redactor) segment(st *state, seg []byte) []byte {
 		head = maskedBody(body[:loc[0]])
 		body = body[loc[0]:]
 	}
-	if loc := pemBegin.FindIndex(body); loc != nil && pemEnd.FindIndex(body[loc[1]:]) == nil {
+	// The last key begun on the line, if no END follows it, goes on.
+	if locs := pemBegin.FindAllIndex(body, -1); locs != nil && pemEnd.FindIndex(body[locs[len(locs)-1][1]:]) == nil {
+		loc := locs[len(locs)-1]
 		// The key's lines follow, through its END line.
 		st.inPEM = true
 		return join(head, r.rules(st, body[:loc[1]]), maskedBody(body[loc[1]:]), eol)

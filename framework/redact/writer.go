@@ -171,3 +171,54 @@ func (w *Writer) Flush() error {
 
 // Close flushes; the underlying writer stays open.
 func (w *Writer) Close() error { return w.Flush() }
+
+// Clear returns the number (from 1) of the first line of src that holds a
+// secret in clear: one that masking with r would change; 0 when there is
+// none. A key's lines count from its BEGIN line on, as masking sees them.
+// Errors are src's.
+func (r *Redactor) Clear(src io.Reader) (int, error) {
+	var st state
+	buf := make([]byte, 0, chunkSize)
+	line := 1
+	eof := false
+	for {
+		if !eof {
+			n, err := io.ReadFull(src, buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				eof = true
+			} else if err != nil {
+				return 0, err
+			}
+		}
+		end := bytes.LastIndexByte(buf, '\n') + 1
+		if eof {
+			end = len(buf)
+		}
+		if end == 0 {
+			// One line longer than the buffer: read on.
+			buf = append(buf, make([]byte, len(buf))...)[:len(buf)]
+			continue
+		}
+		block := buf[:end]
+		if r.quiet(&st, block) {
+			line += bytes.Count(block, []byte{'\n'})
+		} else {
+			for len(block) > 0 {
+				l := block
+				if i := bytes.IndexByte(block, '\n'); i >= 0 {
+					l = block[:i+1]
+				}
+				block = block[len(l):]
+				if !bytes.Equal(r.segment(&st, l), l) {
+					return line, nil
+				}
+				line++
+			}
+		}
+		if eof {
+			return 0, nil
+		}
+		buf = buf[:copy(buf, buf[end:])]
+	}
+}

@@ -155,3 +155,25 @@ func itoa(n int) string {
 	}
 	return string(b)
 }
+
+// Clear finds the first line that holds a secret in clear, a key's body
+// lines included, and none in a masked output.
+func TestClear(t *testing.T) {
+	filler := strings.Repeat("#       8             2     float     sum      -1    12.34    0.00    0.00      0\n", 2000)
+	cases := []struct {
+		in   string
+		want int
+	}{
+		{filler, 0},
+		{filler + "export DB_PASS=hunter2\n", 2001},
+		{"a\n-----BEGIN RSA PRIVATE KEY-----\n" + filler, 3},
+		{"a\nDB_PASS=[REDACTED]\n-----BEGIN RSA PRIVATE KEY-----\n[REDACTED]\n-----END RSA PRIVATE KEY-----\n", 0},
+		{strings.Repeat("x", 3*chunkSize) + " ghp_plantedGhClassicPat11111111111111111\n", 1},
+		{"no newline at the end AKIAPLANTEDAWSKEY666", 1},
+	}
+	for _, c := range cases {
+		got, err := (*Redactor)(nil).Clear(strings.NewReader(c.in))
+		assert.NilError(t, err)
+		assert.Equal(t, got, c.want, c.in[:min(len(c.in), 60)])
+	}
+}

@@ -420,15 +420,17 @@ func sortedKeys(m map[string]string) []string {
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
-// WriteJUnit writes the run's JUnit XML to path.
-func WriteJUnit(path string, run *result.Run) error {
+// WriteJUnit writes the run's JUnit XML to path, masked.
+func WriteJUnit(path string, run *result.Run) error { return writeJUnit(path, masked(run)) }
+
+func writeJUnit(path string, run *result.Run) error {
 	var b bytes.Buffer
 	b.WriteString(xml.Header)
 	doc := JUnit(run)
 	if err := doc.WriteXML(&b); err != nil {
 		return fmt.Errorf("write JUnit %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, redact.Env().Bytes(b.Bytes()), 0o644); err != nil {
 		return fmt.Errorf("write JUnit %s: %w", path, err)
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -25,8 +26,10 @@ import (
 // Formats are the --format values.
 var Formats = []string{"table", "json", "markdown"}
 
-// Write renders run in the named format (table, json, markdown).
+// Write renders run in the named format (table, json, markdown), masked
+// (see masked).
 func Write(w io.Writer, format string, run *result.Run) error {
+	run = masked(run)
 	switch format {
 	case "table", "":
 		return Table(w, run)
@@ -246,6 +249,7 @@ func WriteFolder(run *result.Run, s *sku.SKU) error {
 	if run.Dir == "" {
 		return nil
 	}
+	run = masked(run)
 	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
 		return fmt.Errorf("write results folder: %w", err)
 	}
@@ -261,9 +265,21 @@ func WriteFolder(run *result.Run, s *sku.SKU) error {
 	}{{ResultsFile, JSON}, {TableFile, Table}, {MarkdownFile, Markdown}} {
 		keep(writeFile(filepath.Join(run.Dir, f.name), func(w io.Writer) error { return f.write(w, run) }))
 	}
-	keep(WriteJUnit(filepath.Join(run.Dir, JUnitFile), run))
-	keep(WriteHTML(filepath.Join(run.Dir, HTMLFile), run, s))
+	keep(writeJUnit(filepath.Join(run.Dir, JUnitFile), run))
+	keep(writeHTML(filepath.Join(run.Dir, HTMLFile), run, s))
 	return first
+}
+
+// masked is run with every string masked (framework/redact, knowing the
+// environment's secret values): messages and diagnostics quote raw
+// output, commands hold parameters. Every report renders from it, and
+// what it writes passes the masking once more on its way out, as the
+// escaping of JSON, HTML and XML can hide a pattern.
+func masked(run *result.Run) *result.Run {
+	if run == nil {
+		return nil
+	}
+	return redact.Value(redact.Env(), run)
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
@@ -271,7 +287,12 @@ func writeFile(path string, write func(io.Writer) error) error {
 	if err != nil {
 		return fmt.Errorf("write results folder: %w", err)
 	}
-	if err := write(fh); err != nil {
+	w := redact.Env().NewWriter(fh)
+	if err := write(w); err != nil {
+		fh.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := w.Close(); err != nil {
 		fh.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}

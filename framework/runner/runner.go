@@ -176,8 +176,12 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 // raw/TEST.attempt-N and are listed in the last attempt's Attempts.
 func (r *Runner) runWithRetries(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology) result.Test {
 	var earlier []result.Test
+	// What is recorded and shown of a test (messages and diagnostics
+	// quoting its output, commands) is masked with what this test's
+	// secrets are.
+	red := redact.FromEnv(os.Environ(), Params(su.Params, st.Params, ScopedParams(r.Params, st.Test)))
 	for attempt := 1; ; attempt++ {
-		t := r.runTest(ctx, su, st, topo, attempt)
+		t := redact.Value(red, r.runTest(ctx, su, st, topo, attempt))
 		again := attempt <= r.Retries && (t.Status == result.Fail || t.Status == result.Error) && ctx.Err() == nil && !r.DryRun
 		if !again {
 			if len(earlier) > 0 {
@@ -356,7 +360,7 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 			t.Commands = append(t.Commands, outs[i].Command)
 		}
 	}
-	if err := writeOutputs(dir, outs); err != nil {
+	if err := writeOutputs(dir, outs, red); err != nil {
 		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Warning, Message: err.Error()})
 	}
 	t = r.judge(ctx, t, pluginName, test, params, topo, outs)
@@ -472,8 +476,9 @@ func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) re
 	return t
 }
 
-// writeOutputs records the outputs of a test with paths relative to dir.
-func writeOutputs(dir string, outs []plan.Output) error {
+// writeOutputs records the outputs of a test with paths relative to dir,
+// masked by red (launch errors and commands quote what ran).
+func writeOutputs(dir string, outs []plan.Output, red *redact.Redactor) error {
 	rel := make([]plan.Output, len(outs))
 	for i, o := range outs {
 		rel[i] = o
@@ -485,14 +490,14 @@ func writeOutputs(dir string, outs []plan.Output) error {
 			}
 		}
 	}
-	data, err := json.MarshalIndent(rel, "", "  ")
+	data, err := json.MarshalIndent(redact.Value(red, rel), "", "  ")
 	if err != nil {
 		return fmt.Errorf("record outputs: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("record outputs: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, launch.OutputsFile), append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, launch.OutputsFile), red.Bytes(append(data, '\n')), 0o644); err != nil {
 		return fmt.Errorf("record outputs: %w", err)
 	}
 	return nil
@@ -595,6 +600,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 		t.Name = names[i]
 		t.Raw = raw
 		t.Duration = time.Since(start)
+		t = redact.Value(redact.Env(), t) // diagnostics quote the logs
 		run.Tests = append(run.Tests, t)
 		if jw != nil {
 			if err := jw.Add(t); err != nil {
@@ -619,6 +625,9 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
 	into := filepath.Join(dir, "raw", folder)
 	var raw []string
+	// The copies are masked, and judged and hashed as masked: verify
+	// re-judges the same bytes.
+	red := redact.Env()
 	cp := func(src, dst string) error {
 		data, err := os.ReadFile(src)
 		if err != nil {
@@ -627,7 +636,7 @@ func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return fmt.Errorf("keep log file %s: %w", src, err)
 		}
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
+		if err := os.WriteFile(dst, red.Bytes(data), 0o644); err != nil {
 			return fmt.Errorf("keep log file %s: %w", src, err)
 		}
 		rel, _ := filepath.Rel(dir, dst)
@@ -639,7 +648,7 @@ func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
 		o := &g.outs[i]
 		filesDir := into
 		if o.Log != "" {
-			base := filepath.Base(o.Log)
+			base := red.String(filepath.Base(o.Log))
 			if used[base] {
 				base = fmt.Sprintf("%d.%s", i+1, base)
 			}
@@ -652,14 +661,14 @@ func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
 			filesDir = filepath.Join(into, launch.FilesDir(strings.TrimSuffix(base, filepath.Ext(base))))
 		}
 		for k, v := range o.Files {
-			dst := filepath.Join(filesDir, filepath.Base(v))
+			dst := filepath.Join(filesDir, red.String(filepath.Base(v)))
 			if err := cp(v, dst); err != nil {
 				return nil, err
 			}
 			o.Files[k] = dst
 		}
 	}
-	if err := writeOutputs(into, g.outs); err != nil {
+	if err := writeOutputs(into, g.outs, red); err != nil {
 		return nil, err
 	}
 	return raw, nil
