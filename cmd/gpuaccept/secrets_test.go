@@ -206,8 +206,11 @@ func TestNoSecretFromRunReplayRecordLocalise(t *testing.T) {
 	a.cli(t, []int{0, 1}, append(h200, "--launcher", "replay", "--replay-dir", run, "--out", filepath.Join(out, "rereplay"))...)
 	a.cli(t, []int{0}, "baseline", "record", "--sku", "h200", "--out", filepath.Join(out, "h200.yaml"), run, replay)
 	a.cli(t, []int{0}, "baseline", "record", "--sku", "h200", "--nodes", "1", "--gpus-per-node", "2", "nccl.all_reduce="+filepath.Join(rec, "nccl.all_reduce", "all_reduce.log"))
-	a.cli(t, []int{0, 1, 2}, "localise", "--sku", "h200", "--suite", "multinode", "--test", "nccl.all_reduce", "--gpus-per-node", "2",
+	// The per-node runs replay the planted all_reduce (the rest of the
+	// single-node suite has no recording there and errors).
+	a.cli(t, []int{2}, "localise", "--sku", "h200", "--suite", "multinode", "--test", "nccl.all_reduce", "--gpus-per-node", "2",
 		"--launcher", "replay", "--replay-dir", rec, "--hosts", "node1,node2", "--out", filepath.Join(out, "localise"), "--format", "json")
+	tookRoot(t, ps, filepath.Join(out, "localise", "localise", "nccl.all_reduce", "per-node", "node1", "raw", "nccl.all_reduce"), true)
 	a.check(t, ps, 30)
 }
 

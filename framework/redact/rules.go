@@ -190,20 +190,82 @@ var rules = []*rule{
 }
 
 // allHints are the hints of every rule, for the quick test of a whole
-// chunk of lines.
-var allHints = func() [][]byte {
+// chunk of lines, indexed by their first two bytes (lower case): one pass
+// over a table of numbers finds none.
+var allHints = func() (h hintSet) {
 	seen := map[string]bool{}
-	var out [][]byte
 	for _, r := range rules {
-		for _, h := range append(r.hints, "-----begin") {
-			if !seen[h] {
-				seen[h] = true
-				out = append(out, []byte(h))
+		for _, w := range append(r.hints, "-----begin") {
+			if !seen[w] {
+				seen[w] = true
+				if len(w) == 1 {
+					h.single[w[0]] = true
+					continue
+				}
+				k := &h.pair[w[0]][w[1]]
+				if *k == 0 {
+					h.lists = append(h.lists, nil)
+					*k = uint8(len(h.lists))
+				}
+				h.lists[*k-1] = append(h.lists[*k-1], []byte(w))
 			}
 		}
 	}
-	return out
+	return h
 }()
+
+// hintSet finds hints by their first two bytes: pair holds 1 + the index
+// in lists of the hints that start with them, 0 for none.
+type hintSet struct {
+	single [256]bool
+	pair   [256][256]uint8
+	lists  [][][]byte
+}
+
+// lowerOf maps a byte to its ASCII lower case.
+var lowerOf = func() (t [256]byte) {
+	for i := range t {
+		c := byte(i)
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		t[i] = c
+	}
+	return t
+}()
+
+// in reports whether data holds any hint, in any case.
+func (h *hintSet) in(data []byte) bool {
+	for i := 0; i < len(data); i++ {
+		a := lowerOf[data[i]]
+		if h.single[a] {
+			return true
+		}
+		if i+1 >= len(data) {
+			break
+		}
+		k := h.pair[a][lowerOf[data[i+1]]]
+		if k == 0 {
+			continue
+		}
+		for _, w := range h.lists[k-1] {
+			if i+len(w) <= len(data) && foldedPrefix(data[i:], w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// foldedPrefix: b starts with the lower-case w, in any case.
+func foldedPrefix(b, w []byte) bool {
+	for j, c := range w {
+		if lowerOf[b[j]] != c {
+			return false
+		}
+	}
+	return true
+}
 
 // group returns a mask that replaces submatch g (0: the whole match) with
 // Mask, keeping its quotes; nil when it is masked already.
@@ -322,12 +384,12 @@ const (
 )
 
 func toLower(dst, src []byte) []byte {
-	dst = dst[:0]
-	for _, c := range src {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
+	if cap(dst) < len(src) {
+		dst = make([]byte, len(src))
+	}
+	dst = dst[:len(src)]
+	for i, c := range src {
+		dst[i] = lowerOf[c]
 	}
 	return dst
 }
@@ -345,13 +407,7 @@ func (r *Redactor) quiet(st *state, data []byte) bool {
 			}
 		}
 	}
-	st.lower = toLower(st.lower, data)
-	for _, h := range allHints {
-		if bytes.Contains(st.lower, h) {
-			return false
-		}
-	}
-	return true
+	return !allHints.in(data)
 }
 
 // chunkSize is how much masking looks at at once: long enough that a
