@@ -166,6 +166,17 @@ func TestNoSecretFromCheck(t *testing.T) {
 	tookRoot(t, ps, filepath.Join(folder, "raw", "nccl.all_reduce"), true)
 	verified := a.cli(t, []int{0}, "verify", folder)
 	assert.Assert(t, strings.Contains(verified, "verify: OK"), verified)
+	// A diagnostic quoting the line it could not read: the 1 MiB row of
+	// the planted log with its out-of-place time edited into a secret.
+	row := regexp.MustCompile(`(?m)^( +1048576 +262144 +float +sum +-1 +)19\.72`)
+	planted := readFile(t, log)
+	assert.Assert(t, row.MatchString(planted))
+	quoted := filepath.Join(t.TempDir(), "all_reduce.log")
+	assert.NilError(t, os.WriteFile(quoted, []byte(row.ReplaceAllString(planted, "${1}HF_TOKEN=hf_plantedInARow0000000000000000000")), 0o644))
+	ps = append(ps, plant{Name: "quoted-row", Secrets: []string{"hf_plantedInARow0000000000000000000"}})
+	shown := a.cli(t, []int{0, 1, 2}, append(args, "--format", "json", "--out", filepath.Join(out, "quoted"), "--junit", filepath.Join(out, "quoted.xml"), quoted)...)
+	assert.Assert(t, strings.Contains(shown, "result row not understood"), "no diagnostic quotes the row:\n%s", shown)
+	a.cli(t, []int{0, 1, 2}, append(args, "--format", "markdown", quoted)...)
 	a.cli(t, []int{0, 1}, "report", folder, "--format", "json")
 	a.check(t, ps, 10)
 }
