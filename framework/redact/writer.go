@@ -195,6 +195,9 @@ func (r *Redactor) Clear(src io.Reader) (int, error) {
 		if eof {
 			end = len(buf)
 		}
+		if eof && end == 0 {
+			return 0, nil
+		}
 		if end == 0 {
 			// One line longer than the buffer: read on.
 			buf = append(buf, make([]byte, len(buf))...)[:len(buf)]

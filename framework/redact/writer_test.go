@@ -164,6 +164,7 @@ func TestClear(t *testing.T) {
 		in   string
 		want int
 	}{
+		{"", 0}, // an empty log of a killed run
 		{filler, 0},
 		{filler + "export DB_PASS=hunter2\n", 2001},
 		{"a\n-----BEGIN RSA PRIVATE KEY-----\n" + filler, 3},
