@@ -13,6 +13,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/record"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
@@ -155,7 +156,9 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 		_, err = stdout.Write(out)
 		return exitOK, err
 	}
-	if err := safefs.WriteNamed(outFile, out, 0o644); err != nil {
+	// The recorded command line and the runs' provenance can hold what
+	// the runs were given (--param env.HF_TOKEN=...).
+	if err := safefs.WriteNamed(outFile, redact.Env().Bytes(out), 0o644); err != nil {
 		return exitUsage, fmt.Errorf("record: %w", err)
 	}
 	fmt.Fprintf(stderr, "record: wrote %s\n", outFile)

@@ -27,6 +27,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
@@ -84,7 +85,41 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs the command of args with what it prints, on stdout and stderr
+// alike (tables, JSON, dry runs, progress, errors), masked: see
+// printedThrough.
 func run(args []string, stdout, stderr io.Writer) int {
+	so, se := printedThrough(args, stdout, stderr)
+	defer se.Close()
+	defer so.Close()
+	return runMasked(args, so, se)
+}
+
+// printedThrough returns stdout and stderr behind the masking of
+// framework/redact, which also knows the values of this process's secret
+// variables, of the secret parameters args give (--param
+// env.HF_TOKEN=...), and whatever of args looks secret (--hosts
+// admin:pw@host1), wherever they show: an error quoting a piece of an
+// argument included.
+func printedThrough(args []string, stdout, stderr io.Writer) (*redact.Writer, *redact.Writer) {
+	params := map[string]string{}
+	var known []string
+	for i, a := range args {
+		known = append(known, redact.Secrets(a)...)
+		v, ok := strings.CutPrefix(a, "--param=")
+		if !ok && a == "--param" && i+1 < len(args) {
+			v, ok = args[i+1], true
+		}
+		if k, val, found := strings.Cut(v, "="); ok && found {
+			params[k] = val
+			known = append(known, redact.Secrets(val)...)
+		}
+	}
+	red := redact.FromEnv(os.Environ(), params).With(known...)
+	return red.Stream(stdout), red.Stream(stderr)
+}
+
+func runMasked(args []string, stdout, stderr io.Writer) int {
 	cmd := "run"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]

@@ -16,7 +16,8 @@ const verifyUsage = `Usage: gpuaccept verify RESULTS_DIR [--digest sha256:HEX] [
 
 Checks a sign-off without rerunning anything: every file of the folder
 against the SHA-256 in manifest.json (an edited, missing or added file, a
-link or a pipe is named); with --digest, manifest.json against the
+link or a pipe is named) and that no file holds a secret in clear; with
+--digest, manifest.json against the
 sign-off digest printed at sign-off (a manifest made again is caught);
 with --allowed-signers and --identity, manifest.json.sig as ssh-keygen -Y
 verify -n gpuaccept checks it. Then it parses the raw outputs again and
@@ -78,8 +79,13 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		// Re-judging stopped half way: its differences say nothing.
 		return exitInterrupted, errors.New("verify: interrupted (Ctrl-C or SIGTERM) before every verdict was re-judged")
 	}
-	if res.Findings > 0 {
-		fmt.Fprintf(stdout, "verify: FAILED: %d finding(s); this folder is not the sign-off its manifest describes\n", res.Findings)
+	findings := res.Findings
+	for _, p := range clearSecrets(dir) {
+		fmt.Fprintf(stdout, "MISMATCH %s\n", p)
+		findings++
+	}
+	if findings > 0 {
+		fmt.Fprintf(stdout, "verify: FAILED: %d finding(s); this folder is not the sign-off its manifest describes\n", findings)
 		return exitFail, nil
 	}
 	// manifest.Check counts a manifest without a baseline file as a

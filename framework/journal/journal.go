@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
@@ -47,7 +48,8 @@ type record struct {
 	End *time.Duration `json:"end_duration_ns,omitempty"`
 }
 
-// Writer appends to a results folder's journal.
+// Writer appends to a results folder's journal. Every record is masked
+// (framework/redact: its strings, then the line) before it is written.
 type Writer struct {
 	f *os.File
 }
@@ -89,11 +91,12 @@ func (w *Writer) write(r record) error {
 		l := result.FiniteLocalisation(*r.Localisation)
 		r.Localisation = &l
 	}
-	data, err := json.Marshal(r)
+	red := redact.Env()
+	data, err := json.Marshal(redact.Value(red, r))
 	if err != nil {
 		return fmt.Errorf("write journal %s: %w", w.f.Name(), err)
 	}
-	if _, err := w.f.Write(append(data, '\n')); err != nil {
+	if _, err := w.f.Write(red.Bytes(append(data, '\n'))); err != nil {
 		return fmt.Errorf("write journal %s: %w", w.f.Name(), err)
 	}
 	if err := w.f.Sync(); err != nil {
@@ -156,9 +159,11 @@ func (w *Writer) End(d time.Duration) error {
 // Close closes the journal file.
 func (w *Writer) Close() error { return w.f.Close() }
 
-// SaveBaseline writes the SKU file content data as dir/baseline/SKU.yaml.
+// SaveBaseline writes the SKU file content data as dir/baseline/SKU.yaml,
+// masked like every file of a results folder (the shipped SKU files pass
+// unchanged).
 func SaveBaseline(dir, sku string, data []byte) error {
-	if err := safefs.WriteFile(dir, BaselineDir+"/"+sku+".yaml", data, 0o644); err != nil {
+	if err := safefs.WriteFile(dir, BaselineDir+"/"+sku+".yaml", redact.Env().Bytes(data), 0o644); err != nil {
 		return fmt.Errorf("keep baseline copy: %w", err)
 	}
 	return nil

@@ -60,10 +60,16 @@ func New(w io.Writer, live bool) *Display {
 }
 
 // For returns a Display for w, live when w is a terminal (checked with
-// golang.org/x/term) and TERM is not "dumb".
+// golang.org/x/term), or writes to one through writers that have an
+// Unwrap() io.Writer, and TERM is not "dumb".
 func For(w io.Writer) *Display {
 	live := false
-	if f, ok := w.(*os.File); ok {
+	under := w
+	// A masking writer (framework/redact) in front of the terminal.
+	for u, ok := under.(interface{ Unwrap() io.Writer }); ok; u, ok = under.(interface{ Unwrap() io.Writer }) {
+		under = u.Unwrap()
+	}
+	if f, ok := under.(*os.File); ok {
 		live = term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb"
 	}
 	return New(w, live)

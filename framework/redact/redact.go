@@ -1,15 +1,35 @@
 // Package redact removes secrets from everything gpuaccept writes or prints:
 // raw outputs (nccl-tests' -J JSON dumps the whole environment; mpirun and
-// shells echo it), recorded command lines and parameters. It masks values of
-// variables, keys and flags whose names say they are secrets, passwords in
-// URLs, bearer tokens, and any literal value the caller knows to be secret
-// (a token in the environment that a benchmark prints on its own).
+// shells echo it), copies of logs judged by check, recorded command lines
+// and parameters, reports, the journal, and what the commands print. It is
+// the one masking path: files are written through Writer or Bytes, printed
+// output through Stream, structures (a run's results) through Value.
+//
+// It masks
+//   - values of variables, keys, headers and flags whose names say they
+//     are secrets (HF_TOKEN=, "password": , X-Api-Key:, --auth-token, KEY=,
+//     MYSQL_PWD=, CI_JOB_JWT=, DOCKER_AUTH_CONFIG's "auth", also inside
+//     JSON strings, whose quotes and slashes are escaped);
+//   - credentials by their shape: PEM private keys (across lines, or on one
+//     line as a JSON string holds them) and their base64 (kubeconfig
+//     client-key-data), GitHub, GitLab, Slack, Hugging Face, npm and Google
+//     tokens, AWS access key IDs, JWTs, Azure SAS signatures, Slack webhook
+//     URLs, passwords and tokens in URLs and in user:password@host,
+//     Authorization headers of any scheme, sshpass -p, curl -u;
+//   - any literal value the caller knows to be secret (the environment's),
+//     also as JSON, HTML and XML escape it.
+//
+// Names stay (a reader sees that a secret was set); the value becomes
+// Mask. Masking is idempotent. Real benchmark outputs pass through byte
+// for byte (the package's tests run every recording under testdata).
 package redact
 
 import (
-	"bufio"
 	"bytes"
-	"io"
+	"encoding/json"
+	"encoding/xml"
+	"html"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -19,32 +39,22 @@ import (
 const Mask = "[REDACTED]"
 
 // secretNameRE matches names that hold secrets: any name containing TOKEN,
-// SECRET, PASSWORD, API_KEY, CREDENTIAL, AUTH, COOKIE, ..., and names with a
-// whole PAT, PASS or KEY component next to another one (GH_PAT, DB_PASS,
-// SSH_KEY; not PATH, and not a bare "key", which Kubernetes manifests use
-// for label and toleration keys). See also notSecret.
-const secretNameRE = `[A-Za-z0-9_]*(?i:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH|COOKIE)[A-Za-z0-9_]*` +
-	`|(?:[A-Za-z0-9]+_)+(?i:PAT|PASS|KEY)(?:_[A-Za-z0-9]+)*|(?i:PAT|PASS|KEY)(?:_[A-Za-z0-9]+)+`
+// SECRET, PASSWORD, API_KEY, CREDENTIAL, AUTH, COOKIE, JWT, WEBHOOK, ...
+// (components may be joined by "_" or "-": X-Api-Key, client-key-data);
+// names with a whole PAT, PASS, KEY or PWD component next to another one
+// (GH_PAT, DB_PASS, SSH_KEY, MYSQL_PWD; not PATH, PWD or OLDPWD); and a
+// bare KEY or PASS, masked only as KEY=value (Kubernetes manifests name
+// label and toleration keys "key:", verdicts read "PASS: ..."). See also
+// notSecret.
+const secretNameRE = `[A-Za-z0-9_-]*(?i:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|SSHPASS|API[-_]?KEY|ACCESS[-_]?KEY|PRIVATE[-_]?KEY|ACCOUNT[-_]?KEY|CLIENT[-_]KEY|SHARED[-_]?ACCESS[-_]?SIGNATURE|CREDENTIAL|AUTH|COOKIE|JWT|WEBHOOK)[A-Za-z0-9_-]*` +
+	`|(?:[A-Za-z0-9]+[_-])+(?i:PAT|PASS|KEY|PWD)(?:[_-][A-Za-z0-9]+)*|(?i:PAT|PASS|KEY)(?:[_-][A-Za-z0-9]+)+|(?i:KEY|PASS)`
 
-// valueRE is a value after "=" or ":": quoted, or up to a blank, a quote, a
-// comma or a closing bracket.
-const valueRE = `'[^'\n]*'|"[^"\n]*"|[^\s",'}\]]+`
+var secretName = regexp.MustCompile(`^(?:` + secretNameRE + `)$`)
 
-var (
-	secretName = regexp.MustCompile(`^(?:` + secretNameRE + `)$`)
-	// NAME=value, NAME: value, "NAME": "value", export NAME='a b'; on one
-	// line, so "secret:" ending a YAML line does not mask the next one.
-	assign = regexp.MustCompile(`\b(` + secretNameRE + `)("?[ \t]*[=:][ \t]*)(` + valueRE + `)`)
-	// --password value, --auth-token=value, -token value.
-	flag = regexp.MustCompile(`(?i)(--?[a-z0-9-]*(?:token|password|passwd|secret|api-?key|auth|credential)[a-z0-9-]*)(=|\s+)(` + valueRE + `)`)
-	// scheme://user:password@host
-	urlCred = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+@`)
-	bearer  = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`)
-)
-
-// SecretName reports whether a variable or parameter name looks like it
-// holds a secret (HF_TOKEN, DB_PASS, WANDB_API_KEY, GH_PAT; not PATH, not
-// secretName or TOKEN_FILE, see notSecret).
+// SecretName reports whether a variable, parameter, key or header name
+// looks like it holds a secret (HF_TOKEN, DB_PASS, WANDB_API_KEY, GH_PAT,
+// X-Api-Key; not PATH, not secretName or TOKEN_FILE, not max_tokens: see
+// notSecret).
 func SecretName(name string) bool { return secretName.MatchString(name) && !notSecret(name) }
 
 // referenceSuffixes end names that refer to a secret rather than hold one:
@@ -60,13 +70,20 @@ func notSecret(name string) bool {
 			return true
 		}
 	}
+	// "tokens" counts what a model reads (Mori-EP's max_tokens_per_rank:
+	// 256), unless another part of the name says secret.
+	if strings.Contains(lower, "tokens") {
+		return !secretName.MatchString(strings.ReplaceAll(lower, "tokens", "_"))
+	}
 	return false
 }
 
-// Redactor masks the patterns above and a set of known secret values.
-// The zero value, and a nil *Redactor, mask the patterns only.
+// Redactor masks the patterns of the package and a set of known secret
+// values. The zero value, and a nil *Redactor, mask the patterns only. A
+// Redactor is not changed after New and may be shared between goroutines.
 type Redactor struct {
-	known [][]byte // longest first, so a value that contains another goes whole
+	known   [][]byte // longest first, so a value that contains another goes whole
+	longest int
 }
 
 // minKnown is the shortest known value masked literally: shorter ones
@@ -74,18 +91,65 @@ type Redactor struct {
 const minKnown = 4
 
 // New returns a Redactor that also masks every occurrence of the given
-// values (those of minKnown bytes or more).
+// values (those of minKnown bytes or more), raw and in the forms JSON,
+// nccl-tests' JSON (which escapes "/" too), HTML and XML write them.
 func New(known ...string) *Redactor {
 	r := &Redactor{}
 	seen := map[string]bool{}
 	for _, k := range known {
-		if len(k) >= minKnown && !seen[k] && k != Mask {
-			seen[k] = true
-			r.known = append(r.known, []byte(k))
+		if len(k) < minKnown || k == Mask {
+			continue
+		}
+		for _, f := range escapedForms(k) {
+			if !seen[f] {
+				seen[f] = true
+				r.known = append(r.known, []byte(f))
+				r.longest = max(r.longest, len(f))
+			}
 		}
 	}
 	sort.Slice(r.known, func(i, j int) bool { return len(r.known[i]) > len(r.known[j]) })
 	return r
+}
+
+// With returns a Redactor that masks what r masks and the given values
+// too (as New takes them).
+func (r *Redactor) With(known ...string) *Redactor {
+	if r != nil {
+		for _, k := range r.known {
+			known = append(known, string(k))
+		}
+	}
+	return New(known...)
+}
+
+// escapedForms are the ways a value shows in the files gpuaccept writes
+// and reads: as is, inside a JSON string (with and without HTML escaping,
+// with "/" escaped as nccl-tests does), and HTML or XML escaped.
+func escapedForms(v string) []string {
+	forms := []string{v}
+	inner := func(b []byte) string {
+		return strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(string(b)), `"`), `"`)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) == nil {
+		forms = append(forms, inner(b.Bytes()))
+	}
+	if j, err := json.Marshal(v); err == nil {
+		forms = append(forms, inner(j))
+	}
+	for _, f := range forms[1:] {
+		forms = append(forms, strings.ReplaceAll(f, "/", `\/`))
+	}
+	forms = append(forms, html.EscapeString(v))
+	b.Reset()
+	if xml.EscapeText(&b, []byte(v)) == nil {
+		forms = append(forms, b.String())
+	}
+	forms = append(forms, strings.NewReplacer(`&`, "&amp;", `<`, "&lt;", `>`, "&gt;", `"`, "&quot;", `'`, "&apos;").Replace(v))
+	return forms
 }
 
 // FromEnv returns a Redactor that knows the values of the secret-named
@@ -106,6 +170,10 @@ func FromEnv(environ []string, params map[string]string) *Redactor {
 	return New(known...)
 }
 
+// Env is FromEnv of this process's environment and no parameters: what a
+// writer that is handed no Redactor masks with.
+func Env() *Redactor { return FromEnv(os.Environ(), nil) }
+
 func paramName(k string) string {
 	if i := strings.LastIndexByte(k, '.'); i >= 0 {
 		return k[i+1:]
@@ -113,78 +181,27 @@ func paramName(k string) string {
 	return k
 }
 
-func quoted(v []byte) []byte {
-	if len(v) >= 2 && (v[0] == '\'' || v[0] == '"') && v[len(v)-1] == v[0] {
-		return append([]byte{v[0]}, append([]byte(Mask), v[0])...)
-	}
-	return []byte(Mask)
+// Bytes returns data with secrets masked; data may hold many lines (a PEM
+// key's lines are masked through its END line) and is not changed.
+func (r *Redactor) Bytes(data []byte) []byte {
+	var st state
+	var out bytes.Buffer
+	out.Grow(len(data))
+	r.chunk(&st, &out, data)
+	return out.Bytes()
 }
 
-// hints are fragments every pattern needs: a line holding none of them is
-// left alone without running the regular expressions (the hot path of
-// streaming a large log).
-var hints = func() [][]byte {
-	var out [][]byte
-	for _, w := range []string{"token", "secret", "pass", "key", "auth", "credential", "cookie", "bearer", "basic"} {
-		out = append(out, []byte(w), []byte(strings.ToUpper(w)), []byte(strings.ToUpper(w[:1])+w[1:]))
-	}
-	// PAT counts only as a name component next to "_" (GH_PAT, gh_pat), so
-	// lines with "path" or "pattern" are not hinted by it.
-	for _, w := range []string{"_pat", "pat_"} {
-		out = append(out, []byte(w), []byte(strings.ToUpper(w)), []byte(strings.Replace(w, "p", "P", 1)))
-	}
-	return append(out, []byte("://"))
-}()
+// Line is Bytes: one line, or several.
+func (r *Redactor) Line(line []byte) []byte { return r.Bytes(line) }
 
-func hinted(line []byte) bool {
-	for _, h := range hints {
-		if bytes.Contains(line, h) {
-			return true
-		}
+// String is Bytes for a string: a command line, a message, a "NAME=value"
+// word, a rendered manifest.
+func (r *Redactor) String(s string) string {
+	if s == "" {
+		return s
 	}
-	return false
+	return string(r.Bytes([]byte(s)))
 }
-
-// Line returns line with secrets masked. Names stay, so a reader still sees
-// that a secret was set.
-func (r *Redactor) Line(line []byte) []byte {
-	if r != nil {
-		for _, k := range r.known {
-			if bytes.Contains(line, k) {
-				line = bytes.ReplaceAll(line, k, []byte(Mask))
-			}
-		}
-	}
-	if !hinted(line) {
-		return line
-	}
-	line = bearer.ReplaceAll(line, []byte("${1} "+Mask))
-	line = urlCred.ReplaceAll(line, []byte("${1}"+Mask+"@"))
-	line = flag.ReplaceAllFunc(line, func(m []byte) []byte {
-		sub := flag.FindSubmatch(m)
-		if bytes.HasPrefix(sub[3], []byte("-")) || isMasked(sub[3]) {
-			return m // the next flag, not a value; or done already
-		}
-		return append(append(append([]byte{}, sub[1]...), sub[2]...), quoted(sub[3])...)
-	})
-	return assign.ReplaceAllFunc(line, func(m []byte) []byte {
-		sub := assign.FindSubmatch(m)
-		v := sub[3]
-		// "Authorization: Bearer [REDACTED]" is masked already.
-		if bytes.EqualFold(v, []byte("bearer")) || bytes.EqualFold(v, []byte("basic")) || isMasked(v) || notSecret(string(sub[1])) {
-			return m
-		}
-		return append(append(append([]byte{}, sub[1]...), sub[2]...), quoted(v)...)
-	})
-}
-
-func isMasked(v []byte) bool {
-	v = bytes.Trim(v, `'"`)
-	return bytes.HasPrefix([]byte(Mask), v) || bytes.HasPrefix(v, []byte(Mask))
-}
-
-// String is Line for a string: a command line or a "NAME=value" word.
-func (r *Redactor) String(s string) string { return string(r.Line([]byte(s))) }
 
 // Params returns a copy of params with secrets masked: whole values of
 // secret-named keys ("env.HF_TOKEN"), and secrets inside other values.
@@ -199,91 +216,54 @@ func (r *Redactor) Params(params map[string]string) map[string]string {
 		} else {
 			v = r.String(v)
 		}
-		out[k] = v
+		out[r.String(k)] = v
 	}
 	return out
 }
+
+// Secrets returns the values masking s removes (those of minKnown bytes or
+// more): what of a command line looks secret, to be masked also where a
+// message quotes a piece of it ("admin:pw@host1" quoted as "pw@host1").
+func Secrets(s string) []string {
+	masked := String(s)
+	var out []string
+	for rest := masked; ; {
+		i := strings.Index(rest, Mask)
+		if i < 0 {
+			break
+		}
+		// s has rest's text before the Mask where masked has it; the
+		// secret runs from there to where the text after the Mask (up to
+		// the next one) resumes.
+		before, after := rest[:i], rest[i+len(Mask):]
+		at := strings.Index(s, before)
+		if at < 0 {
+			break
+		}
+		s = s[at+len(before):]
+		next := after
+		if j := strings.Index(after, Mask); j >= 0 {
+			next = after[:j]
+		}
+		end := len(s)
+		if next != "" {
+			if k := strings.Index(s, next); k >= 0 {
+				end = k
+			}
+		}
+		if secret := s[:end]; len(secret) >= minKnown {
+			out = append(out, secret)
+		}
+		s, rest = s[end:], after
+	}
+	return out
+}
+
+// Bytes masks the patterns in data (no known values).
+func Bytes(data []byte) []byte { return (*Redactor)(nil).Bytes(data) }
 
 // Line masks the patterns in line (no known values).
 func Line(line []byte) []byte { return (*Redactor)(nil).Line(line) }
 
 // String masks the patterns in s (no known values).
 func String(s string) string { return (*Redactor)(nil).String(s) }
-
-// Copy copies src to dst line by line through r, masking secrets, and
-// returns the bytes read. Lines of any length are handled.
-func (r *Redactor) Copy(dst io.Writer, src io.Reader) (int64, error) {
-	w := r.NewWriter(dst)
-	n, err := io.Copy(w, src)
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
-}
-
-// Writer masks secrets in what is written through it, a line at a time.
-// Close flushes a last line without a newline; it does not close the
-// underlying writer.
-type Writer struct {
-	r       *Redactor
-	dst     *bufio.Writer
-	pending []byte
-}
-
-// NewWriter returns a Writer that writes masked lines to dst.
-func (r *Redactor) NewWriter(dst io.Writer) *Writer {
-	return &Writer{r: r, dst: bufio.NewWriterSize(dst, 64<<10)}
-}
-
-// maxPending bounds the bytes held while waiting for a newline: a line
-// longer than this is masked and written in pieces (a secret split across
-// the cut could escape, but such lines are tool dumps, not env lines).
-const maxPending = 1 << 20
-
-// Write masks complete lines and keeps the rest for the next call.
-func (w *Writer) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			w.pending = append(w.pending, p...)
-			if len(w.pending) > maxPending {
-				if _, err := w.dst.Write(w.r.Line(w.pending)); err != nil {
-					return 0, err
-				}
-				w.pending = w.pending[:0]
-			}
-			break
-		}
-		line := p[:i+1]
-		if len(w.pending) > 0 {
-			line = append(w.pending, line...)
-			w.pending = w.pending[:0]
-		}
-		if _, err := w.dst.Write(w.r.Line(line)); err != nil {
-			return 0, err
-		}
-		p = p[i+1:]
-	}
-	// Complete lines reach the file now, not when 64 KiB have gathered:
-	// a hung or killed run keeps what its step printed (the buffer only
-	// joins the lines of one read).
-	if err := w.dst.Flush(); err != nil {
-		return 0, err
-	}
-	return n, nil
-}
-
-// Flush writes what is buffered, without waiting for a newline.
-func (w *Writer) Flush() error {
-	if len(w.pending) > 0 {
-		if _, err := w.dst.Write(w.r.Line(w.pending)); err != nil {
-			return err
-		}
-		w.pending = w.pending[:0]
-	}
-	return w.dst.Flush()
-}
-
-// Close flushes; the underlying writer stays open.
-func (w *Writer) Close() error { return w.Flush() }

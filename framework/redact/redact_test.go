@@ -30,6 +30,12 @@ func TestLine(t *testing.T) {
 		{"        secret:\n          defaultMode: 256", "        secret:\n          defaultMode: 256"},
 		{`      sshAuthMountPath: /root/.ssh`, `      sshAuthMountPath: /root/.ssh`},
 		{`HF_TOKEN_FILE=/run/secrets/hf HF_TOKEN=hf_abc`, `HF_TOKEN_FILE=/run/secrets/hf HF_TOKEN=[REDACTED]`},
+		// Usage text and verdicts: a bare KEY or PASS masks only a value.
+		{`--param "novalue": want KEY=VALUE`, `--param "novalue": want KEY=VALUE`},
+		{`nccl parameters (--param KEY=VALUE):`, `nccl parameters (--param KEY=VALUE):`},
+		{`PASS: SKU h200, suite singlenode`, `PASS: SKU h200, suite singlenode`},
+		{`KEY=k3yV4lue PASS=p4ss`, `KEY=[REDACTED] PASS=[REDACTED]`},
+		{`Running benchmark with max_tokens_per_rank: 256`, `Running benchmark with max_tokens_per_rank: 256`},
 	}
 	for _, c := range cases {
 		assert.Equal(t, string(Line([]byte(c.in))), c.want)
@@ -84,4 +90,24 @@ func TestKnownValues(t *testing.T) {
 	assert.DeepEqual(t, r.Params(map[string]string{"env.MY_TOKEN": "tok ZZZZ9999", "maxbytes": "4G", "extra": "--token=abc12345"}),
 		map[string]string{"env.MY_TOKEN": Mask, "maxbytes": "4G", "extra": "--token=[REDACTED]"})
 	assert.Assert(t, SecretName("GH_PAT") && SecretName("db_pass") && !SecretName("PATH") && !SecretName("NCCL_IB_HCA") && !SecretName("PWD"))
+}
+
+// Secrets finds what of a command line's argument looks secret, so that
+// an error quoting a piece of it is masked too.
+func TestSecrets(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []string
+	}{
+		{"admin:hunter2pw@host1,host2", []string{"hunter2pw"}},
+		{"env.HF_TOKEN=hf_abc123 and DB_PASS=xyz1", []string{"hf_abc123", "xyz1"}},
+		{"https://ci:pw12345@pypi.example.com/simple", []string{"pw12345"}},
+		{"nccl.all_reduce", nil},
+		{"X_TOKEN=ab", nil}, // too short to mask on its own
+	}
+	for _, c := range cases {
+		assert.DeepEqual(t, Secrets(c.in), c.want)
+	}
+	r := FromEnv(nil, nil).With(Secrets("admin:hunter2pw@host1")...)
+	assert.Equal(t, r.String(`slot count "hunter2pw@host1" is not a number`), `slot count "[REDACTED]@host1" is not a number`)
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
@@ -92,14 +93,19 @@ func HTML(w io.Writer, run *result.Run, s *sku.SKU) error {
 	return err
 }
 
-// WriteHTML writes the HTML report of run to path, a file the user named:
-// a link there is refused, not written through (safefs.WriteNamed).
+// WriteHTML writes the HTML report of run to path, masked, a file the
+// user named: a link there is refused, not written through
+// (safefs.WriteNamed).
 func WriteHTML(path string, run *result.Run, s *sku.SKU) error {
+	return writeHTML(path, masked(run), s)
+}
+
+func writeHTML(path string, run *result.Run, s *sku.SKU) error {
 	var b bytes.Buffer
 	if err := HTML(&b, run, s); err != nil {
 		return err
 	}
-	if err := safefs.WriteNamed(path, b.Bytes(), 0o644); err != nil {
+	if err := safefs.WriteNamed(path, redact.Env().Bytes(b.Bytes()), 0o644); err != nil {
 		return fmt.Errorf("write HTML report %s: %w", path, err)
 	}
 	return nil

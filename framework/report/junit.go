@@ -429,14 +429,16 @@ func sortedKeys(m map[string]string) []string {
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
-// WriteJUnit writes the run's JUnit XML to path, a file the user named: a
-// link there is refused, not written through (safefs.WriteNamed).
-func WriteJUnit(path string, run *result.Run) error {
+// WriteJUnit writes the run's JUnit XML to path, masked, a file the user
+// named: a link there is refused, not written through (safefs.WriteNamed).
+func WriteJUnit(path string, run *result.Run) error { return writeJUnitFile(path, masked(run)) }
+
+func writeJUnitFile(path string, run *result.Run) error {
 	var b bytes.Buffer
 	if err := writeJUnit(&b, run); err != nil {
 		return fmt.Errorf("write JUnit %s: %w", path, err)
 	}
-	if err := safefs.WriteNamed(path, b.Bytes(), 0o644); err != nil {
+	if err := safefs.WriteNamed(path, redact.Env().Bytes(b.Bytes()), 0o644); err != nil {
 		return fmt.Errorf("write JUnit %s: %w", path, err)
 	}
 	return nil

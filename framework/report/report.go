@@ -18,6 +18,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
@@ -26,8 +27,10 @@ import (
 // Formats are the --format values.
 var Formats = []string{"table", "json", "markdown"}
 
-// Write renders run in the named format (table, json, markdown).
+// Write renders run in the named format (table, json, markdown), masked
+// (see masked).
 func Write(w io.Writer, format string, run *result.Run) error {
+	run = masked(run)
 	switch format {
 	case "table", "":
 		return Table(w, run)
@@ -271,6 +274,7 @@ func WriteFolder(run *result.Run, s *sku.SKU) error {
 	if run.Dir == "" {
 		return nil
 	}
+	run = masked(run)
 	if err := safefs.MkdirAll(run.Dir, "."); err != nil {
 		return fmt.Errorf("write results folder: %w", err)
 	}
@@ -291,13 +295,27 @@ func WriteFolder(run *result.Run, s *sku.SKU) error {
 	return first
 }
 
+// masked is run with every string masked (framework/redact, knowing the
+// environment's secret values): messages and diagnostics quote raw
+// output, commands hold parameters. Every report renders from it, and
+// what it writes passes the masking once more on its way out, as the
+// escaping of JSON, HTML and XML can hide a pattern.
+func masked(run *result.Run) *result.Run {
+	if run == nil {
+		return nil
+	}
+	return redact.Value(redact.Env(), run)
+}
+
 // writeFile renders a report and writes it as dir/name.
 func writeFile(dir, name string, write func(io.Writer) error) error {
 	var b bytes.Buffer
 	if err := write(&b); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
 	}
-	if err := safefs.WriteFile(dir, name, b.Bytes(), 0o644); err != nil {
+	// Masked once more on the way out: the escaping of JSON, HTML and
+	// XML can hide a pattern from the masking of the run's strings.
+	if err := safefs.WriteFile(dir, name, redact.Env().Bytes(b.Bytes()), 0o644); err != nil {
 		return fmt.Errorf("write results folder: %w", err)
 	}
 	return nil

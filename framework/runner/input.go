@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
@@ -146,28 +147,9 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// copyFile copies src to dst as a stream, so that keeping a large log costs
-// no more memory than a buffer.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
-// copyInto streams src to root/rel through safefs (its folders made, no
-// link below root followed or written through).
-func copyInto(root, rel, src string) error {
+// copyInto streams src to root/rel masked by red, through safefs (its
+// folders made, no link below root followed or written through).
+func copyInto(root, rel, src string, red *redact.Redactor) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -177,7 +159,7 @@ func copyInto(root, rel, src string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	if _, err := red.Copy(out, in); err != nil {
 		out.Close()
 		return err
 	}

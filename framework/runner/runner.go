@@ -181,8 +181,12 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 // raw/TEST.attempt-N and are listed in the last attempt's Attempts.
 func (r *Runner) runWithRetries(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology) result.Test {
 	var earlier []result.Test
+	// What is recorded and shown of a test (messages and diagnostics
+	// quoting its output, commands) is masked with what this test's
+	// secrets are.
+	red := redact.FromEnv(os.Environ(), Params(su.Params, st.Params, ScopedParams(r.Params, st.Test)))
 	for attempt := 1; ; attempt++ {
-		t := r.runTest(ctx, su, st, topo, attempt)
+		t := redact.Value(red, r.runTest(ctx, su, st, topo, attempt))
 		again := attempt <= r.Retries && (t.Status == result.Fail || t.Status == result.Error) && ctx.Err() == nil && !r.DryRun
 		if !again {
 			if len(earlier) > 0 {
@@ -361,7 +365,7 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 			t.Commands = append(t.Commands, outs[i].Command)
 		}
 	}
-	if err := writeOutputs(r.Dir, dir, outs); err != nil {
+	if err := writeOutputs(r.Dir, dir, outs, red); err != nil {
 		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Warning, Message: err.Error()})
 	}
 	t = r.judge(ctx, t, pluginName, test, params, topo, outs)
@@ -504,8 +508,9 @@ func LabelDefaults(ctx context.Context, plugins Plugins, plugin, test string) ma
 }
 
 // writeOutputs records the outputs of a test with paths relative to dir,
-// a folder of results folder root.
-func writeOutputs(root, dir string, outs []plan.Output) error {
+// a folder of results folder root, masked by red (launch errors and
+// commands quote what ran).
+func writeOutputs(root, dir string, outs []plan.Output, red *redact.Redactor) error {
 	rel := make([]plan.Output, len(outs))
 	for i, o := range outs {
 		rel[i] = o
@@ -517,11 +522,11 @@ func writeOutputs(root, dir string, outs []plan.Output) error {
 			}
 		}
 	}
-	data, err := json.MarshalIndent(rel, "", "  ")
+	data, err := json.MarshalIndent(redact.Value(red, rel), "", "  ")
 	if err != nil {
 		return fmt.Errorf("record outputs: %w", err)
 	}
-	if err := safefs.WriteFile(root, filepath.Join(relTo(root, dir), launch.OutputsFile), append(data, '\n'), 0o644); err != nil {
+	if err := safefs.WriteFile(root, filepath.Join(relTo(root, dir), launch.OutputsFile), red.Bytes(append(data, '\n')), 0o644); err != nil {
 		return fmt.Errorf("record outputs: %w", err)
 	}
 	return nil
@@ -631,6 +636,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 		t.Name = names[i]
 		t.Raw = raw
 		t.Duration = time.Since(start)
+		t = redact.Value(redact.Env(), t) // diagnostics quote the logs
 		run.Tests = append(run.Tests, t)
 		if jw != nil {
 			if err := jw.Add(t); err != nil {
@@ -655,11 +661,14 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
 	into := filepath.Join(dir, "raw", folder)
 	var raw []string
+	// The copies are masked, and judged and hashed as masked: verify
+	// re-judges the same bytes.
+	red := redact.Env()
 	cp := func(src, dst string) error {
 		rel, _ := filepath.Rel(dir, dst)
-		// Streamed (a log of 10^7 rows is over a GB), through safefs: no
-		// link below the results folder is written through.
-		if err := copyInto(dir, rel, src); err != nil {
+		// Streamed (a log of 10^7 rows is over a GB), masked, through
+		// safefs: no link below the results folder is written through.
+		if err := copyInto(dir, rel, src, red); err != nil {
 			return fmt.Errorf("keep log file %s: %w", src, err)
 		}
 		raw = append(raw, filepath.ToSlash(rel))
@@ -670,7 +679,7 @@ func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
 		o := &g.outs[i]
 		filesDir := into
 		if o.Log != "" {
-			base := filepath.Base(o.Log)
+			base := red.String(filepath.Base(o.Log))
 			if used[base] {
 				base = fmt.Sprintf("%d.%s", i+1, base)
 			}
@@ -683,14 +692,14 @@ func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
 			filesDir = filepath.Join(into, launch.FilesDir(strings.TrimSuffix(base, filepath.Ext(base))))
 		}
 		for k, v := range o.Files {
-			dst := filepath.Join(filesDir, filepath.Base(v))
+			dst := filepath.Join(filesDir, red.String(filepath.Base(v)))
 			if err := cp(v, dst); err != nil {
 				return nil, err
 			}
 			o.Files[k] = dst
 		}
 	}
-	if err := writeOutputs(dir, into, g.outs); err != nil {
+	if err := writeOutputs(dir, into, g.outs, red); err != nil {
 		return nil, err
 	}
 	return raw, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/report"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
@@ -88,6 +89,12 @@ var Rendered = []string{report.ResultsFile, report.TableFile, report.MarkdownFil
 // curves only). The same run and SKU file give the same bytes.
 func Render(run *result.Run, s *sku.SKU, recorded string) ([]Report, error) {
 	var out []Report
+	// Every report renders from the run masked (framework/redact), and
+	// its bytes are masked once more: the escaping of JSON, HTML and XML
+	// can hide a pattern. verify renders the same way, so it compares like
+	// with like.
+	red := redact.Env()
+	run = redact.Value(red, run)
 	shown := *run
 	shown.Dir = recorded
 	for _, r := range []struct {
@@ -108,7 +115,7 @@ func Render(run *result.Run, s *sku.SKU, recorded string) ([]Report, error) {
 		if err := r.render(&b); err != nil {
 			return nil, fmt.Errorf("render %s of %s: %w", r.name, run.Dir, err)
 		}
-		out = append(out, Report{r.name, b.Bytes()})
+		out = append(out, Report{r.name, red.Bytes(b.Bytes())})
 	}
 	return out, nil
 }

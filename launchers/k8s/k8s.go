@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -263,5 +264,5 @@ func (l *Launcher) progress() io.Writer {
 	if l.Progress != nil {
 		return l.Progress
 	}
-	return os.Stderr
+	return redact.Env().Stream(os.Stderr)
 }

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/gpuaccept/gpuaccept/framework/redact"
+)
+
+// clearSecrets names, with the line, each file of the results folder dir
+// that holds a secret in clear (framework/redact's patterns; a folder goes
+// to customers, and gpuaccept masks everything it writes): one written by
+// a gpuaccept from before it masked that format, or edited. Only regular
+// files are read; links and special files are not followed or opened.
+func clearSecrets(dir string) []string {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		f, err := os.Open(p)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: cannot be read to look for secrets: %v", filepath.ToSlash(rel), err))
+			return nil
+		}
+		defer f.Close()
+		line, err := (*redact.Redactor)(nil).Clear(f)
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("%s: cannot be read to look for secrets: %v", filepath.ToSlash(rel), err))
+		case line > 0:
+			out = append(out, fmt.Sprintf("%s: line %d holds a secret in clear (what gpuaccept writes is masked)", filepath.ToSlash(rel), line))
+		}
+		return nil
+	})
+	if err != nil {
+		out = append(out, fmt.Sprintf("%s: cannot be walked to look for secrets: %v", dir, err))
+	}
+	return out
+}
