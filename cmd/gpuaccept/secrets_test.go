@@ -174,9 +174,9 @@ func TestNoSecretFromCheck(t *testing.T) {
 	quoted := filepath.Join(t.TempDir(), "all_reduce.log")
 	assert.NilError(t, os.WriteFile(quoted, []byte(row.ReplaceAllString(planted, "${1}HF_TOKEN=hf_plantedInARow0000000000000000000")), 0o644))
 	ps = append(ps, plant{Name: "quoted-row", Secrets: []string{"hf_plantedInARow0000000000000000000"}})
-	shown := a.cli(t, []int{0, 1, 2}, append(args, "--format", "json", "--out", filepath.Join(out, "quoted"), "--junit", filepath.Join(out, "quoted.xml"), quoted)...)
+	shown := a.cli(t, []int{0, 1, 2, 3, 4}, append(args, "--format", "json", "--out", filepath.Join(out, "quoted"), "--junit", filepath.Join(out, "quoted.xml"), quoted)...)
 	assert.Assert(t, strings.Contains(shown, "result row not understood"), "no diagnostic quotes the row:\n%s", shown)
-	a.cli(t, []int{0, 1, 2}, append(args, "--format", "markdown", quoted)...)
+	a.cli(t, []int{0, 1, 2, 3, 4}, append(args, "--format", "markdown", quoted)...)
 	a.cli(t, []int{0, 1}, "report", folder, "--format", "json")
 	a.check(t, ps, 10)
 }
@@ -219,7 +219,7 @@ func TestNoSecretFromRunReplayRecordLocalise(t *testing.T) {
 	a.cli(t, []int{0}, "baseline", "record", "--sku", "h200", "--nodes", "1", "--gpus-per-node", "2", "nccl.all_reduce="+filepath.Join(rec, "nccl.all_reduce", "all_reduce.log"))
 	// The per-node runs replay the planted all_reduce (the rest of the
 	// single-node suite has no recording there and errors).
-	a.cli(t, []int{2}, "localise", "--sku", "h200", "--suite", "multinode", "--test", "nccl.all_reduce", "--gpus-per-node", "2",
+	a.cli(t, []int{3}, "localise", "--sku", "h200", "--suite", "multinode", "--test", "nccl.all_reduce", "--gpus-per-node", "2",
 		"--launcher", "replay", "--replay-dir", rec, "--hosts", "node1,node2", "--out", filepath.Join(out, "localise"), "--format", "json")
 	tookRoot(t, ps, filepath.Join(out, "localise", "localise", "nccl.all_reduce", "per-node", "node1", "raw", "nccl.all_reduce"), true)
 	a.check(t, ps, 30)

@@ -71,15 +71,20 @@ func (w *Writer) Write(p []byte) (int, error) {
 		return 0, w.err
 	}
 	w.pending = append(w.pending, p...)
+	lines := false
 	if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
 		i += len(w.pending) - len(p)
 		w.emit(w.pending[:i+1])
 		w.pending = w.pending[:copy(w.pending, w.pending[i+1:])]
+		lines = true
 	}
 	for w.err == nil && len(w.pending) > maxPending {
 		w.cut()
 	}
-	if w.stream && w.err == nil {
+	// Complete lines reach a file when written, not when 64 KiB have
+	// gathered: a hung or killed step keeps what it printed (the buffer
+	// only joins the lines of one write).
+	if (w.stream || lines) && w.err == nil {
 		w.err = w.dst.Flush()
 	}
 	if w.err != nil {
