@@ -6,10 +6,16 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 
+	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
 const reportUsage = `Usage: gpuaccept report RESULTS_DIR [flags]
@@ -51,7 +57,64 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, err
 	}
 	s, _ := signoff.KeptBaseline(dir, run.SKU) // without it the plots have no bands
+	if code, err := c.mayRebuild(dir, run, s, stderr); err != nil {
+		// Nothing is written: the folder keeps what a customer may still
+		// check against its manifest or signature; stdout shows the run.
+		if werr := report.Write(stdout, c.format, run); werr != nil {
+			return exitUsage, werr
+		}
+		return code, err
+	}
 	return c.finish(run, s, stdout, stderr)
+}
+
+// mayRebuild says whether report may write the folder's reports and sign
+// it off: a folder that no longer matches the manifest it has keeps its
+// files as they are (rewriting them would hide what changed); a folder
+// signed whose manifest is gone is not signed off again; and one signed
+// now with --sign-key is signed only when its raw outputs, judged again
+// against the kept baseline, give the verdicts its journal recorded.
+// The exit code is 1 (not the sign-off it was), or 2 where a link or
+// special file stands among the files (refused by name).
+func (c *common) mayRebuild(dir string, run *result.Run, s *sku.SKU, stderr io.Writer) (int, error) {
+	_, merr := os.Lstat(filepath.Join(dir, manifest.File))
+	_, serr := os.Lstat(filepath.Join(dir, manifest.SigFile))
+	switch {
+	case merr == nil:
+		m, err := manifest.Read(dir)
+		if err != nil {
+			return exitUsage, err
+		}
+		problems, err := manifest.Check(dir, m)
+		if err != nil {
+			return exitUsage, err
+		}
+		if len(problems) > 0 {
+			var ps []string
+			code := exitFail
+			for _, p := range problems {
+				ps = append(ps, p.String())
+				if strings.HasPrefix(p.What, "not a regular file") {
+					code = exitUsage
+				}
+			}
+			return code, fmt.Errorf("not rebuilt: %s no longer matches the %s it has (%s); its files are left as they are (gpuaccept verify %s names every difference)", dir, manifest.File, strings.Join(ps, "; "), dir)
+		}
+	case serr == nil:
+		return exitFail, fmt.Errorf("not rebuilt: %s holds %s but no %s: a signed folder whose manifest was removed is not signed off again", dir, manifest.SigFile, manifest.File)
+	case c.key != nil && s != nil:
+		host := c.host()
+		defer host.Close()
+		ctx, stop := signalContext()
+		defer stop()
+		if diffs := runner.Rejudge(ctx, host, s, dir, run); len(diffs) > 0 {
+			for _, d := range diffs {
+				fmt.Fprintf(stderr, "REJUDGED %s\n", d)
+			}
+			return exitFail, fmt.Errorf("not signed: the raw outputs of %s, judged again against its baseline copy, do not give the verdicts its journal recorded (%d difference(s))", dir, len(diffs))
+		}
+	}
+	return 0, nil
 }
 
 // loadRun reads the run a results folder holds (signoff.LoadRun) and

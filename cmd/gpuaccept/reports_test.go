@@ -15,6 +15,7 @@ import (
 	gojunit "github.com/joshdk/go-junit"
 	"gotest.tools/v3/assert"
 
+	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
@@ -487,15 +488,66 @@ func TestCheckFolderVerifies(t *testing.T) {
 	}
 }
 
-// report on a folder that no longer matches its manifest warns, and the
-// digest it prints is not offered as a sign-off.
-func TestReportOnTamperedFolderSignsNothingOff(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "out")
-	code, out, errs := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--out", dir, healthy+"/nccl.all_reduce/all_reduce.log")
-	assert.Equal(t, code, 0, out+errs)
-	assert.Assert(t, strings.Contains(errs, "sign-off digest: sha256:"), errs)
-	edit(t, filepath.Join(dir, "raw/nccl.all_reduce/all_reduce.log"), `343\.5`, "143.5")
-	_, out, errs = cli(t, "report", dir)
-	assert.Assert(t, strings.Contains(errs, "no longer matches the manifest.json it has") && strings.Contains(errs, "raw/nccl.all_reduce/all_reduce.log: edited since the run"), errs)
-	assert.Assert(t, strings.Contains(errs, "(not a sign-off: the folder no longer matches it)") && !strings.Contains(errs, "sign-off digest:"), errs)
+// report never rewrites or signs off a folder whose sign-off it would
+// hide: one that no longer matches its manifest keeps its files (exit 1),
+// a signed one whose manifest is gone is not signed off again, and one
+// signed now with --sign-key is signed only if its raw outputs give the
+// recorded verdicts. verify finds a signature that no longer matches the
+// manifest with no allowed signers, and refuses empty flags.
+func TestReportNeverHidesATamperedSignOff(t *testing.T) {
+	key, _ := sshKey(t, "ed25519", "")
+	checked := func(t *testing.T, sign bool) string {
+		dir := filepath.Join(t.TempDir(), "out")
+		args := []string{"check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--out", dir}
+		if sign {
+			args = append(args, "--sign-key", key)
+		}
+		code, out, errs := cli(t, append(args, healthy+"/nccl.all_reduce/all_reduce.log")...)
+		assert.Equal(t, code, 0, out+errs)
+		return dir
+	}
+	const raw = "raw/nccl.all_reduce/all_reduce.log"
+	t.Run("edited with a manifest: nothing rewritten", func(t *testing.T) {
+		dir := checked(t, false)
+		junit := readFile(t, filepath.Join(dir, "junit.xml"))
+		edit(t, filepath.Join(dir, raw), `343\.5`, "143.5")
+		code, out, errs := cli(t, "report", dir)
+		assert.Equal(t, code, 1, out+errs)
+		assert.Assert(t, strings.Contains(errs, "not rebuilt") && strings.Contains(errs, raw+": edited since the run"), errs)
+		assert.Equal(t, readFile(t, filepath.Join(dir, "junit.xml")), junit, "junit.xml rewritten")
+	})
+	t.Run("signed, manifest removed: not signed off again", func(t *testing.T) {
+		dir := checked(t, true)
+		assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+		code, out, errs := cli(t, "report", dir)
+		assert.Equal(t, code, 1, out+errs)
+		assert.Assert(t, strings.Contains(errs, "holds manifest.json.sig but no manifest.json"), errs)
+		_, err := os.Stat(filepath.Join(dir, manifest.File))
+		assert.Assert(t, os.IsNotExist(err), "a manifest was written")
+	})
+	t.Run("no manifest, raw edited, --sign-key: not signed", func(t *testing.T) {
+		dir := checked(t, false)
+		assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+		edit(t, filepath.Join(dir, raw), `343\.5`, "143.5")
+		code, out, errs := cli(t, "report", dir, "--sign-key", key)
+		assert.Equal(t, code, 1, out+errs)
+		assert.Assert(t, strings.Contains(errs, "not signed: the raw outputs") && strings.Contains(errs, "REJUDGED nccl.all_reduce"), errs)
+		_, err := os.Stat(filepath.Join(dir, manifest.SigFile))
+		assert.Assert(t, os.IsNotExist(err), "signed")
+	})
+	t.Run("signature over another manifest: verify finds it without allowed signers", func(t *testing.T) {
+		dir := checked(t, true)
+		edit(t, filepath.Join(dir, manifest.File), `"sku": "h200"`, `"sku":  "h200"`)
+		code, out, errs := cli(t, "verify", dir)
+		assert.Equal(t, code, 1, out+errs)
+		assert.Assert(t, strings.Contains(out, "MISMATCH manifest.json.sig does not match manifest.json"), out)
+	})
+	t.Run("empty verify flags", func(t *testing.T) {
+		dir := checked(t, false)
+		for _, f := range []string{"--digest", "--allowed-signers", "--identity"} {
+			code, out, errs := cli(t, "verify", dir, f, "")
+			assert.Equal(t, code, 2, out+errs)
+			assert.Assert(t, strings.Contains(errs, f+" is empty"), errs)
+		}
+	})
 }

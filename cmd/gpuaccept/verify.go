@@ -56,6 +56,13 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		o.Digest = d
 	}
+	for _, f := range []string{"digest", "allowed-signers", "identity"} {
+		// An empty value (--digest "$D" with D unset) would check nothing
+		// and still say OK.
+		if fs.Changed(f) && fs.Lookup(f).Value.String() == "" {
+			return exitUsage, usageError{fmt.Errorf("--%s is empty: give a value or leave the flag out", f)}
+		}
+	}
 	if (allowed == "") != (identity == "") {
 		return exitUsage, usageError{errors.New("--allowed-signers and --identity go together: the file of allowed signers, and whose signature it must be")}
 	}

@@ -189,3 +189,25 @@ func VerifySignature(dir, allowedSigners, identity string) (*Signer, error) {
 	}
 	return &Signer{Identity: identity, KeyType: sig.PublicKey.Type(), Fingerprint: fp, Line: found.line}, nil
 }
+
+// SignatureMatches checks dir/manifest.json.sig against the public key it
+// carries, with no allowed signers: it cannot say who signed, but it does
+// say whether manifest.json is still the file that key signed, in
+// namespace Namespace. An error says which failed.
+func SignatureMatches(dir string) error {
+	sig, err := readSignature(dir)
+	if err != nil {
+		return err
+	}
+	if sig.Namespace != Namespace {
+		return fmt.Errorf("%s is signed for namespace %q, not %q: it does not sign a results folder off", SigFile, sig.Namespace, Namespace)
+	}
+	data, err := ReadRegular(filepath.Join(dir, File), maxManifest)
+	if err != nil {
+		return fmt.Errorf("verify signature: %w", err)
+	}
+	if err := sshsig.Verify(bytes.NewReader(data), sig, sig.PublicKey, sig.HashAlgorithm, Namespace); err != nil {
+		return fmt.Errorf("%s does not match manifest.json: the manifest is not the one signed by %s (%v)", SigFile, ssh.FingerprintSHA256(sig.PublicKey), err)
+	}
+	return nil
+}

@@ -177,8 +177,12 @@ func (r *Result) checkSeal(dir string, o Options) {
 	} else if _, err := os.Lstat(filepath.Join(dir, manifest.SigFile)); err == nil {
 		if typ, fp, err := manifest.ReadSignature(dir); err != nil {
 			r.add(Note, "%s: %v", manifest.SigFile, err)
+		} else if err := manifest.SignatureMatches(dir); err != nil {
+			// Who signed needs the allowed signers; that the manifest is
+			// no longer what was signed needs only the key in the file.
+			r.add(Mismatch, "%v", err)
 		} else {
-			r.add(Note, "%s: signed with %s %s; not checked: give --allowed-signers FILE --identity ID (or run ssh-keygen -Y verify)", manifest.SigFile, typ, fp)
+			r.add(Note, "%s: signed with %s %s, over this manifest.json; who holds that key is not checked: give --allowed-signers FILE --identity ID (or run ssh-keygen -Y verify)", manifest.SigFile, typ, fp)
 		}
 	}
 	if o.Digest == "" && o.AllowedSigners == "" {
