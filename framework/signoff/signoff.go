@@ -20,8 +20,8 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
-	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
+	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
