@@ -30,21 +30,21 @@ func TestManifestRefusesLinksAndSpecialFiles(t *testing.T) {
 		{"FIFO in raw/", func(t *testing.T, dir string) {
 			assert.NilError(t, os.Remove(filepath.Join(dir, log)))
 			assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, log), 0o644))
-		}, func(dir string) error { _, err := Build(dir, "test", "h200"); return err }, log + ": not a regular file (named pipe)"},
+		}, func(dir string) error { _, err := Build(dir, "test", "h200"); return err }, log + " is a named pipe (FIFO)"},
 		{"link to /dev/zero in raw/", func(t *testing.T, dir string) {
 			assert.NilError(t, os.Remove(filepath.Join(dir, log)))
 			assert.NilError(t, os.Symlink("/dev/zero", filepath.Join(dir, log)))
-		}, func(dir string) error { _, err := Build(dir, "test", "h200"); return err }, log + ": not a regular file (symlink)"},
+		}, func(dir string) error { _, err := Build(dir, "test", "h200"); return err }, log + " is a symbolic link"},
 		{"link out in raw/", func(t *testing.T, dir string) {
 			assert.NilError(t, os.Remove(filepath.Join(dir, log)))
 			assert.NilError(t, os.Symlink(outside, filepath.Join(dir, log)))
-		}, func(dir string) error { _, err := Build(dir, "test", "h200"); return err }, log + ": not a regular file (symlink)"},
+		}, func(dir string) error { _, err := Build(dir, "test", "h200"); return err }, log + " is a symbolic link"},
 		{"manifest.json a link", func(t *testing.T, dir string) {
 			assert.NilError(t, os.Symlink(outside, filepath.Join(dir, File)))
-		}, func(dir string) error { _, err := Write(dir, "test", "h200"); return err }, File + ": not a regular file (symlink)"},
+		}, func(dir string) error { _, err := Write(dir, "test", "h200"); return err }, File + " is a symbolic link"},
 		{"Read manifest.json a FIFO", func(t *testing.T, dir string) {
 			assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, File), 0o644))
-		}, func(dir string) error { _, err := Read(dir); return err }, File + ": not a regular file (named pipe)"},
+		}, func(dir string) error { _, err := Read(dir); return err }, File + " is a named pipe (FIFO)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

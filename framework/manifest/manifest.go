@@ -26,7 +26,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/journal"
@@ -168,7 +167,7 @@ func scan(dir string) ([]Entry, []Problem, error) {
 			odd = append(odd, Problem{rel, "not a regular file (" + kind(d.Type()) + ")"})
 			return nil
 		}
-		e, err := hashFile(p)
+		e, err := hashFile(root, rel)
 		if err != nil {
 			return err
 		}
@@ -182,13 +181,6 @@ func scan(dir string) ([]Entry, []Problem, error) {
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, odd, nil
 }
-
-// notRegular is the refusal of a file that is a link or a special file:
-// errors.Is(err, safefs.ErrRefused) holds for it, as for safefs's own.
-type notRegular string
-
-func (e notRegular) Error() string { return string(e) }
-func (e notRegular) Unwrap() error { return safefs.ErrRefused }
 
 func kind(m fs.FileMode) string {
 	switch {
@@ -204,48 +196,10 @@ func kind(m fs.FileMode) string {
 	return "mode " + m.String()
 }
 
-// openRegular opens p for reading only if it is a regular file: a link is
-// not followed and a pipe does not block the open.
-func openRegular(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, notRegular(fmt.Sprintf("%s: not a regular file (symlink)", p))
-		}
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, notRegular(fmt.Sprintf("%s: not a regular file (%s)", p, kind(fi.Mode().Type())))
-	}
-	return f, nil
-}
-
-// ReadRegular reads the regular file p, at most max bytes: a link is not
-// followed, a pipe or device refused by name, a larger file an error.
-func ReadRegular(p string, max int64) ([]byte, error) {
-	f, err := openRegular(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s: larger than %d bytes", p, max)
-	}
-	return data, nil
-}
-
-func hashFile(p string) (Entry, error) {
-	f, err := openRegular(p)
+// hashFile hashes root/rel, a regular file reached through no link
+// (safefs): a FIFO does not block and a link is not followed.
+func hashFile(root, rel string) (Entry, error) {
+	f, err := safefs.Open(root, rel)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -253,7 +207,7 @@ func hashFile(p string) (Entry, error) {
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	if err != nil {
-		return Entry{}, fmt.Errorf("hash %s: %w", p, err)
+		return Entry{}, fmt.Errorf("hash %s: %w", f.Name(), err)
 	}
 	return Entry{SHA256: hex.EncodeToString(h.Sum(nil)), Bytes: n}, nil
 }
@@ -267,7 +221,7 @@ func Build(dir, version, sku string) (*Manifest, error) {
 		return nil, fmt.Errorf("build manifest: %w", err)
 	}
 	if len(odd) > 0 {
-		return nil, fmt.Errorf("build manifest of %s: %w", dir, notRegular(odd[0].String()))
+		return nil, fmt.Errorf("build manifest of %s: %w", dir, safefs.Check(dir, odd[0].Path))
 	}
 	m := &Manifest{Format: Format, Version: version, SKU: sku, Created: time.Now().UTC(), Files: files}
 	m.Baseline = m.find(journal.BaselineDir + "/" + sku + ".yaml")
@@ -324,7 +278,7 @@ func writeNew(p string, data []byte) error {
 // Read reads dir/manifest.json. Errors name the file.
 func Read(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, File)
-	data, err := ReadRegular(p, maxManifest)
+	data, err := safefs.ReadFile(dir, File, maxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
@@ -340,7 +294,7 @@ func Read(dir string) (*Manifest, error) {
 
 // Sum is the hex SHA-256 of dir/manifest.json itself.
 func Sum(dir string) (string, error) {
-	data, err := ReadRegular(filepath.Join(dir, File), maxManifest)
+	data, err := safefs.ReadFile(dir, File, maxManifest)
 	if err != nil {
 		return "", fmt.Errorf("hash manifest: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hiddeco/sshsig"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
 // Namespace is the SSHSIG namespace of a gpuaccept sign-off: the -n of
@@ -84,7 +86,7 @@ func (k *Key) Sign(dir string) error {
 	if _, err := os.Lstat(sigPath); err == nil {
 		return fmt.Errorf("sign %s: already signed (%s exists); a signature is never replaced", dir, sigPath)
 	}
-	data, err := ReadRegular(filepath.Join(dir, File), maxManifest)
+	data, err := safefs.ReadFile(dir, File, maxManifest)
 	if err != nil {
 		return fmt.Errorf("sign manifest: %w", err)
 	}
@@ -122,7 +124,7 @@ func ReadSignature(dir string) (keyType, fingerprint string, err error) {
 
 func readSignature(dir string) (*sshsig.Signature, error) {
 	p := filepath.Join(dir, SigFile)
-	data, err := ReadRegular(p, maxKey)
+	data, err := safefs.ReadFile(dir, SigFile, maxKey)
 	if err != nil {
 		return nil, fmt.Errorf("read signature: %w", err)
 	}
@@ -180,7 +182,7 @@ func VerifySignature(dir, allowedSigners, identity string) (*Signer, error) {
 		// SHA-1 RSA signatures are refused by the SSHSIG protocol.
 		return nil, fmt.Errorf("%s: RSA signature %s, want rsa-sha2-512 or rsa-sha2-256", SigFile, sig.Signature.Format)
 	}
-	data, err := ReadRegular(filepath.Join(dir, File), maxManifest)
+	data, err := safefs.ReadFile(dir, File, maxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("verify signature: %w", err)
 	}
@@ -202,7 +204,7 @@ func SignatureMatches(dir string) error {
 	if sig.Namespace != Namespace {
 		return fmt.Errorf("%s is signed for namespace %q, not %q: it does not sign a results folder off", SigFile, sig.Namespace, Namespace)
 	}
-	data, err := ReadRegular(filepath.Join(dir, File), maxManifest)
+	data, err := safefs.ReadFile(dir, File, maxManifest)
 	if err != nil {
 		return fmt.Errorf("verify signature: %w", err)
 	}

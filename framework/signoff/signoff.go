@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 
 	"github.com/gpuaccept/gpuaccept/framework/journal"
-	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
@@ -41,7 +40,7 @@ func LoadRun(dir string) (run *result.Run, recorded string, err error) {
 	run, err = journal.Read(dir)
 	if errors.Is(err, iofs.ErrNotExist) {
 		p := filepath.Join(dir, report.ResultsFile)
-		data, rerr := manifest.ReadRegular(p, maxResults)
+		data, rerr := safefs.ReadFile(dir, report.ResultsFile, maxResults)
 		if rerr != nil {
 			return nil, "", fmt.Errorf("results folder %s has neither %s nor a readable %s (%v)", dir, journal.File, report.ResultsFile, rerr)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -208,7 +209,7 @@ func (r *Result) checkReports(dir, rel string, run *result.Run, s *sku.SKU, reco
 	}
 	for _, rep := range reports {
 		name := path.Join(rel, rep.Name)
-		have, err := manifest.ReadRegular(filepath.Join(folder, rep.Name), maxResults)
+		have, err := safefs.ReadFile(folder, rep.Name, maxResults)
 		if errors.Is(err, iofs.ErrNotExist) {
 			continue
 		}
