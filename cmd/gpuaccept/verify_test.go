@@ -176,10 +176,10 @@ func TestVerifyTampering(t *testing.T) {
 		}, nil, 1, []string{"MISMATCH raw/nccl.all_reduce/rerun.log: added since the run (not in the manifest)"}, nil},
 		{"link in raw/", func(dir string) {
 			assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, "raw/nccl.all_reduce/host.log")))
-		}, nil, 1, []string{"MISMATCH raw/nccl.all_reduce/host.log: not a regular file (symlink)"}, nil},
+		}, nil, 1, []string{"MISMATCH raw/nccl.all_reduce/host.log: not a regular file: a symbolic link"}, nil},
 		{"pipe in raw/", func(dir string) {
 			assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, "raw/nccl.all_reduce/pipe.log"), 0o644))
-		}, nil, 1, []string{"MISMATCH raw/nccl.all_reduce/pipe.log: not a regular file (named pipe)"}, nil},
+		}, nil, 1, []string{"MISMATCH raw/nccl.all_reduce/pipe.log: not a regular file: a named pipe (FIFO)"}, nil},
 		// The forgery of issue 16: a raw output edited where re-judging
 		// reads no number (the host), and a fresh manifest made by
 		// gpuaccept report. The host the parser reads is caught by

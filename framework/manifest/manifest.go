@@ -128,8 +128,8 @@ type Problem struct {
 	// Path is relative to the results folder.
 	Path string
 	// What happened: "edited since the run (SHA-256 differs)", "missing",
-	// "added since the run (not in the manifest)", "not a regular file
-	// (symlink)".
+	// "added since the run (not in the manifest)", "not a regular file: a
+	// symbolic link" (safefs.Kind).
 	What string
 }
 
@@ -164,7 +164,7 @@ func scan(dir string) ([]Entry, []Problem, error) {
 			}
 		}
 		if !d.Type().IsRegular() {
-			odd = append(odd, Problem{rel, "not a regular file (" + kind(d.Type()) + ")"})
+			odd = append(odd, Problem{rel, "not a regular file: " + safefs.Kind(d.Type())})
 			return nil
 		}
 		e, err := hashFile(root, rel)
@@ -182,19 +182,6 @@ func scan(dir string) ([]Entry, []Problem, error) {
 	return files, odd, nil
 }
 
-func kind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "mode " + m.String()
-}
 
 // hashFile hashes root/rel, a regular file reached through no link
 // (safefs): a FIFO does not block and a link is not followed.

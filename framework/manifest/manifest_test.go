@@ -105,14 +105,14 @@ func TestCheck(t *testing.T) {
 			[]string{"extra/a/b.html: added since the run (not in the manifest)"}},
 		{"symlink added", func(dir string) {
 			assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, "raw/nccl.all_reduce/host.log")))
-		}, []string{"raw/nccl.all_reduce/host.log: not a regular file (symlink)"}},
+		}, []string{"raw/nccl.all_reduce/host.log: not a regular file: a symbolic link"}},
 		{"report replaced by a symlink", func(dir string) {
 			assert.NilError(t, os.Remove(filepath.Join(dir, "report.html")))
 			assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, "report.html")))
-		}, []string{"report.html: not a regular file (symlink)"}},
+		}, []string{"report.html: not a regular file: a symbolic link"}},
 		{"FIFO added", func(dir string) {
 			assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, "raw/nccl.all_reduce/pipe.log"), 0o644))
-		}, []string{"raw/nccl.all_reduce/pipe.log: not a regular file (named pipe)"}},
+		}, []string{"raw/nccl.all_reduce/pipe.log: not a regular file: a named pipe (FIFO)"}},
 		{"signature added", func(dir string) { os.WriteFile(filepath.Join(dir, SigFile), []byte("sig"), 0o644) }, nil},
 	}
 	for _, c := range cases {

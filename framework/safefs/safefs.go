@@ -76,8 +76,10 @@ func refused(root, name, what string) error {
 	return &RefusedError{Path: filepath.Join(root, filepath.FromSlash(name)), What: what}
 }
 
-// kind says what a file of mode m is, in words, for a refusal.
-func kind(m fs.FileMode) string {
+// Kind says what a file of mode m is, in words, as refusals name it: "a
+// symbolic link", "a named pipe (FIFO)", "a device", "a socket", "a
+// folder", "a regular file" or "a special file".
+func Kind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeSymlink != 0:
 		return "a symbolic link"
@@ -133,7 +135,7 @@ func walk(root string, dirs []string, create bool) (*os.Root, error) {
 		}
 		if !fi.IsDir() {
 			r.Close()
-			what := kind(fi.Mode())
+			what := Kind(fi.Mode())
 			if what == "a regular file" {
 				what = "not a folder"
 			}
@@ -175,7 +177,7 @@ func lstatFile(r *os.Root, root, name, base string) (fs.FileInfo, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(root, filepath.FromSlash(name)), unwrapPath(err))
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, refused(root, name, kind(fi.Mode()))
+		return nil, refused(root, name, Kind(fi.Mode()))
 	}
 	return fi, nil
 }
@@ -197,7 +199,7 @@ func openChecked(r *os.Root, root, name, base string, flag int, want fs.FileInfo
 	}
 	if !got.Mode().IsRegular() {
 		f.Close()
-		return nil, refused(root, name, kind(got.Mode()))
+		return nil, refused(root, name, Kind(got.Mode()))
 	}
 	if want != nil && !os.SameFile(want, got) {
 		f.Close()
@@ -433,7 +435,7 @@ func OpenNamed(path string) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, &RefusedError{Path: path, What: kind(fi.Mode())}
+		return nil, &RefusedError{Path: path, What: Kind(fi.Mode())}
 	}
 	return f, nil
 }
@@ -470,7 +472,7 @@ func Rename(root, from, to string) error {
 	}
 	defer r.Close()
 	if fi, err := r.Lstat(tbase); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
-		return refused(root, to, kind(fi.Mode()))
+		return refused(root, to, Kind(fi.Mode()))
 	}
 	if err := r.Rename(fbase, tbase); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", filepath.Join(root, filepath.FromSlash(from)), tbase, unwrapPath(err))
