@@ -182,7 +182,6 @@ func scan(dir string) ([]Entry, []Problem, error) {
 	return files, odd, nil
 }
 
-
 // hashFile hashes root/rel, a regular file reached through no link
 // (safefs): a FIFO does not block and a link is not followed.
 func hashFile(root, rel string) (Entry, error) {
