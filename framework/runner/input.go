@@ -54,7 +54,8 @@ type inputs struct {
 // open makes f readable: a .gz (gzip, by its name) is decompressed, and
 // "-" (standard input, gzip or not, read once) copied, into tmp; any other
 // file is read where it is. Errors name the file: missing, a folder, not
-// gzip, cut short, past MaxInputBytes, or "-" given twice.
+// gzip, cut short, past MaxInputBytes, not a regular file (a FIFO or a
+// device), or "-" given twice.
 func (in *inputs) open(f string) (input, error) {
 	if f == "-" {
 		if in.stdin {
@@ -84,6 +85,13 @@ func (in *inputs) open(f string) (input, error) {
 	if fi.IsDir() {
 		return input{}, fmt.Errorf("log file %s: is a folder", f)
 	}
+	if !fi.Mode().IsRegular() {
+		// A FIFO would hang the plugin, /dev/zero fill the results folder.
+		return input{}, fmt.Errorf("log file %s: not a regular file: %s", f, safefs.Kind(fi.Mode().Type()))
+	}
+	if fi.Size() > MaxInputBytes {
+		return input{}, fmt.Errorf("log file %s: %s, more than %s (the cap on one check input): not judged", f, byteSize(fi.Size()), byteSize(MaxInputBytes))
+	}
 	abs, err := filepath.Abs(f)
 	if err != nil {
 		return input{}, fmt.Errorf("log file %s: %w", f, err)
@@ -91,7 +99,7 @@ func (in *inputs) open(f string) (input, error) {
 	if !isGzipName(f) {
 		return input{logical: abs, path: abs}, nil
 	}
-	src, err := os.Open(f)
+	src, err := safefs.OpenNamed(f)
 	if err != nil {
 		return input{}, fmt.Errorf("log file: %w", err)
 	}

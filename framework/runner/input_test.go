@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -256,6 +257,10 @@ func TestCheckInputErrors(t *testing.T) {
 		{"cut short", []string{cut}, "log file " + cut + ": gzip data cut short or corrupt after "},
 		{"stdin twice", []string{"-", "-"}, "log file -: standard input given twice"},
 		{"a log and its .gz", []string{writeFile(t, logData, dir, "both/all_reduce.log"), gz(t, h200Log, dir, "both/all_reduce.log.gz")}, "is given too, compressed or not"},
+		// Read as they were, a FIFO hung check and /dev/zero filled the
+		// results folder until the disk was full.
+		{"a FIFO", []string{fifo(t, dir, "pipe.log")}, "log file " + filepath.Join(dir, "pipe.log") + ": not a regular file: a named pipe (FIFO)"},
+		{"a device", []string{"/dev/zero"}, "log file /dev/zero: not a regular file: a device"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			withStdin(t, bytes.NewReader(logData))
@@ -280,4 +285,11 @@ func TestCheckInputErrors(t *testing.T) {
 		assert.NilError(t, err)
 		assert.Assert(t, copyInfo.Size() <= MaxInputBytes+1, "wrote %d bytes", copyInfo.Size())
 	})
+}
+
+func fifo(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	assert.NilError(t, syscall.Mkfifo(p, 0o644))
+	return p
 }

@@ -847,7 +847,7 @@ func hasStep(outs []plan.Output, step string) bool {
 // side of a paired test) also keeps its step name and role, which the
 // plugin pairs the sides by.
 func recorded(o *plan.Output) {
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(o.Log), launch.OutputsFile))
+	data, err := safefs.ReadNamed(filepath.Join(filepath.Dir(o.Log), launch.OutputsFile), maxOutputsJSON)
 	if err != nil {
 		return
 	}
@@ -866,9 +866,15 @@ func recorded(o *plan.Output) {
 	}
 }
 
+// maxOutputsJSON bounds the outputs.json read beside a log given to
+// check: a step record is a few hundred bytes.
+const maxOutputsJSON = 64 << 20
+
+// fileExists says p is a regular file: a FIFO or device found beside a
+// log (its -J file) is not handed to a plugin.
 func fileExists(p string) bool {
 	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir()
+	return err == nil && fi.Mode().IsRegular()
 }
 
 func hasJSON(o plan.Output) bool { return len(o.Files) > 0 }
