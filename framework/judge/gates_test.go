@@ -196,7 +196,7 @@ func TestGatesBeforeBaselines(t *testing.T) {
 			"physical ceiling busbw: busbw out-of-place 1234.5 GB/s at 1 GiB is above the 1000 GB/s ceiling of SKU h200"},
 		{"rank count", healthy, withCheck(result.Check{Name: "rank count", Message: "1 distinct rank lines, expected 2 (1x2)"}),
 			map[sku.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Fail, {Nodes: 1, GPUsPerNode: 8}: result.Fail}, "rank count: 1 distinct"},
-		{"independent runs is an error", healthy, withCheck(result.Check{Name: "independent runs", Message: "16 one-rank runs back to back: a binary built without MPI=1 under mpirun"}),
+		{"independent runs is an error", healthy, withCheck(result.Check{Name: "independent runs", Error: true, Message: "16 one-rank runs back to back: a binary built without MPI=1 under mpirun"}),
 			map[sku.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Error, {Nodes: 1, GPUsPerNode: 8}: result.Error}, "independent runs: 16 one-rank runs"},
 		{"a gate that could not be made warns, or skips without baseline", healthy, withCheck(result.Check{Name: "rank count", Warn: true, Message: "not verifiable: the output lists no rank"}),
 			map[sku.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Warn, {Nodes: 1, GPUsPerNode: 8}: result.Skip}, ""},

@@ -32,14 +32,6 @@ type Options struct {
 	Defaults map[string]map[string]string
 }
 
-// ErrorChecks are the checks whose failure makes the test an error, not a
-// fail: the output is no measurement of the scope at all, so neither the
-// hardware nor the other gates can be judged from it. "independent runs":
-// a binary built without MPI=1 under mpirun -np N runs N one-rank tests
-// back to back (busbw 0, algbw around 1e5 GB/s); that is a broken build or
-// launch to fix, not bad hardware.
-var ErrorChecks = map[string]bool{"independent runs": true}
-
 // Test judges one test's parsed output against the baseline entries of its
 // scope: Judge with Options{Entries: entries, NoBaseline: noBaseline}.
 func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test {
@@ -47,7 +39,7 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 }
 
 // Judge judges one test's parsed output. The gates come first and hold
-// whatever the baseline: a failed ErrorChecks check makes the test Error; a
+// whatever the baseline: a failed check marked Error (result.Check) makes the test Error; a
 // failed correctness check (the plugin's, or o.Gates) makes it Fail, also
 // without a baseline and also when the output is otherwise unusable (a
 // hardware fault is not hidden by a cut-short log). Then a parse error
@@ -100,7 +92,7 @@ func Judge(p result.Parsed, o Options) result.Test {
 		case c.OK:
 		case c.Warn:
 			ps.add(result.Warn, catWarnGate, c.Name+": "+c.Message)
-		case ErrorChecks[c.Name]:
+		case c.Error:
 			errGate = true
 			ps.add(result.Error, catErrGate, c.Name+": "+c.Message)
 		default:

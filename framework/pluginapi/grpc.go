@@ -126,7 +126,7 @@ func (s *server) Parse(ctx context.Context, req *pb.ParseRequest) (*pb.ParseResp
 			Cycles: int32(min(m.Cycles, math.MaxInt32)), Min: m.Min, Median: m.Median, Max: m.Max})
 	}
 	for _, c := range p.Checks {
-		out.Checks = append(out.Checks, &pb.Check{Name: c.Name, Ok: c.OK, Message: c.Message, Warn: c.Warn})
+		out.Checks = append(out.Checks, &pb.Check{Name: c.Name, Ok: c.OK, Message: c.Message, Warn: c.Warn, Error: c.Error})
 	}
 	for _, d := range p.Diagnostics {
 		out.Diagnostics = append(out.Diagnostics, &pb.Diagnostic{Level: string(d.Level), Message: d.Message, Source: d.Source})
@@ -190,7 +190,7 @@ func (c *client) Parse(ctx context.Context, req ParseRequest) (result.Parsed, er
 			Cycles: int(m.Cycles), Min: m.Min, Median: m.Median, Max: m.Max})
 	}
 	for _, ch := range resp.Checks {
-		out.Checks = append(out.Checks, result.Check{Name: ch.Name, OK: ch.Ok, Message: ch.Message, Warn: ch.Warn})
+		out.Checks = append(out.Checks, result.Check{Name: ch.Name, OK: ch.Ok, Message: ch.Message, Warn: ch.Warn, Error: ch.Error})
 	}
 	for _, d := range resp.Diagnostics {
 		out.Diagnostics = append(out.Diagnostics, result.Diagnostic{Level: result.Level(d.Level), Message: d.Message, Source: d.Source})

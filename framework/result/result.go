@@ -126,6 +126,12 @@ type Check struct {
 	// be made (validation turned off, footer missing), which a sign-off
 	// must show but which proves nothing wrong.
 	Warn bool `json:"warn,omitempty"`
+	// Error makes a failed check an error of the test instead of a fail:
+	// the output is no measurement of the scope at all (independent
+	// one-rank runs of a binary built without MPI=1), a broken build or
+	// launch to fix rather than bad hardware. The plugin, which knows the
+	// tool, sets it.
+	Error bool `json:"error,omitempty"`
 }
 
 // Level is a diagnostic's weight.

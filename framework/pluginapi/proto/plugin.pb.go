@@ -921,11 +921,16 @@ func (x *Metric) GetMax() float64 {
 }
 
 type Check struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Ok            bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
-	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
-	Warn          bool                   `protobuf:"varint,4,opt,name=warn,proto3" json:"warn,omitempty"` // a failed check that warns instead of failing
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Ok      bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
+	Message string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Warn    bool                   `protobuf:"varint,4,opt,name=warn,proto3" json:"warn,omitempty"` // a failed check that warns instead of failing
+	// error: a failed check that makes the test an error, not a fail: the
+	// output is no measurement of the scope at all (nccl-tests built
+	// without MPI=1 under mpirun: independent one-rank runs), so neither the
+	// hardware nor the other gates can be judged from it.
+	Error         bool `protobuf:"varint,5,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -984,6 +989,13 @@ func (x *Check) GetMessage() string {
 func (x *Check) GetWarn() bool {
 	if x != nil {
 		return x.Warn
+	}
+	return false
+}
+
+func (x *Check) GetError() bool {
+	if x != nil {
+		return x.Error
 	}
 	return false
 }
@@ -1218,12 +1230,13 @@ const file_framework_pluginapi_proto_plugin_proto_rawDesc = "" +
 	"\x03max\x18\t \x01(\x01R\x03max\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Y\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"o\n" +
 	"\x05Check\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x12\n" +
-	"\x04warn\x18\x04 \x01(\bR\x04warn\"T\n" +
+	"\x04warn\x18\x04 \x01(\bR\x04warn\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\bR\x05error\"T\n" +
 	"\n" +
 	"Diagnostic\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\tR\x05level\x12\x18\n" +

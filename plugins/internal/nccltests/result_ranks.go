@@ -389,6 +389,6 @@ func independentRuns(text *Output, topo plan.Topology) (result.Check, bool) {
 		return result.Check{}, false
 	}
 	noun := "runs"
-	return result.Check{Name: "independent runs", Message: fmt.Sprintf("%d independent %d-rank %s: nccl-tests built without MPI=1 under mpirun (expected one run of %d ranks, %s)",
+	return result.Check{Name: "independent runs", Error: true, Message: fmt.Sprintf("%d independent %d-rank %s: nccl-tests built without MPI=1 under mpirun (expected one run of %d ranks, %s)",
 		runs, per, noun, want, topo)}, true
 }
