@@ -551,40 +551,6 @@ func TestJSONLocalisation(t *testing.T) {
 	}
 }
 
-// gpuaccept verify catches a results.json whose localisation was edited.
-func TestDisagreementsLocalisation(t *testing.T) {
-	cases := []struct {
-		name   string
-		change func(r *result.Run)
-		want   []string
-	}{
-		{"same", func(*result.Run) {}, nil},
-		{"suspect dropped", func(r *result.Run) { r.Localisations[0].Suspects = nil }, []string{
-			"results.json says the run is pass, the journal says fail",
-			"results.json's localisation of rccl.all_reduce names no suspect, the journal suspects n3"}},
-		{"suspect changed", func(r *result.Run) { r.Localisations[0].Suspects[0].Host = "n4" }, []string{
-			"results.json's localisation of rccl.all_reduce names suspects n4, the journal suspects n3"}},
-		{"localisation dropped", func(r *result.Run) { r.Localisations = nil }, []string{
-			"results.json says the run is pass, the journal says fail",
-			"results.json leaves out the localisation of rccl.all_reduce (suspects n3 in the journal)"}},
-		{"localisation added", func(r *result.Run) {
-			r.Localisations = append(r.Localisations, perNode2().Localisations[0])
-		}, []string{"results.json has a localisation of nccl.all_reduce, the journal does not"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			shown := pairs4()
-			shown.Tests[0].Status = result.Pass // the suspect alone fails the run
-			c.change(shown)
-			shown.Finish()
-			journaled := pairs4()
-			journaled.Tests[0].Status = result.Pass
-			journaled.Finish()
-			assert.DeepEqual(t, Disagreements(shown, journaled), c.want)
-		})
-	}
-}
-
 // A localisation that names nobody says why, true to its runs.
 func TestNoSuspectWording(t *testing.T) {
 	inconclusive := pairs4().Localisations[0]

@@ -246,29 +246,6 @@ func TestJUnitWarnPasses(t *testing.T) {
 	assert.Assert(t, strings.Contains(suites[0].Tests[0].SystemOut, "WARN: busbw in-place 320.1 GB/s at 4 GiB below 326.8"), suites[0].Tests[0].SystemOut)
 }
 
-func TestDisagreements(t *testing.T) {
-	journaled := sample()
-	cases := []struct {
-		name   string
-		change func(r *result.Run)
-		want   []string
-	}{
-		{"same", func(*result.Run) {}, nil},
-		{"test status", func(r *result.Run) { r.Tests[1].Status = result.Pass }, []string{
-			"results.json says nccl.all_gather pass (busbw out-of-place 28.7 GB/s at 4 GiB below 273.9 (baseline 304.3 -10%)), the journal says fail (busbw out-of-place 28.7 GB/s at 4 GiB below 273.9 (baseline 304.3 -10%))"}},
-		{"run status", func(r *result.Run) { r.Status = result.Pass }, []string{"results.json says the run is pass, the journal says fail"}},
-		{"test dropped", func(r *result.Run) { r.Tests = r.Tests[:3] }, []string{"results.json leaves out nccl.hypercube (skip in the journal)"}},
-		{"test added", func(r *result.Run) { r.Tests = append(r.Tests, result.Test{Name: "nccl.extra", Status: result.Pass}) }, []string{"results.json lists nccl.extra, the journal does not"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			shown := sample()
-			c.change(shown)
-			assert.DeepEqual(t, Disagreements(shown, journaled), c.want)
-		})
-	}
-}
-
 // A test swept over data types (--param datatype=all) has one curve per
 // type, in the JUnit cases and in the plot; a type that does not vary
 // stays out of the names.
