@@ -320,4 +320,3 @@ func writeFile(dir, name string, write func(io.Writer) error) error {
 	}
 	return nil
 }
-
