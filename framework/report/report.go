@@ -4,13 +4,11 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"html"
 	"io"
 	"math"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,8 +18,6 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/safefs"
-	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
 // Formats are the --format values.
@@ -263,38 +259,6 @@ const (
 	MarkdownFile = "summary.md"
 )
 
-// WriteFolder writes the reports into run.Dir: results.json, table.txt,
-// summary.md, junit.xml and report.html (the raw outputs are already there,
-// under raw/). s is the SKU that judged the run, for the HTML plots' bands;
-// it may be nil. Every report is attempted; the first error is returned.
-// Each is written whole, then renamed into place (safefs.WriteFile): a
-// link or special file at its name is refused by name, never written
-// through.
-func WriteFolder(run *result.Run, s *sku.SKU) error {
-	if run.Dir == "" {
-		return nil
-	}
-	run = masked(run)
-	if err := safefs.MkdirAll(run.Dir, "."); err != nil {
-		return fmt.Errorf("write results folder: %w", err)
-	}
-	var first error
-	keep := func(err error) {
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	for _, f := range []struct {
-		name  string
-		write func(io.Writer, *result.Run) error
-	}{{ResultsFile, JSON}, {TableFile, Table}, {MarkdownFile, Markdown}} {
-		keep(writeFile(run.Dir, f.name, func(w io.Writer) error { return f.write(w, run) }))
-	}
-	keep(writeFile(run.Dir, JUnitFile, func(w io.Writer) error { return writeJUnit(w, run) }))
-	keep(writeFile(run.Dir, HTMLFile, func(w io.Writer) error { return HTML(w, run, s) }))
-	return first
-}
-
 // masked is run with every string masked (framework/redact, knowing the
 // environment's secret values): messages and diagnostics quote raw
 // output, commands hold parameters. Every report renders from it, and
@@ -305,18 +269,4 @@ func masked(run *result.Run) *result.Run {
 		return nil
 	}
 	return redact.Value(redact.Env(), run)
-}
-
-// writeFile renders a report and writes it as dir/name.
-func writeFile(dir, name string, write func(io.Writer) error) error {
-	var b bytes.Buffer
-	if err := write(&b); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-	}
-	// Masked once more on the way out: the escaping of JSON, HTML and
-	// XML can hide a pattern from the masking of the run's strings.
-	if err := safefs.WriteFile(dir, name, redact.Env().Bytes(b.Bytes()), 0o644); err != nil {
-		return fmt.Errorf("write results folder: %w", err)
-	}
-	return nil
 }
