@@ -151,6 +151,15 @@ func TestVerifyTampering(t *testing.T) {
 		{"unit in the journal, everything made again", func(dir string) {
 			forgeJournal(t, dir, `("unit":)"GB/s"(,"size":4294967296)`, `${1}"TB/s"${2}`)
 		}, nil, 1, []string{"REJUDGED nccl.all_reduce: ", " at 4 GiB redop=sum type=float recorded in TB/s, raw output says GB/s"}, nil},
+		// A verdict with no raw output behind it: the raw list dropped
+		// from the journal and raw/ deleted, everything made again.
+		{"raw outputs dropped from the journal and deleted, everything made again", func(dir string) {
+			assert.NilError(t, os.RemoveAll(filepath.Join(dir, "raw/nccl.all_reduce")))
+			forgeJournal(t, dir, `,"raw":\["raw/nccl\.all_reduce/[^\]]*\]`, ``)
+		}, nil, 1, []string{"REJUDGED nccl.all_reduce: recorded a pass and 181 metrics and 8 checks with no raw output to re-judge them from"}, nil},
+		{"a test's raw outputs pointed at another test's folder, everything made again", func(dir string) {
+			forgeJournal(t, dir, `"raw/nccl\.all_gather/`, `"raw/nccl.all_reduce/`)
+		}, nil, 1, []string{"REJUDGED nccl.all_gather: raw output raw/nccl.all_reduce/", "is not in the folder of test nccl.all_gather (raw/nccl.all_gather/)"}, nil},
 		{"junit.xml", func(dir string) {
 			edit(t, filepath.Join(dir, "junit.xml"), `failures="0"`, `failures="1"`)
 		}, nil, 1, []string{"MISMATCH junit.xml: edited since the run", "MISMATCH junit.xml: differs from the one re-rendered from the journal and the baseline copy, from line 3"}, nil},

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -890,6 +891,7 @@ func hasJSON(o plan.Output) bool { return len(o.Files) > 0 }
 // messages naming its files may quote; dir is where it is now.
 func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run) []string {
 	var diffs []string
+	claimed := map[string]string{} // raw/ folder -> the test it backs
 	for _, final := range run.Tests {
 		all := append(append([]result.Test(nil), final.Attempts...), final)
 		for i, t := range all {
@@ -898,8 +900,22 @@ func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *
 				label = fmt.Sprintf("%s (attempt %d of %d)", t.Name, i+1, len(all))
 			}
 			if len(t.Raw) == 0 {
+				// Only a test that never ran has no raw output: a verdict,
+				// a number or a check must come from raw/ to be believed.
+				if d := unbackedVerdict(t); d != "" {
+					diffs = append(diffs, label+": "+d)
+				}
 				continue
 			}
+			folder, err := rawFolder(t)
+			if err == nil && claimed[folder] != "" {
+				err = fmt.Errorf("raw output folder raw/%s is also %s's: one run's outputs cannot back two verdicts", folder, claimed[folder])
+			}
+			if err != nil {
+				diffs = append(diffs, fmt.Sprintf("%s: %v", label, err))
+				continue
+			}
+			claimed[folder] = label
 			got, err := rejudgeTest(ctx, plugins, s, dir, run, t)
 			if err != nil {
 				diffs = append(diffs, fmt.Sprintf("%s: %v", label, err))
@@ -921,6 +937,55 @@ func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *
 		}
 	}
 	return diffs
+}
+
+// unbackedVerdict says what a test with no raw outputs claims that only
+// outputs could give: a pass, warn or fail, a metric or a check; "" when
+// it claims none (a skip, or an error before anything ran).
+func unbackedVerdict(t result.Test) string {
+	var claims []string
+	if t.Status != result.Skip && t.Status != result.Error {
+		claims = append(claims, "a "+string(t.Status))
+	}
+	if n := len(t.Metrics); n > 0 {
+		claims = append(claims, fmt.Sprintf("%d metrics", n))
+	}
+	if n := len(t.Checks); n > 0 {
+		claims = append(claims, fmt.Sprintf("%d checks", n))
+	}
+	if len(claims) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("recorded %s with no raw output to re-judge them from: only a test that never ran has none", strings.Join(claims, " and "))
+}
+
+// rawFolder is the folder under raw/ that holds test t's outputs, which
+// must be the one the run or check named after it: raw/TEST, an earlier
+// attempt's raw/TEST.attempt-N (attemptDir), or check's raw/TEST.N for
+// the Nth of several runs; every raw path of t lies in it.
+func rawFolder(t result.Test) (string, error) {
+	first := filepath.ToSlash(t.Raw[0])
+	parts := strings.Split(first, "/")
+	if len(parts) < 3 || parts[0] != "raw" || parts[1] == "." || parts[1] == ".." {
+		return "", fmt.Errorf("raw output %s is not under raw/TEST/", first)
+	}
+	folder := parts[1]
+	base, _, _ := strings.Cut(t.Name, "[")
+	ok := folder == base
+	if rest, found := strings.CutPrefix(folder, base+"."); found && !ok {
+		n := strings.TrimPrefix(rest, "attempt-")
+		_, err := strconv.Atoi(n)
+		ok = err == nil && n != "" && n[0] != '-' && n[0] != '+'
+	}
+	if !ok {
+		return "", fmt.Errorf("raw output %s is not in the folder of test %s (raw/%s/)", first, t.Name, base)
+	}
+	for _, p := range t.Raw[1:] {
+		if !strings.HasPrefix(filepath.ToSlash(p), "raw/"+folder+"/") {
+			return "", fmt.Errorf("raw outputs %s and %s are in different folders", first, p)
+		}
+	}
+	return folder, nil
 }
 
 func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run, t result.Test) (result.Test, error) {
