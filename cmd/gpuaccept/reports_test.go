@@ -88,7 +88,7 @@ func TestVerify(t *testing.T) {
 		want   []string
 	}{
 		// 20 raw outputs, baseline copy and journal; 5 reports.
-		{"untouched", func(string) {}, 0, []string{"verify: OK: 25 files match the manifest; 6 tests re-judged against baseline/h200.yaml give the recorded verdicts (run pass)"}},
+		{"untouched", func(string) {}, 0, []string{"verify: OK: 25 files match the manifest; 6 tests re-judged against baseline/h200.yaml (built-in h200 baseline) give the recorded verdicts (run pass)"}},
 		{"reports rebuilt", func(dir string) {
 			code, out, errs := cli(t, "report", dir)
 			assert.Equal(t, code, 0, out+errs)
@@ -419,7 +419,14 @@ func TestRealGPUResultsVerify(t *testing.T) {
 			// verify writes nothing, but work on a copy all the same.
 			dir := filepath.Join(t.TempDir(), c.dir)
 			assert.NilError(t, os.CopyFS(dir, os.DirFS(r+c.dir)))
+			// Unsealed, the reports this gpuaccept renders otherwise are
+			// bound by nothing: findings. With the sign-off digest (the
+			// manifest as committed), they are notes.
 			code, stdout, errs := cli(t, "verify", dir)
+			assert.Equal(t, code, 1, stdout+errs)
+			assert.Assert(t, strings.Contains(stdout, "MISMATCH report.html: differs from the one this gpuaccept (dev) renders"), stdout)
+			assert.Assert(t, strings.Contains(stdout, "the manifest says format 1 (reports not hashed), but it is not sealed"), stdout)
+			code, stdout, errs = cli(t, "verify", dir, "--digest", digestOf(t, r+c.dir))
 			assert.Equal(t, code, 0, stdout+errs)
 			assert.Assert(t, strings.Contains(stdout, "verify: OK: ") && strings.Contains(stdout, c.run), stdout)
 			// Their manifests (format 1) do not hash the reports: results.json
@@ -438,7 +445,7 @@ func TestRealGPUResultsVerify(t *testing.T) {
 				assert.Assert(t, strings.Contains(stdout, w), "want %q in\n%s", w, stdout)
 			}
 			edit(t, filepath.Join(dir, "results.json"), `("name": "data validation",\n\s+"ok": )true`, "${1}false")
-			code, stdout, _ = cli(t, "verify", dir)
+			code, stdout, _ = cli(t, "verify", dir, "--digest", digestOf(t, r+c.dir))
 			assert.Equal(t, code, 1, stdout)
 			assert.Assert(t, strings.Contains(stdout, "MISMATCH results.json: tests[nccl.all_reduce].checks[data validation].ok is false"), stdout)
 		})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
@@ -26,7 +27,11 @@ message, number, check and host with those recorded; compares results.json
 value by value with the run re-derived from the journal; and renders
 junit.xml, report.html, summary.md and table.txt again, comparing them
 byte for byte (a folder made by another gpuaccept version is held to its
-hashes only, which is said). The runs of a localisation (results folders
+hashes only when its manifest is sealed by --digest or a signature; else
+a report that renders otherwise is a finding). The kept baseline copy is
+compared with this gpuaccept's built-in SKU file of that name: when it is
+a site's own, verify says so and which verdicts and bands the built-in
+one would give (a note; a finding with --strict-baseline). The runs of a localisation (results folders
 under localise/) are checked the same way, and the verdicts the
 localisation recorded from them compared with their journals. Exit 0 when
 everything matches, 1 when something does not, 2 when the folder cannot be
@@ -37,10 +42,12 @@ gpuaccept report's).
 func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
 	var digest, allowed, identity string
+	var strict bool
 	fs := newFlags("verify", verifyUsage, stderr)
 	fs.StringVar(&digest, "digest", "", "sign-off digest printed at sign-off (sha256:HEX): manifest.json must be that one")
 	fs.StringVar(&allowed, "allowed-signers", "", "allowed signers file (ssh-keygen(1), ALLOWED SIGNERS) to check manifest.json.sig against")
 	fs.StringVar(&identity, "identity", "", "the signer's identity in --allowed-signers (operator@site)")
+	fs.BoolVar(&strict, "strict-baseline", false, "a kept baseline copy that is not this gpuaccept's built-in SKU file is a finding, not a note")
 	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables (env GPUACCEPT_PLUGIN_PATH)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
@@ -48,7 +55,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() != 1 {
 		return exitUsage, usageError{errors.New("verify takes one RESULTS_DIR")}
 	}
-	o := signoff.Options{Version: getVersion(), AllowedSigners: allowed, Identity: identity}
+	o := signoff.Options{Version: getVersion(), AllowedSigners: allowed, Identity: identity, Builtin: baselines.FS, StrictBaseline: strict}
 	if digest != "" {
 		d, err := manifest.ParseDigest(digest)
 		if err != nil {
@@ -101,8 +108,12 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if res.SubRuns > 0 {
 		subs = fmt.Sprintf(", as do the %d runs of %d localisation(s)", res.SubRuns, res.Localisations)
 	}
-	fmt.Fprintf(stdout, "verify: OK: %d files match the manifest; %d tests re-judged against %s give the recorded verdicts%s (run %s)%s%s\n",
-		len(res.Manifest.Files), len(res.Run.Tests), res.Manifest.Baseline.Path, subs, res.Run.Status, rederived(res), sealed(res))
+	whose := ""
+	if res.Baseline != "" {
+		whose = " (" + res.Baseline + " " + res.Run.SKU + " baseline)"
+	}
+	fmt.Fprintf(stdout, "verify: OK: %d files match the manifest; %d tests re-judged against %s%s give the recorded verdicts%s (run %s)%s%s\n",
+		len(res.Manifest.Files), len(res.Run.Tests), res.Manifest.Baseline.Path, whose, subs, res.Run.Status, rederived(res), sealed(res))
 	return exitOK, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,7 +91,7 @@ func TestVerifyTampering(t *testing.T) {
 		want, notWant []string
 	}{
 		{"untouched", func(string) {}, nil, 0, []string{
-			"verify: OK: 25 files match the manifest; 6 tests re-judged against baseline/h200.yaml give the recorded verdicts (run pass)",
+			"verify: OK: 25 files match the manifest; 6 tests re-judged against baseline/h200.yaml (built-in h200 baseline) give the recorded verdicts (run pass)",
 			"results.json re-derived value by value, junit.xml, report.html, summary.md and table.txt re-rendered byte for byte",
 			"NOTE no --digest and no --allowed-signers: a manifest made again after the run cannot be told from the one signed off",
 		}, nil},
@@ -377,4 +378,43 @@ func TestSignOff(t *testing.T) {
 	code, _, errs = cli(t, "verify", dir, "--allowed-signers", edAllowed)
 	assert.Equal(t, code, 2)
 	assert.Assert(t, strings.Contains(errs, "--allowed-signers and --identity go together"), errs)
+}
+
+// A run judged against a site's own SKU file (--baselines) verifies
+// against its kept copy, but verify says the copy is not the built-in
+// baseline and what the built-in one makes of the same raw outputs; with
+// --strict-baseline that is a finding.
+func TestVerifySiteBaseline(t *testing.T) {
+	builtin, err := os.ReadFile("../../baselines/h200.yaml")
+	assert.NilError(t, err)
+	// Bands a site widened until a real degraded run (NCCL_P2P_DISABLE=1,
+	// 26.8 GB/s where the baseline has 218) no longer fails.
+	lax := regexp.MustCompile(`([{ ,])(min|fail): "-?[0-9]+%"`).ReplaceAllString(string(builtin), `${1}${2}: "-95%"`)
+	lax = strings.ReplaceAll(lax, `fail: "-95%"`, `fail: "95%"`)
+	bl := t.TempDir()
+	assert.NilError(t, os.WriteFile(filepath.Join(bl, "h200.yaml"), []byte(lax), 0o644))
+	const p2poff = "../../testdata/recordings/h200x2-2026-11-30-final/p2poff/raw/nccl.all_reduce/all_reduce.log"
+	dir := filepath.Join(t.TempDir(), "check")
+	code, out, errs := cli(t, "check", "--sku", "h200", "--baselines", bl, "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--out", dir, p2poff)
+	assert.Equal(t, code, 0, out+errs)
+	code, out, _ = cli(t, "verify", dir)
+	assert.Equal(t, code, 0, out)
+	for _, w := range []string{
+		"NOTE baseline/h200.yaml is not this gpuaccept's (dev) built-in h200 baseline (from line ",
+		"NOTE against the built-in h200 baseline: nccl.all_reduce: fail, not ",
+		"(not the built-in h200 baseline) give the recorded verdicts",
+	} {
+		assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)
+	}
+	code, out, _ = cli(t, "verify", "--strict-baseline", dir)
+	assert.Equal(t, code, 1, out)
+	assert.Assert(t, strings.Contains(out, "MISMATCH baseline/h200.yaml is not this gpuaccept's (dev) built-in h200 baseline"), out)
+
+	// Judged against the built-in file, nothing is said but that.
+	dir = filepath.Join(t.TempDir(), "check")
+	code, out, errs = cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--out", dir, p2poff)
+	assert.Equal(t, code, 1, out+errs)
+	code, out, _ = cli(t, "verify", "--strict-baseline", dir)
+	assert.Equal(t, code, 0, out)
+	assert.Assert(t, strings.Contains(out, "(built-in h200 baseline) give the recorded verdicts") && !strings.Contains(out, "against the built-in"), out)
 }

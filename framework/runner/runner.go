@@ -988,6 +988,31 @@ func rawFolder(t result.Test) (string, error) {
 	return folder, nil
 }
 
+// JudgeAgain parses the raw outputs of test t of run (a results folder
+// at dir) again and judges them against s, as Rejudge does, returning
+// the re-judged test; the error says why its outputs cannot be read (none
+// kept, out of its folder, unreadable).
+func JudgeAgain(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run, t result.Test) (result.Test, error) {
+	if len(t.Raw) == 0 {
+		return result.Test{}, errors.New("no raw outputs kept")
+	}
+	if _, err := rawFolder(t); err != nil {
+		return result.Test{}, err
+	}
+	return rejudgeTest(ctx, plugins, s, dir, run, t)
+}
+
+// VerdictDiffs lists how test got differs from test had in its status
+// and its metrics (value, unit, band, status; found or gone), each
+// difference naming label: what two baselines make of the same outputs.
+func VerdictDiffs(label string, had, got result.Test) []string {
+	var diffs []string
+	if had.Status != got.Status {
+		diffs = append(diffs, fmt.Sprintf("%s: %s, not %s (%s)", label, got.Status, had.Status, got.Message))
+	}
+	return append(diffs, metricDiffs(label, had.Metrics, got.Metrics)...)
+}
+
 func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run, t result.Test) (result.Test, error) {
 	first := filepath.ToSlash(t.Raw[0])
 	parts := strings.Split(first, "/")

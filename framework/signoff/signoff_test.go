@@ -129,7 +129,7 @@ func TestWriteReportsRenderAgain(t *testing.T) {
 
 // A report that renders otherwise is a finding when this gpuaccept made
 // the folder; made by another version, the report is held to its hash in
-// the manifest only, and verify says so.
+// a sealed manifest only, and verify says so.
 func TestVerifyReportsOfAnotherVersion(t *testing.T) {
 	forge := func(t *testing.T, dir string) {
 		p := filepath.Join(dir, report.MarkdownFile)
@@ -147,7 +147,15 @@ func TestVerifyReportsOfAnotherVersion(t *testing.T) {
 	assert.Equal(t, res.Findings, 1, lines(res))
 	assert.Assert(t, strings.Contains(lines(res), "MISMATCH summary.md: differs from the one re-rendered from the journal and the baseline copy, from line 1"), lines(res))
 
+	// A version claimed by a manifest nothing seals is the forger's to
+	// choose: the report is still a finding.
 	res, err = Verify(context.Background(), dir, Options{Version: "v2"})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Findings, 1, lines(res))
+	assert.Assert(t, strings.Contains(lines(res), "MISMATCH summary.md: differs from the one this gpuaccept (v2) renders, from line 1"), lines(res))
+	assert.Assert(t, strings.Contains(lines(res), "the manifest says gpuaccept v1 made it, but it is not sealed"), lines(res))
+
+	res, err = Verify(context.Background(), dir, Options{Version: "v2", Digest: res.Sum})
 	assert.NilError(t, err)
 	assert.Equal(t, res.Findings, 0, lines(res))
 	assert.Assert(t, strings.Contains(lines(res), "NOTE summary.md: made by gpuaccept v1, which renders it otherwise than this one (v2, from line 1"), lines(res))

@@ -56,6 +56,15 @@ type Options struct {
 	// Digest is the sign-off digest printed at sign-off, as hex
 	// (manifest.ParseDigest); "" checks none.
 	Digest string
+	// Builtin holds this gpuaccept's own SKU files (baselines.FS): the
+	// kept baseline copy is compared with the one of the same name, and
+	// the raw outputs are judged against it too when they differ, so that
+	// a run judged against a site's own (laxer) bands is told apart from
+	// one judged against the built-in ones. nil compares nothing.
+	Builtin iofs.FS
+	// StrictBaseline makes a kept copy that is not the built-in SKU file
+	// a finding instead of a note.
+	StrictBaseline bool
 	// AllowedSigners and Identity check manifest.json.sig as ssh-keygen
 	// -Y verify -f ALLOWED_SIGNERS -I IDENTITY -n gpuaccept does; ""
 	// checks none.
@@ -80,6 +89,10 @@ type Result struct {
 	// SubRuns is how many results folders of localisation runs were
 	// checked, of Localisations localisations.
 	SubRuns, Localisations int
+	// Baseline says how the kept baseline copy compares with this
+	// gpuaccept's built-in SKU file of that name: BaselineBuiltin,
+	// BaselineSite, BaselineOwn, or "" when not compared.
+	Baseline string
 	// Digest says the sign-off digest was checked and matched; Signer who
 	// signed, when the signature was checked and is good.
 	Digest bool
@@ -147,6 +160,9 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 			r.add(Rejudged, "%s", d)
 		}
 	}
+	if s != nil && o.Builtin != nil {
+		r.checkBuiltin(ctx, dir, o, s, run, recorded)
+	}
 	same := !m.Legacy() && m.Version == o.Version
 	r.Rederived, r.Rerendered = r.checkReports(dir, "", run, s, recorded, m, same, o.Version)
 	if s != nil {
@@ -196,8 +212,101 @@ func (r *Result) checkSeal(dir string, o Options) {
 // value, the others byte for byte. A report that renders differently is
 // a finding when the same gpuaccept made the folder and its manifest
 // hashes reports (same); else a note, since another version may lay
-// reports out otherwise (the manifest's hash still binds them). Absent
-// reports are the manifest's to name. It returns what matched.
+// reports out otherwise (the sealed manifest's hash still binds them). Absent
+// reports are the manifest's to name. Another version's report is a note
+// only when the manifest is sealed (the digest or signature checked):
+// the version an unsealed manifest names proves nothing. It returns what
+// matched.
+// How a kept baseline copy compares with the built-in SKU file
+// (Result.Baseline).
+const (
+	// BaselineBuiltin: byte for byte this gpuaccept's built-in file.
+	BaselineBuiltin = "built-in"
+	// BaselineSite: a SKU this gpuaccept has built in, with other bands.
+	BaselineSite = "not the built-in"
+	// BaselineOwn: a SKU this gpuaccept has none of.
+	BaselineOwn = "a site's own SKU"
+)
+
+// maxBuiltinDiffs is how many verdicts that differ against the built-in
+// baseline are listed.
+const maxBuiltinDiffs = 10
+
+// checkBuiltin compares the kept baseline copy s with the built-in SKU
+// file of the same name and, when they differ, judges the raw outputs
+// against the built-in one and says which verdicts and bands it changes:
+// the customer sees whose bands signed the cluster off.
+func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku.SKU, run *result.Run, recorded string) {
+	name := s.Name
+	kept, err := safefs.ReadFile(dir, journal.BaselineDir+"/"+name+".yaml", maxResults)
+	if err != nil {
+		return // KeptBaseline read it; the manifest check names a change
+	}
+	want, err := iofs.ReadFile(o.Builtin, name+".yaml")
+	kind := Note
+	if o.StrictBaseline {
+		kind = Mismatch
+	}
+	if err != nil {
+		r.Baseline = BaselineOwn
+		r.add(kind, "%s/%s.yaml: this gpuaccept (%s) has no built-in SKU %s: the verdicts hold against a site's own SKU file only", journal.BaselineDir, name, o.Version, name)
+		return
+	}
+	if string(kept) == string(want) {
+		r.Baseline = BaselineBuiltin
+		return
+	}
+	r.Baseline = BaselineSite
+	r.add(kind, "%s/%s.yaml is not this gpuaccept's (%s) built-in %s baseline (%s): the verdicts hold against the kept copy's bands", journal.BaselineDir, name, o.Version, name, strings.Replace(byteDiff(kept, want), "re-rendered", "built-in", 1))
+	cat, err := sku.Load(o.Builtin, "built-in")
+	if err != nil {
+		r.add(Note, "built-in SKU files: %v", err)
+		return
+	}
+	builtin, err := cat.Get(name)
+	if err != nil {
+		r.add(Note, "built-in SKU files: %v", err)
+		return
+	}
+	judged := *run
+	judged.Dir = recorded
+	var diffs []string
+	for _, t := range run.Tests {
+		if len(t.Raw) == 0 {
+			continue
+		}
+		// Both judged now, so that only the bands differ, not the
+		// version that judged.
+		had, err := runner.JudgeAgain(ctx, o.Plugins, s, dir, &judged, t)
+		if err != nil {
+			continue // Rejudge named it
+		}
+		got, err := runner.JudgeAgain(ctx, o.Plugins, builtin, dir, &judged, t)
+		if err != nil {
+			continue
+		}
+		diffs = append(diffs, runner.VerdictDiffs(t.Name, had, got)...)
+	}
+	for i, d := range diffs {
+		if i == maxBuiltinDiffs {
+			r.add(Note, "against the built-in %s baseline: and %d more differences", name, len(diffs)-i)
+			break
+		}
+		r.add(Note, "against the built-in %s baseline: %s", name, d)
+	}
+	if len(diffs) == 0 {
+		r.add(Note, "against the built-in %s baseline the raw outputs give the same verdicts and bands", name)
+	}
+}
+
+// madeBy names what made a manifest, as its text claims.
+func madeBy(m *manifest.Manifest) string {
+	if m.Legacy() {
+		return "format 1 (reports not hashed)"
+	}
+	return "gpuaccept " + m.Version + " made it"
+}
+
 func (r *Result) checkReports(dir, rel string, run *result.Run, s *sku.SKU, recorded string, m *manifest.Manifest, same bool, version string) (rederived, rerendered []string) {
 	folder := filepath.Join(dir, filepath.FromSlash(rel))
 	shown := *run
@@ -236,6 +345,11 @@ func (r *Result) checkReports(dir, rel string, run *result.Run, s *sku.SKU, reco
 			rerendered = append(rerendered, rep.Name)
 		case same:
 			r.add(Mismatch, "%s: differs from the one re-rendered from the journal and the baseline copy, %s", name, d)
+		case !r.Digest && r.Signer == nil:
+			// Only a sealed manifest binds a report this version cannot
+			// render: else the version it claims is the forger's to
+			// choose, and so is every report.
+			r.add(Mismatch, "%s: differs from the one this gpuaccept (%s) renders, %s; the manifest says %s, but it is not sealed (no --digest, no --allowed-signers), so nothing binds this report to the run: give the sign-off digest or signature, or verify with that version", name, version, d, madeBy(m))
 		case m.Legacy():
 			r.add(Note, "%s: not hashed by a format 1 manifest, and this gpuaccept renders it differently (%s): not checked; %s, which it shows, is", name, d, report.ResultsFile)
 		default:
