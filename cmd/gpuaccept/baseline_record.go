@@ -120,6 +120,9 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(inputs) == 0 {
 		return exitUsage, usageError{errors.New("baseline record: no runs given (results folders, raw folders or TEST=LOGFILE), and no --repeat")}
 	}
+	if (nodes != 0 || gpus != 0) && plan.CheckCounts(nodes, gpus) != nil {
+		return exitUsage, usageError{fmt.Errorf("--nodes and --gpus-per-node: %w", plan.CheckCounts(nodes, gpus))}
+	}
 	topo := plan.Topology{Nodes: nodes, GPUsPerNode: gpus}
 	var samples []record.Sample
 	for _, in := range inputs {

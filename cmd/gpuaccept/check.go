@@ -75,6 +75,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		// fail the rank count; the logs' scope must be said.
 		return exitUsage, usageError{fmt.Errorf("check needs --nodes and --gpus-per-node, both >= 1: the scope the logs ran at picks the baseline and the expected rank count")}
 	}
+	if err := plan.CheckCounts(nodes, gpus); err != nil {
+		return exitUsage, usageError{fmt.Errorf("--nodes and --gpus-per-node: %w", err)}
+	}
 	host := c.host()
 	defer host.Close()
 	ctx, stop := signalContext()

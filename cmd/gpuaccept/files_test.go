@@ -207,11 +207,16 @@ func TestBadFlagValues(t *testing.T) {
 		code int
 		want string
 	}{
-		{"run --nodes -1 with hosts", []string{"--nodes", "-1", "--hosts", "localhost"}, 2, "--nodes -1: want 1 or more"},
-		{"run --nodes -1", []string{"--nodes", "-1"}, 2, "--nodes -1: want 1 or more"},
-		{"localise --nodes -1", []string{"localise", "--nodes", "-1", "--hosts", "node1,node2", "--launcher", "ssh"}, 2, "--nodes -1: want 1 or more"},
+		{"run --nodes -1 with hosts", []string{"--nodes", "-1", "--hosts", "localhost"}, 2, "--nodes -1: want 1 to 131072"},
+		{"run --nodes -1", []string{"--nodes", "-1"}, 2, "--nodes -1: want 1 to 131072"},
+		{"localise --nodes -1", []string{"localise", "--nodes", "-1", "--hosts", "node1,node2", "--launcher", "ssh"}, 2, "--nodes -1: want 1 to 131072"},
+		// The largest int64 overflowed the rank count ("expected 1 (-1x-1)").
+		{"run --nodes int64 max", []string{"--nodes", "9223372036854775807"}, 2, "--nodes 9223372036854775807: want 1 to 131072"},
+		{"localise --nodes int64 max", []string{"localise", "--nodes", "9223372036854775807", "--hosts", "node1,node2", "--launcher", "ssh"}, 2, "--nodes 9223372036854775807: want 1 to 131072"},
+		{"--gpus-per-node 4096", []string{"--gpus-per-node", "4096"}, 2, "--gpus-per-node 4096: want 1 to 1024"},
+		{"check --nodes int64 max", []string{"check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "9223372036854775807", "--gpus-per-node", "2", healthy + "/nccl.all_reduce/all_reduce.log"}, 2, "nodes 9223372036854775807: want 1 to 131072"},
 		{"run --nodes 0 is the suite's", []string{"--nodes", "0"}, 0, "# nccl.all_reduce"},
-		{"--gpus-per-node -2", []string{"--gpus-per-node", "-2"}, 2, "--gpus-per-node -2: want 1 or more"},
+		{"--gpus-per-node -2", []string{"--gpus-per-node", "-2"}, 2, "--gpus-per-node -2: want 1 to 1024"},
 		{"--timeout -5s", []string{"--timeout", "-5s"}, 2, "--timeout -5s: want a limit above zero"},
 		{"--timeout 0", []string{"--timeout", "0"}, 2, "--timeout 0s: want a limit above zero"},
 		{"localise --timeout -5s", []string{"localise", "--timeout", "-5s", "--hosts", "node1,node2", "--launcher", "ssh"}, 2, "--timeout -5s: want a limit above zero"},
@@ -219,7 +224,9 @@ func TestBadFlagValues(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{}, base...)
-			if len(c.args) > 0 && c.args[0] == "localise" {
+			if len(c.args) > 0 && c.args[0] == "check" {
+				args = c.args
+			} else if len(c.args) > 0 && c.args[0] == "localise" {
 				args = append([]string{"localise", "--sku", "h200", "--suite", "multinode", "--gpus-per-node", "2", "--dry-run", "--test", "nccl.all_reduce"}, c.args[1:]...)
 			} else {
 				args = append(args, c.args...)

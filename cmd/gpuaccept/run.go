@@ -79,12 +79,13 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	}
 	// A negative count would slice the host list out of range; a limit of
 	// zero or less would let a hung test (and what it started) run forever.
+	// One too large overflows the rank count.
 	for _, f := range []struct {
-		name string
-		n    int
-	}{{"nodes", nodes}, {"gpus-per-node", gpus}} {
-		if f.n < 0 {
-			return exitUsage, usageError{fmt.Errorf("--%s %d: want 1 or more (or leave it out for the default)", f.name, f.n)}
+		name   string
+		n, max int
+	}{{"nodes", nodes, plan.MaxNodes}, {"gpus-per-node", gpus, plan.MaxGPUsPerNode}} {
+		if f.n < 0 || f.n > f.max {
+			return exitUsage, usageError{fmt.Errorf("--%s %d: want 1 to %d (or leave it out for the default)", f.name, f.n, f.max)}
 		}
 	}
 	if timeout <= 0 {

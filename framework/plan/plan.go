@@ -33,14 +33,37 @@ func (t Topology) Ranks() int { return t.Nodes * t.GPUsPerNode }
 // one node with two GPUs.
 func (t Topology) String() string { return fmt.Sprintf("%dx%d", t.Nodes, t.GPUsPerNode) }
 
+// Limits of a topology: far above any cluster (the largest hold about
+// 100,000 GPUs, 8 to a node; a GB200 NVL72 rack is 72), low enough that
+// Ranks fits an int32 (the plugin protocol's) with room to spare.
+const (
+	MaxNodes       = 1 << 17
+	MaxGPUsPerNode = 1 << 10
+)
+
+// CheckCounts says whether nodes and GPUs per node make a topology: each
+// at least 1 and at most MaxNodes and MaxGPUsPerNode. The error names
+// which count is wrong and why ("nodes 0: want 1 to 131072").
+func CheckCounts(nodes, gpusPerNode int) error {
+	for _, c := range []struct {
+		name   string
+		n, max int
+	}{{"nodes", nodes, MaxNodes}, {"GPUs per node", gpusPerNode, MaxGPUsPerNode}} {
+		if c.n < 1 || c.n > c.max {
+			return fmt.Errorf("%s %d: want 1 to %d", c.name, c.n, c.max)
+		}
+	}
+	return nil
+}
+
 // ParseTopology reads a scope as String writes it ("2x8": nodes x GPUs per
-// node, both >= 1, nothing else). Errors name the text.
+// node, within CheckCounts, nothing else). Errors name the text.
 func ParseTopology(s string) (Topology, error) {
 	n, g, ok := strings.Cut(s, "x")
 	nodes, err1 := strconv.Atoi(n)
 	gpus, err2 := strconv.Atoi(g)
 	t := Topology{Nodes: nodes, GPUsPerNode: gpus}
-	if !ok || err1 != nil || err2 != nil || nodes < 1 || gpus < 1 || t.String() != s {
+	if !ok || err1 != nil || err2 != nil || CheckCounts(nodes, gpus) != nil || t.String() != s {
 		return Topology{}, fmt.Errorf("scope %q: want NODESxGPUS, e.g. 2x8", s)
 	}
 	return t, nil
