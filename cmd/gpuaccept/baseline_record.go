@@ -15,6 +15,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/record"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
@@ -207,7 +208,7 @@ func loadSamples(ctx context.Context, host *pluginapi.Host, s *sku.SKU, topo pla
 		return record.Load(in)
 	}
 	raw := in
-	if d := filepath.Join(in, "raw"); isDir(d) {
+	if d := filepath.Join(in, resultsdir.Raw); isDir(d) {
 		raw = d
 	}
 	ents, err := os.ReadDir(raw)

@@ -30,6 +30,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	_ "github.com/gpuaccept/gpuaccept/launchers/k8s"
@@ -346,7 +347,7 @@ func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (
 		return exitUsage, err
 	}
 	if run.Dir != "" {
-		if kept, err := signoff.KeptBaseline(run.Dir, run.SKU); err == nil {
+		if kept, err := resultsdir.KeptBaseline(run.Dir, run.SKU); err == nil {
 			s = kept // what the folder's own report.html shows
 		}
 	}

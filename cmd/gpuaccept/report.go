@@ -12,9 +12,9 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
-	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -56,7 +56,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	s, _ := signoff.KeptBaseline(dir, run.SKU) // without it the plots have no bands
+	s, _ := resultsdir.KeptBaseline(dir, run.SKU) // without it the plots have no bands
 	if code, err := c.mayRebuild(dir, run, s, stderr); err != nil {
 		// Nothing is written: the folder keeps what a customer may still
 		// check against its manifest or signature; stdout shows the run.
@@ -117,14 +117,14 @@ func (c *common) mayRebuild(dir string, run *result.Run, s *sku.SKU, stderr io.W
 	return 0, nil
 }
 
-// loadRun reads the run a results folder holds (signoff.LoadRun) and
+// loadRun reads the run a results folder holds (resultsdir.Load) and
 // keeps the folder it recorded in c, so the reports rebuilt show it as
 // the run did.
 func (c *common) loadRun(dir string) (*result.Run, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, usageError{fmt.Errorf("results folder %s: not a folder", dir)}
 	}
-	run, recorded, err := signoff.LoadRun(dir)
+	run, recorded, err := resultsdir.Load(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/spf13/pflag"
@@ -67,11 +68,9 @@ type Launcher interface {
 	Commands(req Request) ([]string, error)
 }
 
-// OutputsFile records, per test folder of raw outputs, how each step ended:
-// a JSON list of plan.Output with paths relative to that folder. The runner
-// writes it; the replay launcher reads it, so a results folder replays as it
-// ran.
-const OutputsFile = "outputs.json"
+// OutputsFile is resultsdir.Outputs, the record of how each step of a
+// test ended, which the replay launcher reads.
+const OutputsFile = resultsdir.Outputs
 
 // LogName is the file name of a step's combined stdout and stderr.
 func LogName(step string) string { return step + ".log" }

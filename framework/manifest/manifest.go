@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuaccept/gpuaccept/framework/journal"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
@@ -47,13 +47,13 @@ const Format = 2
 
 // LegacyCovered are the parts of a results folder (and of every results
 // folder nested in it, see SubRuns) a format 1 manifest hashes.
-var LegacyCovered = []string{"raw", journal.BaselineDir, journal.File}
+var LegacyCovered = []string{resultsdir.Raw, resultsdir.Baseline, resultsdir.Journal}
 
 // LegacyReports are the reports a format 1 manifest leaves out, in the
 // results folder and in each one nested in it: Check does not call them
 // added (gpuaccept verify re-derives them instead). They are the names
 // framework/report writes.
-var LegacyReports = []string{"results.json", "junit.xml", "report.html", "summary.md", "table.txt"}
+var LegacyReports = []string{resultsdir.Results, "junit.xml", "report.html", "summary.md", "table.txt"}
 
 // maxManifest bounds the manifest and signature read back (a folder of
 // 100k files makes a manifest of ~20 MB).
@@ -71,15 +71,15 @@ func SubRuns(dir string) ([]string, error) {
 		if !d.IsDir() {
 			return nil
 		}
-		if p != dir && (d.Name() == "raw" || d.Name() == journal.BaselineDir) {
-			if _, err := os.Lstat(filepath.Join(filepath.Dir(p), journal.File)); err == nil {
+		if p != dir && (d.Name() == resultsdir.Raw || d.Name() == resultsdir.Baseline) {
+			if _, err := os.Lstat(filepath.Join(filepath.Dir(p), resultsdir.Journal)); err == nil {
 				return fs.SkipDir // a results folder's own outputs
 			}
 		}
 		if p == dir {
 			return nil
 		}
-		if _, err := os.Lstat(filepath.Join(p, journal.File)); err == nil {
+		if _, err := os.Lstat(filepath.Join(p, resultsdir.Journal)); err == nil {
 			rel, err := filepath.Rel(dir, p)
 			if err != nil {
 				return err
@@ -210,7 +210,7 @@ func Build(dir, version, sku string) (*Manifest, error) {
 		return nil, fmt.Errorf("build manifest of %s: %w", dir, safefs.Check(dir, odd[0].Path))
 	}
 	m := &Manifest{Format: Format, Version: version, SKU: sku, Created: time.Now().UTC(), Files: files}
-	m.Baseline = m.find(journal.BaselineDir + "/" + sku + ".yaml")
+	m.Baseline = m.find(resultsdir.Baseline + "/" + sku + ".yaml")
 	return m, nil
 }
 
@@ -370,7 +370,7 @@ func Check(dir string, m *Manifest) ([]Problem, error) {
 		}
 	}
 	if m.Baseline == nil {
-		out = append(out, Problem{journal.BaselineDir + "/" + m.SKU + ".yaml", "the manifest names no baseline file"})
+		out = append(out, Problem{resultsdir.Baseline + "/" + m.SKU + ".yaml", "the manifest names no baseline file"})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil

@@ -19,14 +19,14 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
-// ResultsFile is the file of a results folder that record reads; it is the
-// name framework/report writes (report.ResultsFile), repeated here so that
-// recording does not depend on the report package.
-const ResultsFile = "results.json"
+// ResultsFile is the file of a results folder that record reads
+// (resultsdir.Results).
+const ResultsFile = resultsdir.Results
 
 // Sample is one run of one test, as recorded in a results folder.
 type Sample struct {

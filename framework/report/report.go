@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 )
 
 // Formats are the --format values.
@@ -252,7 +253,7 @@ func mdEscape(s string) string {
 
 // Files of a results folder.
 const (
-	ResultsFile  = "results.json"
+	ResultsFile  = resultsdir.Results
 	JUnitFile    = "junit.xml"
 	TableFile    = "table.txt"
 	HTMLFile     = "report.html"

@@ -14,11 +14,9 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +28,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/progress"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -129,7 +128,7 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 	}
 	var jw *journal.Writer
 	if !r.DryRun {
-		if err := safefs.MkdirAll(r.Dir, "raw"); err != nil {
+		if err := safefs.MkdirAll(r.Dir, resultsdir.Raw); err != nil {
 			return nil, fmt.Errorf("create results folder: %w", err)
 		}
 		if len(r.Baseline) > 0 {
@@ -207,21 +206,18 @@ func (r *Runner) runWithRetries(ctx context.Context, su *sku.Suite, st *sku.Suit
 	}
 }
 
-// attemptDir is the raw-output folder of an earlier attempt of a test.
-func attemptDir(test string, attempt int) string { return fmt.Sprintf("%s.attempt-%d", test, attempt) }
-
 // keepAttempt moves an attempt's raw outputs out of the way of the next.
 func (r *Runner) keepAttempt(t *result.Test, attempt int) error {
-	from := filepath.Join("raw", t.Name)
-	to := filepath.Join("raw", attemptDir(t.Name, attempt))
+	from := resultsdir.TestDir(t.Name)
+	to := resultsdir.AttemptDir(t.Name, attempt)
 	if _, err := safefs.Lstat(r.Dir, from); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err := safefs.Rename(r.Dir, from, to); err != nil {
 		return fmt.Errorf("keep raw outputs of attempt %d of %s: %w", attempt, t.Name, err)
 	}
-	oldPrefix := filepath.Join("raw", t.Name) + string(filepath.Separator)
-	newPrefix := filepath.Join("raw", attemptDir(t.Name, attempt)) + string(filepath.Separator)
+	oldPrefix := from + string(filepath.Separator)
+	newPrefix := to + string(filepath.Separator)
 	for i, p := range t.Raw {
 		if strings.HasPrefix(p, oldPrefix) {
 			t.Raw[i] = newPrefix + strings.TrimPrefix(p, oldPrefix)
@@ -326,7 +322,7 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 	if st.Timeout > 0 {
 		timeout = st.Timeout
 	}
-	dir := filepath.Join(r.Dir, "raw", st.Test)
+	dir := filepath.Join(r.Dir, resultsdir.TestDir(st.Test))
 	req := launch.Request{Test: st.Test, Plan: pl, Topology: topo, Dir: dir, Root: r.Dir, Timeout: timeout, Redactor: red}
 	if r.DryRun {
 		cmds, err := r.Launcher.Commands(req)
@@ -527,7 +523,7 @@ func writeOutputs(root, dir string, outs []plan.Output, red *redact.Redactor) er
 	if err != nil {
 		return fmt.Errorf("record outputs: %w", err)
 	}
-	if err := safefs.WriteFile(root, filepath.Join(relTo(root, dir), launch.OutputsFile), red.Bytes(append(data, '\n')), 0o644); err != nil {
+	if err := safefs.WriteFile(root, filepath.Join(relTo(root, dir), resultsdir.Outputs), red.Bytes(append(data, '\n')), 0o644); err != nil {
 		return fmt.Errorf("record outputs: %w", err)
 	}
 	return nil
@@ -604,7 +600,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 	}
 	var jw *journal.Writer
 	if dir != "" {
-		if err := safefs.MkdirAll(dir, "raw"); err != nil {
+		if err := safefs.MkdirAll(dir, resultsdir.Raw); err != nil {
 			return nil, fmt.Errorf("create results folder: %w", err)
 		}
 		if len(baseline) > 0 {
@@ -621,11 +617,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 		start := time.Now()
 		raw := g.files
 		if dir != "" {
-			folder := name
-			if len(groups) > 1 {
-				folder = fmt.Sprintf("%s.%d", name, i+1)
-			}
-			if raw, err = keepGroup(dir, folder, &g); err != nil {
+			if raw, err = keepGroup(dir, resultsdir.CheckDir(name, i+1, len(groups)), &g); err != nil {
 				return nil, err
 			}
 		}
@@ -655,12 +647,12 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 	return run, nil
 }
 
-// keepGroup copies the files of g into dir/raw/folder, the layout of a
+// keepGroup copies the files of g into dir/folder (resultsdir.CheckDir), the layout of a
 // results folder (a step's JSON in STEP.files/), points g's outputs at the
 // copies, records them in outputs.json and returns the copies' paths
 // relative to dir.
 func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
-	into := filepath.Join(dir, "raw", folder)
+	into := filepath.Join(dir, folder)
 	var raw []string
 	// The copies are masked, and judged and hashed as masked: verify
 	// re-judges the same bytes.
@@ -848,12 +840,8 @@ func hasStep(outs []plan.Output, step string) bool {
 // side of a paired test) also keeps its step name and role, which the
 // plugin pairs the sides by.
 func recorded(o *plan.Output) {
-	data, err := safefs.ReadNamed(filepath.Join(filepath.Dir(o.Log), launch.OutputsFile), maxOutputsJSON)
-	if err != nil {
-		return
-	}
-	var outs []plan.Output
-	if json.Unmarshal(data, &outs) != nil {
+	outs, ok := resultsdir.ReadOutputsBeside(o.Log)
+	if !ok {
 		return
 	}
 	for _, r := range outs {
@@ -866,10 +854,6 @@ func recorded(o *plan.Output) {
 		}
 	}
 }
-
-// maxOutputsJSON bounds the outputs.json read beside a log given to
-// check: a step record is a few hundred bytes.
-const maxOutputsJSON = 64 << 20
 
 // fileExists says p is a regular file: a FIFO or device found beside a
 // log (its -J file) is not handed to a plugin.
@@ -907,7 +891,7 @@ func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *
 				}
 				continue
 			}
-			folder, err := rawFolder(t)
+			folder, err := resultsdir.RawFolder(t)
 			if err == nil && claimed[folder] != "" {
 				err = fmt.Errorf("raw output folder raw/%s is also %s's: one run's outputs cannot back two verdicts", folder, claimed[folder])
 			}
@@ -959,46 +943,11 @@ func unbackedVerdict(t result.Test) string {
 	return fmt.Sprintf("recorded %s with no raw output to re-judge them from: only a test that never ran has none", strings.Join(claims, " and "))
 }
 
-// rawFolder is the folder under raw/ that holds test t's outputs, which
-// must be the one the run or check named after it: raw/TEST, an earlier
-// attempt's raw/TEST.attempt-N (attemptDir), or check's raw/TEST.N for
-// the Nth of several runs; every raw path of t lies in it.
-func rawFolder(t result.Test) (string, error) {
-	first := filepath.ToSlash(t.Raw[0])
-	parts := strings.Split(first, "/")
-	if len(parts) < 3 || parts[0] != "raw" || parts[1] == "." || parts[1] == ".." {
-		return "", fmt.Errorf("raw output %s is not under raw/TEST/", first)
-	}
-	folder := parts[1]
-	base, _, _ := strings.Cut(t.Name, "[")
-	ok := folder == base
-	if rest, found := strings.CutPrefix(folder, base+"."); found && !ok {
-		n := strings.TrimPrefix(rest, "attempt-")
-		_, err := strconv.Atoi(n)
-		ok = err == nil && n != "" && n[0] != '-' && n[0] != '+'
-	}
-	if !ok {
-		return "", fmt.Errorf("raw output %s is not in the folder of test %s (raw/%s/)", first, t.Name, base)
-	}
-	for _, p := range t.Raw[1:] {
-		if !strings.HasPrefix(filepath.ToSlash(p), "raw/"+folder+"/") {
-			return "", fmt.Errorf("raw outputs %s and %s are in different folders", first, p)
-		}
-	}
-	return folder, nil
-}
-
 // JudgeAgain parses the raw outputs of test t of run (a results folder
 // at dir) again and judges them against s, as Rejudge does, returning
 // the re-judged test; the error says why its outputs cannot be read (none
 // kept, out of its folder, unreadable).
 func JudgeAgain(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run, t result.Test) (result.Test, error) {
-	if len(t.Raw) == 0 {
-		return result.Test{}, errors.New("no raw outputs kept")
-	}
-	if _, err := rawFolder(t); err != nil {
-		return result.Test{}, err
-	}
 	return rejudgeTest(ctx, plugins, s, dir, run, t)
 }
 
@@ -1014,19 +963,14 @@ func VerdictDiffs(label string, had, got result.Test) []string {
 }
 
 func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run, t result.Test) (result.Test, error) {
-	first := filepath.ToSlash(t.Raw[0])
-	parts := strings.Split(first, "/")
-	if len(parts) < 3 || parts[0] != "raw" || parts[1] == "." || parts[1] == ".." {
-		return result.Test{}, fmt.Errorf("raw output %s is not under raw/TEST/", first)
-	}
-	folder := filepath.Join(dir, "raw", parts[1])
-	data, err := safefs.ReadFile(dir, path.Join("raw", parts[1], launch.OutputsFile), maxOutputsFile)
+	rawName, err := resultsdir.RawFolder(t)
 	if err != nil {
-		return result.Test{}, fmt.Errorf("read how the steps ended: %w", err)
+		return result.Test{}, err
 	}
-	var outs []plan.Output
-	if err := json.Unmarshal(data, &outs); err != nil {
-		return result.Test{}, fmt.Errorf("read %s: %w", filepath.Join(folder, launch.OutputsFile), err)
+	folder := filepath.Join(dir, resultsdir.Raw, rawName)
+	outs, err := resultsdir.ReadOutputs(dir, rawName)
+	if err != nil {
+		return result.Test{}, err
 	}
 	// The plugin opens what it is handed, out of process: only regular
 	// files of this test's folder, reached through no link (safefs).
@@ -1034,7 +978,7 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 		if !filepath.IsLocal(p) {
 			return "", fmt.Errorf("raw output of step: %w", &safefs.RefusedError{Path: p, What: "outside the folder " + folder})
 		}
-		if err := safefs.Check(dir, filepath.Join("raw", parts[1], p)); err != nil {
+		if err := safefs.Check(dir, filepath.Join(resultsdir.Raw, rawName, p)); err != nil {
 			return "", fmt.Errorf("raw output of step: %w", err)
 		}
 		return filepath.Join(folder, p), nil
@@ -1070,9 +1014,6 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 	got.Name = t.Name
 	return got, nil
 }
-
-// maxOutputsFile bounds the outputs.json read back: a few steps' worth.
-const maxOutputsFile = 16 << 20
 
 // dropNonFinite takes the metrics a plugin reported as NaN or ±Inf out of
 // parsed and makes that its error, naming them (the first 5): no tool

@@ -10,18 +10,14 @@ package signoff
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"fmt"
-	iofs "io/fs"
 	"os"
-	"path/filepath"
 
-	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -29,47 +25,6 @@ import (
 // maxResults bounds a results.json read back (a 1024-node localisation
 // makes tens of MB).
 const maxResults = 1 << 30
-
-// LoadRun reads the run a results folder holds: from its journal, which
-// has every test that finished even when the run was stopped, else from
-// results.json (folders of gpuaccept check --out made before check kept a
-// journal). The run's Dir is dir; recorded is the results folder the run
-// recorded (results_dir), which its results.json shows, or dir when it
-// recorded none.
-func LoadRun(dir string) (run *result.Run, recorded string, err error) {
-	run, err = journal.Read(dir)
-	if errors.Is(err, iofs.ErrNotExist) {
-		p := filepath.Join(dir, report.ResultsFile)
-		data, rerr := safefs.ReadFile(dir, report.ResultsFile, maxResults)
-		if rerr != nil {
-			return nil, "", fmt.Errorf("results folder %s has neither %s nor a readable %s (%v)", dir, journal.File, report.ResultsFile, rerr)
-		}
-		run = &result.Run{}
-		if err := json.Unmarshal(data, run); err != nil {
-			return nil, "", fmt.Errorf("read %s: %w", p, err)
-		}
-	} else if err != nil {
-		return nil, "", err
-	}
-	recorded = run.Dir
-	if recorded == "" {
-		recorded = dir
-	}
-	run.Dir = dir
-	return run, recorded, nil
-}
-
-// KeptBaseline loads the copy of the SKU file name that the results folder
-// dir keeps (baseline/NAME.yaml). Its File is that path relative to the
-// folder, as the HTML report names it wherever the folder lies.
-func KeptBaseline(dir, name string) (*sku.SKU, error) {
-	bdir := filepath.Join(dir, journal.BaselineDir)
-	cat, err := sku.Load(os.DirFS(bdir), journal.BaselineDir)
-	if err != nil {
-		return nil, fmt.Errorf("baseline kept in the results folder: %w", err)
-	}
-	return cat.Get(name)
-}
 
 // Report is one report of a results folder, rendered.
 type Report struct {
@@ -131,7 +86,7 @@ func WriteReports(run *result.Run, s *sku.SKU, recorded string) error {
 	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
 		return fmt.Errorf("write results folder: %w", err)
 	}
-	if kept, err := KeptBaseline(run.Dir, run.SKU); err == nil {
+	if kept, err := resultsdir.KeptBaseline(run.Dir, run.SKU); err == nil {
 		s = kept
 	}
 	if recorded == "" {

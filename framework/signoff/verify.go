@@ -15,6 +15,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
@@ -139,7 +140,7 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 	for _, p := range problems {
 		r.add(Mismatch, "%s", p)
 	}
-	run, recorded, err := LoadRun(dir)
+	run, recorded, err := resultsdir.Load(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +151,7 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 	if run.SKU != m.SKU {
 		r.add(Mismatch, "%s is of SKU %s, the journal of SKU %s", manifest.File, m.SKU, run.SKU)
 	}
-	s, err := KeptBaseline(dir, m.SKU)
+	s, err := resultsdir.KeptBaseline(dir, m.SKU)
 	if err != nil {
 		r.add(Mismatch, "%v", err)
 	} else {
@@ -238,7 +239,7 @@ const maxBuiltinDiffs = 10
 // the customer sees whose bands signed the cluster off.
 func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku.SKU, run *result.Run, recorded string) {
 	name := s.Name
-	kept, err := safefs.ReadFile(dir, journal.BaselineDir+"/"+name+".yaml", maxResults)
+	kept, err := safefs.ReadFile(dir, resultsdir.Baseline+"/"+name+".yaml", maxResults)
 	if err != nil {
 		return // KeptBaseline read it; the manifest check names a change
 	}
@@ -249,7 +250,7 @@ func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku
 	}
 	if err != nil {
 		r.Baseline = BaselineOwn
-		r.add(kind, "%s/%s.yaml: this gpuaccept (%s) has no built-in SKU %s: the verdicts hold against a site's own SKU file only", journal.BaselineDir, name, o.Version, name)
+		r.add(kind, "%s/%s.yaml: this gpuaccept (%s) has no built-in SKU %s: the verdicts hold against a site's own SKU file only", resultsdir.Baseline, name, o.Version, name)
 		return
 	}
 	if string(kept) == string(want) {
@@ -257,7 +258,7 @@ func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku
 		return
 	}
 	r.Baseline = BaselineSite
-	r.add(kind, "%s/%s.yaml is not this gpuaccept's (%s) built-in %s baseline (%s): the verdicts hold against the kept copy's bands", journal.BaselineDir, name, o.Version, name, strings.Replace(byteDiff(kept, want), "re-rendered", "built-in", 1))
+	r.add(kind, "%s/%s.yaml is not this gpuaccept's (%s) built-in %s baseline (%s): the verdicts hold against the kept copy's bands", resultsdir.Baseline, name, o.Version, name, strings.Replace(byteDiff(kept, want), "re-rendered", "built-in", 1))
 	cat, err := sku.Load(o.Builtin, "built-in")
 	if err != nil {
 		r.add(Note, "built-in SKU files: %v", err)
@@ -429,7 +430,7 @@ func (r *Result) verifySubRuns(ctx context.Context, o Options, s *sku.SKU, dir s
 			}
 		}
 		ss := s
-		if kept, err := KeptBaseline(folder, sub.SKU); err == nil {
+		if kept, err := resultsdir.KeptBaseline(folder, sub.SKU); err == nil {
 			ss = kept
 		}
 		for _, d := range runner.Rejudge(ctx, o.Plugins, ss, folder, sub) {

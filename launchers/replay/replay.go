@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
@@ -32,8 +33,8 @@ func init() {
 		case o.ReplayDir != "":
 			dir := o.ReplayDir
 			// A results folder replays from its raw/ subfolder.
-			if fi, err := os.Stat(path.Join(dir, "raw")); err == nil && fi.IsDir() {
-				dir = path.Join(dir, "raw")
+			if fi, err := os.Stat(path.Join(dir, resultsdir.Raw)); err == nil && fi.IsDir() {
+				dir = path.Join(dir, resultsdir.Raw)
 			}
 			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 				return nil, fmt.Errorf("launcher replay: recordings folder %q: not a folder", o.ReplayDir)

@@ -1,0 +1,190 @@
+// Package resultsdir owns the layout of a results folder, the folder a run
+// or a check writes and a customer receives:
+//
+//	manifest.json[.sig]      what every file hashes to (framework/manifest)
+//	journal.jsonl            the run, one finished test per line (framework/journal)
+//	baseline/SKU.yaml        the SKU file the run was judged against (Baseline)
+//	raw/TEST/                one test's raw outputs (TestDir): STEP.log, STEP.files/,
+//	                         outputs.json (how each step ended, Outputs)
+//	raw/TEST.attempt-N/      an earlier attempt of a retried test (AttemptDir)
+//	raw/TEST.N/              the Nth of several runs given to check (CheckDir)
+//	localise/...             the results folders of a localisation's runs
+//	results.json, junit.xml, report.html, summary.md, table.txt
+//	                         the reports (framework/report renders them)
+//
+// Every package that names one of these reads the name here; the package
+// also reads a folder back (Load, KeptBaseline, ReadOutputs) and checks that
+// a test's raw outputs lie where its name puts them (RawFolder).
+package resultsdir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/journal"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// Names in a results folder.
+const (
+	// Raw is the folder of the raw outputs, one folder per test.
+	Raw = "raw"
+	// Results is the run as JSON (result.Run), the report machines read.
+	Results = "results.json"
+	// Journal is the journal (journal.File).
+	Journal = journal.File
+	// Baseline is the folder of the kept SKU file (journal.BaselineDir).
+	Baseline = journal.BaselineDir
+	// Outputs, in each test's raw folder, records how each step ended: a
+	// JSON list of plan.Output with paths relative to that folder. The
+	// runner writes it; the replay launcher and verify read it, so a
+	// results folder replays and re-judges as it ran.
+	Outputs = "outputs.json"
+	// Localise is the folder of a localisation's runs.
+	Localise = "localise"
+)
+
+// TestDir is the raw folder of test, relative to the results folder:
+// raw/TEST.
+func TestDir(test string) string { return filepath.Join(Raw, test) }
+
+// AttemptDir is the raw folder of an earlier attempt (1-based) of a
+// retried test, relative to the results folder: raw/TEST.attempt-N.
+func AttemptDir(test string, attempt int) string {
+	return filepath.Join(Raw, fmt.Sprintf("%s.attempt-%d", test, attempt))
+}
+
+// CheckDir is the raw folder of the nth (1-based) of runs runs of test
+// given to check, relative to the results folder: raw/TEST with one run,
+// raw/TEST.N with several.
+func CheckDir(test string, n, runs int) string {
+	if runs > 1 {
+		return filepath.Join(Raw, fmt.Sprintf("%s.%d", test, n))
+	}
+	return TestDir(test)
+}
+
+// RawFolder is the name of the folder under raw/ that holds test t's
+// outputs (t.Raw, paths relative to the results folder), which must be
+// one its name gives: TestDir, AttemptDir or CheckDir of the test (a
+// check run "TEST[FILE]" is of TEST), with every raw path of t in it. The
+// error names the path that is not. t.Raw must not be empty.
+func RawFolder(t result.Test) (string, error) {
+	if len(t.Raw) == 0 {
+		return "", errors.New("no raw outputs kept")
+	}
+	first := filepath.ToSlash(t.Raw[0])
+	parts := strings.Split(first, "/")
+	if len(parts) < 3 || parts[0] != Raw || parts[1] == "." || parts[1] == ".." {
+		return "", fmt.Errorf("raw output %s is not under %s/TEST/", first, Raw)
+	}
+	folder := parts[1]
+	base, _, _ := strings.Cut(t.Name, "[")
+	ok := folder == base
+	if rest, found := strings.CutPrefix(folder, base+"."); found && !ok {
+		n := strings.TrimPrefix(rest, "attempt-")
+		_, err := strconv.Atoi(n)
+		ok = err == nil && n != "" && n[0] != '-' && n[0] != '+'
+	}
+	if !ok {
+		return "", fmt.Errorf("raw output %s is not in the folder of test %s (%s/%s/)", first, t.Name, Raw, base)
+	}
+	for _, p := range t.Raw[1:] {
+		if !strings.HasPrefix(filepath.ToSlash(p), Raw+"/"+folder+"/") {
+			return "", fmt.Errorf("raw outputs %s and %s are in different folders", first, p)
+		}
+	}
+	return folder, nil
+}
+
+// maxOutputs bounds an outputs.json read back: a step record is a few
+// hundred bytes.
+const maxOutputs = 16 << 20
+
+// ReadOutputs reads the outputs.json of raw folder folder (RawFolder's
+// name) of the results folder root, through safefs (no link, no special
+// file), paths as recorded (relative to the test's folder). Errors name
+// the file.
+func ReadOutputs(root, folder string) ([]plan.Output, error) {
+	rel := path.Join(Raw, folder, Outputs)
+	data, err := safefs.ReadFile(root, rel, maxOutputs)
+	if err != nil {
+		return nil, fmt.Errorf("read how the steps ended: %w", err)
+	}
+	var outs []plan.Output
+	if err := json.Unmarshal(data, &outs); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(root, rel), err)
+	}
+	return outs, nil
+}
+
+// ReadOutputsBeside reads the outputs.json in the folder of log (a log
+// given to check, which may lie in a results folder's raw/TEST/): how its
+// steps ended, if that folder records it. Only a regular file is read
+// (safefs.ReadNamed: a link the user made is followed, as for the log
+// itself; a FIFO or device is not opened); ok is false when there is none or it does not read
+// as one.
+func ReadOutputsBeside(log string) (outs []plan.Output, ok bool) {
+	data, err := safefs.ReadNamed(filepath.Join(filepath.Dir(log), Outputs), maxOutputs)
+	if err != nil {
+		return nil, false
+	}
+	if json.Unmarshal(data, &outs) != nil {
+		return nil, false
+	}
+	return outs, true
+}
+
+// maxResults bounds a results.json read back (a run of many tests with
+// every point makes tens of MB).
+const maxResults = 1 << 30
+
+// Load reads the run a results folder holds: from its journal, which has
+// every test that finished even when the run was stopped, else from
+// results.json (folders of gpuaccept check --out made before check kept a
+// journal). The run's Dir is dir; recorded is the results folder the run
+// recorded (results_dir), which its results.json shows, or dir when it
+// recorded none.
+func Load(dir string) (run *result.Run, recorded string, err error) {
+	run, err = journal.Read(dir)
+	if errors.Is(err, iofs.ErrNotExist) {
+		p := filepath.Join(dir, Results)
+		data, rerr := safefs.ReadFile(dir, Results, maxResults)
+		if rerr != nil {
+			return nil, "", fmt.Errorf("results folder %s has neither %s nor a readable %s (%v)", dir, Journal, Results, rerr)
+		}
+		run = &result.Run{}
+		if err := json.Unmarshal(data, run); err != nil {
+			return nil, "", fmt.Errorf("read %s: %w", p, err)
+		}
+	} else if err != nil {
+		return nil, "", err
+	}
+	recorded = run.Dir
+	if recorded == "" {
+		recorded = dir
+	}
+	run.Dir = dir
+	return run, recorded, nil
+}
+
+// KeptBaseline loads the copy of the SKU file name that the results folder
+// dir keeps (baseline/NAME.yaml). Its File is that path relative to the
+// folder, as the HTML report names it wherever the folder lies.
+func KeptBaseline(dir, name string) (*sku.SKU, error) {
+	cat, err := sku.Load(os.DirFS(filepath.Join(dir, Baseline)), Baseline)
+	if err != nil {
+		return nil, fmt.Errorf("baseline kept in the results folder: %w", err)
+	}
+	return cat.Get(name)
+}

@@ -1,0 +1,81 @@
+package resultsdir
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+// A test's raw outputs must lie in the folder its name gives; any other
+// is named, so that one run's outputs cannot back another test's verdict.
+func TestRawFolder(t *testing.T) {
+	cases := []struct {
+		name string
+		raw  []string
+		want string // folder, or the error's text
+		ok   bool
+	}{
+		{"nccl.all_reduce", []string{"raw/nccl.all_reduce/all_reduce.log", "raw/nccl.all_reduce/all_reduce.files/all_reduce.json"}, "nccl.all_reduce", true},
+		{"nccl.all_reduce", []string{"raw/nccl.all_reduce.attempt-2/all_reduce.log"}, "nccl.all_reduce.attempt-2", true},
+		{"nccl.all_reduce[b.log]", []string{"raw/nccl.all_reduce.2/b.log"}, "nccl.all_reduce.2", true},
+		{"nccl.all_gather", []string{"raw/nccl.all_reduce/all_reduce.log"}, "is not in the folder of test nccl.all_gather (raw/nccl.all_gather/)", false},
+		{"nccl.all_reduce", []string{"raw/nccl.all_reduce.-1/x.log"}, "is not in the folder of test", false},
+		{"nccl.all_reduce", []string{"raw/nccl.all_reduce.attempt-/x.log"}, "is not in the folder of test", false},
+		{"nccl.all_reduce", []string{"raw/../x.log"}, "is not under raw/TEST/", false},
+		{"nccl.all_reduce", []string{"results.json"}, "is not under raw/TEST/", false},
+		{"nccl.all_reduce", []string{"raw/nccl.all_reduce/a.log", "raw/nccl.all_gather/b.log"}, "are in different folders", false},
+		{"nccl.all_reduce", nil, "no raw outputs kept", false},
+	}
+	for _, c := range cases {
+		got, err := RawFolder(result.Test{Name: c.name, Raw: c.raw})
+		if c.ok {
+			assert.NilError(t, err, "%v", c.raw)
+			assert.Equal(t, got, c.want)
+			continue
+		}
+		assert.ErrorContains(t, err, c.want, "%v", c.raw)
+	}
+}
+
+func TestDirs(t *testing.T) {
+	assert.Equal(t, TestDir("nccl.all_reduce"), filepath.Join("raw", "nccl.all_reduce"))
+	assert.Equal(t, AttemptDir("nccl.all_reduce", 2), filepath.Join("raw", "nccl.all_reduce.attempt-2"))
+	assert.Equal(t, CheckDir("nccl.all_reduce", 1, 1), filepath.Join("raw", "nccl.all_reduce"))
+	assert.Equal(t, CheckDir("nccl.all_reduce", 2, 3), filepath.Join("raw", "nccl.all_reduce.2"))
+}
+
+// outputs.json is read only as a regular file of the folder: a link to
+// another file is refused, naming it; broken JSON names the file; beside
+// a log given to check, a special file is not read.
+func TestReadOutputs(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "raw", "nccl.all_reduce")
+	assert.NilError(t, os.MkdirAll(dir, 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, Outputs), []byte(`[{"step":"all_reduce","log":"all_reduce.log","exit_code":0}]`), 0o644))
+	outs, err := ReadOutputs(root, "nccl.all_reduce")
+	assert.NilError(t, err)
+	assert.Equal(t, len(outs), 1)
+	assert.Equal(t, outs[0].Log, "all_reduce.log")
+
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, Outputs), []byte(`[{"step":`), 0o644))
+	_, err = ReadOutputs(root, "nccl.all_reduce")
+	assert.ErrorContains(t, err, filepath.Join(dir, Outputs))
+
+	other := filepath.Join(t.TempDir(), "o.json")
+	assert.NilError(t, os.WriteFile(other, []byte(`[]`), 0o644))
+	assert.NilError(t, os.Remove(filepath.Join(dir, Outputs)))
+	assert.NilError(t, os.Symlink(other, filepath.Join(dir, Outputs)))
+	_, err = ReadOutputs(root, "nccl.all_reduce")
+	assert.Assert(t, err != nil && strings.Contains(err.Error(), "link"), "%v", err)
+	// Beside a log the user named, a FIFO is not opened (it would hang).
+	assert.NilError(t, os.Remove(filepath.Join(dir, Outputs)))
+	assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, Outputs), 0o644))
+	_, ok := ReadOutputsBeside(filepath.Join(dir, "all_reduce.log"))
+	assert.Assert(t, !ok, "a FIFO beside a log is not read")
+}
