@@ -127,35 +127,10 @@ func runMasked(args []string, stdout, stderr io.Writer) int {
 	}
 	var code int
 	var err error
-	switch cmd {
-	case "run":
-		code, err = cmdRun(args, stdout, stderr)
-	case "localise", "localize":
-		code, err = cmdLocalise(args, stdout, stderr)
-	case "check":
-		code, err = cmdCheck(args, stdout, stderr)
-	case "list":
-		code, err = cmdList(args, stdout, stderr)
-	case "baseline":
-		code, err = cmdBaseline(args, stdout, stderr)
-	case "demo":
-		code, err = cmdDemo(args, stdout, stderr)
-	case "report":
-		code, err = cmdReport(args, stdout, stderr)
-	case "verify":
-		code, err = cmdVerify(args, stdout, stderr)
-	case "plugin":
-		code, err = cmdPlugin(args)
-	case "clean":
-		code, err = cmdClean(args, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "gpuaccept", getVersion())
-		return exitOK
-	case "help":
-		fmt.Fprint(stdout, topUsage)
-		return exitOK
-	default:
-		err = usageError{fmt.Errorf("unknown command %q (commands: run, localise, check, list, baseline, demo, report, verify, clean, version)", cmd)}
+	if c, ok := lookup(cmd); ok {
+		code, err = c.run(args, stdout, stderr)
+	} else {
+		err = usageError{fmt.Errorf("unknown command %q (commands: %s)", cmd, commandNames())}
 	}
 	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -173,28 +148,6 @@ func runMasked(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-const topUsage = `gpuaccept signs off GPU clusters against golden baselines.
-
-Usage:
-  gpuaccept [run] --sku SKU --suite SUITE [flags]   run a suite and judge it
-  gpuaccept localise --sku SKU --suite SUITE --hosts H1,H2,...
-                                                    find the node, HCA or link that slows a multi-node test
-  gpuaccept check --sku SKU --test TEST --nodes N --gpus-per-node G LOGFILE...
-                                                    judge existing logs offline
-  gpuaccept list [skus|suites|tests|plugins|launchers]
-  gpuaccept baseline validate [FILE...] | show SKU | record --sku SKU RUN... | diff OLD NEW
-  gpuaccept demo                                    the whole pipeline on embedded real recordings
-  gpuaccept report RESULTS_DIR                      rebuild every report of a results folder
-  gpuaccept verify RESULTS_DIR [--digest D] [--allowed-signers F --identity ID]
-                                                    check a sign-off: every file, verdicts re-judged, reports re-derived
-  gpuaccept clean --run ID | --local               delete what a Kubernetes run, or killed local runs, left behind
-  gpuaccept version
-
-Run "gpuaccept COMMAND --help" for a command's flags.
-Exit codes: 0 passed (warnings included), 1 a test failed (whatever else happened),
-2 usage or configuration error, 3 a test errored and none failed, 4 nothing judged
-(every test skipped), 130 interrupted (Ctrl-C, SIGTERM) before anything failed.
-`
 
 func getVersion() string {
 	if version != "" {

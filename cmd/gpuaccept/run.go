@@ -50,7 +50,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	var timeout time.Duration
 	var params, tests, mpiArgs []string
 	// gpuaccept --help lands here: show the commands too.
-	fs := newFlags("run", topUsage+"\n"+runUsage, stderr)
+	fs := newFlags("run", topUsage()+"\n"+runUsage, stderr)
 	if cmd == "localise" {
 		fs = newFlags(cmd, localiseUsage, stderr)
 	}
