@@ -148,7 +148,6 @@ func runMasked(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-
 func getVersion() string {
 	if version != "" {
 		return version
