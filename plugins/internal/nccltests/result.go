@@ -95,6 +95,7 @@ func Result(o plan.Output, opt Options) result.Parsed {
 	var js *Output
 	var jsName string // the JSON file's name, for messages
 	var jsErr error
+	var unusable *result.Check
 	for name, path := range o.Files {
 		if strings.HasSuffix(name, ".json") {
 			jsName = filepath.Base(path)
@@ -108,7 +109,11 @@ func Result(o plan.Output, opt Options) result.Parsed {
 			if jsErr != nil {
 				js = nil
 				if text != nil {
-					p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("JSON output unusable, using the text output: %v", jsErr)})
+					// The same run's structured record is broken (cut
+					// short, disk full, edited): the verdict stands on the
+					// rounded text numbers, which the sign-off must show.
+					unusable = &result.Check{Name: "JSON output", Warn: true,
+						Message: fmt.Sprintf("%s unusable, judged on the text output (its numbers rounded): %v", jsName, jsErr)}
 				}
 			}
 		}
@@ -190,6 +195,9 @@ func Result(o plan.Output, opt Options) result.Parsed {
 		ranksOf = src.Collective
 	}
 	p.Checks, ranks = checks(ranksOf, src, text, js, topo)
+	if unusable != nil {
+		p.Checks = append(p.Checks, *unusable)
+	}
 	if ranks > 0 {
 		p.Info["ranks"] = strconv.Itoa(ranks)
 	}

@@ -480,3 +480,30 @@ func TestResultFoldsRepeatedFailures(t *testing.T) {
 	assert.Assert(t, strings.Contains(p.Error, "call-stack lines of nccl-tests not quoted"), p.Error)
 	assert.Assert(t, !strings.Contains(p.Error, "Test failure common.cu"), p.Error)
 }
+
+// The -J JSON beside a real text log, overwritten or emptied (one cut
+// short keeps its complete results and is judged as truncated): the test is judged on the text, and a "JSON
+// output" check warns, naming the file, so that the sign-off shows the
+// numbers are the text's rounded ones. The whole JSON gives no such check.
+func TestResultUnusableJSON(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(string) string
+		want ntWant
+	}{
+		{"whole", nil, ntWant{}},
+		{"overwritten", func(s string) string { return "\x00\x00\x00" + s[3:] }, ntWant{"warn", "broadcast.json unusable, judged on the text output (its numbers rounded): "}},
+		{"empty", func(string) string { return "" }, ntWant{"warn", "broadcast.json unusable, judged on the text output"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			log := ntEdited(t, "h200x2-2.19.6/broadcast.txt", "broadcast.log", nil)
+			js := ntEdited(t, "h200x2-2.19.6/broadcast.json", "broadcast.json", c.edit)
+			p := Result(plan.Output{Step: "broadcast", Log: log, Files: map[string]string{"broadcast.json": js}},
+				Options{Test: "broadcast", Topology: ntTopo(1, 2)})
+			assert.Equal(t, p.Error, "")
+			assert.Assert(t, len(p.Metrics) > 0)
+			ntAssertCheck(t, p, "JSON output", c.want)
+		})
+	}
+}
