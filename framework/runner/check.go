@@ -1,0 +1,334 @@
+package runner
+
+// This file: check, judging files a run left without running anything.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gpuaccept/gpuaccept/framework/journal"
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// Check judges existing output files of one test offline, without running
+// anything. Files are grouped into runs: a JSON file (nccl-tests -J) joins
+// the text log of the same name stem (x.log / x.txt with x.json); the logs
+// of a paired test's steps in one folder (server.N.log and client.N.log, as
+// a results folder's raw/TEST/ keeps them, or any log its outputs.json gives
+// a role) are one run, as the run that made them judged them; every other
+// file is a run of its own. Each run is one test result; with several runs
+// the test name carries the file name ("nccl.all_reduce[a.log]").
+func Check(ctx context.Context, plugins Plugins, s *sku.SKU, name string, topo plan.Topology, files []string, version string) (*result.Run, error) {
+	return CheckInto(ctx, plugins, s, name, topo, files, version, "", nil)
+}
+
+// CheckInto is Check that, with dir set, also makes dir a results folder
+// that gpuaccept verify can check like a run's: each run's files copied
+// under raw/TEST/ (raw/TEST.N/ for run N of several) with the outputs.json
+// of its steps, baseline (the SKU file content) kept under baseline/, and
+// the journal. The files are judged from their copies. Errors name the
+// file that could not be read or written.
+func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, topo plan.Topology, files []string, version, dir string, baseline []byte) (*result.Run, error) {
+	pluginName, test, err := SplitName(name)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no log files to check")
+	}
+	// A .gz or standard input is judged from a plain copy, which lives
+	// only while the run is judged (with dir, kept under raw/).
+	tmp, err := os.MkdirTemp("", "gpuaccept-check-")
+	if err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	groups, err := groupFiles(files, tmp)
+	if err != nil {
+		return nil, err
+	}
+	run := &result.Run{SKU: s.Name, Suite: "check", Launcher: "check", Scope: topo.String(), Started: time.Now().UTC(), Version: version, Dir: dir, Tests: []result.Test{}}
+	names := make([]string, len(groups))
+	for i, g := range groups {
+		names[i] = name
+		if len(groups) > 1 {
+			names[i] = fmt.Sprintf("%s[%s]", name, g.label)
+		}
+	}
+	var jw *journal.Writer
+	if dir != "" {
+		if err := safefs.MkdirAll(dir, resultsdir.Raw); err != nil {
+			return nil, fmt.Errorf("create results folder: %w", err)
+		}
+		if len(baseline) > 0 {
+			if err := journal.SaveBaseline(dir, s.Name, baseline); err != nil {
+				return nil, err
+			}
+		}
+		if jw, err = journal.Create(dir, run, names); err != nil {
+			return nil, err
+		}
+		defer jw.Close()
+	}
+	for i, g := range groups {
+		start := time.Now()
+		raw := g.files
+		if dir != "" {
+			if raw, err = keepGroup(dir, resultsdir.CheckDir(name, i+1, len(groups)), &g); err != nil {
+				return nil, err
+			}
+		}
+		parsed, err := plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Topology: topo, Outputs: g.outs})
+		if err != nil {
+			parsed = result.Parsed{Error: "parse: " + err.Error()}
+		}
+		t := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test))
+		t.Name = names[i]
+		t.Raw = raw
+		t.Duration = time.Since(start)
+		t = redact.Value(redact.Env(), t) // diagnostics quote the logs
+		run.Tests = append(run.Tests, t)
+		if jw != nil {
+			if err := jw.Add(t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	run.Duration = time.Since(run.Started)
+	run.Finish()
+	if jw != nil {
+		if err := jw.End(run.Duration); err != nil {
+			return nil, err
+		}
+	}
+	return run, nil
+}
+
+// keepGroup copies the files of g into dir/folder (resultsdir.CheckDir), the layout of a
+// results folder (a step's JSON in STEP.files/), points g's outputs at the
+// copies, records them in outputs.json and returns the copies' paths
+// relative to dir.
+func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
+	into := filepath.Join(dir, folder)
+	var raw []string
+	// The copies are masked, and judged and hashed as masked: verify
+	// re-judges the same bytes.
+	red := redact.Env()
+	cp := func(src, dst string) error {
+		rel, _ := filepath.Rel(dir, dst)
+		// Streamed (a log of 10^7 rows is over a GB), masked, through
+		// safefs: no link below the results folder is written through.
+		if err := copyInto(dir, rel, src, red); err != nil {
+			return fmt.Errorf("keep log file %s: %w", src, err)
+		}
+		raw = append(raw, filepath.ToSlash(rel))
+		return nil
+	}
+	used := map[string]bool{}
+	for i := range g.outs {
+		o := &g.outs[i]
+		filesDir := into
+		if o.Log != "" {
+			base := red.String(filepath.Base(o.Log))
+			if used[base] {
+				base = fmt.Sprintf("%d.%s", i+1, base)
+			}
+			used[base] = true
+			dst := filepath.Join(into, base)
+			if err := cp(o.Log, dst); err != nil {
+				return nil, err
+			}
+			o.Log = dst
+			filesDir = filepath.Join(into, launch.FilesDir(strings.TrimSuffix(base, filepath.Ext(base))))
+		}
+		for k, v := range o.Files {
+			dst := filepath.Join(filesDir, red.String(filepath.Base(v)))
+			if err := cp(v, dst); err != nil {
+				return nil, err
+			}
+			o.Files[k] = dst
+		}
+	}
+	if err := writeOutputs(dir, into, g.outs, red); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// fileGroup is one run judged by check: the outputs of its steps and the
+// files (as given) they came from.
+type fileGroup struct {
+	label string
+	outs  []plan.Output
+	files []string
+}
+
+// pairedStep matches the step names of a paired test's logs (LogName of
+// "server.0"), the way plugins name their server and client steps.
+var pairedStep = regexp.MustCompile(`^(server|client)\.[0-9]+$`)
+
+// groupFiles groups the files given to check into runs. A .gz and
+// standard input ("-") are read into tmp first (inputs); they group as the
+// plain file would (x.log.gz with x.json, server.0.log.gz with
+// client.0.log.gz), and the outputs point at the readable copies.
+func groupFiles(files []string, tmp string) ([]fileGroup, error) {
+	var groups []fileGroup
+	// where finds a file's output: group index and output index.
+	type where struct{ g, o int }
+	byStem := map[string]where{}
+	pairs := map[string]int{} // folder -> group of its paired steps
+	opener := &inputs{tmp: tmp}
+	// path is where the plugins read each logical path.
+	path := map[string]string{}
+	for _, f := range files {
+		in, err := opener.open(f)
+		if err != nil {
+			return nil, err
+		}
+		abs := in.logical
+		if prev, ok := path[abs]; ok && prev != in.path {
+			return nil, fmt.Errorf("log file %s: %s is given too, compressed or not: give one", f, abs)
+		}
+		path[abs] = in.path
+		base := filepath.Base(f)
+		if f == "-" {
+			base = StdinName
+		}
+		stem := strings.TrimSuffix(abs, filepath.Ext(abs))
+		isJSON := strings.EqualFold(filepath.Ext(abs), ".json")
+		w, ok := byStem[stem]
+		if ok && (isJSON && !hasJSON(groups[w.g].outs[w.o]) || !isJSON && groups[w.g].outs[w.o].Log == "") {
+			// joins the run of the same stem
+		} else if isJSON {
+			groups = append(groups, fileGroup{label: base, outs: []plan.Output{{Step: "check"}}})
+			w = where{len(groups) - 1, 0}
+			byStem[stem] = w
+		} else {
+			out := plan.Output{Step: "check", Log: abs}
+			recorded(&out)
+			if out.Role == "" && pairedStep.MatchString(filepath.Base(stem)) {
+				out.Step = filepath.Base(stem)
+				out.Role, _, _ = strings.Cut(out.Step, ".")
+			}
+			gi, paired := pairs[filepath.Dir(abs)]
+			if out.Role != "" && paired && !hasStep(groups[gi].outs, out.Step) {
+				groups[gi].outs = append(groups[gi].outs, out)
+				groups[gi].label += "+" + base
+				w = where{gi, len(groups[gi].outs) - 1}
+			} else {
+				groups = append(groups, fileGroup{label: base, outs: []plan.Output{out}})
+				w = where{len(groups) - 1, 0}
+				if out.Role != "" {
+					pairs[filepath.Dir(abs)] = w.g
+				}
+			}
+			byStem[stem] = w
+		}
+		g := &groups[w.g]
+		o := &g.outs[w.o]
+		if isJSON {
+			o.Files = map[string]string{filepath.Base(abs): abs}
+			g.files = append(g.files, f)
+			continue
+		}
+		if o.Log == "" { // a text log joining its JSON
+			o.Log = abs
+			g.label = base
+			recorded(o)
+		}
+		g.files = append(g.files, f)
+		// A results folder keeps a step's -J file in STEP.files/.
+		js := filepath.Join(filepath.Dir(stem), launch.FilesDir(filepath.Base(stem)), filepath.Base(stem)+".json")
+		if f != "-" && !hasJSON(*o) && (fileExists(js) || fileExists(js+".gz")) {
+			given := js
+			if !fileExists(js) {
+				given += ".gz"
+			}
+			in, err := opener.open(given)
+			if err != nil {
+				return nil, err
+			}
+			path[in.logical] = in.path
+			o.Files = map[string]string{filepath.Base(js): js}
+			g.files = append(g.files, given)
+		}
+	}
+	// The plugins read the files where inputs put them.
+	for i := range groups {
+		for j := range groups[i].outs {
+			o := &groups[i].outs[j]
+			if o.Log != "" {
+				o.Log = path[o.Log]
+			}
+			for k, v := range o.Files {
+				o.Files[k] = path[v]
+			}
+		}
+	}
+	// Two logs of the same name from different folders are told apart by
+	// the path they were given as.
+	count := map[string]int{}
+	for _, g := range groups {
+		count[g.label]++
+	}
+	for i := range groups {
+		if count[groups[i].label] > 1 {
+			groups[i].label = groups[i].files[0]
+			if len(groups[i].outs) > 1 {
+				groups[i].label = strings.Join(groups[i].files, "+")
+			}
+		}
+	}
+	return groups, nil
+}
+
+func hasStep(outs []plan.Output, step string) bool {
+	for _, o := range outs {
+		if o.Step == step {
+			return true
+		}
+	}
+	return false
+}
+
+// recorded fills how the step of a log from a results folder ended (exit
+// code, launch error, host, command) from the outputs.json beside it, so
+// checking a crashed run's log does not pass it. A step with a role (one
+// side of a paired test) also keeps its step name and role, which the
+// plugin pairs the sides by.
+func recorded(o *plan.Output) {
+	outs, ok := resultsdir.ReadOutputsBeside(o.Log)
+	if !ok {
+		return
+	}
+	for _, r := range outs {
+		if r.Log == filepath.Base(o.Log) {
+			o.ExitCode, o.LaunchError, o.Host, o.Command = r.ExitCode, r.LaunchError, r.Host, r.Command
+			if r.Role != "" {
+				o.Step, o.Role = r.Step, r.Role
+			}
+			return
+		}
+	}
+}
+
+// fileExists says p is a regular file: a FIFO or device found beside a
+// log (its -J file) is not handed to a plugin.
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+func hasJSON(o plan.Output) bool { return len(o.Files) > 0 }

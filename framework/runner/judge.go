@@ -1,0 +1,127 @@
+package runner
+
+// This file: parsing a test's outputs with its plugin and judging them
+// against the baseline (the judge package holds the rules).
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/gpuaccept/gpuaccept/framework/judge"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+)
+
+// parseTimeout bounds parsing a test's outputs after the run was stopped.
+const parseTimeout = 2 * time.Minute
+
+// judge parses outputs with the plugin and judges them against the SKU's
+// baseline at topo's scope.
+func (r *Runner) judge(ctx context.Context, t result.Test, pluginName, test string, params map[string]string, topo plan.Topology, outs []plan.Output) result.Test {
+	// What a stopped test printed is still parsed (Ctrl-C, timeout): its
+	// numbers are measurements, and verify re-parses them the same way.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parseTimeout)
+	defer cancel()
+	parsed, err := r.Plugins.Parse(pctx, pluginName, pluginapi.ParseRequest{Test: test, Params: params, Topology: topo, Outputs: outs})
+	if err != nil {
+		parsed = result.Parsed{Error: "parse: " + err.Error()}
+	}
+	j := JudgeWith(r.SKU, t.Name, topo, parsed, LabelDefaults(pctx, r.Plugins, pluginName, test))
+	j.Name, j.Scope, j.Params, j.Commands, j.Duration, j.Started = t.Name, t.Scope, t.Params, t.Commands, t.Duration, t.Started
+	j.Diagnostics = append(t.Diagnostics, j.Diagnostics...)
+	return j
+}
+
+// Judge judges parsed output of a test at a topology against a SKU:
+// JudgeWith without label defaults.
+func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) result.Test {
+	return JudgeWith(s, name, topo, parsed, nil)
+}
+
+// JudgeWith judges parsed output of a test (full name) at a topology
+// against a SKU (judge.SKUTest): the gates (the plugin's checks, the GPU
+// model, the SKU's physical ceilings) whatever the baseline, then the
+// baseline entries of that scope, or skip naming the scopes that exist.
+// defaults are the plugin's label defaults per metric (LabelDefaults).
+func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed, defaults map[string]map[string]string) result.Test {
+	parsed = dropNonFinite(parsed)
+	t := judge.SKUTest(s, name, sku.Scope{Nodes: topo.Nodes, GPUsPerNode: topo.GPUsPerNode}, parsed, defaults)
+	t.Name, t.Scope = name, topo.String()
+	return t
+}
+
+// Describer is a Plugins that also describes its plugins (the plugin host
+// does); the runner asks it for the label defaults of a test's metrics.
+type Describer interface {
+	Describe(ctx context.Context, plugin string) (pluginapi.Description, error)
+}
+
+// LabelDefaults returns the label defaults per metric name that plugin
+// declares for test (short name), when plugins is a Describer; nil when it
+// is not, or the plugin declares none or cannot say (an old external
+// plugin): entries then match every value of a label they leave out.
+func LabelDefaults(ctx context.Context, plugins Plugins, plugin, test string) map[string]map[string]string {
+	d, ok := plugins.(Describer)
+	if !ok {
+		return nil
+	}
+	desc, err := d.Describe(ctx, plugin)
+	if err != nil {
+		return nil
+	}
+	var out map[string]map[string]string
+	for _, ti := range desc.Tests {
+		if ti.Name != test {
+			continue
+		}
+		for _, m := range ti.Metrics {
+			if len(m.LabelDefaults) > 0 {
+				if out == nil {
+					out = map[string]map[string]string{}
+				}
+				out[m.Name] = m.LabelDefaults
+			}
+		}
+	}
+	return out
+}
+
+// dropNonFinite takes the metrics a plugin reported as NaN or ±Inf out of
+// parsed and makes that its error, naming them (the first 5): no tool
+// measures such a number, the rest of the output cannot be trusted to
+// judge, and JSON cannot hold one.
+func dropNonFinite(parsed result.Parsed) result.Parsed {
+	var bad []string
+	var kept []result.Metric
+	for i, m := range parsed.Metrics {
+		if !math.IsNaN(m.Value) && !math.IsInf(m.Value, 0) {
+			if kept != nil {
+				kept = append(kept, m)
+			}
+			continue
+		}
+		if kept == nil {
+			kept = append([]result.Metric{}, parsed.Metrics[:i]...)
+		}
+		bad = append(bad, fmt.Sprintf("%s = %v", m.Key(), m.Value))
+	}
+	if len(bad) == 0 {
+		return parsed
+	}
+	parsed.Metrics = kept
+	more := ""
+	if len(bad) > 5 {
+		bad, more = bad[:5], fmt.Sprintf(" and %d more", len(bad)-5)
+	}
+	msg := fmt.Sprintf("%s: the plugin reported %s%s", result.NonFinite, strings.Join(bad, ", "), more)
+	if parsed.Error != "" {
+		msg = parsed.Error + "; " + msg
+	}
+	parsed.Error = msg
+	return parsed
+}
