@@ -24,13 +24,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuaccept/gpuaccept/baselines"
-	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	_ "github.com/gpuaccept/gpuaccept/launchers/k8s"
@@ -66,16 +64,6 @@ const (
 	exitNothingJudged = result.ExitNothingJudged
 	exitInterrupted   = result.ExitInterrupted
 )
-
-// interrupted is the exit code of a command whose context ctx may have been
-// cancelled by Ctrl-C or SIGTERM: ExitInterrupted then, unless code says a
-// test failed (a failure found before the stop is still a failure).
-func interrupted(ctx context.Context, code int) int {
-	if ctx != nil && ctx.Err() != nil && code != exitFail {
-		return exitInterrupted
-	}
-	return code
-}
 
 // usageError is a bad command line or configuration: exit 2 with a hint.
 type usageError struct{ error }
@@ -291,104 +279,13 @@ func (c *common) host() *pluginapi.Host {
 }
 
 // finish writes the reports of a finished run (s judged it; nil when
-// unknown) and returns its exit code. A results folder holding a journal
-// is signed off: its manifest written unless it has one, signed with
-// --sign-key, and its digest printed.
+// unknown) and signs its results folder off (signoff.Finish), with the
+// command's --junit, --html, --format and --sign-key.
 func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (int, error) {
-	if err := signoff.WriteReports(run, s, c.recorded); err != nil {
-		return exitUsage, err
-	}
-	if run.Dir != "" {
-		if kept, err := resultsdir.KeptBaseline(run.Dir, run.SKU); err == nil {
-			s = kept // what the folder's own report.html shows
-		}
-	}
-	if c.junit != "" {
-		if err := report.WriteJUnit(c.junit, run); err != nil {
-			return exitUsage, err
-		}
-	}
-	if c.html != "" {
-		if err := report.WriteHTML(c.html, run, s); err != nil {
-			return exitUsage, err
-		}
-	}
-	if run.Dir != "" {
-		if _, err := os.Stat(filepath.Join(run.Dir, journal.File)); err == nil {
-			if err := c.signOff(run, stderr); err != nil {
-				return exitUsage, err
-			}
-		}
-	}
-	if err := report.Write(stdout, c.format, run); err != nil {
-		return exitUsage, err
-	}
-	code := interrupted(c.ctx, run.ExitCode())
-	if code == exitInterrupted {
-		return code, errors.New("interrupted (Ctrl-C or SIGTERM): the tests not finished are errors; gpuaccept report rebuilds the reports")
-	}
-	if run.Status == result.Skip && len(run.Tests) > 0 {
-		return code, fmt.Errorf("nothing was judged: every test skipped (%s); check --sku, --nodes and --gpus-per-node against gpuaccept baseline show %s", run.Tests[0].Message, run.SKU)
-	}
-	return code, nil
-}
-
-// signOff writes the manifest of the results folder run.Dir when it has
-// none (it never replaces one), signs it with --sign-key and prints the
-// sign-off digest. A folder that no longer matches the manifest it has is
-// not signed.
-func (c *common) signOff(run *result.Run, stderr io.Writer) error {
-	dir := run.Dir
-	mismatched := false
-	if _, err := os.Lstat(filepath.Join(dir, manifest.File)); errors.Is(err, iofs.ErrNotExist) {
-		if _, err := manifest.Write(dir, run.Version, run.SKU); err != nil {
-			return err
-		}
-	} else {
-		m, err := manifest.Read(dir)
-		if err != nil {
-			return err
-		}
-		problems, err := manifest.Check(dir, m)
-		if err != nil {
-			return err
-		}
-		if len(problems) > 0 {
-			var ps []string
-			for _, p := range problems {
-				ps = append(ps, p.String())
-			}
-			err := fmt.Errorf("%s no longer matches the %s it has: %s (gpuaccept verify %s names every difference)", dir, manifest.File, strings.Join(ps, "; "), dir)
-			if c.key != nil {
-				return fmt.Errorf("not signed: %w", err)
-			}
-			fmt.Fprintf(stderr, "warning: %v\n", err)
-			mismatched = true
-		}
-	}
-	if c.key != nil {
-		if err := c.key.Sign(dir); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "signed: %s (%s %s; ssh-keygen -Y verify -f ALLOWED_SIGNERS -I ID -n %s -s %s < %s checks it)\n",
-			filepath.Join(dir, manifest.SigFile), c.key.Type(), c.key.Fingerprint(), manifest.Namespace, filepath.Join(dir, manifest.SigFile), filepath.Join(dir, manifest.File))
-	}
-	d, err := manifest.Digest(dir)
-	if err != nil {
-		return err
-	}
-	if mismatched {
-		// The digest is the manifest's, which the folder no longer
-		// matches: printed so it can be compared, not as a sign-off.
-		fmt.Fprintf(stderr, "digest of the manifest it has: %s (not a sign-off: the folder no longer matches it)\n", d)
-		return nil
-	}
-	if c.outDeleted {
-		fmt.Fprintf(stderr, "sign-off digest: %s (the results folder is deleted on exit; pass --out DIR to keep it and check it with gpuaccept verify DIR --digest %s)\n", d, d)
-	} else {
-		fmt.Fprintf(stderr, "sign-off digest: %s (gpuaccept verify %s --digest %s checks the folder against it)\n", d, dir, d)
-	}
-	return nil
+	return signoff.Finish(c.ctx, run, s, signoff.FinishOptions{
+		Recorded: c.recorded, JUnit: c.junit, HTML: c.html, Format: c.format,
+		Key: c.key, OutDeleted: c.outDeleted, Stdout: stdout, Stderr: stderr,
+	})
 }
 
 func validFormat(f string) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/signoff"
 )
 
 // crashPlugin plans a harmless step and panics when asked to parse: a
@@ -522,7 +523,7 @@ func TestExitCodes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for code, want := range map[int]int{exitOK: exitInterrupted, exitError: exitInterrupted, exitNothingJudged: exitInterrupted, exitFail: exitFail} {
-		assert.Equal(t, interrupted(ctx, code), want, "interrupted after exit %d", code)
-		assert.Equal(t, interrupted(context.Background(), code), code)
+		assert.Equal(t, signoff.Interrupted(ctx, code), want, "interrupted after exit %d", code)
+		assert.Equal(t, signoff.Interrupted(context.Background(), code), code)
 	}
 }
