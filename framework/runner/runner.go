@@ -112,7 +112,7 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 	if err := r.checkOnly(su); err != nil {
 		return nil, err
 	}
-	run := &result.Run{SKU: r.SKU.Name, Suite: suiteName, Launcher: r.Launcher.Name(), Scope: topo.String(),
+	run := &result.Run{SKU: r.SKU.Name, Suite: suiteName, Launcher: r.Launcher.Name(), Scope: topo.Scope,
 		Hosts: topo.Hosts, Started: time.Now().UTC(), Version: r.Version, Dir: r.Dir, Tests: []result.Test{}}
 	var planned []string
 	for _, st := range su.Tests {
@@ -155,7 +155,7 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 		}
 		var t result.Test
 		if err := ctx.Err(); err != nil {
-			t = result.Test{Name: st.Test, Status: result.Error, Scope: topo.String(),
+			t = result.Test{Name: st.Test, Status: result.Error, Scope: topo.Scope,
 				Message: "not run: " + err.Error(), Metrics: []result.Judged{}}
 		} else {
 			t = r.runWithRetries(ctx, su, st, topo)
@@ -301,7 +301,7 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 	// the secret values of the environment and the parameters; the plugin
 	// and the launcher get the real values.
 	red := redact.FromEnv(os.Environ(), params)
-	t := result.Test{Name: st.Test, Scope: topo.String(), Params: red.Params(params), Metrics: []result.Judged{}}
+	t := result.Test{Name: st.Test, Scope: topo.Scope, Params: red.Params(params), Metrics: []result.Judged{}}
 	if st.Skip != "" {
 		t.Status, t.Message = result.Skip, st.Skip
 		r.progress("%-24s skip  %s", st.Test, st.Skip)
@@ -463,8 +463,8 @@ func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) re
 // defaults are the plugin's label defaults per metric (LabelDefaults).
 func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed, defaults map[string]map[string]string) result.Test {
 	parsed = dropNonFinite(parsed)
-	t := judge.SKUTest(s, name, sku.Scope{Nodes: topo.Nodes, GPUsPerNode: topo.GPUsPerNode}, parsed, defaults)
-	t.Name, t.Scope = name, topo.String()
+	t := judge.SKUTest(s, name, topo.Scope, parsed, defaults)
+	t.Name, t.Scope = name, topo.Scope
 	return t
 }
 
@@ -590,7 +590,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 	if err != nil {
 		return nil, err
 	}
-	run := &result.Run{SKU: s.Name, Suite: "check", Launcher: "check", Scope: topo.String(), Started: time.Now().UTC(), Version: version, Dir: dir, Tests: []result.Test{}}
+	run := &result.Run{SKU: s.Name, Suite: "check", Launcher: "check", Scope: topo.Scope, Started: time.Now().UTC(), Version: version, Dir: dir, Tests: []result.Test{}}
 	names := make([]string, len(groups))
 	for i, g := range groups {
 		names[i] = name
@@ -995,11 +995,10 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 			}
 		}
 	}
-	topo, err := plan.ParseTopology(t.Scope)
-	if err != nil {
-		return result.Test{}, err
+	if err := t.Scope.Check(); err != nil {
+		return result.Test{}, fmt.Errorf("scope %s: %w", t.Scope, err)
 	}
-	topo.Hosts = run.Hosts
+	topo := plan.Topology{Scope: t.Scope, Hosts: run.Hosts}
 	// check names run N of several "TEST[FILE]"; the baseline knows TEST.
 	name, _, _ := strings.Cut(t.Name, "[")
 	pluginName, test, err := SplitName(name)

@@ -21,6 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
@@ -85,15 +86,6 @@ type SuiteTest struct {
 	Line    int           `yaml:"-"`
 }
 
-// Scope is the shape a baseline value was measured at.
-type Scope struct {
-	Nodes       int `yaml:"nodes"`
-	GPUsPerNode int `yaml:"gpus_per_node"`
-}
-
-// String renders a scope as "NxG".
-func (s Scope) String() string { return fmt.Sprintf("%dx%d", s.Nodes, s.GPUsPerNode) }
-
 // LabelText renders labels (an entry's, or a measured metric's) as sorted
 // "key=value" pairs joined by commas: "placement=in-place,type=float";
 // "" for none. Sorted, so that it also serves as a map key for a curve.
@@ -109,8 +101,10 @@ func LabelText(labels map[string]string) string {
 // Entry is one baseline entry: the expected values of one metric of one test
 // at one scope, either a single value or a curve of per-size points.
 type Entry struct {
-	Test   string            `yaml:"test"`
-	Scope  Scope             `yaml:"scope"`
+	Test string `yaml:"test"`
+	// Scope is the shape the values were measured at, written
+	// {nodes: N, gpus_per_node: G} (decoded by decodeScope).
+	Scope  plan.Scope        `yaml:"-"`
 	Metric string            `yaml:"metric"`
 	Unit   string            `yaml:"unit"`
 	Labels map[string]string `yaml:"labels"`
@@ -209,6 +203,7 @@ func (e *Entry) UnmarshalYAML(n *yaml.Node) error {
 	type entryFields Entry
 	type raw struct {
 		entryFields `yaml:",inline"`
+		Scope       yaml.Node `yaml:"scope"`
 		Band        yaml.Node `yaml:"band"`
 	}
 	var r raw
@@ -223,12 +218,15 @@ func (e *Entry) UnmarshalYAML(n *yaml.Node) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		e.fieldLines[n.Content[i].Value] = n.Content[i].Line
 	}
-	var bandErr error
+	var scopeErr, bandErr error
+	if r.Scope.Kind != 0 {
+		e.Scope, scopeErr = decodeScope(&r.Scope)
+	}
 	if r.Band.Kind != 0 {
 		e.Band, bandErr = decodeBand(&r.Band)
 	}
-	if decodeErr != nil || bandErr != nil {
-		return asTypeError(append(unknown, decodeErr, bandErr)...)
+	if decodeErr != nil || scopeErr != nil || bandErr != nil {
+		return asTypeError(append(unknown, decodeErr, scopeErr, bandErr)...)
 	}
 	e.unknown = unknown
 	return nil
@@ -256,6 +254,22 @@ func (p *Point) UnmarshalYAML(n *yaml.Node) error {
 		p.Band = b
 	}
 	return asTypeError(errs...)
+}
+
+// decodeScope reads a scope mapping, {nodes: N, gpus_per_node: G}.
+// plan.Scope is text elsewhere (MarshalText: "1x2"), and yaml.v3 hands a
+// scalar to a TextUnmarshaler and stops the whole decode when it fails, so
+// the mapping is decoded here into a type of the same shape. It is named
+// Scope so that yaml.v3's messages read as they always have
+// ("cannot unmarshal !!str `1x2` into sku.Scope").
+func decodeScope(n *yaml.Node) (plan.Scope, error) {
+	type Scope struct {
+		Nodes       int `yaml:"nodes"`
+		GPUsPerNode int `yaml:"gpus_per_node"`
+	}
+	var s Scope
+	err := n.Decode(&s)
+	return plan.Scope(s), err
 }
 
 func decodeBand(n *yaml.Node) (Band, error) {
@@ -731,9 +745,9 @@ func (e *Entry) pointsHaveBands() bool {
 }
 
 // Scopes lists the scopes the baseline has for a test, sorted.
-func (s *SKU) Scopes(test string) []Scope {
-	seen := map[Scope]bool{}
-	var out []Scope
+func (s *SKU) Scopes(test string) []plan.Scope {
+	seen := map[plan.Scope]bool{}
+	var out []plan.Scope
 	for _, e := range s.Baselines {
 		if e.Test == test && !seen[e.Scope] {
 			seen[e.Scope] = true
@@ -750,7 +764,7 @@ func (s *SKU) Scopes(test string) []Scope {
 }
 
 // Entries returns the baseline entries of a test at a scope.
-func (s *SKU) Entries(test string, sc Scope) []*Entry {
+func (s *SKU) Entries(test string, sc plan.Scope) []*Entry {
 	var out []*Entry
 	for _, e := range s.Baselines {
 		if e.Test == test && e.Scope == sc {

@@ -12,6 +12,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/gpuaccept/gpuaccept/baselines"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 )
 
 const good = `sku: t
@@ -53,8 +54,8 @@ func TestParseGood(t *testing.T) {
 	merged := e.Band.Merge(e.Points[1].Band)
 	assert.Equal(t, merged.Min.Limit(344), 300.0)
 	assert.Equal(t, merged.WarnMin.Text, "-5%")
-	assert.DeepEqual(t, s.Scopes("nccl.all_reduce"), []Scope{{1, 2}})
-	assert.Equal(t, len(s.Entries("nccl.all_reduce", Scope{1, 8})), 0)
+	assert.DeepEqual(t, s.Scopes("nccl.all_reduce"), []plan.Scope{{Nodes: 1, GPUsPerNode: 2}})
+	assert.Equal(t, len(s.Entries("nccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 8})), 0)
 }
 
 // Every malformed file is rejected with the file, the line and the field.
@@ -114,7 +115,7 @@ func TestShippedBaselines(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, is.Contains(cat.Names(), "h200"))
 	h := cat.SKUs["h200"]
-	assert.Assert(t, len(h.Entries("nccl.all_reduce", Scope{1, 2})) == 2)
+	assert.Assert(t, len(h.Entries("nccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 2})) == 2)
 	// Every value names where it comes from: a recording in the repository
 	// (which must exist), a seed page, or a public page.
 	for _, name := range cat.Names() {
