@@ -22,12 +22,12 @@ func Parse(data []byte, name string) (*SKU, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: empty file", name)
+			return nil, NewProblems(name, []error{Problem{Message: "empty file"}})
 		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, NewProblems(name, []error{syntaxProblem(err, data)})
 	}
 	if len(root.Content) == 0 {
-		return nil, fmt.Errorf("%s: empty file", name)
+		return nil, NewProblems(name, []error{Problem{Message: "empty file"}})
 	}
 	type raw SKU
 	var s SKU
@@ -67,7 +67,7 @@ func Parse(data []byte, name string) (*SKU, error) {
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseSize(n.Value)
 	if err != nil {
-		return asTypeError(fmt.Errorf("line %d: %w", n.Line, err))
+		return asTypeError(problemAt(n.Line, "", "%v", err))
 	}
 	*s = v
 	return nil
@@ -139,7 +139,7 @@ func (p *Point) UnmarshalYAML(n *yaml.Node) error {
 	var r raw
 	errs := []error{strictDecode(n, &r)}
 	if r.Value == nil && errs[0] == nil {
-		errs = append(errs, fmt.Errorf("line %d: field value: missing", n.Line))
+		errs = append(errs, problemAt(n.Line, "value", "missing"))
 	}
 	*p = Point{Size: r.Size, Line: n.Line}
 	if r.Value != nil {
@@ -187,7 +187,7 @@ func decodeBand(n *yaml.Node) (Band, error) {
 		}
 		v, err := ParseBound(f.text, f.lower)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("line %d: field band.%s: %w", lineOf(n, f.name), f.name, err))
+			errs = append(errs, problemAt(lineOf(n, f.name), "band."+f.name, "%v", err))
 			continue
 		}
 		v.line = lineOf(n, f.name)

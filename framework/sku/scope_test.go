@@ -27,6 +27,8 @@ func TestEntryScopeDecoding(t *testing.T) {
 		{"zero count", "{nodes: 0, gpus_per_node: 2}", 0, 2, "t.yaml: line 4: field scope: nodes and gpus_per_node must be >= 1, got 0x2"},
 		{"misspelt key leaves a count zero", "{nodes: 1, gpu_per_node: 2}", 1, 0, "t.yaml: line 4: field scope: nodes and gpus_per_node must be >= 1, got 1x0"},
 		{"empty", "", 0, 0, "t.yaml: line 4: field scope: nodes and gpus_per_node must be >= 1, got 0x0"},
+		// plan.CheckCounts is the one rule: a scope no run can have is refused.
+		{"beyond plan's limits", "{nodes: 200000, gpus_per_node: 8}", 200000, 8, "t.yaml: line 4: field scope: 200000x8: nodes 200000: want 1 to 131072"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := Parse([]byte(strings.Replace(entry, "SCOPE", c.scope, 1)), "t.yaml")

@@ -2,6 +2,16 @@
 // tests to run, with which parameters) and its golden baseline (expected
 // values with tolerance bands and their sources). Malformed files are
 // rejected with file, line and field.
+//
+// The package is divided by job. sku.go is the model: what a file holds and
+// how to query it (Entries, Scopes). decode.go reads a file into it (Parse
+// and the model's UnmarshalYAML methods); strict.go is the strict-YAML
+// toolkit they use (only known keys, every problem reported with its line,
+// yaml.v3's syntax-error lines put right); validate.go holds the file's own
+// rules; problem.go the problems found, as data (file, line, field,
+// message); catalog.go a folder of SKU files (Load, Get). band.go, curve.go,
+// hardware.go and kubernetes.go each hold one part of the model with its
+// decoding and its rules. Checks against the plugins are skucheck's.
 package sku
 
 import (

@@ -1,6 +1,7 @@
 package sku
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -79,7 +80,9 @@ func TestParseBad(t *testing.T) {
 		{"bad scope", "scope: {nodes: 1,", "scope: {nodes: 0,", "field scope: nodes and gpus_per_node must be >= 1"},
 		{"duplicate size", "size: 1G", "size: 4G", "t.yaml: line 22: field size: 4294967296 listed twice"},
 		{"value and points", "    points:\n", "    value: 3\n    points:\n", "give exactly one of a single value or a list of points"},
-		{"not YAML", "sku: t\n", "sku: [t\n", "t.yaml: yaml: line"},
+		// yaml.v3 prints line 1 (0-based: the line after the unclosed "[",
+		// where the parser found description:), issue 22.
+		{"not YAML", "sku: t\n", "sku: [t\n", "t.yaml: line 2: yaml: did not find expected ',' or ']'"},
 		{"suite test not a mapping", "      - test: nccl.all_reduce\n      - test: nccl.gemm", "      - nccl.all_reduce\n      - test: nccl.gemm", `line 9: want a mapping, got the value "nccl.all_reduce"`},
 	}
 	for _, c := range cases {
@@ -165,6 +168,16 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data, "f.yaml")
 		if err != nil {
+			// Every problem is of the file, at one of its lines.
+			var p *Problems
+			if !errors.As(err, &p) {
+				t.Fatalf("%T, not *Problems: %v", err, err)
+			}
+			for _, x := range p.List {
+				if x.File != "f.yaml" || x.Line < 0 || x.Line > bytes.Count(data, []byte("\n"))+1 {
+					t.Fatalf("problem off the file: %+v", x)
+				}
+			}
 			return
 		}
 		if s.Name == "" {

@@ -1,7 +1,6 @@
 package sku
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -23,10 +22,10 @@ func higherIsBetter(unit string) bool { return unit == "GB/s" || unit == "Gb/s" 
 func (s *SKU) validate() []error {
 	var errs []error
 	if s.Name == "" && !s.nameUnreadable {
-		errs = append(errs, errors.New("field sku: missing"))
+		errs = append(errs, problemAt(0, "sku", "missing"))
 	}
 	if s.GPUsPerNode < 0 {
-		errs = append(errs, fmt.Errorf("line %d: field gpus_per_node: %d is negative", s.lines["gpus_per_node"], s.GPUsPerNode))
+		errs = append(errs, problemAt(s.lines["gpus_per_node"], "gpus_per_node", "%d is negative", s.GPUsPerNode))
 	}
 	for _, name := range s.SuiteNames() {
 		su := s.Suites[name]
@@ -35,22 +34,22 @@ func (s *SKU) validate() []error {
 			if su != nil {
 				line = su.Line
 			}
-			errs = append(errs, fmt.Errorf("line %d: suite %q: no tests", line, name))
+			errs = append(errs, problemAt(line, "", "suite %q: no tests", name))
 			continue
 		}
 		for i, t := range su.Tests {
 			if t == nil {
-				errs = append(errs, fmt.Errorf("line %d: suite %q: test %d is empty", su.Line, name, i+1))
+				errs = append(errs, problemAt(su.Line, "", "suite %q: test %d is empty", name, i+1))
 				continue
 			}
 			if _, _, ok := strings.Cut(t.Test, "."); !ok {
-				errs = append(errs, fmt.Errorf("line %d: field test: %q is not plugin.test", t.Line, t.Test))
+				errs = append(errs, problemAt(t.Line, "test", "%q is not plugin.test", t.Test))
 			}
 		}
 	}
 	for i, e := range s.Baselines {
 		if e == nil {
-			errs = append(errs, fmt.Errorf("line %d: field baselines: entry %d is empty", s.lines[fmt.Sprintf("entry %d", i+1)], i+1))
+			errs = append(errs, problemAt(s.lines[fmt.Sprintf("entry %d", i+1)], "baselines", "entry %d is empty", i+1))
 			continue
 		}
 		errs = append(errs, e.validate()...)
@@ -63,29 +62,33 @@ func (s *SKU) validate() []error {
 // ...", N being the line of the field itself.
 func (e *Entry) validate() []error {
 	errs := append([]error(nil), e.unknown...)
-	add := func(line int, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("line %d: "+format, append([]any{line}, args...)...))
+	add := func(line int, field, format string, args ...any) {
+		errs = append(errs, problemAt(line, field, format, args...))
 	}
 	if !strings.Contains(e.Test, ".") {
-		add(e.FieldLine("test"), "field test: %q is not plugin.test", e.Test)
+		add(e.FieldLine("test"), "test", "%q is not plugin.test", e.Test)
 	}
-	if e.Scope.Nodes < 1 || e.Scope.GPUsPerNode < 1 {
-		add(e.FieldLine("scope"), "field scope: nodes and gpus_per_node must be >= 1, got %s", e.Scope)
+	switch err := e.Scope.Check(); {
+	case e.Scope.Nodes < 1 || e.Scope.GPUsPerNode < 1:
+		add(e.FieldLine("scope"), "scope", "nodes and gpus_per_node must be >= 1, got %s", e.Scope)
+	case err != nil:
+		// Beyond plan's limits: no run has the scope, --nodes refuses it.
+		add(e.FieldLine("scope"), "scope", "%s: %v", e.Scope, err)
 	}
 	if e.Metric == "" {
-		add(e.Line, "field metric: missing")
+		add(e.Line, "metric", "missing")
 	}
 	if !knownUnits[e.Unit] {
-		add(e.FieldLine("unit"), "field unit: %q is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %%", e.Unit)
+		add(e.FieldLine("unit"), "unit", "%q is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %%", e.Unit)
 	}
 	if e.Source == "" {
-		add(e.Line, "field source: missing (say where the numbers come from)")
+		add(e.Line, "source", "missing (say where the numbers come from)")
 	}
 	if (e.Value == nil) == (len(e.Points) == 0) {
-		add(e.Line, "fields value/points: give exactly one of a single value or a list of points")
+		add(e.Line, "", "fields value/points: give exactly one of a single value or a list of points")
 	}
 	if e.Band.IsZero() && !e.pointsHaveBands() {
-		add(e.Line, "field band: missing (give at least min or max)")
+		add(e.Line, "band", "missing (give at least min or max)")
 	}
 	errs = append(errs, e.validateCurve()...)
 	errs = append(errs, e.checkDirection()...)
@@ -94,7 +97,7 @@ func (e *Entry) validate() []error {
 		errs = append(errs, e.checkUnits(p.Band, p.Line)...)
 	}
 	if e.Ceiling < 0 {
-		add(e.FieldLine("ceiling"), "field ceiling: %g is negative", e.Ceiling)
+		add(e.FieldLine("ceiling"), "ceiling", "%g is negative", e.Ceiling)
 	}
 	if e.Value != nil {
 		errs = append(errs, e.checkValue(*e.Value, e.Band, e.FieldLine("value"))...)
@@ -102,7 +105,7 @@ func (e *Entry) validate() []error {
 	seen := map[Size]bool{}
 	for _, p := range e.Points {
 		if seen[p.Size] {
-			add(p.Line, "field size: %d listed twice", p.Size)
+			add(p.Line, "size", "%d listed twice", p.Size)
 		}
 		seen[p.Size] = true
 		errs = append(errs, e.checkValue(p.Value, e.Band.Merge(p.Band), p.Line)...)
@@ -128,9 +131,9 @@ func (e *Entry) checkDirection() []error {
 		}
 		switch {
 		case LowerIsBetter(e.Unit) && !b.Max.set && !b.WarnMax.set:
-			return []error{fmt.Errorf("line %d: field band: %s is a time in %s, better lower, and the band has no max or warn_max: it would pass any slowdown (give max: \"+10%%\"; warn_min flags a time far below the baseline)", e.FieldLine("band"), e.Metric, e.Unit)}
+			return []error{problemAt(e.FieldLine("band"), "band", "%s is a time in %s, better lower, and the band has no max or warn_max: it would pass any slowdown (give max: \"+10%%\"; warn_min flags a time far below the baseline)", e.Metric, e.Unit)}
 		case higherIsBetter(e.Unit) && !b.Min.set && !b.WarnMin.set:
-			return []error{fmt.Errorf("line %d: field band: %s is a rate in %s, better higher, and the band has no min or warn_min: it would pass a dead link (give min: \"-10%%\")", e.FieldLine("band"), e.Metric, e.Unit)}
+			return []error{problemAt(e.FieldLine("band"), "band", "%s is a rate in %s, better higher, and the band has no min or warn_min: it would pass a dead link (give min: \"-10%%\")", e.Metric, e.Unit)}
 		}
 	}
 	return nil
@@ -144,7 +147,7 @@ func (e *Entry) checkDirection() []error {
 // alone would not make the file right.
 func (e *Entry) checkValue(ref float64, b Band, line int) []error {
 	if math.IsNaN(ref) || math.IsInf(ref, 0) {
-		return []error{fmt.Errorf("line %d: field value: %g is not a number", line, ref)}
+		return []error{problemAt(line, "value", "%g is not a number", ref)}
 	}
 	errs := b.check(ref, line)
 	if ref == 0 {
@@ -158,7 +161,7 @@ func (e *Entry) checkValue(ref float64, b Band, line int) []error {
 			}
 		}
 		if len(rel) > 0 {
-			errs = append(errs, fmt.Errorf("line %d: field value: 0 with a relative floor (%s): the floor is 0 and can never fail", line, strings.Join(rel, ", ")))
+			errs = append(errs, problemAt(line, "value", "0 with a relative floor (%s): the floor is 0 and can never fail", strings.Join(rel, ", ")))
 		}
 	}
 	lo, hi := math.Inf(-1), math.Inf(1)
@@ -173,10 +176,10 @@ func (e *Entry) checkValue(ref float64, b Band, line int) []error {
 		if ref > hi {
 			edge, lim = b.Max, hi
 		}
-		errs = append(errs, fmt.Errorf("line %d: field value: the reference %.4g %s fails its own band (%s %s): a healthy system could never pass%s", line, ref, e.Unit, map[bool]string{true: "min", false: "max"}[ref < lo], edge.Text, unitHint(ref, lim)))
+		errs = append(errs, problemAt(line, "value", "the reference %.4g %s fails its own band (%s %s): a healthy system could never pass%s", ref, e.Unit, map[bool]string{true: "min", false: "max"}[ref < lo], edge.Text, unitHint(ref, lim)))
 	}
 	if e.Ceiling > 0 && ref > e.Ceiling*1.0001 {
-		errs = append(errs, fmt.Errorf("line %d: field value: %.4g %s is above the entry's ceiling %.4g %s, the physical limit%s", line, ref, e.Unit, e.Ceiling, e.Unit, unitHint(ref, e.Ceiling)))
+		errs = append(errs, problemAt(line, "value", "%.4g %s is above the entry's ceiling %.4g %s, the physical limit%s", ref, e.Unit, e.Ceiling, e.Unit, unitHint(ref, e.Ceiling)))
 	}
 	return errs
 }
@@ -206,7 +209,7 @@ func (e *Entry) checkUnits(b Band, line int) []error {
 		b    Bound
 	}{{"min", b.Min}, {"warn_min", b.WarnMin}, {"max", b.Max}, {"warn_max", b.WarnMax}} {
 		if x.b.IsSet() && !x.b.Relative && x.b.Unit != "" && x.b.Unit != e.Unit {
-			errs = append(errs, fmt.Errorf("line %d: field band.%s: bound %q is in %s but the entry's unit is %s", x.b.lineOr(line), x.name, x.b.Text, x.b.Unit, e.Unit))
+			errs = append(errs, problemAt(x.b.lineOr(line), "band."+x.name, "bound %q is in %s but the entry's unit is %s", x.b.Text, x.b.Unit, e.Unit))
 		}
 	}
 	return errs
