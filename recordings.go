@@ -8,10 +8,14 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
-// Recordings holds testdata/recordings: real nccl-tests outputs laid out as
-// a results folder's raw/ (see testdata/recordings/README.md).
+// Recordings holds the folders of testdata/recordings that the demo
+// replays (DemoRecordings' Dir, and nothing else: the other recordings are
+// test data, read from disk): real nccl-tests outputs laid out as a results
+// folder's raw/ (see testdata/recordings/README.md). A recording added to
+// DemoRecordings is added here too; TestRecordingsEmbedDemoOnly says so.
 //
-//go:embed testdata/recordings
+//go:embed testdata/recordings/h200-1x2-healthy
+//go:embed testdata/recordings/h200x2-2026-11-30/ga-p2poff/raw
 var Recordings embed.FS
 
 // DemoRecording is one recording the demo replays, with the verdict the

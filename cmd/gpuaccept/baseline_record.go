@@ -124,7 +124,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if (nodes != 0 || gpus != 0) && plan.CheckCounts(nodes, gpus) != nil {
 		return exitUsage, usageError{fmt.Errorf("--nodes and --gpus-per-node: %w", plan.CheckCounts(nodes, gpus))}
 	}
-	topo := plan.Topology{Nodes: nodes, GPUsPerNode: gpus}
+	topo := plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: gpus}}
 	var samples []record.Sample
 	for _, in := range inputs {
 		got, err := loadSamples(ctx, host, s, topo, in)
@@ -188,11 +188,11 @@ func countTests(ss []record.Sample) int {
 func loadSamples(ctx context.Context, host *pluginapi.Host, s *sku.SKU, topo plan.Topology, in string) ([]record.Sample, error) {
 	if test, file, ok := strings.Cut(in, "="); ok && strings.Contains(test, ".") {
 		if name, scope, ok := strings.Cut(test, "@"); ok {
-			t, err := plan.ParseTopology(scope)
+			sc, err := plan.ParseScope(scope)
 			if err != nil {
 				return nil, usageError{fmt.Errorf("run %s: %w", in, err)}
 			}
-			test, topo = name, t
+			test, topo = name, plan.Topology{Scope: sc}
 		}
 		files := []string{file}
 		if js := strings.TrimSuffix(file, filepath.Ext(file)) + ".json"; js != file && regularFile(js) {

@@ -99,7 +99,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitUsage, err
 		}
 	}
-	res, err := runner.CheckInto(ctx, host, s, test, plan.Topology{Nodes: nodes, GPUsPerNode: gpus}, fs.Args(), getVersion(), dir, baseline)
+	res, err := runner.CheckInto(ctx, host, s, test, plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: gpus}}, fs.Args(), getVersion(), dir, baseline)
 	if err != nil {
 		return exitUsage, usageError{err}
 	}

@@ -55,7 +55,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	ctx, stop := signalContext()
 	defer stop()
 	c.ctx = ctx
-	topo := plan.Topology{Nodes: 1, GPUsPerNode: 2}
+	topo := plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}
 	var statuses []result.Status
 	for _, d := range gpuaccept.DemoRecordings {
 		sub, err := iofs.Sub(gpuaccept.Recordings, d.Dir)

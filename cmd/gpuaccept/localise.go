@@ -393,7 +393,7 @@ func localiseOnly(ctx context.Context, c *common, lc *localise.Config, sr *subRu
 			}
 			// What one of those runs launches, pinned to its nodes as
 			// every run is (the k8s manifests, the mpirun line, ...).
-			pair := plan.Topology{Nodes: 2, GPUsPerNode: topo.GPUsPerNode, Hosts: topo.Hosts[:2]}
+			pair := plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: topo.GPUsPerNode}, Hosts: topo.Hosts[:2]}
 			if err := sr.show(ctx, suite, n, pair, filepath.Join(c.out, "localise"), stdout); err != nil {
 				return exitUsage, err
 			}
@@ -403,7 +403,7 @@ func localiseOnly(ctx context.Context, c *common, lc *localise.Config, sr *subRu
 	if err := safefs.MkdirAll(c.out, "."); err != nil {
 		return exitUsage, fmt.Errorf("create results folder: %w", err)
 	}
-	run := &result.Run{SKU: s.Name, Suite: suite, Launcher: launcherName, Scope: topo.String(), Hosts: topo.Hosts,
+	run := &result.Run{SKU: s.Name, Suite: suite, Launcher: launcherName, Scope: topo.Scope, Hosts: topo.Hosts,
 		Started: time.Now().UTC(), Version: getVersion(), Dir: c.out, Tests: []result.Test{}}
 	// The journal (no test planned) and the baseline copy make the folder
 	// one that gpuaccept report rebuilds and gpuaccept verify checks.

@@ -122,7 +122,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if err != nil {
 		return exitUsage, err
 	}
-	topo := plan.Topology{Nodes: nodes, GPUsPerNode: gpus, Hosts: hosts}
+	topo := plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: gpus}, Hosts: hosts}
 	if topo.Nodes == 0 {
 		topo.Nodes = su.Nodes
 		if len(hosts) > 0 {
@@ -197,7 +197,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		r.Progress = stdout
 	} else {
 		disp := progress.For(stderr)
-		disp.Expected = journal.LastDurations(filepath.Dir(filepath.Clean(c.out)), s.Name, suite, topo.String(), c.out)
+		disp.Expected = journal.LastDurations(filepath.Dir(filepath.Clean(c.out)), s.Name, suite, topo.Scope, c.out)
 		defer disp.Close()
 		r.Events = disp
 	}
@@ -210,7 +210,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 			return exitUsage, errors.New("dry run: some tests could not be planned (see above)")
 		}
 		// Say before anything runs when the baseline could not judge it.
-		scope := sku.Scope{Nodes: topo.Nodes, GPUsPerNode: topo.GPUsPerNode}
+		scope := topo.Scope
 		judged := 0
 		for _, t := range res.Tests {
 			if len(s.Entries(t.Name, scope)) > 0 {

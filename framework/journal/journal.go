@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
@@ -252,7 +253,7 @@ func Read(dir string) (*result.Run, error) {
 // (pass, warn, fail) count: one that errored at once says nothing of how
 // long the test takes. Folders without a readable journal are passed over;
 // nil when there is no such run.
-func LastDurations(root, sku, suite, scope, exclude string) map[string]time.Duration {
+func LastDurations(root, sku, suite string, scope plan.Scope, exclude string) map[string]time.Duration {
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return nil

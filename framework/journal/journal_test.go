@@ -9,16 +9,17 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
 func header() *result.Run {
-	return &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Scope: "1x2", Version: "test",
+	return &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Version: "test",
 		Started: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), Tests: []result.Test{{Name: "ignored"}}}
 }
 
 func test(name string, s result.Status, d time.Duration) result.Test {
-	return result.Test{Name: name, Status: s, Scope: "1x2", Duration: d, Metrics: []result.Judged{}}
+	return result.Test{Name: name, Status: s, Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Duration: d, Metrics: []result.Judged{}}
 }
 
 func TestReadBack(t *testing.T) {
@@ -59,7 +60,7 @@ func TestReadBack(t *testing.T) {
 			assert.Equal(t, run.Tests[2].Message, c.lastMsg)
 			assert.Equal(t, run.Duration, c.dur)
 			assert.Equal(t, run.SKU, "h200")
-			assert.Equal(t, run.Tests[0].Scope, "1x2")
+			assert.Equal(t, run.Tests[0].Scope, plan.Scope{Nodes: 1, GPUsPerNode: 2})
 		})
 	}
 }
@@ -165,11 +166,11 @@ func TestLastDurations(t *testing.T) {
 	mk("other-suite", "multinode", t0.Add(2*time.Hour), time.Minute)
 	mk("current", "singlenode", t0.Add(3*time.Hour), time.Second)
 	assert.NilError(t, os.MkdirAll(filepath.Join(root, "not-a-run"), 0o755))
-	got := LastDurations(root, "h200", "singlenode", "1x2", filepath.Join(root, "current"))
+	got := LastDurations(root, "h200", "singlenode", plan.Scope{Nodes: 1, GPUsPerNode: 2}, filepath.Join(root, "current"))
 	// The newest matching run; its unfinished test has no expectation.
 	assert.DeepEqual(t, got, map[string]time.Duration{"nccl.all_reduce": 12 * time.Second})
-	assert.Assert(t, LastDurations(root, "h200", "singlenode", "1x8", "") == nil)
-	assert.Assert(t, LastDurations(filepath.Join(root, "missing"), "h200", "singlenode", "1x2", "") == nil)
+	assert.Assert(t, LastDurations(root, "h200", "singlenode", plan.Scope{Nodes: 1, GPUsPerNode: 8}, "") == nil)
+	assert.Assert(t, LastDurations(filepath.Join(root, "missing"), "h200", "singlenode", plan.Scope{Nodes: 1, GPUsPerNode: 2}, "") == nil)
 }
 
 func localisation(test string, suspects ...string) result.Localisation {

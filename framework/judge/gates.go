@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -15,7 +16,7 @@ import (
 // entries of that scope, or skip naming the scopes the SKU has. defaults
 // are the plugin's label defaults per metric name (Options.Defaults; nil:
 // none). Metrics come back sorted (SortMetrics).
-func SKUTest(s *sku.SKU, test string, scope sku.Scope, p result.Parsed, defaults map[string]map[string]string) result.Test {
+func SKUTest(s *sku.SKU, test string, scope plan.Scope, p result.Parsed, defaults map[string]map[string]string) result.Test {
 	t := Judge(p, Options{
 		Entries:    s.Entries(test, scope),
 		NoBaseline: NoBaseline(s, test, scope),
@@ -28,7 +29,7 @@ func SKUTest(s *sku.SKU, test string, scope sku.Scope, p result.Parsed, defaults
 
 // NoBaseline says why SKU s judges nothing of test at scope: the SKU has no
 // entry for the test, or none at that scope (naming the scopes it has).
-func NoBaseline(s *sku.SKU, test string, scope sku.Scope) string {
+func NoBaseline(s *sku.SKU, test string, scope plan.Scope) string {
 	scopes := s.Scopes(test)
 	if len(scopes) == 0 {
 		return fmt.Sprintf("no baseline for %s in SKU %s", test, s.Name)
@@ -44,7 +45,7 @@ func NoBaseline(s *sku.SKU, test string, scope sku.Scope) string {
 // Gates are the correctness gates the framework makes on a parsed output of
 // test at scope, before and whatever the baseline lookup: the GPU model
 // (GPUChecks) and the SKU's physical ceilings (CeilingChecks).
-func Gates(s *sku.SKU, test string, scope sku.Scope, p result.Parsed) []result.Check {
+func Gates(s *sku.SKU, test string, scope plan.Scope, p result.Parsed) []result.Check {
 	return append(GPUChecks(s, p.Info), CeilingChecks(s, test, scope.Nodes*scope.GPUsPerNode, p.Metrics)...)
 }
 

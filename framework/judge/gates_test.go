@@ -85,28 +85,28 @@ func TestGPUChecks(t *testing.T) {
 		log    string
 		want   []checkWant
 	}{
-		{"H200 under h200", shipped(t, "h200"), nccl.Plugin{}, plan.Topology{Nodes: 1, GPUsPerNode: 2}, h200,
+		{"H200 under h200", shipped(t, "h200"), nccl.Plugin{}, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, h200,
 			[]checkWant{{"GPU model", true, false, nil}}},
-		{"A100 40GB under the 80 GB a100-ndmv4 fails naming both", a100, nccl.Plugin{}, plan.Topology{Nodes: 2, GPUsPerNode: 8}, read(t, ociA100_40GB),
+		{"A100 40GB under the 80 GB a100-ndmv4 fails naming both", a100, nccl.Plugin{}, plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, read(t, ociA100_40GB),
 			[]checkWant{{"GPU model", true, false, nil}, {"GPU variant", false, false, []string{`"NVIDIA A100-SXM4-40GB"`, `"NVIDIA A100-SXM4-80GB"`, "another A100"}}}},
-		{"a SKU that warns on another variant", &a100Warn, nccl.Plugin{}, plan.Topology{Nodes: 2, GPUsPerNode: 8}, read(t, ociA100_40GB),
+		{"a SKU that warns on another variant", &a100Warn, nccl.Plugin{}, plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, read(t, ociA100_40GB),
 			[]checkWant{{"GPU model", true, false, nil}, {"GPU variant", false, true, []string{"A100-SXM4-40GB"}}}},
 		// Edit: the device name of the H200 recording's rank lines.
-		{"GH200 under h200: H200 is in its name, it is not the SKU's GPU", shipped(t, "h200"), nccl.Plugin{}, plan.Topology{Nodes: 1, GPUsPerNode: 2},
+		{"GH200 under h200: H200 is in its name, it is not the SKU's GPU", shipped(t, "h200"), nccl.Plugin{}, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}},
 			strings.ReplaceAll(h200, "] NVIDIA H200", "] NVIDIA GH200 480GB"),
 			[]checkWant{{"GPU model", true, false, nil}, {"GPU variant", false, false, []string{`"NVIDIA GH200 480GB"`, `"NVIDIA H200"`}}}},
-		{"without gpu_variant the family is enough", &noVariant, nccl.Plugin{}, plan.Topology{Nodes: 1, GPUsPerNode: 2},
+		{"without gpu_variant the family is enough", &noVariant, nccl.Plugin{}, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}},
 			strings.ReplaceAll(h200, "] NVIDIA H200", "] NVIDIA GH200 480GB"),
 			[]checkWant{{"GPU model", true, false, nil}}},
-		{"A100 under h200: another model", shipped(t, "h200"), nccl.Plugin{}, plan.Topology{Nodes: 2, GPUsPerNode: 8}, read(t, ociA100_40GB),
+		{"A100 under h200: another model", shipped(t, "h200"), nccl.Plugin{}, plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, read(t, ociA100_40GB),
 			[]checkWant{{"GPU model", false, false, []string{`the output shows "NVIDIA A100-SXM4-40GB", SKU h200 is "H200"`}}}},
-		{"MI300X without device names under mi355x: not verifiable", shipped(t, "mi355x"), rccl.Plugin{}, plan.Topology{Nodes: 2, GPUsPerNode: 8}, read(t, ociMI300X),
+		{"MI300X without device names under mi355x: not verifiable", shipped(t, "mi355x"), rccl.Plugin{}, plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, read(t, ociMI300X),
 			[]checkWant{{"GPU model", false, true, []string{"not verifiable", "names no device", `"AMD Instinct MI355X" or "AMD Radeon Graphics"`}}}},
-		{"MI355X as HIP names it (AMD Radeon Graphics), listed by mi355x", shipped(t, "mi355x"), rccl.Plugin{}, plan.Topology{Nodes: 1, GPUsPerNode: 8}, read(t, seed004RCCL1x8),
+		{"MI355X as HIP names it (AMD Radeon Graphics), listed by mi355x", shipped(t, "mi355x"), rccl.Plugin{}, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, read(t, seed004RCCL1x8),
 			[]checkWant{{"GPU model", true, false, nil}}},
-		{"a generic name the SKU does not list", &noVariant, rccl.Plugin{}, plan.Topology{Nodes: 1, GPUsPerNode: 8}, read(t, seed004RCCL1x8),
+		{"a generic name the SKU does not list", &noVariant, rccl.Plugin{}, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, read(t, seed004RCCL1x8),
 			[]checkWant{{"GPU model", false, true, []string{`not verifiable: the output names the device "AMD Radeon Graphics", which names no model`}}}},
-		{"a SKU without gpu checks nothing", shipped(t, "volcengine-hpcpni"), nccl.Plugin{}, plan.Topology{Nodes: 2, GPUsPerNode: 8}, read(t, ociA100_40GB), nil},
+		{"a SKU without gpu checks nothing", shipped(t, "volcengine-hpcpni"), nccl.Plugin{}, plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, read(t, ociA100_40GB), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -147,7 +147,7 @@ func TestCeilingChecks(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := parse(t, nccl.Plugin{}, "all_reduce", plan.Topology{Nodes: 1, GPUsPerNode: 2}, c.log)
+			p := parse(t, nccl.Plugin{}, "all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, c.log)
 			got := CeilingChecks(h200, "nccl.all_reduce", c.ranks, p.Metrics)
 			assert.Equal(t, len(got), len(c.want), "%+v", got)
 			for i, w := range c.want {
@@ -178,33 +178,33 @@ func TestGatesBeforeBaselines(t *testing.T) {
 		// parser check would (the checks the parser helper owns).
 		log    string
 		add    func(*result.Parsed)
-		status map[sku.Scope]result.Status
+		status map[plan.Scope]result.Status
 		first  string
 	}{
 		// Edit: #wrong 0 -> 3, out-of-place at 1 GiB.
 		{"wrong data", edited(t, healthy, "329.80  329.80       0", "329.80  329.80       3"), nil,
-			map[sku.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Fail, {Nodes: 1, GPUsPerNode: 8}: result.Fail}, "data validation: "},
+			map[plan.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Fail, {Nodes: 1, GPUsPerNode: 8}: result.Fail}, "data validation: "},
 		// Edit: the footer of a run with out-of-bounds values.
 		{"out of bounds", edited(t, healthy, "# Out of bounds values : 0 OK", "# Out of bounds values : 4 FAILED"), nil,
-			map[sku.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Fail, {Nodes: 1, GPUsPerNode: 8}: result.Fail}, "out of bounds values: "},
+			map[plan.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Fail, {Nodes: 1, GPUsPerNode: 8}: result.Fail}, "out of bounds values: "},
 		// Edit: the device name of every rank line.
 		{"GPU model", strings.ReplaceAll(healthy, "] NVIDIA H200", "] NVIDIA A100-SXM4-80GB"), nil,
-			map[sku.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Fail, {Nodes: 1, GPUsPerNode: 8}: result.Fail}, `GPU model: the output shows "NVIDIA A100-SXM4-80GB"`},
+			map[plan.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Fail, {Nodes: 1, GPUsPerNode: 8}: result.Fail}, `GPU model: the output shows "NVIDIA A100-SXM4-80GB"`},
 		// Edit: out-of-place busbw at 1 GiB, 329.80 -> 1234.50.
 		{"physical ceiling", edited(t, healthy, "3255.74  329.80  329.80", "3255.74  329.80 1234.50"), nil,
-			map[sku.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Fail, {Nodes: 1, GPUsPerNode: 8}: result.Fail},
+			map[plan.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Fail, {Nodes: 1, GPUsPerNode: 8}: result.Fail},
 			"physical ceiling busbw: busbw out-of-place 1234.5 GB/s at 1 GiB is above the 1000 GB/s ceiling of SKU h200"},
 		{"rank count", healthy, withCheck(result.Check{Name: "rank count", Message: "1 distinct rank lines, expected 2 (1x2)"}),
-			map[sku.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Fail, {Nodes: 1, GPUsPerNode: 8}: result.Fail}, "rank count: 1 distinct"},
+			map[plan.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Fail, {Nodes: 1, GPUsPerNode: 8}: result.Fail}, "rank count: 1 distinct"},
 		{"independent runs is an error", healthy, withCheck(result.Check{Name: "independent runs", Error: true, Message: "16 one-rank runs back to back: a binary built without MPI=1 under mpirun"}),
-			map[sku.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Error, {Nodes: 1, GPUsPerNode: 8}: result.Error}, "independent runs: 16 one-rank runs"},
+			map[plan.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Error, {Nodes: 1, GPUsPerNode: 8}: result.Error}, "independent runs: 16 one-rank runs"},
 		{"a gate that could not be made warns, or skips without baseline", healthy, withCheck(result.Check{Name: "rank count", Warn: true, Message: "not verifiable: the output lists no rank"}),
-			map[sku.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Warn, {Nodes: 1, GPUsPerNode: 8}: result.Skip}, ""},
+			map[plan.Scope]result.Status{{Nodes: 1, GPUsPerNode: 2}: result.Warn, {Nodes: 1, GPUsPerNode: 8}: result.Skip}, ""},
 	}
 	for _, c := range cases {
 		for scope, want := range c.status {
 			t.Run(c.name+"/"+scope.String(), func(t *testing.T) {
-				p := parse(t, nccl.Plugin{}, "all_reduce", plan.Topology{Nodes: scope.Nodes, GPUsPerNode: scope.GPUsPerNode}, c.log)
+				p := parse(t, nccl.Plugin{}, "all_reduce", plan.Topology{Scope: plan.Scope{Nodes: scope.Nodes, GPUsPerNode: scope.GPUsPerNode}}, c.log)
 				// The parser's own rank count checks the log against the
 				// scope: at 1x8 it fails for every case; drop it so each
 				// case tests its own gate.

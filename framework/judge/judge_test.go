@@ -56,7 +56,7 @@ func TestValue(t *testing.T) {
 }
 
 func entry(t *testing.T, points map[int64]float64) *sku.Entry {
-	e := &sku.Entry{Test: "nccl.all_reduce", Scope: sku.Scope{Nodes: 1, GPUsPerNode: 2}, Metric: "busbw", Unit: "GB/s",
+	e := &sku.Entry{Test: "nccl.all_reduce", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Metric: "busbw", Unit: "GB/s",
 		Labels: map[string]string{"placement": "out-of-place"}, Source: "test",
 		Band: sku.Band{Min: bound(t, "-10%", true), WarnMin: bound(t, "-5%", true)}}
 	for s, v := range points {
@@ -137,7 +137,7 @@ func TestLatencyIsJudgedLowerIsBetter(t *testing.T) {
 	cat, err := sku.Load(baselines.FS, "baselines")
 	assert.NilError(t, err)
 	var e *sku.Entry
-	for _, x := range cat.SKUs["mi355x"].Entries("mori.ep_intranode", sku.Scope{Nodes: 1, GPUsPerNode: 8}) {
+	for _, x := range cat.SKUs["mi355x"].Entries("mori.ep_intranode", plan.Scope{Nodes: 1, GPUsPerNode: 8}) {
 		if x.Metric == "lat" && x.Labels["phase"] == "dispatch" && x.Labels["stat"] == "average" {
 			e = x
 		}
@@ -199,8 +199,8 @@ func asTypes(ms []result.Metric, typ, redop string, f float64) []result.Metric {
 // the float/sum baseline).
 func TestSeriesJudgedByTheirOwnLabels(t *testing.T) {
 	h200 := shipped(t, "h200")
-	scope := sku.Scope{Nodes: 1, GPUsPerNode: 2}
-	real := parse(t, nccl.Plugin{}, "all_reduce", plan.Topology{Nodes: 1, GPUsPerNode: 2}, read(t, h200AllReduce))
+	scope := plan.Scope{Nodes: 1, GPUsPerNode: 2}
+	real := parse(t, nccl.Plugin{}, "all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, read(t, h200AllReduce))
 	defaults := map[string]map[string]string{"busbw": {"type": "float", "redop": "sum"}, "algbw": {"type": "float", "redop": "sum"}, "time": {"type": "float", "redop": "sum"}}
 	withInt8 := real
 	withInt8.Metrics = append(append([]result.Metric(nil), real.Metrics...), asTypes(real.Metrics, "int8", "avg", 1.0/3)...)

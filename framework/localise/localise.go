@@ -288,7 +288,7 @@ type pending struct {
 // request builds the pending run of tests on hosts.
 func (j *job) request(stage string, round int, suite string, tests []string, hosts []string, label string, params map[string]string) *pending {
 	rel := j.dir(stage, label)
-	topo := plan.Topology{Nodes: len(hosts), GPUsPerNode: j.topo.GPUsPerNode, Hosts: hosts}
+	topo := plan.Topology{Scope: plan.Scope{Nodes: len(hosts), GPUsPerNode: j.topo.GPUsPerNode}, Hosts: hosts}
 	return &pending{
 		req: Request{Stage: stage, Suite: suite, Tests: tests, Topology: topo, Params: params,
 			Dir: filepath.Join(j.c.Dir, rel), Label: stage + " " + label},

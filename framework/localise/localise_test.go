@@ -372,7 +372,7 @@ func BenchmarkSchedule1024(b *testing.B) {
 }
 
 func planTopo(hosts []string) plan.Topology {
-	return plan.Topology{Nodes: len(hosts), GPUsPerNode: 8, Hosts: hosts}
+	return plan.Topology{Scope: plan.Scope{Nodes: len(hosts), GPUsPerNode: 8}, Hosts: hosts}
 }
 
 // One node at half speed is named, alone, whatever the node count and the

@@ -5,6 +5,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -12,12 +13,11 @@ import (
 	"time"
 )
 
-// Topology is the set of machines a test runs on.
+// Topology is the set of machines a test runs on: its Scope (promoted:
+// t.Nodes, t.GPUsPerNode, t.Ranks(), t.String()) and, when the launcher knows
+// them, the machines' names.
 type Topology struct {
-	// Nodes is the number of nodes the test spans (>= 1).
-	Nodes int `json:"nodes"`
-	// GPUsPerNode is the number of GPUs used on each node (>= 1).
-	GPUsPerNode int `json:"gpus_per_node"`
+	Scope
 	// Hosts are the node names, when the launcher knows them before the run
 	// (ssh hostfile, Slurm allocation). Empty for local and replay runs.
 	Hosts []string `json:"hosts,omitempty"`
@@ -25,48 +25,31 @@ type Topology struct {
 	NICs []string `json:"nics,omitempty"`
 }
 
-// Ranks is the total number of GPUs (ranks in the nccl-tests sense) in the
-// topology: Nodes × GPUsPerNode.
-func (t Topology) Ranks() int { return t.Nodes * t.GPUsPerNode }
-
-// String renders the scope the way reports and baselines name it: "1x2" is
-// one node with two GPUs.
-func (t Topology) String() string { return fmt.Sprintf("%dx%d", t.Nodes, t.GPUsPerNode) }
-
-// Limits of a topology: far above any cluster (the largest hold about
-// 100,000 GPUs, 8 to a node; a GB200 NVL72 rack is 72), low enough that
-// Ranks fits an int32 (the plugin protocol's) with room to spare.
-const (
-	MaxNodes       = 1 << 17
-	MaxGPUsPerNode = 1 << 10
-)
-
-// CheckCounts says whether nodes and GPUs per node make a topology: each
-// at least 1 and at most MaxNodes and MaxGPUsPerNode. The error names
-// which count is wrong and why ("nodes 0: want 1 to 131072").
-func CheckCounts(nodes, gpusPerNode int) error {
-	for _, c := range []struct {
-		name   string
-		n, max int
-	}{{"nodes", nodes, MaxNodes}, {"GPUs per node", gpusPerNode, MaxGPUsPerNode}} {
-		if c.n < 1 || c.n > c.max {
-			return fmt.Errorf("%s %d: want 1 to %d", c.name, c.n, c.max)
-		}
-	}
-	return nil
+// topologyJSON is Topology's JSON shape: the scope's counts as fields of
+// their own, not its text form.
+type topologyJSON struct {
+	Nodes       int      `json:"nodes"`
+	GPUsPerNode int      `json:"gpus_per_node"`
+	Hosts       []string `json:"hosts,omitempty"`
+	NICs        []string `json:"nics,omitempty"`
 }
 
-// ParseTopology reads a scope as String writes it ("2x8": nodes x GPUs per
-// node, within CheckCounts, nothing else). Errors name the text.
-func ParseTopology(s string) (Topology, error) {
-	n, g, ok := strings.Cut(s, "x")
-	nodes, err1 := strconv.Atoi(n)
-	gpus, err2 := strconv.Atoi(g)
-	t := Topology{Nodes: nodes, GPUsPerNode: gpus}
-	if !ok || err1 != nil || err2 != nil || CheckCounts(nodes, gpus) != nil || t.String() != s {
-		return Topology{}, fmt.Errorf("scope %q: want NODESxGPUS, e.g. 2x8", s)
+// MarshalJSON writes the topology as an object {"nodes", "gpus_per_node",
+// "hosts", "nics"}. Without it the MarshalText promoted from Scope would
+// write "1x2" and drop the hosts.
+func (t Topology) MarshalJSON() ([]byte, error) {
+	return json.Marshal(topologyJSON{t.Nodes, t.GPUsPerNode, t.Hosts, t.NICs})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (the counts are not checked:
+// a plugin's request is checked where it is made).
+func (t *Topology) UnmarshalJSON(data []byte) error {
+	var j topologyJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
 	}
-	return t, nil
+	*t = Topology{Scope: Scope{Nodes: j.Nodes, GPUsPerNode: j.GPUsPerNode}, Hosts: j.Hosts, NICs: j.NICs}
+	return nil
 }
 
 // HostRef stands for the host of node i of the topology (0-based, the

@@ -7,33 +7,6 @@ import (
 	"gotest.tools/v3/assert"
 )
 
-func TestParseTopology(t *testing.T) {
-	for in, want := range map[string]Topology{"1x2": {Nodes: 1, GPUsPerNode: 2}, "16x8": {Nodes: 16, GPUsPerNode: 8}} {
-		got, err := ParseTopology(in)
-		assert.NilError(t, err)
-		assert.DeepEqual(t, got, want)
-	}
-	for _, bad := range []string{"", "x", "2x", "0x8", "-1x2", "2x8x1", "2 x 8", "02x8", "2x8 "} {
-		_, err := ParseTopology(bad)
-		assert.ErrorContains(t, err, "want NODESxGPUS", "%q", bad)
-	}
-}
-
-func FuzzParseTopology(f *testing.F) {
-	for _, s := range []string{"2x8", "1x2", "0x8", "x", "18x4", "-1x2", "+1x2"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		topo, err := ParseTopology(s)
-		if err != nil {
-			return
-		}
-		if topo.Nodes < 1 || topo.GPUsPerNode < 1 || topo.String() != s {
-			t.Fatalf("%q accepted as %v", s, topo)
-		}
-	})
-}
-
 func TestHostRefs(t *testing.T) {
 	for _, c := range []struct {
 		word string
@@ -48,12 +21,12 @@ func TestHostRefs(t *testing.T) {
 		{Name: "server.0", Argv: []string{"ib_write_bw", "-d", "mlx5_0"}},
 		{Name: "client.0", Argv: []string{"ib_write_bw", "-d", "mlx5_1", HostRef(0)}, Env: map[string]string{"MASTER_ADDR": HostRef(1), "X": "@host0@suffix"}},
 	}}
-	got, err := p.ResolveHostRefs(TopologyHosts(Topology{Nodes: 2, GPUsPerNode: 8, Hosts: []string{"n1", "n2"}}))
+	got, err := p.ResolveHostRefs(TopologyHosts(Topology{Scope: Scope{Nodes: 2, GPUsPerNode: 8}, Hosts: []string{"n1", "n2"}}))
 	assert.NilError(t, err)
 	assert.DeepEqual(t, got.Steps[1].Argv, []string{"ib_write_bw", "-d", "mlx5_1", "n1"})
 	assert.DeepEqual(t, got.Steps[1].Env, map[string]string{"MASTER_ADDR": "n2", "X": "@host0@suffix"})
 	assert.Equal(t, p.Steps[1].Argv[3], HostRef(0), "the plan resolved is a copy")
-	_, err = p.ResolveHostRefs(TopologyHosts(Topology{Nodes: 1, GPUsPerNode: 8, Hosts: []string{"n1"}}))
+	_, err = p.ResolveHostRefs(TopologyHosts(Topology{Scope: Scope{Nodes: 1, GPUsPerNode: 8}, Hosts: []string{"n1"}}))
 	assert.ErrorContains(t, err, "step client.0: host of node 1: topology 1x8 names 1 hosts")
 }
 
@@ -79,7 +52,7 @@ func TestHostListRefs(t *testing.T) {
 		want  string
 	}{{0, "n1"}, {1, "n1"}, {2, "n1,n2"}, {3, "n1,n2,n3"}}
 	for _, c := range cases {
-		got, err := p.WithHostsEnv(c.nodes).ResolveHostRefs(TopologyHosts(Topology{Nodes: 3, GPUsPerNode: 8, Hosts: []string{"n1", "n2", "n3"}}))
+		got, err := p.WithHostsEnv(c.nodes).ResolveHostRefs(TopologyHosts(Topology{Scope: Scope{Nodes: 3, GPUsPerNode: 8}, Hosts: []string{"n1", "n2", "n3"}}))
 		assert.NilError(t, err)
 		for _, s := range got.Steps {
 			assert.Equal(t, s.Env[HostsEnv], c.want, "step %s, %d nodes", s.Name, c.nodes)
@@ -90,7 +63,7 @@ func TestHostListRefs(t *testing.T) {
 	assert.Equal(t, p.Steps[1].Env[HostsEnv], "set by a plugin", "WithHostsEnv copies")
 	assert.Assert(t, p.Steps[0].Env == nil)
 
-	_, err := p.WithHostsEnv(2).ResolveHostRefs(TopologyHosts(Topology{Nodes: 1, GPUsPerNode: 8, Hosts: []string{"n1"}}))
+	_, err := p.WithHostsEnv(2).ResolveHostRefs(TopologyHosts(Topology{Scope: Scope{Nodes: 1, GPUsPerNode: 8}, Hosts: []string{"n1"}}))
 	assert.ErrorContains(t, err, "step server.0: host of node 1: topology 1x8 names 1 hosts")
 }
 

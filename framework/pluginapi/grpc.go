@@ -216,5 +216,5 @@ func topoFromPB(t *pb.Topology) plan.Topology {
 	if t == nil {
 		return plan.Topology{}
 	}
-	return plan.Topology{Nodes: int(t.Nodes), GPUsPerNode: int(t.GpusPerNode), Hosts: t.Hosts, NICs: t.Nics}
+	return plan.Topology{Scope: plan.Scope{Nodes: int(t.Nodes), GPUsPerNode: int(t.GpusPerNode)}, Hosts: t.Hosts, NICs: t.Nics}
 }

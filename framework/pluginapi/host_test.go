@@ -72,7 +72,7 @@ func TestRoundTrip(t *testing.T) {
 	d, err := h.Describe(ctx, "fake")
 	assert.NilError(t, err)
 	assert.Equal(t, d.Tests[0].Params[0].Unit, "bytes")
-	p, err := h.Plan(ctx, "fake", PlanRequest{Test: "t", Params: map[string]string{"p": "4G"}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}})
+	p, err := h.Plan(ctx, "fake", PlanRequest{Test: "t", Params: map[string]string{"p": "4G"}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, p.Steps[0], plan.Step{Name: "t", Argv: []string{"echo", "4G"}, Procs: 16, ProcsPerNode: 8, MPI: true,
 		Env: map[string]string{"A": "b"}, Timeout: 90 * time.Second, Files: []string{"x.json"}, ReadyMarker: "ready"})

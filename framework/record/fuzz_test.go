@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -53,7 +54,7 @@ func FuzzMerge(f *testing.F) {
 	f.Add([]byte("sku: x\n"))
 	f.Add([]byte("sku: x\nbaselines: []\nsuites: {}\n"))
 	v := 1.0
-	entries := []*sku.Entry{{Test: "nccl.all_reduce", Scope: sku.Scope{Nodes: 2, GPUsPerNode: 8}, Metric: "busbw", Unit: "GB/s", Value: &v,
+	entries := []*sku.Entry{{Test: "nccl.all_reduce", Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}, Metric: "busbw", Unit: "GB/s", Value: &v,
 		Band: mustBand(10, 5, 50), Source: "fuzz: \"quoted\" #hash\n"}}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		out, err := Merge(data, "f.yaml", entries, "note")

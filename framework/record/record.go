@@ -38,7 +38,7 @@ type Sample struct {
 	Run string
 	// Test is "plugin.test".
 	Test  string
-	Scope sku.Scope
+	Scope plan.Scope
 	// Metrics are every measured metric of the test, judged or not.
 	Metrics []result.Metric
 	// Info holds the plugin's facts: tool versions, hosts, GPU model.
@@ -101,15 +101,13 @@ func FromRun(run *result.Run, origin func(result.Test) string) ([]Sample, error)
 		if len(t.Metrics) == 0 {
 			continue // listed but not run (skip, dry run)
 		}
-		scopeText := t.Scope
-		if scopeText == "" {
-			scopeText = run.Scope
+		sc := t.Scope
+		if sc.IsZero() {
+			sc = run.Scope
 		}
-		topo, err := plan.ParseTopology(scopeText)
-		if err != nil {
-			return nil, fmt.Errorf("test %s: %w", t.Name, err)
+		if err := sc.Check(); err != nil {
+			return nil, fmt.Errorf("test %s: scope %s: %w", t.Name, sc, err)
 		}
-		sc := sku.Scope{Nodes: topo.Nodes, GPUsPerNode: topo.GPUsPerNode}
 		name := t.Name
 		if i := strings.IndexByte(name, '['); i > 0 {
 			name = name[:i] // check names several logs "nccl.all_reduce[a.log]"
@@ -212,7 +210,7 @@ func Median(values []float64) float64 {
 // key identifies a curve: test, scope and the metric's labels.
 type curveKey struct {
 	test   string
-	scope  sku.Scope
+	scope  plan.Scope
 	labels string
 }
 
@@ -400,7 +398,7 @@ func round2(v float64) float64 { return math.Round(v*100) / 100 }
 // the runs, grouped by what they share (date, hosts, GPU, versions,
 // command), so that eight runs of one command read as one line. cycles is
 // the most cycles a point of the runs was measured in (0 or 1: once).
-func source(test string, sc sku.Scope, runs []Sample, n, cycles int, opt Options) string {
+func source(test string, sc plan.Scope, runs []Sample, n, cycles int, opt Options) string {
 	var b strings.Builder
 	if n == 1 {
 		fmt.Fprintf(&b, "values of one run of %s at %s, band: the floors, as one run has no spread (baselines/README.md, Recording a baseline)", test, sc)

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/judge"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -57,7 +59,7 @@ func TestBand(t *testing.T) {
 // curveRun makes a run of nccl.all_reduce at 2x8 whose busbw follows a
 // saturating curve to peak, with relative noise.
 func curveRun(r *rand.Rand, origin string, peak, noise float64) Sample {
-	s := Sample{Origin: origin, Test: "nccl.all_reduce", Scope: sku.Scope{Nodes: 2, GPUsPerNode: 8}, Info: map[string]string{"nccl_version": "2.21.5"}}
+	s := Sample{Origin: origin, Test: "nccl.all_reduce", Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}, Info: map[string]string{"nccl_version": "2.21.5"}}
 	for size := int64(8); size <= 8<<30; size *= 2 {
 		base := peak * float64(size) / (float64(size) + 64<<20)
 		for _, pl := range []string{"out-of-place", "in-place"} {
@@ -97,7 +99,7 @@ func TestRecordedBaselinePassesItsRuns(t *testing.T) {
 		// half their speed.
 		if noise <= 0.02 {
 			slow := curveRun(r, "slow", peak/2, 0)
-			got := judge.Test(result.Parsed{Metrics: slow.Metrics}, s.Entries("nccl.all_reduce", sku.Scope{Nodes: 2, GPUsPerNode: 8}), "")
+			got := judge.Test(result.Parsed{Metrics: slow.Metrics}, s.Entries("nccl.all_reduce", plan.Scope{Nodes: 2, GPUsPerNode: 8}), "")
 			assert.Equal(t, got.Status, result.Fail, "trial %d: a run at half the speed must fail: %s", trial, got.Message)
 		}
 	}
@@ -130,13 +132,13 @@ func writeResults(t *testing.T, run result.Run) string {
 func TestLoad(t *testing.T) {
 	metrics := []result.Judged{{Metric: result.Metric{Name: "busbw", Value: 189.2, Unit: "GB/s", Size: 8 << 30}, Status: result.Pass},
 		{Metric: result.Metric{Name: "busbw", Value: 189.2, Unit: "GB/s", Size: 8 << 30}, Status: result.Pass, Summary: "peak"}}
-	good := result.Run{Scope: "2x8", Started: time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), Hosts: []string{"n1", "n2"},
-		Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Fail, Scope: "2x8", Metrics: metrics, Commands: []string{"mpirun ..."}},
+	good := result.Run{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}, Started: time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), Hosts: []string{"n1", "n2"},
+		Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Fail, Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}, Metrics: metrics, Commands: []string{"mpirun ..."}},
 			{Name: "nccl.hypercube", Status: result.Skip, Message: "no baseline yet"}}}
 	ss, err := Load(writeResults(t, good))
 	assert.NilError(t, err)
 	assert.Equal(t, len(ss), 1, "a test listed but not run is left out")
-	assert.Equal(t, ss[0].Scope, sku.Scope{Nodes: 2, GPUsPerNode: 8})
+	assert.Equal(t, ss[0].Scope, plan.Scope{Nodes: 2, GPUsPerNode: 8})
 	assert.Equal(t, len(ss[0].Metrics), 1, "a summary is computed, not measured: not recorded")
 	cases := []struct {
 		name string
@@ -147,7 +149,7 @@ func TestLoad(t *testing.T) {
 		{"wrong data", func(r *result.Run) {
 			r.Tests[0].Checks = []result.Check{{Name: "data validation", Message: "#wrong 3"}}
 		}, "test nccl.all_reduce failed its data validation check (#wrong 3)"},
-		{"bad scope", func(r *result.Run) { r.Tests[0].Scope = "2by8" }, `test nccl.all_reduce: scope "2by8": want NODESxGPUS`},
+		{"no scope", func(r *result.Run) { r.Scope, r.Tests[0].Scope = plan.Scope{}, plan.Scope{} }, `test nccl.all_reduce: scope 0x0: nodes 0: want 1 to 131072`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -160,6 +162,14 @@ func TestLoad(t *testing.T) {
 			assert.ErrorContains(t, err, filepath.Join(dir, ResultsFile)+": "+c.want)
 		})
 	}
+	// A scope that is no scope does not decode: the file is malformed.
+	dir := writeResults(t, good)
+	p := filepath.Join(dir, ResultsFile)
+	data, err := os.ReadFile(p)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(p, bytes.Replace(data, []byte(`"scope":"2x8"`), []byte(`"scope":"2by8"`), 1), 0o644))
+	_, err = Load(dir)
+	assert.Error(t, err, "read "+p+`: scope "2by8": want NODESxGPUS, e.g. 2x8`)
 	_, err = Load(t.TempDir())
 	assert.ErrorContains(t, err, "record takes folders written by gpuaccept run or gpuaccept check --out")
 }
@@ -217,7 +227,7 @@ func TestMerge(t *testing.T) {
 	assert.Equal(t, s.Baselines[0].Labels["placement"], "out-of-place")
 	assert.Equal(t, s.Baselines[0].Ceiling, 200.0, "the ceiling carries over")
 	assert.Equal(t, s.Baselines[2].Summary, "peak", "summary entries stay")
-	assert.Equal(t, s.Baselines[3].Scope, sku.Scope{Nodes: 1, GPUsPerNode: 8})
+	assert.Equal(t, s.Baselines[3].Scope, plan.Scope{Nodes: 1, GPUsPerNode: 8})
 	// Merging the same entries again changes nothing.
 	again, err := Merge(out, "x.yaml", entries, "recorded by test")
 	assert.NilError(t, err)
@@ -271,7 +281,7 @@ func TestRecordRejectsBadOptions(t *testing.T) {
 // recording replaces the first one's block, and the author's text stays.
 func TestProvenance(t *testing.T) {
 	day := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-	r1 := Sample{Origin: "runs/a/nccl.all_reduce", Run: "runs/a", Test: "nccl.all_reduce", Scope: sku.Scope{Nodes: 1, GPUsPerNode: 2}, Started: day, Info: map[string]string{"gpu": "NVIDIA H200", "nccl_version": "2.28.9"}, Commands: []string{"all_reduce_perf -b 8"}}
+	r1 := Sample{Origin: "runs/a/nccl.all_reduce", Run: "runs/a", Test: "nccl.all_reduce", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Started: day, Info: map[string]string{"gpu": "NVIDIA H200", "nccl_version": "2.28.9"}, Commands: []string{"all_reduce_perf -b 8"}}
 	r1b := r1
 	r1b.Origin, r1b.Test = "runs/a/nccl.all_gather", "nccl.all_gather"
 	r2 := r1
@@ -309,7 +319,7 @@ sku: x
 // A time is better lower: the band formula's floors would pass any
 // slowdown, so record refuses to record one.
 func TestRecordRefusesTimes(t *testing.T) {
-	s := Sample{Origin: "r", Test: "nccl.all_reduce", Scope: sku.Scope{Nodes: 1, GPUsPerNode: 2}}
+	s := Sample{Origin: "r", Test: "nccl.all_reduce", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}
 	for size := int64(1 << 20); size <= 1<<30; size *= 2 {
 		s.Metrics = append(s.Metrics, result.Metric{Name: "time", Value: float64(size) / 3e5, Unit: "us", Size: size, Labels: map[string]string{"placement": "out-of-place"}})
 	}
@@ -325,7 +335,7 @@ func TestRecordRefusesTimes(t *testing.T) {
 func TestRecordCyclesUsesTheWorst(t *testing.T) {
 	var runs []Sample
 	for i, worst := range []float64{300, 310, 320} {
-		runs = append(runs, Sample{Origin: fmt.Sprintf("run-%d", i), Test: "nccl.all_reduce", Scope: sku.Scope{Nodes: 1, GPUsPerNode: 8},
+		runs = append(runs, Sample{Origin: fmt.Sprintf("run-%d", i), Test: "nccl.all_reduce", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8},
 			Metrics: []result.Metric{{Name: "busbw", Value: worst, Unit: "GB/s", Size: 1 << 30, Labels: map[string]string{"placement": "out-of-place"},
 				Cycles: 20, Min: worst, Median: worst + 40, Max: worst + 45}}})
 	}

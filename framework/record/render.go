@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -167,7 +168,7 @@ func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte,
 	}
 	type key struct {
 		test   string
-		scope  sku.Scope
+		scope  plan.Scope
 		metric string
 	}
 	replaced := map[key]bool{}

@@ -17,6 +17,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/baselines"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
@@ -110,7 +111,7 @@ func TestHTMLSelfContained(t *testing.T) {
 }
 
 func TestPerNodeTables(t *testing.T) {
-	tst := result.Test{Name: "ibperf.write_bw", Status: result.Fail, Scope: "2x8", Metrics: []result.Judged{
+	tst := result.Test{Name: "ibperf.write_bw", Status: result.Fail, Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}, Metrics: []result.Judged{
 		{Metric: result.Metric{Name: "bw_avg", Value: 390.1, Unit: "Gb/s", Labels: map[string]string{"pair": "n1-n2"}}, Status: result.Pass},
 		{Metric: result.Metric{Name: "bw_avg", Value: 190.5, Unit: "Gb/s", Labels: map[string]string{"pair": "n0-n1"}}, Status: result.Fail},
 	}}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jstemmer/go-junit-report/v2/junit"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
@@ -109,14 +110,20 @@ func suiteOf(run *result.Run, t result.Test, name string, id int, host string, r
 	return s
 }
 
+// scopeText is a scope as results.json writes it: "" for none.
+func scopeText(s plan.Scope) string {
+	b, _ := s.MarshalText()
+	return string(b)
+}
+
 // properties of a test's testsuite, in a fixed order.
 func properties(run *result.Run, t result.Test) [][2]string {
 	props := [][2]string{
-		{"sku", run.SKU}, {"suite", run.Suite}, {"scope", t.Scope}, {"launcher", run.Launcher},
+		{"sku", run.SKU}, {"suite", run.Suite}, {"scope", scopeText(t.Scope)}, {"launcher", run.Launcher},
 		{"gpuaccept_version", run.Version}, {"status", string(t.Status)},
 	}
-	if props[2][1] == "" {
-		props[2][1] = run.Scope
+	if t.Scope.IsZero() {
+		props[2][1] = scopeText(run.Scope)
 	}
 	if len(run.Hosts) > 0 {
 		props = append(props, [2]string{"hosts", strings.Join(run.Hosts, ",")})

@@ -16,6 +16,7 @@ import (
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
@@ -26,15 +27,24 @@ import (
 
 // locTest is the multi-node test a localisation starts from.
 func locTest(name, scope string, st result.Status, msg string) result.Test {
-	return result.Test{Name: name, Status: st, Scope: scope, Message: msg, Duration: 40 * time.Second, Metrics: []result.Judged{}}
+	return result.Test{Name: name, Status: st, Scope: mustScope(scope), Message: msg, Duration: 40 * time.Second, Metrics: []result.Judged{}}
 }
 
 func locRun(suite, scope string, hosts []string, tests []result.Test, locs ...result.Localisation) *result.Run {
-	r := &result.Run{SKU: "h200", Suite: suite, Launcher: "slurm", Scope: scope, Hosts: hosts,
+	r := &result.Run{SKU: "h200", Suite: suite, Launcher: "slurm", Scope: mustScope(scope), Hosts: hosts,
 		Started: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Duration: 14 * time.Minute, Version: "test",
 		Tests: tests, Localisations: locs}
 	r.Finish()
 	return r
+}
+
+// mustScope reads a scope as results.json writes it ("2x8").
+func mustScope(text string) plan.Scope {
+	s, err := plan.ParseScope(text)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 func hostsN(n int) []string {

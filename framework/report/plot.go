@@ -15,7 +15,6 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -56,12 +55,8 @@ func bands(s *sku.SKU, t result.Test, metric string) []band {
 	if s == nil {
 		return nil
 	}
-	sc, err := scopeOf(t.Scope)
-	if err != nil {
-		return nil
-	}
 	var out []band
-	for _, e := range s.Entries(testName(t.Name), sc) {
+	for _, e := range s.Entries(testName(t.Name), t.Scope) {
 		if e.Metric != metric || len(e.Points) == 0 {
 			continue
 		}
@@ -124,12 +119,10 @@ func plottedMetrics(s *sku.SKU, t result.Test) []string {
 		}
 	}
 	if s != nil {
-		if sc, err := scopeOf(t.Scope); err == nil {
-			for _, e := range s.Entries(testName(t.Name), sc) {
-				if len(e.Points) > 0 && measured[e.Metric] && !seen[e.Metric] {
-					names = append(names, e.Metric)
-					seen[e.Metric] = true
-				}
+		for _, e := range s.Entries(testName(t.Name), t.Scope) {
+			if len(e.Points) > 0 && measured[e.Metric] && !seen[e.Metric] {
+				names = append(names, e.Metric)
+				seen[e.Metric] = true
 			}
 		}
 	}
@@ -379,10 +372,4 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 		ts = append(ts, t)
 	}
 	return ts
-}
-
-// scopeOf reads a test's scope ("2x8") as the SKU file keys baselines.
-func scopeOf(s string) (sku.Scope, error) {
-	t, err := plan.ParseTopology(s)
-	return sku.Scope{Nodes: t.Nodes, GPUsPerNode: t.GPUsPerNode}, err
 }

@@ -130,7 +130,7 @@ func Summary(run *result.Run) string {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
-	scope := "scope " + run.Scope
+	scope := "scope " + scopeText(run.Scope)
 	if len(run.Tests) == 0 && len(run.Localisations) > 0 {
 		// gpuaccept localise runs no test at the whole set's scope.
 		parts = append(parts, fmt.Sprintf("%d localised", len(run.Localisations)))

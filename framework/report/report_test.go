@@ -17,6 +17,7 @@ import (
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
@@ -27,10 +28,10 @@ func f(v float64) *float64 { return &v }
 // recordings (pass) and a NCCL_P2P_DISABLE=1 run (fail).
 func sample() *result.Run {
 	lbl := map[string]string{"placement": "out-of-place", "type": "float", "redop": "sum"}
-	r := &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Scope: "1x2", Hosts: []string{"vm"},
+	r := &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Hosts: []string{"vm"},
 		Started: time.Date(2026, 11, 30, 5, 30, 0, 0, time.UTC), Duration: 83 * time.Second, Version: "test",
 		Tests: []result.Test{
-			{Name: "nccl.all_reduce", Status: result.Pass, Scope: "1x2", Message: "14 points inside their bands", Duration: 9 * time.Second,
+			{Name: "nccl.all_reduce", Status: result.Pass, Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Message: "14 points inside their bands", Duration: 9 * time.Second,
 				Commands: []string{"all_reduce_perf -b 8 -e 4G -f 2 -g 2 -c 1 -J all_reduce.json"},
 				Info:     map[string]string{"nccl_version": "2.28.9", "nccl_tests_version": "2.19.6", "gpu": "NVIDIA H200", "hosts": "vm"},
 				Metrics: []result.Judged{
@@ -38,15 +39,15 @@ func sample() *result.Run {
 					{Metric: result.Metric{Name: "busbw", Value: 344.03, Unit: "GB/s", Size: 4 << 30, Labels: lbl}, Status: result.Pass, Expected: f(344.03), Band: ">= 309.6 (warn < 326.8)"},
 					{Metric: result.Metric{Name: "time", Value: 16.9, Unit: "us", Size: 8, Labels: lbl}, Status: result.Skip},
 				}},
-			{Name: "nccl.all_gather", Status: result.Fail, Scope: "1x2", Duration: 8 * time.Second,
+			{Name: "nccl.all_gather", Status: result.Fail, Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Duration: 8 * time.Second,
 				Message: "busbw out-of-place 28.7 GB/s at 4 GiB below 273.9 (baseline 304.3 -10%)",
 				Metrics: []result.Judged{{Metric: result.Metric{Name: "busbw", Value: 28.7, Unit: "GB/s", Size: 4 << 30, Labels: lbl}, Status: result.Fail,
 					Expected: f(304.3), Band: ">= 273.9", Message: "busbw out-of-place 28.7 GB/s at 4 GiB below 273.9 (baseline 304.3 -10%)"}},
 				Checks:      []result.Check{{Name: "data validation", OK: true}},
 				Diagnostics: []result.Diagnostic{{Level: result.Warning, Message: "NCCL WARN Cuda failure 'peer access is not supported'", Source: "all_gather.log:12"}},
 				Raw:         []string{"raw/nccl.all_gather/all_gather.log"}},
-			{Name: "nccl.alltoall", Status: result.Error, Scope: "1x2", Message: "alltoall.log:9: Test NCCL failure common.cu:1279 'unhandled system error'", Metrics: []result.Judged{}},
-			{Name: "nccl.hypercube", Status: result.Skip, Scope: "1x2", Message: "no baseline for nccl.hypercube in SKU h200", Metrics: []result.Judged{}},
+			{Name: "nccl.alltoall", Status: result.Error, Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Message: "alltoall.log:9: Test NCCL failure common.cu:1279 'unhandled system error'", Metrics: []result.Judged{}},
+			{Name: "nccl.hypercube", Status: result.Skip, Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Message: "no baseline for nccl.hypercube in SKU h200", Metrics: []result.Judged{}},
 		}}
 	r.Finish()
 	return r
@@ -229,7 +230,7 @@ func TestExitCodes(t *testing.T) {
 // system-out where people look.
 func TestJUnitWarnPasses(t *testing.T) {
 	lbl := map[string]string{"placement": "in-place"}
-	run := &result.Run{SKU: "h200", Suite: "singlenode", Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Warn, Scope: "1x2",
+	run := &result.Run{SKU: "h200", Suite: "singlenode", Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Warn, Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2},
 		Message: "validation off (-c 0)",
 		Metrics: []result.Judged{{Metric: result.Metric{Name: "busbw", Value: 320.1, Unit: "GB/s", Size: 4 << 30, Labels: lbl}, Status: result.Warn,
 			Expected: f(344.0), Band: ">= 309.6 (warn < 326.8)", Message: "busbw in-place 320.1 GB/s at 4 GiB below 326.8 (baseline 344.0 -5%)"}},
@@ -264,7 +265,7 @@ func TestCurvesPerVaryingType(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tt := result.Test{Name: "nccl.all_reduce", Status: result.Pass, Scope: "1x2"}
+			tt := result.Test{Name: "nccl.all_reduce", Status: result.Pass, Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}
 			for _, typ := range c.types {
 				for _, size := range []int64{1 << 20, 1 << 30} {
 					tt.Metrics = append(tt.Metrics, point(typ, size, float64(size>>20)))
@@ -348,7 +349,7 @@ func TestMarkdownReasonFirstOnce(t *testing.T) {
 	m1 := "busbw out-of-place 200.0 GB/s at 1 GiB below 297.0 (baseline 330.0 -10%)"
 	m2 := "busbw out-of-place 100.0 GB/s at 4 GiB below 309.6 (baseline 344.0 -10%)"
 	gate := "data validation: 3 wrong elements out-of-place at 1 GiB"
-	run := &result.Run{SKU: "h200", Suite: "s", Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Fail, Scope: "1x2",
+	run := &result.Run{SKU: "h200", Suite: "s", Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Fail, Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2},
 		Message: gate + "; " + m1 + "; and 1 more",
 		Metrics: []result.Judged{low(1<<30, 200, m1), low(4<<30, 100, m2)},
 		Checks:  []result.Check{{Name: "data validation", Message: "3 wrong elements out-of-place at 1 GiB"}, {Name: "out of bounds values", Message: "4 values out of bounds (FAILED)"}}}}}

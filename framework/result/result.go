@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 )
 
 // Status is a verdict. The order of the constants is their severity:
@@ -198,7 +200,7 @@ type Test struct {
 	Name    string            `json:"name"`
 	Status  Status            `json:"status"`
 	Message string            `json:"message,omitempty"`
-	Scope   string            `json:"scope"`
+	Scope   plan.Scope        `json:"scope"`
 	Params  map[string]string `json:"params,omitempty"`
 	// Commands are the exact command lines that ran, one per step.
 	Commands    []string          `json:"commands,omitempty"`
@@ -223,13 +225,13 @@ type Test struct {
 
 // Run is the verdict of a whole suite run.
 type Run struct {
-	Status   Status    `json:"status"`
-	SKU      string    `json:"sku"`
-	Suite    string    `json:"suite"`
-	Launcher string    `json:"launcher"`
-	Scope    string    `json:"scope"`
-	Hosts    []string  `json:"hosts,omitempty"`
-	Started  time.Time `json:"started"`
+	Status   Status     `json:"status"`
+	SKU      string     `json:"sku"`
+	Suite    string     `json:"suite"`
+	Launcher string     `json:"launcher"`
+	Scope    plan.Scope `json:"scope"`
+	Hosts    []string   `json:"hosts,omitempty"`
+	Started  time.Time  `json:"started"`
 	// Duration is the wall time of the whole run.
 	Duration time.Duration `json:"duration_ns"`
 	Version  string        `json:"gpuaccept_version"`

@@ -59,7 +59,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 	if err != nil {
 		return nil, err
 	}
-	run := &result.Run{SKU: s.Name, Suite: "check", Launcher: "check", Scope: topo.String(), Started: time.Now().UTC(), Version: version, Dir: dir, Tests: []result.Test{}}
+	run := &result.Run{SKU: s.Name, Suite: "check", Launcher: "check", Scope: topo.Scope, Started: time.Now().UTC(), Version: version, Dir: dir, Tests: []result.Test{}}
 	names := make([]string, len(groups))
 	for i, g := range groups {
 		names[i] = name

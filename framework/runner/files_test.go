@@ -84,11 +84,11 @@ func TestRunAndCheckRefuseALinkedRawFolder(t *testing.T) {
 	cases := map[string]func(dir string) error{
 		"run": func(dir string) error {
 			r := &Runner{Plugins: &fakePlugins{}, Launcher: logLauncher{}, SKU: h200(t), Dir: dir, Only: []string{"nccl.all_reduce"}}
-			_, err := r.Run(context.Background(), "singlenode", plan.Topology{Nodes: 1, GPUsPerNode: 2})
+			_, err := r.Run(context.Background(), "singlenode", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}})
 			return err
 		},
 		"check --out": func(dir string) error {
-			_, err := CheckInto(context.Background(), &fakePlugins{}, h200(t), "nccl.all_reduce", plan.Topology{Nodes: 1, GPUsPerNode: 2}, []string{log}, "test", dir, []byte("name: h200\n"))
+			_, err := CheckInto(context.Background(), &fakePlugins{}, h200(t), "nccl.all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, []string{log}, "test", dir, []byte("name: h200\n"))
 			return err
 		},
 	}
@@ -117,7 +117,7 @@ func TestRunGivesTheLauncherItsRoot(t *testing.T) {
 	assert.NilError(t, os.MkdirAll(elsewhere, 0o755))
 	assert.NilError(t, os.Symlink(elsewhere, filepath.Join(dir, "raw", "nccl.all_reduce")))
 	r := &Runner{Plugins: &fakePlugins{}, Launcher: logLauncher{}, SKU: h200(t), Dir: dir, Only: []string{"nccl.all_reduce"}}
-	run, err := r.Run(context.Background(), "singlenode", plan.Topology{Nodes: 1, GPUsPerNode: 2})
+	run, err := r.Run(context.Background(), "singlenode", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}})
 	assert.NilError(t, err)
 	assert.Equal(t, run.Tests[0].Status, result.Error)
 	ents, _ := os.ReadDir(elsewhere)
@@ -156,7 +156,7 @@ func TestRejudgeHandsThePluginOnlyTheFolder(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "results")
 			plugins := &fakePlugins{}
 			r := &Runner{Plugins: plugins, Launcher: logLauncher{}, SKU: h200(t), Dir: dir, Only: []string{"nccl.all_reduce"}}
-			run, err := r.Run(context.Background(), "singlenode", plan.Topology{Nodes: 1, GPUsPerNode: 2})
+			run, err := r.Run(context.Background(), "singlenode", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}})
 			assert.NilError(t, err)
 			c.edit(t, filepath.Join(dir, "raw", "nccl.all_reduce"))
 			plugins.paths = nil
@@ -177,7 +177,7 @@ func TestJudgeRefusesNonFiniteMetrics(t *testing.T) {
 			{Name: "busbw", Value: 344.0, Unit: "GB/s", Size: 4 << 30, Labels: map[string]string{"placement": "in-place"}},
 			{Name: "busbw", Value: v, Unit: "GB/s", Size: 4 << 30, Labels: map[string]string{"placement": "out-of-place"}},
 		}}
-		got := Judge(h200(t), "nccl.all_reduce", plan.Topology{Nodes: 1, GPUsPerNode: 2}, parsed)
+		got := Judge(h200(t), "nccl.all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, parsed)
 		assert.Equal(t, got.Status, result.Error)
 		assert.Assert(t, strings.Contains(got.Message, "busbw[out-of-place] at 4 GiB"), got.Message)
 		for _, m := range got.Metrics {

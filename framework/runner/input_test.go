@@ -98,7 +98,7 @@ func verdictOf(t *testing.T, run *result.Run) verdict {
 func TestCheckReadsGzipAndStdin(t *testing.T) {
 	ctx := context.Background()
 	h200, mi355x := getSKU(t, "h200"), getSKU(t, "mi355x")
-	one := plan.Topology{Nodes: 1, GPUsPerNode: 2}
+	one := plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}
 	// The recording's log finds its -J file in all_reduce.files/.
 	plain, err := Check(ctx, plugins, h200, "nccl.all_reduce", one, []string{h200Log}, "test")
 	assert.NilError(t, err)
@@ -148,7 +148,7 @@ func TestCheckReadsGzipAndStdin(t *testing.T) {
 	}
 
 	t.Run("both sides of a pair, .gz", func(t *testing.T) {
-		two := plan.Topology{Nodes: 2, GPUsPerNode: 8}
+		two := plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}
 		plain, err := Check(ctx, plugins, mi355x, "ibperf.write_bw", two, []string{seedPair + "server.0.log", seedPair + "client.0.log"}, "test")
 		assert.NilError(t, err)
 		d := t.TempDir()
@@ -174,7 +174,7 @@ func gzBytes(t *testing.T, data []byte) []byte {
 func TestCheckIntoKeepsWhatItRead(t *testing.T) {
 	ctx := context.Background()
 	h200 := getSKU(t, "h200")
-	one := plan.Topology{Nodes: 1, GPUsPerNode: 2}
+	one := plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}
 	logData, err := os.ReadFile(h200Log)
 	assert.NilError(t, err)
 	jsonData, err := os.ReadFile(h200JSON)
@@ -237,7 +237,7 @@ func sorted(s []string) []string {
 func TestCheckInputErrors(t *testing.T) {
 	ctx := context.Background()
 	h200 := getSKU(t, "h200")
-	one := plan.Topology{Nodes: 1, GPUsPerNode: 2}
+	one := plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}
 	dir := t.TempDir()
 	whole := gz(t, h200Log, dir, "whole.log.gz")
 	data, err := os.ReadFile(whole)

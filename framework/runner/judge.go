@@ -50,8 +50,8 @@ func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) re
 // defaults are the plugin's label defaults per metric (LabelDefaults).
 func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed, defaults map[string]map[string]string) result.Test {
 	parsed = dropNonFinite(parsed)
-	t := judge.SKUTest(s, name, sku.Scope{Nodes: topo.Nodes, GPUsPerNode: topo.GPUsPerNode}, parsed, defaults)
-	t.Name, t.Scope = name, topo.String()
+	t := judge.SKUTest(s, name, topo.Scope, parsed, defaults)
+	t.Name, t.Scope = name, topo.Scope
 	return t
 }
 

@@ -89,17 +89,17 @@ func TestCheckGatesOnRealOutputs(t *testing.T) {
 		contains []string
 		check    result.Check
 	}{
-		{"A100 40GB under a100-ndmv4 at its baseline's scope", "a100-ndmv4", "nccl.all_reduce", plan.Topology{Nodes: 2, GPUsPerNode: 8}, a100, result.Fail,
+		{"A100 40GB under a100-ndmv4 at its baseline's scope", "a100-ndmv4", "nccl.all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, a100, result.Fail,
 			`GPU variant: the output shows "NVIDIA A100-SXM4-40GB", SKU a100-ndmv4 is "NVIDIA A100-SXM4-80GB"`, nil,
 			result.Check{Name: "GPU variant", Message: `the output shows "NVIDIA A100-SXM4-40GB", SKU a100-ndmv4 is "NVIDIA A100-SXM4-80GB": another A100`}},
-		{"the same at a scope without baseline", "a100-ndmv4", "nccl.all_reduce", plan.Topology{Nodes: 3, GPUsPerNode: 8}, a100, result.Fail,
+		{"the same at a scope without baseline", "a100-ndmv4", "nccl.all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 3, GPUsPerNode: 8}}, a100, result.Fail,
 			"GPU variant: ", []string{"no baseline for nccl.all_reduce at scope 3x8 (nodes x GPUs per node) in SKU a100-ndmv4; it has 2x8"},
 			result.Check{Name: "GPU variant", Message: `the output shows "NVIDIA A100-SXM4-40GB", SKU a100-ndmv4 is "NVIDIA A100-SXM4-80GB": another A100`}},
-		{"MI300X naming no device under mi355x", "mi355x", "rccl.all_reduce", plan.Topology{Nodes: 2, GPUsPerNode: 8}, mi300x, "",
+		{"MI300X naming no device under mi355x", "mi355x", "rccl.all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, mi300x, "",
 			"", nil,
 			result.Check{Name: "GPU model", Warn: true, Message: `not verifiable: the output lists its ranks but names no device; SKU mi355x is "AMD Instinct MI355X" or "AMD Radeon Graphics"`}},
 		// Edit: out-of-place busbw at 1 GiB, 329.80 -> 1234.50.
-		{"busbw above NVLink", "h200", "nccl.all_reduce", plan.Topology{Nodes: 1, GPUsPerNode: 2},
+		{"busbw above NVLink", "h200", "nccl.all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}},
 			strings.Replace(h200, "3255.74  329.80  329.80", "3255.74  329.80 1234.50", 1), result.Fail,
 			"physical ceiling busbw: busbw out-of-place 1234.5 GB/s at 1 GiB is above the 1000 GB/s ceiling of SKU h200", nil,
 			result.Check{Name: "physical ceiling busbw", Message: "busbw out-of-place 1234.5 GB/s at 1 GiB is above the 1000 GB/s ceiling of SKU h200 (NVLink 4 (450 GB/s each way) and a 400 Gb/s NIC per GPU): not physically possible"}},
@@ -163,7 +163,7 @@ func TestCheckNICAboveLineRate(t *testing.T) {
 				files = append(files, filepath.Join(out, f))
 				assert.NilError(t, os.WriteFile(files[len(files)-1], []byte(c.edit(string(data))), 0o644))
 			}
-			run, err := Check(context.Background(), builtins, shippedSKU(t, "mi355x"), "ibperf.write_bw", plan.Topology{Nodes: 2, GPUsPerNode: 8}, files, "test")
+			run, err := Check(context.Background(), builtins, shippedSKU(t, "mi355x"), "ibperf.write_bw", plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, files, "test")
 			assert.NilError(t, err)
 			got := run.Tests[0]
 			var found *result.Check

@@ -148,11 +148,10 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 			}
 		}
 	}
-	topo, err := plan.ParseTopology(t.Scope)
-	if err != nil {
-		return result.Test{}, err
+	if err := t.Scope.Check(); err != nil {
+		return result.Test{}, fmt.Errorf("scope %s: %w", t.Scope, err)
 	}
-	topo.Hosts = run.Hosts
+	topo := plan.Topology{Scope: t.Scope, Hosts: run.Hosts}
 	// check names run N of several "TEST[FILE]"; the baseline knows TEST.
 	name, _, _ := strings.Cut(t.Name, "[")
 	pluginName, test, err := SplitName(name)

@@ -109,7 +109,7 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 	if err := r.checkOnly(su); err != nil {
 		return nil, err
 	}
-	run := &result.Run{SKU: r.SKU.Name, Suite: suiteName, Launcher: r.Launcher.Name(), Scope: topo.String(),
+	run := &result.Run{SKU: r.SKU.Name, Suite: suiteName, Launcher: r.Launcher.Name(), Scope: topo.Scope,
 		Hosts: topo.Hosts, Started: time.Now().UTC(), Version: r.Version, Dir: r.Dir, Tests: []result.Test{}}
 	var planned []string
 	for _, st := range su.Tests {
@@ -152,7 +152,7 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 		}
 		var t result.Test
 		if err := ctx.Err(); err != nil {
-			t = result.Test{Name: st.Test, Status: result.Error, Scope: topo.String(),
+			t = result.Test{Name: st.Test, Status: result.Error, Scope: topo.Scope,
 				Message: "not run: " + err.Error(), Metrics: []result.Judged{}}
 		} else {
 			t = r.runWithRetries(ctx, su, st, topo)
@@ -298,7 +298,7 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 	// the secret values of the environment and the parameters; the plugin
 	// and the launcher get the real values.
 	red := redact.FromEnv(os.Environ(), params)
-	t := result.Test{Name: st.Test, Scope: topo.String(), Params: red.Params(params), Metrics: []result.Judged{}}
+	t := result.Test{Name: st.Test, Scope: topo.Scope, Params: red.Params(params), Metrics: []result.Judged{}}
 	if st.Skip != "" {
 		t.Status, t.Message = result.Skip, st.Skip
 		r.progress("%-24s skip  %s", st.Test, st.Skip)

@@ -89,7 +89,7 @@ func TestRunSequence(t *testing.T) {
 			l := &scripted{logs: c.logs}
 			r := &Runner{Plugins: builtins, Launcher: l, SKU: shippedSKU(t, "h200"), Dir: dir, Only: []string{"nccl.all_reduce"},
 				Retries: c.retries, DryRun: c.dryRun, Version: "test"}
-			run, err := r.Run(context.Background(), "singlenode", plan.Topology{Nodes: 1, GPUsPerNode: 2})
+			run, err := r.Run(context.Background(), "singlenode", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}})
 			assert.NilError(t, err)
 			assert.Equal(t, len(run.Tests), 1)
 			got := run.Tests[0]
@@ -119,7 +119,7 @@ func TestRunSequence(t *testing.T) {
 func TestRunUnknownOnly(t *testing.T) {
 	l := &scripted{logs: []string{healthyLog}}
 	r := &Runner{Plugins: builtins, Launcher: l, SKU: shippedSKU(t, "h200"), Dir: filepath.Join(t.TempDir(), "results"), Only: []string{"nccl.all_reduse"}}
-	_, err := r.Run(context.Background(), "singlenode", plan.Topology{Nodes: 1, GPUsPerNode: 2})
+	_, err := r.Run(context.Background(), "singlenode", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}})
 	assert.ErrorContains(t, err, "nccl.all_reduse")
 	assert.Equal(t, l.launches, 0)
 }

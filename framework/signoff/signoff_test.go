@@ -13,6 +13,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
@@ -85,11 +86,11 @@ func signedFolder(t *testing.T, version string) string {
 	data, err := baselines.FS.ReadFile("h200.yaml")
 	assert.NilError(t, err)
 	assert.NilError(t, journal.SaveBaseline(dir, "h200", data))
-	run := &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Scope: "1x2", Version: version, Dir: dir,
+	run := &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Version: version, Dir: dir,
 		Started: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Tests: []result.Test{}}
 	w, err := journal.Create(dir, run, []string{"nccl.all_reduce"})
 	assert.NilError(t, err)
-	tst := result.Test{Name: "nccl.all_reduce", Status: result.Skip, Message: "skipped in the suite", Scope: "1x2", Metrics: []result.Judged{}}
+	tst := result.Test{Name: "nccl.all_reduce", Status: result.Skip, Message: "skipped in the suite", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Metrics: []result.Judged{}}
 	assert.NilError(t, w.Add(tst))
 	run.Tests = append(run.Tests, tst)
 	run.Duration = 3 * time.Second

@@ -155,13 +155,13 @@ func (b Band) check(ref float64, line int) []error {
 		return fmt.Sprintf(" (%.4g and %.4g for the reference %.4g)", lx, ly, ref)
 	}
 	if lo > hi {
-		errs = append(errs, fmt.Errorf("line %d: field band.min: min %s is above max %s%s: no value can pass", b.Min.lineOr(line), b.Min.Text, b.Max.Text, limits(b.Min, b.Max, lo, hi)))
+		errs = append(errs, problemAt(b.Min.lineOr(line), "band.min", "min %s is above max %s%s: no value can pass", b.Min.Text, b.Max.Text, limits(b.Min, b.Max, lo, hi)))
 	}
 	if b.WarnMin.set && b.Min.set && b.WarnMin.Limit(ref) < lo {
-		errs = append(errs, fmt.Errorf("line %d: field band.warn_min: warn_min %s is below min %s%s: the warn zone would never be reached", b.WarnMin.lineOr(line), b.WarnMin.Text, b.Min.Text, limits(b.WarnMin, b.Min, b.WarnMin.Limit(ref), lo)))
+		errs = append(errs, problemAt(b.WarnMin.lineOr(line), "band.warn_min", "warn_min %s is below min %s%s: the warn zone would never be reached", b.WarnMin.Text, b.Min.Text, limits(b.WarnMin, b.Min, b.WarnMin.Limit(ref), lo)))
 	}
 	if b.WarnMax.set && b.Max.set && b.WarnMax.Limit(ref) > hi {
-		errs = append(errs, fmt.Errorf("line %d: field band.warn_max: warn_max %s is above max %s%s: the warn zone would never be reached", b.WarnMax.lineOr(line), b.WarnMax.Text, b.Max.Text, limits(b.WarnMax, b.Max, b.WarnMax.Limit(ref), hi)))
+		errs = append(errs, problemAt(b.WarnMax.lineOr(line), "band.warn_max", "warn_max %s is above max %s%s: the warn zone would never be reached", b.WarnMax.Text, b.Max.Text, limits(b.WarnMax, b.Max, b.WarnMax.Limit(ref), hi)))
 	}
 	return errs
 }

@@ -82,7 +82,7 @@ func (d *Dip) UnmarshalYAML(n *yaml.Node) error {
 		}
 		v, err := parsePercent(f.text)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("line %d: field dip.%s: %w", lineOf(n, f.name), f.name, err))
+			errs = append(errs, problemAt(lineOf(n, f.name), "dip."+f.name, "%v", err))
 			continue
 		}
 		*f.dst = v
@@ -107,8 +107,8 @@ func parsePercent(s string) (float64, error) {
 // returns every problem, each with the line of its field.
 func (e *Entry) validateCurve() []error {
 	var errs []error
-	add := func(line int, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("line %d: "+format, append([]any{line}, args...)...))
+	add := func(line int, field, format string, args ...any) {
+		errs = append(errs, problemAt(line, field, format, args...))
 	}
 	if e.Summary != "" {
 		ok := false
@@ -117,33 +117,33 @@ func (e *Entry) validateCurve() []error {
 		}
 		switch {
 		case !ok:
-			add(e.FieldLine("summary"), "field summary: %q is not one of %s", e.Summary, strings.Join(Summaries, ", "))
+			add(e.FieldLine("summary"), "summary", "%q is not one of %s", e.Summary, strings.Join(Summaries, ", "))
 		case e.Value == nil:
-			add(e.FieldLine("summary"), "field summary: a summary is one number: give value, not points")
+			add(e.FieldLine("summary"), "summary", "a summary is one number: give value, not points")
 		case e.Size != 0:
-			add(e.FieldLine("size"), "field size: a %s summary is over the curve; drop size or use points", e.Summary)
+			add(e.FieldLine("size"), "size", "a %s summary is over the curve; drop size or use points", e.Summary)
 		case e.Summary == SummaryMean && (e.Range == nil || e.Range.From == 0):
-			add(e.FieldLine("range"), "field range: a mean needs range.from above the latency-bound sizes (e.g. 64M); nccl-tests' average over every size is what misleads")
+			add(e.FieldLine("range"), "range", "a mean needs range.from above the latency-bound sizes (e.g. 64M); nccl-tests' average over every size is what misleads")
 		}
 	}
 	if e.Range != nil {
 		if e.Summary == "" && e.Dip == nil {
-			add(e.Range.Line, "field range: only a summary or a dip check uses a range")
+			add(e.Range.Line, "range", "only a summary or a dip check uses a range")
 		}
 		if e.Range.To != 0 && e.Range.To < e.Range.From {
-			add(e.Range.Line, "field range: to %d is below from %d: no size is inside", e.Range.To, e.Range.From)
+			add(e.Range.Line, "range", "to %d is below from %d: no size is inside", e.Range.To, e.Range.From)
 		}
 	}
 	if d := e.Dip; d != nil {
 		switch {
 		case d.Warn == 0 && d.Fail == 0:
-			add(d.Line, "field dip: give warn, fail or both")
+			add(d.Line, "dip", "give warn, fail or both")
 		case d.Warn != 0 && d.Fail != 0 && d.Warn >= d.Fail:
-			add(d.Line, "field dip: warn %g%% is not below fail %g%%: the warn zone would never be reached", d.Warn, d.Fail)
+			add(d.Line, "dip", "warn %g%% is not below fail %g%%: the warn zone would never be reached", d.Warn, d.Fail)
 		case len(e.Points) == 0 && e.Range == nil:
-			add(d.Line, "field dip: needs points or a range to know which sizes form the curve")
+			add(d.Line, "dip", "needs points or a range to know which sizes form the curve")
 		case LowerIsBetter(e.Unit):
-			add(d.Line, "field dip: %s is a time in %s, which grows with the message size; the dip check looks for bandwidth falling as size grows", e.Metric, e.Unit)
+			add(d.Line, "dip", "%s is a time in %s, which grows with the message size; the dip check looks for bandwidth falling as size grows", e.Metric, e.Unit)
 		}
 	}
 	return errs

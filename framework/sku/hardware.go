@@ -1,7 +1,6 @@
 package sku
 
 import (
-	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -148,8 +147,8 @@ func (s *SKU) CeilingsFor(test string) []*Ceiling {
 // carry could never be measured.
 func (s *SKU) validateHardware() []error {
 	var errs []error
-	add := func(line int, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("line %d: "+format, append([]any{line}, args...)...))
+	add := func(line int, field, format string, args ...any) {
+		errs = append(errs, problemAt(line, field, format, args...))
 	}
 	if v := s.GPUVariant; v != nil {
 		at := func(f string) int {
@@ -159,53 +158,53 @@ func (s *SKU) validateHardware() []error {
 			return s.lines["gpu_variant"]
 		}
 		if s.GPU == "" {
-			add(s.lines["gpu_variant"], "field gpu_variant: needs gpu, the family the variant belongs to")
+			add(s.lines["gpu_variant"], "gpu_variant", "needs gpu, the family the variant belongs to")
 		}
 		if len(v.Names) == 0 {
-			add(at("names"), "field gpu_variant.names: missing (the device names the tools print for this SKU's GPU)")
+			add(at("names"), "gpu_variant.names", "missing (the device names the tools print for this SKU's GPU)")
 		}
 		for _, n := range v.Names {
 			if strings.TrimSpace(n) == "" {
-				add(at("names"), "field gpu_variant.names: an empty name")
+				add(at("names"), "gpu_variant.names", "an empty name")
 			}
 		}
 		if v.Other != "" && v.Other != VariantFail && v.Other != VariantWarn {
-			add(at("other"), "field gpu_variant.other: %q is not %s or %s", v.Other, VariantFail, VariantWarn)
+			add(at("other"), "gpu_variant.other", "%q is not %s or %s", v.Other, VariantFail, VariantWarn)
 		}
 	}
 	type key struct{ metric, unit, tests string }
 	seen := map[key]int{}
 	for i, c := range s.Ceilings {
 		if c == nil {
-			add(s.lines["ceilings"], "field ceilings: ceiling %d is empty", i+1)
+			add(s.lines["ceilings"], "ceilings", "ceiling %d is empty", i+1)
 			continue
 		}
 		if c.Metric == "" {
-			add(c.Line, "field ceilings.metric: missing")
+			add(c.Line, "ceilings.metric", "missing")
 		}
 		if !higherIsBetter(c.Unit) {
-			add(c.fieldLine("unit"), "field ceilings.unit: %q is not a rate (GB/s, Gb/s, MB/s): a physical ceiling limits how much a link carries", c.Unit)
+			add(c.fieldLine("unit"), "ceilings.unit", "%q is not a rate (GB/s, Gb/s, MB/s): a physical ceiling limits how much a link carries", c.Unit)
 		}
 		if math.IsNaN(c.Value) || c.Value <= 0 || math.IsInf(c.Value, 0) {
-			add(c.fieldLine("value"), "field ceilings.value: %g: want the limit, more than 0, in %s", c.Value, c.Unit)
+			add(c.fieldLine("value"), "ceilings.value", "%g: want the limit, more than 0, in %s", c.Value, c.Unit)
 		}
 		if strings.TrimSpace(c.Link) == "" {
-			add(c.Line, "field ceilings.link: missing (what carries the traffic, for messages: \"NVLink 4\")")
+			add(c.Line, "ceilings.link", "missing (what carries the traffic, for messages: \"NVLink 4\")")
 		}
 		if strings.TrimSpace(c.Source) == "" {
-			add(c.Line, "field ceilings.source: missing (the datasheet or page the number comes from)")
+			add(c.Line, "ceilings.source", "missing (the datasheet or page the number comes from)")
 		}
 		for _, t := range c.Tests {
 			p, name, ok := strings.Cut(t, ".")
 			if !ok || p == "" || name == "" || strings.Contains(name, "*") && name != "*" {
-				add(c.fieldLine("tests"), "field ceilings.tests: %q is neither plugin.test nor plugin.*", t)
+				add(c.fieldLine("tests"), "ceilings.tests", "%q is neither plugin.test nor plugin.*", t)
 			}
 		}
 		tests := append([]string(nil), c.Tests...)
 		sort.Strings(tests)
 		k := key{c.Metric, c.Unit, strings.Join(tests, ",")}
 		if prev, dup := seen[k]; dup {
-			add(c.Line, "field ceilings: %s in %s for the same tests is also limited at line %d: give one number", c.Metric, c.Unit, prev)
+			add(c.Line, "ceilings", "%s in %s for the same tests is also limited at line %d: give one number", c.Metric, c.Unit, prev)
 		}
 		seen[k] = c.Line
 	}
@@ -219,7 +218,7 @@ func (s *SKU) validateHardware() []error {
 			}
 			check := func(v float64, line int, what string) {
 				if v > c.Value*1.0001 {
-					add(line, "field %s: %.4g %s is above the SKU's ceiling for %s (%.4g %s, %s, line %d): no healthy system measures it%s", what, v, e.Unit, e.Metric, c.Value, c.Unit, c.Link, c.Line, unitHint(v, c.Value))
+					add(line, what, "%.4g %s is above the SKU's ceiling for %s (%.4g %s, %s, line %d): no healthy system measures it%s", v, e.Unit, e.Metric, c.Value, c.Unit, c.Link, c.Line, unitHint(v, c.Value))
 				}
 			}
 			if e.Value != nil {

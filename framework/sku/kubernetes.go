@@ -1,7 +1,6 @@
 package sku
 
 import (
-	"fmt"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -112,20 +111,20 @@ func (t *Toleration) UnmarshalYAML(n *yaml.Node) error {
 func (k *Kubernetes) validate() error {
 	for i, t := range k.Tolerations {
 		if t == nil {
-			return fmt.Errorf("line %d: field kubernetes.tolerations: entry %d is empty", k.Line, i+1)
+			return problemAt(k.Line, "kubernetes.tolerations", "entry %d is empty", i+1)
 		}
 		switch t.Operator {
 		case "", "Equal", "Exists":
 		default:
-			return fmt.Errorf("line %d: field kubernetes.tolerations.operator: %q is not Equal or Exists", t.Line, t.Operator)
+			return problemAt(t.Line, "kubernetes.tolerations.operator", "%q is not Equal or Exists", t.Operator)
 		}
 		if t.Operator == "Exists" && t.Value != "" {
-			return fmt.Errorf("line %d: field kubernetes.tolerations.value: must be empty with operator Exists", t.Line)
+			return problemAt(t.Line, "kubernetes.tolerations.value", "must be empty with operator Exists")
 		}
 		switch t.Effect {
 		case "", "NoSchedule", "PreferNoSchedule", "NoExecute":
 		default:
-			return fmt.Errorf("line %d: field kubernetes.tolerations.effect: %q is not NoSchedule, PreferNoSchedule or NoExecute", t.Line, t.Effect)
+			return problemAt(t.Line, "kubernetes.tolerations.effect", "%q is not NoSchedule, PreferNoSchedule or NoExecute", t.Effect)
 		}
 	}
 	for _, m := range []struct {
@@ -134,7 +133,7 @@ func (k *Kubernetes) validate() error {
 	}{{"resources", k.Resources}, {"annotations", k.Annotations}, {"labels", k.Labels}, {"node_selector", k.NodeSelector}, {"env", k.Env}} {
 		for key := range m.kv {
 			if strings.TrimSpace(key) == "" {
-				return fmt.Errorf("line %d: field kubernetes.%s: empty name", k.Line, m.field)
+				return problemAt(k.Line, "kubernetes."+m.field, "empty name")
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package sku
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/gpuaccept/gpuaccept/baselines"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 )
 
 const good = `sku: t
@@ -53,8 +55,8 @@ func TestParseGood(t *testing.T) {
 	merged := e.Band.Merge(e.Points[1].Band)
 	assert.Equal(t, merged.Min.Limit(344), 300.0)
 	assert.Equal(t, merged.WarnMin.Text, "-5%")
-	assert.DeepEqual(t, s.Scopes("nccl.all_reduce"), []Scope{{1, 2}})
-	assert.Equal(t, len(s.Entries("nccl.all_reduce", Scope{1, 8})), 0)
+	assert.DeepEqual(t, s.Scopes("nccl.all_reduce"), []plan.Scope{{Nodes: 1, GPUsPerNode: 2}})
+	assert.Equal(t, len(s.Entries("nccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 8})), 0)
 }
 
 // Every malformed file is rejected with the file, the line and the field.
@@ -78,7 +80,9 @@ func TestParseBad(t *testing.T) {
 		{"bad scope", "scope: {nodes: 1,", "scope: {nodes: 0,", "field scope: nodes and gpus_per_node must be >= 1"},
 		{"duplicate size", "size: 1G", "size: 4G", "t.yaml: line 22: field size: 4294967296 listed twice"},
 		{"value and points", "    points:\n", "    value: 3\n    points:\n", "give exactly one of a single value or a list of points"},
-		{"not YAML", "sku: t\n", "sku: [t\n", "t.yaml: yaml: line"},
+		// yaml.v3 prints line 1 (0-based: the line after the unclosed "[",
+		// where the parser found description:), issue 22.
+		{"not YAML", "sku: t\n", "sku: [t\n", "t.yaml: line 2: yaml: did not find expected ',' or ']'"},
 		{"suite test not a mapping", "      - test: nccl.all_reduce\n      - test: nccl.gemm", "      - nccl.all_reduce\n      - test: nccl.gemm", `line 9: want a mapping, got the value "nccl.all_reduce"`},
 	}
 	for _, c := range cases {
@@ -114,7 +118,7 @@ func TestShippedBaselines(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, is.Contains(cat.Names(), "h200"))
 	h := cat.SKUs["h200"]
-	assert.Assert(t, len(h.Entries("nccl.all_reduce", Scope{1, 2})) == 2)
+	assert.Assert(t, len(h.Entries("nccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 2})) == 2)
 	// Every value names where it comes from: a recording in the repository
 	// (which must exist), a seed page, or a public page.
 	for _, name := range cat.Names() {
@@ -164,6 +168,16 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data, "f.yaml")
 		if err != nil {
+			// Every problem is of the file, at one of its lines.
+			var p *Problems
+			if !errors.As(err, &p) {
+				t.Fatalf("%T, not *Problems: %v", err, err)
+			}
+			for _, x := range p.List {
+				if x.File != "f.yaml" || x.Line < 0 || x.Line > bytes.Count(data, []byte("\n"))+1 {
+					t.Fatalf("problem off the file: %+v", x)
+				}
+			}
 			return
 		}
 		if s.Name == "" {

@@ -71,7 +71,7 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 				continue // listed for the report; may have no plugin yet
 			}
 			if _, err := test(st.Test); err != nil {
-				errs = append(errs, fmt.Errorf("line %d: field test: %w", st.Line, err))
+				errs = append(errs, problemAt(st.Line, "test", "%v", err))
 			}
 		}
 	}
@@ -82,12 +82,12 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 		if !inSuite[e.Test] {
 			// Most often a typo naming another real test: the suite's test
 			// would then run without its baseline.
-			errs = append(errs, fmt.Errorf("line %d: field test: %s is in no suite of SKU %s (suites list: %s)", e.FieldLine("test"), e.Test, s.Name, strings.Join(slices.Sorted(maps.Keys(inSuite)), ", ")))
+			errs = append(errs, problemAt(e.FieldLine("test"), "test", "%s is in no suite of SKU %s (suites list: %s)", e.Test, s.Name, strings.Join(slices.Sorted(maps.Keys(inSuite)), ", ")))
 			continue
 		}
 		ti, err := test(e.Test)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("line %d: field test: %w", e.FieldLine("test"), err))
+			errs = append(errs, problemAt(e.FieldLine("test"), "test", "%v", err))
 			continue
 		}
 		errs = append(errs, checkMetric(ti, e)...)
@@ -115,12 +115,17 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 		}
 		switch {
 		case len(tests) == 0:
-			errs = append(errs, fmt.Errorf("line %d: field ceilings.tests: the ceiling on %s applies to no test of the SKU's suites", c.Line, c.Metric))
+			errs = append(errs, problemAt(c.Line, "ceilings.tests", "the ceiling on %s applies to no test of the SKU's suites", c.Metric))
 		case !found:
-			errs = append(errs, fmt.Errorf("line %d: field ceilings.metric: none of %s reports %s in %s: the ceiling would judge nothing", c.Line, strings.Join(tests, ", "), c.Metric, c.Unit))
+			errs = append(errs, problemAt(c.Line, "ceilings.metric", "none of %s reports %s in %s: the ceiling would judge nothing", strings.Join(tests, ", "), c.Metric, c.Unit))
 		}
 	}
 	return sku.NewProblems(s.File, errs)
+}
+
+// problemAt is the problem of field at line, as sku.Parse reports them.
+func problemAt(line int, field, format string, args ...any) sku.Problem {
+	return sku.Problem{Line: line, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
 func checkMetric(ti *pluginapi.TestInfo, e *sku.Entry) []error {
@@ -133,11 +138,11 @@ func checkMetric(ti *pluginapi.TestInfo, e *sku.Entry) []error {
 		names = append(names, ti.Metrics[i].Name)
 	}
 	if mi == nil {
-		return []error{fmt.Errorf("line %d: field metric: %s reports no metric %q (it reports: %s)", e.FieldLine("metric"), e.Test, e.Metric, strings.Join(names, ", "))}
+		return []error{problemAt(e.FieldLine("metric"), "metric", "%s reports no metric %q (it reports: %s)", e.Test, e.Metric, strings.Join(names, ", "))}
 	}
 	var errs []error
 	if mi.Unit != e.Unit {
-		errs = append(errs, fmt.Errorf("line %d: field unit: %s %s is in %s, not %s", e.FieldLine("unit"), e.Test, e.Metric, mi.Unit, e.Unit))
+		errs = append(errs, problemAt(e.FieldLine("unit"), "unit", "%s %s is in %s, not %s", e.Test, e.Metric, mi.Unit, e.Unit))
 	}
 	allowed := map[string][]string{}
 	for _, l := range mi.Labels {
@@ -150,11 +155,11 @@ func checkMetric(ti *pluginapi.TestInfo, e *sku.Entry) []error {
 	for _, k := range slices.Sorted(maps.Keys(e.Labels)) {
 		vals, ok := allowed[k]
 		if !ok {
-			errs = append(errs, fmt.Errorf("line %d: field labels: %s %s has no label %q (its labels: %s)", e.FieldLine("labels"), e.Test, e.Metric, k, strings.Join(slices.Sorted(maps.Keys(allowed)), ", ")))
+			errs = append(errs, problemAt(e.FieldLine("labels"), "labels", "%s %s has no label %q (its labels: %s)", e.Test, e.Metric, k, strings.Join(slices.Sorted(maps.Keys(allowed)), ", ")))
 			continue
 		}
 		if vals != nil && !slices.Contains(vals, e.Labels[k]) {
-			errs = append(errs, fmt.Errorf("line %d: field labels: label %s=%q is not one of %s", e.FieldLine("labels"), k, e.Labels[k], strings.Join(vals, ", ")))
+			errs = append(errs, problemAt(e.FieldLine("labels"), "labels", "label %s=%q is not one of %s", k, e.Labels[k], strings.Join(vals, ", ")))
 		}
 	}
 	return errs

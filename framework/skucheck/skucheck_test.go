@@ -115,6 +115,10 @@ func TestCheckWhatParseRead(t *testing.T) {
 		"t.yaml: line 13: field unit: nccl.all_reduce busbw is in GB/s, not Gb/s",
 		"t.yaml: line 18: field baselines: entry 2 is empty",
 	})
+	// The check's problems are data like Parse's: line and field.
+	var p *sku.Problems
+	assert.Assert(t, errors.As(all, &p))
+	assert.DeepEqual(t, p.List[2], sku.Problem{File: "t.yaml", Line: 13, Field: "unit", Message: "nccl.all_reduce busbw is in GB/s, not Gb/s"})
 }
 
 func TestUnbaselined(t *testing.T) {

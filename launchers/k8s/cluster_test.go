@@ -218,7 +218,7 @@ func TestSingleNodeRunJudged(t *testing.T) {
 			k.serveLogs(t, ns, criLog(t, c.run))
 			s := h200(t, sku.Kubernetes{ShmSize: "64Gi", IPCLock: true})
 			l := k.launcher(t, k.kubeconfig, ns, s, FlavorJob)
-			topo := plan.Topology{Nodes: 1, GPUsPerNode: 2}
+			topo := plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}
 			req, params := ncclRequest(t, topo, 2*time.Minute)
 			outs, err := l.Launch(context.Background(), req)
 			assert.NilError(t, err)
@@ -255,7 +255,7 @@ func TestTwoNodeRun(t *testing.T) {
 	ns := k.namespace(t)
 	k.serveLogs(t, ns, criLog(t, healthyRun))
 	l := k.launcher(t, k.kubeconfig, ns, h200(t, sku.Kubernetes{}), FlavorJob)
-	req, _ := ncclRequest(t, plan.Topology{Nodes: 2, GPUsPerNode: 8}, 2*time.Minute)
+	req, _ := ncclRequest(t, plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, 2*time.Minute)
 	assert.Equal(t, req.Plan.Steps[0].Procs, 16)
 	outs, err := l.Launch(context.Background(), req)
 	assert.NilError(t, err)
@@ -280,11 +280,11 @@ func TestUnschedulableReported(t *testing.T) {
 		topo plan.Topology
 		want string
 	}{
-		{"node selector", sku.Kubernetes{NodeSelector: map[string]string{"cloud.google.com/gke-accelerator": "nvidia-gb200"}}, plan.Topology{Nodes: 1, GPUsPerNode: 2}, "didn't match Pod's node affinity/selector"},
-		{"too many GPUs", sku.Kubernetes{}, plan.Topology{Nodes: 1, GPUsPerNode: 16}, "Insufficient nvidia.com/gpu"},
+		{"node selector", sku.Kubernetes{NodeSelector: map[string]string{"cloud.google.com/gke-accelerator": "nvidia-gb200"}}, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, "didn't match Pod's node affinity/selector"},
+		{"too many GPUs", sku.Kubernetes{}, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 16}}, "Insufficient nvidia.com/gpu"},
 		// kwok ends pods at once, and ended pods do not count for
 		// anti-affinity: keep them running, as real ranks would be.
-		{"more nodes than the cluster has", sku.Kubernetes{Annotations: map[string]string{"gpuaccept.dev/kwok-hang": "true"}}, plan.Topology{Nodes: 3, GPUsPerNode: 4}, "didn't match pod anti-affinity rules"},
+		{"more nodes than the cluster has", sku.Kubernetes{Annotations: map[string]string{"gpuaccept.dev/kwok-hang": "true"}}, plan.Topology{Scope: plan.Scope{Nodes: 3, GPUsPerNode: 4}}, "didn't match pod anti-affinity rules"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -325,7 +325,7 @@ func TestPodFailuresReported(t *testing.T) {
 			ns := k.namespace(t)
 			s := h200(t, sku.Kubernetes{Annotations: map[string]string{"gpuaccept.dev/kwok-fail": c.fail}})
 			l := k.launcher(t, k.kubeconfig, ns, s, FlavorJob)
-			req, _ := ncclRequest(t, plan.Topology{Nodes: 1, GPUsPerNode: 8}, time.Minute)
+			req, _ := ncclRequest(t, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, time.Minute)
 			start := time.Now()
 			outs, err := l.Launch(context.Background(), req)
 			assert.NilError(t, err)
@@ -348,7 +348,7 @@ func TestTimeoutLeavesNothing(t *testing.T) {
 			ns := k.namespace(t)
 			s := h200(t, sku.Kubernetes{Annotations: map[string]string{"gpuaccept.dev/kwok-hang": "true"}})
 			l := k.launcher(t, k.kubeconfig, ns, s, FlavorJob)
-			req, _ := ncclRequest(t, plan.Topology{Nodes: flavorNodes, GPUsPerNode: 8}, 4*time.Second)
+			req, _ := ncclRequest(t, plan.Topology{Scope: plan.Scope{Nodes: flavorNodes, GPUsPerNode: 8}}, 4*time.Second)
 			start := time.Now()
 			outs, err := l.Launch(context.Background(), req)
 			assert.NilError(t, err)
@@ -367,7 +367,7 @@ func TestCancelLeavesNothing(t *testing.T) {
 	ns := k.namespace(t)
 	s := h200(t, sku.Kubernetes{Annotations: map[string]string{"gpuaccept.dev/kwok-hang": "true"}})
 	l := k.launcher(t, k.kubeconfig, ns, s, FlavorJob)
-	req, _ := ncclRequest(t, plan.Topology{Nodes: 1, GPUsPerNode: 8}, time.Minute)
+	req, _ := ncclRequest(t, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(3*time.Second, cancel)
 	outs, err := l.Launch(ctx, req)
@@ -490,7 +490,7 @@ func TestRBACRoleIsEnough(t *testing.T) {
 	k.applyRBAC(t, ns)
 	k.serveLogs(t, ns, criLog(t, healthyRun))
 	l := k.launcher(t, user, ns, h200(t, sku.Kubernetes{}), FlavorJob)
-	req, _ := ncclRequest(t, plan.Topology{Nodes: 2, GPUsPerNode: 8}, 2*time.Minute)
+	req, _ := ncclRequest(t, plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, 2*time.Minute)
 	outs, err := l.Launch(context.Background(), req)
 	assert.NilError(t, err)
 	assert.Equal(t, outs[0].LaunchError, "")

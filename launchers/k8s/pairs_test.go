@@ -20,7 +20,7 @@ import (
 // hosts are the launcher's to place, the client argv says @host0@).
 func writeBWPairs(t *testing.T, pairs string, hosts []string) launch.Request {
 	t.Helper()
-	topo := plan.Topology{Nodes: 2, GPUsPerNode: 1, Hosts: hosts}
+	topo := plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}, Hosts: hosts}
 	p, err := ibperf.Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: "write_bw", Params: map[string]string{"pairs": pairs}, Topology: topo})
 	assert.NilError(t, err)
 	return launch.Request{Test: "ibperf.write_bw", Timeout: 30 * time.Minute, Topology: topo, Plan: p}

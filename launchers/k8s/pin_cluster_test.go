@@ -135,19 +135,19 @@ func TestPinnedRunsBindToGivenNodes(t *testing.T) {
 	}{
 		{name: "1 node on the second", hosts: []string{n1}, log: "nccl",
 			req: func(t *testing.T) launch.Request {
-				r, _ := ncclRequest(t, plan.Topology{Nodes: 1, GPUsPerNode: 2}, 2*time.Minute)
+				r, _ := ncclRequest(t, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, 2*time.Minute)
 				return r
 			},
 			want: []string{"lead=" + n1}, hostOut: []string{n1}},
 		{name: "1 node on the first", hosts: []string{n0}, log: "nccl",
 			req: func(t *testing.T) launch.Request {
-				r, _ := ncclRequest(t, plan.Topology{Nodes: 1, GPUsPerNode: 2}, 2*time.Minute)
+				r, _ := ncclRequest(t, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, 2*time.Minute)
 				return r
 			},
 			want: []string{"lead=" + n0}, hostOut: []string{n0}},
 		{name: "2 nodes", hosts: []string{n1, n0}, log: "nccl",
 			req: func(t *testing.T) launch.Request {
-				r, _ := ncclRequest(t, plan.Topology{Nodes: 2, GPUsPerNode: 8}, 2*time.Minute)
+				r, _ := ncclRequest(t, plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, 2*time.Minute)
 				return r
 			},
 			oneOf: [][]string{{"index0=" + n0, "index1=" + n1}, {"index0=" + n1, "index1=" + n0}}},
@@ -167,7 +167,7 @@ func TestPinnedRunsBindToGivenNodes(t *testing.T) {
 			want: []string{"client=" + n1, "client=" + n1, "server=" + n0, "server=" + n0}, hostOut: []string{n0, n0, n1, n1}},
 		{name: "no such node", hosts: []string{"gpu-node-9"}, log: "nccl",
 			req: func(t *testing.T) launch.Request {
-				r, _ := ncclRequest(t, plan.Topology{Nodes: 1, GPUsPerNode: 2}, 2*time.Minute)
+				r, _ := ncclRequest(t, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, 2*time.Minute)
 				return r
 			},
 			unsched: []string{"Unschedulable: 0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeAffinity]", "(pinned by --hosts to node gpu-node-9)"}},

@@ -32,7 +32,7 @@ func allGather(nodes, gpus int) launch.Request {
 	return launch.Request{
 		Test:     "nccl.all_gather",
 		Timeout:  30 * time.Minute,
-		Topology: plan.Topology{Nodes: nodes, GPUsPerNode: gpus},
+		Topology: plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: gpus}},
 		Plan: plan.Plan{Steps: []plan.Step{{
 			Name: "all_gather", Argv: []string{"all_gather_perf", "-b", "1K", "-e", "8G", "-f", "2", "-g", "1", "-J", "all_gather.json"},
 			Env: map[string]string{"NCCL_DEBUG": "INFO"}, Procs: nodes * gpus, ProcsPerNode: gpus, MPI: true, Files: []string{"all_gather.json"},
@@ -44,7 +44,7 @@ func pairedWriteBW() launch.Request {
 	return launch.Request{
 		Test:     "ibperf.write_bw",
 		Timeout:  30 * time.Minute,
-		Topology: plan.Topology{Nodes: 2, GPUsPerNode: 1, Hosts: []string{"node-a", "node-b"}},
+		Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}, Hosts: []string{"node-a", "node-b"}},
 		Plan: plan.Plan{Steps: []plan.Step{
 			{Name: "server", Role: "server", Argv: []string{"ib_write_bw", "-d", "mlx5_0", "--report_gbits"}, Procs: 1, ProcsPerNode: 1, Host: 0, ReadyMarker: "Waiting for client", Timeout: 2 * time.Minute},
 			{Name: "client", Role: "client", Argv: []string{"ib_write_bw", "-d", "mlx5_0", "--report_gbits", "node-a"}, Procs: 1, ProcsPerNode: 1, Host: 1},

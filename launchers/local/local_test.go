@@ -26,7 +26,7 @@ func sh(name, script string) plan.Step {
 }
 
 func req(t *testing.T, steps ...plan.Step) launch.Request {
-	return launch.Request{Test: "x.y", Plan: plan.Plan{Steps: steps}, Topology: plan.Topology{Nodes: 1, GPUsPerNode: 2}, Dir: t.TempDir()}
+	return launch.Request{Test: "x.y", Plan: plan.Plan{Steps: steps}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, Dir: t.TempDir()}
 }
 
 func TestRunCollectsLogFilesAndExitCode(t *testing.T) {

@@ -28,7 +28,7 @@ var echoHosts = []string{"/bin/sh", "-c", `echo "${OMPI_COMM_WORLD_RANK:-${SLURM
 func launchSteps(t *testing.T, partition string, nodes int, steps ...plan.Step) [][]string {
 	t.Helper()
 	l := &Launcher{Config: Config{Partition: partition, MPI: MPIMpirun, Mode: ModeSubmit, GPUs: GPUsNone, Poll: 300 * time.Millisecond, MPIArgs: loopbackMPI}}
-	req := launch.Request{Test: "x.hosts", Plan: plan.Plan{Steps: steps}, Topology: plan.Topology{Nodes: nodes, GPUsPerNode: 1},
+	req := launch.Request{Test: "x.hosts", Plan: plan.Plan{Steps: steps}, Topology: plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: 1}},
 		Dir: filepath.Join(t.TempDir(), "raw"), Timeout: 2 * time.Minute}
 	outs, err := l.Launch(context.Background(), req)
 	assert.NilError(t, err)

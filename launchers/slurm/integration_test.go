@@ -279,7 +279,7 @@ func TestClusterCancelAndQuoting(t *testing.T) {
 		Env: step.Env}
 	l := &Launcher{Config: Config{Partition: partition, MPI: MPIMpirun, Mode: ModeSubmit, GPUs: GPUsNone, Poll: 300 * time.Millisecond}}
 	ctx, cancel := context.WithCancel(context.Background())
-	req := launch.Request{Test: "x.quoting", Plan: plan.Plan{Steps: []plan.Step{step, hang}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 1},
+	req := launch.Request{Test: "x.quoting", Plan: plan.Plan{Steps: []plan.Step{step, hang}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}},
 		Dir: filepath.Join(dir, "raw"), Timeout: time.Minute}
 	go func() {
 		// Cancel once the second step runs.
@@ -501,7 +501,7 @@ func TestClusterPairOnGivenHosts(t *testing.T) {
 		Host: 0, ReadyMarker: "ready"}
 	client := plan.Step{Name: "client", Role: "client", Argv: []string{"/bin/echo", "to", hs[0]}, Procs: 1, ProcsPerNode: 1, Host: 1}
 	l := &Launcher{Config: Config{Partition: partition, MPI: MPIMpirun, Mode: ModeSubmit, GPUs: GPUsNone, Poll: 300 * time.Millisecond, Hosts: hs}}
-	req := launch.Request{Test: "x.pair", Plan: plan.Plan{Steps: []plan.Step{server, client}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 1, Hosts: hs},
+	req := launch.Request{Test: "x.pair", Plan: plan.Plan{Steps: []plan.Step{server, client}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}, Hosts: hs},
 		Dir: filepath.Join(t.TempDir(), "raw"), Timeout: time.Minute}
 	outs, err := l.Launch(context.Background(), req)
 	assert.NilError(t, err)

@@ -26,7 +26,7 @@ func ncclStep() plan.Step {
 
 // The scripts as written, golden (go test ./launchers/slurm -run Golden -update).
 func TestRenderGolden(t *testing.T) {
-	topo := plan.Topology{Nodes: 2, GPUsPerNode: 8}
+	topo := plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}
 	server := plan.Step{Name: "server", Role: "server", Argv: []string{"ib_write_bw", "-d", "mlx5_0"}, Procs: 1, ProcsPerNode: 1, ReadyMarker: "Waiting for client"}
 	client := plan.Step{Name: "client", Role: "client", Host: 1, Argv: []string{"ib_write_bw", "-d", "mlx5_0", "$SERVER"}, Procs: 1, ProcsPerNode: 1}
 	for _, c := range []struct {
@@ -46,7 +46,7 @@ func TestRenderGolden(t *testing.T) {
 			Topology: topo, MPI: MPIMpirun, AllocHosts: []string{"n1", "n2", "n3"},
 			Config: Config{GPUs: GPUsNone}}},
 		{"batch-server-client.sh", job{Test: "ibperf.write_bw", Dir: "/shared/r/raw/ibperf.write_bw/.slurm", Plan: plan.Plan{Steps: []plan.Step{server, client}},
-			Topology: plan.Topology{Nodes: 2, GPUsPerNode: 1}, MPI: MPIPMI2, Batch: true, Config: Config{GPUs: GPUsNone}}},
+			Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}}, MPI: MPIPMI2, Batch: true, Config: Config{GPUs: GPUsNone}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			script, cmds, err := render(c.j)
@@ -93,7 +93,7 @@ func TestValidateRejects(t *testing.T) {
 }
 
 func TestRenderRejects(t *testing.T) {
-	base := job{Test: "nccl.all_reduce", Dir: "/r/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8},
+	base := job{Test: "nccl.all_reduce", Dir: "/r/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}},
 		MPI: MPIMpirun, Batch: true, Config: Config{GPUs: GPUsNone}}
 	for _, c := range []struct {
 		name string
@@ -134,7 +134,7 @@ func TestJobMinutes(t *testing.T) {
 }
 
 func requestFor(t *testing.T, timeout time.Duration) launch.Request {
-	return launch.Request{Test: "nccl.all_reduce", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}, Dir: t.TempDir(), Timeout: timeout}
+	return launch.Request{Test: "nccl.all_reduce", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, Dir: t.TempDir(), Timeout: timeout}
 }
 
 func TestSrunErrors(t *testing.T) {
@@ -218,7 +218,7 @@ func TestRenderConcurrentPairsOverlap(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, cmds, err := render(job{Test: "ibperf.write_bw", Dir: "/shared/r/raw/ibperf.write_bw/.slurm", Plan: plan.Plan{Steps: c.steps},
-				Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}, MPI: MPIPMI2, Batch: true, Config: Config{GPUs: GPUsNone}})
+				Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, MPI: MPIPMI2, Batch: true, Config: Config{GPUs: GPUsNone}})
 			assert.NilError(t, err)
 			n := 0
 			for _, cmd := range cmds {

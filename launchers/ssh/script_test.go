@@ -107,6 +107,6 @@ func TestEnvNameRejected(t *testing.T) {
 	l, err := New(Config{}, []string{"n1"}, nil)
 	assert.NilError(t, err)
 	s := plan.Step{Name: "a", Argv: []string{"true"}, Procs: 1, ProcsPerNode: 1, Env: map[string]string{"X;touch /tmp/p": "1"}}
-	_, err = l.Commands(launch.Request{Test: "x.y", Plan: plan.Plan{Steps: []plan.Step{s}}, Topology: plan.Topology{Nodes: 1, GPUsPerNode: 1}})
+	_, err = l.Commands(launch.Request{Test: "x.y", Plan: plan.Plan{Steps: []plan.Step{s}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}}})
 	assert.ErrorContains(t, err, `environment variable name "X;touch /tmp/p" is not a shell name`)
 }

@@ -102,7 +102,7 @@ func abs(t *testing.T, p string) string {
 }
 
 func request(t *testing.T, nodes int, steps ...plan.Step) launch.Request {
-	return launch.Request{Test: "x.y", Plan: plan.Plan{Steps: steps}, Topology: plan.Topology{Nodes: nodes, GPUsPerNode: 1}, Dir: t.TempDir(), Timeout: time.Minute}
+	return launch.Request{Test: "x.y", Plan: plan.Plan{Steps: steps}, Topology: plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: 1}}, Dir: t.TempDir(), Timeout: time.Minute}
 }
 
 func read(t *testing.T, p string) string {
@@ -408,7 +408,7 @@ func TestHostNamesRejected(t *testing.T) {
 	l, err := New(Config{}, []string{"node1"}, nil)
 	assert.NilError(t, err)
 	req := launch.Request{Test: "x.y", Plan: plan.Plan{Steps: []plan.Step{{Name: "a", Argv: []string{"true"}, Procs: 1, ProcsPerNode: 1}}},
-		Topology: plan.Topology{Nodes: 1, GPUsPerNode: 1, Hosts: []string{"a|b"}}}
+		Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}, Hosts: []string{"a|b"}}}
 	_, err = l.Commands(req)
 	assert.ErrorContains(t, err, `launcher ssh: host "a|b" is not a host name`)
 }
@@ -473,22 +473,22 @@ func TestCommands(t *testing.T) {
 			l, err := New(Config{Port: 2222, Flavor: c.flavor}, []string{"n1", "n2"}, nil)
 			assert.NilError(t, err)
 			l.RunID, l.Environ = "RUN", []string{"HOME=/root"}
-			got, err := l.Commands(launch.Request{Test: "nccl.x", Plan: plan.Plan{Steps: []plan.Step{coll, srv}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}})
+			got, err := l.Commands(launch.Request{Test: "nccl.x", Plan: plan.Plan{Steps: []plan.Step{coll, srv}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}})
 			assert.NilError(t, err)
 			assert.DeepEqual(t, got, c.want)
 		})
 	}
 	l, err := New(Config{}, []string{"n1"}, nil)
 	assert.NilError(t, err)
-	_, err = l.Commands(launch.Request{Test: "nccl.x", Plan: plan.Plan{Steps: []plan.Step{coll}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}})
+	_, err = l.Commands(launch.Request{Test: "nccl.x", Plan: plan.Plan{Steps: []plan.Step{coll}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}})
 	assert.ErrorContains(t, err, "launcher ssh: the test asks for 2 nodes but 1 host(s) are given (n1)")
 	// Files are fetched from the step's folder only.
 	for _, f := range []string{"../../etc/shadow", "/etc/shadow", ""} {
 		bad := plan.Step{Name: "a", Argv: []string{"true"}, Procs: 1, ProcsPerNode: 1, Files: []string{f}}
-		_, err = l.Commands(launch.Request{Test: "x.y", Plan: plan.Plan{Steps: []plan.Step{bad}}, Topology: plan.Topology{Nodes: 1, GPUsPerNode: 1}})
+		_, err = l.Commands(launch.Request{Test: "x.y", Plan: plan.Plan{Steps: []plan.Step{bad}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}}})
 		assert.ErrorContains(t, err, "launcher ssh: test x.y: step a: file "+strconv.Quote(f)+" is not a plain relative name")
 	}
-	_, err = l.Commands(launch.Request{Test: "x;y", Plan: plan.Plan{Steps: []plan.Step{coll}}, Topology: plan.Topology{Nodes: 1, GPUsPerNode: 8}})
+	_, err = l.Commands(launch.Request{Test: "x;y", Plan: plan.Plan{Steps: []plan.Step{coll}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}})
 	assert.ErrorContains(t, err, `launcher ssh: test name "x;y" is not a plain word`)
 }
 
@@ -538,7 +538,7 @@ func TestCommandsResolveHostRefs(t *testing.T) {
 	assert.NilError(t, err)
 	l.RunID, l.Environ = "RUN", []string{"HOME=/root"}
 	cli := plan.Step{Name: "client", Role: "client", Host: 1, Procs: 1, ProcsPerNode: 1, Argv: []string{"ib_write_bw", "-p", "18515", plan.HostRef(0)}}
-	got, err := l.Commands(launch.Request{Test: "ibperf.x", Plan: plan.Plan{Steps: []plan.Step{cli}}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}})
+	got, err := l.Commands(launch.Request{Test: "ibperf.x", Plan: plan.Plan{Steps: []plan.Step{cli}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}})
 	assert.NilError(t, err)
 	assert.Assert(t, strings.HasSuffix(got[0], " n2 'cd /tmp/gpuaccept-RUN/ibperf.x.client && GPUACCEPT_HOSTS=n1,n2 exec ib_write_bw -p 18515 n1'"), got[0])
 }

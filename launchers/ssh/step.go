@@ -65,7 +65,7 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 	// A plugin that planned without host names (server address, rendezvous)
 	// left HostRefs: node i is the i-th host this test runs on. Every step
 	// sees them all in plan.HostsEnv.
-	if req.Plan, err = req.Plan.WithHostsEnv(len(hs)).ResolveHostRefs(plan.TopologyHosts(plan.Topology{Nodes: len(hs), GPUsPerNode: req.Topology.GPUsPerNode, Hosts: hs})); err != nil {
+	if req.Plan, err = req.Plan.WithHostsEnv(len(hs)).ResolveHostRefs(plan.TopologyHosts(plan.Topology{Scope: plan.Scope{Nodes: len(hs), GPUsPerNode: req.Topology.GPUsPerNode}, Hosts: hs})); err != nil {
 		return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
 	}
 	flavor, err := rankstart.ParseFlavor(string(l.Flavor))

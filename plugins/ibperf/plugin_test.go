@@ -20,7 +20,7 @@ import (
 // seed is the replay folder made of seed 004's recorded outputs.
 const seed = "../../testdata/recordings/mi355x-seed004/multinode/raw/"
 
-var twoNodes = plan.Topology{Nodes: 2, GPUsPerNode: 8, Hosts: []string{"192.0.2.11", "192.0.2.12"}}
+var twoNodes = plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}, Hosts: []string{"192.0.2.11", "192.0.2.12"}}
 
 // The seed's command lines (T8, T9), planned from a NIC map.
 func TestPlan(t *testing.T) {
@@ -71,7 +71,7 @@ func TestPlanErrors(t *testing.T) {
 		{map[string]string{"pairs": "a", "port": "70000"}, twoNodes, "parameter port"},
 		{map[string]string{"pairs": "a", "gdr": "opencl"}, twoNodes, "parameter gdr"},
 		{map[string]string{"pairs": "a", "iters": "5", "duration": "5"}, twoNodes, "give one"},
-		{map[string]string{"pairs": "a"}, plan.Topology{Nodes: 3, GPUsPerNode: 8}, "one node (loopback) or two nodes"},
+		{map[string]string{"pairs": "a"}, plan.Topology{Scope: plan.Scope{Nodes: 3, GPUsPerNode: 8}}, "one node (loopback) or two nodes"},
 		{map[string]string{"pairs": "a", "qp": "4"}, twoNodes, `unknown parameter "qp"`},
 	} {
 		_, err := Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: "write_bw", Params: c.params, Topology: c.topo})
@@ -83,12 +83,12 @@ func TestPlanErrors(t *testing.T) {
 
 func TestPlanNICsAndAddress(t *testing.T) {
 	p, err := Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: "write_bw", Params: map[string]string{"out_json": "false"},
-		Topology: plan.Topology{Nodes: 1, GPUsPerNode: 8, NICs: []string{"mlx5_0", "mlx5_1"}}})
+		Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}, NICs: []string{"mlx5_0", "mlx5_1"}}})
 	assert.NilError(t, err)
 	assert.Equal(t, len(p.Steps), 4)
 	assert.Equal(t, p.Steps[3].Argv[len(p.Steps[3].Argv)-1], "localhost", "one node: a loopback between two HCAs")
 	assert.Equal(t, p.Steps[3].Host, 0)
-	p, err = Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: "write_bw", Params: map[string]string{"pairs": "a", "server_addr": "10.0.0.1"}, Topology: plan.Topology{Nodes: 2, GPUsPerNode: 8}})
+	p, err = Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: "write_bw", Params: map[string]string{"pairs": "a", "server_addr": "10.0.0.1"}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}})
 	assert.NilError(t, err)
 	assert.Equal(t, p.Steps[1].Argv[len(p.Steps[1].Argv)-1], "10.0.0.1")
 }

@@ -24,8 +24,8 @@ const seed = "../../testdata/recordings/mi355x-seed004/"
 var (
 	intraLog = seed + "singlenode/raw/mori.ep_intranode/ep_intranode.log"
 	interLog = seed + "multinode/raw/mori.ep_internode/ep_internode.log"
-	oneNode  = plan.Topology{Nodes: 1, GPUsPerNode: 8}
-	twoNodes = plan.Topology{Nodes: 2, GPUsPerNode: 8, Hosts: []string{"node0", "node1"}}
+	oneNode  = plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}
+	twoNodes = plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}, Hosts: []string{"node0", "node1"}}
 )
 
 func TestPlan(t *testing.T) {
@@ -317,7 +317,7 @@ func FuzzParse(f *testing.F) {
 func TestResultMismatchFailsValidation(t *testing.T) {
 	log := "../../testdata/field/mori/mori61-intranode-tune-result-mismatch/mori.log"
 	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "ep_intranode",
-		Topology: plan.Topology{Nodes: 1, GPUsPerNode: 8}, Outputs: []plan.Output{{Step: "mori", Log: log}}})
+		Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, Outputs: []plan.Output{{Step: "mori", Log: log}}})
 	assert.NilError(t, err)
 	var found bool
 	for _, c := range p.Checks {

@@ -23,14 +23,14 @@ func TestPlan(t *testing.T) {
 		topo   plan.Topology
 		want   plan.Step
 	}{
-		{"one process drives both GPUs", map[string]string{"bindir": "/opt/nccl-tests/build", "maxbytes": "4G"}, plan.Topology{Nodes: 1, GPUsPerNode: 2},
+		{"one process drives both GPUs", map[string]string{"bindir": "/opt/nccl-tests/build", "maxbytes": "4G"}, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}},
 			plan.Step{Name: "all_reduce", Argv: []string{"/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "4G", "-f", "2", "-g", "2", "-c", "1", "-J", "all_reduce.json"},
 				Procs: 1, ProcsPerNode: 1, Files: []string{"all_reduce.json"}}},
-		{"one MPI rank per GPU", map[string]string{"mode": "mpi", "suffix": "_mpi"}, plan.Topology{Nodes: 1, GPUsPerNode: 8},
+		{"one MPI rank per GPU", map[string]string{"mode": "mpi", "suffix": "_mpi"}, plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}},
 			plan.Step{Name: "all_reduce", Argv: []string{"all_reduce_perf_mpi", "-b", "8", "-e", "4G", "-f", "2", "-g", "1", "-c", "1", "-J", "all_reduce.json"},
 				Procs: 8, ProcsPerNode: 8, MPI: true, Files: []string{"all_reduce.json"}}},
 		{"two nodes default to MPI ranks; seed 000's run", map[string]string{"maxbytes": "8G", "json": "false", "env.NCCL_TOPO_FILE": "/workspace/ndv4-topo.xml", "iters": "20"},
-			plan.Topology{Nodes: 2, GPUsPerNode: 8},
+			plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}},
 			plan.Step{Name: "all_reduce", Argv: []string{"all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "1", "-c", "1", "-n", "20"},
 				Procs: 16, ProcsPerNode: 8, MPI: true, Env: map[string]string{"NCCL_TOPO_FILE": "/workspace/ndv4-topo.xml"}}},
 	}
@@ -45,7 +45,7 @@ func TestPlan(t *testing.T) {
 }
 
 func TestPlanErrors(t *testing.T) {
-	topo := plan.Topology{Nodes: 1, GPUsPerNode: 2}
+	topo := plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}
 	for _, c := range []struct {
 		test   string
 		params map[string]string
@@ -70,7 +70,7 @@ func parse(t *testing.T, test string, topo plan.Topology, params map[string]stri
 	return p
 }
 
-var twoGPUs = plan.Topology{Nodes: 1, GPUsPerNode: 2}
+var twoGPUs = plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}
 
 func check(p result.Parsed, name string) *result.Check {
 	for i := range p.Checks {
@@ -175,15 +175,15 @@ func TestTruncatedAgainstPlan(t *testing.T) {
 // lines; its NCCL INFO lines give the communicator's 16 ranks, and each
 // rank's line its host (two pods).
 func TestSeedWithoutRankLines(t *testing.T) {
-	p := parse(t, "all_reduce", plan.Topology{Nodes: 2, GPUsPerNode: 8}, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
+	p := parse(t, "all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
 	assert.Equal(t, p.Error, "")
 	assert.Equal(t, check(p, "rank count").OK, true)
 	assert.Equal(t, check(p, "node count").OK, true)
 	assert.Equal(t, busbwAt(p, 8<<30, "out-of-place"), 189.20)
-	p = parse(t, "all_reduce", plan.Topology{Nodes: 1, GPUsPerNode: 16}, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
+	p = parse(t, "all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 16}}, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
 	assert.Equal(t, check(p, "node count").Message, "ranks ran on 2 host(s) (the NCCL INFO lines of all 16 ranks), expected 1 nodes")
 	// Judged as 4x8, the communicator's size fails it.
-	p = parse(t, "all_reduce", plan.Topology{Nodes: 4, GPUsPerNode: 8}, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
+	p = parse(t, "all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 4, GPUsPerNode: 8}}, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
 	assert.Equal(t, check(p, "rank count").Message, "16 ranks in NCCL's communicator (NCCL INFO nranks 16), expected 32 (4x8)")
 }
 
@@ -224,7 +224,7 @@ func TestWarnChecks(t *testing.T) {
 // A one-node log judged as a two-node run fails, even when the rank count
 // matches.
 func TestNodeCount(t *testing.T) {
-	p := parse(t, "all_reduce", plan.Topology{Nodes: 2, GPUsPerNode: 1}, nil, plan.Output{Step: "all_reduce", Log: rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log"})
+	p := parse(t, "all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}}, nil, plan.Output{Step: "all_reduce", Log: rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log"})
 	assert.Equal(t, check(p, "rank count").OK, true)
 	c := check(p, "node count")
 	assert.Assert(t, c != nil && !c.OK)

@@ -22,8 +22,8 @@ import (
 const seed = "../../testdata/recordings/mi355x-seed004/"
 
 var (
-	oneNode  = plan.Topology{Nodes: 1, GPUsPerNode: 8}
-	twoNodes = plan.Topology{Nodes: 2, GPUsPerNode: 8}
+	oneNode  = plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}
+	twoNodes = plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}
 )
 
 // The seed's two command lines: one process driving 8 GPUs, and mpirun

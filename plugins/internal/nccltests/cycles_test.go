@@ -156,7 +156,7 @@ func TestCycles(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "all_reduce.log")
 			assert.NilError(t, os.WriteFile(path, []byte(c.log), 0o644))
-			p := Result(plan.Output{Log: path}, Options{Test: "all_reduce", Topology: plan.Topology{Nodes: 1, GPUsPerNode: 2}})
+			p := Result(plan.Output{Log: path}, Options{Test: "all_reduce", Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}})
 			assert.Equal(t, p.Error, "")
 			for _, want := range c.points {
 				var got []result.Metric
@@ -172,7 +172,7 @@ func TestCycles(t *testing.T) {
 				assert.DeepEqual(t, []float64{m.Value, m.Min, m.Median, m.Max}, []float64{want.value, want.min, want.med, want.mx})
 			}
 			assert.Equal(t, len(p.Metrics), 6*2*3+1, "6 sizes x 2 placements x busbw, algbw, time, and avg_busbw")
-			got := judge.Test(p, s.Entries("nccl.all_reduce", sku.Scope{Nodes: 1, GPUsPerNode: 2}), "")
+			got := judge.Test(p, s.Entries("nccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 2}), "")
 			assert.Equal(t, got.Status, c.status, got.Message)
 			if c.status == result.Fail {
 				assert.Assert(t, strings.Contains(got.Message, "31.7"), got.Message)

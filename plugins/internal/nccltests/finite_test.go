@@ -48,7 +48,7 @@ func TestNonFiniteIsAParseError(t *testing.T) {
 				out.Files = map[string]string{"all_reduce.json": filepath.Join(dir, "all_reduce.json")}
 				assert.NilError(t, os.WriteFile(out.Files["all_reduce.json"], src["all_reduce.json"], 0o644))
 			}
-			p := Result(out, Options{Test: "all_reduce", Topology: plan.Topology{Nodes: 1, GPUsPerNode: 2}})
+			p := Result(out, Options{Test: "all_reduce", Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}})
 			assert.Assert(t, strings.Contains(p.Error, c.want), "error: %s", p.Error)
 			for _, m := range p.Metrics {
 				assert.Assert(t, !math.IsNaN(m.Value) && !math.IsInf(m.Value, 0), "metric %s kept as %v", m.Key(), m.Value)

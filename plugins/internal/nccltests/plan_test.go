@@ -20,10 +20,10 @@ func TestSweepStep(t *testing.T) {
 		mpi   bool
 		g     string
 	}{
-		{"one node: one process on every GPU", "", plan.Topology{Nodes: 1, GPUsPerNode: 8}, 1, 1, false, "8"},
-		{"two nodes: a rank per GPU", "", plan.Topology{Nodes: 2, GPUsPerNode: 8}, 16, 8, true, "1"},
-		{"mpi on one node", "mpi", plan.Topology{Nodes: 1, GPUsPerNode: 2}, 2, 2, true, "1"},
-		{"single across nodes: one MPI process per node", "single", plan.Topology{Nodes: 2, GPUsPerNode: 4}, 2, 1, true, "4"},
+		{"one node: one process on every GPU", "", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, 1, 1, false, "8"},
+		{"two nodes: a rank per GPU", "", plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, 16, 8, true, "1"},
+		{"mpi on one node", "mpi", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, 2, 2, true, "1"},
+		{"single across nodes: one MPI process per node", "single", plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 4}}, 2, 1, true, "4"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestSweepStep(t *testing.T) {
 			assert.Assert(t, step.Env == nil)
 		})
 	}
-	_, err := sw.Step("all_reduce", plan.Topology{Nodes: 0, GPUsPerNode: 8})
+	_, err := sw.Step("all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 0, GPUsPerNode: 8}})
 	assert.ErrorContains(t, err, "topology 0x8: nodes and GPUs per node must be >= 1")
 }
 
@@ -84,7 +84,7 @@ func TestSweepParamsSweep(t *testing.T) {
 		assert.NilError(t, err)
 	}
 	step, err := p.Sweep("all_reduce_perf", map[string]string{"NCCL_DEBUG": "WARN"}, [2]string{"-N", "3"}, [2]string{"-O", ""}).
-		Step("all_reduce", plan.Topology{Nodes: 1, GPUsPerNode: 2})
+		Step("all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, step.Argv, []string{"all_reduce_perf", "-b", "8", "-e", "1G", "-f", "2", "-g", "1",
 		"-c", "1", "-n", "5", "-d", "half", "-o", "max", "-N", "3", "-t", "2"})

@@ -49,7 +49,9 @@ func ntCheck(p result.Parsed, name string) *result.Check {
 	return nil
 }
 
-func ntTopo(nodes, gpus int) plan.Topology { return plan.Topology{Nodes: nodes, GPUsPerNode: gpus} }
+func ntTopo(nodes, gpus int) plan.Topology {
+	return plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: gpus}}
+}
 
 // The 1-GPU H200 broadcast of the issue: its in-place 2 GiB row is a no-op
 // on one rank, timed at 1.76 us, so busbw 1222105.42 GB/s, which the text
@@ -458,7 +460,7 @@ func TestResultOldOutputs(t *testing.T) {
 func TestResultWrongTestIsTheError(t *testing.T) {
 	log := "../../../testdata/recordings/h200-1x2-healthy/nccl.all_reduce/all_reduce.log"
 	for _, test := range []string{"all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"} {
-		p := Result(plan.Output{Log: log}, Options{Test: test, Topology: plan.Topology{Nodes: 1, GPUsPerNode: 2}})
+		p := Result(plan.Output{Log: log}, Options{Test: test, Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}})
 		assert.Assert(t, strings.HasPrefix(p.Error, "all_reduce.log is output of all_reduce_perf, not "+test+"_perf"), "%s: %s", test, p.Error)
 		assert.Equal(t, len(p.Metrics), 0, test)
 		for _, c := range p.Checks {
@@ -474,7 +476,7 @@ func TestResultWrongTestIsTheError(t *testing.T) {
 // cuda error'", each with its stack.
 func TestResultFoldsRepeatedFailures(t *testing.T) {
 	log := "../../../testdata/field/nccl-tests/h100-128x8-first-100-ranks-nccl-failure/all_reduce.log"
-	p := Result(plan.Output{Log: log}, Options{Test: "all_reduce", Topology: plan.Topology{Nodes: 128, GPUsPerNode: 8}})
+	p := Result(plan.Output{Log: log}, Options{Test: "all_reduce", Topology: plan.Topology{Scope: plan.Scope{Nodes: 128, GPUsPerNode: 8}}})
 	assert.Equal(t, strings.Count(p.Error, "unhandled cuda error"), 1, p.Error)
 	assert.Assert(t, strings.Contains(p.Error, "more like it, from line"), p.Error)
 	assert.Assert(t, strings.Contains(p.Error, "call-stack lines of nccl-tests not quoted"), p.Error)

@@ -1,0 +1,228 @@
+package sku
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// knownUnits are the units baselines may use. GB/s is 1e9 bytes/s (NCCL
+// busbw/algbw); Gb/s is 1e9 bits/s (NIC line rate).
+var knownUnits = map[string]bool{"GB/s": true, "Gb/s": true, "MB/s": true, "us": true, "ms": true, "count": true, "%": true}
+
+// LowerIsBetter reports whether smaller values of a unit are better: times
+// (us, ms). Their bands need a ceiling (max), where bandwidths need a floor.
+func LowerIsBetter(unit string) bool { return unit == "us" || unit == "ms" }
+
+// higherIsBetter: bandwidths, whose bands need a floor (min).
+func higherIsBetter(unit string) bool { return unit == "GB/s" || unit == "Gb/s" || unit == "MB/s" }
+
+// validate returns every problem of the file, each naming its line where
+// the field has one.
+func (s *SKU) validate() []error {
+	var errs []error
+	if s.Name == "" && !s.nameUnreadable {
+		errs = append(errs, problemAt(0, "sku", "missing"))
+	}
+	if s.GPUsPerNode < 0 {
+		errs = append(errs, problemAt(s.lines["gpus_per_node"], "gpus_per_node", "%d is negative", s.GPUsPerNode))
+	}
+	for _, name := range s.SuiteNames() {
+		su := s.Suites[name]
+		if su == nil || len(su.Tests) == 0 {
+			line := s.lines["suite "+name]
+			if su != nil {
+				line = su.Line
+			}
+			errs = append(errs, problemAt(line, "", "suite %q: no tests", name))
+			continue
+		}
+		for i, t := range su.Tests {
+			if t == nil {
+				errs = append(errs, problemAt(su.Line, "", "suite %q: test %d is empty", name, i+1))
+				continue
+			}
+			if _, _, ok := strings.Cut(t.Test, "."); !ok {
+				errs = append(errs, problemAt(t.Line, "test", "%q is not plugin.test", t.Test))
+			}
+		}
+	}
+	for i, e := range s.Baselines {
+		if e == nil {
+			errs = append(errs, problemAt(s.lines[fmt.Sprintf("entry %d", i+1)], "baselines", "entry %d is empty", i+1))
+			continue
+		}
+		errs = append(errs, e.validate()...)
+	}
+	errs = append(errs, s.validateHardware()...)
+	return errs
+}
+
+// validate returns every problem of an entry, each as "line N: field F:
+// ...", N being the line of the field itself.
+func (e *Entry) validate() []error {
+	errs := append([]error(nil), e.unknown...)
+	add := func(line int, field, format string, args ...any) {
+		errs = append(errs, problemAt(line, field, format, args...))
+	}
+	if !strings.Contains(e.Test, ".") {
+		add(e.FieldLine("test"), "test", "%q is not plugin.test", e.Test)
+	}
+	switch err := e.Scope.Check(); {
+	case e.Scope.Nodes < 1 || e.Scope.GPUsPerNode < 1:
+		add(e.FieldLine("scope"), "scope", "nodes and gpus_per_node must be >= 1, got %s", e.Scope)
+	case err != nil:
+		// Beyond plan's limits: no run has the scope, --nodes refuses it.
+		add(e.FieldLine("scope"), "scope", "%s: %v", e.Scope, err)
+	}
+	if e.Metric == "" {
+		add(e.Line, "metric", "missing")
+	}
+	if !knownUnits[e.Unit] {
+		add(e.FieldLine("unit"), "unit", "%q is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %%", e.Unit)
+	}
+	if e.Source == "" {
+		add(e.Line, "source", "missing (say where the numbers come from)")
+	}
+	if (e.Value == nil) == (len(e.Points) == 0) {
+		add(e.Line, "", "fields value/points: give exactly one of a single value or a list of points")
+	}
+	if e.Band.IsZero() && !e.pointsHaveBands() {
+		add(e.Line, "band", "missing (give at least min or max)")
+	}
+	errs = append(errs, e.validateCurve()...)
+	errs = append(errs, e.checkDirection()...)
+	errs = append(errs, e.checkUnits(e.Band, e.FieldLine("band"))...)
+	for _, p := range e.Points {
+		errs = append(errs, e.checkUnits(p.Band, p.Line)...)
+	}
+	if e.Ceiling < 0 {
+		add(e.FieldLine("ceiling"), "ceiling", "%g is negative", e.Ceiling)
+	}
+	if e.Value != nil {
+		errs = append(errs, e.checkValue(*e.Value, e.Band, e.FieldLine("value"))...)
+	}
+	seen := map[Size]bool{}
+	for _, p := range e.Points {
+		if seen[p.Size] {
+			add(p.Line, "size", "%d listed twice", p.Size)
+		}
+		seen[p.Size] = true
+		errs = append(errs, e.checkValue(p.Value, e.Band.Merge(p.Band), p.Line)...)
+	}
+	return errs
+}
+
+// checkDirection catches a band written for the wrong direction: a time
+// (us) with floors only passes any slowdown, a bandwidth with ceilings only
+// passes a dead link. Each band that judges something (the entry's, merged
+// with each point's) must bound the bad side.
+func (e *Entry) checkDirection() []error {
+	bands := []Band{e.Band}
+	if len(e.Points) > 0 {
+		bands = bands[:0]
+		for _, p := range e.Points {
+			bands = append(bands, e.Band.Merge(p.Band))
+		}
+	}
+	for _, b := range bands {
+		if b.IsZero() {
+			continue // reported as a missing band
+		}
+		switch {
+		case LowerIsBetter(e.Unit) && !b.Max.set && !b.WarnMax.set:
+			return []error{problemAt(e.FieldLine("band"), "band", "%s is a time in %s, better lower, and the band has no max or warn_max: it would pass any slowdown (give max: \"+10%%\"; warn_min flags a time far below the baseline)", e.Metric, e.Unit)}
+		case higherIsBetter(e.Unit) && !b.Min.set && !b.WarnMin.set:
+			return []error{problemAt(e.FieldLine("band"), "band", "%s is a rate in %s, better higher, and the band has no min or warn_min: it would pass a dead link (give min: \"-10%%\")", e.Metric, e.Unit)}
+		}
+	}
+	return nil
+}
+
+// checkValue checks one reference value, written at line, against its band
+// and the entry's ceiling. A reference that fails its own band, or that is
+// above the physical ceiling, is almost always a slip: most often GB/s and
+// Gb/s mixed up (8x), which the message says when the ratio is near 8. A
+// broken band and a reference failing it are both reported: fixing one
+// alone would not make the file right.
+func (e *Entry) checkValue(ref float64, b Band, line int) []error {
+	if math.IsNaN(ref) || math.IsInf(ref, 0) {
+		return []error{problemAt(line, "value", "%g is not a number", ref)}
+	}
+	errs := b.check(ref, line)
+	if ref == 0 {
+		var rel []string
+		for _, x := range []struct {
+			name string
+			b    Bound
+		}{{"min", b.Min}, {"warn_min", b.WarnMin}} {
+			if x.b.IsSet() && x.b.Relative {
+				rel = append(rel, x.name+" "+x.b.Text)
+			}
+		}
+		if len(rel) > 0 {
+			errs = append(errs, problemAt(line, "value", "0 with a relative floor (%s): the floor is 0 and can never fail", strings.Join(rel, ", ")))
+		}
+	}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if b.Min.IsSet() {
+		lo = b.Min.Limit(ref)
+	}
+	if b.Max.IsSet() {
+		hi = b.Max.Limit(ref)
+	}
+	if lo <= hi && (ref < lo || ref > hi) {
+		edge, lim := b.Min, lo
+		if ref > hi {
+			edge, lim = b.Max, hi
+		}
+		errs = append(errs, problemAt(line, "value", "the reference %.4g %s fails its own band (%s %s): a healthy system could never pass%s", ref, e.Unit, map[bool]string{true: "min", false: "max"}[ref < lo], edge.Text, unitHint(ref, lim)))
+	}
+	if e.Ceiling > 0 && ref > e.Ceiling*1.0001 {
+		errs = append(errs, problemAt(line, "value", "%.4g %s is above the entry's ceiling %.4g %s, the physical limit%s", ref, e.Unit, e.Ceiling, e.Unit, unitHint(ref, e.Ceiling)))
+	}
+	return errs
+}
+
+// unitHint names the bits/bytes slip when two numbers are about 8x apart.
+func unitHint(a, b float64) string {
+	if a <= 0 || b <= 0 {
+		return ""
+	}
+	r := a / b
+	if r < 1 {
+		r = 1 / r
+	}
+	if r > 7 && r < 9 {
+		return fmt.Sprintf(" (the two differ by %.1fx: GB/s (bytes) and Gb/s (bits) mixed up?)", r)
+	}
+	return ""
+}
+
+// checkUnits catches a bound written in another unit than the entry's, the
+// classic GB/s (bytes) vs Gb/s (bits) slip that is off by 8x. line is where
+// the band is written, for bounds that carry no line of their own.
+func (e *Entry) checkUnits(b Band, line int) []error {
+	var errs []error
+	for _, x := range []struct {
+		name string
+		b    Bound
+	}{{"min", b.Min}, {"warn_min", b.WarnMin}, {"max", b.Max}, {"warn_max", b.WarnMax}} {
+		if x.b.IsSet() && !x.b.Relative && x.b.Unit != "" && x.b.Unit != e.Unit {
+			errs = append(errs, problemAt(x.b.lineOr(line), "band."+x.name, "bound %q is in %s but the entry's unit is %s", x.b.Text, x.b.Unit, e.Unit))
+		}
+	}
+	return errs
+}
+
+func (e *Entry) pointsHaveBands() bool {
+	if len(e.Points) == 0 {
+		return false
+	}
+	for _, p := range e.Points {
+		if p.Band.IsZero() {
+			return false
+		}
+	}
+	return true
+}
