@@ -19,7 +19,8 @@ first with foreground propagation, and waits until they are gone. The id is
 the one gpuaccept printed when the run started ("k8s: ... run ga-...").
 
 --local kills and removes what gpuaccept processes that no longer live left
-on this host, where their watchdog died with them: their steps' cgroups with
+on this host, where their watchdog died with them: their steps' pid
+namespaces still alive (by killing their init), their steps' cgroups with
 every process still in them, and their temp folders. Every run does this
 before its first step; --local does it now.
 `
@@ -34,7 +35,7 @@ func cmdClean(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&kctx, "context", "", "kubeconfig context (default its current context)")
 	fs.StringVar(&ns, "namespace", "", "namespace of the run (default the context's, else default)")
 	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "give up waiting for the objects to go after this long")
-	fs.BoolVar(&local, "local", false, "kill and remove what killed gpuaccept processes left on this host (cgroups, temp folders)")
+	fs.BoolVar(&local, "local", false, "kill and remove what killed gpuaccept processes left on this host (pid namespaces, cgroups, temp folders)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}

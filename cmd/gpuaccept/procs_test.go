@@ -45,7 +45,9 @@ func TestKilledRunLeavesNothing(t *testing.T) {
 	real := filepath.Join(t.TempDir(), "real")
 	assert.NilError(t, os.Mkdir(real, 0o755))
 	assert.NilError(t, os.Rename(filepath.Join(bin, "all_gather_perf"), filepath.Join(real, "all_gather_perf")))
-	wrapper := "#!/bin/sh\nsetsid sleep 600 >/dev/null 2>&1 &\necho $! >> \"$STANDIN_PIDFILE\"\nexec " + filepath.Join(real, "all_gather_perf") + " \"$@\"\n"
+	// The grandchild records its pid as /proc names it (the host's): the
+	// step may run in a pid namespace of its own, where $! is its number.
+	wrapper := "#!/bin/sh\nsetsid sh -c 'read p _ </proc/self/stat; echo $p >> \"$STANDIN_PIDFILE\"; exec sleep 600' >/dev/null 2>&1 &\nexec " + filepath.Join(real, "all_gather_perf") + " \"$@\"\n"
 	assert.NilError(t, os.WriteFile(filepath.Join(bin, "all_gather_perf"), []byte(wrapper), 0o755))
 
 	rec, _ := filepath.Abs(healthy)

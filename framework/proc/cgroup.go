@@ -283,13 +283,6 @@ func (c *stepCgroup) empty() bool {
 	return os.IsNotExist(err) || len(c.members()) == 0
 }
 
-// signal sends sig to every process in the cgroup.
-func (c *stepCgroup) signal(sig syscall.Signal) {
-	for _, p := range c.members() {
-		_ = syscall.Kill(p, sig)
-	}
-}
-
 // kill kills everything in the cgroup, new forks included.
 func (c *stepCgroup) kill() { killCgroup(c.mode, c.path) }
 

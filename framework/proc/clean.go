@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -16,14 +18,17 @@ var runName = regexp.MustCompile(`^gpuaccept-([0-9]+)-([0-9]+)-([0-9]+)$`)
 
 // Clean kills and removes what gpuaccept processes that no longer live
 // left behind, as their watchdog would have (it may have died with them):
-// their cgroups, in every cgroup hierarchy mounted (v2, v1 freezer and
-// pids), with every process still in them, and their temp folders in
-// os.TempDir(). A folder is theirs by its name, which holds the pid
-// namespace, pid and start time of its gpuaccept; those of another pid
-// namespace are left alone, as their owner cannot be checked from here.
-// Every gpuaccept runs it before its first step; gpuaccept clean --local
-// runs it on demand. It returns what it removed, one line each; the error
-// joins what it could not.
+// their steps' pid namespaces still alive (their inits, which should have
+// died of their parent-death signal, are killed, and the kernel kills the
+// rest), their cgroups, in every cgroup hierarchy mounted (v2, v1 freezer
+// and pids), with every process still in them, and their temp folders in
+// os.TempDir(). A folder is theirs by its name, and an init by the mark in
+// its environment (MarkEnv), both of which hold the pid namespace, pid and
+// start time of its gpuaccept; those of another pid namespace are left
+// alone, as their owner cannot be checked from here. Every gpuaccept runs
+// it before its first step; gpuaccept clean --local runs it on demand. It
+// returns what it removed, one line each; the error joins what it could
+// not.
 func Clean() ([]string, error) {
 	ns, err := pidNamespace()
 	if err != nil {
@@ -31,6 +36,7 @@ func Clean() ([]string, error) {
 	}
 	var done []string
 	var errs []error
+	done = append(done, killDeadInits(ns)...)
 	ents, _ := os.ReadDir(os.TempDir())
 	for _, e := range ents {
 		if e.IsDir() && ownerDead(e.Name(), ns) {
@@ -117,4 +123,56 @@ func removeRunCgroup(m mode, dir string) (int, error) {
 			return found, fmt.Errorf("remove leftover cgroup %s: %w", dir, err)
 		}
 	}
+}
+
+// killDeadInits SIGKILLs the pid-namespace inits of steps whose gpuaccept
+// no longer lives, and waits (bounded) for them to go: their namespaces go
+// with them. An init is known by its name in /proc/PID/stat and by being
+// pid 1 of its namespace, read without touching its memory, before its
+// environment is read for the mark (reading another process's memory can
+// hang on one stuck in the kernel; an init is this program, never stuck).
+func killDeadInits(ns uint64) []string {
+	var done []string
+	var killed []int
+	for _, p := range allPids() {
+		st, err := readStat(p)
+		if err != nil || st.comm != initArg0 || st.state == 'Z' || !nsInit(p) {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			mark, ok := strings.CutPrefix(kv, MarkEnv+"=")
+			run, _, _ := strings.Cut(mark, "/")
+			if ok && ownerDead(run, ns) && syscall.Kill(p, syscall.SIGKILL) == nil {
+				killed = append(killed, p)
+				done = append(done, fmt.Sprintf("killed the pid namespace of step %s (its init, pid %d)", mark, p))
+				break
+			}
+		}
+	}
+	for end := time.Now().Add(5 * time.Second); len(killed) > 0 && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if st, err := readStat(killed[0]); err != nil || st.state == 'Z' {
+			killed = killed[1:]
+		}
+	}
+	return done
+}
+
+// nsInit reports whether pid is pid 1 of a pid namespace below this one's
+// (the last of its NSpid numbers is 1).
+func nsInit(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			f := strings.Fields(v)
+			return len(f) > 1 && f[len(f)-1] == "1"
+		}
+	}
+	return false
 }

@@ -12,6 +12,7 @@ import (
 
 // stat is what /proc/PID/stat says of a process.
 type stat struct {
+	comm  string
 	state byte
 	ppid  int
 	pgid  int
@@ -38,6 +39,9 @@ func readStat(pid int) (stat, error) {
 		return stat{}, fmt.Errorf("read /proc/%d/stat: %d fields after the name", pid, len(f))
 	}
 	var st stat
+	if j := bytes.IndexByte(data, '('); j >= 0 && j < i {
+		st.comm = string(data[j+1 : i])
+	}
 	st.state = f[0][0]
 	var errs [4]error
 	st.ppid, errs[0] = strconv.Atoi(f[1])

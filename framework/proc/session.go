@@ -31,6 +31,8 @@ type session struct {
 	dog    *os.File // write end of the watchdog's pipe; nil without one
 	dogPid int
 	dogWhy string
+	ns     nsMode // the pid namespace steps get
+	nsWhy  string // why ns is what it is
 }
 
 var (
@@ -78,6 +80,7 @@ func newSession(want mode, name string) *session {
 	// init.
 	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	s := &session{name: name}
+	s.ns, s.nsWhy = probePidns()
 	_, _ = Clean()
 	s.cgMode, s.cgRun, s.cgWhy = makeRunCgroup(want, s.name)
 	s.tmp = filepath.Join(os.TempDir(), name)
@@ -119,8 +122,8 @@ func TempDir() (string, error) {
 }
 
 // Containment says, in a line, how this process holds its steps: the
-// cgroup kind and folder, or why there is none, and whether a watchdog
-// runs.
+// cgroup kind and folder, or why there is none, whether each step gets a
+// pid namespace of its own, or why not, and whether a watchdog runs.
 func Containment() string {
 	s := defaultSession()
 	s.mu.Lock()
@@ -128,6 +131,11 @@ func Containment() string {
 	c := s.cgWhy
 	if s.cgMode != modeNone {
 		c = s.cgMode.String() + " cgroup " + s.cgRun + s.cgWhy
+	}
+	if s.ns != nsOff {
+		c += "; a " + s.ns.String() + " per step" + s.nsWhy
+	} else {
+		c += "; " + s.nsWhy
 	}
 	if s.dog != nil {
 		return c + "; watchdog running"
@@ -182,7 +190,8 @@ var (
 // watchdogScript is run by sh with $1 the temp folder, $2 the cgroup mode
 // and $3 the run's cgroup (empty for none). It reads "+PGID" and "-PGID"
 // lines as steps start and end; at end of input, which comes when
-// gpuaccept exits however it exits, it kills the groups still listed,
+// gpuaccept exits however it exits, it kills the groups still listed and
+// their leaders (a pid namespace's init, whose death ends the namespace),
 // empties and removes the cgroups (bounded: 100 rounds) and the temp
 // folder.
 const watchdogScript = `tmp=$1 mode=$2 cg=$3 groups=' '
@@ -193,7 +202,7 @@ while read -r l; do
       case $groups in *" $id "*) groups="${groups%% $id *} ${groups#* $id }" ;; esac ;;
   esac
 done
-for g in $groups; do kill -9 "-$g" 2>/dev/null; done
+for g in $groups; do kill -9 "-$g" "$g" 2>/dev/null; done
 i=0
 while [ -n "$cg" ] && [ -d "$cg" ] && [ $i -lt 100 ]; do
   case $mode in
@@ -272,6 +281,23 @@ func (s *session) watch(pgid int, add bool) {
 	if _, err := fmt.Fprintf(s.dog, "%s%d\n", op, pgid); err != nil {
 		s.dogWhy = "it stopped reading: " + err.Error()
 		s.dog = nil
+	}
+}
+
+// pidns is the namespace mode the next step gets.
+func (s *session) pidns() nsMode {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ns
+}
+
+// disablePidns stops putting steps in pid namespaces, after err.
+func (s *session) disablePidns(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ns != nsOff {
+		s.nsWhy = fmt.Sprintf("no pid namespace: stopped after a start failed in one: %v", strings.TrimSpace(err.Error()))
+		s.ns = nsOff
 	}
 }
 

@@ -52,21 +52,27 @@ func readPids(t *testing.T, path string) []int {
 func TestNothingOutlivesAStep(t *testing.T) {
 	cases := []struct {
 		name     string
-		script   string // P is the pid file
+		script   string // {rec} CMD records CMD's pid and runs it in its place; {upto} waits for one
 		timeout  time.Duration
 		timedOut bool
 	}{
-		{"background child after a pass", `sleep 300 >/dev/null 2>&1 & echo $! > P; echo ok`, 0, false},
-		{"background child holding the log", `sleep 300 & echo $! > P; echo ok`, 0, false},
-		{"nohup child after a pass", `nohup sleep 300 >/dev/null 2>&1 & echo $! > P; echo ok`, 0, false},
-		{"setsid child at a timeout", `setsid sleep 300 >/dev/null 2>&1 & echo $! > P; echo $$ >> P; wait`, 500 * time.Millisecond, true},
-		{"setsid double fork after a pass", `setsid sh -c 'sleep 300 >/dev/null 2>&1 & echo $! > P' >/dev/null 2>&1 & wait; echo ok`, 0, false},
-		{"setsid double fork with no environment", `env -i /bin/sh -c 'setsid sh -c "sleep 300 >/dev/null 2>&1 & echo \$! > P" >/dev/null 2>&1 & wait'; echo ok`, 0, false},
+		{"background child after a pass", `{rec} sleep 300 >/dev/null 2>&1 & {upto}; echo ok`, 0, false},
+		{"background child holding the log", `{rec} sleep 300 & {upto}; echo ok`, 0, false},
+		{"nohup child after a pass", `nohup {rec} sleep 300 >/dev/null 2>&1 & {upto}; echo ok`, 0, false},
+		{"setsid child at a timeout", `setsid {rec} sleep 300 >/dev/null 2>&1 & {upto}; exec {rec} sleep 300`, 500 * time.Millisecond, true},
+		{"setsid double fork after a pass", `setsid sh -c '{rec} sleep 300 >/dev/null 2>&1 &' >/dev/null 2>&1 & wait; {upto}; echo ok`, 0, false},
+		{"setsid double fork with no environment", `env -i /bin/sh -c 'setsid sh -c "{rec} sleep 300 >/dev/null 2>&1 &" >/dev/null 2>&1 & wait'; {upto}; echo ok`, 0, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "pids")
-			r := req(t, sh("s", strings.ReplaceAll(c.script, "P", p)))
+			// Pids as /proc names them (the host's): the step may run in a
+			// pid namespace of its own, where $$ and $! are its numbers.
+			rec := filepath.Join(filepath.Dir(p), "rec")
+			assert.NilError(t, os.WriteFile(rec, []byte("#!/bin/sh\nread p _ </proc/self/stat; echo $p >> "+p+"\nexec \"$@\"\n"), 0o755))
+			script := strings.ReplaceAll(c.script, "{rec}", rec)
+			script = strings.ReplaceAll(script, "{upto}", "until [ -s "+p+" ]; do sleep 0.01; done")
+			r := req(t, sh("s", script))
 			// Bounds a launcher that waits for the child to close the log.
 			r.Timeout = 8 * time.Second
 			if c.timeout > 0 {
