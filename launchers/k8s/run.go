@@ -194,7 +194,13 @@ func (l *Launcher) runStep(ctx context.Context, c *clients, req launch.Request, 
 	// always does.
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	if lerr := l.collectLogs(lctx, c, req, w, f.sorted(), lead, logw, &out); lerr != nil && ferr == nil {
+	var leadLog io.Writer = logw
+	if s.ReadyMarker != "" {
+		// A pod may end before the followed log showed its marker: the
+		// marker in the log read at its end counts all the same.
+		leadLog = &launch.MarkerWriter{W: logw, Marker: []byte(s.ReadyMarker), Found: ready}
+	}
+	if lerr := l.collectLogs(lctx, c, req, w, f.sorted(), lead, leadLog, &out); lerr != nil && ferr == nil {
 		ferr = lerr
 	}
 	if ferr != nil {
