@@ -14,6 +14,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/progress"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/launchers/replay"
 )
 
 const demoUsage = `Usage: gpuaccept demo [flags]
@@ -62,7 +63,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		if err != nil {
 			return exitUsage, fmt.Errorf("open embedded recordings %s: %w", d.Dir, err)
 		}
-		l, err := launch.New("replay", launch.Options{ReplayFS: sub})
+		l, err := (&replay.Config{FS: sub}).Build(launch.Options{})
 		if err != nil {
 			return exitUsage, err
 		}

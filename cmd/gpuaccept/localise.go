@@ -143,6 +143,9 @@ type subRunner struct {
 	timeout  time.Duration
 	baseline []byte
 	stderr   io.Writer
+
+	// launchers holds every launcher's Config as the command line set it.
+	launchers *launch.Configs
 }
 
 // probe checks that the launcher can be pinned to hosts: a launcher that
@@ -157,7 +160,7 @@ func (sr *subRunner) probe(hosts []string) error {
 func (sr *subRunner) launcherFor(hosts []string) (launch.Launcher, error) {
 	o := sr.opts
 	o.Hosts = hosts
-	l, err := launch.New(sr.launcher, o)
+	l, err := sr.launchers.New(sr.launcher, o)
 	if err != nil {
 		return nil, fmt.Errorf("launcher %s for %s: %w", sr.launcher, strings.Join(hosts, ","), err)
 	}

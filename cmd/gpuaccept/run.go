@@ -19,6 +19,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
+	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
 const runUsage = `Usage: gpuaccept [run] --sku SKU --suite SUITE [flags]
@@ -43,7 +44,7 @@ func cmdLocalise(args []string, stdout, stderr io.Writer) (int, error) {
 func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
 	var lf localiseFlags
-	var suite, launcherName, hostsFlag, hostfile, replayDir string
+	var suite, launcherName, hostsFlag, hostfile, mpiFlavor string
 	var nodes, gpus int
 	var dryRun bool
 	var retries int
@@ -64,13 +65,13 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	fs.StringVar(&hostfile, "hostfile", "", "file with one node per line (Open MPI or MPICH form)")
 	fs.StringArrayVar(&params, "param", nil, "KEY=VALUE test parameter for every test, overriding the suite's; PLUGIN:KEY=VALUE or TEST:KEY=VALUE for one plugin's or one test's (repeatable; gpuaccept list tests shows them)")
 	fs.StringArrayVar(&tests, "test", nil, "run only this test of the suite (repeatable)")
-	fs.StringVar(&replayDir, "replay-dir", "", "recordings (or an old results folder) for --launcher replay")
+	fs.StringVar(&mpiFlavor, "mpi-flavor", rankstart.FlavorOpenMPI, "rank starter of MPI steps, under every launcher: "+strings.Join(rankstart.MPIFlavors(), ", ")+" (with --launcher slurm: the mpirun of --slurm-mpi mpirun)")
 	fs.StringArrayVar(&mpiArgs, "mpi-arg", nil, "extra argument for mpirun (repeatable), e.g. --mpi-arg=--mca --mpi-arg=btl_tcp_if_include --mpi-arg=lo")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the exact commands without running them")
 	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "time limit per test; on expiry everything the test started is stopped")
 	fs.IntVar(&retries, "retries", 0, "run a test that failed or errored up to this many more times; every attempt is reported, a pass on a retry is a warn")
 	lf.add(fs, cmd)
-	launch.AddFlags(fs)
+	launchers := launch.Bind(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}
@@ -149,7 +150,12 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if cmd == "localise" && len(topo.Hosts) < 2 {
 		return exitUsage, usageError{fmt.Errorf("localise needs the nodes to narrow down: --hosts or --hostfile with 2 or more")}
 	}
-	l, err := launch.New(launcherName, launch.Options{ReplayDir: replayDir, Hosts: topo.Hosts, MPIArgs: mpiArgs, Flags: fs, SKU: s})
+	// The run's launcher, on its hosts; a localisation's runs build
+	// theirs from the same options, each on its own hosts (subRunner).
+	opts := launch.Options{MPIFlavor: mpiFlavor, MPIArgs: mpiArgs, SKU: s, DryRun: dryRun}
+	runOpts := opts
+	runOpts.Hosts = topo.Hosts
+	l, err := launchers.New(launcherName, runOpts)
 	if err != nil {
 		if cmd == "localise" {
 			err = fmt.Errorf("launcher %s cannot run a test on the nodes given, so it cannot localise: %w", launcherName, err)
@@ -182,8 +188,8 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if err != nil {
 		return exitUsage, err
 	}
-	sr := &subRunner{host: host, sku: s, launcher: launcherName, params: pm, timeout: timeout, baseline: baseline, stderr: stderr,
-		opts: launch.Options{ReplayDir: replayDir, MPIArgs: mpiArgs, Flags: fs, SKU: s}}
+	sr := &subRunner{host: host, sku: s, launcher: launcherName, launchers: launchers, params: pm, timeout: timeout, baseline: baseline, stderr: stderr,
+		opts: opts}
 	lc, err := lf.config(s, c.out, sr, hcaMaps(ctx, host, su, pm))
 	if err != nil {
 		return exitUsage, err

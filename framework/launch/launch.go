@@ -1,8 +1,18 @@
 // Package launch defines the launcher boundary: where a plan's steps run
-// (this host, a recording, later ssh, Slurm, Kubernetes) and how their
+// (this host, a recording, nodes over ssh, Slurm, Kubernetes) and how their
 // outputs reach the results folder. A launcher never knows what the output
 // means; it only runs steps, writes what they print through redaction, and
 // cleans up what it started.
+//
+// The boundary is closed: a launcher sees a Request per test, the
+// Options every launcher is built with, and its own typed Config, bound
+// from its own flags (Config, Register, Bind); nothing else of the command
+// line. What launchers share lives here, written once: the order in which
+// a plan's steps run and what a failing step does to the others
+// (Sequence), how a step's local processes are stopped (RunGroup), and the
+// raw output files (CreateLog, CollectFile). How ranks start (mpirun of
+// each MPI, srun) is launchers/rankstart's registry, which every launcher
+// uses.
 //
 // Every process of every step a launcher starts sees plan.HostsEnv
 // (GPUACCEPT_HOSTS): the names of the test's nodes, comma-separated, in
@@ -15,10 +25,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -27,8 +35,6 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
-	"github.com/gpuaccept/gpuaccept/framework/sku"
-	"github.com/spf13/pflag"
 )
 
 // Request is one test's plan, handed to a launcher.
@@ -161,86 +167,4 @@ func (r *redactedFile) Close() error {
 		}
 	})
 	return r.err
-}
-
-var (
-	regMu    sync.Mutex
-	registry = map[string]func(Options) (Launcher, error){}
-)
-
-// Options configure a launcher from the command line. Each launcher reads
-// the fields it needs and rejects a request it cannot serve.
-type Options struct {
-	// ReplayDir is the recordings folder of the replay launcher.
-	ReplayDir string
-	// ReplayFS, when set, is used instead of ReplayDir (embedded data).
-	ReplayFS fs.FS
-	// Hosts are the node names given with --hosts or --hostfile.
-	Hosts []string
-	// MPIArgs are extra arguments for the rank starter (mpirun).
-	MPIArgs []string
-	// Flags is the parsed command line, holding the launcher's own flags
-	// (those its RegisterFlags added); nil when built without a command
-	// line (tests, demo), where a launcher uses its defaults.
-	Flags *pflag.FlagSet
-	// SKU is the SKU under test, for launchers that take settings from the
-	// SKU file (pod resources, ...); may be nil.
-	SKU *sku.SKU
-}
-
-var flagAdders = map[string]func(*pflag.FlagSet){}
-
-// RegisterFlags records the launcher's own command-line flags (for example
-// Slurm's --partition). Flag names are shared by all launchers, so two
-// launchers registering the same name panic in AddFlags, which every CLI
-// test exercises.
-func RegisterFlags(name string, add func(fs *pflag.FlagSet)) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	flagAdders[name] = add
-}
-
-// AddFlags adds every registered launcher's flags to fs, in launcher name
-// order.
-func AddFlags(fs *pflag.FlagSet) {
-	for _, n := range Names() {
-		regMu.Lock()
-		add := flagAdders[n]
-		regMu.Unlock()
-		if add != nil {
-			add(fs)
-		}
-	}
-}
-
-// Register adds a launcher constructor under its --launcher name. It is
-// called from the launchers' init functions.
-func Register(name string, f func(Options) (Launcher, error)) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	registry[name] = f
-}
-
-// New builds the named launcher, or returns an error listing those that
-// exist.
-func New(name string, o Options) (Launcher, error) {
-	regMu.Lock()
-	f, ok := registry[name]
-	regMu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("unknown launcher %q (known: %s)", name, strings.Join(Names(), ", "))
-	}
-	return f(o)
-}
-
-// Names lists the registered launchers, sorted.
-func Names() []string {
-	regMu.Lock()
-	defer regMu.Unlock()
-	out := make([]string, 0, len(registry))
-	for n := range registry {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }

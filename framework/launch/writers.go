@@ -2,29 +2,16 @@ package launch
 
 import (
 	"bytes"
-	"errors"
 	"io"
-	"os/exec"
 	"sync"
-	"syscall"
+
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 )
 
 // ExitCode turns the error of a finished process (exec.Cmd.Wait) into its
 // exit status: 0 for nil, the process's code, 128+N when signal N killed it
 // (as shells report it), and -1 when it did not run or exit by itself.
-func ExitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	return -1
-}
+func ExitCode(err error) int { return proc.ExitCode(err) }
 
 // SyncWriter serialises writes to W, so a step's stdout and stderr can share
 // one log without interleaving inside a write.

@@ -770,3 +770,20 @@ func (g *Group) survivors() []int {
 func groupAlive(pgid int) bool {
 	return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
 }
+
+// ExitCode turns the error of a finished process (exec.Cmd.Wait) into its
+// exit status: 0 for nil, the process's code, 128+N when signal N killed it
+// (as shells report it), and -1 when it did not run or exit by itself.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return -1
+}

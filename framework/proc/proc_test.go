@@ -20,8 +20,6 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
-
-	"github.com/gpuaccept/gpuaccept/framework/launch"
 )
 
 func TestMain(m *testing.M) {
@@ -50,7 +48,7 @@ func userStep() {
 	}
 	<-g.Exited()
 	e := g.Close()
-	fmt.Printf("%sexit %d leftover %t survivors %d\n%s\n", out.String(), launch.ExitCode(g.Err()), e.Leftover, len(e.Survivors), Containment())
+	fmt.Printf("%sexit %d leftover %t survivors %d\n%s\n", out.String(), ExitCode(g.Err()), e.Leftover, len(e.Survivors), Containment())
 }
 
 // ownerScripts are what the owner stand-in's step runs; each records its
@@ -358,7 +356,7 @@ func TestStepEnds(t *testing.T) {
 			} else {
 				assert.Error(t, g.Err(), c.err)
 			}
-			assert.Equal(t, launch.ExitCode(g.Err()), c.code)
+			assert.Equal(t, ExitCode(g.Err()), c.code)
 			assert.Equal(t, out.String(), strings.ReplaceAll(c.out, "PID", strconv.Itoa(g.Pid())))
 		})
 	}
@@ -849,7 +847,7 @@ func TestStuckLeftover(t *testing.T) {
 		t.Fatal("the step did not end while its child was stuck")
 	}
 	assert.ErrorContains(t, g.Err(), "exit status 4, but processes it left are stuck in the kernel")
-	assert.Equal(t, launch.ExitCode(g.Err()), -1)
+	assert.Equal(t, ExitCode(g.Err()), -1)
 	e := g.Close()
 	assert.Assert(t, e.Leftover)
 	assert.Assert(t, slices.Contains(e.Survivors, child), "survivors %v, stuck child %d", e.Survivors, child)

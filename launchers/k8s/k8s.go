@@ -33,6 +33,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
 // Name is the --launcher value.
@@ -90,8 +91,12 @@ type Config struct {
 	// SKU gives the pods' resources, annotations, ...; nil or without a
 	// kubernetes section means none (and Image must be set).
 	SKU *sku.SKU
-	// MPIArgs are extra mpirun arguments.
+	// MPIArgs are extra rank starter arguments.
 	MPIArgs []string
+	// Starter starts the ranks of MPI steps in the lead pod
+	// (--mpi-flavor); nil means Open MPI's mpirun. It must speak for an
+	// MPI the image holds.
+	Starter rankstart.Starter
 	// Hosts are the Kubernetes node names (--hosts, --hostfile) a test's
 	// pods must run on, node i of its topology on Hosts[i] where the
 	// workload allows (see the package README); a request's own
@@ -122,25 +127,35 @@ type clients struct {
 }
 
 func init() {
-	launch.Register(Name, func(o launch.Options) (launch.Launcher, error) {
-		cfg := Config{SKU: o.SKU, MPIArgs: o.MPIArgs, Hosts: o.Hosts}
-		if o.Flags != nil {
-			get := func(n string) string { v, _ := o.Flags.GetString(n); return v }
-			cfg.Kubeconfig, cfg.Context, cfg.Namespace = get("kubeconfig"), get("context"), get("namespace")
-			cfg.Image, cfg.Flavor, cfg.Queue = get("image"), get("k8s-flavor"), get("queue")
-			cfg.PendingTimeout, _ = o.Flags.GetDuration("k8s-pending-timeout")
-		}
-		return New(cfg)
-	})
-	launch.RegisterFlags(Name, func(fs *pflag.FlagSet) {
-		fs.String("kubeconfig", "", "k8s: kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
-		fs.String("context", "", "k8s: kubeconfig context (default its current context)")
-		fs.String("namespace", "", "k8s: namespace for the test's objects (default the context's, else default)")
-		fs.String("image", "", "k8s: container image with the benchmarks, mpirun and sshd (default the SKU's kubernetes.image)")
-		fs.String("k8s-flavor", FlavorJob, "k8s: workload kind: "+strings.Join(Flavors, ", "))
-		fs.String("queue", "", "k8s: Kueue LocalQueue (or Volcano queue) (default the SKU's kubernetes.queue)")
-		fs.Duration("k8s-pending-timeout", 5*time.Minute, "k8s: how long a pod may stay unschedulable before the test fails with the scheduler's reason")
-	})
+	launch.Register(Name, func() launch.Config { return &Config{Flavor: FlavorJob, PendingTimeout: 5 * time.Minute} })
+}
+
+// Bind implements launch.Config: --kubeconfig, --context, --namespace,
+// --image, --k8s-flavor, --queue and --k8s-pending-timeout.
+func (c *Config) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "k8s: kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.StringVar(&c.Context, "context", c.Context, "k8s: kubeconfig context (default its current context)")
+	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "k8s: namespace for the test's objects (default the context's, else default)")
+	fs.StringVar(&c.Image, "image", c.Image, "k8s: container image with the benchmarks, mpirun and sshd (default the SKU's kubernetes.image)")
+	fs.StringVar(&c.Flavor, "k8s-flavor", c.Flavor, "k8s: workload kind: "+strings.Join(Flavors, ", "))
+	fs.StringVar(&c.Queue, "queue", c.Queue, "k8s: Kueue LocalQueue (or Volcano queue) (default the SKU's kubernetes.queue)")
+	fs.DurationVar(&c.PendingTimeout, "k8s-pending-timeout", c.PendingTimeout, "k8s: how long a pod may stay unschedulable before the test fails with the scheduler's reason")
+}
+
+// Build implements launch.Config: the pods' shape from o's SKU, pinned to
+// o's hosts, ranks started by the starter --mpi-flavor names. Every
+// setting is checked (New); a flag's error names the flag.
+func (c *Config) Build(o launch.Options) (launch.Launcher, error) {
+	cfg := *c
+	if cfg.PendingTimeout <= 0 {
+		return nil, fmt.Errorf("--k8s-pending-timeout %s: want a time limit above zero", cfg.PendingTimeout)
+	}
+	st, err := rankstart.ForMPIFlavor(o.MPIFlavor)
+	if err != nil {
+		return nil, fmt.Errorf("launcher k8s: %w", err)
+	}
+	cfg.SKU, cfg.MPIArgs, cfg.Hosts, cfg.Starter = o.SKU, o.MPIArgs, o.Hosts, st
+	return New(cfg)
 }
 
 // New checks cfg and returns a launcher with a fresh run id. It does not
@@ -158,6 +173,11 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	if cfg.PendingTimeout <= 0 {
 		cfg.PendingTimeout = 5 * time.Minute
+	}
+	if cfg.Starter == nil {
+		cfg.Starter = rankstart.Default()
+	} else if cfg.Starter.Family() == rankstart.FamilySlurm {
+		return nil, fmt.Errorf("launcher k8s: rank starter %s needs a Slurm allocation", cfg.Starter.Name())
 	}
 	if cfg.Image == "" && kube(cfg.SKU).Image == "" {
 		name := "the SKU"

@@ -97,7 +97,25 @@ func podRole(p *corev1.Pod) string {
 // format kwok serves, and returns the file and the text.
 func bannerLog(t *testing.T) (string, string) {
 	t.Helper()
-	text := "************************************\n* Waiting for client to connect... *\n************************************\n"
+	return criText(t, "************************************\n* Waiting for client to connect... *\n************************************\n")
+}
+
+// perftestLog is a real ib_write_bw server output (the ssh launcher's
+// recording of seed 004, see ../ssh/testdata/README.md) as kwok serves it:
+// it holds the server's readiness line and the rule that releases the
+// next pair's client (ibperf's clientReady), both of which a pod must
+// print for the steps after it to start.
+func perftestLog(t *testing.T) (string, string) {
+	t.Helper()
+	data, err := os.ReadFile("../ssh/testdata/ib_write_bw/server.log")
+	assert.NilError(t, err)
+	return criText(t, string(data))
+}
+
+// criText writes text in the CRI log format kwok serves and returns the
+// file and the text.
+func criText(t *testing.T, text string) (string, string) {
+	t.Helper()
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n") {
 		fmt.Fprintf(&b, "2026-11-30T07:00:00.000000000Z stdout F %s\n", strings.TrimSuffix(line, "\n"))
@@ -125,7 +143,7 @@ func TestPinnedRunsBindToGivenNodes(t *testing.T) {
 		name  string
 		hosts []string
 		req   func(t *testing.T) launch.Request
-		log   string // "nccl" or "banner"
+		log   string // "nccl", "banner" or "perftest"
 		want  []string
 		// oneOf: the bindings are one of these (a template of several
 		// pods); empty: exactly want.
@@ -158,7 +176,8 @@ func TestPinnedRunsBindToGivenNodes(t *testing.T) {
 				return r
 			},
 			want: []string{"client=" + n0, "server=" + n1}, hostOut: []string{n1, n0}},
-		{name: "two pairs", hosts: []string{n0, n1}, log: "banner",
+		// The first client's rule line releases the second client.
+		{name: "two pairs", hosts: []string{n0, n1}, log: "perftest",
 			req: func(t *testing.T) launch.Request {
 				r := writeBWPairs(t, "mlx5_0:mlx5_1,mlx5_2:mlx5_3", []string{n0, n1})
 				r.Timeout = time.Minute
@@ -176,11 +195,15 @@ func TestPinnedRunsBindToGivenNodes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ns := k.namespace(t)
 			text := ""
-			if c.log == "banner" {
+			switch c.log {
+			case "banner", "perftest":
 				var p string
 				p, text = bannerLog(t)
+				if c.log == "perftest" {
+					p, text = perftestLog(t)
+				}
 				k.serveLogs(t, ns, p)
-			} else {
+			default:
 				k.serveLogs(t, ns, criLog(t, healthyRun))
 			}
 			l, err := New(Config{Kubeconfig: k.kubeconfig, Namespace: ns, SKU: h200(t, sku.Kubernetes{}), Hosts: c.hosts, PendingTimeout: 2 * time.Second})

@@ -427,12 +427,13 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		environ = append(environ, k+"="+env[k])
 	}
 	// Scripts of the lead and worker pods.
+	starter := rankstart.Or(l.cfg.Starter)
 	var leadScript, workerScript string
 	switch {
 	case w.pods == 1:
 		argv := s.Argv
 		if rankstart.NeedsStarter(s) {
-			a, err := rankstart.OpenMPI(s, rankstart.Options{AllowRoot: true, ExtraArgs: l.cfg.MPIArgs, Environ: environ})
+			a, err := starter.Argv(s, rankstart.Options{AllowRoot: true, ExtraArgs: l.cfg.MPIArgs, Environ: environ})
 			if err != nil {
 				return err
 			}
@@ -442,7 +443,7 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		leadScript = singleScript(argv, s.Files, podWorkDir)
 	case flavor == FlavorMPIJob:
 		// mpi-operator writes the hostfile and distributes its own keys.
-		a, err := rankstart.OpenMPI(s, rankstart.Options{AllowRoot: true, ExtraArgs: l.cfg.MPIArgs, Environ: environ})
+		a, err := starter.Argv(s, rankstart.Options{AllowRoot: true, ExtraArgs: l.cfg.MPIArgs, Environ: environ})
 		if err != nil {
 			return err
 		}
@@ -451,11 +452,15 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		workerScript = "mkdir -p /run/sshd " + podWorkDir + " && ssh-keygen -A >/dev/null && exec /usr/sbin/sshd -De"
 	default:
 		hostNames := w.hosts
-		// Keep the pods' DNS names whole: Open MPI would otherwise cut
-		// them at the first dot, to names no resolver knows (seed 001
-		// sets the same).
-		extra := append([]string{"--mca", "plm_rsh_args", fmt.Sprintf("-p %d", sshPort), "--mca", "orte_keep_fqdn_hostnames", "1"}, l.cfg.MPIArgs...)
-		a, err := rankstart.OpenMPI(s, rankstart.Options{Hosts: hostNames, AllowRoot: true, ExtraArgs: extra, Environ: environ})
+		extra := l.cfg.MPIArgs
+		if starter.Family() == rankstart.FamilyOpenMPI {
+			// Keep the pods' DNS names whole: Open MPI would otherwise
+			// cut them at the first dot, to names no resolver knows
+			// (seed 001 sets the same). Hydra keeps them as given and
+			// reads the port from the pods' ssh config.
+			extra = append([]string{"--mca", "plm_rsh_args", fmt.Sprintf("-p %d", sshPort), "--mca", "orte_keep_fqdn_hostnames", "1"}, l.cfg.MPIArgs...)
+		}
+		a, err := starter.Argv(s, rankstart.Options{Hosts: hostNames, AllowRoot: true, ExtraArgs: extra, Environ: environ})
 		if err != nil {
 			return err
 		}
@@ -559,7 +564,7 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		mj := newObject("kubeflow.org/v2beta1", "MPIJob", meta)
 		mj.Object["spec"] = map[string]any{
 			"slotsPerWorker":    int64(s.ProcsPerNode),
-			"mpiImplementation": "OpenMPI",
+			"mpiImplementation": mpiImplementation(starter),
 			"sshAuthMountPath":  "/root/.ssh",
 			// mpirun starts only once every worker's sshd is up.
 			"launcherCreationPolicy": "WaitForWorkersReady",
@@ -784,4 +789,13 @@ func prune(m map[string]any) {
 			}
 		}
 	}
+}
+
+// mpiImplementation is what mpi-operator is told the launcher pod runs,
+// so it writes the hostfile and environment that MPI reads.
+func mpiImplementation(s rankstart.Starter) string {
+	if s.Family() == rankstart.FamilyMPICH {
+		return "MPICH"
+	}
+	return "OpenMPI"
 }

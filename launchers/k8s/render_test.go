@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
 	"k8s.io/utils/ptr"
@@ -231,4 +233,85 @@ func repeat(n int, s string) []string {
 		out[i] = s
 	}
 	return out
+}
+
+// The launcher's flags reach its Config typed, and a bad value is an
+// error naming the flag, where the command line's values used to be read
+// by name with their errors dropped (a --k8s-pending-timeout of 0 was
+// silently 5 minutes).
+func TestBuildFromFlags(t *testing.T) {
+	cases := []struct {
+		args     []string
+		o        launch.Options
+		parseErr string
+		want     string
+	}{
+		{args: []string{"--k8s-pending-timeout", "0s", "--image", "i"}, want: "--k8s-pending-timeout 0s: want a time limit above zero"},
+		{args: []string{"--k8s-pending-timeout", "soon"}, parseErr: `invalid argument "soon" for "--k8s-pending-timeout"`},
+		{args: []string{"--k8s-flavor", "pytorchjob", "--image", "i"}, want: `--k8s-flavor "pytorchjob": want one of job, jobset, volcano, mpijob`},
+		{args: []string{"--image", "i"}, o: launch.Options{MPIFlavor: "srun"}, want: "launcher k8s: --mpi-flavor srun: srun starts the ranks of a Slurm allocation"},
+		{args: []string{"--image", "i"}, o: launch.Options{Hosts: []string{"node_1"}}, want: "launcher k8s: --hosts:"},
+		{args: []string{}, o: launch.Options{SKU: &sku.SKU{Name: "x", File: "x.yaml"}}, want: "launcher k8s needs a container image: give --image, or kubernetes.image in x.yaml"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			cfg := &Config{Flavor: FlavorJob, PendingTimeout: 5 * time.Minute}
+			cfg.Bind(fs)
+			err := fs.Parse(c.args)
+			if c.parseErr != "" {
+				assert.ErrorContains(t, err, c.parseErr)
+				return
+			}
+			assert.NilError(t, err)
+			_, err = cfg.Build(c.o)
+			assert.ErrorContains(t, err, c.want)
+		})
+	}
+	// Through the registry: every flag's value lands where it belongs.
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	cfgs := launch.Bind(fs)
+	assert.NilError(t, fs.Parse([]string{"--image", "reg/img:1", "--namespace", "acc", "--queue", "q", "--k8s-flavor", "jobset", "--k8s-pending-timeout", "90s"}))
+	l, err := cfgs.New(Name, launch.Options{Hosts: []string{"gpu-node-1"}, MPIArgs: []string{"--mca", "btl", "tcp"}, MPIFlavor: "hpcx"})
+	assert.NilError(t, err)
+	cfg := l.(*Launcher).cfg
+	assert.Equal(t, cfg.Image, "reg/img:1")
+	assert.Equal(t, cfg.Namespace, "acc")
+	assert.Equal(t, cfg.Queue, "q")
+	assert.Equal(t, cfg.Flavor, FlavorJobSet)
+	assert.Equal(t, cfg.PendingTimeout, 90*time.Second)
+	assert.DeepEqual(t, cfg.Hosts, []string{"gpu-node-1"})
+	assert.DeepEqual(t, cfg.MPIArgs, []string{"--mca", "btl", "tcp"})
+	assert.Equal(t, cfg.Starter.Name(), "hpcx")
+}
+
+// --mpi-flavor reaches the pods: the lead runs the flavor's starter, Open
+// MPI's MCA parameters go only to Open MPI, and mpi-operator is told the
+// implementation.
+func TestRenderMPIFlavor(t *testing.T) {
+	for _, c := range []struct {
+		flavor, k8sFlavor string
+		want, not         []string
+	}{
+		{"mpich", FlavorJob, []string{"mpiexec -n 8 -ppn 4 -hosts ", "-genvlist "}, []string{"plm_rsh_args", "orte_keep_fqdn_hostnames", "mpirun"}},
+		{"hpcx", FlavorJob, []string{"mpirun --allow-run-as-root -np 8", "--mca plm_rsh_args", "-mca coll_hcoll_enable 0"}, nil},
+		{"mpich", FlavorMPIJob, []string{"mpiImplementation: MPICH", "mpiexec -n 8 -ppn 4"}, []string{"mpiImplementation: OpenMPI"}},
+		{"openmpi", FlavorMPIJob, []string{"mpiImplementation: OpenMPI", "mpirun --allow-run-as-root -np 8"}, []string{"coll_hcoll_enable"}},
+	} {
+		t.Run(c.flavor+"-"+c.k8sFlavor, func(t *testing.T) {
+			cfg := &Config{Flavor: c.k8sFlavor, PendingTimeout: time.Minute}
+			l, err := cfg.Build(launch.Options{SKU: testSKU(t), MPIFlavor: c.flavor})
+			assert.NilError(t, err)
+			out, err := l.Commands(allGather(2, 4))
+			assert.NilError(t, err)
+			all := strings.Join(out, "\n")
+			for _, w := range c.want {
+				assert.Assert(t, strings.Contains(all, w), "want %q in\n%s", w, all)
+			}
+			for _, n := range c.not {
+				assert.Assert(t, !strings.Contains(all, n), "%q in\n%s", n, all)
+			}
+		})
+	}
 }

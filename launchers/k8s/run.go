@@ -55,8 +55,8 @@ func (l *Launcher) Commands(req launch.Request) ([]string, error) {
 	return out, nil
 }
 
-// Launch implements launch.Launcher. Steps start in order; a step with a
-// ReadyMarker lets the next start once the marker shows in its lead pod's
+// Launch implements launch.Launcher. Steps run in the order and overlap
+// of launch.Sequence; a step's ReadyMarker is looked for in its lead pod's
 // log. Every object created is deleted (foreground propagation: the pods go
 // before their Job) before Launch returns, whether the steps ended, timed
 // out or were cancelled.
@@ -125,25 +125,21 @@ func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Outpu
 			return outs, nil
 		}
 	}
-	var wg sync.WaitGroup
+	steps := make([]plan.Step, len(r.steps))
 	for i, w := range r.steps {
-		ready := make(chan struct{})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i] = l.runStep(ctx, c, req, w, create, ready, outs[i])
-		}()
-		if w.step.ReadyMarker == "" {
-			wg.Wait()
-			continue
-		}
-		select {
-		case <-ready:
-		case <-ctx.Done():
-		}
+		steps[i] = w.step
 	}
-	wg.Wait()
-	return outs, nil
+	// The test's timeout is ctx's already: it bounds the Secret too.
+	return launch.Sequence{Steps: steps,
+		Run: func(ctx context.Context, i int, ready func()) plan.Output {
+			return l.runStep(ctx, c, req, r.steps[i], create, ready, outs[i])
+		},
+		NotStarted: func(i int, why string) plan.Output {
+			o := outs[i]
+			o.LaunchError = why
+			return o
+		},
+	}.Launch(ctx), nil
 }
 
 func needsKeys(req launch.Request, flavor string) bool {
@@ -156,19 +152,10 @@ func needsKeys(req launch.Request, flavor string) bool {
 }
 
 // runStep creates a step's objects, follows its pods to their end, and
-// collects the logs. ready is closed when the step's ReadyMarker shows (or
-// when it ends).
+// collects the logs; ready is called when the step's ReadyMarker shows.
 func (l *Launcher) runStep(ctx context.Context, c *clients, req launch.Request, w *workload, create func(*unstructured.Unstructured) error,
-	ready chan struct{}, out plan.Output) plan.Output {
-	var once sync.Once
-	markReady := func() { once.Do(func() { close(ready) }) }
-	defer markReady()
+	ready func(), out plan.Output) plan.Output {
 	s := w.step
-	if s.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.Timeout)
-		defer cancel()
-	}
 	logw, logPath, err := launch.CreateLog(req, s.Name)
 	if err != nil {
 		out.LaunchError = err.Error()
@@ -191,7 +178,7 @@ func (l *Launcher) runStep(ctx context.Context, c *clients, req launch.Request, 
 		// pod that ended without the marker may never close by itself.
 		mctx, stopMarker := context.WithCancel(ctx)
 		defer stopMarker()
-		go func() { _ = l.waitMarker(mctx, c, w, markReady) }()
+		go func() { _ = l.waitMarker(mctx, c, w, ready) }()
 	}
 	f := &follower{l: l, w: w, pods: map[string]*corev1.Pod{}, start: time.Now()}
 	ferr := f.follow(ctx, c)
@@ -207,7 +194,13 @@ func (l *Launcher) runStep(ctx context.Context, c *clients, req launch.Request, 
 	// always does.
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	if lerr := l.collectLogs(lctx, c, req, w, f.sorted(), lead, logw, &out); lerr != nil && ferr == nil {
+	var leadLog io.Writer = logw
+	if s.ReadyMarker != "" {
+		// A pod may end before the followed log showed its marker: the
+		// marker in the log read at its end counts all the same.
+		leadLog = &launch.MarkerWriter{W: logw, Marker: []byte(s.ReadyMarker), Found: ready}
+	}
+	if lerr := l.collectLogs(lctx, c, req, w, f.sorted(), lead, leadLog, &out); lerr != nil && ferr == nil {
 		ferr = lerr
 	}
 	if ferr != nil {
@@ -215,7 +208,7 @@ func (l *Launcher) runStep(ctx context.Context, c *clients, req launch.Request, 
 		if errors.Is(ferr, context.DeadlineExceeded) {
 			why = fmt.Sprintf("timed out after %s waiting for its pods (%s); everything created is deleted", time.Since(f.start).Round(time.Millisecond), f.summary())
 		} else if errors.Is(ferr, context.Canceled) {
-			why = "cancelled; everything created is deleted"
+			why = launch.StopReason(ctx, f.start) + "; everything created is deleted"
 		}
 		out.ExitCode = -1
 		return fail(why)

@@ -1,5 +1,6 @@
 // Package local is the launcher that runs steps on this host: single
-// processes directly, MPI steps under mpirun. Every step runs through
+// processes directly, MPI steps under the rank starter --mpi-flavor names
+// (Open MPI's mpirun by default). Every step runs through
 // framework/proc: in its own process group and, where the kernel allows,
 // its own cgroup, so the step's end (a pass as much as a timeout or Ctrl-C)
 // ends the whole tree (mpirun and its ranks, and whatever they left in the
@@ -10,15 +11,15 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -30,22 +31,40 @@ import (
 const Name = "local"
 
 func init() {
-	launch.Register(Name, func(o launch.Options) (launch.Launcher, error) {
-		self, _ := os.Hostname()
-		for _, h := range o.Hosts {
-			if h != "localhost" && h != self {
-				return nil, fmt.Errorf("launcher local runs on this host (%s) only, but --hosts/--hostfile name %q: other nodes need a launcher that reaches them (this build has: %s)",
-					self, h, strings.Join(launch.Names(), ", "))
-			}
+	launch.Register(Name, func() launch.Config { return &Config{} })
+}
+
+// Config is the local launcher's own settings: it has no flags of its
+// own (--mpi-flavor and --mpi-arg come with launch.Options).
+type Config struct{}
+
+// Bind implements launch.Config: nothing to bind.
+func (c *Config) Bind(fs *pflag.FlagSet) {}
+
+// Build implements launch.Config. It refuses hosts other than this one,
+// and a rank starter that cannot start ranks here (--mpi-flavor).
+func (c *Config) Build(o launch.Options) (launch.Launcher, error) {
+	self, _ := os.Hostname()
+	for _, h := range o.Hosts {
+		if h != "localhost" && h != self {
+			return nil, fmt.Errorf("launcher local runs on this host (%s) only, but --hosts/--hostfile name %q: other nodes need a launcher that reaches them (this build has: %s)",
+				self, h, strings.Join(launch.Names(), ", "))
 		}
-		return &Launcher{MPIArgs: o.MPIArgs}, nil
-	})
+	}
+	st, err := rankstart.ForMPIFlavor(o.MPIFlavor)
+	if err != nil {
+		return nil, fmt.Errorf("launcher local: %w", err)
+	}
+	return &Launcher{MPIArgs: o.MPIArgs, Starter: st}, nil
 }
 
 // Launcher runs steps on this host.
 type Launcher struct {
-	// MPIArgs are extra mpirun arguments.
+	// MPIArgs are extra rank starter arguments.
 	MPIArgs []string
+	// Starter starts the ranks of MPI steps (--mpi-flavor); nil means
+	// Open MPI's mpirun.
+	Starter rankstart.Starter
 	// Environ is the environment steps start from; nil means os.Environ().
 	Environ []string
 	// KillGrace is how long a step has between SIGTERM and SIGKILL after a
@@ -67,7 +86,7 @@ func (l *Launcher) argv(s plan.Step) ([]string, error) {
 	if !rankstart.NeedsStarter(s) {
 		return s.Argv, nil
 	}
-	return rankstart.OpenMPI(s, rankstart.Options{AllowRoot: os.Geteuid() == 0, ExtraArgs: l.MPIArgs, Environ: l.environ()})
+	return rankstart.Or(l.Starter).Argv(s, rankstart.Options{AllowRoot: os.Geteuid() == 0, ExtraArgs: l.MPIArgs, Environ: l.environ()})
 }
 
 // check refuses what needs other hosts and returns req with the plan's
@@ -109,49 +128,21 @@ func (l *Launcher) Commands(req launch.Request) ([]string, error) {
 	return out, nil
 }
 
-// Launch implements launch.Launcher. Steps start in order; a step with a
-// ReadyMarker lets the next one start once the marker shows in its output,
-// and keeps running beside it. All steps are waited for before Launch
-// returns.
+// Launch implements launch.Launcher: the steps in the order and overlap
+// of launch.Sequence (a server's readiness line releases its client).
 func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Output, error) {
 	req, err := l.check(req)
 	if err != nil {
 		return nil, err
 	}
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
-		defer cancel()
-	}
-	outs := make([]plan.Output, len(req.Plan.Steps))
-	var wg sync.WaitGroup
-	for i, s := range req.Plan.Steps {
-		ready := make(chan struct{})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i] = l.runStep(ctx, req, s, ready)
-		}()
-		if s.ReadyMarker == "" {
-			wg.Wait()
-			continue
-		}
-		select {
-		case <-ready:
-		case <-ctx.Done():
-		}
-	}
-	wg.Wait()
-	return outs, nil
+	steps := req.Plan.Steps
+	return launch.Sequence{Steps: steps, Timeout: req.Timeout, Run: func(ctx context.Context, i int, ready func()) plan.Output {
+		return l.runStep(ctx, req, steps[i], ready)
+	}}.Launch(ctx), nil
 }
 
-// runStep runs one step to its end and closes ready when its marker shows
-// (or when it ends without one).
-func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step, ready chan struct{}) plan.Output {
-	var readyOnce sync.Once
-	markReady := func() { readyOnce.Do(func() { close(ready) }) }
-	defer markReady()
-
+// runStep runs one step to its end, calling ready when its marker shows.
+func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step, ready func()) plan.Output {
 	host, _ := os.Hostname()
 	out := plan.Output{Step: s.Name, Role: s.Role, Host: host, ExitCode: -1}
 	argv, err := l.argv(s)
@@ -180,45 +171,25 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 	out.Log = logPath
 	defer logw.Close()
 
-	sctx := ctx
-	if s.Timeout > 0 {
-		var cancel context.CancelFunc
-		sctx, cancel = context.WithTimeout(ctx, s.Timeout)
-		defer cancel()
-	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = work
 	cmd.Env = rankstart.Environ(l.environ(), s)
 	var sink io.Writer = logw
 	if s.ReadyMarker != "" {
-		sink = &launch.MarkerWriter{W: logw, Marker: []byte(s.ReadyMarker), Found: markReady}
+		sink = &launch.MarkerWriter{W: logw, Marker: []byte(s.ReadyMarker), Found: ready}
 	}
 	sw := &launch.SyncWriter{W: sink}
 	cmd.Stdout, cmd.Stderr = sw, sw
 
-	start := time.Now()
-	g, err := proc.Start(cmd, proc.Options{Name: s.Name})
+	// Whatever the step left running ends with it, and its output is in.
+	end, err := launch.RunGroup(ctx, cmd, launch.GroupStop{Name: s.Name, Grace: l.killGrace()})
 	if err != nil {
 		out.LaunchError = fmt.Sprintf("start %s: %v", argv[0], err)
 		fmt.Fprintf(logw, "gpuaccept: %s\n", out.LaunchError)
 		return out
 	}
-	var werr error
-	select {
-	case <-g.Exited():
-		werr = g.Err()
-	case <-sctx.Done():
-		g.Stop(l.killGrace())
-		werr = sctx.Err()
-		why := "cancelled"
-		if errors.Is(werr, context.DeadlineExceeded) {
-			why = fmt.Sprintf("timed out after %s", time.Since(start).Round(time.Millisecond))
-		}
-		out.LaunchError = why + "; process group killed"
-	}
-	// Whatever the step left running ends with it, and its output is in.
-	end := g.Close()
-	if out.LaunchError != "" {
+	if end.Stopped != "" {
+		out.LaunchError = end.Stopped + "; process group killed"
 		fmt.Fprintf(logw, "\ngpuaccept: step %s %s\n", s.Name, out.LaunchError)
 	} else if end.Leftover {
 		fmt.Fprintf(logw, "\ngpuaccept: step %s left processes running when it exited; killed\n", s.Name)
@@ -227,9 +198,9 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 		out.LaunchError = strings.TrimPrefix(fmt.Sprintf("%s; processes %v survived SIGKILL", out.LaunchError, end.Survivors), "; ")
 	}
 	if out.LaunchError == "" {
-		out.ExitCode = launch.ExitCode(werr)
+		out.ExitCode = launch.ExitCode(end.Err)
 		if out.ExitCode < 0 {
-			out.LaunchError = fmt.Sprintf("wait for %s: %v", argv[0], werr)
+			out.LaunchError = fmt.Sprintf("wait for %s: %v", argv[0], end.Err)
 		}
 	}
 	for _, f := range s.Files {

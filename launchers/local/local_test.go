@@ -111,6 +111,76 @@ func TestReadyMarker(t *testing.T) {
 	assert.Equal(t, string(log), "Waiting for client to connect\nserved\n")
 }
 
+// Two pairs planned servers first, as ibperf plans NIC pairs: the clients
+// start together, so each server is served. Before the shared
+// launch.Sequence this launcher waited for everything after the first
+// client, server2 included, which waits for client2: a hang until the
+// test's timeout.
+func TestPairsRunAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	pair := func(n string) (plan.Step, plan.Step) {
+		flag := filepath.Join(dir, "served"+n)
+		srv := sh("server"+n, `echo "Waiting for client to connect"; while [ ! -e `+flag+` ]; do sleep 0.05; done; echo served`)
+		srv.Role, srv.ReadyMarker = "server", "Waiting for client"
+		// Each client waits for the other to have started.
+		other := filepath.Join(dir, "client"+map[string]string{"1": "2", "2": "1"}[n])
+		cli := sh("client"+n, "touch "+filepath.Join(dir, "client"+n)+"; while [ ! -e "+other+" ]; do sleep 0.05; done; touch "+flag)
+		cli.Role = "client"
+		return srv, cli
+	}
+	s1, c1 := pair("1")
+	s2, c2 := pair("2")
+	r := req(t, s1, s2, c1, c2)
+	r.Timeout = 20 * time.Second
+	start := time.Now()
+	outs, err := (&Launcher{}).Launch(context.Background(), r)
+	assert.NilError(t, err)
+	assert.Assert(t, time.Since(start) < 10*time.Second, "took %s", time.Since(start))
+	for _, o := range outs {
+		assert.Equal(t, o.ExitCode, 0, "%s: %s", o.Step, o.LaunchError)
+	}
+}
+
+// A server that dies before its readiness line leaves its client
+// unstarted, saying why, as the ssh launcher always did; this launcher
+// used to start the client against nothing.
+func TestServerDiesBeforeReady(t *testing.T) {
+	srv := sh("server", "echo 'Failed to open device mlx5_9' >&2; exit 1")
+	srv.Role, srv.ReadyMarker = "server", "Waiting for client"
+	cli := sh("client", "echo ran")
+	cli.Role = "client"
+	outs, err := (&Launcher{}).Launch(context.Background(), req(t, srv, cli))
+	assert.NilError(t, err)
+	assert.Equal(t, outs[0].ExitCode, 1)
+	assert.Equal(t, outs[1].LaunchError, `not started: step server ended before its readiness line "Waiting for client" showed`)
+	assert.Equal(t, outs[1].Log, "")
+}
+
+// --mpi-flavor reaches the local launcher: the MPI step's line is the
+// flavor's own, and a starter of a scheduler is refused by flag.
+func TestMPIFlavor(t *testing.T) {
+	s := plan.Step{Name: "all_reduce", Argv: []string{"all_reduce_perf", "-g", "1"}, Procs: 2, ProcsPerNode: 2, MPI: true}
+	for _, c := range []struct{ flavor, want, err string }{
+		{flavor: "", want: " mpirun "},
+		{flavor: "mpich", want: " mpiexec -n 2 -ppn 2 -genvlist "},
+		{flavor: "hpcx", want: " -mca coll_hcoll_enable 0 all_reduce_perf"},
+		{flavor: "srun", err: "launcher local: --mpi-flavor srun: srun starts the ranks of a Slurm allocation"},
+		{flavor: "lam", err: `launcher local: --mpi-flavor: unknown MPI flavor "lam"`},
+	} {
+		l, err := launch.New(Name, launch.Options{MPIFlavor: c.flavor})
+		if c.err != "" {
+			assert.ErrorContains(t, err, c.err)
+			continue
+		}
+		assert.NilError(t, err)
+		cmds, err := l.Commands(req(t, s))
+		assert.NilError(t, err)
+		assert.Assert(t, strings.Contains(cmds[0], c.want), "%s: %s", c.flavor, cmds[0])
+	}
+	_, err := launch.New(Name, launch.Options{Hosts: []string{"node-elsewhere"}})
+	assert.ErrorContains(t, err, `launcher local runs on this host`)
+}
+
 func TestRejectsSeveralNodes(t *testing.T) {
 	r := req(t, sh("a", "true"))
 	r.Topology.Nodes = 2

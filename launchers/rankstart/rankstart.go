@@ -1,15 +1,18 @@
-// Package rankstart answers "how are the ranks started": it turns a plan
-// step into the argv of a rank starter (Open MPI's mpirun) or a plain
-// process. The launchers answer "where" (this host, a hostfile, a Slurm
-// allocation, pods) and all use this package, so the mpirun line is written
-// once.
+// Package rankstart answers "how are the ranks started": a registry of
+// rank starters (Open MPI's mpirun, MPICH's Hydra mpiexec, HPC-X, Slurm's
+// srun), each turning a plan step into the argv that starts its ranks. The
+// launchers answer "where" (this host, a hostfile, a Slurm allocation,
+// pods) and all take their starter from here, by the --mpi-flavor name
+// (launch.Options.MPIFlavor, through ForMPIFlavor), so each starter's line
+// is written once and every flavor works under every launcher. A new
+// starter is a type implementing Starter, registered in an init function
+// of this package.
 package rankstart
 
 import (
 	"fmt"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -17,9 +20,10 @@ import (
 
 // Options shape the rank starter's command line.
 type Options struct {
-	// Hosts, when set, are passed to mpirun as --host h1:K,h2:K with K the
-	// step's processes per node; empty means mpirun's default (this host,
-	// or the allocation it detects).
+	// Hosts, when set, are the hosts the ranks go on: mpirun's --host
+	// h1:K,h2:K (Hydra's -hosts) with K the step's processes per node,
+	// srun's --nodelist; empty means the starter's default (this host, or
+	// the allocation it detects).
 	Hosts []string
 	// AllowRoot adds --allow-run-as-root (Open MPI refuses root otherwise).
 	AllowRoot bool
@@ -52,95 +56,12 @@ type Options struct {
 	// a fabric without its setup hangs in MPI_Init (seed 000 turns it off
 	// the same way). The HPC-X flavor always adds it.
 	DisableHCOLL bool
-}
-
-// Flavor names an MPI implementation whose rank starter gpuaccept can
-// drive: its command-line dialect.
-type Flavor string
-
-// The flavors MPIRun renders.
-const (
-	// FlavorOpenMPI is Open MPI's mpirun (4.x and 5.x), the default.
-	FlavorOpenMPI Flavor = "openmpi"
-	// FlavorMPICH is MPICH's mpiexec with the Hydra process manager (also
-	// MVAPICH and Intel MPI, which share Hydra's options).
-	FlavorMPICH Flavor = "mpich"
-	// FlavorHPCX is NVIDIA HPC-X: Open MPI's mpirun with HCOLL, whose
-	// collectives are turned off (see Options.DisableHCOLL).
-	FlavorHPCX Flavor = "hpcx"
-)
-
-// Flavors lists the known flavors, default first.
-var Flavors = []Flavor{FlavorOpenMPI, FlavorMPICH, FlavorHPCX}
-
-// ParseFlavor returns the flavor named s ("" is Open MPI), or an error
-// listing the known ones.
-func ParseFlavor(s string) (Flavor, error) {
-	if s == "" {
-		return FlavorOpenMPI, nil
-	}
-	for _, f := range Flavors {
-		if string(f) == s {
-			return f, nil
-		}
-	}
-	names := make([]string, len(Flavors))
-	for i, f := range Flavors {
-		names[i] = string(f)
-	}
-	return "", fmt.Errorf("unknown MPI flavor %q (known: %s)", s, strings.Join(names, ", "))
-}
-
-// MPIRun returns the rank starter's argv for a step in the given flavor:
-// process count, ranks per node, hosts, forwarded environment (by name
-// only, as OpenMPI explains), remote shell, binding, working folder, then
-// o.ExtraArgs and the step's argv.
-func MPIRun(f Flavor, s plan.Step, o Options) ([]string, error) {
-	switch f {
-	case FlavorOpenMPI, "":
-		return OpenMPI(s, o)
-	case FlavorHPCX:
-		o.DisableHCOLL = true
-		return OpenMPI(s, o)
-	case FlavorMPICH:
-		return mpich(s, o)
-	}
-	_, err := ParseFlavor(string(f))
-	return nil, err
-}
-
-// mpich renders Hydra's mpiexec line. Hydra has no --allow-run-as-root
-// and no MCA parameters; -genvlist forwards variables by name like -x.
-func mpich(s plan.Step, o Options) ([]string, error) {
-	if s.Procs < 1 || s.ProcsPerNode < 1 {
-		return nil, fmt.Errorf("step %s: %d processes, %d per node: both must be >= 1", s.Name, s.Procs, s.ProcsPerNode)
-	}
-	if o.DisableHCOLL {
-		return nil, fmt.Errorf("step %s: HCOLL is an Open MPI / HPC-X component; MPICH has no coll_hcoll_enable", s.Name)
-	}
-	argv := []string{"mpiexec", "-n", strconv.Itoa(s.Procs), "-ppn", strconv.Itoa(s.ProcsPerNode)}
-	if len(o.Hosts) > 0 {
-		argv = append(argv, "-hosts", hostSlots(o.Hosts, s.ProcsPerNode))
-	}
-	if names := ForwardedNames(s, o.Environ); len(names) > 0 {
-		argv = append(argv, "-genvlist", strings.Join(names, ","))
-	}
-	if o.BindTo != "" {
-		argv = append(argv, "-bind-to", o.BindTo)
-	}
-	if o.WorkDir != "" {
-		argv = append(argv, "-wdir", o.WorkDir)
-	}
-	switch {
-	case o.RemoteShellExec != "":
-		argv = append(argv, "-launcher", "ssh", "-launcher-exec", o.RemoteShellExec)
-	case len(o.RemoteShell) == 1:
-		argv = append(argv, "-launcher", "ssh", "-launcher-exec", o.RemoteShell[0])
-	case len(o.RemoteShell) > 1:
-		return nil, fmt.Errorf("step %s: MPICH's -launcher-exec takes a program, not the command %q: write it with RemoteShellScript and set RemoteShellExec", s.Name, ShellJoin(o.RemoteShell))
-	}
-	argv = append(argv, o.ExtraArgs...)
-	return append(argv, s.Argv...), nil
+	// JobName names the step to Slurm (srun --job-name); empty leaves it
+	// out. Other starters ignore it.
+	JobName string
+	// PMI is srun's --mpi plugin (pmix, pmi2); empty means none (not an
+	// MPI job). Other starters ignore it.
+	PMI string
 }
 
 func hostSlots(hosts []string, per int) string {
@@ -166,46 +87,6 @@ var PassPrefixes = []string{"NCCL_", "UCX_", "LD_LIBRARY_PATH", "CUDA_", "HIP_",
 // NeedsStarter reports whether a step needs a rank starter: an MPI job, or
 // more than one process.
 func NeedsStarter(s plan.Step) bool { return s.MPI || s.Procs > 1 }
-
-// OpenMPI returns Open MPI's mpirun argv for a step. Values of the step's Env are
-// not on the command line: the caller puts them in mpirun's environment and
-// mpirun forwards them by name (-x NAME), so nothing needs quoting twice and
-// no value shows in process listings.
-func OpenMPI(s plan.Step, o Options) ([]string, error) {
-	if s.Procs < 1 || s.ProcsPerNode < 1 {
-		return nil, fmt.Errorf("step %s: %d processes, %d per node: both must be >= 1", s.Name, s.Procs, s.ProcsPerNode)
-	}
-	argv := []string{"mpirun"}
-	if o.AllowRoot {
-		argv = append(argv, "--allow-run-as-root")
-	}
-	argv = append(argv, "-np", strconv.Itoa(s.Procs), "--map-by", fmt.Sprintf("ppr:%d:node", s.ProcsPerNode))
-	if len(o.Hosts) > 0 {
-		argv = append(argv, "--host", hostSlots(o.Hosts, s.ProcsPerNode))
-	}
-	for _, n := range ForwardedNames(s, o.Environ) {
-		argv = append(argv, "-x", n)
-	}
-	if o.BindTo != "" {
-		argv = append(argv, "--bind-to", o.BindTo)
-	}
-	if o.WorkDir != "" {
-		argv = append(argv, "--wdir", o.WorkDir)
-	}
-	if len(o.RemoteShell) > 0 {
-		for _, w := range o.RemoteShell {
-			if w == "" || strings.ContainsAny(w, " \t\n") {
-				return nil, fmt.Errorf("step %s: remote shell word %q is empty or holds whitespace, which Open MPI's plm_rsh_agent cannot carry (it splits at spaces)", s.Name, w)
-			}
-		}
-		argv = append(argv, "--mca", "plm_rsh_agent", strings.Join(o.RemoteShell, " "))
-	}
-	if o.DisableHCOLL {
-		argv = append(argv, "-mca", "coll_hcoll_enable", "0")
-	}
-	argv = append(argv, o.ExtraArgs...)
-	return append(argv, s.Argv...), nil
-}
 
 // ForwardedNames lists, sorted, the variables a rank starter must forward:
 // the step's Env and those of environ matching PassPrefixes.
@@ -320,16 +201,4 @@ func CommandLine(s plan.Step, line string) string {
 		return env + " " + line
 	}
 	return line
-}
-
-// StarterEnv returns variables the rank starter itself needs in its
-// environment ("NAME=value"), beside its argv: for Open MPI and HPC-X with a
-// RemoteShell, PRTE_MCA_plm_ssh_agent, because Open MPI 5 starts ranks
-// through PRRTE, which reads its ssh agent from plm_ssh_agent, not Open MPI
-// 4's plm_rsh_agent (Open MPI 4 ignores the variable). Nil when none.
-func StarterEnv(f Flavor, o Options) []string {
-	if len(o.RemoteShell) == 0 || f == FlavorMPICH {
-		return nil
-	}
-	return []string{"PRTE_MCA_plm_ssh_agent=" + strings.Join(o.RemoteShell, " ")}
 }

@@ -11,14 +11,18 @@ import (
 func TestOpenMPI(t *testing.T) {
 	s := plan.Step{Name: "all_reduce", Argv: []string{"/opt/nccl-tests/build/all_reduce_perf", "-g", "1"}, Procs: 16, ProcsPerNode: 8, MPI: true,
 		Env: map[string]string{"NCCL_TOPO_FILE": "/workspace/ndv4-topo.xml"}}
-	argv, err := OpenMPI(s, Options{Hosts: []string{"node1", "node2"}, AllowRoot: true, ExtraArgs: []string{"-mca", "coll_hcoll_enable", "0"},
+	argv, err := Default().Argv(s, Options{Hosts: []string{"node1", "node2"}, AllowRoot: true, ExtraArgs: []string{"-mca", "coll_hcoll_enable", "0"},
 		Environ: []string{"NCCL_DEBUG=INFO", "HOME=/root", "LD_LIBRARY_PATH=/usr/local/nccl/lib", "SECRET=x"}})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, argv, []string{"mpirun", "--allow-run-as-root", "-np", "16", "--map-by", "ppr:8:node", "--host", "node1:8,node2:8",
 		"-x", "LD_LIBRARY_PATH", "-x", "NCCL_DEBUG", "-x", "NCCL_TOPO_FILE", "-mca", "coll_hcoll_enable", "0",
 		"/opt/nccl-tests/build/all_reduce_perf", "-g", "1"})
-	_, err = OpenMPI(plan.Step{Name: "x", Argv: []string{"a"}}, Options{})
-	assert.ErrorContains(t, err, "step x: 0 processes")
+	for _, n := range Names() {
+		s, err := Lookup(n)
+		assert.NilError(t, err)
+		_, err = s.Argv(plan.Step{Name: "x", Argv: []string{"a"}}, Options{})
+		assert.ErrorContains(t, err, "step x: 0 processes", n)
+	}
 }
 
 func TestShellQuote(t *testing.T) {
@@ -52,7 +56,7 @@ func TestMPIRunFlavors(t *testing.T) {
 	environ := []string{"UCX_TLS=tcp", "HOME=/root", "AWS_SECRET_ACCESS_KEY=x"}
 	cases := []struct {
 		name   string
-		flavor Flavor
+		flavor string
 		o      Options
 		want   []string
 		err    string
@@ -88,11 +92,26 @@ func TestMPIRunFlavors(t *testing.T) {
 			o: Options{DisableHCOLL: true}, err: "MPICH has no coll_hcoll_enable"},
 		{name: "plm_rsh_agent splits at spaces", flavor: FlavorOpenMPI,
 			o: Options{RemoteShell: []string{"ssh", "-i", "/home/a b/key"}}, err: `remote shell word "/home/a b/key" is empty or holds whitespace`},
-		{name: "unknown flavor", flavor: "lam", err: `unknown MPI flavor "lam" (known: openmpi, mpich, hpcx)`},
+		{name: "srun with a PMI plugin, hosts last", flavor: FlavorSrun,
+			o: Options{JobName: "gpuaccept-nccl.all_reduce.all_reduce", PMI: "pmix", Hosts: []string{"n1", "n2"}, ExtraArgs: []string{"--container-image=nvcr.io#nvidia/pytorch:24.05-py3"},
+				AllowRoot: true, Environ: environ},
+			want: []string{"srun", "--job-name=gpuaccept-nccl.all_reduce.all_reduce", "--nodes=2", "--ntasks=16", "--ntasks-per-node=8", "--mpi=pmix", "--kill-on-bad-exit=1",
+				"--container-image=nvcr.io#nvidia/pytorch:24.05-py3", "--nodelist=n1,n2", "/opt/nccl-tests/build/all_reduce_perf", "-g", "1"}},
+		{name: "srun without PMI", flavor: FlavorSrun, o: Options{},
+			want: []string{"srun", "--nodes=2", "--ntasks=16", "--ntasks-per-node=8", "--mpi=none", "--kill-on-bad-exit=1", "/opt/nccl-tests/build/all_reduce_perf", "-g", "1"}},
+		{name: "unknown flavor", flavor: "lam", err: `unknown MPI flavor "lam" (known: hpcx, mpich, openmpi, srun)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := MPIRun(c.flavor, step, c.o)
+			st, err := Lookup(c.flavor)
+			var got []string
+			if err == nil {
+				got, err = st.Argv(step, c.o)
+				// Launchers rely on it: the program comes last, whole.
+				if err == nil {
+					assert.DeepEqual(t, got[len(got)-len(step.Argv):], step.Argv)
+				}
+			}
 			if c.err != "" {
 				assert.ErrorContains(t, err, c.err)
 				return
@@ -103,14 +122,63 @@ func TestMPIRunFlavors(t *testing.T) {
 	}
 }
 
-func TestParseFlavor(t *testing.T) {
-	for in, want := range map[string]Flavor{"": FlavorOpenMPI, "openmpi": FlavorOpenMPI, "mpich": FlavorMPICH, "hpcx": FlavorHPCX} {
-		got, err := ParseFlavor(in)
+func TestLookup(t *testing.T) {
+	for in, want := range map[string]string{"": FlavorOpenMPI, "openmpi": FlavorOpenMPI, "mpich": FlavorMPICH, "hpcx": FlavorHPCX, "srun": FlavorSrun} {
+		got, err := Lookup(in)
 		assert.NilError(t, err)
-		assert.Equal(t, got, want)
+		assert.Equal(t, got.Name(), want)
 	}
-	_, err := ParseFlavor("OpenMPI")
+	_, err := Lookup("OpenMPI")
 	assert.ErrorContains(t, err, `unknown MPI flavor "OpenMPI"`)
+	assert.DeepEqual(t, Names(), []string{"hpcx", "mpich", "openmpi", "srun"})
+	assert.Equal(t, Or(nil).Name(), FlavorOpenMPI)
+}
+
+// --mpi-flavor names the mpirun every launcher starts MPI steps with:
+// srun is the slurm launcher's choice (--slurm-mpi), refused by name.
+func TestForMPIFlavor(t *testing.T) {
+	for _, c := range []struct {
+		in, want, err string
+	}{
+		{in: "", want: FlavorOpenMPI},
+		{in: "hpcx", want: FlavorHPCX},
+		{in: "mpich", want: FlavorMPICH},
+		{in: "lam", err: `--mpi-flavor: unknown MPI flavor "lam" (known: hpcx, mpich, openmpi)`},
+		{in: "srun", err: "--mpi-flavor srun: srun starts the ranks of a Slurm allocation"},
+	} {
+		got, err := ForMPIFlavor(c.in)
+		if c.err != "" {
+			assert.ErrorContains(t, err, c.err)
+			continue
+		}
+		assert.NilError(t, err)
+		assert.Equal(t, got.Name(), c.want)
+	}
+	assert.DeepEqual(t, MPIFlavors(), []string{"hpcx", "mpich", "openmpi"})
+}
+
+type fakeStarter struct{ name string }
+
+func (f fakeStarter) Name() string                                { return f.name }
+func (fakeStarter) Family() Family                                { return FamilyOpenMPI }
+func (fakeStarter) Argv(s plan.Step, o Options) ([]string, error) { return s.Argv, nil }
+func (fakeStarter) Env(o Options) []string                        { return nil }
+
+// Two starters under one name is a build mistake, caught at init: the
+// second registration panics and the first stays.
+func TestRegisterDuplicatePanics(t *testing.T) {
+	for _, name := range []string{FlavorOpenMPI, FlavorSrun, ""} {
+		func() {
+			defer func() {
+				r := recover()
+				assert.Assert(t, r != nil, "registering %q again did not panic", name)
+			}()
+			Register(fakeStarter{name})
+		}()
+	}
+	got, err := Lookup(FlavorOpenMPI)
+	assert.NilError(t, err)
+	assert.Equal(t, got, Starter(openMPI{name: FlavorOpenMPI}))
 }
 
 // The wrapper passes Hydra's arguments through after the remote shell's
@@ -123,16 +191,19 @@ func TestRemoteShellScript(t *testing.T) {
 func TestStarterEnv(t *testing.T) {
 	rsh := []string{"ssh", "-p", "2222"}
 	for _, c := range []struct {
-		f    Flavor
+		f    string
 		o    Options
 		want []string
 	}{
 		{FlavorOpenMPI, Options{RemoteShell: rsh}, []string{"PRTE_MCA_plm_ssh_agent=ssh -p 2222"}},
 		{FlavorHPCX, Options{RemoteShell: rsh}, []string{"PRTE_MCA_plm_ssh_agent=ssh -p 2222"}},
 		{FlavorMPICH, Options{RemoteShell: rsh}, nil},
+		{FlavorSrun, Options{RemoteShell: rsh}, nil},
 		{FlavorOpenMPI, Options{}, nil},
 	} {
-		assert.DeepEqual(t, StarterEnv(c.f, c.o), c.want)
+		s, err := Lookup(c.f)
+		assert.NilError(t, err)
+		assert.DeepEqual(t, s.Env(c.o), c.want)
 	}
 }
 

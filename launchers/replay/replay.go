@@ -16,6 +16,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
@@ -26,25 +28,50 @@ import (
 const Name = "replay"
 
 func init() {
-	launch.Register(Name, func(o launch.Options) (launch.Launcher, error) {
-		switch {
-		case o.ReplayFS != nil:
-			return &Launcher{FS: o.ReplayFS, Where: "embedded recordings"}, nil
-		case o.ReplayDir != "":
-			dir := o.ReplayDir
-			// A results folder replays from its raw/ subfolder.
-			if fi, err := os.Stat(path.Join(dir, resultsdir.Raw)); err == nil && fi.IsDir() {
-				dir = path.Join(dir, resultsdir.Raw)
-			}
-			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-				return nil, fmt.Errorf("launcher replay: recordings folder %q: not a folder", o.ReplayDir)
-			}
-			// No link is followed and no special file read below dir: a
-			// recording cannot lead out of it, nor hang the run on a FIFO.
-			return &Launcher{FS: safefs.DirFS(dir), Where: dir}, nil
+	launch.Register(Name, func() launch.Config { return &Config{} })
+}
+
+// Config is where the recordings are: the launcher's own flag, or a
+// file system given in code.
+type Config struct {
+	// Dir is --replay-dir: a folder of recordings, or a results folder
+	// (replayed from its raw/ subfolder).
+	Dir string
+	// FS, when set, is used instead of Dir (the demo's embedded
+	// recordings), and Where names it in messages.
+	FS    fs.FS
+	Where string
+}
+
+// Bind implements launch.Config: --replay-dir.
+func (c *Config) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Dir, "replay-dir", c.Dir, "replay: recordings (or an old results folder) for --launcher replay")
+}
+
+// Build implements launch.Config. Nothing of o matters: a recording
+// replays as it was recorded.
+func (c *Config) Build(o launch.Options) (launch.Launcher, error) {
+	switch {
+	case c.FS != nil:
+		where := c.Where
+		if where == "" {
+			where = "embedded recordings"
 		}
-		return nil, errors.New("launcher replay needs --replay-dir (a folder of recordings or a results folder)")
-	})
+		return &Launcher{FS: c.FS, Where: where}, nil
+	case c.Dir != "":
+		dir := c.Dir
+		// A results folder replays from its raw/ subfolder.
+		if fi, err := os.Stat(path.Join(dir, resultsdir.Raw)); err == nil && fi.IsDir() {
+			dir = path.Join(dir, resultsdir.Raw)
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("launcher replay: --replay-dir %q: not a folder", c.Dir)
+		}
+		// No link is followed and no special file read below dir: a
+		// recording cannot lead out of it, nor hang the run on a FIFO.
+		return &Launcher{FS: safefs.DirFS(dir), Where: dir}, nil
+	}
+	return nil, errors.New("launcher replay needs --replay-dir (a folder of recordings or a results folder)")
 }
 
 // Launcher serves recordings from FS.

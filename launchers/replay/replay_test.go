@@ -48,8 +48,8 @@ func TestReplay(t *testing.T) {
 func TestNewNeedsADir(t *testing.T) {
 	_, err := launch.New(Name, launch.Options{})
 	assert.ErrorContains(t, err, "launcher replay needs --replay-dir")
-	_, err = launch.New(Name, launch.Options{ReplayDir: "/nonexistent"})
-	assert.Assert(t, err != nil && strings.Contains(err.Error(), `"/nonexistent": not a folder`))
+	_, err = (&Config{Dir: "/nonexistent"}).Build(launch.Options{})
+	assert.Assert(t, err != nil && strings.Contains(err.Error(), `--replay-dir "/nonexistent": not a folder`), "%v", err)
 }
 
 // Recordings in --replay-dir that are links out of it (to a log, to
@@ -84,7 +84,7 @@ func TestReplayRefusesLinksAndSpecialFiles(t *testing.T) {
 				assert.NilError(t, os.Remove(p))
 			}
 			c.plant(t, p)
-			l, err := launch.New(Name, launch.Options{ReplayDir: rec})
+			l, err := (&Config{Dir: rec}).Build(launch.Options{})
 			assert.NilError(t, err)
 			dir := t.TempDir()
 			steps := []plan.Step{{Name: "all_reduce", Argv: []string{"x"}, Procs: 1, ProcsPerNode: 1, Files: []string{"all_reduce.json"}}}

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuaccept/gpuaccept/framework/hosts"
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
 // MPI start choices (--slurm-mpi).
@@ -76,6 +78,9 @@ type Config struct {
 	PendingTimeout time.Duration
 	// MPIArgs are extra mpirun arguments (--mpi-arg).
 	MPIArgs []string
+	// Starter is the mpirun of MPI steps under MPIMpirun (--mpi-flavor);
+	// nil means Open MPI's. Under pmix and pmi2, srun starts them.
+	Starter rankstart.Starter
 	// Hosts, when set, become the job's node list (--nodelist).
 	Hosts []string
 }
@@ -85,63 +90,45 @@ type Config struct {
 // outputs) fires before Slurm's.
 const TimeSlack = 5 * time.Minute
 
-// addFlags registers the launcher's flags; names are shared by all launchers.
-func addFlags(fs *pflag.FlagSet) {
-	fs.String("partition", "", "slurm: partition to submit to (#SBATCH --partition)")
-	fs.String("account", "", "slurm: account to charge (#SBATCH --account)")
-	fs.String("qos", "", "slurm: quality of service (#SBATCH --qos)")
-	fs.String("reservation", "", "slurm: reservation to run in (#SBATCH --reservation)")
-	fs.String("time", "", "slurm: job time limit, e.g. 30m or 1:00:00 (default: --timeout plus 5 minutes)")
-	fs.StringArray("sbatch-arg", nil, "slurm: extra #SBATCH directive, one option per flag (repeatable), e.g. --sbatch-arg=--constraint=ib")
-	fs.String("container-image", "", "slurm: run the steps in this container image with pyxis (srun --container-image); needs --slurm-mpi pmix or pmi2")
-	fs.String("container-mounts", "", "slurm: pyxis mounts, SRC:DST[,SRC:DST...] (srun --container-mounts)")
-	fs.String("slurm-mpi", MPIAuto, "slurm: how MPI steps start: auto (the cluster's MpiDefault if pmix/pmi2, else mpirun), mpirun, pmix or pmi2")
-	fs.String("slurm-mode", ModeAuto, "slurm: submit (sbatch per test), allocation (srun inside $SLURM_JOB_ID) or auto (allocation when SLURM_JOB_ID is set)")
-	fs.String("slurm-gpus", GPUsPerNode, "slurm: GPU directive: gpus-per-node (--gpus-per-node=G), gres (--gres=gpu:G) or none")
-	fs.Bool("slurm-exclusive", true, "slurm: ask for whole nodes (#SBATCH --exclusive)")
-	fs.Duration("slurm-poll", 2*time.Second, "slurm: interval between job state queries")
-	fs.Duration("slurm-pending-timeout", 0, "slurm: cancel a job still queued after this long (0: wait; --timeout counts from the job's start)")
+// defaults is the Config the flags start from.
+func defaults() Config {
+	return Config{MPI: MPIAuto, Mode: ModeAuto, GPUs: GPUsPerNode, Exclusive: true, Poll: 2 * time.Second}
 }
 
-// configFromFlags reads the flags addFlags registered; fs may be nil
-// (defaults). The caller validates, once the hosts are set too.
-func configFromFlags(fs *pflag.FlagSet) (Config, error) {
-	c := Config{MPI: MPIAuto, Mode: ModeAuto, GPUs: GPUsPerNode, Exclusive: true, Poll: 2 * time.Second}
-	if fs == nil {
-		return c, nil
-	}
-	var err error
-	str := func(name string, dst *string) {
-		if err == nil && fs.Lookup(name) != nil {
-			*dst, err = fs.GetString(name)
-		}
-	}
-	str("partition", &c.Partition)
-	str("account", &c.Account)
-	str("qos", &c.QOS)
-	str("reservation", &c.Reservation)
-	str("time", &c.Time)
-	str("container-image", &c.ContainerImage)
-	str("container-mounts", &c.ContainerMounts)
-	str("slurm-mpi", &c.MPI)
-	str("slurm-mode", &c.Mode)
-	str("slurm-gpus", &c.GPUs)
-	if err == nil && fs.Lookup("sbatch-arg") != nil {
-		c.SbatchArgs, err = fs.GetStringArray("sbatch-arg")
-	}
-	if err == nil && fs.Lookup("slurm-exclusive") != nil {
-		c.Exclusive, err = fs.GetBool("slurm-exclusive")
-	}
-	if err == nil && fs.Lookup("slurm-poll") != nil {
-		c.Poll, err = fs.GetDuration("slurm-poll")
-	}
-	if err == nil && fs.Lookup("slurm-pending-timeout") != nil {
-		c.PendingTimeout, err = fs.GetDuration("slurm-pending-timeout")
-	}
+// Bind implements launch.Config: the launcher's own flags.
+func (c *Config) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Partition, "partition", c.Partition, "slurm: partition to submit to (#SBATCH --partition)")
+	fs.StringVar(&c.Account, "account", c.Account, "slurm: account to charge (#SBATCH --account)")
+	fs.StringVar(&c.QOS, "qos", c.QOS, "slurm: quality of service (#SBATCH --qos)")
+	fs.StringVar(&c.Reservation, "reservation", c.Reservation, "slurm: reservation to run in (#SBATCH --reservation)")
+	fs.StringVar(&c.Time, "time", c.Time, "slurm: job time limit, e.g. 30m or 1:00:00 (default: --timeout plus 5 minutes)")
+	fs.StringArrayVar(&c.SbatchArgs, "sbatch-arg", c.SbatchArgs, "slurm: extra #SBATCH directive, one option per flag (repeatable), e.g. --sbatch-arg=--constraint=ib")
+	fs.StringVar(&c.ContainerImage, "container-image", c.ContainerImage, "slurm: run the steps in this container image with pyxis (srun --container-image); needs --slurm-mpi pmix or pmi2")
+	fs.StringVar(&c.ContainerMounts, "container-mounts", c.ContainerMounts, "slurm: pyxis mounts, SRC:DST[,SRC:DST...] (srun --container-mounts)")
+	fs.StringVar(&c.MPI, "slurm-mpi", c.MPI, "slurm: how MPI steps start: auto (the cluster's MpiDefault if pmix/pmi2, else mpirun), mpirun (of --mpi-flavor), pmix or pmi2 (srun)")
+	fs.StringVar(&c.Mode, "slurm-mode", c.Mode, "slurm: submit (sbatch per test), allocation (srun inside $SLURM_JOB_ID) or auto (allocation when SLURM_JOB_ID is set)")
+	fs.StringVar(&c.GPUs, "slurm-gpus", c.GPUs, "slurm: GPU directive: gpus-per-node (--gpus-per-node=G), gres (--gres=gpu:G) or none")
+	fs.BoolVar(&c.Exclusive, "slurm-exclusive", c.Exclusive, "slurm: ask for whole nodes (#SBATCH --exclusive)")
+	fs.DurationVar(&c.Poll, "slurm-poll", c.Poll, "slurm: interval between job state queries")
+	fs.DurationVar(&c.PendingTimeout, "slurm-pending-timeout", c.PendingTimeout, "slurm: cancel a job still queued after this long (0: wait; --timeout counts from the job's start)")
+}
+
+// Build implements launch.Config: o's hosts become the job's node list,
+// --mpi-flavor the mpirun of --slurm-mpi mpirun, and every value is
+// checked before anything is submitted.
+func (c *Config) Build(o launch.Options) (launch.Launcher, error) {
+	cfg := *c
+	cfg.MPIArgs = o.MPIArgs
+	cfg.Hosts = o.Hosts
+	st, err := rankstart.ForMPIFlavor(o.MPIFlavor)
 	if err != nil {
-		return c, fmt.Errorf("read slurm launcher flags: %w", err)
+		return nil, fmt.Errorf("launcher slurm: %w", err)
 	}
-	return c, nil
+	cfg.Starter = st
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Launcher{Config: cfg}, nil
 }
 
 // word is what a directive value may hold: Slurm names (partitions,
@@ -203,6 +190,17 @@ func (c Config) Validate() error {
 	}
 	if c.ContainerMounts != "" && c.ContainerImage == "" {
 		return fmt.Errorf("--container-mounts needs --container-image")
+	}
+	for _, f := range []struct {
+		flag string
+		v    time.Duration
+	}{{"slurm-poll", c.Poll}, {"slurm-pending-timeout", c.PendingTimeout}} {
+		if f.v < 0 {
+			return fmt.Errorf("--%s %s: want a duration of zero or more", f.flag, f.v)
+		}
+	}
+	if c.Starter != nil && c.Starter.Family() == rankstart.FamilySlurm {
+		return fmt.Errorf("--mpi-flavor %s: srun is chosen with --slurm-mpi pmix or pmi2", c.Starter.Name())
 	}
 	for _, h := range c.Hosts {
 		if !hosts.Valid(h) {

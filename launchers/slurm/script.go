@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -196,25 +195,18 @@ func stepLine(j job, s plan.Step) (string, error) {
 		if len(j.AllocHosts) > j.Topology.Nodes || j.Pinned {
 			hs = j.AllocHosts[:j.Topology.Nodes]
 		}
-		argv, err := rankstart.OpenMPI(plan.Step{Name: s.Name, Argv: wrapped, Env: s.Env, Procs: s.Procs, ProcsPerNode: s.ProcsPerNode, MPI: true},
+		argv, err := rankstart.Or(j.Config.Starter).Argv(plan.Step{Name: s.Name, Argv: wrapped, Env: s.Env, Procs: s.Procs, ProcsPerNode: s.ProcsPerNode, MPI: true},
 			rankstart.Options{Hosts: hs, AllowRoot: j.AllowRoot, ExtraArgs: j.Config.MPIArgs, Environ: j.Environ})
 		if err != nil {
 			return "", fmt.Errorf("render script for %s: %w", j.Test, err)
 		}
 		return joinWithJob(argv), nil
 	}
-	mpiType := "none"
+	o := rankstart.Options{JobName: jobName(j.Test) + "." + s.Name}
 	if mpi {
-		mpiType = j.MPI
+		o.PMI = j.MPI
 	}
-	nodes := (s.Procs + s.ProcsPerNode - 1) / s.ProcsPerNode
 	single := !rankstart.NeedsStarter(s)
-	if single {
-		nodes = 1
-	}
-	argv := []string{"srun", "--job-name=" + jobName(j.Test) + "." + s.Name, "--nodes=" + strconv.Itoa(nodes),
-		"--ntasks=" + strconv.Itoa(s.Procs), "--ntasks-per-node=" + strconv.Itoa(s.ProcsPerNode),
-		"--mpi=" + mpiType, "--kill-on-bad-exit=1"}
 	if c := j.Config; c.ContainerImage != "" {
 		// The ranks write into the staging folder and run in the step's
 		// working folder, so the container sees both at the host's path.
@@ -225,12 +217,23 @@ func stepLine(j job, s plan.Step) (string, error) {
 		if c.ContainerMounts != "" {
 			mounts = c.ContainerMounts + "," + mounts
 		}
-		argv = append(argv, "--container-image="+c.ContainerImage, "--container-mounts="+mounts,
+		o.ExtraArgs = append(o.ExtraArgs, "--container-image="+c.ContainerImage, "--container-mounts="+mounts,
 			"--container-workdir="+stepWork(j.Dir, s.Name))
 	}
 	if j.Pinned && !single {
-		argv = append(argv, "--nodelist="+strings.Join(j.AllocHosts[:nodes], ","))
+		o.Hosts = j.AllocHosts[:(s.Procs+s.ProcsPerNode-1)/s.ProcsPerNode]
 	}
+	srun, err := rankstart.Lookup(rankstart.FlavorSrun)
+	if err != nil {
+		return "", err
+	}
+	argv, err := srun.Argv(plan.Step{Name: s.Name, Argv: wrapped, Procs: s.Procs, ProcsPerNode: s.ProcsPerNode, MPI: s.MPI}, o)
+	if err != nil {
+		return "", fmt.Errorf("render script for %s: %w", j.Test, err)
+	}
+	// The starter's words end with the program: the node of a single
+	// step goes between them, as shell text.
+	argv = argv[:len(argv)-len(wrapped)]
 	line := joinWithJob(argv)
 	if single && (s.Role != "" || s.Host > 0 || j.Pinned) {
 		// A server or client runs on its own node of the allocation, and

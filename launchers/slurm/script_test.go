@@ -82,6 +82,8 @@ func TestValidateRejects(t *testing.T) {
 		{"container with mpirun", func(c *Config) { c.ContainerImage = "img"; c.MPI = MPIMpirun }, "--container-image runs the steps through pyxis"},
 		{"mounts without image", func(c *Config) { c.ContainerMounts = "/a:/a" }, "--container-mounts needs --container-image"},
 		{"image newline", func(c *Config) { c.ContainerImage = "img\nreboot" }, "--container-image"},
+		{"poll", func(c *Config) { c.Poll = -time.Second }, "--slurm-poll -1s: want a duration of zero or more"},
+		{"pending timeout", func(c *Config) { c.PendingTimeout = -time.Minute }, "--slurm-pending-timeout -1m0s"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := ok
@@ -229,4 +231,30 @@ func TestRenderConcurrentPairsOverlap(t *testing.T) {
 			assert.Equal(t, n, c.overlap, "%q", cmds)
 		})
 	}
+}
+
+// --mpi-flavor reaches Slurm: under --slurm-mpi mpirun the MPI step
+// starts with the flavor's own starter (it was always Open MPI's), while
+// srun, the pmix/pmi2 start, is chosen by --slurm-mpi and refused as a
+// flavor.
+func TestMPIFlavor(t *testing.T) {
+	j := job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}},
+		Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, MPI: MPIMpirun, Batch: true, Environ: []string{"HOME=/root"}, Config: Config{GPUs: GPUsNone}}
+	for _, c := range []struct{ flavor, want string }{
+		{"openmpi", `exec mpirun -np 16 --map-by ppr:8:node -x GPUACCEPT_HOSTS -x NCCL_DEBUG -x NCCL_TOPO_FILE /bin/sh -c`},
+		{"hpcx", `-x NCCL_TOPO_FILE -mca coll_hcoll_enable 0 /bin/sh -c`},
+		{"mpich", `exec mpiexec -n 16 -ppn 8 -genvlist GPUACCEPT_HOSTS,NCCL_DEBUG,NCCL_TOPO_FILE /bin/sh -c`},
+	} {
+		l, err := launch.New(Name, launch.Options{MPIFlavor: c.flavor})
+		assert.NilError(t, err)
+		jj := j
+		jj.Config.Starter = l.(*Launcher).Config.Starter
+		script, _, err := render(jj)
+		assert.NilError(t, err)
+		assert.Assert(t, strings.Contains(script, c.want), "%s: want %q in\n%s", c.flavor, c.want, script)
+	}
+	_, err := launch.New(Name, launch.Options{MPIFlavor: "srun"})
+	assert.ErrorContains(t, err, "launcher slurm: --mpi-flavor srun: srun starts the ranks of a Slurm allocation")
+	_, err = launch.New(Name, launch.Options{MPIFlavor: "lam"})
+	assert.ErrorContains(t, err, `launcher slurm: --mpi-flavor: unknown MPI flavor "lam"`)
 }

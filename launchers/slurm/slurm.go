@@ -23,26 +23,13 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/proc"
 )
 
 // Name is the --launcher value.
 const Name = "slurm"
 
 func init() {
-	launch.Register(Name, func(o launch.Options) (launch.Launcher, error) {
-		c, err := configFromFlags(o.Flags)
-		if err != nil {
-			return nil, err
-		}
-		c.MPIArgs = o.MPIArgs
-		c.Hosts = o.Hosts
-		if err := c.Validate(); err != nil {
-			return nil, err
-		}
-		return &Launcher{Config: c}, nil
-	})
-	launch.RegisterFlags(Name, addFlags)
+	launch.Register(Name, func() launch.Config { c := defaults(); return &c })
 }
 
 // Launcher runs plans on a Slurm cluster.
@@ -558,27 +545,19 @@ func (l *Launcher) runInAllocation(ctx context.Context, req launch.Request, j jo
 	cmd.Dir = j.Dir
 	cmd.Env = l.environ()
 	cmd.Stdout, cmd.Stderr = out, out
-	start := time.Now()
-	g, err := proc.Start(cmd, proc.Options{Name: jobName(req.Test)})
-	if err != nil {
-		return ending{}, fmt.Errorf("start the script inside allocation: %w", err)
-	}
-	select {
-	case <-g.Exited():
-		g.Close() // what the script left on this node ends with it
-		return ending{}, nil
-	case <-ctx.Done():
-	}
-	why := "cancelled; steps stopped"
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		why = fmt.Sprintf("timed out after %s; steps stopped", time.Since(start).Round(time.Second))
-	}
 	grace := l.KillGrace
 	if grace <= 0 {
 		grace = 10 * time.Second
 	}
-	g.Stop(grace)
-	g.Close()
+	// What the script left on this node ends with it, whichever way.
+	end, err := launch.RunGroup(ctx, cmd, launch.GroupStop{Name: jobName(req.Test), Grace: grace})
+	if err != nil {
+		return ending{}, fmt.Errorf("start the script inside allocation: %w", err)
+	}
+	if end.Stopped == "" {
+		return ending{}, nil
+	}
+	why := end.Stopped + "; steps stopped"
 	l.cancelSteps(l.getenv("SLURM_JOB_ID"), jobName(req.Test)+".")
 	return ending{Stopped: why}, nil
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
-	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -95,20 +94,16 @@ func (l *Launcher) remote(ctx context.Context, host, script string) ([]byte, err
 	if dl, ok := ctx.Deadline(); ok {
 		within = "within " + time.Until(dl).Round(time.Second).String()
 	}
-	g, err := proc.Start(cmd, proc.Options{Name: "ssh"})
+	// No grace: SIGKILL to the client and anything it started.
+	end, err := launch.RunGroup(ctx, cmd, launch.GroupStop{Name: "ssh"})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
-	select {
-	case <-g.Exited():
-		err = g.Err()
-		g.Close()
-	case <-ctx.Done():
-		g.Close() // SIGKILL to the client and anything it started
+	if end.Stopped != "" {
 		return out.Bytes(), fmt.Errorf("no answer %s", within)
 	}
-	if err != nil {
-		return out.Bytes(), fmt.Errorf("%w: %s", err, lastLine(errb.String()))
+	if end.Err != nil {
+		return out.Bytes(), fmt.Errorf("%w: %s", end.Err, lastLine(errb.String()))
 	}
 	return out.Bytes(), nil
 }

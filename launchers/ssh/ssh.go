@@ -41,21 +41,10 @@ const Name = "ssh"
 const DefaultConnectTimeout = 10 * time.Second
 
 func init() {
-	launch.RegisterFlags(Name, addFlags)
-	launch.Register(Name, build)
+	launch.Register(Name, func() launch.Config { return &Config{ConnectTimeout: DefaultConnectTimeout} })
 }
 
-func addFlags(fs *pflag.FlagSet) {
-	fs.Int("ssh-port", 0, "ssh: port of sshd on every host (default: ssh's own, 22 or ~/.ssh/config)")
-	fs.String("ssh-key", "", "ssh: private key file, used by gpuaccept's ssh and by mpirun's (default: ssh's own, agent and ~/.ssh/id_*)")
-	fs.String("ssh-user", "", "ssh: remote user (default: ssh's own, this user or ~/.ssh/config)")
-	fs.String("ssh-known-hosts", "", "ssh: known_hosts file that host keys are verified against (default: ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts)")
-	fs.Bool("ssh-insecure", false, "ssh: do NOT verify host keys (StrictHostKeyChecking=no, known_hosts ignored); only for throwaway nodes: by default every host key must match known_hosts")
-	fs.Duration("ssh-connect-timeout", DefaultConnectTimeout, "ssh: time limit for connecting to a host; the reachability check before the first test uses it")
-	fs.String("mpi-flavor", string(rankstart.FlavorOpenMPI), "ssh: rank starter for collective steps: openmpi, mpich (Hydra) or hpcx")
-}
-
-// Config is how to reach the hosts.
+// Config is how to reach the hosts: the launcher's own flags.
 type Config struct {
 	// Port is sshd's port on every host; 0 leaves ssh's default.
 	Port int
@@ -71,10 +60,66 @@ type Config struct {
 	// ConnectTimeout bounds connection setup; zero means
 	// DefaultConnectTimeout. ssh takes whole seconds: it is rounded up.
 	ConnectTimeout time.Duration
-	// Flavor is the rank starter of collective steps ("" is Open MPI).
-	Flavor rankstart.Flavor
 	// Program is the ssh client; empty means "ssh" from PATH.
 	Program string
+}
+
+// Bind implements launch.Config: --ssh-port, --ssh-key, --ssh-user,
+// --ssh-known-hosts, --ssh-insecure and --ssh-connect-timeout.
+func (c *Config) Bind(fs *pflag.FlagSet) {
+	fs.IntVar(&c.Port, "ssh-port", c.Port, "ssh: port of sshd on every host (default: ssh's own, 22 or ~/.ssh/config)")
+	fs.StringVar(&c.Key, "ssh-key", c.Key, "ssh: private key file, used by gpuaccept's ssh and by mpirun's (default: ssh's own, agent and ~/.ssh/id_*)")
+	fs.StringVar(&c.User, "ssh-user", c.User, "ssh: remote user (default: ssh's own, this user or ~/.ssh/config)")
+	fs.StringVar(&c.KnownHosts, "ssh-known-hosts", c.KnownHosts, "ssh: known_hosts file that host keys are verified against (default: ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts)")
+	fs.BoolVar(&c.Insecure, "ssh-insecure", c.Insecure, "ssh: do NOT verify host keys (StrictHostKeyChecking=no, known_hosts ignored); only for throwaway nodes: by default every host key must match known_hosts")
+	fs.DurationVar(&c.ConnectTimeout, "ssh-connect-timeout", c.ConnectTimeout, "ssh: time limit for connecting to a host; the reachability check before the first test uses it")
+}
+
+// Validate reports the first setting that cannot work, naming its flag.
+func (c Config) Validate() error {
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("--ssh-port %d: not a TCP port", c.Port)
+	}
+	if c.User != "" && !validUser(c.User) {
+		return fmt.Errorf("--ssh-user %q is not a user name", c.User)
+	}
+	for _, f := range []struct{ flag, path string }{{"--ssh-key", c.Key}, {"--ssh-known-hosts", c.KnownHosts}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			return fmt.Errorf("%s: %w", f.flag, err)
+		}
+	}
+	if c.Insecure && c.KnownHosts != "" {
+		return errors.New("--ssh-insecure skips host key verification, so --ssh-known-hosts would be ignored: give one of them")
+	}
+	if c.ConnectTimeout < 0 {
+		return fmt.Errorf("--ssh-connect-timeout %s: want a time limit above zero (0: the default, %s)", c.ConnectTimeout, DefaultConnectTimeout)
+	}
+	return nil
+}
+
+// Build implements launch.Config: the launcher for o's hosts, with the
+// rank starter --mpi-flavor names, and, unless this is a dry run, the
+// reachability check, so an unreachable host is named before anything is
+// planned or written.
+func (c *Config) Build(o launch.Options) (launch.Launcher, error) {
+	st, err := rankstart.ForMPIFlavor(o.MPIFlavor)
+	if err != nil {
+		return nil, fmt.Errorf("launcher ssh: %w", err)
+	}
+	l, err := New(*c, o.Hosts, o.MPIArgs)
+	if err != nil {
+		return nil, err
+	}
+	l.Starter = st
+	if !o.DryRun {
+		if err := l.Check(context.Background()); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
 }
 
 // Launcher runs steps on the hosts over ssh. Build it with New.
@@ -85,6 +130,9 @@ type Launcher struct {
 	Hosts []string
 	// MPIArgs are extra arguments for the rank starter.
 	MPIArgs []string
+	// Starter starts collective steps (--mpi-flavor); nil means Open
+	// MPI's mpirun.
+	Starter rankstart.Starter
 	// Environ is the environment the rank starter runs in and that
 	// forwarded variables come from; nil means os.Environ().
 	Environ []string
@@ -116,25 +164,8 @@ func New(c Config, hostList []string, mpiArgs []string) (*Launcher, error) {
 		}
 		seen[h] = true
 	}
-	if c.Port < 0 || c.Port > 65535 {
-		return nil, fmt.Errorf("--ssh-port %d: not a TCP port", c.Port)
-	}
-	if c.User != "" && !validUser(c.User) {
-		return nil, fmt.Errorf("--ssh-user %q is not a user name", c.User)
-	}
-	for _, f := range []struct{ flag, path string }{{"--ssh-key", c.Key}, {"--ssh-known-hosts", c.KnownHosts}} {
-		if f.path == "" {
-			continue
-		}
-		if _, err := os.Stat(f.path); err != nil {
-			return nil, fmt.Errorf("%s: %w", f.flag, err)
-		}
-	}
-	if c.Insecure && c.KnownHosts != "" {
-		return nil, errors.New("--ssh-insecure skips host key verification, so --ssh-known-hosts would be ignored: give one of them")
-	}
-	if _, err := rankstart.ParseFlavor(string(c.Flavor)); err != nil {
-		return nil, fmt.Errorf("--mpi-flavor: %w", err)
+	if err := c.Validate(); err != nil {
+		return nil, err
 	}
 	id := make([]byte, 6)
 	if _, err := rand.Read(id); err != nil {
@@ -153,43 +184,6 @@ func validUser(u string) bool {
 		}
 	}
 	return true
-}
-
-// build is the registry constructor: flags to Config, then the
-// reachability check unless this is a dry run, so an unreachable host is
-// named before anything is planned or written.
-func build(o launch.Options) (launch.Launcher, error) {
-	var c Config
-	dryRun := false
-	if fs := o.Flags; fs != nil {
-		var err error
-		get := func(name string, f func(string) error) {
-			if err == nil && fs.Lookup(name) != nil {
-				err = f(name)
-			}
-		}
-		get("ssh-port", func(n string) (e error) { c.Port, e = fs.GetInt(n); return })
-		get("ssh-key", func(n string) (e error) { c.Key, e = fs.GetString(n); return })
-		get("ssh-user", func(n string) (e error) { c.User, e = fs.GetString(n); return })
-		get("ssh-known-hosts", func(n string) (e error) { c.KnownHosts, e = fs.GetString(n); return })
-		get("ssh-insecure", func(n string) (e error) { c.Insecure, e = fs.GetBool(n); return })
-		get("ssh-connect-timeout", func(n string) (e error) { c.ConnectTimeout, e = fs.GetDuration(n); return })
-		get("mpi-flavor", func(n string) error { s, e := fs.GetString(n); c.Flavor = rankstart.Flavor(s); return e })
-		get("dry-run", func(n string) (e error) { dryRun, e = fs.GetBool(n); return })
-		if err != nil {
-			return nil, fmt.Errorf("launcher ssh: read flags: %w", err)
-		}
-	}
-	l, err := New(c, o.Hosts, o.MPIArgs)
-	if err != nil {
-		return nil, err
-	}
-	if !dryRun {
-		if err := l.Check(context.Background()); err != nil {
-			return nil, err
-		}
-	}
-	return l, nil
 }
 
 // Name implements launch.Launcher.

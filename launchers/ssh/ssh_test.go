@@ -208,7 +208,7 @@ func TestUnreachableHost(t *testing.T) {
 	assert.Equal(t, len(ents), 0)
 
 	// The CLI's constructor checks too, so the run stops before planning.
-	_, err = build(launch.Options{Hosts: []string{"127.0.0.9"}})
+	_, err = launch.New(Name, launch.Options{Hosts: []string{"127.0.0.9"}})
 	assert.ErrorContains(t, err, "127.0.0.9")
 }
 
@@ -422,11 +422,27 @@ func TestConfigErrors(t *testing.T) {
 		{Config{User: "root;id"}, `--ssh-user "root;id" is not a user name`},
 		{Config{Key: "/nonexistent/id_ed25519"}, "--ssh-key: stat /nonexistent/id_ed25519: no such file or directory"},
 		{Config{Insecure: true, KnownHosts: "/etc/hostname"}, "--ssh-insecure skips host key verification"},
-		{Config{Flavor: "lam"}, `--mpi-flavor: unknown MPI flavor "lam"`},
+		{Config{ConnectTimeout: -time.Second}, "--ssh-connect-timeout -1s: want a time limit above zero"},
 	} {
 		_, err := New(c.cfg, []string{"node1"}, nil)
 		assert.ErrorContains(t, err, c.want)
 	}
+	// The flags shared by every launcher are checked when it is built;
+	// a dry run connects nowhere, so only the flags can stop it.
+	for _, c := range []struct {
+		o    launch.Options
+		want string
+	}{
+		{launch.Options{Hosts: []string{"node1"}, MPIFlavor: "lam", DryRun: true}, `launcher ssh: --mpi-flavor: unknown MPI flavor "lam"`},
+		{launch.Options{Hosts: []string{"node1"}, MPIFlavor: "srun", DryRun: true}, "launcher ssh: --mpi-flavor srun: srun starts the ranks of a Slurm allocation"},
+		{launch.Options{DryRun: true}, "launcher ssh needs the nodes: give --hosts h1,h2 or --hostfile FILE"},
+	} {
+		_, err := launch.New(Name, c.o)
+		assert.ErrorContains(t, err, c.want)
+	}
+	l, err := launch.New(Name, launch.Options{Hosts: []string{"node1"}, MPIFlavor: "hpcx", DryRun: true})
+	assert.NilError(t, err)
+	assert.Equal(t, l.(*Launcher).Starter.Name(), "hpcx")
 }
 
 func TestSSHArgs(t *testing.T) {
@@ -458,7 +474,7 @@ func TestCommands(t *testing.T) {
 		root = "--allow-run-as-root "
 	}
 	for _, c := range []struct {
-		flavor rankstart.Flavor
+		flavor string
 		want   []string
 	}{
 		{rankstart.FlavorOpenMPI, []string{
@@ -469,8 +485,10 @@ func TestCommands(t *testing.T) {
 			"GPUACCEPT_HOSTS=n1,n2 NCCL_SOCKET_IFNAME=eth0 mpiexec -n 16 -ppn 8 -hosts n1:8,n2:8 -genvlist GPUACCEPT_HOSTS,NCCL_SOCKET_IFNAME -wdir /tmp/gpuaccept-RUN/nccl.x.all_reduce -launcher ssh -launcher-exec " + filepath.Join(proc.TempPath(), "ssh-RUN/nccl.x.all_reduce/gpuaccept-rsh") + " /opt/nccl-tests/build/all_reduce_perf -g 1",
 			"ssh -o BatchMode=yes -o ConnectTimeout=10 -p 2222 -o StrictHostKeyChecking=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4 n2 'cd /tmp/gpuaccept-RUN/nccl.x.server && GPUACCEPT_HOSTS=n1,n2 exec ib_write_bw -p 18515'"}},
 	} {
-		t.Run(string(c.flavor), func(t *testing.T) {
-			l, err := New(Config{Port: 2222, Flavor: c.flavor}, []string{"n1", "n2"}, nil)
+		t.Run(c.flavor, func(t *testing.T) {
+			l, err := New(Config{Port: 2222}, []string{"n1", "n2"}, nil)
+			assert.NilError(t, err)
+			l.Starter, err = rankstart.Lookup(c.flavor)
 			assert.NilError(t, err)
 			l.RunID, l.Environ = "RUN", []string{"HOME=/root"}
 			got, err := l.Commands(launch.Request{Test: "nccl.x", Plan: plan.Plan{Steps: []plan.Step{coll, srv}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}})

@@ -68,9 +68,9 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 	if req.Plan, err = req.Plan.WithHostsEnv(len(hs)).ResolveHostRefs(plan.TopologyHosts(plan.Topology{Scope: plan.Scope{Nodes: len(hs), GPUsPerNode: req.Topology.GPUsPerNode}, Hosts: hs})); err != nil {
 		return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
 	}
-	flavor, err := rankstart.ParseFlavor(string(l.Flavor))
-	if err != nil {
-		return nil, err
+	starter := rankstart.Or(l.Starter)
+	if starter.Family() == rankstart.FamilySlurm {
+		return nil, fmt.Errorf("launcher ssh: rank starter %s needs a Slurm allocation", starter.Name())
 	}
 	runs := make([]stepRun, len(req.Plan.Steps))
 	for i, s := range req.Plan.Steps {
@@ -99,16 +99,18 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 		}
 		// In the process's temp folder, which goes even after kill -9.
 		r.local = filepath.Join(proc.TempPath(), "ssh-"+l.RunID, req.Test+"."+s.Name)
+		// Open MPI's HCOLL is turned off (see rankstart.Options); Hydra
+		// takes its remote shell as a program, written beside the starter.
 		o := rankstart.Options{Hosts: sh, AllowRoot: os.Geteuid() == 0, ExtraArgs: l.MPIArgs, Environ: l.environ(),
-			RemoteShell: l.SSHArgs(), WorkDir: r.wd, DisableHCOLL: flavor != rankstart.FlavorMPICH}
-		if flavor == rankstart.FlavorMPICH {
+			RemoteShell: l.SSHArgs(), WorkDir: r.wd, DisableHCOLL: starter.Family() == rankstart.FamilyOpenMPI}
+		if starter.Family() == rankstart.FamilyMPICH {
 			r.wrapper = filepath.Join(r.local, "gpuaccept-rsh")
 			o.RemoteShellExec = r.wrapper
 		}
-		if r.starter, err = rankstart.MPIRun(flavor, s, o); err != nil {
+		if r.starter, err = starter.Argv(s, o); err != nil {
 			return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
 		}
-		r.starterEnv = rankstart.StarterEnv(flavor, o)
+		r.starterEnv = starter.Env(o)
 		r.command = rankstart.CommandLine(s, rankstart.ShellJoin(r.starter))
 		for i := len(r.starterEnv) - 1; i >= 0; i-- {
 			k, v, _ := strings.Cut(r.starterEnv[i], "=")
@@ -136,13 +138,10 @@ func (l *Launcher) Commands(req launch.Request) ([]string, error) {
 }
 
 // Launch implements launch.Launcher. It checks once that every host
-// answers, then runs the steps in order: a step with a ReadyMarker starts
-// and, once the marker shows in its output, lets the next step start while
-// it keeps running (a server); consecutive client steps start together, so
-// several server/client pairs run at once; any other step is waited for,
-// with everything still running, before the next starts. A step whose
-// server ended without its marker, or that comes after a timeout, is not
-// started and says why.
+// answers, then runs the steps in the order and overlap of
+// launch.Sequence: a server's readiness line releases its client,
+// consecutive clients start together, and a step that fails keeps the
+// rest from starting.
 func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Output, error) {
 	runs, err := l.prepare(req)
 	if err != nil {
@@ -151,77 +150,24 @@ func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Outpu
 	if err := l.Check(ctx); err != nil {
 		return nil, err
 	}
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
-		defer cancel()
+	steps := make([]plan.Step, len(runs))
+	for i, r := range runs {
+		steps[i] = r.step
 	}
-	outs := make([]plan.Output, len(runs))
-	var wg sync.WaitGroup
-	start := func(i int) chan bool {
-		ready := make(chan bool, 1)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i] = l.run(ctx, req, runs[i], ready)
-		}()
-		return ready
-	}
-	blocked := ""
-	for i := 0; i < len(runs); {
-		s := runs[i].step
-		if blocked == "" && ctx.Err() != nil {
-			blocked = "not started: the test " + stopReason(ctx) + " first"
-		}
-		if blocked != "" {
-			outs[i] = plan.Output{Step: s.Name, Role: s.Role, Host: runs[i].hosts[0], ExitCode: -1, LaunchError: blocked, Command: runs[i].command}
-			i++
-			continue
-		}
-		if s.ReadyMarker != "" {
-			ready := start(i)
-			select {
-			case ok := <-ready:
-				if !ok {
-					blocked = fmt.Sprintf("not started: step %s ended before its readiness line %q showed", s.Name, s.ReadyMarker)
-				}
-			case <-ctx.Done():
-			}
-			i++
-			continue
-		}
-		j := i + 1
-		if s.Role == "client" {
-			for j < len(runs) && runs[j].step.Role == "client" && runs[j].step.ReadyMarker == "" {
-				j++
-			}
-		}
-		for k := i; k < j; k++ {
-			start(k)
-		}
-		wg.Wait()
-		i = j
-	}
-	wg.Wait()
-	return outs, nil
+	return launch.Sequence{Steps: steps, Timeout: req.Timeout,
+		Run: func(ctx context.Context, i int, ready func()) plan.Output { return l.run(ctx, req, runs[i], ready) },
+		NotStarted: func(i int, why string) plan.Output {
+			s := runs[i].step
+			return plan.Output{Step: s.Name, Role: s.Role, Host: runs[i].hosts[0], ExitCode: -1, LaunchError: why, Command: runs[i].command}
+		},
+	}.Launch(ctx), nil
 }
 
-func stopReason(ctx context.Context) string {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return "timed out"
-	}
-	return "cancelled"
-}
-
-// run runs one step to its end; it sends true on ready when the step's
-// marker shows, false when the step ended without it. The result is named:
-// the deferred cleanup adds collected files and its own problems to it.
-func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready chan<- bool) (out plan.Output) {
+// run runs one step to its end, calling ready when its marker shows. The
+// result is named: the deferred cleanup adds collected files and its own
+// problems to it.
+func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready func()) (out plan.Output) {
 	s := r.step
-	var once sync.Once
-	signal := func(ok bool) { once.Do(func() { ready <- ok }) }
-	defer signal(false)
-
 	out = plan.Output{Step: s.Name, Role: s.Role, Host: r.hosts[0], ExitCode: -1, Command: r.command}
 	logw, logPath, err := launch.CreateLog(req, s.Name)
 	if err != nil {
@@ -231,26 +177,27 @@ func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready
 	out.Log = logPath
 	defer logw.Close()
 
-	sctx := ctx
-	if s.Timeout > 0 {
-		var cancel context.CancelFunc
-		sctx, cancel = context.WithTimeout(ctx, s.Timeout)
-		defer cancel()
-	}
 	var sink io.Writer = logw
 	if s.ReadyMarker != "" {
-		sink = &launch.MarkerWriter{W: logw, Marker: []byte(s.ReadyMarker), Found: func() { signal(true) }}
+		sink = &launch.MarkerWriter{W: logw, Marker: []byte(s.ReadyMarker), Found: ready}
 	}
 	sw := &launch.SyncWriter{W: sink}
 	defer l.cleanup(req, r, &out, logw)
 
 	var cmd *exec.Cmd
+	var errs []error
+	stop := launch.GroupStop{Name: s.Name}
 	if r.starter == nil {
 		argv := append(l.SSHArgs(), r.hosts[0], "sh", "-s")
 		cmd = exec.Command(argv[0], argv[1:]...)
 		cmd.Stdin = strings.NewReader(stepScript(r.wd, s.Env, s.Argv))
+		// Closing the connection does not stop a command without a
+		// terminal: stop its process group on the host first, then the
+		// ssh client.
+		stop.First = func() { errs = l.stopRemote(r, l.killGrace()) }
+		stop.Grace = 5 * time.Second
 	} else {
-		if err := l.makeFolders(sctx, r); err != nil {
+		if err := l.makeFolders(ctx, r); err != nil {
 			out.LaunchError = err.Error()
 			fmt.Fprintf(logw, "gpuaccept: %s\n", out.LaunchError)
 			return out
@@ -258,49 +205,37 @@ func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready
 		cmd = exec.Command(r.starter[0], r.starter[1:]...)
 		cmd.Dir = r.local
 		cmd.Env = append(rankstart.Environ(l.environ(), s), r.starterEnv...)
+		// The rank starter stops its remote daemons and ranks itself;
+		// what it leaves is killed below.
+		stop.Grace = l.killGrace()
 	}
 	cmd.Stdout, cmd.Stderr = sw, sw
 
-	began := time.Now()
-	g, err := proc.Start(cmd, proc.Options{Name: s.Name})
+	// Whatever the local side (ssh client, rank starter) left running
+	// ends with the step.
+	end, err := launch.RunGroup(ctx, cmd, stop)
 	if err != nil {
 		out.LaunchError = fmt.Sprintf("start %s: %v", cmd.Args[0], err)
 		fmt.Fprintf(logw, "gpuaccept: %s\n", out.LaunchError)
 		return out
 	}
-	var werr error
-	select {
-	case <-g.Exited():
-		werr = g.Err()
-	case <-sctx.Done():
-		why := stopReason(sctx)
-		if why == "timed out" {
-			why = fmt.Sprintf("timed out after %s", time.Since(began).Round(time.Millisecond))
-		}
-		var errs []error
+	if end.Stopped != "" {
 		if r.starter == nil {
-			// Closing the connection does not stop a command without a
-			// terminal: stop its process group on the host first.
-			errs = l.stopRemote(r, l.killGrace())
-			g.Stop(5 * time.Second)
-			out.LaunchError = why + "; remote process group killed"
+			out.LaunchError = end.Stopped + "; remote process group killed"
 		} else {
-			g.Stop(l.killGrace())
 			errs = l.stopRemote(r, 0)
-			out.LaunchError = why + "; rank starter and remote ranks killed"
+			out.LaunchError = end.Stopped + "; rank starter and remote ranks killed"
 		}
-		g.Close() // the local side (ssh client, rank starter) and what it left
 		if err := errors.Join(errs...); err != nil {
 			out.LaunchError += "; " + strings.ReplaceAll(err.Error(), "\n", "; ")
 		}
 		fmt.Fprintf(logw, "\ngpuaccept: step %s %s\n", s.Name, out.LaunchError)
 		return out
 	}
-	g.Close() // whatever the local side left running ends with the step
-	out.ExitCode = launch.ExitCode(werr)
+	out.ExitCode = launch.ExitCode(end.Err)
 	switch {
 	case out.ExitCode < 0:
-		out.LaunchError = fmt.Sprintf("wait for %s: %v", cmd.Args[0], werr)
+		out.LaunchError = fmt.Sprintf("wait for %s: %v", cmd.Args[0], end.Err)
 	case r.starter == nil && out.ExitCode == 255:
 		out.LaunchError = fmt.Sprintf("ssh to %s failed, or the program exited 255 (see the log)", r.hosts[0])
 	case r.starter == nil && out.ExitCode == 125:
