@@ -173,6 +173,17 @@ func absent(path string, within time.Duration) bool {
 }
 
 // pidsIn reads a pid file of "ROLE PID" lines: role -> pid.
+// waitLines waits until the file at path has n lines, for at most d.
+func waitLines(t *testing.T, path string, n int, d time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if data, _ := os.ReadFile(path); strings.Count(string(data), "\n") >= n {
+			return
+		}
+	}
+	t.Fatalf("%s: fewer than %d records after %s", path, n, d)
+}
+
 func pidsIn(t *testing.T, path string) map[string]int {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -251,6 +262,11 @@ func TestSteps(t *testing.T) {
 			stop := c.stop
 			if stop == 0 {
 				stop = 10 * time.Second // bounds a step that does not end
+			}
+			if c.stop > 0 {
+				// Stopped once it has recorded its processes (under load
+				// a fixed delay could stop it half way through a record).
+				waitLines(t, p, 2, 10*time.Second)
 			}
 			select {
 			case <-g.Exited():
