@@ -41,13 +41,13 @@ const Mask = "[REDACTED]"
 // secretNameRE matches names that hold secrets: any name containing TOKEN,
 // SECRET, PASSWORD, API_KEY, CREDENTIAL, AUTH, COOKIE, JWT, WEBHOOK, ...
 // (components may be joined by "_" or "-": X-Api-Key, client-key-data);
-// names with a whole PAT, PASS, KEY or PWD component next to another one
-// (GH_PAT, DB_PASS, SSH_KEY, MYSQL_PWD; not PATH, PWD or OLDPWD); and a
-// bare KEY or PASS, masked only as KEY=value (Kubernetes manifests name
-// label and toleration keys "key:", verdicts read "PASS: ..."). See also
-// notSecret.
-const secretNameRE = `[A-Za-z0-9_-]*(?i:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|SSHPASS|API[-_]?KEY|ACCESS[-_]?KEY|PRIVATE[-_]?KEY|ACCOUNT[-_]?KEY|CLIENT[-_]KEY|SHARED[-_]?ACCESS[-_]?SIGNATURE|CREDENTIAL|AUTH|COOKIE|JWT|WEBHOOK)[A-Za-z0-9_-]*` +
-	`|(?:[A-Za-z0-9]+[_-])+(?i:PAT|PASS|KEY|PWD)(?:[_-][A-Za-z0-9]+)*|(?i:PAT|PASS|KEY)(?:[_-][A-Za-z0-9]+)+|(?i:KEY|PASS)`
+// SSHPASS and PGPASS; names with a whole PAT, PASS, KEY, PWD or PW
+// component next to another one (GH_PAT, DB_PASS, SSH_KEY, MYSQL_PWD,
+// REDIS_PW; not PATH, PWD or OLDPWD); and a bare KEY or PASS, masked only
+// as KEY=value (Kubernetes manifests name label and toleration keys
+// "key:", verdicts read "PASS: ..."). See also notSecret.
+const secretNameRE = `[A-Za-z0-9_-]*(?i:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|SSHPASS|PGPASS|API[-_]?KEY|ACCESS[-_]?KEY|PRIVATE[-_]?KEY|ACCOUNT[-_]?KEY|CLIENT[-_]KEY|SHARED[-_]?ACCESS[-_]?SIGNATURE|CREDENTIAL|AUTH|COOKIE|JWT|WEBHOOK)[A-Za-z0-9_-]*` +
+	`|(?:[A-Za-z0-9]+[_-])+(?i:PAT|PASS|KEY|PWD|PW)(?:[_-][A-Za-z0-9]+)*|(?i:PAT|PASS|KEY|PW)(?:[_-][A-Za-z0-9]+)+|(?i:KEY|PASS)`
 
 var secretName = regexp.MustCompile(`^(?:` + secretNameRE + `)$`)
 
