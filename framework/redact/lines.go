@@ -187,12 +187,18 @@ func (st *state) carried(body []byte) (out []byte, whole bool) {
 	}
 	if st.quote != 0 {
 		i := closingQuote(body, st.quote)
+		part := body
+		if i >= 0 {
+			st.quote = 0
+			part = body[:i]
+		}
+		// A key's END line stays, as the key's own masking leaves it (the
+		// value was a key: NAME='-----BEGIN ... masked once more).
+		if t := bytes.TrimSpace(part); len(t) == 0 || isMasked(t) || bytes.Equal(t, pemEnd.Find(t)) {
+			return nil, false
+		}
 		if i < 0 {
 			return maskedBody(body), true
-		}
-		st.quote = 0
-		if len(bytes.TrimSpace(body[:i])) == 0 || isMasked(body[:i]) {
-			return nil, false
 		}
 		return join([]byte(Mask), body[i:]), false
 	}

@@ -44,13 +44,13 @@ const (
 	// wordQuote: quotes followed by what cannot follow a closing one, the
 	// string not closed on the line.
 	wordQuote = `(?:\\"|["'])+[^\s,:;}\])"']`
-	wordHead  = wordPlain + `(?:` + wordQuote + `)*|` + wordEsc
+	wordHead  = `(?:` + wordPlain + `|` + wordEsc + `)(?:` + wordQuote + `)*`
 	wordUnit  = wordHead + `|` + wordOpen
 	wordRE    = `(?:` + wordUnit + `)+(?:,(?:` + wordHead + `)(?:` + wordUnit + `)*)*`
 	// afterQuote: what goes on with a value after its closing quote:
-	// another quoted string, a shell's \' (not a JSON escape: \n, \/,
-	// ...), or a word that starts with no closer.
-	afterQuote = innerQuoted + `|\\[^"\snrtu/\\]|[^\s"'\\,{\[:;}\])](?:` + innerQuoted + `|` + wordQuote + `)*`
+	// another quoted string, a shell's \' (also JSON-escaped; not a JSON
+	// escape: \n, \/, ...), or a word that starts with no closer.
+	afterQuote = innerQuoted + `|\\[^"\snrtu/\\]|\\\\'|[^\s"'\\,{\[:;}\])](?:` + innerQuoted + `|` + wordQuote + `)*`
 )
 
 // wordRest is the rest of a word cut short: what a piece of a line that
