@@ -115,14 +115,14 @@ func (st *state) opens(body, out []byte, atStart bool) {
 	}
 }
 
-// endingFlag is the flag that t, the end of a line, ends with: a JSON
-// array's element ("--auth-token",) or a word before a line continuation
-// (--password \); nil when there is none.
+// endingFlag is the flag that t, the end of a line or a JSON element,
+// ends with: a JSON array's element ("--auth-token", or escaped) or a word
+// before a line continuation (--password \); nil when there is none.
 func endingFlag(t []byte) []byte {
 	var w []byte
 	switch {
 	case bytes.HasSuffix(t, []byte(`",`)):
-		w = t[:len(t)-2]
+		w = bytes.TrimSuffix(t[:len(t)-2], []byte(`\`)) // \"--auth-token\", in a JSON string
 		if i := bytes.LastIndexByte(w, '"'); i >= 0 {
 			w = w[i+1:]
 		} else {
@@ -206,14 +206,7 @@ func (st *state) carried(body []byte) (out []byte, whole bool) {
 	st.next = nextNone
 	switch next {
 	case nextFlag:
-		m := nextValue.FindSubmatchIndex(body)
-		if m == nil || flagNext(body[m[2]:m[3]]) {
-			return nil, false
-		}
-		m[0] = m[2] // keep the indentation out of the mask's reach
-		if rep := wordValue(1, "")(body, m); rep != nil {
-			return join(body[:m[0]], rep, body[m[1]:]), false
-		}
+		return flagValue(body), false
 	case nextCredential, nextSchemed, nextBare:
 		m := nextCred.FindSubmatchIndex(body)
 		if m == nil {
@@ -229,6 +222,21 @@ func (st *state) carried(body []byte) (out []byte, whole bool) {
 		}
 	}
 	return nil, false
+}
+
+// flagValue is b with the value that starts it masked: what follows a
+// secret flag that ended the line or JSON element before; nil when b
+// starts with no value (another flag, nothing).
+func flagValue(b []byte) []byte {
+	m := nextValue.FindSubmatchIndex(b)
+	if m == nil || flagNext(b[m[2]:m[3]]) {
+		return nil
+	}
+	m[0] = m[2] // keep the indentation out of the mask's reach
+	if rep := wordValue(1, "")(b, m); rep != nil {
+		return join(b[:m[0]], rep, b[m[1]:])
+	}
+	return nil
 }
 
 // b64Line masks a line of a private key's base64 wrapped over lines (its

@@ -93,12 +93,25 @@ func TestMaskedJSONValid(t *testing.T) {
 		`{"k":"LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcGxhbnRlZFdyYXBwZWRLZXlCb2R5\nMDAwMDAwMDAw","n":1}`,
 		`{"env":"X_TOKEN='abc'\\''abd'","n":1}`,
 	} {
-		out := String(doc)
-		assert.Assert(t, out != doc, "nothing masked in %s", doc)
-		var got struct{ N int }
-		assert.NilError(t, json.Unmarshal([]byte(out), &got), "%s -> %s", doc, out)
-		assert.Equal(t, got.N, 1, out)
-		assert.Assert(t, !strings.Contains(out, "abc") && !strings.Contains(out, "abd") && !strings.Contains(out, "12345678") && !strings.Contains(out, "MDAw"), out)
+		// Also as part of a long line, masked element by element, and
+		// escaped inside a JSON string (an outputs.json holding a -J
+		// JSON).
+		long := `{"pad":["` + strings.Repeat(`NCCL_X=1","`, longLine/10) + `"],` + doc[1:]
+		escaped, _ := json.Marshal(long)
+		for _, in := range []string{doc, long, `{"n":1,"json":` + string(escaped) + `}`} {
+			out := String(in)
+			assert.Assert(t, out != in, "nothing masked in %s", in)
+			var got struct {
+				N    int
+				JSON string
+			}
+			assert.NilError(t, json.Unmarshal([]byte(out), &got), "%s -> %s", doc, out[max(0, len(out)-300):])
+			assert.Equal(t, got.N, 1, out)
+			if got.JSON != "" {
+				assert.NilError(t, json.Unmarshal([]byte(got.JSON), &got), "%s -> %s", doc, got.JSON[max(0, len(got.JSON)-300):])
+			}
+			assert.Assert(t, !strings.Contains(out, "abc") && !strings.Contains(out, "abd") && !strings.Contains(out, "12345678") && !strings.Contains(out, "MDAw"), "%s -> %s", doc, out[max(0, len(out)-300):])
+		}
 	}
 }
 

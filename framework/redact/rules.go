@@ -53,9 +53,50 @@ const (
 	afterQuote = innerQuoted + `|\\[^"\snrtu/\\]|\\\\'|[^\s"'\\,{\[:;}\])](?:` + innerQuoted + `|` + wordQuote + `)*`
 )
 
-// wordRest is the rest of a word cut short: what a piece of a line that
-// follows a cut through a masked word begins with (state.skip).
-var wordRest = regexp.MustCompile(`^(?:` + wordQuote + `|` + wordUnit + `|,(?:` + wordHead + `))*`)
+// wordRest is the length of the rest of a word cut short that b starts
+// with: what a piece of a line that follows a cut through a masked word
+// begins with (state.skip). It follows wordRE's grammar, by hand: a
+// regular expression over a piece of a megabyte is slow.
+func wordRest(b []byte) int {
+	i, prev := 0, byte(0)
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f':
+			return i
+		case c == '"' || c == '\'' || c == '\\' && i+1 < len(b) && b[i+1] == '"':
+			// Quotes go on with the word after a plain character or an
+			// escape, when what follows them cannot follow a closing one.
+			j := i
+			for j < len(b) && (b[j] == '"' || b[j] == '\'' || b[j] == '\\' && j+1 < len(b) && b[j+1] == '"') {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if strings.IndexByte("{[:,", prev) >= 0 || j >= len(b) || strings.IndexByte(" \t\n\r\v\f,:;}])\"'", b[j]) >= 0 {
+				return i
+			}
+			i, prev = j+1, 'a' // more quotes may follow what followed them
+		case c == '\\':
+			if i+1 >= len(b) || strings.IndexByte(" \t\n\r\v\f\"", b[i+1]) >= 0 {
+				return i
+			}
+			i, prev = i+2, 'a' // an escape: quotes may follow it
+		case c == ',':
+			// A comma goes on with the word before a plain character or an
+			// escape.
+			if i+1 >= len(b) || strings.IndexByte(" \t\n\r\v\f\"',{[:", b[i+1]) >= 0 ||
+				b[i+1] == '\\' && (i+2 >= len(b) || strings.IndexByte(" \t\n\r\v\f\"", b[i+2]) >= 0) {
+				return i
+			}
+			i, prev = i+1, c
+		default:
+			i, prev = i+1, c
+		}
+	}
+	return i
+}
 
 // pemLabel is the label of a private key's PEM armour (RFC 7468): RSA
 // PRIVATE KEY, OPENSSH PRIVATE KEY, ENCRYPTED PRIVATE KEY, PGP PRIVATE KEY
@@ -84,6 +125,16 @@ type rule struct {
 	retry int
 	// hintBits are the hints' bits in allHints.
 	hintBits uint64
+	// named: a match starts with a name (a flag's, a variable's, an
+	// element's) that holds the hint, at most two characters after the
+	// match's start.
+	named bool
+}
+
+// nameChar: c may be part of a name that holds a hint (HF_TOKEN,
+// --auth-token, ns:password, u003cpassword after a JSON escape's "\").
+func nameChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':'
 }
 
 // placeholder is a value of usage text (KEY=VALUE), not of a secret.
@@ -107,13 +158,14 @@ var rules = []*rule{
 	// The base64 of a PEM private key (kubeconfig client-key-data, a
 	// Kubernetes Secret's data): "LS0tLS1CRUdJTi" is "-----BEGIN". In a
 	// JSON string, wrapped (base64's 76 columns, openssl's 64), its lines
-	// are joined by escaped line breaks; wrapped in a log, carried masks
-	// the lines after the first.
+	// are joined by escaped line breaks (escaped twice in a JSON string
+	// that holds a JSON); wrapped in a log, carried masks the lines after
+	// the first.
 	{name: "pem-base64", hints: []string{"ls0tls1crudjt"},
-		re: regexp.MustCompile(`LS0tLS1CRUdJTi(?:[A-Za-z0-9+]|\\?/|(?:\\r)?\\n(?:[A-Za-z0-9+]|\\?/))*={0,2}`),
+		re: regexp.MustCompile(`LS0tLS1CRUdJTi(?:[A-Za-z0-9+]|\\*/|(?:\\+r)?\\+n(?:[A-Za-z0-9+]|\\*/))*={0,2}`),
 		mask: func(line []byte, m []int) []byte {
-			b64 := bytes.ReplaceAll(line[m[0]:m[1]], []byte(`\/`), []byte("/"))
-			b64 = bytes.ReplaceAll(bytes.ReplaceAll(b64, []byte(`\n`), nil), []byte(`\r`), nil)
+			b64 := escapedBreak.ReplaceAll(line[m[0]:m[1]], nil)
+			b64 = bytes.ReplaceAll(b64, []byte(`\`), nil)
 			b64 = bytes.TrimRight(b64, "=")
 			dec, _ := base64.RawStdEncoding.DecodeString(string(b64[:len(b64)/4*4]))
 			if bytes.Contains(dec, []byte("PRIVATE KEY")) {
@@ -170,7 +222,7 @@ var rules = []*rule{
 	// after an escaped line break or backslash (a "Bearer \" continued);
 	// a scheme that ends its line is left for the next line (carried).
 	{name: "authorization", hints: []string{"authorization"},
-		re: regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\\?"?[ \t]*[:=][ \t]*\\?"?[ \t]*)(?:([a-z][a-z0-9_.-]*)((?:[ \t]|\\\\|\\[nr])+))?([^\s"'\\,;]+)`),
+		re: regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\\?"?[ \t]*[:=][ \t]*\\?"?[ \t]*)(?:([a-z][a-z0-9_.-]*)((?:[ \t]|\\+[nr]|\\\\)+))?([^\s"'\\,;]+)`),
 		mask: func(line []byte, m []int) []byte {
 			if m[4] < 0 && authScheme.Match(line[m[8]:m[9]]) && restBlank.Match(line[m[9]:]) {
 				return nil // the scheme, its credential on the next line
@@ -191,7 +243,7 @@ var rules = []*rule{
 	// array's "--auth-token", "value" (-J's "args" on one line); a flag
 	// that ends its line takes the next one's value (see carried);
 	// --token-file names a file.
-	{name: "flag", hints: nameHints, retry: 3,
+	{name: "flag", named: true, hints: nameHints, retry: 3,
 		re: regexp.MustCompile(`(?:^|[\s"'=])(--?[A-Za-z0-9][A-Za-z0-9-]*)(=|[ \t]+|\\?"[ \t]*,[ \t]*)(` + valueRE + `)`),
 		mask: func(line []byte, m []int) []byte {
 			if !secretFlagName(line[m[2]:m[3]]) || flagNext(line[m[6]:m[7]]) {
@@ -201,7 +253,7 @@ var rules = []*rule{
 		}},
 	// Open MPI's --mca NAME VALUE (-mca, --gmca): the parameter's name says
 	// whether its value is secret.
-	{name: "mca", hints: []string{"mca"},
+	{name: "mca", named: true, hints: []string{"mca"},
 		re: regexp.MustCompile(`(?:^|[\s"'=])--?g?mca[ \t]+([A-Za-z0-9_]+)[ \t]+(` + valueRE + `)`),
 		mask: func(line []byte, m []int) []byte {
 			if !SecretName(string(line[m[2]:m[3]])) || flagNext(line[m[4]:m[5]]) {
@@ -239,7 +291,7 @@ var rules = []*rule{
 	// An XML element named as a secret (Maven's settings.xml
 	// <password>, <token>, ...), also JSON- or HTML-escaped; a bare <key>
 	// is a plist's.
-	{name: "xml-element", hints: nameHints,
+	{name: "xml-element", named: true, hints: nameHints,
 		re: regexp.MustCompile(`(?:<|\\u003[cC]|&lt;)((?:[A-Za-z_][\w.-]*:)?([A-Za-z_][\w-]*))(?:[ \t][^<>]*?)?(?:>|\\u003[eE]|&gt;)(.*?)(?:<|\\u003[cC]|&lt;)\\?/((?:[A-Za-z_][\w.-]*:)?[A-Za-z_][\w-]*)(?:>|\\u003[eE]|&gt;)`),
 		mask: func(line []byte, m []int) []byte {
 			name := line[m[4]:m[5]]
@@ -249,12 +301,17 @@ var rules = []*rule{
 			return group(3)(line, m)
 		}},
 	// "NAME=value" as a JSON string (nccl-tests' -J env array): the value
-	// runs to the closing quote, blanks included.
-	{name: "json-entry", hints: nameHints, retry: 2,
+	// runs to the closing quote, blanks included; escaped (\"NAME=value\"
+	// in a JSON string holding a JSON) to the escaped closing quote.
+	{name: "json-entry", named: true, hints: nameHints, retry: 2,
 		re: regexp.MustCompile(`"([A-Za-z0-9_-]+)=((?:[^"\\]|\\.)*)(?:"|$)`),
 		mask: func(line []byte, m []int) []byte {
 			if !SecretName(string(line[m[2]:m[3]])) {
 				return nil
+			}
+			if m[0] > 0 && line[m[0]-1] == '\\' {
+				m[5] = escapedEnd(line, m[4])
+				m[1] = m[5]
 			}
 			return group(2)(line, m)
 		}},
@@ -262,7 +319,7 @@ var rules = []*rule{
 	// export NAME='a b'; on one line, so "secret:" ending a YAML line
 	// does not mask the next one, but "secret: |" masks the block that
 	// follows it (carried; in a JSON string, yamlEscaped).
-	{name: "assignment", hints: nameHints, retry: 3,
+	{name: "assignment", named: true, hints: nameHints, retry: 3,
 		re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])([A-Za-z0-9_-]+)(\\?"?[ \t]*[=:][ \t]*)(` + valueRE + `)`),
 		mask: func(line []byte, m []int) []byte {
 			name, sep, v := line[m[2]:m[3]], line[m[4]:m[5]], line[m[6]:m[7]]
@@ -365,6 +422,30 @@ var lowerOf = func() (t [256]byte) {
 
 // in reports whether data holds any hint, in any case.
 func (h *hintSet) in(data []byte) bool { return h.find(data, true) != 0 }
+
+// next returns the index of the first hint of bits at or after from in
+// data, in any case; -1 when there is none.
+func (h *hintSet) next(data []byte, from int, bits uint64) int {
+	for i := from; i < len(data); i++ {
+		a := lowerOf[data[i]]
+		if h.single[a]&bits != 0 {
+			return i
+		}
+		if i+1 >= len(data) {
+			break
+		}
+		k := h.pair[a][lowerOf[data[i+1]]]
+		if k == 0 {
+			continue
+		}
+		for _, w := range h.lists[k-1] {
+			if w.bit&bits != 0 && i+len(w.w) <= len(data) && foldedPrefix(data[i:], w.w) {
+				return i
+			}
+		}
+	}
+	return -1
+}
 
 // present returns the bits of the hints data holds, in any case.
 func (h *hintSet) present(data []byte) uint64 { return h.find(data, false) }
@@ -490,6 +571,9 @@ func trimClosers(v []byte) int {
 	return n
 }
 
+// escapedBreak is a line break escaped in a JSON string, once or more.
+var escapedBreak = regexp.MustCompile(`\\+[nr]`)
+
 // blockIndicator is the value of a key whose YAML block scalar follows
 // (YAML 1.2 section 8.1.1: |, >, with a chomping and an indentation
 // indicator); Go's JSON writes ">" as \u003e.
@@ -500,7 +584,7 @@ var blockIndicator = regexp.MustCompile(`^(?:[|>]|\\u003[eE])(?:[1-9][-+]?|[-+][
 // none.
 func indicatorLen(v []byte) int {
 	n := len(blockIndicator.Find(v))
-	if n == 0 || (n < len(v) && !bytes.HasPrefix(v[n:], []byte(`\n`))) {
+	if n == 0 || (n < len(v) && !bytes.HasPrefix(v[n:], []byte(`\n`)) && !bytes.HasPrefix(v[n:], []byte(`\\n`))) {
 		return 0
 	}
 	return n
@@ -515,16 +599,20 @@ var authScheme = regexp.MustCompile(`(?i)^(?:basic|bearer|digest|hoba|mutual|neg
 var restBlank = regexp.MustCompile(`^[ \t"'\\]*$`)
 
 // yamlEscaped masks the lines of a secret's YAML block scalar held in a
-// JSON string ("password: |\n  line\n  line\n"): those after the
-// indicator, m's value, indented deeper than the key, down to the
-// indentation of the first (YAML 1.2 section 8.1.1.1). It returns nil
-// when the line breaks are real ones: carried masks those lines.
+// JSON string ("password: |\n  line\n  line\n", or escaped twice, as a
+// JSON string holding a JSON holds it): those after the indicator, m's
+// value, indented deeper than the key, down to the indentation of the
+// first (YAML 1.2 section 8.1.1.1). It returns nil when the line breaks
+// are real ones: carried masks those lines.
 func yamlEscaped(line []byte, m []int) []byte {
 	at := m[7]
 	for at < len(line) && (line[at] == ' ' || line[at] == '\t') {
 		at++
 	}
-	if !bytes.HasPrefix(line[at:], []byte(`\n`)) {
+	brk, level := []byte(`\n`), 1
+	if bytes.HasPrefix(line[at:], []byte(`\\n`)) {
+		brk, level = []byte(`\\n`), 2
+	} else if !bytes.HasPrefix(line[at:], brk) {
 		return nil
 	}
 	keyIndent := 0
@@ -533,9 +621,9 @@ func yamlEscaped(line []byte, m []int) []byte {
 	}
 	out := append([]byte{}, line[m[0]:at]...)
 	indent, masked := -1, false
-	for bytes.HasPrefix(line[at:], []byte(`\n`)) {
-		start := at + 2
-		end := jsonLineEnd(line, start)
+	for bytes.HasPrefix(line[at:], brk) {
+		start := at + len(brk)
+		end := yamlLineEnd(line, start, level)
 		text := line[start:end]
 		t := bytes.TrimLeft(text, " ")
 		n := len(text) - len(t)
@@ -550,7 +638,7 @@ func yamlEscaped(line []byte, m []int) []byte {
 				text, masked = append(append([]byte{}, text[:n]...), Mask...), true
 			}
 		}
-		out = append(append(out, `\n`...), text...)
+		out = append(append(out, brk...), text...)
 		at = end
 	}
 	if !masked {
@@ -560,20 +648,59 @@ func yamlEscaped(line []byte, m []int) []byte {
 	return out
 }
 
-// jsonLineEnd is where the line of a JSON string's text that starts at i
-// ends: at an escaped line break, the string's closing quote, or the end.
-func jsonLineEnd(line []byte, i int) int {
-	for i < len(line) {
-		switch line[i] {
-		case '"':
+// yamlLineEnd is where a line of a YAML block held in a JSON string,
+// escaped once (level 1) or twice (level 2), ends from i on: at an escaped
+// line break or at the string's closing quote (\" at level 2), or at the
+// end.
+func yamlLineEnd(line []byte, i, level int) int {
+	// next is the character of the once-escaped text at i, and its width.
+	next := func(i int) (byte, int, bool) {
+		if i >= len(line) || (level == 2 && line[i] == '"') {
+			return 0, 0, false
+		}
+		if level == 2 && line[i] == '\\' && i+1 < len(line) {
+			return line[i+1], 2, true
+		}
+		return line[i], 1, true
+	}
+	for {
+		c, w, ok := next(i)
+		if !ok || c == '"' {
 			return i
-		case '\\':
-			if i+1 < len(line) && line[i+1] == 'n' {
+		}
+		if c == '\\' {
+			c2, w2, ok2 := next(i + w)
+			if !ok2 || c2 == 'n' {
 				return i
 			}
-			i++
+			w += w2
 		}
-		i++
+		i += w
+	}
+}
+
+// escapedEnd is where the text of an escaped JSON string inside a JSON
+// string, from i on, ends: at its escaped closing quote (\"), not one the
+// inner string escapes (\\\"), or the end.
+func escapedEnd(line []byte, i int) int {
+	innerEsc := false
+	for i < len(line) {
+		c, w := line[i], 1
+		if c == '"' {
+			return i // the outer string's end: the inner one is cut short
+		}
+		if c == '\\' && i+1 < len(line) {
+			c, w = line[i+1], 2 // an outer escape: the inner string's character
+		}
+		switch {
+		case innerEsc:
+			innerEsc = false
+		case w == 2 && c == '\\':
+			innerEsc = true
+		case w == 2 && c == '"':
+			return i
+		}
+		i += w
 	}
 	return len(line)
 }
@@ -648,13 +775,27 @@ func (ru *rule) apply(line []byte) []byte {
 	var out []byte
 	last := 0
 	for at := 0; at <= len(line); {
-		m := ru.re.FindSubmatchIndex(line[at:])
+		from := at
+		if ru.named {
+			// The match holds a hint in the name it starts with: look
+			// from that name on (a long line's other text never meets
+			// the regular expression).
+			h := allHints.next(line, at, ru.hintBits)
+			if h < 0 {
+				break
+			}
+			for h > at && nameChar(line[h-1]) {
+				h--
+			}
+			from = max(at, h-2)
+		}
+		m := ru.re.FindSubmatchIndex(line[from:])
 		if m == nil {
 			break
 		}
 		for i := range m {
 			if m[i] >= 0 {
-				m[i] += at
+				m[i] += from
 			}
 		}
 		rep := ru.mask(line, m)
@@ -722,7 +863,7 @@ const (
 func skipEnd(kind int, body []byte) int {
 	switch kind {
 	case skipWord:
-		n := len(wordRest.Find(body))
+		n := wordRest(body)
 		if n == len(body) {
 			return n
 		}
@@ -882,14 +1023,27 @@ const longLine = 4 << 10
 // rules applies every rule whose hint the line holds; a long line's JSON
 // elements are masked one by one. An element ends where a string of a
 // JSON array or object ends and the next one starts ("a","b" or "a",
-// "b"): no JSON string holds that (its quotes would be escaped), and no
-// masking needs to reach across it.
+// "b"; escaped, \"a\",\"b\", in a JSON string that holds a JSON, as an
+// outputs.json holds a -J JSON): no JSON string holds that (its quotes
+// would be escaped), and no masking needs to reach across it.
 func (r *Redactor) rules(st *state, line []byte) []byte {
 	if len(line) < longLine {
 		return r.part(st, line)
 	}
 	var out []byte
-	last := 0
+	last, flag := 0, false
+	// part masks one element; one that follows a secret flag's element
+	// ("--auth-token", "X") is that flag's value.
+	part := func(p []byte) {
+		if flag {
+			if masked := flagValue(p); masked != nil {
+				p = masked
+			}
+		}
+		f := endingFlag(bytes.TrimRight(p, " \t"))
+		flag = f != nil && secretFlagName(f)
+		out = append(out, r.part(st, p)...)
+	}
 	for at := 0; ; {
 		i := bytes.Index(line[at:], []byte(`",`))
 		if i < 0 {
@@ -900,13 +1054,15 @@ func (r *Redactor) rules(st *state, line []byte) []byte {
 		for next < len(line) && (line[next] == ' ' || line[next] == '\t') {
 			next++
 		}
-		if next < len(line) && line[next] == '"' {
+		escaped := at >= 3 && line[at-3] == '\\' && next+1 < len(line) && line[next] == '\\' && line[next+1] == '"'
+		if next < len(line) && line[next] == '"' || escaped {
 			// The next element's opening quote starts the next part.
-			out = append(out, r.part(st, line[last:next])...)
+			part(line[last:next])
 			last = next
 		}
 	}
-	return append(out, r.part(st, line[last:])...)
+	part(line[last:])
+	return out
 }
 
 // part applies every rule whose hint part holds.
