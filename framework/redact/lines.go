@@ -7,9 +7,11 @@ import (
 	"strings"
 )
 
-// Secrets that go on over the next lines: what a line leaves open
-// (opens) and how the lines after it are masked (carried). A PEM key's
-// lines are the segment's own business.
+// Secrets that go on over the next lines (a YAML block scalar, a key's
+// base64 wrapped, a quoted value not closed on its line, a flag's or an
+// Authorization header's value on the next line): what a line leaves
+// open (opens) and how the lines after it are masked (carried). A PEM
+// key's lines are the segment's own business.
 
 // nextKind says what the start of the next line is (state.next).
 type nextKind uint8
