@@ -227,7 +227,7 @@ func TestNoSecretFromRunReplayRecordLocalise(t *testing.T) {
 
 // Parameters and command lines: every Env given as --param env.NAME=...
 // is masked in a dry run's commands and in a run's results; a secret in a
-// flag's bad value is masked in the error that echoes it.
+// flag's bad value (every format's) is masked in the error that echoes it.
 func TestNoSecretFromParamsAndErrors(t *testing.T) {
 	ps := plants(t)
 	bin := standin(t)
@@ -244,6 +244,10 @@ func TestNoSecretFromParamsAndErrors(t *testing.T) {
 	t.Setenv("STANDIN_RECORDINGS", rec)
 	a.cli(t, []int{0, 1}, append(args, "--out", filepath.Join(out, "run"), "--format", "json")...)
 	for _, p := range ps {
+		// A flag's bad value, echoed by its error on stderr: every format,
+		// as an environment entry and as a log shows it.
+		a.cli(t, []int{2}, "--sku", "h200", "--suite", "singlenode", "--timeout", p.Env)
+		a.cli(t, []int{2}, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", p.Line, "--gpus-per-node", "2")
 		if strings.HasPrefix(p.Name, "host-user-password") || strings.HasPrefix(p.Name, "url-") {
 			_, v, _ := strings.Cut(p.Env, "=")
 			a.cli(t, []int{2}, "--sku", "h200", "--suite", "singlenode", "--hosts", v)

@@ -1,7 +1,9 @@
 package redact
 
 import (
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -20,5 +22,31 @@ func BenchmarkLongLog(b *testing.B) {
 	b.SetBytes(int64(len(log)))
 	for b.Loop() {
 		Bytes(log)
+	}
+}
+
+// Every real output under testdata/recordings (logs with NCCL INFO lines,
+// -J JSONs with their env arrays, results folders), masked file by file:
+// the lines that hold hints and so meet the rules.
+func BenchmarkRecordings(b *testing.B) {
+	var files [][]byte
+	var n int64
+	err := filepath.WalkDir("../../testdata/recordings", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		files = append(files, data)
+		n += int64(len(data))
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(n)
+	for b.Loop() {
+		for _, f := range files {
+			Bytes(f)
+		}
 	}
 }

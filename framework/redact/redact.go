@@ -6,16 +6,25 @@
 // output through Stream, structures (a run's results) through Value.
 //
 // It masks
-//   - values of variables, keys, headers and flags whose names say they
-//     are secrets (HF_TOKEN=, "password": , X-Api-Key:, --auth-token, KEY=,
-//     MYSQL_PWD=, CI_JOB_JWT=, DOCKER_AUTH_CONFIG's "auth", also inside
-//     JSON strings, whose quotes and slashes are escaped);
+//   - values of variables, keys, headers, flags and XML elements whose
+//     names say they are secrets (HF_TOKEN=, "password": , X-Api-Key:,
+//     --auth-token, KEY=, MYSQL_PWD=, REDIS_PW=, PGPASS=, CI_JOB_JWT=,
+//     DOCKER_AUTH_CONFIG's "auth", <password>, Open MPI's --mca NAME
+//     VALUE, ~/.aws/credentials' keys, also inside JSON strings, whose
+//     quotes and slashes are escaped); a value runs to a blank, through
+//     brackets and quotes (a]b, ab"cd, and a shell's quoting of a quote);
+//   - values that go on over lines: a YAML block scalar (password: |),
+//     a quoted value not closed on its line, a -J JSON's "args" element
+//     after a secret flag's, an Authorization header's credential on the
+//     line after its scheme (a shell's "\" continuation, HTTP's folding);
 //   - credentials by their shape: PEM private keys (across lines, or on one
 //     line as a JSON string holds them) and their base64 (kubeconfig
-//     client-key-data), GitHub, GitLab, Slack, Hugging Face, npm and Google
-//     tokens, AWS access key IDs, JWTs, Azure SAS signatures, Slack webhook
-//     URLs, passwords and tokens in URLs and in user:password@host,
-//     Authorization headers of any scheme, sshpass -p, curl -u;
+//     client-key-data; wrapped over lines as base64(1) and openssl write
+//     it), GitHub, GitLab, Slack, Hugging Face, npm and Google tokens, AWS
+//     access key IDs, JWTs, Azure SAS signatures, Slack webhook URLs,
+//     passwords and tokens in URLs and in user:password@host,
+//     Authorization headers of any scheme, sshpass -p, curl -u, the MySQL
+//     clients' -pPASSWORD, .netrc's password;
 //   - any literal value the caller knows to be secret (the environment's),
 //     also as JSON, HTML and XML escape it.
 //
@@ -41,13 +50,13 @@ const Mask = "[REDACTED]"
 // secretNameRE matches names that hold secrets: any name containing TOKEN,
 // SECRET, PASSWORD, API_KEY, CREDENTIAL, AUTH, COOKIE, JWT, WEBHOOK, ...
 // (components may be joined by "_" or "-": X-Api-Key, client-key-data);
-// names with a whole PAT, PASS, KEY or PWD component next to another one
-// (GH_PAT, DB_PASS, SSH_KEY, MYSQL_PWD; not PATH, PWD or OLDPWD); and a
-// bare KEY or PASS, masked only as KEY=value (Kubernetes manifests name
-// label and toleration keys "key:", verdicts read "PASS: ..."). See also
-// notSecret.
-const secretNameRE = `[A-Za-z0-9_-]*(?i:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|SSHPASS|API[-_]?KEY|ACCESS[-_]?KEY|PRIVATE[-_]?KEY|ACCOUNT[-_]?KEY|CLIENT[-_]KEY|SHARED[-_]?ACCESS[-_]?SIGNATURE|CREDENTIAL|AUTH|COOKIE|JWT|WEBHOOK)[A-Za-z0-9_-]*` +
-	`|(?:[A-Za-z0-9]+[_-])+(?i:PAT|PASS|KEY|PWD)(?:[_-][A-Za-z0-9]+)*|(?i:PAT|PASS|KEY)(?:[_-][A-Za-z0-9]+)+|(?i:KEY|PASS)`
+// SSHPASS and PGPASS; names with a whole PAT, PASS, KEY, PWD or PW
+// component next to another one (GH_PAT, DB_PASS, SSH_KEY, MYSQL_PWD,
+// REDIS_PW; not PATH, PWD or OLDPWD); and a bare KEY or PASS, masked only
+// as KEY=value (Kubernetes manifests name label and toleration keys
+// "key:", verdicts read "PASS: ..."). See also notSecret.
+const secretNameRE = `[A-Za-z0-9_-]*(?i:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|SSHPASS|PGPASS|API[-_]?KEY|ACCESS[-_]?KEY|PRIVATE[-_]?KEY|ACCOUNT[-_]?KEY|CLIENT[-_]KEY|SHARED[-_]?ACCESS[-_]?SIGNATURE|CREDENTIAL|AUTH|COOKIE|JWT|WEBHOOK)[A-Za-z0-9_-]*` +
+	`|(?:[A-Za-z0-9]+[_-])+(?i:PAT|PASS|KEY|PWD|PW)(?:[_-][A-Za-z0-9]+)*|(?i:PAT|PASS|KEY|PW)(?:[_-][A-Za-z0-9]+)+|(?i:KEY|PASS)`
 
 var secretName = regexp.MustCompile(`^(?:` + secretNameRE + `)$`)
 
@@ -224,9 +233,16 @@ func (r *Redactor) Params(params map[string]string) map[string]string {
 // Secrets returns the values masking s removes (those of minKnown bytes or
 // more): what of a command line looks secret, to be masked also where a
 // message quotes a piece of it ("admin:pw@host1" quoted as "pw@host1").
+// An s of the form NAME=VALUE or --flag=VALUE whose name says secret and
+// whose VALUE holds blanks (one argument, where masking a line would stop
+// at the first blank) gives its whole VALUE too.
 func Secrets(s string) []string {
 	masked := String(s)
 	var out []string
+	if k, v, ok := strings.Cut(s, "="); ok && len(v) >= minKnown && k != "" && strings.ContainsAny(v, " \t\n") && !strings.Contains(v, "=") &&
+		(SecretName(paramName(k)) || k[0] == '-' && secretFlagName([]byte(k))) {
+		out = append(out, v)
+	}
 	for rest := masked; ; {
 		i := strings.Index(rest, Mask)
 		if i < 0 {
@@ -246,7 +262,10 @@ func Secrets(s string) []string {
 			next = after[:j]
 		}
 		end := len(s)
-		if next != "" {
+		switch {
+		case next != "" && next == after && strings.HasSuffix(s, next):
+			end = len(s) - len(next) // the last secret: the rest of s follows it
+		case next != "":
 			if k := strings.Index(s, next); k >= 0 {
 				end = k
 			}

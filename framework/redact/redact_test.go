@@ -2,6 +2,7 @@ package redact
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -36,9 +37,81 @@ func TestLine(t *testing.T) {
 		{`PASS: SKU h200, suite singlenode`, `PASS: SKU h200, suite singlenode`},
 		{`KEY=k3yV4lue PASS=p4ss`, `KEY=[REDACTED] PASS=[REDACTED]`},
 		{`Running benchmark with max_tokens_per_rank: 256`, `Running benchmark with max_tokens_per_rank: 256`},
+		// Directories are no passwords; -p is a port or a flag outside the
+		// MySQL clients; --mca and aws configure set take plain values too.
+		{`OLDPWD=/root PWD=/tmp`, `OLDPWD=/root PWD=/tmp`},
+		{`ib_write_bw -d mlx5_0 -p 18515 -F; ssh -p2222 node1; tar -pxf a.tar`, `ib_write_bw -d mlx5_0 -p 18515 -F; ssh -p2222 node1; tar -pxf a.tar`},
+		{`mysql -h db1 -p results`, `mysql -h db1 -p results`},
+		{`mysql -uroot -p'pa ss' results`, `mysql -uroot -p'[REDACTED]' results`},
+		{`mpirun --mca btl_tcp_if_include eth0 --mca pml ucx`, `mpirun --mca btl_tcp_if_include eth0 --mca pml ucx`},
+		{`aws configure set region us-east-1`, `aws configure set region us-east-1`},
+		{`Enter password for ci: ; password incorrect for ci`, `Enter password for ci: ; password incorrect for ci`},
+		// XML elements by their names, in any case, with a namespace or
+		// attributes, escaped as JSON writes them; a plist's <key> is none.
+		{`<Password>p1</Password><ns:token>t1</ns:token><secret kind="a">s1</secret>`, `<Password>[REDACTED]</Password><ns:token>[REDACTED]</ns:token><secret kind="a">[REDACTED]</secret>`},
+		{`"<password>p1<\/password>"`, `"<password>[REDACTED]<\/password>"`},
+		{`<key>Label</key><string>gpuaccept</string><password></password>`, `<key>Label</key><string>gpuaccept</string><password></password>`},
+		// A value that ends in an earlier rule's Mask gains no second "]";
+		// closers of what the value stands in stay, its own go.
+		{`APP_SECRET=x-ghp_plantedGhClassicPat11111111111111111`, `APP_SECRET=[REDACTED]`},
+		{`[APP_SECRET=x-ghp_plantedGhClassicPat11111111111111111]`, `[APP_SECRET=[REDACTED]]`},
+		{`(DB_PASS=abc) {"token":5} X_TOKEN=a[1]`, `(DB_PASS=[REDACTED]) {"token":"[REDACTED]"} X_TOKEN=[REDACTED]`},
+		// What a line leaves open reaches the next line only where it is
+		// the secret's.
+		{"Authorization: Bearer\n< HTTP/1.1 401 Unauthorized", "Authorization: Bearer\n< HTTP/1.1 401 Unauthorized"},
+		{"  \"--hosts\",\n  \"node1\",\n  \"--auth-token\",\n  \"--next\",", "  \"--hosts\",\n  \"node1\",\n  \"--auth-token\",\n  \"--next\","},
+		{"  password: |\n    p1\n  user: admin\nkey: |\n  k1", "  password: |\n    [REDACTED]\n  user: admin\nkey: |\n  k1"},
+		{"export X_TOKEN='line1\nline2' && run\nnext", "export X_TOKEN='[REDACTED]\n[REDACTED]' && run\nnext"},
+		// A certificate's base64 is public.
+		{"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMwekNDQWJ1Z0F3SUJBZ0lKQU1wbGFu\ndGVkQ2VydEJvZHkwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAw", "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMwekNDQWJ1Z0F3SUJBZ0lKQU1wbGFu\ndGVkQ2VydEJvZHkwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAw"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, string(Line([]byte(c.in))), c.want)
+		assert.Equal(t, string(Line([]byte(c.want))), c.want, "masking twice changes more")
+	}
+}
+
+// Masked JSON stays valid JSON with its other members as they were: an
+// unquoted value stops at the closing quote of the string it is in, and
+// a JSON member's bare value becomes a string.
+func TestMaskedJSONValid(t *testing.T) {
+	for _, doc := range []string{
+		`{"cmd":"x --token=abc","n":1}`,
+		`{"cmd":"x --token abc","n":1}`,
+		`{"msg":"DB_PASSWORD=a]b}c","n":1}`,
+		`{"msg":"X_TOKEN=ab\"cd","n":1}`,
+		`{"token":5,"n":1}`,
+		`{"a":[{"auth":true}],"n":1}`,
+		`{"args":["--auth-token","abc"],"n":1}`,
+		`{"args":["--auth-token", "a b"],"n":1}`,
+		`{"cmd":"mysql -uroot -pabc db","n":1}`,
+		`{"cmd":"mpirun --mca oob_password abc x","n":1}`,
+		`{"xml":"<password>abc</password>","n":1}`,
+		`{"netrc":"machine h login u password abc","n":1}`,
+		`{"y":"password: |\n  abc\n  abd\nuser: u\n","n":1}`,
+		`{"h":"Authorization: Bearer \\\n  abcdefgh12345678","n":1}`,
+		`{"k":"LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcGxhbnRlZFdyYXBwZWRLZXlCb2R5\nMDAwMDAwMDAw","n":1}`,
+		`{"env":"X_TOKEN='abc'\\''abd'","n":1}`,
+	} {
+		// Also as part of a long line, masked element by element, and
+		// escaped inside a JSON string (an outputs.json holding a -J
+		// JSON).
+		long := `{"pad":["` + strings.Repeat(`NCCL_X=1","`, longLine/10) + `"],` + doc[1:]
+		escaped, _ := json.Marshal(long)
+		for _, in := range []string{doc, long, `{"n":1,"json":` + string(escaped) + `}`} {
+			out := String(in)
+			assert.Assert(t, out != in, "nothing masked in %s", in)
+			var got struct {
+				N    int
+				JSON string
+			}
+			assert.NilError(t, json.Unmarshal([]byte(out), &got), "%s -> %s", doc, out[max(0, len(out)-300):])
+			assert.Equal(t, got.N, 1, out)
+			if got.JSON != "" {
+				assert.NilError(t, json.Unmarshal([]byte(got.JSON), &got), "%s -> %s", doc, got.JSON[max(0, len(got.JSON)-300):])
+			}
+			assert.Assert(t, !strings.Contains(out, "abc") && !strings.Contains(out, "abd") && !strings.Contains(out, "12345678") && !strings.Contains(out, "MDAw"), "%s -> %s", doc, out[max(0, len(out)-300):])
+		}
 	}
 }
 
@@ -104,6 +177,10 @@ func TestSecrets(t *testing.T) {
 		{"https://ci:pw12345@pypi.example.com/simple", []string{"pw12345"}},
 		{"nccl.all_reduce", nil},
 		{"X_TOKEN=ab", nil}, // too short to mask on its own
+		// One argument: its value whole, blanks and all.
+		{"APP_SECRET=planted spaced secret17", []string{"planted spaced secret17", "planted"}},
+		// The quote that follows the last Mask is also inside the secret.
+		{`+ export 'DEPLOY_PASSWORD=ab'\''cd'`, []string{`ab'\''cd`}},
 	}
 	for _, c := range cases {
 		assert.DeepEqual(t, Secrets(c.in), c.want)

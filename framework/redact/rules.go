@@ -8,15 +8,95 @@ import (
 )
 
 // valueRE is a value after "=" or ":": an escaped-quoted string inside a
-// JSON string (\"...\"), a quoted one, or a word up to a blank, a quote, a
-// closing bracket or a trailing comma (commas inside stay part of it). A
-// quote that is not closed runs to the end: the rest of the line, or of a
-// piece of a line cut short. No match ends inside a JSON escape, so a
-// masked JSON stays valid.
-const valueRE = `\\"(?:[^"\\\n]|\\[^"\n])*(?:\\"|$)` +
+// JSON string (\"...\"), a quoted one, or a word (wordRE). A quote that
+// is not closed runs to the end: the rest of the line, or of a piece of a
+// line cut short. A closed one goes on with what follows it, up to a
+// blank, when that cannot follow a closing quote in JSON (a shell's
+// 'a'\”b', as launchers and bash's trace quote a value holding a single
+// quote). No match ends inside a JSON escape, so a masked JSON stays
+// valid.
+const valueRE = `(?:\\"(?:[^"\\\n]|\\[^"\n])*(?:\\"|$)` +
 	`|"(?:[^"\\\n]|\\.)*(?:"|$)` +
 	`|'[^'\n]*(?:'|$)` +
-	`|(?:[^\s"'\\,}\]]|\\[^"\s])+(?:,(?:[^\s"'\\,}\]]|\\[^"\s])+)*`
+	`)(?:(?:` + afterQuote + `)(?:` + wordUnit + `)*)*` +
+	`|` + wordRE
+
+// The grammar of an unquoted value. It runs to a blank, through closing
+// brackets (a]b, a}b: masks trim the ones that close the structure the
+// value stands in, see trimClosers) and through a quote that something
+// follows which cannot follow a closing quote in JSON or a shell (ab"cd,
+// and bash's trace of a value holding a single quote); it stops at a
+// quote after an opener or a comma (a JSON string's opening quote:
+// {"token":1,"n":2}) and at a trailing comma. Inside it a quote is a
+// character: a blank ends the value even between quotes.
+const (
+	// wordPlain: a character after which a quote may go on with the value.
+	wordPlain = `[^\s"'\\,{\[:]`
+	// wordOpen: one after which a quote opens a string.
+	wordOpen = `[{\[:]`
+	// wordEsc: a backslash escape (\/ in nccl-tests' JSON), not of a quote.
+	wordEsc = `\\[^"\s]`
+	// innerQuoted: a quoted string after a closed one, closed on the line,
+	// its opening quote followed by what cannot follow a closing one.
+	innerQuoted = `'[^\s,:;}\])'][^'\n]*'` +
+		`|"[^\s,:;}\])"\\](?:[^"\\\n]|\\.)*"` +
+		`|\\"[^\s,:;}\])"\\](?:[^"\\\n]|\\[^"\n])*\\"`
+	// wordQuote: quotes followed by what cannot follow a closing one, the
+	// string not closed on the line.
+	wordQuote = `(?:\\"|["'])+[^\s,:;}\])"']`
+	wordHead  = `(?:` + wordPlain + `|` + wordEsc + `)(?:` + wordQuote + `)*`
+	wordUnit  = wordHead + `|` + wordOpen
+	wordRE    = `(?:` + wordUnit + `)+(?:,(?:` + wordHead + `)(?:` + wordUnit + `)*)*`
+	// afterQuote: what goes on with a value after its closing quote:
+	// another quoted string, a shell's \' (also JSON-escaped; not a JSON
+	// escape: \n, \/, ...), or a word that starts with no closer.
+	afterQuote = innerQuoted + `|\\[^"\snrtu/\\]|\\\\'|[^\s"'\\,{\[:;}\])](?:` + innerQuoted + `|` + wordQuote + `)*`
+)
+
+// wordRest is the length of the rest of a word cut short that b starts
+// with: what a piece of a line that follows a cut through a masked word
+// begins with (state.skip). It follows wordRE's grammar, by hand: a
+// regular expression over a piece of a megabyte is slow.
+func wordRest(b []byte) int {
+	i, prev := 0, byte(0)
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f':
+			return i
+		case c == '"' || c == '\'' || c == '\\' && i+1 < len(b) && b[i+1] == '"':
+			// Quotes go on with the word after a plain character or an
+			// escape, when what follows them cannot follow a closing one.
+			j := i
+			for j < len(b) && (b[j] == '"' || b[j] == '\'' || b[j] == '\\' && j+1 < len(b) && b[j+1] == '"') {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if strings.IndexByte("{[:,", prev) >= 0 || j >= len(b) || strings.IndexByte(" \t\n\r\v\f,:;}])\"'", b[j]) >= 0 {
+				return i
+			}
+			i, prev = j+1, 'a' // more quotes may follow what followed them
+		case c == '\\':
+			if i+1 >= len(b) || strings.IndexByte(" \t\n\r\v\f\"", b[i+1]) >= 0 {
+				return i
+			}
+			i, prev = i+2, 'a' // an escape: quotes may follow it
+		case c == ',':
+			// A comma goes on with the word before a plain character or an
+			// escape.
+			if i+1 >= len(b) || strings.IndexByte(" \t\n\r\v\f\"',{[:", b[i+1]) >= 0 ||
+				b[i+1] == '\\' && (i+2 >= len(b) || strings.IndexByte(" \t\n\r\v\f\"", b[i+2]) >= 0) {
+				return i
+			}
+			i, prev = i+1, c
+		default:
+			i, prev = i+1, c
+		}
+	}
+	return i
+}
 
 // pemLabel is the label of a private key's PEM armour (RFC 7468): RSA
 // PRIVATE KEY, OPENSSH PRIVATE KEY, ENCRYPTED PRIVATE KEY, PGP PRIVATE KEY
@@ -43,6 +123,18 @@ type rule struct {
 	// match mask left: rules matching any name=value look into the value
 	// of one that holds no secret (X=HF_TOKEN=...).
 	retry int
+	// hintBits are the hints' bits in allHints.
+	hintBits uint64
+	// named: a match starts with a name (a flag's, a variable's, an
+	// element's) that holds the hint, at most two characters after the
+	// match's start.
+	named bool
+}
+
+// nameChar: c may be part of a name that holds a hint (HF_TOKEN,
+// --auth-token, ns:password, u003cpassword after a JSON escape's "\").
+func nameChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':'
 }
 
 // placeholder is a value of usage text (KEY=VALUE), not of a secret.
@@ -53,7 +145,7 @@ var secretFlag = regexp.MustCompile(`(?i)token|password|passwd|passphrase|secret
 
 // nameHints are fragments every secret name holds, lower-cased.
 var nameHints = []string{"token", "secret", "pass", "key", "auth", "credential", "cookie", "jwt", "webhook", "pwd", "signature",
-	"_pat", "pat_", "-pat", "pat-"}
+	"_pat", "pat_", "-pat", "pat-", "_pw", "pw_", "-pw", "pw-"}
 
 var urlHints = []string{"://", `:\/\/`}
 
@@ -64,11 +156,16 @@ var rules = []*rule{
 		re:   regexp.MustCompile(`(-----BEGIN ` + pemLabel + `-----)(.*?)(-----END ` + pemLabel + `-----)`),
 		mask: group(2)},
 	// The base64 of a PEM private key (kubeconfig client-key-data, a
-	// Kubernetes Secret's data): "LS0tLS1CRUdJTi" is "-----BEGIN".
+	// Kubernetes Secret's data): "LS0tLS1CRUdJTi" is "-----BEGIN". In a
+	// JSON string, wrapped (base64's 76 columns, openssl's 64), its lines
+	// are joined by escaped line breaks (escaped twice in a JSON string
+	// that holds a JSON); wrapped in a log, carried masks the lines after
+	// the first.
 	{name: "pem-base64", hints: []string{"ls0tls1crudjt"},
-		re: regexp.MustCompile(`LS0tLS1CRUdJTi(?:[A-Za-z0-9+]|\\?/)*={0,2}`),
+		re: regexp.MustCompile(`LS0tLS1CRUdJTi(?:[A-Za-z0-9+]|\\*/|(?:\\+r)?\\+n(?:[A-Za-z0-9+]|\\*/))*={0,2}`),
 		mask: func(line []byte, m []int) []byte {
-			b64 := bytes.ReplaceAll(line[m[0]:m[1]], []byte(`\/`), []byte("/"))
+			b64 := escapedBreak.ReplaceAll(line[m[0]:m[1]], nil)
+			b64 = bytes.ReplaceAll(b64, []byte(`\`), nil)
 			b64 = bytes.TrimRight(b64, "=")
 			dec, _ := base64.RawStdEncoding.DecodeString(string(b64[:len(b64)/4*4]))
 			if bytes.Contains(dec, []byte("PRIVATE KEY")) {
@@ -121,10 +218,17 @@ var rules = []*rule{
 			return group(2)(line, m)
 		}},
 	// Authorization headers of any scheme (Bearer, Basic, Token, ...): the
-	// scheme stays.
+	// scheme stays. In a JSON string the credential may follow the scheme
+	// after an escaped line break or backslash (a "Bearer \" continued);
+	// a scheme that ends its line is left for the next line (carried).
 	{name: "authorization", hints: []string{"authorization"},
-		re:   regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\\?"?[ \t]*[:=][ \t]*\\?"?[ \t]*)(?:([a-z][a-z0-9_.-]*)([ \t]+))?([^\s"'\\,;]+)`),
-		mask: group(4)},
+		re: regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\\?"?[ \t]*[:=][ \t]*\\?"?[ \t]*)(?:([a-z][a-z0-9_.-]*)((?:[ \t]|\\+[nr]|\\\\)+))?([^\s"'\\,;]+)`),
+		mask: func(line []byte, m []int) []byte {
+			if m[4] < 0 && authScheme.Match(line[m[8]:m[9]]) && restBlank.Match(line[m[9]:]) {
+				return nil // the scheme, its credential on the next line
+			}
+			return group(4)(line, m)
+		}},
 	// Bearer or Basic credentials without a header; a word after "basic"
 	// in prose has no digit or base64 padding.
 	{name: "bearer", hints: []string{"bearer", "basic"},
@@ -135,31 +239,87 @@ var rules = []*rule{
 			}
 			return group(3)(line, m)
 		}},
-	// --password value, --auth-token=value, -token value; --token-file
-	// names a file.
-	{name: "flag", hints: nameHints, retry: 3,
-		re: regexp.MustCompile(`(?:^|[\s"'=])(--?[A-Za-z0-9][A-Za-z0-9-]*)(=|[ \t]+)(` + valueRE + `)`),
+	// --password value, --auth-token=value, -token value, and a JSON
+	// array's "--auth-token", "value" (-J's "args" on one line); a flag
+	// that ends its line takes the next one's value (see carried);
+	// --token-file names a file.
+	{name: "flag", named: true, hints: nameHints, retry: 3,
+		re: regexp.MustCompile(`(?:^|[\s"'=])(--?[A-Za-z0-9][A-Za-z0-9-]*)(=|[ \t]+|\\?"[ \t]*,[ \t]*)(` + valueRE + `)`),
 		mask: func(line []byte, m []int) []byte {
-			name, v := strings.TrimLeft(string(line[m[2]:m[3]]), "-"), line[m[6]:m[7]]
-			if bytes.HasPrefix(v, []byte("-")) || !secretFlag.MatchString(name) || notSecret(name) {
-				return nil // the next flag, not a value; another flag; or a reference
+			if !secretFlagName(line[m[2]:m[3]]) || flagNext(line[m[6]:m[7]]) {
+				return nil // another flag; a reference; or the next flag, not a value
+			}
+			return wordValue(3, "")(line, m)
+		}},
+	// Open MPI's --mca NAME VALUE (-mca, --gmca): the parameter's name says
+	// whether its value is secret.
+	{name: "mca", named: true, hints: []string{"mca"},
+		re: regexp.MustCompile(`(?:^|[\s"'=])--?g?mca[ \t]+([A-Za-z0-9_]+)[ \t]+(` + valueRE + `)`),
+		mask: func(line []byte, m []int) []byte {
+			if !SecretName(string(line[m[2]:m[3]])) || flagNext(line[m[4]:m[5]]) {
+				return nil
+			}
+			return wordValue(2, "")(line, m)
+		}},
+	// The MySQL and MariaDB clients take the password glued to -p
+	// (-pSECRET); -p alone prompts, and other tools' -p is a port or a
+	// path.
+	{name: "mysql-p", hints: []string{"mysql", "mariadb"},
+		re: regexp.MustCompile(`\b(?:mysql(?:dump|admin|import|show|check|slap|pump)?|mariadb(?:-(?:dump|admin|import|show|check|slap))?)` +
+			`(?:[ \t]+[^\s;|&]+)*?[ \t]+-p('[^']*(?:'|$)|"[^"]*(?:"|$)|[^\s'"]\S*)`),
+		mask: group(1)},
+	// ~/.aws/credentials' keys given a value after a blank (aws configure
+	// set aws_secret_access_key VALUE); "key = value" is an assignment.
+	{name: "aws-config", hints: []string{"aws_se"},
+		re: regexp.MustCompile(`(?i)\baws_(?:secret_access_key|session_token|security_token)([ \t]+)(` + valueRE + `)`),
+		mask: func(line []byte, m []int) []byte {
+			if v := line[m[4]:m[5]]; v[0] == '=' || v[0] == ':' {
+				return nil
+			}
+			return wordValue(2, "")(line, m)
+		}},
+	// .netrc (and curl's, ftp's): "machine HOST login USER password
+	// SECRET", or its tokens one a line ("password SECRET" alone).
+	{name: "netrc", hints: []string{"password", "account"},
+		re: regexp.MustCompile(`(?:^[ \t]*password[ \t]+("[^"]*"|[^\s"\\]+)[ \t]*$|\b(?:machine[ \t]+\S+|default|login[ \t]+\S+)(?:(?:[ \t]|\\n)+\S+)*?(?:[ \t]|\\n)+(?:password|account)[ \t]+("[^"]*"|[^\s"\\]+))`),
+		mask: func(line []byte, m []int) []byte {
+			if m[2] >= 0 {
+				return group(1)(line, m)
+			}
+			return group(2)(line, m)
+		}},
+	// An XML element named as a secret (Maven's settings.xml
+	// <password>, <token>, ...), also JSON- or HTML-escaped; a bare <key>
+	// is a plist's.
+	{name: "xml-element", named: true, hints: nameHints,
+		re: regexp.MustCompile(`(?:<|\\u003[cC]|&lt;)((?:[A-Za-z_][\w.-]*:)?([A-Za-z_][\w-]*))(?:[ \t][^<>]*?)?(?:>|\\u003[eE]|&gt;)(.*?)(?:<|\\u003[cC]|&lt;)\\?/((?:[A-Za-z_][\w.-]*:)?[A-Za-z_][\w-]*)(?:>|\\u003[eE]|&gt;)`),
+		mask: func(line []byte, m []int) []byte {
+			name := line[m[4]:m[5]]
+			if !bytes.Equal(line[m[2]:m[3]], line[m[8]:m[9]]) || !SecretName(string(name)) || bareKey(name) || m[6] == m[7] {
+				return nil
 			}
 			return group(3)(line, m)
 		}},
 	// "NAME=value" as a JSON string (nccl-tests' -J env array): the value
-	// runs to the closing quote, blanks included.
-	{name: "json-entry", hints: nameHints, retry: 2,
+	// runs to the closing quote, blanks included; escaped (\"NAME=value\"
+	// in a JSON string holding a JSON) to the escaped closing quote.
+	{name: "json-entry", named: true, hints: nameHints, retry: 2,
 		re: regexp.MustCompile(`"([A-Za-z0-9_-]+)=((?:[^"\\]|\\.)*)(?:"|$)`),
 		mask: func(line []byte, m []int) []byte {
 			if !SecretName(string(line[m[2]:m[3]])) {
 				return nil
 			}
+			if m[0] > 0 && line[m[0]-1] == '\\' {
+				m[5] = escapedEnd(line, m[4])
+				m[1] = m[5]
+			}
 			return group(2)(line, m)
 		}},
 	// NAME=value, NAME: value, "NAME": "value", \"name\":\"value\",
 	// export NAME='a b'; on one line, so "secret:" ending a YAML line
-	// does not mask the next one.
-	{name: "assignment", hints: nameHints, retry: 3,
+	// does not mask the next one, but "secret: |" masks the block that
+	// follows it (carried; in a JSON string, yamlEscaped).
+	{name: "assignment", named: true, hints: nameHints, retry: 3,
 		re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])([A-Za-z0-9_-]+)(\\?"?[ \t]*[=:][ \t]*)(` + valueRE + `)`),
 		mask: func(line []byte, m []int) []byte {
 			name, sep, v := line[m[2]:m[3]], line[m[4]:m[5]], line[m[6]:m[7]]
@@ -174,8 +334,14 @@ var rules = []*rule{
 				return nil // usage text: --param KEY=VALUE
 			case v[0] == '{' || v[0] == '[':
 				return nil // a structure: its secret members are masked one by one
+			case indicatorLen(v) > 0:
+				// YAML's "password: |": the lines after it are the value.
+				m[7] = m[6] + indicatorLen(v)
+				return yamlEscaped(line, m)
 			}
-			return group(3)(line, m)
+			// A JSON member's bare value ("token": 5) becomes a string, so
+			// the JSON stays valid.
+			return wordValue(3, jsonQuote(sep))(line, m)
 		}},
 	// user:password@host without a scheme (an error echoing --hosts); an
 	// image's name:tag@sha256:... is no password.
@@ -193,33 +359,54 @@ var rules = []*rule{
 // chunk of lines, indexed by their first two bytes (lower case): one pass
 // over a table of numbers finds none.
 var allHints = func() (h hintSet) {
-	seen := map[string]bool{}
+	h.bits = map[string]uint64{}
 	for _, r := range rules {
 		for _, w := range append(r.hints, "-----begin") {
-			if !seen[w] {
-				seen[w] = true
-				if len(w) == 1 {
-					h.single[w[0]] = true
-					continue
-				}
-				k := &h.pair[w[0]][w[1]]
-				if *k == 0 {
-					h.lists = append(h.lists, nil)
-					*k = uint8(len(h.lists))
-				}
-				h.lists[*k-1] = append(h.lists[*k-1], []byte(w))
+			if _, seen := h.bits[w]; seen {
+				continue
 			}
+			if len(h.bits) == 64 {
+				panic("redact: more than 64 hints")
+			}
+			bit := uint64(1) << len(h.bits)
+			h.bits[w] = bit
+			if len(w) == 1 {
+				h.single[w[0]], h.isSingle[w[0]] = bit, true
+				continue
+			}
+			k := &h.pair[w[0]][w[1]]
+			if *k == 0 {
+				h.lists = append(h.lists, nil)
+				*k = uint8(len(h.lists))
+			}
+			h.lists[*k-1] = append(h.lists[*k-1], hint{[]byte(w), bit})
 		}
 	}
 	return h
 }()
 
+func init() {
+	for _, r := range rules {
+		for _, w := range r.hints {
+			r.hintBits |= allHints.bits[w]
+		}
+	}
+}
+
 // hintSet finds hints by their first two bytes: pair holds 1 + the index
-// in lists of the hints that start with them, 0 for none.
+// in lists of the hints that start with them, 0 for none. Each hint has
+// a bit of its own (bits), so one pass tells which hints a line holds.
 type hintSet struct {
-	single [256]bool
-	pair   [256][256]uint8
-	lists  [][][]byte
+	isSingle [256]bool
+	single   [256]uint64
+	pair     [256][256]uint8
+	lists    [][]hint
+	bits     map[string]uint64
+}
+
+type hint struct {
+	w   []byte
+	bit uint64
 }
 
 // lowerOf maps a byte to its ASCII lower case.
@@ -234,11 +421,12 @@ var lowerOf = func() (t [256]byte) {
 	return t
 }()
 
-// in reports whether data holds any hint, in any case.
+// in reports whether data holds any hint, in any case: present's loop
+// cut short, on the quick path every table of numbers takes.
 func (h *hintSet) in(data []byte) bool {
 	for i := 0; i < len(data); i++ {
 		a := lowerOf[data[i]]
-		if h.single[a] {
+		if h.isSingle[a] {
 			return true
 		}
 		if i+1 >= len(data) {
@@ -249,12 +437,58 @@ func (h *hintSet) in(data []byte) bool {
 			continue
 		}
 		for _, w := range h.lists[k-1] {
-			if i+len(w) <= len(data) && foldedPrefix(data[i:], w) {
+			if i+len(w.w) <= len(data) && foldedPrefix(data[i:], w.w) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// next returns the index of the first hint of bits at or after from in
+// data, in any case; -1 when there is none.
+func (h *hintSet) next(data []byte, from int, bits uint64) int {
+	for i := from; i < len(data); i++ {
+		a := lowerOf[data[i]]
+		if h.single[a]&bits != 0 {
+			return i
+		}
+		if i+1 >= len(data) {
+			break
+		}
+		k := h.pair[a][lowerOf[data[i+1]]]
+		if k == 0 {
+			continue
+		}
+		for _, w := range h.lists[k-1] {
+			if w.bit&bits != 0 && i+len(w.w) <= len(data) && foldedPrefix(data[i:], w.w) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// present returns the bits of the hints data holds, in any case.
+func (h *hintSet) present(data []byte) uint64 {
+	var found uint64
+	for i := 0; i < len(data); i++ {
+		a := lowerOf[data[i]]
+		found |= h.single[a]
+		if i+1 >= len(data) {
+			break
+		}
+		k := h.pair[a][lowerOf[data[i+1]]]
+		if k == 0 {
+			continue
+		}
+		for _, w := range h.lists[k-1] {
+			if found&w.bit == 0 && i+len(w.w) <= len(data) && foldedPrefix(data[i:], w.w) {
+				found |= w.bit
+			}
+		}
+	}
+	return found
 }
 
 // foldedPrefix: b starts with the lower-case w, in any case.
@@ -265,6 +499,224 @@ func foldedPrefix(b, w []byte) bool {
 		}
 	}
 	return true
+}
+
+// secretFlagName: a flag (dashes and all) whose name says it takes a
+// secret; --token-file names a file.
+func secretFlagName(flag []byte) bool {
+	name := strings.TrimLeft(string(flag), "-")
+	return secretFlag.MatchString(name) && !notSecret(name)
+}
+
+// flagNext: v, what follows a flag, is the next flag (--password --next,
+// "--password", "-g"), not a value.
+func flagNext(v []byte) bool {
+	return bytes.HasPrefix(bytes.TrimLeft(v, `\"'`), []byte("-"))
+}
+
+// jsonQuote is the quote a JSON member's name ends with in sep, the text
+// between name and value ("token": , \"token\":), or "" when sep is no
+// JSON member's.
+func jsonQuote(sep []byte) string {
+	if bytes.IndexByte(sep, ':') < 0 {
+		return ""
+	}
+	for _, q := range []string{`\"`, `"`} {
+		if bytes.HasPrefix(sep, []byte(q)) {
+			return q
+		}
+	}
+	return ""
+}
+
+func quotedValue(v []byte) bool {
+	return len(v) > 0 && (v[0] == '"' || v[0] == '\'' || bytes.HasPrefix(v, []byte(`\"`)))
+}
+
+// wordValue is group(g) for a value that is the match's last submatch: a
+// word loses the closers that end it (trimClosers) first, and is masked
+// as a string in quotes q when q is set (a JSON member's bare value).
+func wordValue(g int, q string) func(line []byte, m []int) []byte {
+	return func(line []byte, m []int) []byte {
+		s, e := m[2*g], m[2*g+1]
+		if quotedValue(line[s:e]) {
+			return group(g)(line, m)
+		}
+		n := trimClosers(line[s:e])
+		if n == 0 || isMasked(line[s:s+n]) {
+			return nil
+		}
+		m[2*g+1] = s + n
+		if q == "" {
+			return group(g)(line, m)
+		}
+		out := append([]byte{}, line[m[0]:s]...)
+		out = append(out, q+Mask+q...)
+		return append(out, line[s+n:m[1]]...)
+	}
+}
+
+// trimClosers returns the length of word v without the brackets and
+// commas at its end that close what the word stands in, not open in the
+// word itself: {"n":1,"token":5}, (KEY=v), [X_TOKEN=v]; a[1] keeps its
+// bracket, and so does a Mask an earlier rule put there.
+func trimClosers(v []byte) int {
+	n := len(v)
+	for n > 0 {
+		var open byte
+		switch v[n-1] {
+		case ',':
+			n--
+			continue
+		case ']':
+			open = '['
+		case '}':
+			open = '{'
+		case ')':
+			open = '('
+		default:
+			return n
+		}
+		if bytes.HasSuffix(v[:n], []byte(Mask)) || bytes.Count(v[:n], []byte{open}) >= bytes.Count(v[:n], v[n-1:n]) {
+			return n
+		}
+		n--
+	}
+	return n
+}
+
+// escapedBreak is a line break escaped in a JSON string, once or more.
+var escapedBreak = regexp.MustCompile(`\\+[nr]`)
+
+// blockIndicator is the value of a key whose YAML block scalar follows
+// (YAML 1.2 section 8.1.1: |, >, with a chomping and an indentation
+// indicator); Go's JSON writes ">" as \u003e.
+var blockIndicator = regexp.MustCompile(`^(?:[|>]|\\u003[eE])(?:[1-9][-+]?|[-+][1-9]?)?`)
+
+// indicatorLen is the length of the block indicator v is, or starts with
+// before an escaped line break (a word runs on through "\n"); 0 when v is
+// none.
+func indicatorLen(v []byte) int {
+	n := len(blockIndicator.Find(v))
+	if n == 0 || (n < len(v) && !bytes.HasPrefix(v[n:], []byte(`\n`)) && !bytes.HasPrefix(v[n:], []byte(`\\n`))) {
+		return 0
+	}
+	return n
+}
+
+// authScheme names the HTTP authentication schemes (IANA's registry, and
+// Token, AWS4-HMAC-SHA256, NTLM): a credential follows them.
+var authScheme = regexp.MustCompile(`(?i)^(?:basic|bearer|digest|hoba|mutual|negotiate|ntlm|oauth|scram-sha-1|scram-sha-256|vapid|token|aws4-hmac-sha256)$`)
+
+// restBlank: what is left of a line holds nothing but blanks, quotes and
+// a line continuation.
+var restBlank = regexp.MustCompile(`^[ \t"'\\]*$`)
+
+// yamlEscaped masks the lines of a secret's YAML block scalar held in a
+// JSON string ("password: |\n  line\n  line\n", or escaped twice, as a
+// JSON string holding a JSON holds it): those after the indicator, m's
+// value, indented deeper than the key, down to the indentation of the
+// first (YAML 1.2 section 8.1.1.1). It returns nil when the line breaks
+// are real ones: carried masks those lines.
+func yamlEscaped(line []byte, m []int) []byte {
+	at := m[7]
+	for at < len(line) && (line[at] == ' ' || line[at] == '\t') {
+		at++
+	}
+	brk, level := []byte(`\n`), 1
+	if bytes.HasPrefix(line[at:], []byte(`\\n`)) {
+		brk, level = []byte(`\\n`), 2
+	} else if !bytes.HasPrefix(line[at:], brk) {
+		return nil
+	}
+	keyIndent := 0
+	for i := m[2]; i > 0 && line[i-1] == ' '; i-- {
+		keyIndent++
+	}
+	out := append([]byte{}, line[m[0]:at]...)
+	indent, masked := -1, false
+	for bytes.HasPrefix(line[at:], brk) {
+		start := at + len(brk)
+		end := yamlLineEnd(line, start, level)
+		text := line[start:end]
+		t := bytes.TrimLeft(text, " ")
+		n := len(text) - len(t)
+		if len(bytes.TrimSpace(t)) > 0 {
+			if n <= keyIndent || (indent >= 0 && n < indent) {
+				break
+			}
+			if indent < 0 {
+				indent = n
+			}
+			if !isMasked(t) {
+				text, masked = append(append([]byte{}, text[:n]...), Mask...), true
+			}
+		}
+		out = append(append(out, brk...), text...)
+		at = end
+	}
+	if !masked {
+		return nil
+	}
+	m[1] = at
+	return out
+}
+
+// yamlLineEnd is where a line of a YAML block held in a JSON string,
+// escaped once (level 1) or twice (level 2), ends from i on: at an escaped
+// line break or at the string's closing quote (\" at level 2), or at the
+// end.
+func yamlLineEnd(line []byte, i, level int) int {
+	// next is the character of the once-escaped text at i, and its width.
+	next := func(i int) (byte, int, bool) {
+		if i >= len(line) || (level == 2 && line[i] == '"') {
+			return 0, 0, false
+		}
+		if level == 2 && line[i] == '\\' && i+1 < len(line) {
+			return line[i+1], 2, true
+		}
+		return line[i], 1, true
+	}
+	for {
+		c, w, ok := next(i)
+		if !ok || c == '"' {
+			return i
+		}
+		if c == '\\' {
+			c2, w2, ok2 := next(i + w)
+			if !ok2 || c2 == 'n' {
+				return i
+			}
+			w += w2
+		}
+		i += w
+	}
+}
+
+// escapedEnd is where the text of an escaped JSON string inside a JSON
+// string, from i on, ends: at its escaped closing quote (\"), not one the
+// inner string escapes (\\\"), or the end.
+func escapedEnd(line []byte, i int) int {
+	innerEsc := false
+	for i < len(line) {
+		c, w := line[i], 1
+		if c == '"' {
+			return i // the outer string's end: the inner one is cut short
+		}
+		if c == '\\' && i+1 < len(line) {
+			c, w = line[i+1], 2 // an outer escape: the inner string's character
+		}
+		switch {
+		case innerEsc:
+			innerEsc = false
+		case w == 2 && c == '\\':
+			innerEsc = true
+		case w == 2 && c == '"':
+			return i
+		}
+		i += w
+	}
+	return len(line)
 }
 
 // group returns a mask that replaces submatch g (0: the whole match) with
@@ -289,11 +741,16 @@ func group(g int) func(line []byte, m []int) []byte {
 }
 
 // maskValue is Mask in the quotes of v: "x" gives "[REDACTED]", \"x\"
-// gives \"[REDACTED]\", an unclosed "x stays unclosed.
+// gives \"[REDACTED]\", 'a'\”b' gives '[REDACTED]'; an unclosed "x
+// stays unclosed.
 func maskValue(v []byte) []byte {
 	for _, q := range []string{`\"`, `"`, `'`} {
 		if bytes.HasPrefix(v, []byte(q)) {
-			if len(v) >= 2*len(q) && bytes.HasSuffix(v, []byte(q)) {
+			closed := closingQuote(v[len(q):], q[0]) >= 0
+			if q == `\"` {
+				closed = bytes.Contains(v[len(q):], []byte(q))
+			}
+			if closed {
 				return []byte(q + Mask + q)
 			}
 			return []byte(q + Mask)
@@ -332,13 +789,27 @@ func (ru *rule) apply(line []byte) []byte {
 	var out []byte
 	last := 0
 	for at := 0; at <= len(line); {
-		m := ru.re.FindSubmatchIndex(line[at:])
+		from := at
+		if ru.named {
+			// The match holds a hint in the name it starts with: look
+			// from that name on (a long line's other text never meets
+			// the regular expression).
+			h := allHints.next(line, at, ru.hintBits)
+			if h < 0 {
+				break
+			}
+			for h > at && nameChar(line[h-1]) {
+				h--
+			}
+			from = max(at, h-2)
+		}
+		m := ru.re.FindSubmatchIndex(line[from:])
 		if m == nil {
 			break
 		}
 		for i := range m {
 			if m[i] >= 0 {
-				m[i] += at
+				m[i] += from
 			}
 		}
 		rep := ru.mask(line, m)
@@ -368,36 +839,65 @@ func (ru *rule) apply(line []byte) []byte {
 type state struct {
 	// inPEM: a private key's BEGIN line was seen, its END not yet.
 	inPEM bool
-	// skip, when set, holds the bytes that end a secret value that was
-	// masked up to a cut of its line: what follows the cut is dropped up
-	// to one of them.
-	skip string
-	// lower is scratch for the lower-cased line.
-	lower []byte
+	// skip, when set, says what ends a secret value that was masked up to
+	// a cut of its line (skipWord, ...): what follows the cut is dropped
+	// up to there.
+	skip int
+	// midLine: the last segment was a piece of a line cut short, so the
+	// next one goes on with that line.
+	midLine bool
+	// yaml: a secret's YAML block scalar is open. Its lines are those
+	// indented deeper than yamlMin, the key's indentation, and as deep as
+	// yamlIndent, its first line's (0 before that line).
+	yaml                bool
+	yamlMin, yamlIndent int
+	// b64: the base64 of a private key, wrapped, goes on; b64Width is the
+	// length of its first line.
+	b64      bool
+	b64Width int
+	// next says what the next line starts with: the value of a secret
+	// flag that ended this one, or an Authorization header's credential.
+	next nextKind
+	// quote, when set, is the quote a secret value opened and no line
+	// has closed yet (NAME='a value of lines): the lines up to it are
+	// the value's.
+	quote byte
 }
 
-// Terminators of a value masked up to a cut (state.skip).
+// What ends a value masked up to a cut (state.skip).
 const (
-	skipWord   = " \t\r\n\"',}]"
-	skipDouble = "\"\n"
-	skipSingle = "'\n"
+	skipNone   = iota
+	skipWord   // the end of wordRest
+	skipDouble // a double quote, or the line's end
+	skipSingle // a single quote, or the line's end
 )
 
-func toLower(dst, src []byte) []byte {
-	if cap(dst) < len(src) {
-		dst = make([]byte, len(src))
+// skipEnd is the length of what body (the piece after a cut) starts with
+// of a value that ends as kind says.
+func skipEnd(kind int, body []byte) int {
+	switch kind {
+	case skipWord:
+		n := wordRest(body)
+		if n == len(body) {
+			return n
+		}
+		return trimClosers(body[:n])
+	case skipDouble, skipSingle:
+		q := byte('"')
+		if kind == skipSingle {
+			q = '\''
+		}
+		if i := bytes.IndexByte(body, q); i >= 0 {
+			return i
+		}
 	}
-	dst = dst[:len(src)]
-	for i, c := range src {
-		dst[i] = lowerOf[c]
-	}
-	return dst
+	return len(body)
 }
 
 // quiet reports whether data can pass unchanged without looking at its
 // lines: no rule's hint, no known value, no key open.
 func (r *Redactor) quiet(st *state, data []byte) bool {
-	if st.inPEM || st.skip != "" {
+	if st.inPEM || st.skip != skipNone || st.midLine || st.yaml || st.b64 || st.next != nextNone || st.quote != 0 {
 		return false
 	}
 	if r != nil {
@@ -461,16 +961,15 @@ func (r *Redactor) segment(st *state, seg []byte) []byte {
 			body, eol = body[:len(body)-1], seg[len(body)-1:]
 		}
 	}
-	if st.skip != "" {
-		i := bytes.IndexAny(body, st.skip)
-		if i < 0 && eol == nil {
+	atStart := !st.midLine
+	st.midLine = eol == nil
+	if st.skip != skipNone {
+		i := skipEnd(st.skip, body)
+		if i == len(body) && eol == nil {
 			return nil // all of it is the rest of the masked value
 		}
-		if i < 0 {
-			i = len(body)
-		}
 		body = body[i:]
-		st.skip = ""
+		st.skip = skipNone
 	}
 	if r != nil {
 		for _, k := range r.known {
@@ -480,7 +979,8 @@ func (r *Redactor) segment(st *state, seg []byte) []byte {
 		}
 	}
 	var head []byte
-	if st.inPEM {
+	switch {
+	case st.inPEM:
 		loc := pemEnd.FindIndex(body)
 		if loc == nil {
 			return join(maskedBody(body), eol)
@@ -488,6 +988,21 @@ func (r *Redactor) segment(st *state, seg []byte) []byte {
 		st.inPEM = false
 		head = maskedBody(body[:loc[0]])
 		body = body[loc[0]:]
+	case atStart:
+		if out, whole := st.carried(body); whole {
+			return join(out, eol)
+		} else if out != nil {
+			body = out
+		}
+	case st.yaml || st.b64:
+		return eol // the rest of a line whose start is masked
+	case st.quote != 0:
+		i := closingQuote(body, st.quote)
+		if i < 0 {
+			return eol // the value goes on
+		}
+		st.quote = 0
+		body = body[i:]
 	}
 	// The last key begun on the line, if no END follows it, goes on.
 	if locs := pemBegin.FindAllIndex(body, -1); locs != nil && pemEnd.FindIndex(body[locs[len(locs)-1][1]:]) == nil {
@@ -496,7 +1011,11 @@ func (r *Redactor) segment(st *state, seg []byte) []byte {
 		st.inPEM = true
 		return join(head, r.rules(st, body[:loc[1]]), maskedBody(body[loc[1]:]), eol)
 	}
-	return join(head, r.rules(st, body), eol)
+	out := r.rules(st, body)
+	if eol != nil {
+		st.opens(body, out, atStart)
+	}
+	return join(head, out, eol)
 }
 
 // maskedBody is Mask in place of a key's line, its indentation kept; a
@@ -518,14 +1037,27 @@ const longLine = 4 << 10
 // rules applies every rule whose hint the line holds; a long line's JSON
 // elements are masked one by one. An element ends where a string of a
 // JSON array or object ends and the next one starts ("a","b" or "a",
-// "b"): no JSON string holds that (its quotes would be escaped), and no
-// masking needs to reach across it.
+// "b"; escaped, \"a\",\"b\", in a JSON string that holds a JSON, as an
+// outputs.json holds a -J JSON): no JSON string holds that (its quotes
+// would be escaped), and no masking needs to reach across it.
 func (r *Redactor) rules(st *state, line []byte) []byte {
 	if len(line) < longLine {
 		return r.part(st, line)
 	}
 	var out []byte
-	last := 0
+	last, flag := 0, false
+	// part masks one element; one that follows a secret flag's element
+	// ("--auth-token", "X") is that flag's value.
+	part := func(p []byte) {
+		if flag {
+			if masked := flagValue(p); masked != nil {
+				p = masked
+			}
+		}
+		f := endingFlag(bytes.TrimRight(p, " \t"))
+		flag = f != nil && secretFlagName(f)
+		out = append(out, r.part(st, p)...)
+	}
 	for at := 0; ; {
 		i := bytes.Index(line[at:], []byte(`",`))
 		if i < 0 {
@@ -536,24 +1068,23 @@ func (r *Redactor) rules(st *state, line []byte) []byte {
 		for next < len(line) && (line[next] == ' ' || line[next] == '\t') {
 			next++
 		}
-		if next < len(line) && line[next] == '"' {
+		escaped := at >= 3 && line[at-3] == '\\' && next+1 < len(line) && line[next] == '\\' && line[next+1] == '"'
+		if next < len(line) && line[next] == '"' || escaped {
 			// The next element's opening quote starts the next part.
-			out = append(out, r.part(st, line[last:next])...)
+			part(line[last:next])
 			last = next
 		}
 	}
-	return append(out, r.part(st, line[last:])...)
+	part(line[last:])
+	return out
 }
 
 // part applies every rule whose hint part holds.
 func (r *Redactor) part(st *state, line []byte) []byte {
-	st.lower = toLower(st.lower, line)
+	have := allHints.present(line)
 	for _, ru := range rules {
-		for _, h := range ru.hints {
-			if bytes.Contains(st.lower, []byte(h)) {
-				line = ru.apply(line)
-				break
-			}
+		if have&ru.hintBits != 0 {
+			line = ru.apply(line)
 		}
 	}
 	return line
@@ -590,14 +1121,11 @@ func (r *Redactor) spans(st *state, text []byte) []span {
 			}
 		}
 	}
-	st.lower = toLower(st.lower, text)
+	have := allHints.present(text)
 	for _, ru := range rules {
-		for _, h := range ru.hints {
-			if bytes.Contains(st.lower, []byte(h)) {
-				for _, m := range ru.re.FindAllIndex(text, -1) {
-					out = append(out, span{m[0], m[1]})
-				}
-				break
+		if have&ru.hintBits != 0 {
+			for _, m := range ru.re.FindAllIndex(text, -1) {
+				out = append(out, span{m[0], m[1]})
 			}
 		}
 	}

@@ -123,7 +123,7 @@ func (w *Writer) cut() {
 		}
 	}
 	out := w.r.segment(&w.st, w.pending[:c])
-	if w.st.skip == "" {
+	if w.st.skip == skipNone {
 		w.st.skip = maskedToEnd(out)
 	}
 	if _, err := w.dst.Write(out); err != nil && w.err == nil {
@@ -137,8 +137,10 @@ func (w *Writer) cut() {
 const cutWindow = 8 << 10
 
 // maskedToEnd says what ends the value a masked piece of a line ends in
-// (one of the skip sets), or "" when it does not end in Mask.
-func maskedToEnd(out []byte) string {
+// (skipWord, ...), or skipNone when it does not end in Mask. A word's
+// Mask may be followed by the closers or the quote it stopped at, which
+// the rest of the word, after the cut, may go on from.
+func maskedToEnd(out []byte) int {
 	switch {
 	case bytes.HasSuffix(out, []byte(`"`+Mask)):
 		return skipDouble
@@ -147,7 +149,11 @@ func maskedToEnd(out []byte) string {
 	case bytes.HasSuffix(out, []byte(Mask)):
 		return skipWord
 	}
-	return ""
+	t := bytes.TrimRight(out, `]}),"'\`)
+	if len(t) < len(out) && bytes.HasSuffix(t, []byte(Mask)) && !bytes.HasSuffix(t, []byte(`"`+Mask)) && !bytes.HasSuffix(t, []byte(`'`+Mask)) {
+		return skipWord
+	}
+	return skipNone
 }
 
 func (r *Redactor) longestKnown() int {

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"io/fs"
 	"os"
@@ -176,5 +177,39 @@ func TestClear(t *testing.T) {
 		got, err := (*Redactor)(nil).Clear(strings.NewReader(c.in))
 		assert.NilError(t, err)
 		assert.Equal(t, got, c.want, c.in[:min(len(c.in), 60)])
+	}
+}
+
+// Every format of the corpus, its lines written in pieces of any size, is
+// masked as a whole string is: what a line leaves open (a YAML block, a
+// key's base64, a flag's or a header's value on the next line, a quoted
+// value of many lines) is carried across writes.
+func TestCorpusThroughWriter(t *testing.T) {
+	for _, c := range corpus(t) {
+		for _, in := range []string{c.Line + "\n", shellEnv(c.Env) + "\n" + c.Line} {
+			want := String(in)
+			for _, n := range []int{1, 3, 7, len(in)} {
+				assert.Equal(t, writeInPieces(t, nil, in, n), want, "%s in writes of %d", c.Name, n)
+			}
+		}
+	}
+}
+
+// A word value longer than the Writer keeps across a cut, holding the
+// brackets and quotes a word runs through, is masked up to the cut and
+// dropped after it up to its end, where the rest of the line (a JSON's
+// structure) goes on.
+func TestLongWordAcrossCuts(t *testing.T) {
+	value := strings.Repeat(`s3cr]t"x'y}z`, 3*maxPending/12)
+	for _, c := range []struct{ in, tail string }{
+		{"export X_TOKEN=" + value + " && run\n", " && run\n"},
+		{`{"cmd":"x --token=` + value + `","n":1}` + "\n", `","n":1}` + "\n"},
+	} {
+		out := writeInPieces(t, nil, c.in, 64<<10)
+		assert.Assert(t, !strings.Contains(out, "s3cr"), "%d bytes of the value survive", strings.Count(out, "s3cr")*12)
+		assert.Assert(t, strings.HasSuffix(out, c.tail), out[max(0, len(out)-80):])
+		if strings.HasPrefix(c.in, "{") {
+			assert.Assert(t, json.Valid([]byte(out)), out)
+		}
 	}
 }

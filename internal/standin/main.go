@@ -379,9 +379,9 @@ func dirExists(p string) bool {
 	return err == nil && st.IsDir()
 }
 
-// envList matches the "env" list of an nccl-tests JSON file (recordings
-// keep only NCCL_ and CUDA_ variables there, none holding a ']').
-var envList = regexp.MustCompile(`"env"\s*:\s*\[[^\]]*\]`)
+// envList matches the "env" list of an nccl-tests JSON file: JSON strings,
+// which may hold a ']' (a planted secret's value does).
+var envList = regexp.MustCompile(`"env"\s*:\s*\[(?:\s*"(?:[^"\\]|\\.)*"\s*,?)*\s*\]`)
 
 // withEnv puts this process's whole environment into the JSON's "env" list,
 // as nccl-tests does, so tests see secrets where a real run would put them.
