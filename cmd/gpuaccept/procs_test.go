@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"gotest.tools/v3/assert"
 )
 
@@ -45,9 +46,9 @@ func TestKilledRunLeavesNothing(t *testing.T) {
 	real := filepath.Join(t.TempDir(), "real")
 	assert.NilError(t, os.Mkdir(real, 0o755))
 	assert.NilError(t, os.Rename(filepath.Join(bin, "all_gather_perf"), filepath.Join(real, "all_gather_perf")))
-	// The grandchild records its pid as /proc names it (the host's): the
-	// step may run in a pid namespace of its own, where $! is its number.
-	wrapper := "#!/bin/sh\nsetsid sh -c 'read p _ </proc/self/stat; echo $p >> \"$STANDIN_PIDFILE\"; exec sleep 600' >/dev/null 2>&1 &\nexec " + filepath.Join(real, "all_gather_perf") + " \"$@\"\n"
+	// The grandchild records its pid with its pid namespace: the step
+	// may run in one of its own, with a /proc of its own.
+	wrapper := "#!/bin/sh\nsetsid sh -c 'echo $$ $(readlink /proc/self/ns/pid) >> \"$STANDIN_PIDFILE\"; exec sleep 600' >/dev/null 2>&1 &\nexec " + filepath.Join(real, "all_gather_perf") + " \"$@\"\n"
 	assert.NilError(t, os.WriteFile(filepath.Join(bin, "all_gather_perf"), []byte(wrapper), 0o755))
 
 	rec, _ := filepath.Abs(healthy)
@@ -74,9 +75,20 @@ func TestKilledRunLeavesNothing(t *testing.T) {
 	assert.NilError(t, cmd.Process.Signal(syscall.SIGKILL))
 	assert.Assert(t, cmd.Wait() != nil)
 
-	for _, f := range strings.Fields(readIfExists(pidfile)) {
-		pid, err := strconv.Atoi(f)
+	for _, l := range strings.Split(strings.TrimSpace(readIfExists(pidfile)), "\n") {
+		// The stand-in writes its pid (a step's first process has its
+		// host pid in its namespace too), the grandchild its pid and
+		// namespace.
+		f := strings.Fields(l)
+		pid, err := strconv.Atoi(f[0])
 		assert.NilError(t, err)
+		if len(f) == 2 {
+			h, ok := proc.HostPID(f[1], pid)
+			if !ok {
+				continue // gone, with its namespace
+			}
+			pid = h
+		}
 		if !procGone(pid, 10*time.Second) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))

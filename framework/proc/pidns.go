@@ -88,6 +88,9 @@ func stepInit(v string) int {
 		return fail("not pid 1 of a pid namespace (pid %d)", os.Getpid())
 	}
 	if v == "probe" {
+		if err := privateProc(); err != nil {
+			return fail("%v", err)
+		}
 		return 0
 	}
 	fd, err := strconv.Atoi(v)
@@ -126,6 +129,12 @@ func stepInit(v string) int {
 		if host, err := strconv.Atoi(self); err == nil && host > 2 {
 			_ = os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(host-1)), 0)
 		}
+	}
+	// After the host pid is read from the host's /proc: from here /proc
+	// is this namespace's.
+	if err := privateProc(); err != nil {
+		fmt.Fprintf(ctl, "exec %d\n", int(syscall.EPERM))
+		return fail("%v", err)
 	}
 	files := make([]uintptr, fd)
 	for i := range files {
@@ -281,9 +290,27 @@ func readSpec(r *bufio.Reader) (spec, error) {
 	return s, err
 }
 
+// privateProc gives the namespace a /proc of its own, in a mount
+// namespace of its own (nsAttr asks for one): with the host's /proc,
+// /proc/PID of a pid from getpid() is another process (only the step's
+// first process has its host pid, ns_last_pid), and the CUDA driver,
+// which reads /proc/<getpid()>/..., fails cudaGetDeviceCount with "OS
+// call failed" in every MPI rank (seen on a real H200, 2026-12-01:
+// testdata/recordings/h200x1-2026-12-01/pidns). The mounts are made
+// private first, so the new /proc reaches no other namespace.
+func privateProc() error {
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the step's mounts private: %w", err)
+	}
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount the step's own /proc: %w", err)
+	}
+	return nil
+}
+
 // nsAttr adds mode's namespace flags (and, for nsUser, the id maps) to a.
 func nsAttr(a *syscall.SysProcAttr, m nsMode) {
-	a.Cloneflags |= syscall.CLONE_NEWPID
+	a.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
 	if m == nsUser {
 		a.Cloneflags |= syscall.CLONE_NEWUSER
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}

@@ -87,7 +87,7 @@ func expand(script, pidfile string) string {
 	dir := filepath.Dir(pidfile)
 	must(0, os.WriteFile(pidfile, nil, 0o644))
 	rec := filepath.Join(dir, "rec")
-	self := `read p _ </proc/self/stat; echo "$1 $p" >> ` + pidfile
+	self := `echo "$1 $$ $(readlink /proc/self/ns/pid)" >> ` + pidfile
 	must(0, os.WriteFile(rec, []byte("#!/bin/sh\n"+self+"\nshift\nexec \"$@\"\n"), 0o755))
 	escape := filepath.Join(dir, "escape")
 	var roots []string
@@ -184,16 +184,29 @@ func waitLines(t *testing.T, path string, n int, d time.Duration) {
 	t.Fatalf("%s: fewer than %d records after %s", path, n, d)
 }
 
+// hostPID is HostPID, or for a process gone a pid no process has
+// (pid_max is at most 2^22), which gone reports gone.
+func hostPID(ns string, pid int) int {
+	if h, ok := HostPID(ns, pid); ok {
+		return h
+	}
+	return 1 << 30
+}
+
+// pidsIn reads the records of expand's {rec} and {self}: role, the pid
+// the process had in its own namespace, and that namespace, as this
+// process's /proc names them.
 func pidsIn(t *testing.T, path string) map[string]int {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	assert.NilError(t, err, "the step recorded no pids")
 	out := map[string]int{}
 	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		k, v, _ := strings.Cut(l, " ")
-		pid, err := strconv.Atoi(v)
+		f := strings.Fields(l)
+		assert.Assert(t, len(f) == 3, "record %q", l)
+		pid, err := strconv.Atoi(f[1])
 		assert.NilError(t, err, l)
-		out[k] = pid
+		out[f[0]] = hostPID(f[2], pid)
 	}
 	return out
 }
@@ -907,4 +920,29 @@ func TestUserNamespace(t *testing.T) {
 	assert.Equal(t, uid, "65534")
 	assert.Equal(t, lines[1], "exit 5 leftover true survivors 0")
 	assert.Assert(t, strings.Contains(lines[2], "a user+pid namespace per step"), lines[2])
+}
+
+// Every process of a step, not only its first, finds itself under
+// /proc/<getpid()>: the CUDA driver reads /proc by its own pid, and with
+// the host's /proc in a pid namespace an MPI rank (a grandchild) found
+// another process there, so cudaGetDeviceCount failed with "OS call
+// failed" on a real H200 (testdata/recordings/h200x1-2026-12-01/pidns).
+func TestStepSeesItsOwnPids(t *testing.T) {
+	checkMode(t)
+	var out bytes.Buffer
+	// The shell reads /proc/self/stat itself (a redirection, no child):
+	// the pid /proc gives it, and $$, the pid getpid() gives it.
+	cmd := exec.Command("/bin/sh", "-c", `read p _ </proc/self/stat; echo $p $$; sh -c 'read p _ </proc/self/stat; echo $p $$; sh -c "read p _ </proc/self/stat; echo \$p \$\$"'`)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	g, err := Start(cmd, Options{Name: "pids"})
+	assert.NilError(t, err)
+	<-g.Exited()
+	e := g.Close()
+	assert.NilError(t, e.Err, out.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	assert.Equal(t, len(lines), 3, out.String())
+	for i, l := range lines {
+		f := strings.Fields(l)
+		assert.Assert(t, len(f) == 2 && f[0] == f[1], "process %d of the step: /proc says pid %s, getpid() %s (%s)", i+1, f[0], f[len(f)-1], Containment())
+	}
 }

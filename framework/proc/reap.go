@@ -209,3 +209,33 @@ func pidNamespace() (uint64, error) {
 	}
 	return n, nil
 }
+
+// HostPID finds the pid, as this process's /proc names it, of the live
+// process that is pid in the pid namespace ns ("pid:[INODE]", as
+// readlink /proc/self/ns/pid gives it): what a process in a step, whose
+// /proc is its namespace's own, can say of itself ($$ and that link). ok
+// is false when no live process is that one.
+func HostPID(ns string, pid int) (host int, ok bool) {
+	if own, err := os.Readlink("/proc/self/ns/pid"); err == nil && own == ns {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		return pid, err == nil
+	}
+	for _, p := range allPids() {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", p)); err != nil || l != ns {
+			continue
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if f, found := strings.CutPrefix(line, "NSpid:"); found {
+				ids := strings.Fields(f)
+				if len(ids) > 0 && ids[len(ids)-1] == strconv.Itoa(pid) {
+					return p, true
+				}
+			}
+		}
+	}
+	return 0, false
+}

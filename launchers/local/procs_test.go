@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"gotest.tools/v3/assert"
 )
 
@@ -35,12 +36,17 @@ func readPids(t *testing.T, path string) []int {
 	data, err := os.ReadFile(path)
 	assert.NilError(t, err, "the step did not record its children")
 	var pids []int
-	for _, f := range strings.Fields(string(data)) {
-		pid, err := strconv.Atoi(f)
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(l)
+		assert.Assert(t, len(f) == 2, "record %q", l)
+		pid, err := strconv.Atoi(f[0])
 		assert.NilError(t, err)
-		pids = append(pids, pid)
+		if h, ok := proc.HostPID(f[1], pid); ok {
+			pids = append(pids, h)
+		}
+		// Not found: gone already, with its namespace.
 	}
-	assert.Assert(t, len(pids) > 0)
+	assert.Assert(t, strings.TrimSpace(string(data)) != "")
 	return pids
 }
 
@@ -66,10 +72,10 @@ func TestNothingOutlivesAStep(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "pids")
-			// Pids as /proc names them (the host's): the step may run in a
-			// pid namespace of its own, where $$ and $! are its numbers.
+			// Each pid with its pid namespace: the step may run in one of
+			// its own, with a /proc of its own (proc.HostPID names it here).
 			rec := filepath.Join(filepath.Dir(p), "rec")
-			assert.NilError(t, os.WriteFile(rec, []byte("#!/bin/sh\nread p _ </proc/self/stat; echo $p >> "+p+"\nexec \"$@\"\n"), 0o755))
+			assert.NilError(t, os.WriteFile(rec, []byte("#!/bin/sh\necho $$ $(readlink /proc/self/ns/pid) >> "+p+"\nexec \"$@\"\n"), 0o755))
 			script := strings.ReplaceAll(c.script, "{rec}", rec)
 			script = strings.ReplaceAll(script, "{upto}", "until [ -s "+p+" ]; do sleep 0.01; done")
 			r := req(t, sh("s", script))
