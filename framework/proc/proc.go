@@ -18,7 +18,10 @@
 //     program does, so the step ends with its program; it has SIGKILL as
 //     parent-death signal, so the step dies with gpuaccept, kill -9
 //     included. The init makes the program's pid inside equal to the
-//     init's pid outside (Group.Pid) where it may (root).
+//     init's pid outside (Group.Pid) where it may (root). The namespace
+//     has a mount namespace and a /proc of its own (privateProc), so that
+//     every process of the step finds itself at /proc/<getpid()>, as the
+//     CUDA driver expects; ps in a step shows the step's processes only.
 //   - A cgroup of its own where the kernel lets gpuaccept make one: cgroup
 //     v2 (the child is cloned straight into it with clone3
 //     CLONE_INTO_CGROUP, and cgroup.kill empties it), else the cgroup v1
