@@ -74,8 +74,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 // signed whose manifest is gone is not signed off again; and one signed
 // now with --sign-key is signed only when its raw outputs, judged again
 // against the kept baseline, give the verdicts its journal recorded.
-// The exit code is 1 (not the sign-off it was), or 2 where a link or
-// special file stands among the files (refused by name).
+// The exit code is 2: a folder that is not the sign-off it was is bad
+// input, which CI must not read as faulty hardware (1).
 func (c *common) mayRebuild(dir string, run *result.Run, s *sku.SKU, stderr io.Writer) (int, error) {
 	_, merr := os.Lstat(filepath.Join(dir, manifest.File))
 	_, serr := os.Lstat(filepath.Join(dir, manifest.SigFile))
@@ -91,17 +91,13 @@ func (c *common) mayRebuild(dir string, run *result.Run, s *sku.SKU, stderr io.W
 		}
 		if len(problems) > 0 {
 			var ps []string
-			code := exitFail
 			for _, p := range problems {
 				ps = append(ps, p.String())
-				if strings.HasPrefix(p.What, "not a regular file") {
-					code = exitUsage
-				}
 			}
-			return code, fmt.Errorf("not rebuilt: %s no longer matches the %s it has (%s); its files are left as they are (gpuaccept verify %s names every difference)", dir, manifest.File, strings.Join(ps, "; "), dir)
+			return exitUsage, fmt.Errorf("not rebuilt: %s no longer matches the %s it has (%s); its files are left as they are (gpuaccept verify %s names every difference)", dir, manifest.File, strings.Join(ps, "; "), dir)
 		}
 	case serr == nil:
-		return exitFail, fmt.Errorf("not rebuilt: %s holds %s but no %s: a signed folder whose manifest was removed is not signed off again", dir, manifest.SigFile, manifest.File)
+		return exitUsage, fmt.Errorf("not rebuilt: %s holds %s but no %s: a signed folder whose manifest was removed is not signed off again", dir, manifest.SigFile, manifest.File)
 	case c.key != nil && s != nil:
 		host := c.host()
 		defer host.Close()
@@ -111,7 +107,7 @@ func (c *common) mayRebuild(dir string, run *result.Run, s *sku.SKU, stderr io.W
 			for _, d := range diffs {
 				fmt.Fprintf(stderr, "REJUDGED %s\n", d)
 			}
-			return exitFail, fmt.Errorf("not signed: the raw outputs of %s, judged again against its baseline copy, do not give the verdicts its journal recorded (%d difference(s))", dir, len(diffs))
+			return exitUsage, fmt.Errorf("not signed: the raw outputs of %s, judged again against its baseline copy, do not give the verdicts its journal recorded (%d difference(s))", dir, len(diffs))
 		}
 	}
 	return 0, nil

@@ -326,7 +326,7 @@ func TestSignOff(t *testing.T) {
 		assert.NilError(t, err)
 		assert.NilError(t, os.Remove(filepath.Join(d, manifest.File)))
 		code, out, errs := cli(t, "report", d)
-		assert.Equal(t, code, 1, out+errs)
+		assert.Equal(t, code, 2, out+errs)
 		assert.Assert(t, strings.Contains(errs, "holds manifest.json.sig but no manifest.json"), errs)
 		assert.NilError(t, os.WriteFile(filepath.Join(d, manifest.File), []byte(strings.Replace(string(data), `"sku": "h200"`, `"sku":  "h200"`, 1)), 0o644))
 		ok, kout := keygenVerifies(t, d, edAllowed)
@@ -355,7 +355,7 @@ func TestSignOff(t *testing.T) {
 	tampered := replayRun(t)
 	assert.NilError(t, os.WriteFile(filepath.Join(tampered, "waiver.txt"), nil, 0o644))
 	code, out, errs = cli(t, "report", tampered, "--sign-key", rsa)
-	assert.Equal(t, code, 1, out+errs) // not the sign-off it was
+	assert.Equal(t, code, 2, out+errs) // not the sign-off it was: bad input
 	assert.Assert(t, strings.Contains(errs, "waiver.txt: added since the run"), errs)
 	assert.Assert(t, !fileExists(filepath.Join(tampered, manifest.SigFile)))
 
