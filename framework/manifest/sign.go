@@ -59,7 +59,7 @@ func LoadKey(path string, passphrase []byte) (*Key, error) {
 	case errors.As(err, &missing):
 		signer, err = ssh.ParsePrivateKeyWithPassphrase(data, passphrase)
 		if err != nil {
-			return nil, fmt.Errorf("--sign-key %s: cannot decrypt it with the passphrase in %s: %w", path, PassphraseEnv, err)
+			return nil, fmt.Errorf("--sign-key %s: cannot decrypt it with the passphrase that %s holds (%w)", path, PassphraseEnv, err)
 		}
 	case err != nil:
 		return nil, fmt.Errorf("--sign-key %s: not an ssh private key: %w", path, err)

@@ -946,3 +946,33 @@ func TestStepSeesItsOwnPids(t *testing.T) {
 		assert.Assert(t, len(f) == 2 && f[0] == f[1], "process %d of the step: /proc says pid %s, getpid() %s (%s)", i+1, f[0], f[len(f)-1], Containment())
 	}
 }
+
+// The run's temp folder is refused when it exists before the run makes
+// it (another user, reading the name from /proc, made it first, or a link
+// of that name): nothing of the run goes where someone else could read or
+// swap it, and the error says so.
+func TestTempFolderMadeBySomeoneElse(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		make func(p string) error
+		what string
+	}{
+		{"folder", func(p string) error { return os.Mkdir(p, 0o777) }, "(a folder of uid "},
+		{"link", func(p string) error { return os.Symlink(t.TempDir(), p) }, "(a symbolic link of uid "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(os.TempDir(), selfName()+"-squatted-"+c.name)
+			assert.NilError(t, c.make(p))
+			t.Cleanup(func() { os.Remove(p) })
+			got, err := makeTemp(p)
+			assert.Equal(t, got, "")
+			assert.ErrorContains(t, err, "existed before this gpuaccept made it "+c.what)
+		})
+	}
+	p := filepath.Join(t.TempDir(), "fresh")
+	got, err := makeTemp(p)
+	assert.NilError(t, err)
+	fi, err := os.Lstat(got)
+	assert.NilError(t, err)
+	assert.Equal(t, fi.Mode().Perm(), os.FileMode(0o700))
+}

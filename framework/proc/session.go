@@ -83,13 +83,43 @@ func newSession(want mode, name string) *session {
 	s.ns, s.nsWhy = probePidns()
 	_, _ = Clean()
 	s.cgMode, s.cgRun, s.cgWhy = makeRunCgroup(want, s.name)
-	s.tmp = filepath.Join(os.TempDir(), name)
-	if err := os.Mkdir(s.tmp, 0o700); err != nil && !os.IsExist(err) {
-		s.tmpErr = fmt.Errorf("create the run's temp folder: %w", err)
-		s.tmp = ""
-	}
+	s.tmp, s.tmpErr = makeTemp(filepath.Join(os.TempDir(), name))
 	s.startWatchdog()
 	return s
+}
+
+// makeTemp makes the run's temp folder p, private to this process. A p
+// that exists already is refused: its name holds this process's pid
+// namespace, pid and start time, so no earlier gpuaccept made it, and
+// another user who did (the name can be read from /proc) could read and
+// swap what the steps write there.
+func makeTemp(p string) (string, error) {
+	err := os.Mkdir(p, 0o700)
+	if err == nil {
+		return p, nil
+	}
+	if os.IsExist(err) {
+		who := ""
+		if fi, lerr := os.Lstat(p); lerr == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				who = fmt.Sprintf(" (a %s of uid %d, mode %v)", kindOf(fi.Mode()), st.Uid, fi.Mode().Perm())
+			}
+		}
+		return "", fmt.Errorf("the run's temp folder %s existed before this gpuaccept made it%s: someone else may read or swap what the steps write there; not used (remove it, and find who made it)", p, who)
+	}
+	return "", fmt.Errorf("create the run's temp folder: %w", err)
+}
+
+// kindOf names a file's kind in words.
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	case m.IsDir():
+		return "folder"
+	default:
+		return "file"
+	}
 }
 
 var (
