@@ -340,3 +340,51 @@ func TestNamedInputsRefuseFIFOs(t *testing.T) {
 		})
 	}
 }
+
+// The files check finds by itself beside a log it is given (outputs.json,
+// the step's -J file in STEP.files/) are read only as regular files of
+// that folder: a link there, planted to lead out of a results folder, is
+// not followed, and nothing of its target reaches the new folder.
+func TestCheckFollowsNoLinkBesideALog(t *testing.T) {
+	// Each target reads as what the link pretends to be, so that what
+	// of it would be used shows in the folder.
+	for link, target := range map[string]string{
+		"all_reduce.files/all_reduce.json": `{"root":"only-root-may-read-this"}`,
+		"outputs.json":                     `[{"step":"all_reduce","log":"all_reduce.log","command":"only-root-may-read-this"}]`,
+	} {
+		t.Run(link, func(t *testing.T) {
+			secret := filepath.Join(t.TempDir(), "shadow")
+			assert.NilError(t, os.WriteFile(secret, []byte(target), 0o600))
+			src := copyDir(t, healthy+"/nccl.all_reduce")
+			// copyDir keeps only what the recording has: give it an
+			// outputs.json where it has none, to be replaced by the link.
+			p := filepath.Join(src, link)
+			assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			os.Remove(p)
+			assert.NilError(t, os.Symlink(secret, p))
+			out := filepath.Join(t.TempDir(), "out")
+			code, stdout, errs := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2",
+				"--out", out, filepath.Join(src, "all_reduce.log"))
+			assert.Equal(t, code, 0, stdout+errs)
+			assert.NilError(t, filepath.Walk(out, func(p string, fi os.FileInfo, err error) error {
+				if err != nil || fi.IsDir() {
+					return err
+				}
+				data, err := os.ReadFile(p)
+				assert.NilError(t, err)
+				assert.Assert(t, !strings.Contains(string(data), "only-root-may-read-this"), "%s holds the link's target", p)
+				return nil
+			}))
+		})
+	}
+}
+
+// A log and its -J file as a results folder keeps them (STEP.log,
+// STEP.files/STEP.json), both given, are one run, as copied into one
+// folder they would be.
+func TestCheckJoinsALogAndItsFilesJSON(t *testing.T) {
+	code, out, errs := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--format", "json",
+		healthy+"/nccl.all_reduce/all_reduce.log", healthy+"/nccl.all_reduce/all_reduce.files/all_reduce.json")
+	assert.Equal(t, code, 0, out+errs)
+	assert.Assert(t, strings.Count(out, `"name": "nccl.all_reduce`) == 1 && !strings.Contains(out, "nccl.all_reduce["), "two runs:\n%s", out)
+}

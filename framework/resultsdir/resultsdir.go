@@ -130,12 +130,16 @@ func ReadOutputs(root, folder string) ([]plan.Output, error) {
 
 // ReadOutputsBeside reads the outputs.json in the folder of log (a log
 // given to check, which may lie in a results folder's raw/TEST/): how its
-// steps ended, if that folder records it. Only a regular file is read
-// (safefs.ReadNamed: a link the user made is followed, as for the log
-// itself; a FIFO or device is not opened); ok is false when there is none or it does not read
-// as one.
+// steps ended, if that folder records it. Only a regular file is read,
+// not a link (found by gpuaccept, not named by the user, it could lead out
+// of the folder), nor a FIFO or device; ok is false when there is none or
+// it does not read as one.
 func ReadOutputsBeside(log string) (outs []plan.Output, ok bool) {
-	data, err := safefs.ReadNamed(filepath.Join(filepath.Dir(log), Outputs), maxOutputs)
+	p := filepath.Join(filepath.Dir(log), Outputs)
+	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	data, err := safefs.ReadNamed(p, maxOutputs)
 	if err != nil {
 		return nil, false
 	}

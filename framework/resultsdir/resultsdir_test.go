@@ -73,9 +73,12 @@ func TestReadOutputs(t *testing.T) {
 	assert.NilError(t, os.Symlink(other, filepath.Join(dir, Outputs)))
 	_, err = ReadOutputs(root, "nccl.all_reduce")
 	assert.Assert(t, err != nil && strings.Contains(err.Error(), "link"), "%v", err)
-	// Beside a log the user named, a FIFO is not opened (it would hang).
+	// Beside a log the user named, found by gpuaccept: a link is not
+	// followed, a FIFO not opened (it would hang).
+	_, ok := ReadOutputsBeside(filepath.Join(dir, "all_reduce.log"))
+	assert.Assert(t, !ok, "a link beside a log is read")
 	assert.NilError(t, os.Remove(filepath.Join(dir, Outputs)))
 	assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, Outputs), 0o644))
-	_, ok := ReadOutputsBeside(filepath.Join(dir, "all_reduce.log"))
+	_, ok = ReadOutputsBeside(filepath.Join(dir, "all_reduce.log"))
 	assert.Assert(t, !ok, "a FIFO beside a log is not read")
 }

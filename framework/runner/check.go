@@ -208,7 +208,14 @@ func groupFiles(files []string, tmp string) ([]fileGroup, error) {
 		}
 		stem := strings.TrimSuffix(abs, filepath.Ext(abs))
 		isJSON := strings.EqualFold(filepath.Ext(abs), ".json")
+		if d := filepath.Dir(stem); isJSON && filepath.Base(d) == launch.FilesDir(filepath.Base(stem)) {
+			// A results folder's STEP.files/STEP.json is STEP.log's.
+			stem = filepath.Join(filepath.Dir(d), filepath.Base(stem))
+		}
 		w, ok := byStem[stem]
+		if ok && isJSON && groups[w.g].outs[w.o].Files[filepath.Base(abs)] == abs {
+			continue // found beside its log already (STEP.files/)
+		}
 		if ok && (isJSON && !hasJSON(groups[w.g].outs[w.o]) || !isJSON && groups[w.g].outs[w.o].Log == "") {
 			// joins the run of the same stem
 		} else if isJSON {
@@ -324,10 +331,12 @@ func recorded(o *plan.Output) {
 	}
 }
 
-// fileExists says p is a regular file: a FIFO or device found beside a
-// log (its -J file) is not handed to a plugin.
+// fileExists says p is a regular file, not a link: a file check finds
+// by itself beside a log (its -J file in STEP.files/) is read only so; a
+// link there could lead out of the folder, a FIFO or device hang or fill
+// the disk.
 func fileExists(p string) bool {
-	fi, err := os.Stat(p)
+	fi, err := os.Lstat(p)
 	return err == nil && fi.Mode().IsRegular()
 }
 
