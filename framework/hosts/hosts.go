@@ -6,6 +6,7 @@
 package hosts
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -70,6 +71,12 @@ func ParseFile(data []byte, name string) ([]Host, error) {
 }
 
 func parseWord(w string) (Host, error) {
+	if strings.Contains(w, "@") {
+		// USER[:PASSWORD]@HOST: the word is not quoted back, lest an
+		// error print the password (a hostfile is not masked as an
+		// argument is).
+		return Host{}, errors.New("a host entry with a user (USER[:PASSWORD]@HOST) is not supported: give the host name alone, and the user in ~/.ssh/config or --ssh-user")
+	}
 	name, n, hasSlots := strings.Cut(w, ":")
 	if !Valid(name) {
 		return Host{}, fmt.Errorf("host %q is not a host name", name)

@@ -29,9 +29,13 @@ func TestParseErrors(t *testing.T) {
 		{"$(id) slots=1\n", "host \"$(id)\" is not a host name"},
 		{"node1 cpus=8\n", `hosts.txt line 1: "node1 cpus=8" is not one of host, host:N, host slots=N`},
 		{"-oProxyCommand=x\n", `host "-oProxyCommand=x" is not a host name`},
+		{"admin:pw2Secret@h1\n", "hosts.txt line 1: a host entry with a user (USER[:PASSWORD]@HOST) is not supported"},
+		{"h0\nroot@h1 slots=8\n", "hosts.txt line 2: a host entry with a user"},
 	} {
 		_, err := ParseFile([]byte(c.in), "hosts.txt")
 		assert.ErrorContains(t, err, c.want)
+		// The password of a USER:PASSWORD@HOST entry is never quoted back.
+		assert.Assert(t, !strings.Contains(err.Error(), "pw2Secret"), err.Error())
 	}
 	_, err := ParseList("node1,node2:0")
 	assert.ErrorContains(t, err, `--hosts: host "node2:0": slot count "0" must be a positive number`)
