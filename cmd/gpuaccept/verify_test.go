@@ -161,6 +161,14 @@ func TestVerifyTampering(t *testing.T) {
 		{"a test's raw outputs pointed at another test's folder, everything made again", func(dir string) {
 			forgeJournal(t, dir, `"raw/nccl\.all_gather/`, `"raw/nccl.all_reduce/`)
 		}, nil, 1, []string{"REJUDGED nccl.all_gather: raw output raw/nccl.all_reduce/", "is not in the folder of test nccl.all_gather (raw/nccl.all_gather/)"}, nil},
+		// A test dropped from the journal (its line and its planned name)
+		// and its raw outputs deleted, everything made again: no verdict
+		// is left to re-judge, but the suite of the kept baseline names it.
+		{"a test dropped from the journal and raw/, everything made again", func(dir string) {
+			assert.NilError(t, os.RemoveAll(filepath.Join(dir, "raw/nccl.all_gather")))
+			edit(t, filepath.Join(dir, "journal.jsonl"), `(?m)^\{"test":\{"name":"nccl\.all_gather".*\n`, ``)
+			forgeJournal(t, dir, `"nccl\.all_gather",`, ``)
+		}, nil, 1, []string{"MISMATCH nccl.all_gather: suite singlenode of baseline/h200.yaml runs it, and no --test choice of the run leaves it out, but the run has no result for it"}, nil},
 		{"junit.xml", func(dir string) {
 			edit(t, filepath.Join(dir, "junit.xml"), `failures="0"`, `failures="1"`)
 		}, nil, 1, []string{"MISMATCH junit.xml: edited since the run", "MISMATCH junit.xml: differs from the one re-rendered from the journal and the baseline copy, from line 3"}, nil},

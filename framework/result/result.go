@@ -235,7 +235,11 @@ type Run struct {
 	// Duration is the wall time of the whole run.
 	Duration time.Duration `json:"duration_ns"`
 	Version  string        `json:"gpuaccept_version"`
-	Tests    []Test        `json:"tests"`
+	// Selected are the tests --test chose from the suite (sorted); none:
+	// every test of the suite. verify holds the run's tests to the suite
+	// of the kept baseline and this choice.
+	Selected []string `json:"selected,omitempty"`
+	Tests    []Test   `json:"tests"`
 	// Dir is the results folder, when one was written.
 	Dir string `json:"results_dir,omitempty"`
 	// Localisations are the narrowing-down of failing multi-node tests

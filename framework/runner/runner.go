@@ -111,6 +111,10 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 	}
 	run := &result.Run{SKU: r.SKU.Name, Suite: suiteName, Launcher: r.Launcher.Name(), Scope: topo.Scope,
 		Hosts: topo.Hosts, Started: time.Now().UTC(), Version: r.Version, Dir: r.Dir, Tests: []result.Test{}}
+	if len(r.Only) > 0 {
+		run.Selected = append([]string(nil), r.Only...)
+		sort.Strings(run.Selected)
+	}
 	var planned []string
 	for _, st := range su.Tests {
 		if r.selected(st.Test) {

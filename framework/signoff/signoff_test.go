@@ -86,7 +86,7 @@ func signedFolder(t *testing.T, version string) string {
 	data, err := baselines.FS.ReadFile("h200.yaml")
 	assert.NilError(t, err)
 	assert.NilError(t, journal.SaveBaseline(dir, "h200", data))
-	run := &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Version: version, Dir: dir,
+	run := &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Version: version, Dir: dir, Selected: []string{"nccl.all_reduce"},
 		Started: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Tests: []result.Test{}}
 	w, err := journal.Create(dir, run, []string{"nccl.all_reduce"})
 	assert.NilError(t, err)

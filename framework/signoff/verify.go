@@ -161,6 +161,9 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 			r.add(Rejudged, "%s", d)
 		}
 	}
+	if s != nil {
+		r.checkSuite(s, run)
+	}
 	if s != nil && o.Builtin != nil {
 		r.checkBuiltin(ctx, dir, o, s, run, recorded)
 	}
@@ -218,6 +221,40 @@ func (r *Result) checkSeal(dir string, o Options) {
 // only when the manifest is sealed (the digest or signature checked):
 // the version an unsealed manifest names proves nothing. It returns what
 // matched.
+// checkSuite holds the run's tests to its suite in the kept baseline s
+// and the tests --test chose (run.Selected): a test dropped from the
+// journal, its raw outputs deleted, leaves no verdict to re-judge, but
+// the suite still names it. Runs of no suite of s (check) are not held.
+func (r *Result) checkSuite(s *sku.SKU, run *result.Run) {
+	su, ok := s.Suites[run.Suite]
+	if !ok {
+		return
+	}
+	chosen := map[string]bool{}
+	for _, n := range run.Selected {
+		chosen[n] = true
+	}
+	have := map[string]bool{}
+	for _, t := range run.Tests {
+		have[t.Name] = true
+	}
+	inSuite := map[string]bool{}
+	for _, st := range su.Tests {
+		inSuite[st.Test] = true
+		if (len(chosen) == 0 || chosen[st.Test]) && !have[st.Test] {
+			r.add(Mismatch, "%s: suite %s of %s/%s.yaml runs it, and no --test choice of the run leaves it out, but the run has no result for it", st.Test, run.Suite, resultsdir.Baseline, s.Name)
+		}
+	}
+	for _, t := range run.Tests {
+		if !inSuite[t.Name] {
+			r.add(Mismatch, "%s: the run has a result for it, but suite %s of %s/%s.yaml has no such test", t.Name, run.Suite, resultsdir.Baseline, s.Name)
+		}
+	}
+	if len(run.Selected) > 0 {
+		r.add(Note, "the run chose %d of suite %s's %d tests with --test: %s", len(run.Selected), run.Suite, len(su.Tests), strings.Join(run.Selected, ", "))
+	}
+}
+
 // How a kept baseline copy compares with the built-in SKU file
 // (Result.Baseline).
 const (
