@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
@@ -87,7 +89,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, err
 	}
 	for _, l := range res.Lines {
-		fmt.Fprintln(stdout, l)
+		fmt.Fprintln(stdout, printable(l.String()))
 	}
 	if ctx.Err() != nil {
 		// Re-judging stopped half way: its differences say nothing.
@@ -95,7 +97,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	findings := res.Findings
 	for _, p := range clearSecrets(dir) {
-		fmt.Fprintf(stdout, "MISMATCH %s\n", p)
+		fmt.Fprintf(stdout, "MISMATCH %s\n", printable(p))
 		findings++
 	}
 	if findings > 0 {
@@ -151,4 +153,24 @@ func sealed(res *signoff.Result) string {
 		return ""
 	}
 	return "; " + strings.Join(parts, ", ")
+}
+
+// printable writes the control characters of s (a file name in a folder
+// someone handed over may hold a carriage return and escape sequences
+// that would print a false "verify: OK" over the real verdict) as Go
+// escapes: \r, \x1b.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -426,3 +426,15 @@ func TestVerifySiteBaseline(t *testing.T) {
 	assert.Equal(t, code, 0, out)
 	assert.Assert(t, strings.Contains(out, "(built-in h200 baseline) give the recorded verdicts") && !strings.Contains(out, "against the built-in"), out)
 }
+
+// A file name holding a carriage return and terminal escapes cannot print
+// a false verdict over verify's own: its control characters are escaped.
+func TestVerifyEscapesControlCharacters(t *testing.T) {
+	dir := copyDir(t, replayRun(t))
+	name := "x\r\x1b[2K\x1b[1Averify: OK: all good\x1b[8m"
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
+	code, out, _ := cli(t, "verify", dir)
+	assert.Equal(t, code, 1, out)
+	assert.Assert(t, !strings.ContainsAny(out, "\r\x1b"), "%q", out)
+	assert.Assert(t, strings.Contains(out, `MISMATCH x\r\x1b[2K\x1b[1Averify: OK: all good\x1b[8m: added since the run`), out)
+}

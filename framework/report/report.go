@@ -9,6 +9,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"regexp"
 	"strings"
 	"time"
 
@@ -176,7 +177,7 @@ func Markdown(w io.Writer, run *result.Run) error {
 	r := rows(run)
 	for _, row := range r {
 		for i := range row {
-			row[i] = strings.ReplaceAll(row[i], "|", `\|`)
+			row[i] = mdCell(row[i])
 		}
 	}
 	if err := t.Bulk(r); err != nil {
@@ -244,6 +245,16 @@ func mdFindings(w io.Writer, run *result.Run) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// htmlStart is a "<" that opens an HTML tag, comment or declaration.
+var htmlStart = regexp.MustCompile(`<([A-Za-z/!?])`)
+
+// mdCell keeps a table cell (a GPU name, a message from a log) from
+// ending the cell or opening HTML: "|" and every "<" that would start a
+// tag are escaped; "warn < 326.9" stays as it reads.
+func mdCell(s string) string {
+	return htmlStart.ReplaceAllString(strings.ReplaceAll(s, "|", `\|`), "&lt;$1")
 }
 
 // mdEscape keeps tool output from turning into Markdown or HTML.

@@ -363,3 +363,26 @@ func TestMarkdownReasonFirstOnce(t *testing.T) {
 		"- check out of bounds values: 4 values out of bounds (FAILED)\n"+
 		"\n</details>\n")
 }
+
+// Text from a log reaches the Markdown table as text: a device name or
+// message holding HTML does not become a tag, a "|" does not end its
+// cell, and a band's "<" reads as it did.
+func TestMarkdownCellsAreText(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`<img src=x onerror=alert(1)>`, `&lt;img src=x onerror=alert(1)>`},
+		{`</td><script>x</script>`, `&lt;/td>&lt;script>x&lt;/script>`},
+		{`<!-- hidden -->`, `&lt;!-- hidden -->`},
+		{`a | b`, `a \| b`},
+		{`>= 309.7 (warn < 326.9)`, `>= 309.7 (warn < 326.9)`},
+	}
+	for _, c := range cases {
+		assert.Equal(t, mdCell(c.in), c.want)
+		r := sample()
+		r.Tests[2].Message = c.in
+		var b bytes.Buffer
+		assert.NilError(t, Markdown(&b, r))
+		table, _, _ := strings.Cut(b.String(), "<details>")
+		assert.Assert(t, strings.Contains(table, c.want), "%q not in\n%s", c.want, table)
+		assert.Assert(t, !strings.Contains(table, "<img") && !strings.Contains(table, "<script"), table)
+	}
+}
