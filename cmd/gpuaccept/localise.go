@@ -76,7 +76,7 @@ func (lf *localiseFlags) check(s *sku.SKU) error {
 	if !ok {
 		return usageError{fmt.Errorf("--localise-strategy %q: want one of %s", lf.strategy, strings.Join(localise.Strategies, ", "))}
 	}
-	if lf.tolerance <= 0 || lf.tolerance >= 1 {
+	if !(lf.tolerance > 0 && lf.tolerance < 1) { // NaN too
 		return usageError{fmt.Errorf("--localise-tolerance %g: want a fraction between 0 and 1 (0.1 is 10%%)", lf.tolerance)}
 	}
 	if lf.matchings < 1 {

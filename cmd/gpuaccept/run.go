@@ -30,6 +30,10 @@ results.json, junit.xml, report.html, summary.md, table.txt, the journal of
 finished tests, a copy of the baseline and the sign-off manifest.json).
 `
 
+// maxRetries bounds --retries: a test that needs more retries than this
+// to pass is broken, and every attempt's raw outputs are kept.
+const maxRetries = 10
+
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	return runOrLocalise("run", args, stdout, stderr)
 }
@@ -181,8 +185,9 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	default:
 		fmt.Fprintf(stderr, "note: %v: the run itself would stop here\n", err)
 	}
-	if retries < 0 {
-		return exitUsage, usageError{fmt.Errorf("--retries %d: want 0 or more", retries)}
+	if retries < 0 || retries > maxRetries {
+		// Each attempt keeps its raw outputs: no bound fills the disk.
+		return exitUsage, usageError{fmt.Errorf("--retries %d: want 0 to %d", retries, maxRetries)}
 	}
 	baseline, err := c.skuFile(s)
 	if err != nil {

@@ -95,6 +95,12 @@ func (s Sweep) Step(name string, t plan.Topology) (plan.Step, error) {
 	if t.Nodes < 1 || t.GPUsPerNode < 1 {
 		return plan.Step{}, fmt.Errorf("topology %s: nodes and GPUs per node must be >= 1", t)
 	}
+	if lo, err1 := result.ParseBytes(s.MinBytes); err1 == nil {
+		if hi, err2 := result.ParseBytes(s.MaxBytes); err2 == nil && lo > hi {
+			// nccl-tests would measure nothing and print no row.
+			return plan.Step{}, fmt.Errorf("parameters minbytes %s and maxbytes %s: the smallest size is above the largest", s.MinBytes, s.MaxBytes)
+		}
+	}
 	mode := s.Mode
 	if mode == "" {
 		mode = "single"
