@@ -2,7 +2,9 @@
 // test plugin implements, its gRPC transport over hashicorp/go-plugin, and
 // the Host that starts plugin processes (built-in ones by re-executing
 // gpuaccept, external ones as gpuaccept-plugin-NAME executables found on a
-// plugin path) and turns their crashes and hangs into errors.
+// plugin path) and turns their crashes and hangs into errors. CONTRACT.md
+// in this folder holds every rule a plugin in any language must keep, and
+// the code that makes each.
 package pluginapi
 
 import (

@@ -7,12 +7,12 @@
 //   - serves the Plugin service below and the gRPC health service
 //     (grpc.health.v1.Health, service "plugin" SERVING) on a Unix socket in
 //     PLUGIN_UNIX_SOCKET_DIR or on a loopback TCP port;
-//   - prints one handshake line on stdout, "1|1|unix|PATH|grpc" or
-//     "1|1|tcp|127.0.0.1:PORT|grpc", and nothing else on stdout;
+//   - prints the handshake line as its first line on stdout,
+//     "1|1|unix|PATH|grpc" or "1|1|tcp|127.0.0.1:PORT|grpc";
 //   - answers each call within the host's call timeout (2 minutes), and
 //     exits when gpuaccept is gone (its parent pid changes).
-// CONTRACT.md beside this file has every rule and the code that enforces
-// it; examples/plugin-python/ is a plugin written to it.
+// framework/pluginapi/CONTRACT.md has every rule and the code that
+// enforces it; examples/plugin-python/ is a plugin written to it.
 //
 // Units: sizes in bytes, bandwidth in GB/s (1e9 bytes/s) or Gb/s for NICs
 // (1e9 bits/s), times in microseconds, unless a field says otherwise.
@@ -85,8 +85,9 @@ func (*DescribeRequest) Descriptor() ([]byte, []int) {
 }
 
 // Param is a parameter a test takes (--param TEST:NAME=VALUE, a suite's
-// params). Parameters not declared are refused (pluginapi.SplitParams),
-// except "env.NAME", which sets NAME in the steps' environment.
+// params). A plugin refuses the parameters it does not declare (Go
+// plugins: pluginapi.SplitParams), except "env.NAME", which sets NAME in
+// the steps' environment.
 type Param struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -266,9 +267,9 @@ type TestInfo struct {
 	// "client" for perftest). The step of role R for pair N is named "R.N"
 	// (Step.name) and has role R (Step.role); the steps of one N are one
 	// pair. gpuaccept check groups logs named R.N.log in one folder into one
-	// run. Empty: the test's steps have no role. The launchers know the roles
-	// "server" (started first, listens) and "client" (connects to the server
-	// of its pair): use those names.
+	// run. Empty: the test's steps have no role. The ssh and Kubernetes
+	// launchers treat the roles "server" (listens) and "client" (connects to
+	// the server of its pair) specially: a paired tool uses those names.
 	Roles         []string `protobuf:"bytes,7,rep,name=roles,proto3" json:"roles,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -555,7 +556,7 @@ type Step struct {
 	// files: 1 to 64 of [a-z0-9_.-], not "." or "..", unique in the plan.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// role: "" for symmetric workloads, else one of TestInfo.roles; the step
-	// is then named "ROLE.N".
+	// is then named "ROLE.N" (the host refuses other plans).
 	Role         string            `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
 	Argv         []string          `protobuf:"bytes,3,rep,name=argv,proto3" json:"argv,omitempty"`                                                                         // program and arguments; not empty
 	Env          map[string]string `protobuf:"bytes,4,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // names: letters, digits, _ (not starting with a digit)
@@ -1106,8 +1107,9 @@ func (x *Check) GetError() bool {
 
 type Diagnostic struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// level: "info", "warning" or "error"; an "error" diagnostic makes the
-	// test an error when no metric was found.
+	// level: "info", "warning" or "error". Reports show diagnostics; no
+	// verdict depends on them: what makes the output no measurement goes in
+	// ParseResponse.error.
 	Level         string `protobuf:"bytes,1,opt,name=level,proto3" json:"level,omitempty"`
 	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	Source        string `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"` // "file:line"

@@ -7,12 +7,12 @@
 //   - serves the Plugin service below and the gRPC health service
 //     (grpc.health.v1.Health, service "plugin" SERVING) on a Unix socket in
 //     PLUGIN_UNIX_SOCKET_DIR or on a loopback TCP port;
-//   - prints one handshake line on stdout, "1|1|unix|PATH|grpc" or
-//     "1|1|tcp|127.0.0.1:PORT|grpc", and nothing else on stdout;
+//   - prints the handshake line as its first line on stdout,
+//     "1|1|unix|PATH|grpc" or "1|1|tcp|127.0.0.1:PORT|grpc";
 //   - answers each call within the host's call timeout (2 minutes), and
 //     exits when gpuaccept is gone (its parent pid changes).
-// CONTRACT.md beside this file has every rule and the code that enforces
-// it; examples/plugin-python/ is a plugin written to it.
+// framework/pluginapi/CONTRACT.md has every rule and the code that
+// enforces it; examples/plugin-python/ is a plugin written to it.
 //
 // Units: sizes in bytes, bandwidth in GB/s (1e9 bytes/s) or Gb/s for NICs
 // (1e9 bits/s), times in microseconds, unless a field says otherwise.
@@ -56,10 +56,11 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Plugin is what a test plugin serves. An error status with code UNKNOWN
-// (what a handler's plain error or exception becomes) reaches the user as
-// its message alone: a configuration error of Plan names the parameter. A
-// call that fails for any reason is an error of that test only; the run
-// goes on.
+// (what a Go handler's plain error becomes) reaches the user as its
+// message alone: a configuration error of Plan names the parameter. A
+// failed Plan or Parse makes that test an error and the run goes on; a
+// failed Describe makes the SKU's lines naming the plugin's tests
+// problems, and a run of that SKU does not start.
 type PluginClient interface {
 	// Describe says who the plugin is and what tests it offers. The host asks
 	// it before planning, to check SKU files against the tests (skucheck), and
@@ -118,10 +119,11 @@ func (c *pluginClient) Parse(ctx context.Context, in *ParseRequest, opts ...grpc
 // for forward compatibility.
 //
 // Plugin is what a test plugin serves. An error status with code UNKNOWN
-// (what a handler's plain error or exception becomes) reaches the user as
-// its message alone: a configuration error of Plan names the parameter. A
-// call that fails for any reason is an error of that test only; the run
-// goes on.
+// (what a Go handler's plain error becomes) reaches the user as its
+// message alone: a configuration error of Plan names the parameter. A
+// failed Plan or Parse makes that test an error and the run goes on; a
+// failed Describe makes the SKU's lines naming the plugin's tests
+// problems, and a run of that SKU does not start.
 type PluginServer interface {
 	// Describe says who the plugin is and what tests it offers. The host asks
 	// it before planning, to check SKU files against the tests (skucheck), and
