@@ -236,7 +236,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 }
 
 // config builds the localisation settings of a run.
-func (lf *localiseFlags) config(s *sku.SKU, dir string, sr *subRunner, hcaMap func(string) (string, bool)) (*localise.Config, error) {
+func (lf *localiseFlags) config(s *sku.SKU, dir string, sr *subRunner, hcaMap func(string) (localise.HCAMap, bool)) (*localise.Config, error) {
 	ns, err := lf.nodeSuite(s)
 	if err != nil {
 		return nil, err
@@ -253,11 +253,12 @@ func (lf *localiseFlags) config(s *sku.SKU, dir string, sr *subRunner, hcaMap fu
 }
 
 // hcaMaps answers, for a test of the suite, the HCA pair map it runs with
-// when its plugin takes one: a parameter named "pairs" (ib_write_bw's
-// SERVER_HCA:CLIENT_HCA,...). The map is the test's effective parameter,
-// suite and command line laid over each other.
-func hcaMaps(ctx context.Context, host *pluginapi.Host, su *sku.Suite, pm map[string]string) func(string) (string, bool) {
-	takes := map[string]bool{}
+// when its plugin declares a parameter that takes one
+// (TestInfo.HCAMapParam: ib_write_bw's pairs, SERVER_HCA:CLIENT_HCA,...),
+// with that parameter and the pair label. The map is the test's effective
+// parameter, suite and command line laid over each other.
+func hcaMaps(ctx context.Context, host *pluginapi.Host, su *sku.Suite, pm map[string]string) func(string) (localise.HCAMap, bool) {
+	takes := map[string]localise.HCAMap{}
 	for _, st := range su.Tests {
 		pluginName, test, err := runner.SplitName(st.Test)
 		if err != nil {
@@ -267,28 +268,23 @@ func hcaMaps(ctx context.Context, host *pluginapi.Host, su *sku.Suite, pm map[st
 		if err != nil {
 			continue
 		}
-		for _, ti := range d.Tests {
-			if ti.Name != test {
-				continue
-			}
-			for _, p := range ti.Params {
-				if p.Name == "pairs" {
-					takes[st.Test] = true
-				}
-			}
+		if ti, ok := d.Test(test); ok && ti.HCAMapParam != "" {
+			takes[st.Test] = localise.HCAMap{Param: ti.HCAMapParam, Label: ti.PairLabel}
 		}
 	}
-	return func(test string) (string, bool) {
-		if !takes[test] {
-			return "", false
+	return func(test string) (localise.HCAMap, bool) {
+		m, ok := takes[test]
+		if !ok {
+			return localise.HCAMap{}, false
 		}
 		for _, st := range su.Tests {
 			if st.Test == test {
 				params := runner.Params(su.Params, st.Params, runner.ScopedParams(pm, test))
-				return params["pairs"], true
+				m.Map = params[m.Param]
+				return m, true
 			}
 		}
-		return "", false
+		return localise.HCAMap{}, false
 	}
 }
 

@@ -82,6 +82,19 @@ type Request struct {
 	Label string
 }
 
+// HCAMap is the HCA pair map a test runs with and the names its plugin
+// declares for it (pluginapi.TestInfo.HCAMapParam and PairLabel).
+type HCAMap struct {
+	// Map is the map, "SERVER_HCA:CLIENT_HCA,...".
+	Map string
+	// Param is the test's parameter that takes a map: the nic-pairs stage
+	// sets it ("TEST:PARAM") to run chosen HCA pairs.
+	Param string
+	// Label is the metric label whose value names the HCA pair of a point,
+	// "SERVER_HCA:CLIENT_HCA".
+	Label string
+}
+
 // Exec runs a request to its end and returns its results; the error is
 // for a run that could not start at all, which counts as an error run. It
 // must write nothing outside req.Dir and stop everything it started when
@@ -107,10 +120,10 @@ type Config struct {
 	// per-node stage. NodeTests restricts it (empty: all its tests).
 	NodeSuite string
 	NodeTests []string
-	// HCAMap returns the HCA pair map (SERVER_HCA:CLIENT_HCA,...) the test
-	// runs with and true when the test takes one (the "pairs" parameter of
-	// ib_write_bw); nil: no test does.
-	HCAMap func(test string) (string, bool)
+	// HCAMap returns the HCA pair map the test runs with and how the test
+	// takes it, and true when the test takes one (its plugin declares
+	// TestInfo.HCAMapParam); nil: no test does.
+	HCAMap func(test string) (HCAMap, bool)
 	// NICs are the HCA names of every node, for the nic-pairs stage; empty:
 	// the HCAs the test's own map names.
 	NICs []string

@@ -30,9 +30,12 @@ type cluster struct {
 	fail   float64            // figures below this are judged fail (0: not judged)
 	broken map[string]bool    // hosts where nothing starts
 	hcaMap string             // the HCA map ibperf tests run with unless given one
-	reqs   []Request
-	busy   map[string]bool
-	clash  string
+	// param and label are the HCA map parameter and the pair label the
+	// simulated plugin declares; "": "pairs" and "pair", as ibperf's.
+	param, label string
+	reqs         []Request
+	busy         map[string]bool
+	clash        string
 }
 
 func (c *cluster) factor(h string) float64 {
@@ -76,7 +79,11 @@ func (c *cluster) exec(ctx context.Context, req Request) (*result.Run, error) {
 	}
 	for _, name := range names {
 		t := result.Test{Name: name, Status: result.Skip}
-		m, ok := req.Params[name+":pairs"]
+		param, label := "pairs", "pair"
+		if c.param != "" {
+			param, label = c.param, c.label
+		}
+		m, ok := req.Params[name+":"+param]
 		if !ok && strings.HasPrefix(name, "ibperf.") {
 			m, ok = c.hcaMap, true
 		}
@@ -90,7 +97,7 @@ func (c *cluster) exec(ctx context.Context, req Request) (*result.Run, error) {
 				}
 				for _, size := range []int64{65536, 1 << 20, 8 << 20} {
 					t.Metrics = append(t.Metrics, result.Judged{Metric: result.Metric{Name: "bw_avg", Unit: "Gb/s", Size: size,
-						Value: 390 * pf * float64(size) / (8 << 20), Labels: map[string]string{"pair": p}}, Status: result.Skip})
+						Value: 390 * pf * float64(size) / (8 << 20), Labels: map[string]string{label: p}}, Status: result.Skip})
 				}
 			}
 		} else {
@@ -279,7 +286,9 @@ func TestErroredRunsNameNobody(t *testing.T) {
 
 func TestNICPairs(t *testing.T) {
 	hcas := []string{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}
-	hcaMap := func(test string) (string, bool) { return "mlx5_0:mlx5_0", test == "ibperf.write_bw" }
+	hcaMap := func(test string) (HCAMap, bool) {
+		return HCAMap{Map: "mlx5_0:mlx5_0", Param: "pairs", Label: "pair"}, test == "ibperf.write_bw"
+	}
 	for _, tc := range []struct {
 		name      string
 		hca       map[string]float64
@@ -318,11 +327,28 @@ func TestNICPairs(t *testing.T) {
 	assert.Assert(t, strings.Contains(strings.Join(loc.Notes, "\n"), "give every node's HCAs (--nics)"), "%q", loc.Notes)
 }
 
+// The nic-pairs stage sets the parameter and reads the label the plugin
+// declares, whatever their names: a plugin whose map parameter is
+// "nic_map" and whose pair label is "link" is localised HCA by HCA too.
+func TestNICPairsUseTheDeclaredNames(t *testing.T) {
+	cl := &cluster{hca: map[string]float64{"n2:mlx5_1": 0.3}, param: "nic_map", label: "link"}
+	hcaMap := func(string) (HCAMap, bool) {
+		return HCAMap{Map: "mlx5_0:mlx5_0", Param: "nic_map", Label: "link"}, true
+	}
+	loc := localise(t, cl, Config{HCAMap: hcaMap, NICs: []string{"mlx5_0", "mlx5_1"}}, "other.bw", hostsN(2))
+	assert.DeepEqual(t, suspects(loc), []string{"hca n2 HCA mlx5_1 (nic-pairs)"})
+	last := cl.reqs[len(cl.reqs)-1]
+	assert.Equal(t, last.Params["other.bw:nic_map"], "mlx5_0:mlx5_1,mlx5_1:mlx5_0")
+	assert.Equal(t, len(loc.Stages[len(loc.Stages)-1].Runs[0].NICFigures), 2)
+}
+
 // A node named by the pairs stage is then examined HCA by HCA beside a node
 // that was not named.
 func TestNICPairsFollowTheNamedNode(t *testing.T) {
 	cl := &cluster{hca: map[string]float64{"n3:mlx5_1": 0.3}, hcaMap: "mlx5_0:mlx5_0,mlx5_1:mlx5_1"}
-	hcaMap := func(string) (string, bool) { return "mlx5_0:mlx5_0,mlx5_1:mlx5_1", true }
+	hcaMap := func(string) (HCAMap, bool) {
+		return HCAMap{Map: "mlx5_0:mlx5_0,mlx5_1:mlx5_1", Param: "pairs", Label: "pair"}, true
+	}
 	loc := localise(t, cl, Config{HCAMap: hcaMap}, "ibperf.write_bw", hostsN(4))
 	assert.DeepEqual(t, suspects(loc), []string{"node n3 (pairs)", "hca n3 HCA mlx5_1 (nic-pairs)"})
 }
@@ -345,7 +371,7 @@ func TestCancelKeepsWhatWasFound(t *testing.T) {
 
 func TestScheduleText(t *testing.T) {
 	var b bytes.Buffer
-	c := Config{NodeSuite: "singlenode", HCAMap: func(string) (string, bool) { return "mlx5_0:mlx5_0", true }}
+	c := Config{NodeSuite: "singlenode", HCAMap: func(string) (HCAMap, bool) { return HCAMap{Map: "mlx5_0:mlx5_0", Param: "pairs", Label: "pair"}, true }}
 	assert.NilError(t, c.Schedule("ibperf.write_bw", hostsN(4)).Write(&b, 0))
 	assert.NilError(t, c.Schedule("nccl.all_reduce", hostsN(40)).Write(&b, 2))
 	assert.NilError(t, c.Schedule("nccl.all_reduce", hostsN(1024)).Write(&b, 0))

@@ -38,17 +38,18 @@ func hcaSides(m string) (servers, clients []string) {
 // nicPairs runs every HCA pair between the node pairs worth examining (the
 // two nodes of a 2-node set, else each named node with a node that was not
 // named) and names the HCAs whose every pair is slow, and the single HCA
-// pairs (links) slow on their own. Each pair's figure is read from the
-// metrics labelled pair=SERVER_HCA:CLIENT_HCA (the plugin's convention for
-// a test taking a "pairs" map; see the README).
-func (j *job) nicPairs(ctx context.Context, hcaMap string) {
+// pairs (links) slow on their own. Each round sets the test's declared map
+// parameter (hm.Param) to its HCA pairs, and each pair's figure is read
+// from the metrics whose declared pair label (hm.Label) is
+// SERVER_HCA:CLIENT_HCA.
+func (j *job) nicPairs(ctx context.Context, hm HCAMap) {
 	const stage = "nic-pairs"
 	servers, clients := j.c.NICs, j.c.NICs
 	if len(servers) == 0 {
-		servers, clients = hcaSides(hcaMap)
+		servers, clients = hcaSides(hm.Map)
 	}
 	if len(servers) < 2 || len(servers) != len(clients) {
-		j.note(fmt.Sprintf("nic-pairs: the HCA map %q names %d server and %d client HCAs; give every node's HCAs (--nics) to compare them pair by pair", hcaMap, len(servers), len(clients)))
+		j.note(fmt.Sprintf("nic-pairs: the HCA map %q names %d server and %d client HCAs; give every node's HCAs (--nics) to compare them pair by pair", hm.Map, len(servers), len(clients)))
 		return
 	}
 	hosts := j.topo.Hosts
@@ -99,7 +100,7 @@ func (j *job) nicPairs(ctx context.Context, hcaMap string) {
 				parts[k] = servers[pr.A] + ":" + clients[pr.B]
 			}
 			nics := strings.Join(parts, ",")
-			p := j.request(stage, r+1, j.suite, []string{j.test}, []string{a, b}, fmt.Sprintf("%s-%s-r%d", a, b, r+1), map[string]string{j.test + ":pairs": nics})
+			p := j.request(stage, r+1, j.suite, []string{j.test}, []string{a, b}, fmt.Sprintf("%s-%s-r%d", a, b, r+1), map[string]string{j.test + ":" + hm.Param: nics})
 			p.sub.NICs = nics
 			j.progress("%s %s+%s round %d of %d: %s", stage, a, b, r+1, len(rounds), nics)
 			j.runAll(ctx, []*pending{p}, func(p *pending, run *result.Run, err error) {
@@ -107,7 +108,7 @@ func (j *job) nicPairs(ctx context.Context, hcaMap string) {
 				j.logRun(p)
 			})
 			name := strings.TrimPrefix(p.sub.FigureName, "peak ")
-			peaks := seriesPeaks(p.test, name, "pair")
+			peaks := seriesPeaks(p.test, name, hm.Label)
 			for _, pr := range round {
 				label := servers[pr.A] + ":" + clients[pr.B]
 				v, ok := peaks[label]
@@ -121,7 +122,7 @@ func (j *job) nicPairs(ctx context.Context, hcaMap string) {
 			for _, mt := range p.test.Metrics {
 				if mt.Status == result.Fail && mt.Name == name {
 					for _, pr := range round {
-						if mt.Labels["pair"] == servers[pr.A]+":"+clients[pr.B] {
+						if mt.Labels[hm.Label] == servers[pr.A]+":"+clients[pr.B] {
 							failed[pr.A][pr.B] = true
 						}
 					}

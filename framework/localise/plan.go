@@ -38,7 +38,9 @@ func (c *Config) Schedule(test string, hosts []string) Schedule {
 	n := len(hosts)
 	s := Schedule{Test: test, Hosts: hosts, Strategy: c.StrategyFor(n), PerNode: c.NodeSuite, Seed: c.Seed}
 	if c.HCAMap != nil {
-		s.HCAMap, _ = c.HCAMap(test)
+		if m, ok := c.HCAMap(test); ok {
+			s.HCAMap = m.Map
+		}
 	}
 	if n < 3 {
 		return s

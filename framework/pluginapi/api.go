@@ -2,11 +2,17 @@
 // test plugin implements, its gRPC transport over hashicorp/go-plugin, and
 // the Host that starts plugin processes (built-in ones by re-executing
 // gpuaccept, external ones as gpuaccept-plugin-NAME executables found on a
-// plugin path) and turns their crashes and hangs into errors.
+// plugin path) and turns their crashes and hangs into errors. CONTRACT.md
+// in this folder holds every rule a plugin in any language must keep, and
+// the code that makes each.
 package pluginapi
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
@@ -45,6 +51,132 @@ type TestInfo struct {
 	Description string       `json:"description"`
 	Params      []Param      `json:"params,omitempty"`
 	Metrics     []MetricInfo `json:"metrics,omitempty"`
+	// HCAMapParam names the parameter (one of Params) that takes an HCA
+	// pair map, "SERVER_HCA:CLIENT_HCA,...": the localiser sets it to
+	// examine a node pair HCA by HCA (its nic-pairs stage). Empty: the test
+	// takes none.
+	HCAMapParam string `json:"hca_map_param,omitempty"`
+	// PairLabel names the metric label whose value is the HCA pair
+	// "SERVER_HCA:CLIENT_HCA" a point was measured on, by which the
+	// nic-pairs stage reads each pair's figure. Required with HCAMapParam.
+	PairLabel string `json:"pair_label,omitempty"`
+	// Roles are the roles of a paired test's steps, in start order
+	// ("server", "client"): the step of role R for pair N is named "R.N"
+	// (PairedStep) and has Role R, and gpuaccept check groups logs named
+	// R.N.log in one folder into one run. Nil: the steps have no role.
+	Roles []string `json:"roles,omitempty"`
+}
+
+// Test returns the test of d named name (short name), and whether there is
+// one.
+func (d Description) Test(name string) (TestInfo, bool) {
+	for _, t := range d.Tests {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return TestInfo{}, false
+}
+
+// Check reports the first way d breaks the contract of a description
+// served by the plugin named name (CONTRACT.md): another plugin name, a
+// test without a name or named twice, an HCA map parameter the test does
+// not declare or without a pair label, a pair label no metric carries, or
+// a role that cannot start a step name. The error names the test and the
+// field.
+func (d Description) Check(name string) error {
+	if d.Name != name {
+		return fmt.Errorf("describes itself as %q, not %q (the name of its executable, %s%s)", d.Name, name, ExternalPrefix, name)
+	}
+	seen := map[string]bool{}
+	for _, t := range d.Tests {
+		switch {
+		case t.Name == "":
+			return fmt.Errorf("a test has no name")
+		case seen[t.Name]:
+			return fmt.Errorf("test %q described twice", t.Name)
+		}
+		seen[t.Name] = true
+		if err := t.check(); err != nil {
+			return fmt.Errorf("test %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+func (t TestInfo) check() error {
+	if t.HCAMapParam != "" {
+		if !slices.ContainsFunc(t.Params, func(p Param) bool { return p.Name == t.HCAMapParam }) {
+			return fmt.Errorf("hca_map_param %q is not one of its params", t.HCAMapParam)
+		}
+		if t.PairLabel == "" {
+			return fmt.Errorf("hca_map_param %q without a pair_label: the pairs' figures could not be read", t.HCAMapParam)
+		}
+	}
+	if t.PairLabel != "" && !slices.ContainsFunc(t.Metrics, func(m MetricInfo) bool {
+		return slices.ContainsFunc(m.Labels, func(l string) bool { k, _, _ := strings.Cut(l, "="); return k == t.PairLabel })
+	}) {
+		return fmt.Errorf("pair_label %q is a label of none of its metrics", t.PairLabel)
+	}
+	for i, r := range t.Roles {
+		if !roleName(r) {
+			return fmt.Errorf("role %q cannot start a step name ROLE.N (a word of [a-z0-9_-])", r)
+		}
+		if slices.Contains(t.Roles[:i], r) {
+			return fmt.Errorf("role %q listed twice", r)
+		}
+	}
+	return nil
+}
+
+// roleName says r can start a step name "r.N" (plan.Plan.Validate's rule,
+// 64 of [a-z0-9_.-]) and holds no '.', which would make the pair index
+// ambiguous.
+func roleName(r string) bool {
+	if r == "" || len(r) > 48 {
+		return false
+	}
+	for _, c := range r {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// PairedStep reports whether step is named as the step of one of roles for
+// a pair, "ROLE.N" (N a decimal pair index), and returns the role and N.
+func PairedStep(roles []string, step string) (role string, pair int, ok bool) {
+	r, n, found := strings.Cut(step, ".")
+	if !found || !slices.Contains(roles, r) || n == "" {
+		return "", 0, false
+	}
+	i, err := strconv.Atoi(n)
+	if err != nil || i < 0 || strconv.Itoa(i) != n {
+		return "", 0, false
+	}
+	return r, i, true
+}
+
+// CheckRoles reports the first step of p whose role is not one of roles or
+// whose name is not "ROLE.N" (PairedStep); steps without a role are not
+// checked. The error names the step.
+func CheckRoles(p plan.Plan, roles []string) error {
+	for _, s := range p.Steps {
+		if s.Role == "" {
+			continue
+		}
+		if !slices.Contains(roles, s.Role) {
+			if len(roles) == 0 {
+				return fmt.Errorf("step %q: role %q, but the test declares no roles", s.Name, s.Role)
+			}
+			return fmt.Errorf("step %q: role %q is not one of the test's roles (%s)", s.Name, s.Role, strings.Join(roles, ", "))
+		}
+		if r, _, ok := PairedStep(roles, s.Name); !ok || r != s.Role {
+			return fmt.Errorf("step %q of role %s: a paired step is named %s.N (N: its pair, 0, 1, ...)", s.Name, s.Role, s.Role)
+		}
+	}
+	return nil
 }
 
 // Param is a test parameter with its default and unit.

@@ -80,7 +80,7 @@ func (s *server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.Descr
 	}
 	out := &pb.Description{Name: d.Name, Version: d.Version}
 	for _, t := range d.Tests {
-		ti := &pb.TestInfo{Name: t.Name, Description: t.Description}
+		ti := &pb.TestInfo{Name: t.Name, Description: t.Description, HcaMapParam: t.HCAMapParam, PairLabel: t.PairLabel, Roles: t.Roles}
 		for _, p := range t.Params {
 			ti.Params = append(ti.Params, &pb.Param{Name: p.Name, Default: p.Default, Unit: p.Unit, Description: p.Description})
 		}
@@ -113,7 +113,7 @@ func (s *server) Parse(ctx context.Context, req *pb.ParseRequest) (*pb.ParseResp
 	for _, o := range req.Outputs {
 		r.Outputs = append(r.Outputs, plan.Output{
 			Step: o.Step, Role: o.Role, Host: o.Host, ExitCode: int(o.ExitCode), LaunchError: o.LaunchError,
-			Log: o.Log, Files: o.Files, Command: o.Command,
+			Log: o.Log, Files: o.Files, Command: o.Command, RankHosts: o.RankHosts,
 		})
 	}
 	p, err := s.impl.Parse(ctx, r)
@@ -144,7 +144,7 @@ func (c *client) Describe(ctx context.Context) (Description, error) {
 	}
 	out := Description{Name: d.Name, Version: d.Version}
 	for _, t := range d.Tests {
-		ti := TestInfo{Name: t.Name, Description: t.Description}
+		ti := TestInfo{Name: t.Name, Description: t.Description, HCAMapParam: t.HcaMapParam, PairLabel: t.PairLabel, Roles: t.Roles}
 		for _, p := range t.Params {
 			ti.Params = append(ti.Params, Param{Name: p.Name, Default: p.Default, Unit: p.Unit, Description: p.Description})
 		}
@@ -177,7 +177,7 @@ func (c *client) Parse(ctx context.Context, req ParseRequest) (result.Parsed, er
 	for _, o := range req.Outputs {
 		r.Outputs = append(r.Outputs, &pb.Output{
 			Step: o.Step, Role: o.Role, Host: o.Host, ExitCode: int32(o.ExitCode), LaunchError: o.LaunchError,
-			Log: o.Log, Files: o.Files, Command: o.Command,
+			Log: o.Log, Files: o.Files, Command: o.Command, RankHosts: o.RankHosts,
 		})
 	}
 	resp, err := c.c.Parse(ctx, r)

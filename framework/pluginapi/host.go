@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +25,15 @@ import (
 // gpuaccept-plugin-NAME provides the tests NAME.*.
 const ExternalPrefix = "gpuaccept-plugin-"
 
+// DefaultCallTimeout bounds a plugin call when Host.CallTimeout is zero (as
+// gpuaccept runs it): a plugin hung on hostile output costs its test this
+// long, not the run.
+const DefaultCallTimeout = 2 * time.Minute
+
+// StartTimeout bounds a plugin's start: from the exec to its handshake
+// line on stdout.
+const StartTimeout = 30 * time.Second
+
 // Host starts plugin processes on first use and keeps them for the run. A
 // plugin that crashes or exceeds CallTimeout costs the call an error and is
 // restarted for the next call; the run goes on.
@@ -36,7 +46,8 @@ type Host struct {
 	// Path lists folders searched for gpuaccept-plugin-NAME executables.
 	Path []string
 	// CallTimeout bounds each Describe, Plan and Parse call (a plugin that
-	// hangs on hostile output); zero means 2 minutes.
+	// hangs on hostile output); zero means DefaultCallTimeout. A plugin
+	// that does not answer in time is killed and the call is an error.
 	CallTimeout time.Duration
 
 	mu      sync.Mutex
@@ -121,7 +132,7 @@ func (h *Host) get(name string) (*running, error) {
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		Logger:           hclog.New(&hclog.LoggerOptions{Output: stderr, Level: hclog.Debug, Name: "plugin." + name}),
-		StartTimeout:     30 * time.Second,
+		StartTimeout:     StartTimeout,
 	})
 	rpc, err := c.Client()
 	if err != nil {
@@ -151,7 +162,7 @@ func (h *Host) call(ctx context.Context, name, what string, f func(context.Conte
 	}
 	to := h.CallTimeout
 	if to <= 0 {
-		to = 2 * time.Minute
+		to = DefaultCallTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, to)
 	defer cancel()
@@ -187,17 +198,27 @@ func (h *Host) drop(name string, r *running) {
 	h.mu.Unlock()
 }
 
-// Describe asks the named plugin to describe itself.
+// Describe asks the named plugin to describe itself, and checks the
+// description (Description.Check): a plugin that breaks its contract is an
+// error, not a description the framework half understands.
 func (h *Host) Describe(ctx context.Context, name string) (Description, error) {
 	var d Description
 	err := h.call(ctx, name, "describe", func(c context.Context, p Plugin) (err error) {
 		d, err = p.Describe(c)
 		return err
 	})
-	return d, err
+	if err != nil {
+		return d, err
+	}
+	if err := d.Check(name); err != nil {
+		return Description{}, fmt.Errorf("plugin %s: describe: %w", name, err)
+	}
+	return d, nil
 }
 
-// Plan asks the named plugin for a test's steps and checks their shape.
+// Plan asks the named plugin for a test's steps and checks their shape
+// (plan.Plan.Validate) and, when a step has a role, that the test declares
+// it and the step is named ROLE.N (CheckRoles).
 func (h *Host) Plan(ctx context.Context, name string, req PlanRequest) (plan.Plan, error) {
 	var p plan.Plan
 	err := h.call(ctx, name, "plan "+req.Test, func(c context.Context, pl Plugin) (err error) {
@@ -209,6 +230,16 @@ func (h *Host) Plan(ctx context.Context, name string, req PlanRequest) (plan.Pla
 	}
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("plugin %s: plan %s: %w", name, req.Test, err)
+	}
+	if slices.ContainsFunc(p.Steps, func(s plan.Step) bool { return s.Role != "" }) {
+		d, err := h.Describe(ctx, name)
+		if err != nil {
+			return p, err
+		}
+		ti, _ := d.Test(req.Test)
+		if err := CheckRoles(p, ti.Roles); err != nil {
+			return p, fmt.Errorf("plugin %s: plan %s: %w", name, req.Test, err)
+		}
 	}
 	return p, nil
 }

@@ -20,12 +20,20 @@ import (
 type fake struct{ mode string }
 
 func (f fake) Describe(context.Context) (Description, error) {
-	return Description{Name: "fake", Version: "1", Tests: []TestInfo{{Name: "t", Params: []Param{{Name: "p", Default: "1", Unit: "bytes"}},
+	name := "fake"
+	if f.mode == "impostor" {
+		name = "other"
+	}
+	return Description{Name: name, Version: "1", Tests: []TestInfo{{Name: "t", Params: []Param{{Name: "p", Default: "1", Unit: "bytes"}},
 		Metrics: []MetricInfo{{Name: "busbw", Unit: "GB/s"}}}}}, nil
 }
 
 func (f fake) Plan(_ context.Context, req PlanRequest) (plan.Plan, error) {
-	return plan.Plan{Steps: []plan.Step{{Name: req.Test, Argv: []string{"echo", req.Params["p"]}, Procs: req.Topology.Ranks(), ProcsPerNode: req.Topology.GPUsPerNode,
+	role := ""
+	if f.mode == "role" {
+		role = "server" // a role the test does not declare
+	}
+	return plan.Plan{Steps: []plan.Step{{Name: req.Test, Role: role, Argv: []string{"echo", req.Params["p"]}, Procs: req.Topology.Ranks(), ProcsPerNode: req.Topology.GPUsPerNode,
 		MPI: true, Env: map[string]string{"A": "b"}, Timeout: 90 * time.Second, Files: []string{"x.json"}, ReadyMarker: "ready"}}}, nil
 }
 
@@ -134,4 +142,14 @@ func TestExternalPlugin(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, d.Name, "fake")
 	assert.Assert(t, !strings.Contains(strings.Join(h.Names(), ","), "gpuaccept-plugin"))
+}
+
+// The host holds a plugin to its contract: a description of another
+// plugin, or a step with a role the test does not declare, is an error.
+func TestHostChecksTheContract(t *testing.T) {
+	ctx := context.Background()
+	_, err := host(t, "impostor").Describe(ctx, "fake")
+	assert.ErrorContains(t, err, `plugin fake: describe: describes itself as "other", not "fake"`)
+	_, err = host(t, "role").Plan(ctx, "fake", PlanRequest{Test: "t", Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}}})
+	assert.ErrorContains(t, err, `plugin fake: plan t: step "t": role "server", but the test declares no roles`)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -25,9 +24,10 @@ import (
 // Check judges existing output files of one test offline, without running
 // anything. Files are grouped into runs: a JSON file (nccl-tests -J) joins
 // the text log of the same name stem (x.log / x.txt with x.json); the logs
-// of a paired test's steps in one folder (server.N.log and client.N.log, as
-// a results folder's raw/TEST/ keeps them, or any log its outputs.json gives
-// a role) are one run, as the run that made them judged them; every other
+// of a paired test's steps in one folder (ROLE.N.log for the roles the
+// test declares, server.N.log and client.N.log for ibperf, as a results
+// folder's raw/TEST/ keeps them, or any log its outputs.json gives a role)
+// are one run, as the run that made them judged them; every other
 // file is a run of its own. Each run is one test result; with several runs
 // the test name carries the file name ("nccl.all_reduce[a.log]").
 func Check(ctx context.Context, plugins Plugins, s *sku.SKU, name string, topo plan.Topology, files []string, version string) (*result.Run, error) {
@@ -55,7 +55,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 		return nil, fmt.Errorf("check: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	groups, err := groupFiles(files, tmp)
+	groups, err := groupFiles(files, tmp, Roles(ctx, plugins, pluginName, test))
 	if err != nil {
 		return nil, err
 	}
@@ -175,15 +175,13 @@ type fileGroup struct {
 	files []string
 }
 
-// pairedStep matches the step names of a paired test's logs (LogName of
-// "server.0"), the way plugins name their server and client steps.
-var pairedStep = regexp.MustCompile(`^(server|client)\.[0-9]+$`)
-
 // groupFiles groups the files given to check into runs. A .gz and
 // standard input ("-") are read into tmp first (inputs); they group as the
 // plain file would (x.log.gz with x.json, server.0.log.gz with
-// client.0.log.gz), and the outputs point at the readable copies.
-func groupFiles(files []string, tmp string) ([]fileGroup, error) {
+// client.0.log.gz), and the outputs point at the readable copies. roles
+// are the test's declared step roles (pluginapi.TestInfo.Roles): a log
+// named ROLE.N.log is that step of pair N.
+func groupFiles(files []string, tmp string, roles []string) ([]fileGroup, error) {
 	var groups []fileGroup
 	// where finds a file's output: group index and output index.
 	type where struct{ g, o int }
@@ -225,9 +223,8 @@ func groupFiles(files []string, tmp string) ([]fileGroup, error) {
 		} else {
 			out := plan.Output{Step: "check", Log: abs}
 			recorded(&out)
-			if out.Role == "" && pairedStep.MatchString(filepath.Base(stem)) {
-				out.Step = filepath.Base(stem)
-				out.Role, _, _ = strings.Cut(out.Step, ".")
+			if role, _, ok := pluginapi.PairedStep(roles, filepath.Base(stem)); out.Role == "" && ok {
+				out.Step, out.Role = filepath.Base(stem), role
 			}
 			gi, paired := pairs[filepath.Dir(abs)]
 			if out.Role != "" && paired && !hasStep(groups[gi].outs, out.Step) {

@@ -16,7 +16,7 @@ func TestGroupFiles(t *testing.T) {
 		assert.NilError(t, os.WriteFile(p, []byte("x"), 0o644))
 	}
 	in := func(f string) string { return filepath.Join(dir, f) }
-	groups, err := groupFiles([]string{in("a/run.log"), in("a/run.json"), in("b/run.log"), in("r/all_reduce.log"), in("c/other.txt")}, t.TempDir())
+	groups, err := groupFiles([]string{in("a/run.log"), in("a/run.json"), in("b/run.log"), in("r/all_reduce.log"), in("c/other.txt")}, t.TempDir(), nil)
 	assert.NilError(t, err)
 	assert.Equal(t, len(groups), 4)
 	// run.log + run.json side by side are one run.
@@ -38,7 +38,7 @@ func TestGroupFiles(t *testing.T) {
 		assert.NilError(t, os.WriteFile(p, []byte("x"), 0o644))
 	}
 	assert.NilError(t, os.WriteFile(in("o/outputs.json"), []byte(`[{"step":"server.0","role":"server","host":"n1","log":"srv.log"},{"step":"client.0","role":"client","host":"n2","log":"cli.log"}]`), 0o644))
-	groups, err = groupFiles([]string{in("p/server.0.log"), in("p/client.0.log"), in("p/server.1.log"), in("p/client.1.log"), in("q/client.0.log"), in("q/server.0.log"), in("o/srv.log"), in("o/cli.log")}, t.TempDir())
+	groups, err = groupFiles([]string{in("p/server.0.log"), in("p/client.0.log"), in("p/server.1.log"), in("p/client.1.log"), in("q/client.0.log"), in("q/server.0.log"), in("o/srv.log"), in("o/cli.log")}, t.TempDir(), []string{"server", "client"})
 	assert.NilError(t, err)
 	type side struct{ Step, Role, Host, Log string }
 	var got [][]side
@@ -56,6 +56,22 @@ func TestGroupFiles(t *testing.T) {
 	})
 	assert.Equal(t, groups[2].label, "srv.log+cli.log")
 
-	_, err = groupFiles([]string{in("missing.log")}, t.TempDir())
+	// The grouping follows the roles the test declares, not the names
+	// ibperf happens to use: without roles the sides are runs of their
+	// own; with roles sender and receiver, their logs pair.
+	groups, err = groupFiles([]string{in("p/server.0.log"), in("p/client.0.log")}, t.TempDir(), nil)
+	assert.NilError(t, err)
+	assert.Equal(t, len(groups), 2)
+	assert.Equal(t, groups[0].outs[0].Role, "")
+	for _, f := range []string{"s/sender.0.log", "s/receiver.0.log"} {
+		assert.NilError(t, os.MkdirAll(filepath.Dir(in(f)), 0o755))
+		assert.NilError(t, os.WriteFile(in(f), []byte("x"), 0o644))
+	}
+	groups, err = groupFiles([]string{in("s/sender.0.log"), in("s/receiver.0.log")}, t.TempDir(), []string{"sender", "receiver"})
+	assert.NilError(t, err)
+	assert.Equal(t, len(groups), 1)
+	assert.Equal(t, groups[0].outs[1].Step+" "+groups[0].outs[1].Role, "receiver.0 receiver")
+
+	_, err = groupFiles([]string{in("missing.log")}, t.TempDir(), nil)
 	assert.ErrorContains(t, err, "missing.log: no such file")
 }

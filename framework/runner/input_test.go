@@ -279,7 +279,7 @@ func TestCheckInputErrors(t *testing.T) {
 		assert.NilError(t, err)
 		assert.Assert(t, fi.Size() < 1<<20, "%d", fi.Size())
 		tmp := t.TempDir()
-		_, err = groupFiles([]string{bomb}, tmp)
+		_, err = groupFiles([]string{bomb}, tmp, nil)
 		assert.ErrorContains(t, err, "log file "+bomb+": more than 1 MiB once read (the cap on one check input): not judged")
 		copyInfo, err := os.Stat(filepath.Join(tmp, "1", "bomb.log"))
 		assert.NilError(t, err)

@@ -125,3 +125,19 @@ func dropNonFinite(parsed result.Parsed) result.Parsed {
 	parsed.Error = msg
 	return parsed
 }
+
+// Roles returns the step roles plugin declares for test (short name),
+// when plugins is a Describer; nil when it is not, or the test declares
+// none or the plugin cannot say.
+func Roles(ctx context.Context, plugins Plugins, plugin, test string) []string {
+	d, ok := plugins.(Describer)
+	if !ok {
+		return nil
+	}
+	desc, err := d.Describe(ctx, plugin)
+	if err != nil {
+		return nil
+	}
+	ti, _ := desc.Test(test)
+	return ti.Roles
+}

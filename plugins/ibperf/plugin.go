@@ -49,7 +49,7 @@ var tests = []struct {
 // Params are the parameters every ibperf test takes, with defaults.
 var Params = []pluginapi.Param{
 	{Name: "bindir", Description: "folder holding the perftest binaries (a ROCm or CUDA build for the _gdr tests); empty: found on PATH"},
-	{Name: "pairs", Description: "NIC map, SERVER_HCA:CLIENT_HCA,...: which HCA of the first node talks to which HCA of the second (e.g. ionic_7:ionic_1; ionic_mapping.sh finds it); empty: the topology's NICs paired by name"},
+	{Name: PairsParam, Description: "NIC map, SERVER_HCA:CLIENT_HCA,...: which HCA of the first node talks to which HCA of the second (e.g. ionic_7:ionic_1; ionic_mapping.sh finds it); empty: the topology's NICs paired by name"},
 	{Name: "server_addr", Description: "address the clients connect to; empty: the first host (--hosts), the server's node as the launcher places it, or localhost on one node"},
 	{Name: "port", Default: "18515", Description: "TCP port of the first pair; pair i uses port+i (-p)"},
 	{Name: "ib_port", Description: "HCA port (-i); empty: perftest's default (1)"},
@@ -69,7 +69,20 @@ var Params = []pluginapi.Param{
 	{Name: "env.NAME", Description: "environment variable NAME for both sides"},
 }
 
-var pairLabels = []string{"pair"}
+// PairLabel is the metric label naming the HCA pair of a point,
+// "SERVER_HCA:CLIENT_HCA" (Pair.Label); the plugin declares it
+// (TestInfo.PairLabel) with the parameter that takes the map.
+const PairLabel = "pair"
+
+// PairsParam is the parameter that takes the HCA pair map (ParsePairs),
+// declared as the tests' TestInfo.HCAMapParam.
+const PairsParam = "pairs"
+
+// Roles are the roles of a pair's steps, server first (StepName names
+// them), declared as the tests' TestInfo.Roles.
+var Roles = []string{"server", "client"}
+
+var pairLabels = []string{PairLabel}
 
 // Plugin implements pluginapi.Plugin for perftest.
 type Plugin struct{}
@@ -88,6 +101,9 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 				{Name: "msg_rate", Unit: "Mpps", Description: "message rate per message size and NIC pair", Labels: pairLabels},
 				{Name: "cpu_util", Unit: "%", Description: "CPU utilisation per message size (--cpu_util)", Labels: pairLabels},
 			},
+			HCAMapParam: PairsParam,
+			PairLabel:   PairLabel,
+			Roles:       Roles,
 		})
 	}
 	return d, nil
@@ -163,7 +179,7 @@ func parseParams(p map[string]string, topo plan.Topology) (settings, error) {
 		switch k {
 		case "bindir":
 			s.bindir = v
-		case "pairs":
+		case PairsParam:
 			s.pairs, err = ParsePairs(v)
 		case "server_addr":
 			if strings.ContainsAny(v, " \t\n") {
@@ -285,7 +301,7 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	}
 	var servers, clients []plan.Step
 	for i, p := range s.pairs {
-		for _, role := range []string{"server", "client"} {
+		for _, role := range Roles {
 			name := StepName(role, i)
 			hca := p.Server
 			if role == "client" {
@@ -697,7 +713,7 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 		if sweep && out.Rows[len(out.Rows)-1].Size < sweepMax && out.Closed {
 			errs = append(errs, fmt.Sprintf("pair %s: the -a sweep ends at %s, not %s: truncated", label, result.FormatBytes(out.Rows[len(out.Rows)-1].Size), result.FormatBytes(sweepMax)))
 		}
-		labels := map[string]string{"pair": label}
+		labels := map[string]string{PairLabel: label}
 		for _, r := range out.Rows {
 			avg := out.GbPerSec(r.Avg)
 			p.Metrics = append(p.Metrics, result.Metric{Name: "bw_avg", Value: avg, Unit: "Gb/s", Size: r.Size, Labels: labels})

@@ -60,6 +60,24 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+// Every test declares what the framework relies on, and its plans keep
+// to it: the HCA map parameter, the pair label its metrics carry, and the
+// server and client roles its steps are named by (pluginapi's checks, which
+// the host makes on every description and plan).
+func TestDeclaresCapabilities(t *testing.T) {
+	d, err := Plugin{}.Describe(context.Background())
+	assert.NilError(t, err)
+	assert.NilError(t, d.Check(PluginName))
+	for _, ti := range d.Tests {
+		assert.Equal(t, ti.HCAMapParam, "pairs", ti.Name)
+		assert.Equal(t, ti.PairLabel, "pair", ti.Name)
+		assert.DeepEqual(t, ti.Roles, []string{"server", "client"})
+		p, err := Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: ti.Name, Params: map[string]string{"pairs": "mlx5_0:mlx5_1,mlx5_2:mlx5_3"}, Topology: twoNodes})
+		assert.NilError(t, err)
+		assert.NilError(t, pluginapi.CheckRoles(p, ti.Roles), ti.Name)
+	}
+}
+
 func TestPlanErrors(t *testing.T) {
 	for _, c := range []struct {
 		params map[string]string

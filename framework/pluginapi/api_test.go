@@ -1,0 +1,101 @@
+package pluginapi
+
+import (
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+)
+
+func TestDescriptionCheck(t *testing.T) {
+	paired := func(f func(*TestInfo)) Description {
+		ti := TestInfo{Name: "write_bw", Params: []Param{{Name: "pairs"}},
+			Metrics:     []MetricInfo{{Name: "bw_avg", Unit: "Gb/s", Labels: []string{"pair"}}},
+			HCAMapParam: "pairs", PairLabel: "pair", Roles: []string{"server", "client"}}
+		if f != nil {
+			f(&ti)
+		}
+		return Description{Name: "ibperf", Tests: []TestInfo{ti}}
+	}
+	for _, tc := range []struct {
+		name string
+		d    Description
+		want string
+	}{
+		{name: "paired test", d: paired(nil)},
+		{name: "a label with values names the pair too", d: paired(func(ti *TestInfo) { ti.Metrics[0].Labels = []string{"pair=a:b|c:d"} })},
+		{name: "no capabilities", d: Description{Name: "ibperf", Tests: []TestInfo{{Name: "t"}}}},
+		{name: "another name", d: Description{Name: "nccl"}, want: `describes itself as "nccl", not "ibperf" (the name of its executable, gpuaccept-plugin-ibperf)`},
+		{name: "nameless test", d: Description{Name: "ibperf", Tests: []TestInfo{{}}}, want: "a test has no name"},
+		{name: "test twice", d: Description{Name: "ibperf", Tests: []TestInfo{{Name: "t"}, {Name: "t"}}}, want: `test "t" described twice`},
+		{name: "undeclared map parameter", d: paired(func(ti *TestInfo) { ti.HCAMapParam = "nics" }), want: `test write_bw: hca_map_param "nics" is not one of its params`},
+		{name: "map without label", d: paired(func(ti *TestInfo) { ti.PairLabel = "" }), want: `hca_map_param "pairs" without a pair_label`},
+		{name: "label no metric has", d: paired(func(ti *TestInfo) { ti.PairLabel = "link" }), want: `pair_label "link" is a label of none of its metrics`},
+		{name: "role with a dot", d: paired(func(ti *TestInfo) { ti.Roles = []string{"server.a"} }), want: `role "server.a" cannot start a step name`},
+		{name: "empty role", d: paired(func(ti *TestInfo) { ti.Roles = []string{""} }), want: `role "" cannot start a step name`},
+		{name: "role twice", d: paired(func(ti *TestInfo) { ti.Roles = []string{"server", "server"} }), want: `role "server" listed twice`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.d.Check("ibperf")
+			if tc.want == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestPairedStep(t *testing.T) {
+	roles := []string{"server", "client"}
+	for _, tc := range []struct {
+		step string
+		role string
+		pair int
+		ok   bool
+	}{
+		{"server.0", "server", 0, true},
+		{"client.12", "client", 12, true},
+		{"client", "", 0, false},
+		{"client.", "", 0, false},
+		{"client.01", "", 0, false},
+		{"client.-1", "", 0, false},
+		{"client.1.x", "", 0, false},
+		{"peer.0", "", 0, false},
+	} {
+		role, pair, ok := PairedStep(roles, tc.step)
+		assert.Equal(t, ok, tc.ok, tc.step)
+		assert.Equal(t, role, tc.role, tc.step)
+		assert.Equal(t, pair, tc.pair, tc.step)
+	}
+	_, _, ok := PairedStep(nil, "server.0")
+	assert.Assert(t, !ok, "without declared roles no step is paired")
+}
+
+func TestCheckRoles(t *testing.T) {
+	roles := []string{"server", "client"}
+	step := func(name, role string) plan.Step { return plan.Step{Name: name, Role: role} }
+	for _, tc := range []struct {
+		name  string
+		steps []plan.Step
+		roles []string
+		want  string
+	}{
+		{name: "pairs", steps: []plan.Step{step("server.0", "server"), step("client.0", "client")}, roles: roles},
+		{name: "steps without roles", steps: []plan.Step{step("all_reduce", "")}},
+		{name: "undeclared", steps: []plan.Step{step("server.0", "server")}, want: `step "server.0": role "server", but the test declares no roles`},
+		{name: "another role", steps: []plan.Step{step("peer.0", "peer")}, roles: roles, want: `role "peer" is not one of the test's roles (server, client)`},
+		{name: "misnamed", steps: []plan.Step{step("srv0", "server")}, roles: roles, want: `step "srv0" of role server: a paired step is named server.N`},
+		{name: "named for the other role", steps: []plan.Step{step("client.0", "server")}, roles: roles, want: `step "client.0" of role server`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckRoles(plan.Plan{Steps: tc.steps}, tc.roles)
+			if tc.want == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
