@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -496,87 +495,12 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 	if s.Role != "" {
 		lead.Labels["gpuaccept.dev/pair-role"] = s.Role
 	}
-	switch flavor {
-	case FlavorJob:
-		// An Indexed Job has one template; the lead is the pod of index
-		// 0, so the template chooses its script by JOB_COMPLETION_INDEX.
-		tmpl := lead
-		if w.pods > 1 {
-			o := podOpts
-			o.nodes = w.pin
-			tmpl = l.podTemplate(sh, lbl, "", indexedScript(leadScript, workerScript), o)
-		}
-		if w.pods > 1 || s.Role == "server" {
-			// Stable DNS names for mpirun, or for the server's client.
-			w.objects = append(w.objects, l.headless(meta, lbl))
-			tmpl.Spec.Subdomain = w.name
-		}
-		job := &batchv1.Job{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-			ObjectMeta: meta,
-			Spec: batchv1.JobSpec{
-				Completions:    ptr.To(int32(w.pods)),
-				Parallelism:    ptr.To(int32(w.pods)),
-				CompletionMode: ptr.To(batchv1.IndexedCompletion),
-				BackoffLimit:   ptr.To(int32(0)),
-				Template:       tmpl,
-				// Left behind by a dead gpuaccept, it goes by itself.
-				TTLSecondsAfterFinished: ptr.To(int32(ttlAfterFinished)),
-			},
-		}
-		w.objects = append(w.objects, toUnstructured(job))
-	case FlavorJobSet:
-		rjobs := []any{replicatedJob("lead", 1, lead)}
-		if w.pods > 1 {
-			rjobs = append(rjobs, replicatedJob("worker", w.pods-1, worker))
-		}
-		js := newObject("jobset.x-k8s.io/v1alpha2", "JobSet", meta)
-		js.Object["spec"] = map[string]any{
-			"network":                 map[string]any{"enableDNSHostnames": true, "publishNotReadyAddresses": true},
-			"failurePolicy":           map[string]any{"maxRestarts": int64(0)},
-			"ttlSecondsAfterFinished": ttlAfterFinished,
-			"successPolicy":           map[string]any{"operator": "All", "targetReplicatedJobs": []any{"lead"}},
-			"replicatedJobs":          rjobs,
-		}
-		w.objects = append(w.objects, js)
-	case FlavorVolcano:
-		tasks := []any{map[string]any{"name": "lead", "replicas": int64(1), "template": toMap(&lead),
-			"policies": []any{map[string]any{"event": "TaskCompleted", "action": "CompleteJob"}}}}
-		if w.pods > 1 {
-			tasks = append(tasks, map[string]any{"name": "worker", "replicas": int64(w.pods - 1), "template": toMap(&worker)})
-		}
-		vj := newObject("batch.volcano.sh/v1alpha1", "Job", meta)
-		spec := map[string]any{
-			"schedulerName":           "volcano",
-			"minAvailable":            int64(w.pods),
-			"maxRetry":                int64(1),
-			"ttlSecondsAfterFinished": ttlAfterFinished,
-			"plugins":                 map[string]any{"svc": []any{}, "env": []any{}},
-			"policies":                []any{map[string]any{"event": "PodEvicted", "action": "AbortJob"}, map[string]any{"event": "PodFailed", "action": "AbortJob"}},
-			"tasks":                   tasks,
-		}
-		if sh.queue != "" {
-			spec["queue"] = sh.queue
-		}
-		vj.Object["spec"] = spec
-		w.objects = append(w.objects, vj)
-	case FlavorMPIJob:
-		mj := newObject("kubeflow.org/v2beta1", "MPIJob", meta)
-		mj.Object["spec"] = map[string]any{
-			"slotsPerWorker":    int64(s.ProcsPerNode),
-			"mpiImplementation": mpiImplementation(starter),
-			"sshAuthMountPath":  "/root/.ssh",
-			// mpirun starts only once every worker's sshd is up.
-			"launcherCreationPolicy": "WaitForWorkersReady",
-			"runPolicy":              map[string]any{"cleanPodPolicy": "Running", "backoffLimit": int64(0), "ttlSecondsAfterFinished": ttlAfterFinished},
-			"mpiReplicaSpecs": map[string]any{
-				"Launcher": map[string]any{"replicas": int64(1), "restartPolicy": "Never", "template": toMap(&lead)},
-				"Worker":   map[string]any{"replicas": int64(w.pods), "restartPolicy": "Never", "template": toMap(&worker)},
-			},
-		}
-		w.objects = append(w.objects, mj)
-		w.pods++ // the launcher pod
+	fl, ok := flavours[flavor]
+	if !ok {
+		return fmt.Errorf("no workload kind %q", flavor)
 	}
+	fl.objects(l, flavourInput{w: w, sh: sh, meta: meta, lbl: lbl, lead: lead, worker: worker, podOpts: podOpts, starter: starter,
+		leadScript: leadScript, workerScript: workerScript})
 	return nil
 }
 
