@@ -9,13 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/hosts"
-	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/progress"
-	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
@@ -29,10 +26,6 @@ SKU's baseline, prints a table and writes a results folder (raw outputs,
 results.json, junit.xml, report.html, summary.md, table.txt, the journal of
 finished tests, a copy of the baseline and the sign-off manifest.json).
 `
-
-// maxRetries bounds --retries: a test that needs more retries than this
-// to pass is broken, and every attempt's raw outputs are kept.
-const maxRetries = 10
 
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	return runOrLocalise("run", args, stdout, stderr)
@@ -155,11 +148,14 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		return exitUsage, usageError{fmt.Errorf("localise needs the nodes to narrow down: --hosts or --hostfile with 2 or more")}
 	}
 	// The run's launcher, on its hosts; a localisation's runs build
-	// theirs from the same options, each on its own hosts (subRunner).
+	// theirs from the same options, each on its own hosts.
 	opts := launch.Options{MPIFlavor: mpiFlavor, MPIArgs: mpiArgs, SKU: s, DryRun: dryRun}
-	runOpts := opts
-	runOpts.Hosts = topo.Hosts
-	l, err := launchers.New(launcherName, runOpts)
+	newLauncher := func(hosts []string) (launch.Launcher, error) {
+		o := opts
+		o.Hosts = hosts
+		return launchers.New(launcherName, o)
+	}
+	l, err := newLauncher(topo.Hosts)
 	if err != nil {
 		if cmd == "localise" {
 			err = fmt.Errorf("launcher %s cannot run a test on the nodes given, so it cannot localise: %w", launcherName, err)
@@ -185,89 +181,34 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	default:
 		fmt.Fprintf(stderr, "note: %v: the run itself would stop here\n", err)
 	}
-	if retries < 0 || retries > maxRetries {
+	if retries < 0 || retries > acceptance.MaxRetries {
 		// Each attempt keeps its raw outputs: no bound fills the disk.
-		return exitUsage, usageError{fmt.Errorf("--retries %d: want 0 to %d", retries, maxRetries)}
+		return exitUsage, usageError{fmt.Errorf("--retries %d: want 0 to %d", retries, acceptance.MaxRetries)}
 	}
 	baseline, err := c.skuFile(s)
 	if err != nil {
 		return exitUsage, err
 	}
-	sr := &subRunner{host: host, sku: s, launcher: launcherName, launchers: launchers, params: pm, timeout: timeout, baseline: baseline, stderr: stderr,
-		opts: opts}
-	lc, err := lf.config(s, c.out, sr, hcaMaps(ctx, host, su, pm))
+	ls, err := lf.settings(s)
 	if err != nil {
 		return exitUsage, err
 	}
+	setup := acceptance.Setup{SKU: s, Suite: suite, Topology: topo, Params: pm, Timeout: timeout, DryRun: dryRun, Dir: c.out,
+		LauncherName: launcherName, NewLauncher: newLauncher, Plugins: host, Version: getVersion(), Baseline: baseline,
+		Localise: ls, Stdout: stdout, Stderr: stderr}
 	if cmd == "localise" {
-		return localiseOnly(ctx, &c, lc, sr, s, baseline, suite, su, tests, topo, launcherName, dryRun, stdout, stderr)
+		return localiseOnly(ctx, &c, setup, tests, stdout, stderr)
 	}
-	r := &runner.Runner{Plugins: host, Launcher: l, SKU: s, Dir: c.out, Timeout: timeout, Params: pm, Only: tests,
-		DryRun: dryRun, Progress: stderr, Version: getVersion(), Retries: retries, Baseline: baseline}
-	if dryRun {
-		r.Progress = stdout
-	} else {
-		disp := progress.For(stderr)
-		disp.Expected = journal.LastDurations(filepath.Dir(filepath.Clean(c.out)), s.Name, suite, topo.Scope, c.out)
-		defer disp.Close()
-		r.Events = disp
-	}
-	res, err := r.Run(ctx, suite, topo)
-	if err != nil {
+	res, err := acceptance.Run(ctx, acceptance.RunOptions{Setup: setup, Launcher: l, Only: tests, Retries: retries,
+		LocaliseAll: lf.always, NoLocalise: lf.never})
+	var nothing *acceptance.NothingJudgedError
+	switch {
+	case errors.As(err, &nothing):
+		return exitNothingJudged, err
+	case err != nil:
 		return exitUsage, usageError{err}
-	}
-	if dryRun {
-		if res.Status == result.Error {
-			return exitUsage, errors.New("dry run: some tests could not be planned (see above)")
-		}
-		// Say before anything runs when the baseline could not judge it.
-		scope := topo.Scope
-		judged := 0
-		for _, t := range res.Tests {
-			if len(s.Entries(t.Name, scope)) > 0 {
-				judged++
-			} else if t.Message == "dry run" {
-				fmt.Fprintf(stdout, "note: %s has no baseline at scope %s in SKU %s: it would not be judged\n", t.Name, scope, s.Name)
-			}
-		}
-		// With --localise a run nothing judges at its own scope still
-		// signs off through its localisations' runs, judged at theirs.
-		if judged == 0 && !(lf.always && topo.Nodes >= 2) {
-			return exitNothingJudged, fmt.Errorf("dry run: nothing would be judged at scope %s (gpuaccept baseline show %s)", scope, s.Name)
-		}
-		if topo.Nodes >= 2 && !lf.never {
-			when := "if it fails"
-			if lf.always {
-				when = "--localise"
-			}
-			var pinErr error
-			if len(topo.Hosts) >= 2 {
-				pinErr = sr.probe(topo.Hosts)
-			}
-			for _, t := range res.Tests {
-				if pinErr != nil {
-					fmt.Fprintf(stdout, "# %s: would not be localised: launcher %s cannot run a test on nodes it is given: %v\n", t.Name, launcherName, pinErr)
-					continue
-				}
-				fmt.Fprintf(stdout, "# %s: then localised (%s)\n", t.Name, when)
-				if err := lc.Schedule(t.Name, topo.Hosts).Write(stdout, 0); err != nil {
-					return exitUsage, err
-				}
-			}
-		}
+	case dryRun:
 		return exitOK, nil
-	}
-	if d, ok := r.Events.(*progress.Display); ok {
-		d.Close()
-	}
-	if !lf.never {
-		localiseTests(ctx, lc, sr.probe, res, suite, topo, lf.always, stderr)
-		res.Duration = time.Since(res.Started)
-		res.Finish()
-		// The reports, and verify, take the duration from the journal.
-		if err := journal.AppendEnd(res.Dir, res.Duration); err != nil {
-			fmt.Fprintf(stderr, "warning: %v\n", err)
-		}
 	}
 	code, err := c.finish(res, s, stdout, stderr)
 	fmt.Fprintf(stderr, "results: %s (report.html, junit.xml, results.json, raw/)\n", c.out)
