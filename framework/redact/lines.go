@@ -31,6 +31,10 @@ const (
 	nextSchemed
 	// nextBare: a Bearer or Basic without a header that ended the line.
 	nextBare
+	// nextEnvValue: the value of a secret-named env entry whose name
+	// ended the line before ("- name: HF_TOKEN" in a pod spec, then
+	// "  value: X"; "name": "HF_TOKEN", in kubectl's JSON).
+	nextEnvValue
 )
 
 var (
@@ -47,6 +51,12 @@ var (
 	bareEnd = regexp.MustCompile(`(?i)\b(?:bearer|basic)[ \t]*\\?$`)
 	// nextValue is a flag's value at the start of a line.
 	nextValue = regexp.MustCompile(`^[ \t]*(` + valueRE + `)`)
+	// envValueLine is the value of the line after an env entry's name
+	// ("value: X", "value": "X"), not a valueFrom (see envNameAtEnd).
+	envValueLine = regexp.MustCompile(`^[ \t]*"?value"?[ \t]*:[ \t]*(` + valueRE + `)`)
+	// ppkPrivate is the line of a PuTTY key file that says how many lines
+	// of its private key follow.
+	ppkPrivate = regexp.MustCompile(`^(?:.*[\s'"=])?Private-Lines:[ \t]*([0-9]{1,4})[ \t]*$`)
 	// nextCred is a credential at the start of a line, after an optional
 	// scheme and curl -v's "> ".
 	nextCred = regexp.MustCompile(`^[ \t]*(?:> ?)?(?:([A-Za-z][A-Za-z0-9_.-]*)[ \t]+)?([A-Za-z0-9._~+/-]+=*)`)
@@ -72,7 +82,7 @@ func (st *state) opens(body, out []byte, atStart bool) {
 			return
 		}
 	}
-	if atStart && bytes.ContainsAny(t, "|>") && (bytes.IndexByte(t, '#') >= 0 || strings.IndexByte("|>-+123456789", last) >= 0) {
+	if atStart && bytes.ContainsAny(t, "|>") && (bytes.IndexByte(t, '#') >= 0 || blockIndicatorEnd(t)) {
 		whole := len(t) == len(bytes.TrimRight(out, " \t"))
 		if m := yamlBlockKey.FindSubmatchIndex(t); m != nil {
 			name := t[m[6]:m[7]]
@@ -91,6 +101,20 @@ func (st *state) opens(body, out []byte, atStart bool) {
 	if flag := endingFlag(t); flag != nil && secretFlagName(flag) {
 		st.next = nextFlag
 		return
+	}
+	if name := envNameAtEnd(t); name != nil && SecretName(string(name)) {
+		st.next = nextEnvValue
+		return
+	}
+	if bytes.Contains(t, []byte("Private-Lines")) {
+		if m := ppkPrivate.FindSubmatchIndex(t); m != nil {
+			n := 0
+			for _, c := range t[m[2]:m[3]] {
+				n = 10*n + int(c-'0')
+			}
+			st.ppk = n
+			return
+		}
 	}
 	if last == '\\' || isBase64(last) {
 		if hasFold(t, "authorization") {
@@ -115,6 +139,73 @@ func (st *state) opens(body, out []byte, atStart bool) {
 			}
 		}
 	}
+}
+
+// envNameAtEnd is the name of an env entry that t, the end of a line,
+// ends with, as YAML ("- name: X") and JSON ("name": "X",) print it; nil
+// when t ends otherwise. It reads t backwards, by hand: most lines end in
+// no name, and a JSON file has many a "name".
+func envNameAtEnd(t []byte) []byte {
+	i := len(t)
+	if i > 0 && t[i-1] == ',' {
+		i--
+	}
+	if i > 0 && (t[i-1] == '"' || t[i-1] == '\'') {
+		i--
+	}
+	end := i
+	for i > 0 && (nameChar(t[i-1]) && t[i-1] != ':') {
+		i--
+	}
+	name := t[i:end]
+	if len(name) == 0 {
+		return nil
+	}
+	if i > 0 && (t[i-1] == '"' || t[i-1] == '\'') {
+		i--
+	}
+	for i > 0 && (t[i-1] == ' ' || t[i-1] == '\t') {
+		i--
+	}
+	if i == 0 || t[i-1] != ':' {
+		return nil
+	}
+	i--
+	for i > 0 && (t[i-1] == ' ' || t[i-1] == '\t') {
+		i--
+	}
+	if i > 0 && t[i-1] == '"' {
+		i--
+	}
+	if i < 4 || string(t[i-4:i]) != "name" {
+		return nil
+	}
+	i -= 4
+	if i > 0 && t[i-1] == '"' {
+		i--
+	}
+	if i > 0 && !(t[i-1] == ' ' || t[i-1] == '\t' || t[i-1] == '{' || t[i-1] == ',' || t[i-1] == '\'' || t[i-1] == '"') {
+		return nil
+	}
+	return name
+}
+
+// blockIndicatorEnd: t ends as a key whose block scalar follows does
+// ("key: |", "key: >-", "key: |2+"), comment aside: the quick test before
+// yamlBlockKey, which many a line ending in a digit would meet otherwise.
+func blockIndicatorEnd(t []byte) bool {
+	k := len(t)
+	for n := 0; n < 2 && k > 0 && strings.IndexByte("123456789+-", t[k-1]) >= 0; n++ {
+		k--
+	}
+	if k == 0 || t[k-1] != '|' && t[k-1] != '>' {
+		return false
+	}
+	k--
+	for k > 0 && (t[k-1] == ' ' || t[k-1] == '\t') {
+		k--
+	}
+	return k > 0 && t[k-1] == ':'
 }
 
 // endingFlag is the flag that t, the end of a line or a JSON element,
@@ -187,6 +278,19 @@ func (st *state) carried(body []byte) (out []byte, whole bool) {
 		}
 		st.b64 = false
 	}
+	if st.ppk > 0 {
+		// A line of a PuTTY key's private part: base64 alone on it.
+		t := bytes.TrimSpace(body)
+		n := 0
+		for n < len(t) && (isBase64(t[n]) || t[n] == '=') {
+			n++
+		}
+		if n > 0 && n == len(t) {
+			st.ppk--
+			return maskedBody(body), true
+		}
+		st.ppk = 0
+	}
 	if st.quote != 0 {
 		i := closingQuote(body, st.quote)
 		part := body
@@ -209,6 +313,15 @@ func (st *state) carried(body []byte) (out []byte, whole bool) {
 	switch next {
 	case nextFlag:
 		return flagValue(body), false
+	case nextEnvValue:
+		m := envValueLine.FindSubmatchIndex(body)
+		if m == nil {
+			return nil, false
+		}
+		m[0] = m[2]
+		if rep := wordValue(1, "")(body, m); rep != nil {
+			return join(body[:m[0]], rep, body[m[1]:]), false
+		}
 	case nextCredential, nextSchemed, nextBare:
 		m := nextCred.FindSubmatchIndex(body)
 		if m == nil {

@@ -20,11 +20,25 @@
 //   - credentials by their shape: PEM private keys (across lines, or on one
 //     line as a JSON string holds them) and their base64 (kubeconfig
 //     client-key-data; wrapped over lines as base64(1) and openssl write
-//     it), GitHub, GitLab, Slack, Hugging Face, npm and Google tokens, AWS
-//     access key IDs, JWTs, Azure SAS signatures, Slack webhook URLs,
-//     passwords and tokens in URLs and in user:password@host,
-//     Authorization headers of any scheme, sshpass -p, curl -u, the MySQL
-//     clients' -pPASSWORD, .netrc's password;
+//     it), PuTTY keys' private lines, the base64 of a JSON or YAML document
+//     holding a secret (a Secret's .dockerconfigjson, a kubeconfig),
+//     GitHub, GitLab, Slack, Hugging Face, npm, Google (API keys, OAuth
+//     ya29.), OpenAI, Anthropic, Stripe, NVIDIA nvapi-, PyPI, Docker Hub
+//     and Vault tokens, AWS access key IDs, JWTs, Azure SAS signatures,
+//     S3, Cloud Storage and CloudFront signed URLs and SigV4 headers, Slack
+//     and Discord webhook URLs, passwords and tokens in URLs (the user
+//     empty or not) and in user:password@host, Authorization headers of
+//     any scheme, every cookie of a Cookie header, sshpass -p, curl -u,
+//     the MySQL clients' -pPASSWORD, docker and az login -p, ipmitool -P,
+//     smbclient -U user%password, ldapsearch -w, redis-cli -a, openssl's
+//     pass:PASSWORD, SQL's IDENTIFIED BY and PASSWORD '...', .netrc's
+//     password;
+//   - values named in code and data: a pod spec's env (name, then value,
+//     on one line or the next), Python dicts and os.environ[...], PHP's
+//     define(), Ruby's :password =>, YAML anchors and tags before a
+//     value, ODBC's PWD (not the shell's PWD=/dir), a JSON "pass", psk=;
+//     also inside a shell-quoted value that holds single quotes (each
+//     written quote, backslash, quote, quote);
 //   - any literal value the caller knows to be secret (the environment's),
 //     also as JSON, HTML and XML escape it.
 //
@@ -56,7 +70,7 @@ const Mask = "[REDACTED]"
 // as KEY=value (Kubernetes manifests name label and toleration keys
 // "key:", verdicts read "PASS: ..."). See also notSecret.
 const secretNameRE = `[A-Za-z0-9_-]*(?i:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|SSHPASS|PGPASS|API[-_]?KEY|ACCESS[-_]?KEY|PRIVATE[-_]?KEY|ACCOUNT[-_]?KEY|CLIENT[-_]KEY|SHARED[-_]?ACCESS[-_]?SIGNATURE|CREDENTIAL|AUTH|COOKIE|JWT|WEBHOOK)[A-Za-z0-9_-]*` +
-	`|(?:[A-Za-z0-9]+[_-])+(?i:PAT|PASS|KEY|PWD|PW)(?:[_-][A-Za-z0-9]+)*|(?i:PAT|PASS|KEY|PW)(?:[_-][A-Za-z0-9]+)+|(?i:KEY|PASS)`
+	`|(?:[A-Za-z0-9]+[_-])+(?i:PAT|PASS|KEY|PWD|PW|PSK)(?:[_-][A-Za-z0-9]+)*|(?i:PAT|PASS|KEY|PW|PSK)(?:[_-][A-Za-z0-9]+)+|(?i:KEY|PASS|PSK)`
 
 var secretName = regexp.MustCompile(`^(?:` + secretNameRE + `)$`)
 
@@ -64,16 +78,46 @@ var secretName = regexp.MustCompile(`^(?:` + secretNameRE + `)$`)
 // looks like it holds a secret (HF_TOKEN, DB_PASS, WANDB_API_KEY, GH_PAT,
 // X-Api-Key; not PATH, not secretName or TOKEN_FILE, not max_tokens: see
 // notSecret).
-func SecretName(name string) bool { return secretName.MatchString(name) && !notSecret(name) }
+func SecretName(name string) bool {
+	return mayBeSecretName(name) && secretName.MatchString(name) && !notSecret(name)
+}
+
+// secretWords are the words one of which, in any case, every name that
+// secretNameRE matches holds: the quick test before the regular
+// expression, which most names (busbw, NCCL_DEBUG) fail.
+var secretWords = []string{"token", "secret", "pass", "key", "signature", "credential", "auth", "cookie", "jwt", "webhook", "pat", "pw", "psk"}
+
+func mayBeSecretName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := lowerOf[name[i]]
+		if strings.IndexByte("tspkcajw", c) < 0 {
+			continue
+		}
+		for _, w := range secretWords {
+			if w[0] == c && len(name)-i >= len(w) && foldedPrefix([]byte(name[i:i+len(w)]), []byte(w)) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // referenceSuffixes end names that refer to a secret rather than hold one:
 // Kubernetes' secretName and secretKeyRef, sshAuthMountPath, a TOKEN_FILE
-// path. Their values are names and paths, and masking them hides what a
+// path, docker login's --password-stdin. Their values are names and paths, and masking them hides what a
 // manifest or command does.
-var referenceSuffixes = []string{"name", "ref", "path", "file", "dir", "mode"}
+var referenceSuffixes = []string{"name", "ref", "path", "file", "dir", "mode", "stdin"}
 
 func notSecret(name string) bool {
 	lower := strings.ToLower(name)
+	switch {
+	case strings.HasSuffix(lower, "key-pair-id"):
+		return true // CloudFront's Key-Pair-Id names a public key
+	case strings.HasPrefix(lower, "putty-user-key-file-"):
+		return true // a PuTTY key file's first line names its algorithm
+	case strings.HasSuffix(lower, "error") || strings.HasSuffix(lower, "exception"):
+		return true // an exception's message follows it (AuthenticationError: ...)
+	}
 	for _, s := range referenceSuffixes {
 		if strings.HasSuffix(lower, s) {
 			return true

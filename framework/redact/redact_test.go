@@ -3,6 +3,10 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -62,6 +66,32 @@ func TestLine(t *testing.T) {
 		{"  \"--hosts\",\n  \"node1\",\n  \"--auth-token\",\n  \"--next\",", "  \"--hosts\",\n  \"node1\",\n  \"--auth-token\",\n  \"--next\","},
 		{"  password: |\n    p1\n  user: admin\nkey: |\n  k1", "  password: |\n    [REDACTED]\n  user: admin\nkey: |\n  k1"},
 		{"export X_TOKEN='line1\nline2' && run\nnext", "export X_TOKEN='[REDACTED]\n[REDACTED]' && run\nnext"},
+		// Round two: what the new formats must leave alone. Other tools'
+		// -p and -P; openssl's env: and file:; a flag reading stdin; the
+		// shell's PWD; gpuaccept's own {"name":"busbw","value":...} and
+		// "status":"pass"; a reference in valueFrom; ports (no password)
+		// before a "/"; CloudFront's Key-Pair-Id; a YAML alias; an
+		// exception's message; a PuTTY key's public lines; a base64 JSON
+		// or kubeconfig without a secret; words that hold "sk-".
+		{`xargs -P 8 -n 1 ssh; rsync -P a b; grep -P '\d+' f; docker run -p 8080:80 nginx`, `xargs -P 8 -n 1 ssh; rsync -P a b; grep -P '\d+' f; docker run -p 8080:80 nginx`},
+		{`openssl rsa -in k.pem -passin env:KEY_PASS -passout file:/run/pw -out p.pem`, `openssl rsa -in k.pem -passin env:KEY_PASS -passout file:/run/pw -out p.pem`},
+		{`echo $T | docker login --password-stdin nvcr.io; ldapsearch -x -W; redis-cli -p 6379 --askpass ping`, `echo $T | docker login --password-stdin nvcr.io; ldapsearch -x -W; redis-cli -p 6379 --askpass ping`},
+		{`smbclient -L fs1 -N; ipmitool -I lanplus -H h -U admin -E sdr; CREATE ROLE ci WITH LOGIN;`, `smbclient -L fs1 -N; ipmitool -I lanplus -H h -U admin -E sdr; CREATE ROLE ci WITH LOGIN;`},
+		{`PWD=/home/x pwd: /scratch/run PWD=$HOME "PWD=\/root"`, `PWD=/home/x pwd: /scratch/run PWD=$HOME "PWD=\/root"`},
+		{`{"name":"busbw","value":0},{"name":"HF_TOKEN_FILE","value":"/run/hf"},{"status":"pass","pass": 3,"key": "nvidia.com/gpu"}`, `{"name":"busbw","value":0},{"name":"HF_TOKEN_FILE","value":"/run/hf"},{"status":"pass","pass": 3,"key": "nvidia.com/gpu"}`},
+		{"- name: HF_TOKEN\n  valueFrom:\n    secretKeyRef:\n      name: hf\n      key: token", "- name: HF_TOKEN\n  valueFrom:\n    secretKeyRef:\n      name: hf\n      key: token"},
+		{`http://:8080/ docker://registry.example.com:5000/img@sha256:abc https://host:8443/a@b`, `http://:8080/ docker://registry.example.com:5000/img@sha256:abc https://host:8443/a@b`},
+		{`https://d1.cloudfront.net/a?Expires=1&Key-Pair-Id=K2JCJMDEHXQW5F&X-Amz-SignedHeaders=host`, `https://d1.cloudfront.net/a?Expires=1&Key-Pair-Id=K2JCJMDEHXQW5F&X-Amz-SignedHeaders=host`},
+		{"  password: *dbpw\nopenai.AuthenticationError: Incorrect API key provided", "  password: *dbpw\nopenai.AuthenticationError: Incorrect API key provided"},
+		{"PuTTY-User-Key-File-3: ssh-ed25519\nPublic-Lines: 1\nAAAAC3NzaC1lZDI1NTE5AAAAIPub\nComment: k", "PuTTY-User-Key-File-3: ssh-ed25519\nPublic-Lines: 1\nAAAAC3NzaC1lZDI1NTE5AAAAIPub\nComment: k"},
+		{`eyJhbGciOiJIUzI1NiJ9eyJraW5kIjoiQ29uZmlnIn0 YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmlnCg==`, `eyJhbGciOiJIUzI1NiJ9eyJraW5kIjoiQ29uZmlnIn0 YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmlnCg==`},
+		{`the disk-usage, task-id, ask-me; sk-short; diskname=sk-abc`, `the disk-usage, task-id, ask-me; sk-short; diskname=sk-abc`},
+		// ... and what they mask besides the corpus: a URL after redis-cli
+		// -u is the URL rules' (its user is no curl -u user); a MySQL hash
+		// is no alias; Set-Cookie's first pair only.
+		{`redis-cli -u redis://ci:pw12345@redis1:6379/0 ping`, `redis-cli -u redis://ci:[REDACTED]@redis1:6379/0 ping`},
+		{`  password: *6BB4837EB74329105EE4568DDA7DC67ED2CA2AD9`, `  password: [REDACTED]`},
+		{`Set-Cookie: a=1; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT`, `Set-Cookie: a=[REDACTED]; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT`},
 		// A certificate's base64 is public.
 		{"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMwekNDQWJ1Z0F3SUJBZ0lKQU1wbGFu\ndGVkQ2VydEJvZHkwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAw", "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMwekNDQWJ1Z0F3SUJBZ0lKQU1wbGFu\ndGVkQ2VydEJvZHkwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAw"},
 	}
@@ -187,4 +217,50 @@ func TestSecrets(t *testing.T) {
 	}
 	r := FromEnv(nil, nil).With(Secrets("admin:hunter2pw@host1")...)
 	assert.Equal(t, r.String(`slot count "hunter2pw@host1" is not a number`), `slot count "[REDACTED]@host1" is not a number`)
+}
+
+// A value holding single quotes, shell-quoted as the launchers print a
+// command ('\” for each quote), is masked as the value itself is: raw,
+// in a JSON string (results.json, the journal) and HTML-escaped
+// (report.html). Each failed before unshell (TestNoSecretFromParamsAndErrors
+// found them in a run's artifacts).
+func TestShellQuotedQuotes(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`PLANT_PY_CONF='{'\''password'\'': '\''plantedPy28'\'', '\''user'\'': '\''ci'\''}' run`,
+			`PLANT_PY_CONF='{'\''password'\'': '\''[REDACTED]'\'', '\''user'\'': '\''ci'\''}' run`},
+		{`"PLANT_SQL='CREATE USER '\\''ci'\\'' IDENTIFIED BY '\\''plantedSql35'\\''' run"`,
+			`"PLANT_SQL='CREATE USER '\\''ci'\\'' IDENTIFIED BY '\\''[REDACTED]'\\''' run"`},
+		{`PLANT_WP=&#39;define(&#39;\&#39;&#39;DB_PASSWORD&#39;\&#39;&#39;,&#39;\&#39;&#39;plantedWp32&#39;\&#39;&#39;);&#39; run`,
+			`PLANT_WP=&#39;define(&#39;\&#39;&#39;DB_PASSWORD&#39;\&#39;&#39;,&#39;\&#39;&#39;[REDACTED]&#39;\&#39;&#39;);&#39; run`},
+	}
+	for _, c := range cases {
+		assert.Equal(t, String(c.in), c.want)
+		assert.Equal(t, String(c.want), c.want, "masking twice changes more")
+	}
+}
+
+// The quick test of SecretName lets through every name its regular
+// expression matches: every word of the corpus and of the recordings.
+func TestSecretWordsCoverSecretNames(t *testing.T) {
+	words := map[string]bool{}
+	for _, root := range []string{"testdata", "../../testdata/recordings"} {
+		assert.NilError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			for _, w := range regexp.MustCompile(`[A-Za-z0-9_-]+`).FindAll(data, -1) {
+				words[string(w)] = true
+			}
+			return err
+		}))
+	}
+	matched := 0
+	for w := range words {
+		if secretName.MatchString(w) {
+			matched++
+			assert.Check(t, mayBeSecretName(w), w)
+		}
+	}
+	assert.Assert(t, matched > 100, "only %d secret names among %d words", matched, len(words))
 }

@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"encoding/base64"
+	"html"
 	"regexp"
 	"strings"
 )
@@ -123,6 +124,13 @@ type rule struct {
 	// match mask left: rules matching any name=value look into the value
 	// of one that holds no secret (X=HF_TOKEN=...).
 	retry int
+	// reach is how far past its regular expression's match the rule's
+	// mask may go (a cookie list, a URL's password, a key's lines): a
+	// Writer's cut of a long line keeps out of that much after a match.
+	reach int
+	// needs, when set, must be in the line too (case and all) for the
+	// rule to run: a second hint, common alone.
+	needs []byte
 	// hintBits are the hints' bits in allHints.
 	hintBits uint64
 	// named: a match starts with a name (a flag's, a variable's, an
@@ -144,7 +152,7 @@ var placeholder = regexp.MustCompile(`^[A-Z]+(?:_[A-Z]+)*[).:;]*$`)
 var secretFlag = regexp.MustCompile(`(?i)token|password|passwd|passphrase|secret|api-?key|auth|credential|jwt`)
 
 // nameHints are fragments every secret name holds, lower-cased.
-var nameHints = []string{"token", "secret", "pass", "key", "auth", "credential", "cookie", "jwt", "webhook", "pwd", "signature",
+var nameHints = []string{"token", "secret", "pass", "key", "auth", "credential", "cookie", "jwt", "webhook", "pwd", "signature", "psk",
 	"_pat", "pat_", "-pat", "pat-", "_pw", "pw_", "-pw", "pw-"}
 
 var urlHints = []string{"://", `:\/\/`}
@@ -175,22 +183,93 @@ var rules = []*rule{
 		}},
 	// Tokens by their documented prefixes and shapes (see
 	// testdata/secrets.yaml for where each is documented).
-	{name: "token-formats", hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "xapp-", "hf_", "akia", "asia", "glpat-", "npm_", "aiza", "eyj"},
+	{name: "token-formats", hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "xapp-", "hf_", "akia", "asia", "glpat-", "npm_", "aiza", "eyj",
+		"sk-", "k_live_", "k_test_", "ya29.", "nvapi-", "pypi-age", "dckr_", "hvs.", "hvb.", "hvr."},
 		re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255}|xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,}` +
 			`|hf_[A-Za-z0-9]{30,}|(?:AKIA|ASIA)[A-Z0-9]{16}\b|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|AIza[0-9A-Za-z_-]{35}` +
-			`|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)`),
+			`|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*` +
+			// OpenAI (project, service account, admin; a legacy key is sk-
+			// and 48 characters), Anthropic, Stripe's secret and restricted
+			// keys, Google OAuth access tokens, NVIDIA's nvapi- keys, PyPI
+			// tokens (a macaroon: "AgE" opens it), Docker Hub's personal and
+			// organisation tokens, Vault's service, batch and recovery tokens.
+			`|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}|sk-ant-[a-z]+[0-9]{2}-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{48}\b` +
+			`|[rs]k_(?:live|test)_[A-Za-z0-9]{20,}|ya29\.[0-9A-Za-z_-]{20,}|nvapi-[A-Za-z0-9_-]{20,}|pypi-AgE[A-Za-z0-9_-]{40,}` +
+			`|dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}|hv[sbr]\.[A-Za-z0-9_-]{20,})`),
 		mask: group(0)},
+	// The base64 of a JSON or YAML document that holds a secret: a
+	// Kubernetes Secret's .dockerconfigjson and .dockercfg ("eyJ" is
+	// base64 of `{"`), a kubeconfig ("YXBpVmVyc2lvbj" of "apiVersion").
+	// It is decoded and masked whole when masking the text changes it.
+	{name: "base64-document", hints: []string{"eyj", "yxbpvmvyc2lvbj"},
+		re: regexp.MustCompile(`(?:eyJ|YXBpVmVyc2lvbj)(?:[A-Za-z0-9+_-]|\\?/){16,}={0,2}`),
+		mask: func(line []byte, m []int) []byte {
+			b64 := bytes.ReplaceAll(line[m[0]:m[1]], []byte(`\`), nil)
+			b64 = bytes.TrimRight(b64, "=")
+			b64 = b64[:len(b64)/4*4]
+			enc := base64.RawStdEncoding
+			if bytes.ContainsAny(b64, "-_") {
+				enc = base64.RawURLEncoding
+			}
+			dec, err := enc.DecodeString(string(b64))
+			if err != nil || !documentHoldsSecret(dec) {
+				return nil
+			}
+			return []byte(Mask)
+		}},
 	{name: "slack-webhook", hints: []string{"hooks.slack.com"},
 		re:   regexp.MustCompile(`(hooks\.slack\.com(?:\\?/)services(?:\\?/))((?:[A-Za-z0-9_-]|\\?/)+)`),
 		mask: group(2)},
+	{name: "discord-webhook", hints: []string{"discord"},
+		re:   regexp.MustCompile(`(discord(?:app)?\.com(?:\\?/)api(?:\\?/)(?:v[0-9]+(?:\\?/))?webhooks(?:\\?/)[0-9]+(?:\\?/))([A-Za-z0-9_-]+)`),
+		mask: group(2)},
+	// Signed URLs' query parameters and AWS Signature Version 4's
+	// Authorization header: the signature, a session's token, and of a
+	// credential its key ID (the part before its first "/", or "%2F";
+	// the date, region and service after it stay). CloudFront's
+	// Key-Pair-Id names a public key and stays.
+	{name: "signed-url", hints: []string{"signature=", "credential=", "security-token="},
+		re: regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9_-]|\\u0026)((?:x-(?:amz|goog)-)?(signature|credential|security-token)=)((?:[A-Za-z0-9%+=._~-]|\\?/)+)`),
+		mask: func(line []byte, m []int) []byte {
+			if bytes.EqualFold(line[m[4]:m[5]], []byte("credential")) {
+				v := line[m[6]:m[7]]
+				end := len(v)
+				for _, sep := range []string{"/", `\/`, "%2F", "%2f"} {
+					if i := bytes.Index(v, []byte(sep)); i >= 0 && i < end {
+						end = i
+					}
+				}
+				m[7] = m[6] + end
+				m[1] = m[7]
+			}
+			if m[6] == m[7] {
+				return nil
+			}
+			return group(3)(line, m)
+		}},
 	// Azure SAS: the signature of a URL's query (& escaped as JSON and
 	// HTML do).
 	{name: "sas-signature", hints: []string{"sig="},
 		re:   regexp.MustCompile(`((?:[?&;]|\\u0026|&amp;|&#38;)sig=)((?:[A-Za-z0-9%+=._~-]|\\?/)+)`),
 		mask: group(2)},
-	{name: "url-password", hints: urlHints,
-		re:   regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*:(?:\\?/){2}[^/\s:@\\"'<>]+:)([^@\s/\\"'<>]+)@`),
-		mask: group(2)},
+	// scheme://user:password@host, the user empty or not (redis://:pw@h).
+	// The password runs to the last "@" before the first "/"; with no "@"
+	// there, text after "user:" that is no port (digits) is a password
+	// holding a "/", typed unencoded, that runs to the next "@".
+	{name: "url-password", hints: urlHints, reach: 1 << 10,
+		re: regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*:(?:\\?/){2}([^/\s:@\\"'<>\[]*):`),
+		mask: func(line []byte, m []int) []byte {
+			end := urlPasswordEnd(line, m[1])
+			if end <= m[1] {
+				return nil
+			}
+			if isMasked(line[m[1]:end]) {
+				return nil
+			}
+			out := append([]byte{}, line[m[0]:m[1]]...)
+			m[1] = end
+			return append(out, Mask...)
+		}},
 	// A user alone in a URL: a token for HTTPS (git takes
 	// https://TOKEN@host), a name elsewhere (ssh://git@host) unless it
 	// looks like a token.
@@ -212,8 +291,8 @@ var rules = []*rule{
 	{name: "user-option", hints: []string{"-u", "--user", "--proxy-user"},
 		re: regexp.MustCompile(`(?:^|[\s"'])(?:-u|--user|--proxy-user)(?:[ \t]+|=)['"]?([^\s:'"@/\\]+):([^\s'"\\]+)`),
 		mask: func(line []byte, m []int) []byte {
-			if allDigits(line[m[2]:m[3]]) && allDigits(line[m[4]:m[5]]) {
-				return nil
+			if allDigits(line[m[2]:m[3]]) && allDigits(line[m[4]:m[5]]) || bytes.HasPrefix(line[m[4]:m[5]], []byte("//")) {
+				return nil // a uid:gid; a URL (redis-cli -u redis://...), the URL rules' own
 			}
 			return group(2)(line, m)
 		}},
@@ -226,6 +305,9 @@ var rules = []*rule{
 		mask: func(line []byte, m []int) []byte {
 			if m[4] < 0 && authScheme.Match(line[m[8]:m[9]]) && restBlank.Match(line[m[9]:]) {
 				return nil // the scheme, its credential on the next line
+			}
+			if m[4] >= 0 && bytes.EqualFold(line[m[4]:m[5]], []byte("aws4-hmac-sha256")) {
+				return nil // Credential=, Signature=: signed-url masks their secret parts
 			}
 			return group(4)(line, m)
 		}},
@@ -261,6 +343,33 @@ var rules = []*rule{
 			}
 			return wordValue(2, "")(line, m)
 		}},
+	// Clients that take a password after a flag of their own: docker (and
+	// podman, nerdctl, buildah, skopeo, oras, helm registry) login -p and
+	// az login -p, glued (-pX) or not; ipmitool's -P (and its Kg key, -k,
+	// -y), other tools' -P being no password (xargs -P 8); Samba's
+	// -U user%password; the OpenLDAP clients' -w; redis-cli's -a and
+	// --pass (its -p is a port).
+	{name: "login-p", hints: []string{"login"},
+		re: regexp.MustCompile(`\b(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)(?:[ \t]+[^\s;|&]+)*?[ \t]+login\b` +
+			`(?:[ \t]+[^\s;|&]+)*?[ \t]+(?:-p|--password)(?:[ \t]+|=)?(` + toolValue + `)`),
+		mask: toolMask},
+	{name: "ipmitool", hints: []string{"ipmitool"},
+		re:   regexp.MustCompile(`\bipmitool\b(?:[ \t]+[^\s;|&]+)*?[ \t]+-[Pky][ \t]*(` + toolValue + `)`),
+		mask: toolMask},
+	{name: "samba-user", hints: []string{"smb", "rpcclient"},
+		re:   regexp.MustCompile(`\b(?:smbclient|rpcclient|smbcacls|smbcquotas|smbget|smbtree|smbspool)\b(?:[ \t]+[^\s;|&]+)*?[ \t]+(?:-U|--user)(?:[ \t]+|=)?['"]?[^\s%'"\\]+%(` + toolValue + `)`),
+		mask: toolMask},
+	{name: "ldap-w", hints: []string{"ldap"},
+		re:   regexp.MustCompile(`\bldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn|exop|url)\b(?:[ \t]+[^\s;|&]+)*?[ \t]+-w[ \t]*(` + toolValue + `)`),
+		mask: toolMask},
+	{name: "redis-cli", hints: []string{"redis-cli"},
+		re:   regexp.MustCompile(`\bredis-cli\b(?:[ \t]+[^\s;|&]+)*?[ \t]+(?:-a|--pass)(?:[ \t]+|=)(` + toolValue + `)`),
+		mask: toolMask},
+	// openssl's pass phrase arguments: pass:PASSWORD is the password
+	// itself; env:, file:, fd: and stdin say where it is.
+	{name: "openssl-pass", hints: []string{"-pass"},
+		re:   regexp.MustCompile(`(?:^|[\s"'])-pass(?:in|out)?[ \t]+['"]?pass:(` + toolValue + `)`),
+		mask: toolMask},
 	// The MySQL and MariaDB clients take the password glued to -p
 	// (-pSECRET); -p alone prompts, and other tools' -p is a port or a
 	// path.
@@ -315,20 +424,100 @@ var rules = []*rule{
 			}
 			return group(2)(line, m)
 		}},
+	// Cookie and Set-Cookie headers: every cookie's value (RFC 6265
+	// section 5.4: "name=value; name=value"); of Set-Cookie the first
+	// pair only, its attributes (Path=/, HttpOnly) being no secret.
+	{name: "cookie", hints: []string{"cookie"}, reach: 4 << 10,
+		re:   regexp.MustCompile(`(?i)\b((?:set-)?cookie)\\?"?[ \t]*:[ \t]*(?:\\?")?[ \t]*`),
+		mask: cookieMask},
+	// A name and its value as members of one object: a container's env
+	// in a pod spec ({"name":"HF_TOKEN","value":"X"}, in either order),
+	// or as YAML held in a JSON string ("- name: HF_TOKEN\n  value: X").
+	// On lines of their own, carried masks the value's line.
+	// Only a line that holds "value" and a secret's name (whose hints it
+	// holds) is looked at: gpuaccept's results hold many a
+	// {"name":"busbw","value":...}. Each regular expression starts with a
+	// word, which the search skips to.
+	{name: "name-value", hints: nameHints, needs: []byte("value"),
+		re: regexp.MustCompile(`name\\?"?[ \t]*:[ \t]*\\?["']?([A-Za-z0-9_.-]+)\\?["']?[ \t]*(?:,[ \t]*|(?:\\+[nr])+[ \t]*(?:-[ \t]+)?)\\?"?value\\?"?[ \t]*:[ \t]*(` + valueRE + `)`),
+		mask: func(line []byte, m []int) []byte {
+			if m[0] > 0 && nameChar(line[m[0]-1]) || !SecretName(string(line[m[2]:m[3]])) {
+				return nil
+			}
+			// A word in a JSON string ends at an escaped line break.
+			if v := line[m[4]:m[5]]; !quotedValue(v) {
+				if loc := escapedBreak.FindIndex(v); loc != nil {
+					m[5] = m[4] + loc[0]
+					m[1] = m[5]
+				}
+			}
+			return wordValue(2, "")(line, m)
+		}},
+	{name: "value-name", hints: nameHints, needs: []byte("value"),
+		re: regexp.MustCompile(`value\\?"[ \t]*:[ \t]*(\\?"(?:[^"\\]|\\[^"])*\\?")[ \t]*,[ \t]*\\?"name\\?"[ \t]*:[ \t]*\\?"([A-Za-z0-9_.-]+)\\?"`),
+		mask: func(line []byte, m []int) []byte {
+			if m[0] == 0 || line[m[0]-1] != '"' || !SecretName(string(line[m[4]:m[5]])) {
+				return nil
+			}
+			return group(1)(line, m)
+		}},
+	// Calls that set a named value: PHP's define('DB_PASSWORD', 'X')
+	// (wp-config.php), Python's os.environ.setdefault, putenv, Go's
+	// os.Setenv.
+	{name: "define-call", hints: []string{"define(", "setdefault(", "putenv(", "setenv("},
+		re: regexp.MustCompile(`(?i)\b(?:define|setdefault|putenv|setenv)\([ \t]*\\?["']([A-Za-z0-9_.-]+)\\?["'][ \t]*,[ \t]*(` + valueRE + `)`),
+		mask: func(line []byte, m []int) []byte {
+			if !SecretName(string(line[m[2]:m[3]])) {
+				return nil
+			}
+			return wordValue(2, "")(line, m)
+		}},
+	// SQL: CREATE or ALTER USER ... IDENTIFIED [WITH plugin] BY 'X'
+	// (MySQL, MariaDB; Oracle's unquoted), PostgreSQL's [ENCRYPTED]
+	// PASSWORD 'X' (quoted only: "password incorrect" is prose).
+	{name: "sql-password", hints: []string{"identified", "password"},
+		re: regexp.MustCompile(`(?i)\bidentified(?:[ \t]+with[ \t]+[A-Za-z0-9_]+)?[ \t]+by(?:[ \t]+password)?[ \t]+('(?:[^'\\\n]|\\.|''[^'\s;,)\\])*(?:'|$)|"(?:[^"\\\n]|\\.)*(?:"|$)|[^\s;'"\\&]+)` +
+			`|\bpassword[ \t]+('(?:[^'\\\n]|\\.|''[^'\s;,)\\])*(?:'|$))`),
+		mask: func(line []byte, m []int) []byte {
+			if m[2] >= 0 {
+				return group(1)(line, m)
+			}
+			return group(2)(line, m)
+		}},
+	// A PuTTY key file (.ppk) held in a JSON string: the N lines after
+	// "Private-Lines: N" are the private key. On lines of their own,
+	// carried masks them.
+	{name: "ppk", hints: []string{"private-lines"}, reach: 16 << 10,
+		re:   regexp.MustCompile(`Private-Lines:[ \t]*([0-9]{1,4})`),
+		mask: ppkEscaped},
 	// NAME=value, NAME: value, "NAME": "value", \"name\":\"value\",
 	// export NAME='a b'; on one line, so "secret:" ending a YAML line
 	// does not mask the next one, but "secret: |" masks the block that
 	// follows it (carried; in a JSON string, yamlEscaped).
 	{name: "assignment", named: true, hints: nameHints, retry: 3,
-		re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])([A-Za-z0-9_-]+)(\\?"?[ \t]*[=:][ \t]*)(` + valueRE + `)`),
+		re: regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])([A-Za-z0-9_-]+)(\\?["']?\]?[ \t]*(?:=>|=\\u003[eE]|[=:])[ \t]*)(` + valueRE + `)`),
 		mask: func(line []byte, m []int) []byte {
 			name, sep, v := line[m[2]:m[3]], line[m[4]:m[5]], line[m[6]:m[7]]
+			yaml := bytes.IndexByte(sep, ':') >= 0 && !bytes.Contains(sep, []byte("=>"))
+			if yaml && (v[0] == '&' || v[0] == '!' || bytes.HasPrefix(v, []byte(`\u0026`))) {
+				// A YAML anchor or tag stands before the value.
+				if v = yamlPropsValue(line, m); v == nil {
+					return nil
+				}
+			}
+			quotedName := sep[0] == '"' || sep[0] == '\'' || bytes.HasPrefix(sep, []byte(`\"`))
 			switch {
-			case !SecretName(string(name)), isMasked(v):
+			case isMasked(v):
+				return nil
+			case !SecretName(string(name)) && !shortSecret(name, v):
 				return nil
 			case bytes.Contains(bytes.ToLower(name), []byte("authorization")):
 				return nil // the authorization rule keeps the scheme
-			case bareKey(name) && bytes.IndexByte(sep, ':') >= 0:
+			case yaml && (bytes.EqualFold(name, []byte("cookie")) || bytes.EqualFold(name, []byte("set-cookie"))):
+				return nil // the cookie rule masks every cookie's value
+			case yaml && isYAMLAlias(v):
+				return nil // a YAML alias (*name) refers to a value
+			case bareKey(name) && yaml && !(bytes.EqualFold(name, []byte("pass")) && quotedName && quotedValue(v)):
 				return nil // a manifest's "key: nvidia.com/gpu", a verdict's "PASS: ..."
 			case bareKey(name) && placeholder.Match(v):
 				return nil // usage text: --param KEY=VALUE
@@ -357,30 +546,45 @@ var rules = []*rule{
 
 // allHints are the hints of every rule, for the quick test of a whole
 // chunk of lines, indexed by their first two bytes (lower case): one pass
-// over a table of numbers finds none.
+// over a table of numbers finds none. Hints that the same rules share
+// share a bit (the prefixes of tokens, the fragments of secret names).
 var allHints = func() (h hintSet) {
 	h.bits = map[string]uint64{}
-	for _, r := range rules {
-		for _, w := range append(r.hints, "-----begin") {
-			if _, seen := h.bits[w]; seen {
-				continue
+	users := map[string][]byte{} // hint -> the indexes of the rules that have it
+	var words []string
+	for i, r := range rules {
+		for _, w := range r.hints {
+			if _, seen := users[w]; !seen {
+				words = append(words, w)
 			}
-			if len(h.bits) == 64 {
-				panic("redact: more than 64 hints")
-			}
-			bit := uint64(1) << len(h.bits)
-			h.bits[w] = bit
-			if len(w) == 1 {
-				h.single[w[0]], h.isSingle[w[0]] = bit, true
-				continue
-			}
-			k := &h.pair[w[0]][w[1]]
-			if *k == 0 {
-				h.lists = append(h.lists, nil)
-				*k = uint8(len(h.lists))
-			}
-			h.lists[*k-1] = append(h.lists[*k-1], hint{[]byte(w), bit})
+			users[w] = append(users[w], byte(i))
 		}
+	}
+	// A PEM key's BEGIN line is no rule's: the segment masks its lines.
+	words = append(words, "-----begin")
+	group := map[string]uint64{}
+	for _, w := range words {
+		key := string(users[w])
+		bit, ok := group[key]
+		if !ok {
+			if len(group) == 64 {
+				panic("redact: more than 64 groups of hints")
+			}
+			bit = uint64(1) << len(group)
+			group[key] = bit
+		}
+		h.bits[w] = bit
+		if len(w) == 1 {
+			h.single[w[0]] |= bit
+			h.isSingle[w[0]] = true
+			continue
+		}
+		k := &h.pair[w[0]][w[1]]
+		if *k == 0 {
+			h.lists = append(h.lists, nil)
+			*k = uint8(len(h.lists))
+		}
+		h.lists[*k-1] = append(h.lists[*k-1], hint{[]byte(w), bit})
 	}
 	return h
 }()
@@ -764,6 +968,243 @@ func isMasked(v []byte) bool {
 	return bytes.HasPrefix([]byte(Mask), v) || bytes.HasPrefix(v, []byte(Mask))
 }
 
+// toolValue is a value after a client's flag: quoted (also escaped in a
+// JSON string), or a word up to a blank, quote or backslash.
+const toolValue = `\\"(?:[^"\\]|\\[^"])*(?:\\"|$)|'[^']*(?:'|$)|"[^"]*(?:"|$)|[^\s'"\\]+`
+
+// toolMask masks submatch 1, a client flag's value, unless it is the next
+// flag (docker login --password-stdin).
+func toolMask(line []byte, m []int) []byte {
+	if flagNext(line[m[2]:m[3]]) {
+		return nil
+	}
+	return group(1)(line, m)
+}
+
+// cookieMask masks the values of the cookies that follow a Cookie header's
+// name (m ends there): every pair's, or Set-Cookie's first; nil when
+// none is left to mask.
+func cookieMask(line []byte, m []int) []byte {
+	set := m[3]-m[2] > len("cookie")
+	out := append([]byte{}, line[m[0]:m[1]]...)
+	i, masked := m[1], false
+	for {
+		j := i
+		for j < len(line) && cookieOctet(line[j]) && line[j] != '=' {
+			j++
+		}
+		vs := i // a value without a name (a cookie "=" never opened)
+		if j < len(line) && line[j] == '=' {
+			vs = j + 1
+		}
+		ve := cookieValueEnd(line, vs)
+		if v := line[vs:ve]; len(v) > 0 && !isMasked(v) {
+			out = append(append(out, line[i:vs]...), maskValue(v)...)
+			masked = true
+		} else {
+			out = append(out, line[i:ve]...)
+		}
+		i = ve
+		if set || i >= len(line) || line[i] != ';' {
+			break
+		}
+		k := i + 1
+		for k < len(line) && line[k] == ' ' {
+			k++
+		}
+		out = append(out, line[i:k]...)
+		i = k
+	}
+	if !masked {
+		return nil
+	}
+	m[1] = i
+	return out
+}
+
+// cookieOctet: c may be part of a cookie's value (RFC 6265 section 4.1.1:
+// no blank, double quote, comma, semicolon or backslash).
+func cookieOctet(c byte) bool {
+	return c > ' ' && c != '"' && c != ',' && c != ';' && c != '\\' && c != '\'' && c < 0x7f
+}
+
+// cookieValueEnd is where a cookie's value that starts at i ends: a run of
+// cookie octets, or one in double quotes (escaped in a JSON string) that
+// a separator follows.
+func cookieValueEnd(line []byte, i int) int {
+	for _, q := range []string{`\"`, `"`} {
+		if !bytes.HasPrefix(line[i:], []byte(q)) {
+			continue
+		}
+		j := i + len(q)
+		for j < len(line) && cookieOctet(line[j]) {
+			j++
+		}
+		if bytes.HasPrefix(line[j:], []byte(q)) {
+			k := j + len(q)
+			if k == len(line) || line[k] == ';' || line[k] == ' ' || line[k] == '\t' || q == `\"` {
+				return k
+			}
+		}
+		return i
+	}
+	j := i
+	for j < len(line) && cookieOctet(line[j]) {
+		j++
+	}
+	return j
+}
+
+// ppkEscaped masks the lines of a PuTTY key's private part held in a JSON
+// string: the N base64 lines, each after an escaped line break, that
+// follow "Private-Lines: N" (m). It returns nil when the line breaks are
+// real ones: carried masks those lines.
+func ppkEscaped(line []byte, m []int) []byte {
+	n := 0
+	for _, c := range line[m[2]:m[3]] {
+		n = 10*n + int(c-'0')
+	}
+	out := append([]byte{}, line[m[0]:m[1]]...)
+	i, masked := m[1], false
+	for ; n > 0; n-- {
+		brk := escapedBreakAt.Find(line[i:])
+		if brk == nil {
+			break
+		}
+		j := i + len(brk)
+		k := j
+		for k < len(line) && (isBase64(line[k]) || line[k] == '=' || line[k] == '\\' && k+1 < len(line) && line[k+1] == '/') {
+			if line[k] == '\\' {
+				k++
+			}
+			k++
+		}
+		if k == j {
+			break
+		}
+		out = append(append(out, line[i:j]...), Mask...)
+		i, masked = k, true
+	}
+	if !masked {
+		return nil
+	}
+	m[1] = i
+	return out
+}
+
+// escapedBreakAt is a line break escaped in a JSON string (once or more)
+// at the start of a text.
+var escapedBreakAt = regexp.MustCompile(`^(?:\\+r)?\\+n`)
+
+// urlPasswordEnd is where a URL's password that starts at i, after
+// "scheme://user:", ends: at the last "@" before the first "/" (or "\/",
+// as nccl-tests escapes it); with none there, at the "@" after that "/"
+// when the text before it is no port (digits) and no query or fragment
+// comes first. It is i when there is no password.
+func urlPasswordEnd(line []byte, i int) int {
+	stop := func(j int) bool {
+		switch c := line[j]; c {
+		case ' ', '\t', '\n', '\r', '"', '\'', '<', '>':
+			return true
+		case '\\':
+			return j+1 >= len(line) || line[j+1] != '/'
+		}
+		return false
+	}
+	at, slash := -1, -1
+	for j := i; j < len(line) && !stop(j); j++ {
+		if line[j] == '/' || line[j] == '\\' {
+			slash = j
+			break
+		}
+		if line[j] == '@' {
+			at = j
+		}
+	}
+	if at >= 0 {
+		return at
+	}
+	if slash <= i || allDigits(line[i:slash]) {
+		return i
+	}
+	for j := slash; j < len(line) && !stop(j); j++ {
+		switch line[j] {
+		case '@':
+			return j
+		case '?', '#':
+			return i
+		}
+	}
+	return i
+}
+
+// documentHoldsSecret reports whether dec, a decoded base64 document,
+// holds what masking masks. It is set in init: masking runs the rules,
+// one of which calls it.
+var documentHoldsSecret func(dec []byte) bool
+
+func init() {
+	documentHoldsSecret = func(dec []byte) bool { return !bytes.Equal(Bytes(dec), dec) }
+}
+
+// yamlPropsValue moves m's value (submatch 3) past the YAML anchor (&a)
+// and tag (!!str) that stand before it (YAML 1.2 section 6.9), and
+// returns it; nil when no value follows them on the line (an anchored
+// mapping: "defaults: &defaults").
+func yamlPropsValue(line []byte, m []int) []byte {
+	i := m[6]
+	for i < len(line) && (line[i] == '&' || line[i] == '!' || bytes.HasPrefix(line[i:], []byte(`\u0026`))) {
+		for i < len(line) && line[i] != ' ' && line[i] != '\t' {
+			i++
+		}
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+	}
+	if i >= len(line) {
+		return nil
+	}
+	loc := nextValue.FindSubmatchIndex(line[i:])
+	if loc == nil || loc[2] == loc[3] {
+		return nil
+	}
+	m[6], m[7] = i+loc[2], i+loc[3]
+	m[1] = m[7]
+	return line[m[6]:m[7]]
+}
+
+// yamlAlias is a YAML alias (*name): a reference to an anchored value,
+// not one; MySQL's password hashes (* and 40 hex digits) are none.
+var (
+	yamlAlias = regexp.MustCompile(`^\*[A-Za-z_][A-Za-z0-9_.-]*$`)
+	mysqlHash = regexp.MustCompile(`^\*[0-9A-Fa-f]{40}$`)
+)
+
+func isYAMLAlias(v []byte) bool { return yamlAlias.Match(v) && !mysqlHash.Match(v) }
+
+// shortSecret: a bare PWD (ODBC's password keyword, a YAML "pwd:") holds
+// a secret unless its value is a directory, as the shell's PWD=/home/x
+// and $PWD are.
+func shortSecret(name, v []byte) bool {
+	return bytes.EqualFold(name, []byte("pwd")) && !pathLike(v)
+}
+
+// pathLike: v (unquoted) is a directory or a shell expansion: /x, ~/x,
+// ./x, \/x (JSON-escaped), C:\x, $HOME, ${X}, $(pwd); or nothing.
+func pathLike(v []byte) bool {
+	v = bytes.TrimLeft(v, `"'\`)
+	if len(v) == 0 {
+		return true
+	}
+	switch v[0] {
+	case '/', '~', '$':
+		return true
+	case '.':
+		return bytes.HasPrefix(v, []byte("./")) || bytes.HasPrefix(v, []byte("../")) || bytes.Equal(v, []byte(".")) || bytes.Equal(v, []byte(".."))
+	}
+	return len(v) >= 3 && v[1] == ':' && (v[2] == '\\' || v[2] == '/') && ('A' <= v[0] && v[0] <= 'Z' || 'a' <= v[0] && v[0] <= 'z')
+}
+
 func bareKey(name []byte) bool {
 	return bytes.EqualFold(name, []byte("key")) || bytes.EqualFold(name, []byte("pass"))
 }
@@ -862,6 +1303,9 @@ type state struct {
 	// has closed yet (NAME='a value of lines): the lines up to it are
 	// the value's.
 	quote byte
+	// ppk is how many lines of a PuTTY key's private part are still to
+	// come (its "Private-Lines: N" seen).
+	ppk int
 }
 
 // What ends a value masked up to a cut (state.skip).
@@ -897,7 +1341,7 @@ func skipEnd(kind int, body []byte) int {
 // quiet reports whether data can pass unchanged without looking at its
 // lines: no rule's hint, no known value, no key open.
 func (r *Redactor) quiet(st *state, data []byte) bool {
-	if st.inPEM || st.skip != skipNone || st.midLine || st.yaml || st.b64 || st.next != nextNone || st.quote != 0 {
+	if st.inPEM || st.skip != skipNone || st.midLine || st.yaml || st.b64 || st.next != nextNone || st.quote != 0 || st.ppk != 0 {
 		return false
 	}
 	if r != nil {
@@ -1069,6 +1513,9 @@ func (r *Redactor) rules(st *state, line []byte) []byte {
 			next++
 		}
 		escaped := at >= 3 && line[at-3] == '\\' && next+1 < len(line) && line[next] == '\\' && line[next+1] == '"'
+		if pairMember(line[next:]) {
+			continue // an env entry's name and value stay in one part
+		}
 		if next < len(line) && line[next] == '"' || escaped {
 			// The next element's opening quote starts the next part.
 			part(line[last:next])
@@ -1079,12 +1526,61 @@ func (r *Redactor) rules(st *state, line []byte) []byte {
 	return out
 }
 
+// pairMember: b starts with the member "name" or "value" of a JSON object
+// (also escaped), which the name-value rule reads together with the
+// member before it.
+func pairMember(b []byte) bool {
+	b = bytes.TrimPrefix(b, []byte(`\`))
+	return bytes.HasPrefix(b, []byte(`"name`)) || bytes.HasPrefix(b, []byte(`"value`))
+}
+
 // part applies every rule whose hint part holds.
 func (r *Redactor) part(st *state, line []byte) []byte {
 	have := allHints.present(line)
+	if have != 0 && (bytes.Contains(line, []byte(`'\`)) || bytes.Contains(line, []byte(`\&#39;`))) {
+		line = unshell(line)
+	}
 	for _, ru := range rules {
-		if have&ru.hintBits != 0 {
+		if have&ru.hintBits != 0 && (ru.needs == nil || bytes.Contains(line, ru.needs)) {
 			line = ru.apply(line)
+		}
+	}
+	return line
+}
+
+// shellQuotes are the ways a single quote inside a single-quoted shell
+// word shows ('\”, as launchers quote a value that holds one): raw, in a
+// JSON string, and HTML-escaped; and how each form writes a quote
+// elsewhere.
+var shellQuotes = []struct {
+	form   string
+	decode func(string) string
+	encode func(string) string
+}{
+	{`'\''`, func(s string) string { return strings.ReplaceAll(s, `'\''`, "'") },
+		func(s string) string { return strings.ReplaceAll(s, "'", `'\''`) }},
+	{`'\\''`, func(s string) string { return strings.ReplaceAll(s, `'\\''`, "'") },
+		func(s string) string { return strings.ReplaceAll(s, "'", `'\\''`) }},
+	{`&#39;\&#39;&#39;`, func(s string) string { return strings.ReplaceAll(html.UnescapeString(s), `'\''`, "'") },
+		func(s string) string { return html.EscapeString(strings.ReplaceAll(s, "'", `'\''`)) }},
+}
+
+// unshell masks the secrets of a line that holds shell-quoted values with
+// single quotes inside them (PLANT='{'\”password'\”: '\”X'\”}'):
+// the rules read the quotes around names and values, so they read the
+// line with its quotes as the value held them, and what they mask there
+// is masked in the line, in the line's form.
+func unshell(line []byte) []byte {
+	for _, q := range shellQuotes {
+		if !bytes.Contains(line, []byte(q.form)) {
+			continue
+		}
+		for _, v := range Secrets(q.decode(string(line))) {
+			for _, f := range []string{q.encode(v), v} {
+				if len(f) >= minKnown {
+					line = bytes.ReplaceAll(line, []byte(f), []byte(Mask))
+				}
+			}
 		}
 	}
 	return line
@@ -1123,9 +1619,9 @@ func (r *Redactor) spans(st *state, text []byte) []span {
 	}
 	have := allHints.present(text)
 	for _, ru := range rules {
-		if have&ru.hintBits != 0 {
+		if have&ru.hintBits != 0 && (ru.needs == nil || bytes.Contains(text, ru.needs)) {
 			for _, m := range ru.re.FindAllIndex(text, -1) {
-				out = append(out, span{m[0], m[1]})
+				out = append(out, span{m[0], min(len(text), m[1]+ru.reach)})
 			}
 		}
 	}

@@ -47,6 +47,16 @@ func TestLongLineCutBetweenNameAndValue(t *testing.T) {
 		{"Bearer | value", filler + ` Authorization: Bearer `, secret + "\n", ` Authorization: Bearer [REDACTED]` + "\n"},
 		{"token cut in half", filler + ` ghp_plantedGhClassic`, `Pat11111111111111111 done` + "\n", ` [REDACTED] done` + "\n"},
 		{"URL cut in half", filler + ` https://ci:planted`, `LongLineSecret0123@host/x` + "\n", ` https://ci:[REDACTED]@host/x` + "\n"},
+		// Round two's forms whose masks reach past what their regular
+		// expressions match: a cookie list, a URL's password, a PuTTY key
+		// in a JSON string.
+		{"Cookie: | pairs", filler + ` Cookie: `, `a=1; s=` + secret + "\n", ` Cookie: a=[REDACTED]; s=[REDACTED]` + "\n"},
+		{"Cookie: a=1; | pair", filler + ` Cookie: a=1; `, `s=` + secret + "\n", ` Cookie: a=[REDACTED]; s=[REDACTED]` + "\n"},
+		{"redis://: | password", filler + ` redis://:`, secret + `@r1:6379/0` + "\n", ` redis://:[REDACTED]@r1:6379/0` + "\n"},
+		{"name | value", filler + ` {"name":"HF_TOKEN",`, `"value":"` + secret + `"}` + "\n", ` {"name":"HF_TOKEN","value":"[REDACTED]"}` + "\n"},
+		{"Private-Lines | lines", filler + ` "Private-Lines: 1`, `\n` + secret + `\nPrivate-MAC: 00"` + "\n", ` "Private-Lines: 1\n[REDACTED]\nPrivate-MAC: 00"` + "\n"},
+		{"docker login -p | value", filler + ` docker login -u ci -p `, secret + " nvcr.io\n", ` docker login -u ci -p [REDACTED] nvcr.io` + "\n"},
+		{"Signature= | value", filler + ` ?Expires=1&Signature=`, secret + "&Key-Pair-Id=K2\n", ` ?Expires=1&Signature=[REDACTED]&Key-Pair-Id=K2` + "\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -210,6 +220,30 @@ func TestLongWordAcrossCuts(t *testing.T) {
 		assert.Assert(t, strings.HasSuffix(out, c.tail), out[max(0, len(out)-80):])
 		if strings.HasPrefix(c.in, "{") {
 			assert.Assert(t, json.Valid([]byte(out)), out)
+		}
+	}
+}
+
+// The Writer's first cut of a long line written 32 KiB at a time falls at
+// firstCut: a secret whose name or scheme lies just before it, and whose
+// mask reaches past what its rule's regular expression matches (a cookie
+// list, a URL's password, a PuTTY key's lines in a JSON string), is still
+// masked whole.
+func TestCutInsideReachingMasks(t *testing.T) {
+	const secret = "plantedCutSecret0123"
+	firstCut := 33*(32<<10) - minKeep
+	for _, c := range []struct{ head, tail string }{
+		{` Cookie: a=1; s=`, secret + ` x`},
+		{` Cookie: `, `a=1; s=` + secret + ` x`},
+		{` redis://:`, secret + `@r1:6379/0 x`},
+		{` https://ci:pa/`, secret + `@git.example.com/r x`},
+		{` "Private-Lines: 1\n`, secret + `\nPrivate-MAC: 00" x`},
+		{` {"value":"`, secret + `","name":"HF_TOKEN"} x`},
+	} {
+		for _, at := range []int{len(c.head) - 1, len(c.head), len(c.head) + 3} {
+			in := strings.Repeat("x", firstCut-at) + c.head + c.tail + strings.Repeat("y", minKeep+32<<10) + "\n"
+			out := writeInPieces(t, nil, in, 32<<10)
+			assert.Check(t, !strings.Contains(out, secret), "%q cut %d bytes in: %q", c.head, at, out[firstCut-at-20:firstCut-at+len(c.head)+len(c.tail)+20])
 		}
 	}
 }
