@@ -354,6 +354,8 @@ func TestCheckFollowsNoLinkBesideALog(t *testing.T) {
 	for link, target := range map[string]string{
 		"all_reduce.files/all_reduce.json": `{"root":"only-root-may-read-this"}`,
 		"outputs.json":                     `[{"step":"all_reduce","log":"all_reduce.log","command":"only-root-may-read-this"}]`,
+		// The folder itself a link, to one holding all_reduce.json.
+		"all_reduce.files": `{"root":"only-root-may-read-this"}`,
 	} {
 		t.Run(link, func(t *testing.T) {
 			secret := filepath.Join(t.TempDir(), "shadow")
@@ -363,7 +365,12 @@ func TestCheckFollowsNoLinkBesideALog(t *testing.T) {
 			// outputs.json where it has none, to be replaced by the link.
 			p := filepath.Join(src, link)
 			assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-			os.Remove(p)
+			if link == "all_reduce.files" {
+				folder := t.TempDir()
+				assert.NilError(t, os.Rename(secret, filepath.Join(folder, "all_reduce.json")))
+				secret = folder
+			}
+			assert.NilError(t, os.RemoveAll(p))
 			assert.NilError(t, os.Symlink(secret, p))
 			out := filepath.Join(t.TempDir(), "out")
 			code, stdout, errs := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2",

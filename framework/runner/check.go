@@ -255,7 +255,7 @@ func groupFiles(files []string, tmp string, roles []string) ([]fileGroup, error)
 		g.files = append(g.files, f)
 		// A results folder keeps a step's -J file in STEP.files/.
 		js := filepath.Join(filepath.Dir(stem), launch.FilesDir(filepath.Base(stem)), filepath.Base(stem)+".json")
-		if f != "-" && !hasJSON(*o) && (fileExists(js) || fileExists(js+".gz")) {
+		if f != "-" && !hasJSON(*o) && realDir(filepath.Dir(js)) && (fileExists(js) || fileExists(js+".gz")) {
 			given := js
 			if !fileExists(js) {
 				given += ".gz"
@@ -335,6 +335,13 @@ func recorded(o *plan.Output) {
 func fileExists(p string) bool {
 	fi, err := os.Lstat(p)
 	return err == nil && fi.Mode().IsRegular()
+}
+
+// realDir says p is a folder, not a link to one: STEP.files/ as a link
+// would lead what check finds by itself out of the folder.
+func realDir(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.IsDir()
 }
 
 func hasJSON(o plan.Output) bool { return len(o.Files) > 0 }
