@@ -169,6 +169,13 @@ func TestVerifyTampering(t *testing.T) {
 			edit(t, filepath.Join(dir, "journal.jsonl"), `(?m)^\{"test":\{"name":"nccl\.all_gather".*\n`, ``)
 			forgeJournal(t, dir, `"nccl\.all_gather",`, ``)
 		}, nil, 1, []string{"MISMATCH nccl.all_gather: suite singlenode of baseline/h200.yaml runs it, and no --test choice of the run leaves it out, but the run has no result for it"}, nil},
+		// A test made a skip with no raw outputs ("no baseline yet"),
+		// everything made again: the suite runs it, so it left outputs.
+		{"a test made a skip with its raw outputs deleted, everything made again", func(dir string) {
+			assert.NilError(t, os.RemoveAll(filepath.Join(dir, "raw/nccl.all_gather")))
+			forgeJournal(t, dir, `(?m)^\{"test":\{"name":"nccl\.all_gather".*$`,
+				`{"test":{"name":"nccl.all_gather","status":"skip","message":"no baseline yet","scope":"1x2","metrics":[],"duration_ns":0}}`)
+		}, nil, 1, []string{"MISMATCH nccl.all_gather: recorded a skip (no baseline yet) with no raw output, but suite singlenode of baseline/h200.yaml runs it"}, nil},
 		{"junit.xml", func(dir string) {
 			edit(t, filepath.Join(dir, "junit.xml"), `failures="0"`, `failures="1"`)
 		}, nil, 1, []string{"MISMATCH junit.xml: edited since the run", "MISMATCH junit.xml: differs from the one re-rendered from the journal and the baseline copy, from line 3"}, nil},
