@@ -124,7 +124,9 @@ func runMasked(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
 		}
-		fmt.Fprintln(stderr, "gpuaccept:", err)
+		// An error may quote a file name from a folder someone handed
+		// over: its escape sequences must not reach the terminal.
+		fmt.Fprintln(stderr, "gpuaccept:", printableLines(err.Error()))
 		var ue usageError
 		if errors.As(err, &ue) {
 			return exitUsage

@@ -174,3 +174,17 @@ func printable(s string) string {
 	}
 	return b.String()
 }
+
+// printableLines is printable line by line: the line breaks and tabs of a
+// message of several lines stay.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		parts := strings.Split(l, "\t")
+		for j, p := range parts {
+			parts[j] = printable(p)
+		}
+		lines[i] = strings.Join(parts, "\t")
+	}
+	return strings.Join(lines, "\n")
+}

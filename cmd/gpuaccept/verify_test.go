@@ -445,3 +445,15 @@ func TestVerifyEscapesControlCharacters(t *testing.T) {
 	assert.Assert(t, !strings.ContainsAny(out, "\r\x1b"), "%q", out)
 	assert.Assert(t, strings.Contains(out, `MISMATCH x\r\x1b[2K\x1b[1Averify: OK: all good\x1b[8m: added since the run`), out)
 }
+
+// report's refusal of a tampered folder names the file that came in,
+// its control characters escaped, as every error gpuaccept prints.
+func TestErrorsEscapeControlCharacters(t *testing.T) {
+	dir := copyDir(t, replayRun(t))
+	name := "x\r\x1b]0;owned\a"
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
+	code, out, errs := cli(t, "report", dir)
+	assert.Equal(t, code, 2, out+errs)
+	assert.Assert(t, !strings.ContainsAny(errs, "\r\x1b\a"), "%q", errs)
+	assert.Assert(t, strings.Contains(errs, `x\r\x1b]0;owned\a: added since the run`), errs)
+}

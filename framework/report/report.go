@@ -137,8 +137,14 @@ func Summary(run *result.Run) string {
 		parts = append(parts, fmt.Sprintf("%d localised", len(run.Localisations)))
 		scope = fmt.Sprintf("%d nodes", len(run.Hosts))
 	}
-	return fmt.Sprintf("%s: SKU %s, suite %s, %s, launcher %s: %s (%s)%s", strings.ToUpper(string(run.Status)),
-		run.SKU, run.Suite, scope, run.Launcher, strings.Join(parts, ", "), run.Duration.Round(time.Millisecond), suspectsSummary(run))
+	suite := "suite " + run.Suite
+	if len(run.Selected) > 0 {
+		// Every report says a run is part of its suite: the tests it left
+		// out are not signed off.
+		suite += fmt.Sprintf(" (--test %s only)", strings.Join(run.Selected, ","))
+	}
+	return fmt.Sprintf("%s: SKU %s, %s, %s, launcher %s: %s (%s)%s", strings.ToUpper(string(run.Status)),
+		run.SKU, suite, scope, run.Launcher, strings.Join(parts, ", "), run.Duration.Round(time.Millisecond), suspectsSummary(run))
 }
 
 var header = []string{"Test", "Status", "Measured", "Baseline: band", "Detail"}

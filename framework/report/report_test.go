@@ -386,3 +386,21 @@ func TestMarkdownCellsAreText(t *testing.T) {
 		assert.Assert(t, !strings.Contains(table, "<img") && !strings.Contains(table, "<script"), table)
 	}
 }
+
+// A run of part of its suite (--test) says so in every report's summary
+// line: the tests it left out are not signed off.
+func TestSummaryNamesTheTestsChosen(t *testing.T) {
+	r := sample()
+	assert.Assert(t, !strings.Contains(Summary(r), "--test"), Summary(r))
+	r.Selected = []string{"nccl.all_gather", "nccl.all_reduce"}
+	want := "suite singlenode (--test nccl.all_gather,nccl.all_reduce only), scope 1x2"
+	for name, render := range map[string]func(*bytes.Buffer) error{
+		"table":    func(b *bytes.Buffer) error { return Table(b, r) },
+		"markdown": func(b *bytes.Buffer) error { return Markdown(b, r) },
+		"html":     func(b *bytes.Buffer) error { return HTML(b, r, nil) },
+	} {
+		var b bytes.Buffer
+		assert.NilError(t, render(&b))
+		assert.Assert(t, strings.Contains(b.String(), want), "%s:\n%s", name, b.String())
+	}
+}
