@@ -33,9 +33,6 @@ type Report struct {
 	Data []byte
 }
 
-// Rendered are the reports Render makes, in its order.
-var Rendered = []string{report.ResultsFile, report.TableFile, report.MarkdownFile, report.JUnitFile, report.HTMLFile}
-
 // Render renders the reports of run, as WriteReports writes them into
 // run.Dir: results.json (showing recorded as results_dir, the folder the
 // run wrote), table.txt, summary.md, junit.xml (with the raw outputs read
