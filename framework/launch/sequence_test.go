@@ -145,7 +145,9 @@ func TestSequenceServersThenClientsRunTogether(t *testing.T) {
 	log := r.events()
 	before(t, log, "start server2", "start client1")
 	before(t, log, "start client1", "end server1")
-	before(t, log, "start client2", "end client1")
+	// That the clients ran at once is proven by their ending at all: each
+	// waits until the other's start was asked for. The recorder logs a
+	// start after that, so its order against "end client1" is a race.
 }
 
 // Pairs planned one after the other run one after the other: a client's
