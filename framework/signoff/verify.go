@@ -211,16 +211,6 @@ func (r *Result) checkSeal(dir string, o Options) {
 	}
 }
 
-// checkReports re-derives the reports of the results folder at rel (""
-// for dir itself) from its run and baseline s: results.json value by
-// value, the others byte for byte. A report that renders differently is
-// a finding when the same gpuaccept made the folder and its manifest
-// hashes reports (same); else a note, since another version may lay
-// reports out otherwise (the sealed manifest's hash still binds them). Absent
-// reports are the manifest's to name. Another version's report is a note
-// only when the manifest is sealed (the digest or signature checked):
-// the version an unsealed manifest names proves nothing. It returns what
-// matched.
 // checkSuite holds the run's tests to its suite in the kept baseline s
 // and the tests --test chose (run.Selected): a test dropped from the
 // journal, its raw outputs deleted, leaves no verdict to re-judge, but
@@ -354,6 +344,15 @@ func madeBy(m *manifest.Manifest) string {
 	return "gpuaccept " + m.Version + " made it"
 }
 
+// checkReports re-derives the reports of the results folder at rel (""
+// for dir itself) from its run and baseline s: results.json value by
+// value, the others byte for byte. A report that renders differently is
+// a finding when the same gpuaccept made the folder and its manifest
+// hashes reports (same); else a note when the manifest is sealed (the
+// digest or signature checked), since another version may lay reports
+// out otherwise and the sealed hash still binds them, and a finding when
+// it is not: the version an unsealed manifest names proves nothing.
+// Absent reports are the manifest's to name. It returns what matched.
 func (r *Result) checkReports(dir, rel string, run *result.Run, s *sku.SKU, recorded string, m *manifest.Manifest, same bool, version string) (rederived, rerendered []string) {
 	folder := filepath.Join(dir, filepath.FromSlash(rel))
 	shown := *run
