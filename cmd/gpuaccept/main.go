@@ -126,7 +126,7 @@ func runMasked(args []string, stdout, stderr io.Writer) int {
 		}
 		// An error may quote a file name from a folder someone handed
 		// over: its escape sequences must not reach the terminal.
-		fmt.Fprintln(stderr, "gpuaccept:", printableLines(err.Error()))
+		fmt.Fprintln(stderr, "gpuaccept:", printable(err.Error()))
 		var ue usageError
 		if errors.As(err, &ue) {
 			return exitUsage

@@ -155,17 +155,18 @@ func sealed(res *signoff.Result) string {
 	return "; " + strings.Join(parts, ", ")
 }
 
-// printable writes the control characters of s (a file name in a folder
-// someone handed over may hold a carriage return and escape sequences
-// that would print a false "verify: OK" over the real verdict) as Go
-// escapes: \r, \x1b.
+// printable writes the control characters of s but line breaks and tabs
+// (a file name in a folder someone handed over may hold a carriage return
+// and escape sequences that would print a false "verify: OK" over the
+// real verdict) as Go escapes: \r, \x1b.
 func printable(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
+	control := func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }
+	if !strings.ContainsFunc(s, control) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if unicode.IsControl(r) {
+		if control(r) {
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
 			continue
@@ -173,18 +174,4 @@ func printable(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// printableLines is printable line by line: the line breaks and tabs of a
-// message of several lines stay.
-func printableLines(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		parts := strings.Split(l, "\t")
-		for j, p := range parts {
-			parts[j] = printable(p)
-		}
-		lines[i] = strings.Join(parts, "\t")
-	}
-	return strings.Join(lines, "\n")
 }
