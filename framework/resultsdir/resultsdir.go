@@ -135,11 +135,7 @@ func ReadOutputs(root, folder string) ([]plan.Output, error) {
 // of the folder), nor a FIFO or device; ok is false when there is none or
 // it does not read as one.
 func ReadOutputsBeside(log string) (outs []plan.Output, ok bool) {
-	p := filepath.Join(filepath.Dir(log), Outputs)
-	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
-		return nil, false
-	}
-	data, err := safefs.ReadNamed(p, maxOutputs)
+	data, err := safefs.ReadFile(filepath.Dir(log), Outputs, maxOutputs)
 	if err != nil {
 		return nil, false
 	}

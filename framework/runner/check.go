@@ -254,10 +254,14 @@ func groupFiles(files []string, tmp string, roles []string) ([]fileGroup, error)
 		}
 		g.files = append(g.files, f)
 		// A results folder keeps a step's -J file in STEP.files/.
-		js := filepath.Join(filepath.Dir(stem), launch.FilesDir(filepath.Base(stem)), filepath.Base(stem)+".json")
-		if f != "-" && !hasJSON(*o) && realDir(filepath.Dir(js)) && (fileExists(js) || fileExists(js+".gz")) {
+		// Found by check itself, not named: read only as a regular file
+		// below the log's folder, through no link (safefs.Check).
+		rel := filepath.Join(launch.FilesDir(filepath.Base(stem)), filepath.Base(stem)+".json")
+		js := filepath.Join(filepath.Dir(stem), rel)
+		found := func(name string) bool { return safefs.Check(filepath.Dir(stem), name) == nil }
+		if f != "-" && !hasJSON(*o) && (found(rel) || found(rel+".gz")) {
 			given := js
-			if !fileExists(js) {
+			if !found(rel) {
 				given += ".gz"
 			}
 			in, err := opener.open(given)
@@ -326,22 +330,6 @@ func recorded(o *plan.Output) {
 			return
 		}
 	}
-}
-
-// fileExists says p is a regular file, not a link: a file check finds
-// by itself beside a log (its -J file in STEP.files/) is read only so; a
-// link there could lead out of the folder, a FIFO or device hang or fill
-// the disk.
-func fileExists(p string) bool {
-	fi, err := os.Lstat(p)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// realDir says p is a folder, not a link to one: STEP.files/ as a link
-// would lead what check finds by itself out of the folder.
-func realDir(p string) bool {
-	fi, err := os.Lstat(p)
-	return err == nil && fi.IsDir()
 }
 
 func hasJSON(o plan.Output) bool { return len(o.Files) > 0 }
