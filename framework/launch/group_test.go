@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"gotest.tools/v3/assert"
 )
 
@@ -58,7 +59,7 @@ func TestRunGroup(t *testing.T) {
 			assert.Assert(t, strings.HasPrefix(end.Stopped, c.stopped), "%q", end.Stopped)
 			assert.Equal(t, end.Stopped == "", c.stopped == "")
 			if c.stopped == "" {
-				assert.Equal(t, ExitCode(end.Err), c.exit)
+				assert.Equal(t, proc.ExitCode(end.Err), c.exit)
 			} else {
 				assert.NilError(t, end.Err)
 			}

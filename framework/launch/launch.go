@@ -33,7 +33,6 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
@@ -73,10 +72,6 @@ type Launcher interface {
 	// Commands renders what Launch would run, exactly, for --dry-run.
 	Commands(req Request) ([]string, error)
 }
-
-// OutputsFile is resultsdir.Outputs, the record of how each step of a
-// test ended, which the replay launcher reads.
-const OutputsFile = resultsdir.Outputs
 
 // LogName is the file name of a step's combined stdout and stderr.
 func LogName(step string) string { return step + ".log" }

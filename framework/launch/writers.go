@@ -4,14 +4,7 @@ import (
 	"bytes"
 	"io"
 	"sync"
-
-	"github.com/gpuaccept/gpuaccept/framework/proc"
 )
-
-// ExitCode turns the error of a finished process (exec.Cmd.Wait) into its
-// exit status: 0 for nil, the process's code, 128+N when signal N killed it
-// (as shells report it), and -1 when it did not run or exit by itself.
-func ExitCode(err error) int { return proc.ExitCode(err) }
 
 // SyncWriter serialises writes to W, so a step's stdout and stderr can share
 // one log without interleaving inside a write.

@@ -2,7 +2,6 @@ package launch
 
 import (
 	"bytes"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -41,23 +40,6 @@ func TestMarkerWriter(t *testing.T) {
 			}
 			assert.Equal(t, n, tc.found)
 			assert.Equal(t, out.String(), strings.Join(tc.writes, ""))
-		})
-	}
-}
-
-func TestExitCode(t *testing.T) {
-	tests := []struct {
-		argv []string
-		want int
-	}{
-		{[]string{"true"}, 0},
-		{[]string{"sh", "-c", "exit 3"}, 3},
-		{[]string{"sh", "-c", "kill -TERM $$"}, 128 + 15},
-		{[]string{"/nonexistent/program"}, -1},
-	}
-	for _, tc := range tests {
-		t.Run(strings.Join(tc.argv, " "), func(t *testing.T) {
-			assert.Equal(t, ExitCode(exec.Command(tc.argv[0], tc.argv[1:]...).Run()), tc.want)
 		})
 	}
 }

@@ -88,9 +88,9 @@
 // What a step sees in its pid namespace: getpid() of its program is
 // Group.Pid() (as root; a small number in a user namespace without root,
 // after the init's threads), getppid() is 1 (the
-// init), and $$ and $! are the namespace's pids, while /proc is still the
-// host's: ps, pgrep and kill by a pid read from /proc see host pids, which
-// name other processes (or none) inside; /proc/$$ is the init's entry. A
+// init), and $$ and $! are the namespace's pids, as its own /proc names
+// them (privateProc): ps, pgrep and kill inside see the step's processes
+// only, and the host sees them by other pids (HostPID maps one). A
 // program killed by signal N reads as exit status 128+N, as a shell would
 // report it (Group.Err says "signal: ..."). A step that must share the
 // host's pid namespace with a process started outside it (a CUDA MPS

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
 // prSetChildSubreaper is PR_SET_CHILD_SUBREAPER of prctl(2).
@@ -102,24 +104,12 @@ func makeTemp(p string) (string, error) {
 		who := ""
 		if fi, lerr := os.Lstat(p); lerr == nil {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				who = fmt.Sprintf(" (a %s of uid %d, mode %v)", kindOf(fi.Mode()), st.Uid, fi.Mode().Perm())
+				who = fmt.Sprintf(" (%s of uid %d, mode %v)", safefs.Kind(fi.Mode()), st.Uid, fi.Mode().Perm())
 			}
 		}
 		return "", fmt.Errorf("the run's temp folder %s existed before this gpuaccept made it%s: someone else may read or swap what the steps write there; not used (remove it, and find who made it)", p, who)
 	}
 	return "", fmt.Errorf("create the run's temp folder: %w", err)
-}
-
-// kindOf names a file's kind in words.
-func kindOf(m os.FileMode) string {
-	switch {
-	case m&os.ModeSymlink != 0:
-		return "symbolic link"
-	case m.IsDir():
-		return "folder"
-	default:
-		return "file"
-	}
 }
 
 var (

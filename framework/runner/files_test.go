@@ -17,6 +17,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -139,11 +140,11 @@ func TestRejudgeHandsThePluginOnlyTheFolder(t *testing.T) {
 			rel, err := filepath.Rel(testDir, outside)
 			assert.NilError(t, err)
 			data, _ := json.Marshal([]plan.Output{{Step: "all_reduce", Log: rel}})
-			assert.NilError(t, os.WriteFile(filepath.Join(testDir, launch.OutputsFile), data, 0o644))
+			assert.NilError(t, os.WriteFile(filepath.Join(testDir, resultsdir.Outputs), data, 0o644))
 		}, "outside the folder"},
 		{"outputs.json names an absolute log", func(t *testing.T, testDir string) {
 			data, _ := json.Marshal([]plan.Output{{Step: "all_reduce", Log: outside}})
-			assert.NilError(t, os.WriteFile(filepath.Join(testDir, launch.OutputsFile), data, 0o644))
+			assert.NilError(t, os.WriteFile(filepath.Join(testDir, resultsdir.Outputs), data, 0o644))
 		}, "outside the folder"},
 		{"the log is a link out", func(t *testing.T, testDir string) {
 			p := filepath.Join(testDir, "all_reduce.log")

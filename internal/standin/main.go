@@ -24,8 +24,9 @@
 //	                    role is perftest's rule read from argv (a client
 //	                    names the server's address, a server names none),
 //	                    so one setting serves both sides of a pair
-//	STANDIN_PIDFILE     append this process's pid, as /proc names it (the
-//	                    host's, in a step's pid namespace), to this file
+//	STANDIN_PIDFILE     append this process's pid (its own namespace's: a
+//	                    step's first process has its host pid there too),
+//	                    to this file
 //	                    first, so tests can check that nothing is left
 //	                    running
 //	STANDIN_DELAY       sleep this long (Go duration) before anything else,
@@ -119,11 +120,7 @@ func run() int {
 	if p := os.Getenv("STANDIN_PIDFILE"); p != "" {
 		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err == nil {
-			pid := strconv.Itoa(os.Getpid())
-			if self, err := os.Readlink("/proc/self"); err == nil {
-				pid = self
-			}
-			fmt.Fprintln(f, pid)
+			fmt.Fprintln(f, os.Getpid())
 			f.Close()
 		}
 	}

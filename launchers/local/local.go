@@ -198,7 +198,7 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 		out.LaunchError = strings.TrimPrefix(fmt.Sprintf("%s; processes %v survived SIGKILL", out.LaunchError, end.Survivors), "; ")
 	}
 	if out.LaunchError == "" {
-		out.ExitCode = launch.ExitCode(end.Err)
+		out.ExitCode = proc.ExitCode(end.Err)
 		if out.ExitCode < 0 {
 			out.LaunchError = fmt.Sprintf("wait for %s: %v", argv[0], end.Err)
 		}

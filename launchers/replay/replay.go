@@ -98,14 +98,14 @@ func (l *Launcher) Commands(req launch.Request) ([]string, error) {
 // step's LaunchError.
 func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Output, error) {
 	recorded := map[string]plan.Output{}
-	data, err := fs.ReadFile(l.FS, path.Join(req.Test, launch.OutputsFile))
+	data, err := fs.ReadFile(l.FS, path.Join(req.Test, resultsdir.Outputs))
 	if errors.Is(err, safefs.ErrRefused) {
-		return nil, fmt.Errorf("read %s in %s: %w", path.Join(req.Test, launch.OutputsFile), l.Where, err)
+		return nil, fmt.Errorf("read %s in %s: %w", path.Join(req.Test, resultsdir.Outputs), l.Where, err)
 	}
 	if err == nil {
 		var outs []plan.Output
 		if err := json.Unmarshal(data, &outs); err != nil {
-			return nil, fmt.Errorf("read %s in %s: %w", path.Join(req.Test, launch.OutputsFile), l.Where, err)
+			return nil, fmt.Errorf("read %s in %s: %w", path.Join(req.Test, resultsdir.Outputs), l.Where, err)
 		}
 		for _, o := range outs {
 			recorded[o.Step] = o

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
@@ -169,7 +170,7 @@ func TestClusterPasses2Nodes(t *testing.T) {
 	assert.Equal(t, ranks[0], "0 n1")
 	assert.Equal(t, ranks[15], "15 n2")
 	var outs []plan.Output
-	assert.NilError(t, json.Unmarshal([]byte(raw(t, r, launch.OutputsFile)), &outs))
+	assert.NilError(t, json.Unmarshal([]byte(raw(t, r, resultsdir.Outputs)), &outs))
 	assert.Equal(t, outs[0].Host, "n1,n2")
 	// The host of each rank, index = rank, in outputs.json and results.json.
 	want := strings.Split(strings.Repeat("n1 ", 8)+strings.Repeat("n2 ", 8), " ")[:16]

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -197,7 +198,7 @@ var errAbsent = errors.New("not written")
 // (nccl-tests' -J JSON) are small, so they are held in memory.
 func (l *Launcher) fetch(ctx context.Context, host, wd, name string) ([]byte, error) {
 	out, err := l.remote(ctx, host, collectScript(wd, name))
-	if launch.ExitCode(err) == 3 {
+	if proc.ExitCode(err) == 3 {
 		return nil, errAbsent
 	}
 	if err != nil {

@@ -232,7 +232,7 @@ func (l *Launcher) run(ctx context.Context, req launch.Request, r stepRun, ready
 		fmt.Fprintf(logw, "\ngpuaccept: step %s %s\n", s.Name, out.LaunchError)
 		return out
 	}
-	out.ExitCode = launch.ExitCode(end.Err)
+	out.ExitCode = proc.ExitCode(end.Err)
 	switch {
 	case out.ExitCode < 0:
 		out.LaunchError = fmt.Sprintf("wait for %s: %v", cmd.Args[0], end.Err)
