@@ -247,7 +247,7 @@ func (p Plan) Validate() error {
 	seen := map[string]bool{}
 	for i, s := range p.Steps {
 		switch {
-		case !validName(s.Name):
+		case !ValidName(s.Name):
 			return fmt.Errorf("step %d: name %q is not a short word of [a-z0-9_.-]", i, s.Name)
 		case seen[s.Name]:
 			return fmt.Errorf("step %d: name %q used twice", i, s.Name)
@@ -303,7 +303,9 @@ func (s Step) CheckEnv() error {
 	return nil
 }
 
-func validName(s string) bool {
+// ValidName says s is a step name Validate accepts: 1 to 64 of
+// [a-z0-9_.-], safe in a file name and a shell word.
+func ValidName(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false
 	}

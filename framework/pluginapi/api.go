@@ -133,15 +133,7 @@ func (t TestInfo) check() error {
 // 64 of [a-z0-9_.-]) and holds no '.', which would make the pair index
 // ambiguous.
 func roleName(r string) bool {
-	if r == "" || len(r) > 48 {
-		return false
-	}
-	for _, c := range r {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return plan.ValidName(r) && len(r) <= 48 && !strings.Contains(r, ".")
 }
 
 // PairedStep reports whether step is named as the step of one of roles for
