@@ -16,6 +16,10 @@ type flavour interface {
 	// counts pods in in.w.pods that the kind adds, such as MPIJob's
 	// launcher).
 	objects(l *Launcher, in flavourInput)
+	// hosts are the DNS names of a workload's pods, in node order, as the
+	// kind derives them from the workload's name (known before anything is
+	// created, for mpirun's host list and @hostN@).
+	hosts(name string, pods int) []string
 }
 
 // flavourInput is what every flavour renders a step from.

@@ -1,6 +1,8 @@
 package k8s
 
 import (
+	"fmt"
+
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -39,4 +41,14 @@ func (jobFlavour) objects(l *Launcher, in flavourInput) {
 		},
 	}
 	in.w.objects = append(in.w.objects, toUnstructured(job))
+}
+
+// hosts: an Indexed Job's pods are <job>-<i> under the headless
+// Service <job>.
+func (jobFlavour) hosts(name string, pods int) []string {
+	var hs []string
+	for i := 0; i < pods; i++ {
+		hs = append(hs, fmt.Sprintf("%s-%d.%s", name, i, name))
+	}
+	return hs
 }

@@ -1,5 +1,7 @@
 package k8s
 
+import "fmt"
+
 // jobSetFlavour renders a step as a JobSet (jobset.x-k8s.io/v1alpha2):
 // a lead replicated job and, for several pods, a worker one, with DNS
 // names from the JobSet's own network.
@@ -19,4 +21,14 @@ func (jobSetFlavour) objects(l *Launcher, in flavourInput) {
 		"replicatedJobs":          rjobs,
 	}
 	in.w.objects = append(in.w.objects, js)
+}
+
+// hosts: JobSet names the pods <jobset>-<replicated job>-<job index>-<pod
+// index>, under the JobSet's own Service.
+func (jobSetFlavour) hosts(name string, pods int) []string {
+	hs := []string{fmt.Sprintf("%s-lead-0-0.%s", name, name)}
+	for i := 1; i < pods; i++ {
+		hs = append(hs, fmt.Sprintf("%s-worker-0-%d.%s", name, i-1, name))
+	}
+	return hs
 }

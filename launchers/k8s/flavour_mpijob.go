@@ -1,5 +1,7 @@
 package k8s
 
+import "fmt"
+
 // mpiJobFlavour renders a step of several pods as an MPIJob
 // (kubeflow.org/v2beta1) of mpi-operator: a launcher pod with no GPU and
 // a worker per node holding the ranks.
@@ -21,4 +23,14 @@ func (mpiJobFlavour) objects(l *Launcher, in flavourInput) {
 	}
 	in.w.objects = append(in.w.objects, mj)
 	in.w.pods++ // the launcher pod
+}
+
+// hosts: mpi-operator names its workers <job>-worker-<i> under the
+// Service <job>; the launcher pod holds no rank.
+func (mpiJobFlavour) hosts(name string, pods int) []string {
+	var hs []string
+	for i := 0; i < pods; i++ {
+		hs = append(hs, fmt.Sprintf("%s-worker-%d.%s", name, i, name))
+	}
+	return hs
 }

@@ -1,5 +1,7 @@
 package k8s
 
+import "fmt"
+
 // volcanoFlavour renders a step as a Volcano Job (batch.volcano.sh):
 // lead and worker tasks, gang-scheduled (minAvailable), in the SKU's
 // queue when it names one.
@@ -26,4 +28,13 @@ func (volcanoFlavour) objects(l *Launcher, in flavourInput) {
 	}
 	vj.Object["spec"] = spec
 	in.w.objects = append(in.w.objects, vj)
+}
+
+// hosts: Volcano's svc plugin names the pods <job>-<task>-<index>.
+func (volcanoFlavour) hosts(name string, pods int) []string {
+	hs := []string{fmt.Sprintf("%s-lead-0.%s", name, name)}
+	for i := 1; i < pods; i++ {
+		hs = append(hs, fmt.Sprintf("%s-worker-%d.%s", name, i-1, name))
+	}
+	return hs
 }

@@ -182,7 +182,7 @@ func (l *Launcher) render(req launch.Request, prefix, namespace string, keys map
 		name := objectName(40, prefix, s.Name)
 		w := &workload{step: s, name: name, pods: nodesOf(s),
 			selector: LabelRun + "=" + l.RunID + "," + LabelStep + "=" + name}
-		w.hosts = podHosts(l.cfg.Flavor, name, w.pods)
+		w.hosts = flavours[stepFlavor(l.cfg.Flavor, w.pods)].hosts(name, w.pods)
 		if w.pin, err = pinned(pinTo, s, w.pods); err != nil {
 			return nil, fmt.Errorf("k8s: test %s: %w", req.Test, err)
 		}
@@ -370,44 +370,21 @@ func deadline(test, step time.Duration) *int64 {
 	return ptr.To(int64((d + deadlineMargin + time.Second - 1) / time.Second))
 }
 
-// podHosts returns the DNS names of a workload's pods, in node order, as
-// each flavor derives them from the workload's name: mpi-operator names
-// its workers <job>-worker-<i> under the service <job> (the launcher pod
-// holds no rank); a one-pod MPIJob step is a plain Job.
-func podHosts(flavor, name string, pods int) []string {
-	var hs []string
-	switch {
-	case flavor == FlavorJob || flavor == FlavorMPIJob && pods == 1:
-		for i := 0; i < pods; i++ {
-			hs = append(hs, fmt.Sprintf("%s-%d.%s", name, i, name))
-		}
-	case flavor == FlavorJobSet:
-		hs = append(hs, fmt.Sprintf("%s-lead-0-0.%s", name, name))
-		for i := 1; i < pods; i++ {
-			hs = append(hs, fmt.Sprintf("%s-worker-0-%d.%s", name, i-1, name))
-		}
-	case flavor == FlavorVolcano:
-		hs = append(hs, fmt.Sprintf("%s-lead-0.%s", name, name))
-		for i := 1; i < pods; i++ {
-			hs = append(hs, fmt.Sprintf("%s-worker-%d.%s", name, i-1, name))
-		}
-	case flavor == FlavorMPIJob:
-		for i := 0; i < pods; i++ {
-			hs = append(hs, fmt.Sprintf("%s-worker-%d.%s", name, i, name))
-		}
+// stepFlavor is the workload kind a step of pods pods runs as under the
+// --k8s-flavor flavor: a one-pod MPIJob step needs no launcher/worker
+// split and is a plain Job.
+func stepFlavor(flavor string, pods int) string {
+	if flavor == FlavorMPIJob && pods == 1 {
+		return FlavorJob
 	}
-	return hs
+	return flavor
 }
 
 // renderStep fills w's command and objects for the flavor; w.hosts and
 // the step's resolved HostRefs come from render.
 func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, test string, topo plan.Topology, active *int64) error {
 	s := w.step
-	flavor := l.cfg.Flavor
-	if flavor == FlavorMPIJob && w.pods == 1 {
-		// A one-pod step needs no launcher/worker split: a plain Job.
-		flavor = FlavorJob
-	}
+	flavor := stepFlavor(l.cfg.Flavor, w.pods)
 	lbl := l.labels(test)
 	lbl[LabelStep] = w.name
 	meta := metav1.ObjectMeta{Name: w.name, Namespace: namespace, Labels: copyMap(lbl)}
