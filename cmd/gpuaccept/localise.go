@@ -81,12 +81,8 @@ func (lf *localiseFlags) check(s *sku.SKU) error {
 		if name == "" {
 			return usageError{fmt.Errorf("--localise-test: SKU %s has no single-node suite to take it from", s.Name)}
 		}
-		have := map[string]bool{}
-		for _, t := range s.Suites[name].Tests {
-			have[t.Test] = true
-		}
 		for _, t := range lf.tests {
-			if !have[t] {
+			if !s.Suites[name].Has(t) {
 				return usageError{fmt.Errorf("--localise-test %s: not a test of suite %s", t, name)}
 			}
 		}

@@ -218,11 +218,7 @@ func (l LocaliseSettings) validate(s *sku.SKU) error {
 		return fmt.Errorf("LocaliseSettings.NodeSuite %q: not a single-node suite of SKU %s", l.NodeSuite, s.Name)
 	}
 	for _, t := range l.NodeTests {
-		found := false
-		for _, st := range su.Tests {
-			found = found || st.Test == t
-		}
-		if !found {
+		if !su.Has(t) {
 			return fmt.Errorf("LocaliseSettings.NodeTests %s: not a test of suite %s", t, l.NodeSuite)
 		}
 	}

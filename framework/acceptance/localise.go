@@ -43,11 +43,7 @@ func (o LocaliseOptions) Validate() error {
 	}
 	su := o.SKU.Suites[o.Suite]
 	for _, t := range o.Tests {
-		found := false
-		for _, st := range su.Tests {
-			found = found || st.Test == t
-		}
-		if !found {
+		if !su.Has(t) {
 			return fmt.Errorf("LocaliseOptions.Tests %s: not a test of suite %s", t, o.Suite)
 		}
 	}

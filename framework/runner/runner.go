@@ -229,13 +229,7 @@ func (r *Runner) keepAttempt(t *result.Test, attempt int) error {
 
 func (r *Runner) checkOnly(su *sku.Suite) error {
 	for _, o := range r.Only {
-		found := false
-		for _, t := range su.Tests {
-			if t.Test == o {
-				found = true
-			}
-		}
-		if !found {
+		if !su.Has(o) {
 			names := make([]string, len(su.Tests))
 			for i, t := range su.Tests {
 				names[i] = t.Test

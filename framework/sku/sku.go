@@ -70,6 +70,16 @@ type Suite struct {
 	Line   int               `yaml:"-"`
 }
 
+// Has says test ("plugin.test") is one of the suite's tests.
+func (s *Suite) Has(test string) bool {
+	for _, st := range s.Tests {
+		if st.Test == test {
+			return true
+		}
+	}
+	return false
+}
+
 // SuiteTest is one entry of a suite.
 type SuiteTest struct {
 	// Test is "plugin.test", e.g. "nccl.all_reduce".
