@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -41,13 +42,13 @@ var (
 	// yamlBlockKey is a key whose YAML block scalar follows: at the start
 	// of a line (after a sequence's "- "), or inside a value (a variable
 	// that holds the document, NAME='password: |).
-	yamlBlockKey = regexp.MustCompile(`(?:^([ \t]*)(?:-[ \t]+)*|[\s'"=])(["']?)([A-Za-z0-9_-]+)["']?[ \t]*:[ \t]*[|>](?:[1-9][-+]?|[-+][1-9]?)?[ \t]*(?:#.*)?$`)
+	yamlBlockKey = regexp.MustCompile(`(?:^([ \t]*)(?:-[ \t]+)*|[\s'"=])(["']?)([A-Za-z0-9_-]+)["']?[ \t]*:[ \t]*[|>]` + blockHeader + `[ \t]*(?:#.*)?$`)
 	// b64Begin is the first line of a private key's base64, wrapped: the
 	// line ends where the base64 does, without padding.
 	b64Begin = regexp.MustCompile(`LS0tLS1CRUdJTi[A-Za-z0-9+/]*$`)
 	// authEnd is an Authorization header ending its line, with its scheme
 	// or without; bareEnd a Bearer or Basic alone.
-	authEnd = regexp.MustCompile(`(?i)\b(?:proxy-)?authorization\\?"?[ \t]*[:=][ \t]*\\?"?[ \t]*([a-z][a-z0-9_.-]*)?[ \t]*\\?$`)
+	authEnd = regexp.MustCompile(`(?i)\b` + authHeader + `([a-z][a-z0-9_.-]*)?[ \t]*\\?$`)
 	bareEnd = regexp.MustCompile(`(?i)\b(?:bearer|basic)[ \t]*\\?$`)
 	// nextValue is a flag's value at the start of a line.
 	nextValue = regexp.MustCompile(`^[ \t]*(` + valueRE + `)`)
@@ -108,11 +109,7 @@ func (st *state) opens(body, out []byte, atStart bool) {
 	}
 	if bytes.Contains(t, []byte("Private-Lines")) {
 		if m := ppkPrivate.FindSubmatchIndex(t); m != nil {
-			n := 0
-			for _, c := range t[m[2]:m[3]] {
-				n = 10*n + int(c-'0')
-			}
-			st.ppk = n
+			st.ppk, _ = strconv.Atoi(string(t[m[2]:m[3]])) // 1-4 digits: ppkPrivate
 			return
 		}
 	}
@@ -389,7 +386,7 @@ func isBase64(c byte) bool {
 // headers (Proc-Type: 4,ENCRYPTED), line breaks.
 func pemText(b []byte) bool {
 	for _, c := range b {
-		if !isBase64(c) && !bytes.ContainsRune([]byte("=-: ,\r\n"), rune(c)) {
+		if !isBase64(c) && strings.IndexByte("=-: ,\r\n", c) < 0 {
 			return false
 		}
 	}

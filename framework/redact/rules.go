@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"html"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -157,6 +158,11 @@ var nameHints = []string{"token", "secret", "pass", "key", "auth", "credential",
 
 var urlHints = []string{"://", `:\/\/`}
 
+// authHeader is an Authorization header's name and separator, as a log,
+// a JSON string or an env entry writes it (the authorization rule, and
+// authEnd for a credential on the next line).
+const authHeader = `(?:proxy-)?authorization\\?"?[ \t]*[:=][ \t]*\\?"?[ \t]*`
+
 // rules run in this order, each on what the ones before left.
 var rules = []*rule{
 	// A PEM private key on one line: a JSON string, an env entry.
@@ -301,7 +307,7 @@ var rules = []*rule{
 	// after an escaped line break or backslash (a "Bearer \" continued);
 	// a scheme that ends its line is left for the next line (carried).
 	{name: "authorization", hints: []string{"authorization"},
-		re: regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\\?"?[ \t]*[:=][ \t]*\\?"?[ \t]*)(?:([a-z][a-z0-9_.-]*)((?:[ \t]|\\+[nr]|\\\\)+))?([^\s"'\\,;]+)`),
+		re: regexp.MustCompile(`(?i)\b(` + authHeader + `)(?:([a-z][a-z0-9_.-]*)((?:[ \t]|\\+[nr]|\\\\)+))?([^\s"'\\,;]+)`),
 		mask: func(line []byte, m []int) []byte {
 			if m[4] < 0 && authScheme.Match(line[m[8]:m[9]]) && restBlank.Match(line[m[9]:]) {
 				return nil // the scheme, its credential on the next line
@@ -795,7 +801,12 @@ var escapedBreak = regexp.MustCompile(`\\+[nr]`)
 // blockIndicator is the value of a key whose YAML block scalar follows
 // (YAML 1.2 section 8.1.1: |, >, with a chomping and an indentation
 // indicator); Go's JSON writes ">" as \u003e.
-var blockIndicator = regexp.MustCompile(`^(?:[|>]|\\u003[eE])(?:[1-9][-+]?|[-+][1-9]?)?`)
+var blockIndicator = regexp.MustCompile(`^(?:[|>]|\\u003[eE])` + blockHeader)
+
+// blockHeader is what may follow a YAML block scalar's | or >: an
+// indentation digit and a chomping sign, in either order (YAML 1.2,
+// 8.1.1).
+const blockHeader = `(?:[1-9][-+]?|[-+][1-9]?)?`
 
 // indicatorLen is the length of the block indicator v is, or starts with
 // before an escaped line break (a word runs on through "\n"); 0 when v is
@@ -1060,10 +1071,7 @@ func cookieValueEnd(line []byte, i int) int {
 // follow "Private-Lines: N" (m). It returns nil when the line breaks are
 // real ones: carried masks those lines.
 func ppkEscaped(line []byte, m []int) []byte {
-	n := 0
-	for _, c := range line[m[2]:m[3]] {
-		n = 10*n + int(c-'0')
-	}
+	n, _ := strconv.Atoi(string(line[m[2]:m[3]])) // 1-4 digits: the pattern's
 	out := append([]byte{}, line[m[0]:m[1]]...)
 	i, masked := m[1], false
 	for ; n > 0; n-- {
