@@ -164,15 +164,21 @@ func killDeadInits(ns uint64) []string {
 // nsInit reports whether pid is pid 1 of a pid namespace below this one's
 // (the last of its NSpid numbers is 1).
 func nsInit(pid int) bool {
+	ids := nsPids(pid)
+	return len(ids) > 1 && ids[len(ids)-1] == "1"
+}
+
+// nsPids are pid's numbers in each pid namespace from this one's down
+// (the NSpid line of /proc/PID/status); nil when it cannot be read.
+func nsPids(pid int) []string {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return false
+		return nil
 	}
 	for _, l := range strings.Split(string(data), "\n") {
 		if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
-			f := strings.Fields(v)
-			return len(f) > 1 && f[len(f)-1] == "1"
+			return strings.Fields(v)
 		}
 	}
-	return false
+	return nil
 }

@@ -220,21 +220,9 @@ func HostPID(ns string, pid int) (host int, ok bool) {
 		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
 		return pid, err == nil
 	}
-	for _, p := range allPids() {
-		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", p)); err != nil || l != ns {
-			continue
-		}
-		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(status), "\n") {
-			if f, found := strings.CutPrefix(line, "NSpid:"); found {
-				ids := strings.Fields(f)
-				if len(ids) > 0 && ids[len(ids)-1] == strconv.Itoa(pid) {
-					return p, true
-				}
-			}
+	for _, p := range nsMembers(ns) {
+		if ids := nsPids(p); len(ids) > 0 && ids[len(ids)-1] == strconv.Itoa(pid) {
+			return p, true
 		}
 	}
 	return 0, false
