@@ -176,8 +176,8 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	if cfg.Starter == nil {
 		cfg.Starter = rankstart.Default()
-	} else if cfg.Starter.Family() == rankstart.FamilySlurm {
-		return nil, fmt.Errorf("launcher k8s: rank starter %s needs a Slurm allocation", cfg.Starter.Name())
+	} else if err := rankstart.AcrossHosts(cfg.Starter); err != nil {
+		return nil, fmt.Errorf("launcher k8s: %w", err)
 	}
 	if cfg.Image == "" && kube(cfg.SKU).Image == "" {
 		name := "the SKU"

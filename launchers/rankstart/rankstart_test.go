@@ -246,3 +246,19 @@ func TestEnvPrefixQuotesBadNames(t *testing.T) {
 	got := EnvPrefix(plan.Step{Env: map[string]string{"$(id)": "1", "A B": "x y", "NCCL_DEBUG": "INFO"}})
 	assert.Equal(t, got, `'$(id)=1' 'A B=x y' NCCL_DEBUG=INFO`)
 }
+
+// Only srun cannot start ranks across hosts a launcher names; the error
+// names it and says where it is chosen.
+func TestAcrossHosts(t *testing.T) {
+	for _, name := range []string{FlavorSrun, "openmpi", "mpich", "hpcx"} {
+		s, err := Lookup(name)
+		assert.NilError(t, err)
+		err = AcrossHosts(s)
+		if name == FlavorSrun {
+			assert.ErrorContains(t, err, "rank starter srun starts the ranks of a Slurm allocation only")
+			continue
+		}
+		assert.NilError(t, err, name)
+	}
+	assert.NilError(t, AcrossHosts(nil))
+}

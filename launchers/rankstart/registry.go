@@ -152,6 +152,17 @@ func ForMPIFlavor(name string) (Starter, error) {
 	return s, nil
 }
 
+// AcrossHosts says s can start ranks across hosts a launcher names:
+// every starter but srun, which starts those of the Slurm allocation it
+// runs in (the slurm launcher picks it with --slurm-mpi). The error names
+// the starter.
+func AcrossHosts(s Starter) error {
+	if s != nil && s.Family() == FamilySlurm {
+		return fmt.Errorf("rank starter %s starts the ranks of a Slurm allocation only, not across hosts it is given (with --launcher slurm, --slurm-mpi pmix or pmi2 chooses it)", s.Name())
+	}
+	return nil
+}
+
 // Or returns s, or Default when s is nil: a launcher built without a
 // starter (tests) starts ranks with Open MPI.
 func Or(s Starter) Starter {

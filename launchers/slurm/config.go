@@ -199,8 +199,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("--%s %s: want a duration of zero or more", f.flag, f.v)
 		}
 	}
-	if c.Starter != nil && c.Starter.Family() == rankstart.FamilySlurm {
-		return fmt.Errorf("--mpi-flavor %s: srun is chosen with --slurm-mpi pmix or pmi2", c.Starter.Name())
+	if err := rankstart.AcrossHosts(c.Starter); err != nil {
+		// The starter behind --slurm-mpi mpirun; srun is --slurm-mpi's.
+		return fmt.Errorf("--mpi-flavor: %w", err)
 	}
 	for _, h := range c.Hosts {
 		if !hosts.Valid(h) {

@@ -69,8 +69,8 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 		return nil, fmt.Errorf("launcher ssh: test %s: %w", req.Test, err)
 	}
 	starter := rankstart.Or(l.Starter)
-	if starter.Family() == rankstart.FamilySlurm {
-		return nil, fmt.Errorf("launcher ssh: rank starter %s needs a Slurm allocation", starter.Name())
+	if err := rankstart.AcrossHosts(starter); err != nil {
+		return nil, fmt.Errorf("launcher ssh: %w", err)
 	}
 	runs := make([]stepRun, len(req.Plan.Steps))
 	for i, s := range req.Plan.Steps {
