@@ -1,7 +1,6 @@
 package k8s
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -554,17 +553,20 @@ func (l *Launcher) waitMarker(ctx context.Context, c *clients, w *workload, read
 		if err != nil {
 			return err
 		}
-		sc := bufio.NewScanner(rc)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), w.step.ReadyMarker) {
-				ready()
-				rc.Close()
-				return nil
-			}
-		}
+		// The one marker matcher (launch.MarkerWriter), lines of any
+		// length included; the stream ends once it has matched.
+		found := false
+		mw := &launch.MarkerWriter{W: io.Discard, Marker: []byte(w.step.ReadyMarker), Found: func() {
+			found = true
+			ready()
+			rc.Close()
+		}}
+		_, err = io.Copy(mw, rc)
 		rc.Close()
-		return sc.Err()
+		if found {
+			return nil
+		}
+		return err
 	}
 	return ctx.Err()
 }
