@@ -87,10 +87,18 @@ func SecretName(name string) bool {
 // expression, which most names (busbw, NCCL_DEBUG) fail.
 var secretWords = []string{"token", "secret", "pass", "key", "signature", "credential", "auth", "cookie", "jwt", "webhook", "pat", "pw", "psk"}
 
+// secretInitials are the first letters of secretWords.
+var secretInitials = func() (t [256]bool) {
+	for _, w := range secretWords {
+		t[w[0]] = true
+	}
+	return t
+}()
+
 func mayBeSecretName(name string) bool {
 	for i := 0; i < len(name); i++ {
 		c := lowerOf[name[i]]
-		if strings.IndexByte("tspkcajw", c) < 0 {
+		if !secretInitials[c] {
 			continue
 		}
 		for _, w := range secretWords {
