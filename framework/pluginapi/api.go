@@ -65,6 +65,11 @@ type TestInfo struct {
 	// (PairedStep) and has Role R, and gpuaccept check groups logs named
 	// R.N.log in one folder into one run. Nil: the steps have no role.
 	Roles []string `json:"roles,omitempty"`
+	// Preflight says the test checks each node's health instead of
+	// measuring it: a suite run runs its preflight tests first, and a
+	// node a failed check names (result.Check.Host) is known bad for every
+	// later test, which is skipped with that check's reason.
+	Preflight bool `json:"preflight,omitempty"`
 }
 
 // Test returns the test of d named name (short name), and whether there is

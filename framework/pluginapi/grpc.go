@@ -80,7 +80,7 @@ func (s *server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.Descr
 	}
 	out := &pb.Description{Name: d.Name, Version: d.Version}
 	for _, t := range d.Tests {
-		ti := &pb.TestInfo{Name: t.Name, Description: t.Description, HcaMapParam: t.HCAMapParam, PairLabel: t.PairLabel, Roles: t.Roles}
+		ti := &pb.TestInfo{Name: t.Name, Description: t.Description, HcaMapParam: t.HCAMapParam, PairLabel: t.PairLabel, Roles: t.Roles, Preflight: t.Preflight}
 		for _, p := range t.Params {
 			ti.Params = append(ti.Params, &pb.Param{Name: p.Name, Default: p.Default, Unit: p.Unit, Description: p.Description})
 		}
@@ -126,7 +126,7 @@ func (s *server) Parse(ctx context.Context, req *pb.ParseRequest) (*pb.ParseResp
 			Cycles: int32(min(m.Cycles, math.MaxInt32)), Min: m.Min, Median: m.Median, Max: m.Max})
 	}
 	for _, c := range p.Checks {
-		out.Checks = append(out.Checks, &pb.Check{Name: c.Name, Ok: c.OK, Message: c.Message, Warn: c.Warn, Error: c.Error})
+		out.Checks = append(out.Checks, &pb.Check{Name: c.Name, Ok: c.OK, Message: c.Message, Warn: c.Warn, Error: c.Error, Host: c.Host, Code: c.Code})
 	}
 	for _, d := range p.Diagnostics {
 		out.Diagnostics = append(out.Diagnostics, &pb.Diagnostic{Level: string(d.Level), Message: d.Message, Source: d.Source})
@@ -144,7 +144,7 @@ func (c *client) Describe(ctx context.Context) (Description, error) {
 	}
 	out := Description{Name: d.Name, Version: d.Version}
 	for _, t := range d.Tests {
-		ti := TestInfo{Name: t.Name, Description: t.Description, HCAMapParam: t.HcaMapParam, PairLabel: t.PairLabel, Roles: t.Roles}
+		ti := TestInfo{Name: t.Name, Description: t.Description, HCAMapParam: t.HcaMapParam, PairLabel: t.PairLabel, Roles: t.Roles, Preflight: t.Preflight}
 		for _, p := range t.Params {
 			ti.Params = append(ti.Params, Param{Name: p.Name, Default: p.Default, Unit: p.Unit, Description: p.Description})
 		}
@@ -190,7 +190,7 @@ func (c *client) Parse(ctx context.Context, req ParseRequest) (result.Parsed, er
 			Cycles: int(m.Cycles), Min: m.Min, Median: m.Median, Max: m.Max})
 	}
 	for _, ch := range resp.Checks {
-		out.Checks = append(out.Checks, result.Check{Name: ch.Name, OK: ch.Ok, Message: ch.Message, Warn: ch.Warn, Error: ch.Error})
+		out.Checks = append(out.Checks, result.Check{Name: ch.Name, OK: ch.Ok, Message: ch.Message, Warn: ch.Warn, Error: ch.Error, Host: ch.Host, Code: ch.Code})
 	}
 	for _, d := range resp.Diagnostics {
 		out.Diagnostics = append(out.Diagnostics, result.Diagnostic{Level: result.Level(d.Level), Message: d.Message, Source: d.Source})

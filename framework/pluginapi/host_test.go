@@ -48,7 +48,7 @@ func (f fake) Parse(_ context.Context, req ParseRequest) (result.Parsed, error) 
 	}
 	return result.Parsed{Metrics: []result.Metric{{Name: "busbw", Value: 1.5, Unit: "GB/s", Size: 8, Labels: map[string]string{"placement": "in-place"},
 		Cycles: 20, Min: 1.5, Median: 1.75, Max: 2.25}},
-		Checks: []result.Check{{Name: "rank count", OK: true}, {Name: "independent runs", OK: true, Message: "m", Warn: true, Error: true}}, Diagnostics: []result.Diagnostic{{Level: result.Warning, Message: req.Outputs[0].Log, Source: "x:1"}},
+		Checks: []result.Check{{Name: "rank count", OK: true}, {Name: "independent runs", OK: true, Message: "m", Warn: true, Error: true, Host: "node1", Code: "GA-X"}}, Diagnostics: []result.Diagnostic{{Level: result.Warning, Message: req.Outputs[0].Log, Source: "x:1"}},
 		Info: map[string]string{"exit": req.Outputs[0].Files["x.json"]}}, nil
 }
 
@@ -88,7 +88,7 @@ func TestRoundTrip(t *testing.T) {
 	assert.NilError(t, err)
 	assert.DeepEqual(t, got, result.Parsed{Metrics: []result.Metric{{Name: "busbw", Value: 1.5, Unit: "GB/s", Size: 8, Labels: map[string]string{"placement": "in-place"},
 		Cycles: 20, Min: 1.5, Median: 1.75, Max: 2.25}},
-		Checks: []result.Check{{Name: "rank count", OK: true}, {Name: "independent runs", OK: true, Message: "m", Warn: true, Error: true}}, Diagnostics: []result.Diagnostic{{Level: result.Warning, Message: "/tmp/t.log", Source: "x:1"}},
+		Checks: []result.Check{{Name: "rank count", OK: true}, {Name: "independent runs", OK: true, Message: "m", Warn: true, Error: true, Host: "node1", Code: "GA-X"}}, Diagnostics: []result.Diagnostic{{Level: result.Warning, Message: "/tmp/t.log", Source: "x:1"}},
 		Info: map[string]string{"exit": "/tmp/x.json"}})
 	// Every field of the metric is set, so a field the Go<->proto mapping
 	// forgets fails here.

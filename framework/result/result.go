@@ -134,6 +134,15 @@ type Check struct {
 	// launch to fix rather than bad hardware. The plugin, which knows the
 	// tool, sets it.
 	Error bool `json:"error,omitempty"`
+	// Host is the node the check is about (a health check of one node),
+	// as the launcher named it; empty: the check is about the whole
+	// output. A failed check naming a host marks that node bad for the
+	// rest of a suite run (a preflight test's).
+	Host string `json:"host,omitempty"`
+	// Code is gpuaccept's fault code of a failed check, one of
+	// framework/faults' table (docs/FAULTS.md), whose remediation the
+	// reports print; empty: no code.
+	Code string `json:"code,omitempty"`
 }
 
 // Level is a diagnostic's weight.

@@ -28,7 +28,7 @@ func TestProblemsAreData(t *testing.T) {
 		{f, 150, "band.min", `bound "10%": a floor (min, warn_min) must be negative (-10%)`},
 		{f, 156, "", "cannot unmarshal !!str `fast` into float64"},
 		{f, 160, "scope", "nodes and gpus_per_node must be >= 1, got 0x8"},
-		{f, 177, "unit", `"GBps" is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %`},
+		{f, 177, "unit", `"GBps" is not one of GB/s (bytes), Gb/s (bits), MB/s, TFLOPS, us, ms, count, %`},
 	}
 	assert.DeepEqual(t, p.List, want)
 	// What a check after Parse adds (skucheck) merges by line.

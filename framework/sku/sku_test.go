@@ -271,7 +271,7 @@ func TestProblemsNameFieldLineAndAll(t *testing.T) {
 				return editLine(t, s, 150, `    band:`, "    fieldlines: 5\n    band:")
 			},
 			want: []string{
-				`mi355x.yaml: line 148: field unit: "GBps" is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %`,
+				`mi355x.yaml: line 148: field unit: "GBps" is not one of GB/s (bytes), Gb/s (bits), MB/s, TFLOPS, us, ms, count, %`,
 				`mi355x.yaml: line 150: field "fieldlines" is not known here (known: band, ceiling, dip, labels, metric, points, range, scope, size, source, summary, test, unit, value)`,
 			},
 			count: 2,
@@ -287,7 +287,7 @@ func TestProblemsNameFieldLineAndAll(t *testing.T) {
 			want: []string{
 				"mi355x.yaml: line 156: cannot unmarshal !!str `fast` into float64",
 				"mi355x.yaml: line 160: field scope: nodes and gpus_per_node must be >= 1, got 0x8",
-				`mi355x.yaml: line 177: field unit: "GBps" is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %`,
+				`mi355x.yaml: line 177: field unit: "GBps" is not one of GB/s (bytes), Gb/s (bits), MB/s, TFLOPS, us, ms, count, %`,
 				`mi355x.yaml: line 220: field band: lat is a time in us, better lower, and the band has no max or warn_max: it would pass any slowdown (give max: "+10%"; warn_min flags a time far below the baseline)`,
 			},
 			count: 4,
@@ -316,7 +316,7 @@ func TestProblemsBounded(t *testing.T) {
 	_, err := Parse([]byte(b.String()), "t.yaml")
 	lines := strings.Split(err.Error(), "\n")
 	assert.Equal(t, len(lines), MaxProblems+1)
-	assert.Equal(t, lines[0], `t.yaml: line 3: field unit: "bogus" is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %`)
+	assert.Equal(t, lines[0], `t.yaml: line 3: field unit: "bogus" is not one of GB/s (bytes), Gb/s (bits), MB/s, TFLOPS, us, ms, count, %`)
 	assert.Equal(t, lines[MaxProblems], "t.yaml: and 5 more problems")
 }
 

@@ -7,15 +7,20 @@ import (
 )
 
 // knownUnits are the units baselines may use. GB/s is 1e9 bytes/s (NCCL
-// busbw/algbw); Gb/s is 1e9 bits/s (NIC line rate).
-var knownUnits = map[string]bool{"GB/s": true, "Gb/s": true, "MB/s": true, "us": true, "ms": true, "count": true, "%": true}
+// busbw/algbw, HBM, PCIe and P2P copies); Gb/s is 1e9 bits/s (NIC line
+// rate); TFLOPS is 1e12 floating-point operations/s (matmul: 2*m*n*k per
+// GEMM).
+var knownUnits = map[string]bool{"TFLOPS": true, "GB/s": true, "Gb/s": true, "MB/s": true, "us": true, "ms": true, "count": true, "%": true}
 
 // LowerIsBetter reports whether smaller values of a unit are better: times
 // (us, ms). Their bands need a ceiling (max), where bandwidths need a floor.
 func LowerIsBetter(unit string) bool { return unit == "us" || unit == "ms" }
 
-// higherIsBetter: bandwidths, whose bands need a floor (min).
-func higherIsBetter(unit string) bool { return unit == "GB/s" || unit == "Gb/s" || unit == "MB/s" }
+// higherIsBetter: bandwidths and compute rates, whose bands need a floor
+// (min).
+func higherIsBetter(unit string) bool {
+	return unit == "GB/s" || unit == "Gb/s" || unit == "MB/s" || unit == "TFLOPS"
+}
 
 // validate returns every problem of the file, each naming its line where
 // the field has one.
@@ -79,7 +84,7 @@ func (e *Entry) validate() []error {
 		add(e.Line, "metric", "missing")
 	}
 	if !knownUnits[e.Unit] {
-		add(e.FieldLine("unit"), "unit", "%q is not one of GB/s (bytes), Gb/s (bits), MB/s, us, ms, count, %%", e.Unit)
+		add(e.FieldLine("unit"), "unit", "%q is not one of GB/s (bytes), Gb/s (bits), MB/s, TFLOPS, us, ms, count, %%", e.Unit)
 	}
 	if e.Source == "" {
 		add(e.Line, "source", "missing (say where the numbers come from)")

@@ -270,7 +270,13 @@ type TestInfo struct {
 	// run. Empty: the test's steps have no role. The ssh and Kubernetes
 	// launchers treat the roles "server" (listens) and "client" (connects to
 	// the server of its pair) specially: a paired tool uses those names.
-	Roles         []string `protobuf:"bytes,7,rep,name=roles,proto3" json:"roles,omitempty"`
+	Roles []string `protobuf:"bytes,7,rep,name=roles,proto3" json:"roles,omitempty"`
+	// preflight: the test checks the health of each node (the health
+	// plugin) rather than measuring it. A suite run runs its preflight tests
+	// first; a node one of their failed checks names (Check.host) is known
+	// bad, and every later test that needs it is skipped with the check's
+	// reason instead of being run and blamed on the fabric.
+	Preflight     bool `protobuf:"varint,8,opt,name=preflight,proto3" json:"preflight,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -352,6 +358,13 @@ func (x *TestInfo) GetRoles() []string {
 		return x.Roles
 	}
 	return nil
+}
+
+func (x *TestInfo) GetPreflight() bool {
+	if x != nil {
+		return x.Preflight
+	}
+	return false
 }
 
 type Description struct {
@@ -1035,7 +1048,14 @@ type Check struct {
 	// output is no measurement of the scope at all (nccl-tests built
 	// without MPI=1 under mpirun: independent one-rank runs), so neither the
 	// hardware nor the other gates can be judged from it.
-	Error         bool `protobuf:"varint,5,opt,name=error,proto3" json:"error,omitempty"`
+	Error bool `protobuf:"varint,5,opt,name=error,proto3" json:"error,omitempty"`
+	// host: the node the check is about (a health check of one node), as the
+	// launcher named it; empty: the check is about the whole output.
+	Host string `protobuf:"bytes,6,opt,name=host,proto3" json:"host,omitempty"`
+	// code: gpuaccept's fault code of a failed check ("GA-GPU-ECC-UNCORR"),
+	// one of the table in framework/faults (docs/FAULTS.md), whose
+	// remediation every report prints; empty: no code.
+	Code          string `protobuf:"bytes,7,opt,name=code,proto3" json:"code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1103,6 +1123,20 @@ func (x *Check) GetError() bool {
 		return x.Error
 	}
 	return false
+}
+
+func (x *Check) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *Check) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
 }
 
 type Diagnostic struct {
@@ -1273,7 +1307,7 @@ const file_framework_pluginapi_proto_plugin_proto_rawDesc = "" +
 	"\x0elabel_defaults\x18\x05 \x03(\v22.gpuaccept.plugin.v1.MetricInfo.LabelDefaultsEntryR\rlabelDefaults\x1a@\n" +
 	"\x12LabelDefaultsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x88\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x02\n" +
 	"\bTestInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x122\n" +
@@ -1282,7 +1316,8 @@ const file_framework_pluginapi_proto_plugin_proto_rawDesc = "" +
 	"\rhca_map_param\x18\x05 \x01(\tR\vhcaMapParam\x12\x1d\n" +
 	"\n" +
 	"pair_label\x18\x06 \x01(\tR\tpairLabel\x12\x14\n" +
-	"\x05roles\x18\a \x03(\tR\x05roles\"p\n" +
+	"\x05roles\x18\a \x03(\tR\x05roles\x12\x1c\n" +
+	"\tpreflight\x18\b \x01(\bR\tpreflight\"p\n" +
 	"\vDescription\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x123\n" +
@@ -1353,13 +1388,15 @@ const file_framework_pluginapi_proto_plugin_proto_rawDesc = "" +
 	"\x03max\x18\t \x01(\x01R\x03max\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"o\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x01\n" +
 	"\x05Check\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x12\n" +
 	"\x04warn\x18\x04 \x01(\bR\x04warn\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\bR\x05error\"T\n" +
+	"\x05error\x18\x05 \x01(\bR\x05error\x12\x12\n" +
+	"\x04host\x18\x06 \x01(\tR\x04host\x12\x12\n" +
+	"\x04code\x18\a \x01(\tR\x04code\"T\n" +
 	"\n" +
 	"Diagnostic\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\tR\x05level\x12\x18\n" +
