@@ -15,7 +15,8 @@ import (
 // plugin's checks first, whatever the baseline holds, then the baseline
 // entries of that scope, or skip naming the scopes the SKU has. defaults
 // are the plugin's label defaults per metric name (Options.Defaults; nil:
-// none). Metrics come back sorted (SortMetrics).
+// none). Metrics come back sorted (SortMetrics), with the efficiency
+// against the SKU's datasheet figures (Efficiencies).
 func SKUTest(s *sku.SKU, test string, scope plan.Scope, p result.Parsed, defaults map[string]map[string]string) result.Test {
 	t := Judge(p, Options{
 		Entries:    s.Entries(test, scope),
@@ -24,6 +25,7 @@ func SKUTest(s *sku.SKU, test string, scope plan.Scope, p result.Parsed, default
 		Defaults:   defaults,
 	})
 	SortMetrics(t.Metrics)
+	t.Efficiency = Efficiencies(s, test, scope.Nodes*scope.GPUsPerNode, p.Metrics)
 	return t
 }
 
@@ -121,21 +123,21 @@ func quoteAll(names []string) string {
 // "physical ceiling busbw", failing when a value is above it ("busbw
 // out-of-place 1234.0 GB/s at 1 GiB is above the 1000 GB/s ceiling of SKU
 // h200 (NVLink 4 ...): not physically possible"). ranks is the scope's
-// rank count; with fewer than 2 nothing crosses a link (a one-GPU
-// broadcast "moves" 1e6 GB/s in place) and no check is made.
+// rank count: with fewer than 2 nothing crosses a link (a one-GPU
+// broadcast "moves" 1e6 GB/s in place) and only per-GPU ceilings
+// (compute, HBM, PCIe) are checked (sku.Ceiling.Limits).
 func CeilingChecks(s *sku.SKU, test string, ranks int, ms []result.Metric) []result.Check {
-	if ranks < 2 {
-		return nil
-	}
 	var out []result.Check
 	for _, c := range s.CeilingsFor(test) {
 		n, over := 0, 0
 		var worst result.Metric
+		var limited []result.Metric
 		for _, m := range ms {
-			if m.Name != c.Metric || m.Unit != c.Unit {
+			if !c.Limits(m.Name, m.Unit, m.Labels, ranks) {
 				continue
 			}
 			n++
+			limited = append(limited, m)
 			if m.Value > c.Value || math.IsInf(m.Value, 1) {
 				if over == 0 || m.Value > worst.Value {
 					worst = m
@@ -146,14 +148,82 @@ func CeilingChecks(s *sku.SKU, test string, ranks int, ms []result.Metric) []res
 		if n == 0 {
 			continue
 		}
-		ch := result.Check{Name: "physical ceiling " + c.Metric, OK: over == 0}
+		name := "physical ceiling " + c.Metric
+		if l := c.LabelText(); l != "" {
+			name += " " + l
+		}
+		ch := result.Check{Name: name, OK: over == 0}
 		if over > 0 {
-			ch.Message = fmt.Sprintf("%s is above the %g %s ceiling of SKU %s (%s): not physically possible", valueText(worst, c.Unit), c.Value, c.Unit, s.Name, c.Link)
+			ch.Message = fmt.Sprintf("%s is above the %g %s ceiling of SKU %s (%s): not physically possible", pointText(worst, c.Unit, limited), c.Value, c.Unit, s.Name, c.Link)
 			if over > 1 {
 				ch.Message += fmt.Sprintf(" (%d points above it)", over)
 			}
 		}
 		out = append(out, ch)
+	}
+	return out
+}
+
+// pointText names a point of among for a message: valueText, and the
+// labels that tell it from the others (gpu=3 mode=alone: varying).
+func pointText(m result.Metric, unit string, among []result.Metric) string {
+	if l := varying(m, among); l != "" {
+		return valueText(m, unit) + " (" + l + ")"
+	}
+	return valueText(m, unit)
+}
+
+// varying is m's labels whose values differ among points, as "k=v k=v",
+// leaving out placement (valueText names it): what tells m apart where the
+// others are constant (nccl-tests' type=float redop=sum on every point).
+func varying(m result.Metric, among []result.Metric) string {
+	keep := map[string]string{}
+	for k, v := range m.Labels {
+		if k == "placement" {
+			continue
+		}
+		for _, o := range among {
+			if o.Labels[k] != v {
+				keep[k] = v
+				break
+			}
+		}
+	}
+	return result.LabelText(keep, nil)
+}
+
+// Efficiencies measure the metrics of test against SKU s's datasheet
+// figures: one result.Efficiency per ceiling that limits points of the
+// output at ranks ranks (the same points CeilingChecks judges), with the
+// highest and the lowest of them. None without ceilings. Non-finite
+// values are left out (the judge makes them an error).
+func Efficiencies(s *sku.SKU, test string, ranks int, ms []result.Metric) []result.Efficiency {
+	var out []result.Efficiency
+	for _, c := range s.CeilingsFor(test) {
+		peak, link := c.Reference()
+		e := result.Efficiency{Metric: c.Metric, Unit: c.Unit, Labels: c.Labels, Peak: peak, Link: link, Source: c.Source}
+		sizes := map[int64]bool{}
+		var limited []result.Metric
+		for _, m := range ms {
+			if !c.Limits(m.Name, m.Unit, m.Labels, ranks) || math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+				continue
+			}
+			limited = append(limited, m)
+			if e.Points == 0 || m.Value > e.Best.Value {
+				e.Best = m
+			}
+			if e.Points == 0 || m.Value < e.Worst.Value {
+				e.Worst = m
+			}
+			e.Points++
+			sizes[m.Size] = true
+		}
+		if e.Points == 0 {
+			continue
+		}
+		e.Curve = len(sizes) > 1
+		e.Lowest = varying(e.Worst, limited)
+		out = append(out, e)
 	}
 	return out
 }

@@ -234,3 +234,30 @@ func TestGatesBeforeBaselines(t *testing.T) {
 		}
 	}
 }
+
+// Efficiency is measured against the datasheet figure (the ceiling's
+// peak where it has one, else its value), on the points the ceiling
+// limits, with or without a baseline; a curve quotes its best point (the
+// log's out-of-place 344.03 GB/s at 4 GiB).
+func TestEfficiencies(t *testing.T) {
+	h200 := shipped(t, "h200")
+	p := parse(t, nccl.Plugin{}, "all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, read(t, h200AllReduce))
+	got := Efficiencies(h200, "nccl.all_reduce", 2, p.Metrics)
+	assert.Equal(t, len(got), 1, "%+v", got)
+	e := got[0]
+	assert.Equal(t, e.Peak, 450.0, "the NVLink figure, not the 1000 GB/s gate")
+	assert.Equal(t, e.Link, "NVLink 4, one way")
+	assert.Assert(t, e.Curve)
+	busbw := 0
+	for _, m := range p.Metrics {
+		if m.Name == "busbw" {
+			busbw++
+		}
+	}
+	assert.Equal(t, e.Points, busbw, "busbw points only, not algbw or time")
+	assert.Equal(t, e.Text(), "peak 344.0 GB/s at 4 GiB, 76.5% of 450 GB/s (NVLink 4, one way)")
+	assert.Equal(t, len(Efficiencies(h200, "nccl.all_reduce", 1, p.Metrics)), 0, "one GPU crosses no link")
+	assert.Equal(t, len(Efficiencies(shipped(t, "mi355x"), "nccl.all_reduce", 2, p.Metrics)), 0, "no ceiling of the SKU names the test")
+	// Judged with the SKU: the test carries it.
+	assert.DeepEqual(t, SKUTest(h200, "nccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 2}, p, nil).Efficiency, got)
+}

@@ -217,6 +217,10 @@ type Test struct {
 	Checks      []Check           `json:"checks,omitempty"`
 	Diagnostics []Diagnostic      `json:"diagnostics,omitempty"`
 	Info        map[string]string `json:"info,omitempty"`
+	// Efficiency is how close the test came to its SKU's datasheet
+	// figures, one per ceiling that limits its points (reports show it
+	// whatever the verdict; none when the SKU gives no ceiling for it).
+	Efficiency []Efficiency `json:"efficiency,omitempty"`
 	// RankHosts maps a step name to the host each of its ranks ran on,
 	// index = rank (plan.Output.RankHosts), for the steps whose launcher
 	// knows them (slurm).

@@ -79,8 +79,10 @@ func normName(s string) string { return strings.ToLower(strings.Join(strings.Fie
 // scope: no measurement of Metric in Unit can be above Value, so a number
 // above it is not a measurement of this hardware (a binary without MPI
 // under mpirun, a clock or unit slip, another path than the one tested) and
-// fails the test as impossible, with or without a baseline. It is judged
-// only where ranks share a link: a one-GPU run crosses none.
+// fails the test as impossible, with or without a baseline. A link ceiling
+// is judged only where ranks share a link (a one-GPU run crosses none); a
+// PerGPU one (compute, HBM, PCIe) at every scope. Every ceiling is also the
+// datasheet figure each report measures efficiency against (Reference).
 type Ceiling struct {
 	// Metric is the metric limited ("busbw", "bw_avg").
 	Metric string `yaml:"metric"`
@@ -97,6 +99,21 @@ type Ceiling struct {
 	Tests []string `yaml:"tests"`
 	// Source says where the number comes from (datasheet, page).
 	Source string `yaml:"source"`
+	// Labels limit the ceiling to the points carrying these label values
+	// (dtype: bf16 for a matmul peak); empty: every point of Metric.
+	Labels map[string]string `yaml:"labels"`
+	// PerGPU says the limit is one GPU's own (its matmul peak, its HBM,
+	// its PCIe link), so it holds for every point at every scope, one GPU
+	// included; false: a link's, judged only where ranks share one.
+	PerGPU bool `yaml:"per_gpu"`
+	// Peak is the datasheet figure efficiency is measured against, in
+	// Unit, where it is lower than the impossibility gate Value (busbw: a
+	// GPU's NVLink one way, 450 GB/s on H200, where the gate 1000 GB/s
+	// allows for the bus-bandwidth formula and the NIC); 0: Value.
+	Peak float64 `yaml:"peak"`
+	// PeakLink names what Peak is the figure of ("NVLink 4, one way");
+	// required with Peak.
+	PeakLink string `yaml:"peak_link"`
 	// Line is the line of the ceiling's first key.
 	Line       int `yaml:"-"`
 	fieldLines map[string]int
@@ -129,6 +146,47 @@ func (c *Ceiling) Applies(test string) bool {
 		}
 	}
 	return false
+}
+
+// Reference is the figure efficiency is measured against, in Unit, and
+// what it is of: Peak and PeakLink, or Value and Link where no Peak is
+// given.
+func (c *Ceiling) Reference() (float64, string) {
+	if c.Peak > 0 {
+		return c.Peak, c.PeakLink
+	}
+	return c.Value, c.Link
+}
+
+// Limits reports whether the ceiling limits a point of metric name in
+// unit with labels, measured by a run of ranks ranks: the metric and unit
+// are the ceiling's, the labels carry the ceiling's Labels, and a link
+// ceiling needs at least 2 ranks.
+func (c *Ceiling) Limits(name, unit string, labels map[string]string, ranks int) bool {
+	if name != c.Metric || unit != c.Unit || (!c.PerGPU && ranks < 2) {
+		return false
+	}
+	for k, v := range c.Labels {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// LabelText is the ceiling's label filter as "k=v k=v" in key order; ""
+// for none.
+func (c *Ceiling) LabelText() string {
+	keys := make([]string, 0, len(c.Labels))
+	for k := range c.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + c.Labels[k]
+	}
+	return strings.Join(parts, " ")
 }
 
 // CeilingsFor returns the SKU's ceilings that limit test (full name).
@@ -172,7 +230,7 @@ func (s *SKU) validateHardware() []error {
 			add(at("other"), "gpu_variant.other", "%q is not %s or %s", v.Other, VariantFail, VariantWarn)
 		}
 	}
-	type key struct{ metric, unit, tests string }
+	type key struct{ metric, unit, tests, labels string }
 	seen := map[key]int{}
 	for i, c := range s.Ceilings {
 		if c == nil {
@@ -183,7 +241,18 @@ func (s *SKU) validateHardware() []error {
 			add(c.Line, "ceilings.metric", "missing")
 		}
 		if !higherIsBetter(c.Unit) {
-			add(c.fieldLine("unit"), "ceilings.unit", "%q is not a rate (GB/s, Gb/s, MB/s): a physical ceiling limits how much a link carries", c.Unit)
+			add(c.fieldLine("unit"), "ceilings.unit", "%q is not a rate (GB/s, Gb/s, MB/s, TFLOPS): a physical ceiling limits how much a link carries or a GPU computes", c.Unit)
+		}
+		if math.IsNaN(c.Peak) || c.Peak < 0 || math.IsInf(c.Peak, 0) || c.Peak > c.Value {
+			add(c.fieldLine("peak"), "ceilings.peak", "%g: want the datasheet figure, more than 0 and at most value (%g %s), or leave it out", c.Peak, c.Value, c.Unit)
+		}
+		if c.Peak > 0 && strings.TrimSpace(c.PeakLink) == "" {
+			add(c.fieldLine("peak"), "ceilings.peak_link", "missing (what the peak is the figure of, for reports: \"NVLink 4, one way\")")
+		}
+		for k, v := range c.Labels {
+			if k == "" || v == "" {
+				add(c.fieldLine("labels"), "ceilings.labels", "%q: %q: a label filter needs a name and a value", k, v)
+			}
 		}
 		if math.IsNaN(c.Value) || c.Value <= 0 || math.IsInf(c.Value, 0) {
 			add(c.fieldLine("value"), "ceilings.value", "%g: want the limit, more than 0, in %s", c.Value, c.Unit)
@@ -202,18 +271,20 @@ func (s *SKU) validateHardware() []error {
 		}
 		tests := append([]string(nil), c.Tests...)
 		sort.Strings(tests)
-		k := key{c.Metric, c.Unit, strings.Join(tests, ",")}
+		k := key{c.Metric, c.Unit, strings.Join(tests, ","), c.LabelText()}
 		if prev, dup := seen[k]; dup {
-			add(c.Line, "ceilings", "%s in %s for the same tests is also limited at line %d: give one number", c.Metric, c.Unit, prev)
+			add(c.Line, "ceilings", "%s in %s for the same tests and labels is also limited at line %d: give one number", c.Metric, c.Unit, prev)
 		}
 		seen[k] = c.Line
 	}
 	for _, e := range s.Baselines {
-		if e == nil || e.Scope.Nodes*e.Scope.GPUsPerNode < 2 {
-			continue // one GPU crosses no link: its numbers are not limited
+		if e == nil {
+			continue
 		}
 		for _, c := range s.Ceilings {
-			if c == nil || c.Value <= 0 || c.Metric != e.Metric || c.Unit != e.Unit || !c.Applies(e.Test) {
+			// One GPU crosses no link: a link ceiling does not limit its
+			// numbers (Limits).
+			if c == nil || c.Value <= 0 || !c.Applies(e.Test) || !c.Limits(e.Metric, e.Unit, e.Labels, e.Scope.Nodes*e.Scope.GPUsPerNode) {
 				continue
 			}
 			check := func(v float64, line int, what string) {

@@ -415,7 +415,11 @@ baselines:
 		{"ceiling without its link", "    link: NVLink 3\n", "", "line 8: field ceilings.link: missing"},
 		{"ceiling on a bad test name", `tests: ["nccl.*"]`, `tests: ["nccl"]`, `line 12: field ceilings.tests: "nccl" is neither plugin.test nor plugin.*`},
 		{"reference above the ceiling (bits for bytes)", "value: 230}", "value: 5200}", "line 26: field value: 5200 GB/s is above the SKU's ceiling for busbw (650 GB/s, NVLink 3, line 8): no healthy system measures it (the two differ by 8.0x"},
-		{"two ceilings for one metric", "suites:", "  - {metric: busbw, unit: GB/s, value: 900, link: x, source: y, tests: [\"nccl.*\"]}\nsuites:", "line 14: field ceilings: busbw in GB/s for the same tests is also limited at line 8"},
+		{"peak above the gate", "    link: NVLink 3\n", "    link: NVLink 3\n    peak: 700\n    peak_link: x\n", "line 12: field ceilings.peak: 700: want the datasheet figure, more than 0 and at most value (650 GB/s)"},
+		{"peak without what it is of", "    link: NVLink 3\n", "    link: NVLink 3\n    peak: 300\n", "line 12: field ceilings.peak_link: missing"},
+		{"label filter without a value", "    link: NVLink 3\n", "    link: NVLink 3\n    labels: {dtype: \"\"}\n", `line 12: field ceilings.labels: "dtype": "": a label filter needs a name and a value`},
+		{"two ceilings apart only by labels are two", "suites:", "  - {metric: busbw, unit: GB/s, value: 900, link: x, source: y, tests: [\"nccl.*\"], labels: {placement: in-place}}\n  - {metric: busbw, unit: GB/s, value: 900, link: x, source: y, tests: [\"nccl.*\"], labels: {placement: in-place}}\nsuites:", "line 15: field ceilings: busbw in GB/s for the same tests and labels is also limited at line 14"},
+		{"two ceilings for one metric", "suites:", "  - {metric: busbw, unit: GB/s, value: 900, link: x, source: y, tests: [\"nccl.*\"]}\nsuites:", "line 14: field ceilings: busbw in GB/s for the same tests and labels is also limited at line 8"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -424,4 +428,11 @@ baselines:
 			assert.ErrorContains(t, err, c.want)
 		})
 	}
+	// A one-GPU reference crosses no link: a link ceiling does not limit
+	// it, a per-GPU one (a GPU's own HBM, matmul peak) does.
+	oneGPU := strings.NewReplacer("scope: {nodes: 1, gpus_per_node: 2}", "scope: {nodes: 1, gpus_per_node: 1}", "value: 230}", "value: 5200}")
+	_, err = Parse([]byte(oneGPU.Replace(hw)), "t.yaml")
+	assert.NilError(t, err)
+	_, err = Parse([]byte(oneGPU.Replace(strings.Replace(hw, "    link: NVLink 3\n", "    link: NVLink 3\n    per_gpu: true\n", 1))), "t.yaml")
+	assert.ErrorContains(t, err, "line 27: field value: 5200 GB/s is above the SKU's ceiling for busbw (650 GB/s, NVLink 3, line 8)")
 }
