@@ -45,12 +45,14 @@ type perTable struct {
 }
 
 type htmlPage struct {
-	Run      *result.Run
-	Summary  string
-	Rows     [][]string
-	Tests    []htmlTest
-	Baseline string
-	Locs     []htmlLoc
+	Run     *result.Run
+	Summary string
+	Rows    [][]string
+	// Efficiency are efficiencyRows: under the verdicts.
+	Efficiency [][]string
+	Tests      []htmlTest
+	Baseline   string
+	Locs       []htmlLoc
 }
 
 // HTML writes the run as one self-contained HTML page (no script, no
@@ -63,7 +65,7 @@ type htmlPage struct {
 // for node pairs (up to 32 nodes) and HCA pairs, a matrix of figures. s is
 // the SKU that judged the run, for the bands; nil draws curves only.
 func HTML(w io.Writer, run *result.Run, s *sku.SKU) error {
-	page := htmlPage{Run: run, Summary: Summary(run), Rows: rows(run), Locs: htmlLocalisations(run)}
+	page := htmlPage{Run: run, Summary: Summary(run), Rows: rows(run), Efficiency: efficiencyRows(run), Locs: htmlLocalisations(run)}
 	if s != nil {
 		page.Baseline = s.File
 	}
@@ -187,10 +189,17 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 <tr><th>Test</th><th>Status</th><th>Measured</th><th>Baseline: band</th><th>Detail</th></tr>
 {{range $i, $r := .Rows}}<tr class="{{status (index $r 1)}}"><td><a href="#t{{$i}}">{{index $r 0}}</a></td><td>{{index $r 1}}</td><td>{{index $r 2}}</td><td>{{index $r 3}}</td><td>{{index $r 4}}</td></tr>
 {{end}}</table>{{end}}
+{{if .Efficiency}}<table id="efficiency">
+<tr><th>Test</th><th>Against the datasheet</th><th>Efficiency</th></tr>
+{{range .Efficiency}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td><td>{{index . 2}}</td></tr>
+{{end}}</table>{{end}}
 {{if .Locs}}<p id="localisations">Localisations: {{range .Locs}}<a href="#{{.ID}}">{{.Test}}: {{len .Suspects}} suspect{{if ne (len .Suspects) 1}}s{{end}}</a> {{end}}</p>{{end}}
 {{range .Tests}}
 <h2 id="{{.ID}}">{{.Name}} <span class="badge {{.Status}}">{{upper .Status}}</span></h2>
 <p>{{.Message}}</p>
+{{if and .Efficiency (ne .Status "error")}}<table class="efficiency"><tr><th>Against the datasheet</th><th>Efficiency</th><th>Source</th></tr>
+{{range .Efficiency}}<tr><td>{{.What}}</td><td>{{.Text}}</td><td>{{.Source}}</td></tr>
+{{end}}</table>{{end}}
 {{if .Attempts}}<p>Earlier attempts: {{range .Test.Attempts}}<span class="badge {{.Status}}">{{upper .Status}}</span> {{.Message}}; {{end}}</p>{{end}}
 {{range .Figures}}<div class="plot" data-metric="{{.Metric}}" data-curves="{{len .Curves}}" data-bands="{{.Bands}}">{{.Inline}}</div>
 {{end}}

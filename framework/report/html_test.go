@@ -241,3 +241,15 @@ func htmlCSS(t *testing.T) string {
 	assert.NilError(t, HTML(&b, run, s))
 	return b.String()
 }
+
+// The datasheet efficiency shows under the verdicts and in each test's
+// section, except for an error test, whose numbers are not to be trusted.
+func TestHTMLEfficiency(t *testing.T) {
+	var b bytes.Buffer
+	assert.NilError(t, HTML(&b, sample(), nil))
+	page := b.String()
+	assert.Assert(t, strings.Index(page, `id="verdicts"`) < strings.Index(page, `id="efficiency"`))
+	assert.Equal(t, strings.Count(page, "peak 344.0 GB/s at 4 GiB, 76.5% of 450 GB/s (NVLink 4, one way)"), 2, "summary and section")
+	assert.Equal(t, strings.Count(page, `<table class="efficiency">`), 2, "all_reduce and all_gather, not alltoall (error)")
+	assert.Assert(t, !strings.Contains(page, "9999"))
+}

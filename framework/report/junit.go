@@ -139,6 +139,9 @@ func properties(run *result.Run, t result.Test) [][2]string {
 	for _, k := range sortedKeys(t.Params) {
 		props = append(props, [2]string{"param." + k, t.Params[k]})
 	}
+	if t.Status != result.Error {
+		props = append(props, efficiencyProperties(t)...)
+	}
 	return props
 }
 

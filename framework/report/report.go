@@ -161,6 +161,9 @@ func Table(w io.Writer, run *result.Run) error {
 		if err := t.Render(); err != nil {
 			return fmt.Errorf("write table: %w", err)
 		}
+		if err := writeEfficiency(w, run, false); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
 	}
 	if err := tableLocalisations(w, run); err != nil {
 		return fmt.Errorf("write table: %w", err)
@@ -190,6 +193,9 @@ func Markdown(w io.Writer, run *result.Run) error {
 		return fmt.Errorf("write markdown: %w", err)
 	}
 	if err := t.Render(); err != nil {
+		return fmt.Errorf("write markdown: %w", err)
+	}
+	if err := writeEfficiency(w, run, true); err != nil {
 		return fmt.Errorf("write markdown: %w", err)
 	}
 	if err := mdFindings(w, run); err != nil {

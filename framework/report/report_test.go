@@ -49,6 +49,15 @@ func sample() *result.Run {
 			{Name: "nccl.alltoall", Status: result.Error, Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Message: "alltoall.log:9: Test NCCL failure common.cu:1279 'unhandled system error'", Metrics: []result.Judged{}},
 			{Name: "nccl.hypercube", Status: result.Skip, Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Message: "no baseline for nccl.hypercube in SKU h200", Metrics: []result.Judged{}},
 		}}
+	// Efficiency as judge.Efficiencies gives it with h200's busbw ceiling
+	// (peak 450, NVLink 4 one way); an error test's is never shown.
+	nvlink := func(best, worst result.Metric, curve bool) []result.Efficiency {
+		return []result.Efficiency{{Metric: "busbw", Unit: "GB/s", Peak: 450, Link: "NVLink 4, one way", Source: "NVIDIA H200 datasheet", Points: 2, Curve: curve, Best: best, Worst: worst}}
+	}
+	at := r.Tests[0].Metrics
+	r.Tests[0].Efficiency = nvlink(at[1].Metric, at[0].Metric, true)
+	r.Tests[1].Efficiency = nvlink(r.Tests[1].Metrics[0].Metric, r.Tests[1].Metrics[0].Metric, false)
+	r.Tests[2].Efficiency = nvlink(result.Metric{Name: "busbw", Value: 9999, Unit: "GB/s"}, result.Metric{Name: "busbw", Value: 9999, Unit: "GB/s"}, false)
 	r.Finish()
 	return r
 }
