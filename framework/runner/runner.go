@@ -297,9 +297,9 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 	// and the launcher get the real values.
 	red := redact.FromEnv(os.Environ(), params)
 	t := result.Test{Name: st.Test, Scope: topo.Scope, Params: red.Params(params), Metrics: []result.Judged{}}
-	if st.Skip != "" {
-		t.Status, t.Message = result.Skip, st.Skip
-		r.progress("%-24s skip  %s", st.Test, st.Skip)
+	if reason := st.SkipReason(topo.Scope); reason != "" {
+		t.Status, t.Message = result.Skip, reason
+		r.progress("%-24s skip  %s", st.Test, reason)
 		return t
 	}
 	pluginName, test, err := SplitName(st.Test)

@@ -232,7 +232,7 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run) {
 	skipped := map[string]string{} // test -> the suite's reason to skip it
 	for _, st := range su.Tests {
 		inSuite[st.Test] = true
-		skipped[st.Test] = st.Skip
+		skipped[st.Test] = st.SkipReason(run.Scope)
 		if (len(chosen) == 0 || chosen[st.Test]) && !have[st.Test] {
 			r.add(Mismatch, "%s: suite %s of %s/%s.yaml runs it, and no --test choice of the run leaves it out, but the run has no result for it", st.Test, run.Suite, resultsdir.Baseline, s.Name)
 		}
@@ -242,8 +242,8 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run) {
 			r.add(Mismatch, "%s: the run has a result for it, but suite %s of %s/%s.yaml has no such test", t.Name, run.Suite, resultsdir.Baseline, s.Name)
 			continue
 		}
-		// A skip that ran nothing is the suite's (skip: REASON) or a dry
-		// run's; any other test that ran left raw outputs, whatever its
+		// A skip that ran nothing is the suite's (skip: REASON, or
+		// min_gpus above the run's scope) or a dry run's; any other test that ran left raw outputs, whatever its
 		// verdict ("no baseline" is judged from them).
 		if t.Status == result.Skip && len(t.Raw) == 0 && t.Message != "dry run" && (skipped[t.Name] == "" || skipped[t.Name] != t.Message) {
 			r.add(Mismatch, "%s: recorded a skip (%s) with no raw output, but suite %s of %s/%s.yaml runs it: only a test the suite skips runs nothing", t.Name, t.Message, run.Suite, resultsdir.Baseline, s.Name)

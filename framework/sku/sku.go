@@ -15,6 +15,7 @@
 package sku
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -91,7 +92,23 @@ type SuiteTest struct {
 	Skip string `yaml:"skip"`
 	// Timeout bounds the test; zero means the run's --timeout.
 	Timeout time.Duration `yaml:"timeout"`
-	Line    int           `yaml:"-"`
+	// MinGPUs is the fewest GPUs (ranks: nodes x GPUs per node) at which
+	// the test means something (GPU-to-GPU copies, collectives: 2); a run
+	// of fewer skips it, saying so (SkipReason). 0: any count.
+	MinGPUs int `yaml:"min_gpus"`
+	Line    int `yaml:"-"`
+}
+
+// SkipReason is why the suite does not run the test at scope: its Skip,
+// or that the scope has fewer GPUs than MinGPUs; "" when it runs.
+func (st *SuiteTest) SkipReason(scope plan.Scope) string {
+	if st.Skip != "" {
+		return st.Skip
+	}
+	if n := scope.Nodes * scope.GPUsPerNode; st.MinGPUs > 0 && n < st.MinGPUs {
+		return fmt.Sprintf("needs at least %d GPUs, scope %s has %d", st.MinGPUs, scope, n)
+	}
+	return ""
 }
 
 // LabelText renders labels (an entry's, or a measured metric's) as sorted

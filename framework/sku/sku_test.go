@@ -436,3 +436,23 @@ baselines:
 	_, err = Parse([]byte(oneGPU.Replace(strings.Replace(hw, "    link: NVLink 3\n", "    link: NVLink 3\n    per_gpu: true\n", 1))), "t.yaml")
 	assert.ErrorContains(t, err, "line 27: field value: 5200 GB/s is above the SKU's ceiling for busbw (650 GB/s, NVLink 3, line 8)")
 }
+
+// A suite's min_gpus skips a test below that GPU count, naming it; skip:
+// wins; a negative count is a problem of its line.
+func TestSuiteMinGPUs(t *testing.T) {
+	cat, err := Load(baselines.FS, "baselines")
+	assert.NilError(t, err)
+	node := cat.SKUs["h200"].Suites["node"]
+	reasons := map[string]string{}
+	for _, st := range node.Tests {
+		reasons[st.Test] = st.SkipReason(plan.Scope{Nodes: 1, GPUsPerNode: 1})
+		assert.Equal(t, st.SkipReason(plan.Scope{Nodes: 1, GPUsPerNode: 2}), "", st.Test)
+	}
+	assert.Equal(t, reasons["gemm.matmul"], "")
+	assert.Equal(t, reasons["hostlink.p2p"], "needs at least 2 GPUs, scope 1x1 has 1")
+	assert.Equal(t, reasons["nccl.all_reduce"], "needs at least 2 GPUs, scope 1x1 has 1")
+	both := SuiteTest{Test: "x.y", Skip: "no plugin yet", MinGPUs: 2}
+	assert.Equal(t, both.SkipReason(plan.Scope{Nodes: 1, GPUsPerNode: 1}), "no plugin yet")
+	_, err = Parse([]byte("sku: t\nsuites:\n  s:\n    tests:\n      - test: a.b\n        min_gpus: -1\n"), "t.yaml")
+	assert.ErrorContains(t, err, "t.yaml: line 5: field min_gpus: -1: want a GPU count")
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 )
 
 // knownUnits are the units baselines may use. GB/s is 1e9 bytes/s (NCCL
@@ -49,6 +51,9 @@ func (s *SKU) validate() []error {
 			}
 			if _, _, ok := strings.Cut(t.Test, "."); !ok {
 				errs = append(errs, problemAt(t.Line, "test", "%q is not plugin.test", t.Test))
+			}
+			if t.MinGPUs < 0 || t.MinGPUs > plan.MaxNodes*plan.MaxGPUsPerNode {
+				errs = append(errs, problemAt(t.Line, "min_gpus", "%d: want a GPU count, 0 (any) or more", t.MinGPUs))
 			}
 		}
 	}
