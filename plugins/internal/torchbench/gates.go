@@ -123,7 +123,7 @@ func ErrorChecks(o Output, name string) []result.Check {
 // "hosts" (the hosts named, comma-separated), "gpus" (device count per
 // node when the nodes agree); and a failed check when the nodes' or GPUs'
 // models differ (a mixed node must not pass as the SKU). models are the
-// device names other records gave (GEMM.Name), keyed "host:gpu".
+// device names other records gave (GEMM.Name), keyed by GPUKey.
 func Facts(o Output, models map[string]string) (map[string]string, []result.Check) {
 	info := map[string]string{}
 	seen := map[string][]string{} // model → "host:gpu"
@@ -148,8 +148,7 @@ func Facts(o Output, models map[string]string) (map[string]string, []result.Chec
 			}
 		}
 		for i, n := range in.Names {
-			key := in.Host + ":" + strconv.Itoa(i)
-			seen[n] = append(seen[n], key)
+			seen[n] = append(seen[n], GPUKey(in.Host, i))
 		}
 	}
 	if len(seen) == 0 {
@@ -174,12 +173,18 @@ func Facts(o Output, models map[string]string) (map[string]string, []result.Chec
 	for n := range seen {
 		all = append(all, n)
 	}
-	// The most common model is the node's; the others are named.
+	// The most common model is the node's, on a tie the one of the first
+	// GPU listed; the others are named.
+	first := map[string]string{}
+	for n, ks := range seen {
+		sort.Strings(ks)
+		first[n] = ks[0]
+	}
 	sort.Slice(all, func(i, j int) bool {
 		if len(seen[all[i]]) != len(seen[all[j]]) {
 			return len(seen[all[i]]) > len(seen[all[j]])
 		}
-		return all[i] < all[j]
+		return first[all[i]] < first[all[j]]
 	})
 	var checks []result.Check
 	if len(all) > 0 {
@@ -188,14 +193,21 @@ func Facts(o Output, models map[string]string) (map[string]string, []result.Chec
 	if len(all) > 1 {
 		var odd []string
 		for _, n := range all[1:] {
-			ks := append([]string(nil), seen[n]...)
-			sort.Strings(ks)
-			odd = append(odd, fmt.Sprintf("%q on %s", n, strings.Join(ks, ", ")))
+			odd = append(odd, fmt.Sprintf("%q on %s", n, strings.Join(seen[n], ", ")))
 		}
 		checks = append(checks, result.Check{Name: "GPU model uniform", OK: false,
 			Message: fmt.Sprintf("most GPUs are %q, but %s", all[0], strings.Join(odd, "; "))})
 	}
 	return info, checks
+}
+
+// GPUKey names GPU gpu of host in messages: "gpu-7 GPU 3", or "GPU 3"
+// when the host is unknown.
+func GPUKey(host string, gpu int) string {
+	if host == "" {
+		return "GPU " + strconv.Itoa(gpu)
+	}
+	return host + " GPU " + strconv.Itoa(gpu)
 }
 
 func contains(s []string, v string) bool {

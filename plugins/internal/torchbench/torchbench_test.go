@@ -157,7 +157,7 @@ func TestFacts(t *testing.T) {
 	assert.Equal(t, info["gpu"], "NVIDIA H200")
 	assert.Equal(t, info["hosts"], "a,b")
 	assert.Equal(t, len(checks), 1)
-	assert.Equal(t, checks[0].Message, `most GPUs are "NVIDIA H200", but "NVIDIA H100 80GB HBM3" on b:1`)
+	assert.Equal(t, checks[0].Message, `most GPUs are "NVIDIA H200", but "NVIDIA H100 80GB HBM3" on b GPU 1`)
 }
 
 func FuzzParse(f *testing.F) {
