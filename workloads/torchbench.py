@@ -14,6 +14,8 @@ JSON object per line on stdout, each a measurement of one GPU (or GPU pair):
    "gpus": 8, "names": [...]}
   {"kind": "error", "message": "..."}
 
+Every object also carries "host": the node's host name (socket.gethostname()).
+
 TFLOPS is 2*m*n*k*iters / seconds / 1e12 (dense matmul). Bandwidth is in
 GB/s (1e9 bytes/s): copy moves 2x bytes (read + write), triad 3x (a = b +
 s*c reads two arrays and writes one), host transfers and p2p 1x. Times are
@@ -30,11 +32,17 @@ runs alone in turn.
 """
 import argparse
 import json
+import socket
 import sys
 import threading
 
+HOST = socket.gethostname()
+
 
 def emit(obj):
+    # Every line names its node: the plugins run one copy per node and
+    # read all nodes' lines from one log, so a missing GPU is named by host.
+    obj = dict(obj, host=HOST)
     sys.stdout.write(json.dumps(obj, sort_keys=True) + "\n")
     sys.stdout.flush()
 

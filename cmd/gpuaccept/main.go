@@ -36,6 +36,9 @@ import (
 	_ "github.com/gpuaccept/gpuaccept/launchers/replay"
 	_ "github.com/gpuaccept/gpuaccept/launchers/slurm"
 	_ "github.com/gpuaccept/gpuaccept/launchers/ssh"
+	"github.com/gpuaccept/gpuaccept/plugins/gemm"
+	"github.com/gpuaccept/gpuaccept/plugins/hbm"
+	"github.com/gpuaccept/gpuaccept/plugins/hostlink"
 	"github.com/gpuaccept/gpuaccept/plugins/ibperf"
 	"github.com/gpuaccept/gpuaccept/plugins/mori"
 	"github.com/gpuaccept/gpuaccept/plugins/nccl"
@@ -49,10 +52,13 @@ var version = ""
 // builtins are the plugins compiled into gpuaccept and served by
 // "gpuaccept plugin serve NAME".
 var builtins = map[string]pluginapi.Plugin{
-	nccl.PluginName:   nccl.Plugin{},
-	rccl.PluginName:   rccl.Plugin{},
-	ibperf.PluginName: ibperf.Plugin{},
-	mori.PluginName:   mori.Plugin{},
+	nccl.PluginName:     nccl.Plugin{},
+	rccl.PluginName:     rccl.Plugin{},
+	ibperf.PluginName:   ibperf.Plugin{},
+	mori.PluginName:     mori.Plugin{},
+	gemm.PluginName:     gemm.Plugin{},
+	hbm.PluginName:      hbm.Plugin{},
+	hostlink.PluginName: hostlink.Plugin{},
 }
 
 // exit codes of the CLI contract (README.md, "Exit codes").

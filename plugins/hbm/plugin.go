@@ -1,0 +1,190 @@
+// Package hbm is the test plugin for device memory bandwidth per GPU
+// (hbm.bandwidth): workloads/torchbench.py's device-to-device copy and
+// triad on every GPU of every node, so that a GPU with a slow HBM stack is
+// named by host and index.
+package hbm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/torchbench"
+)
+
+// PluginName is the plugin's name: its test is "hbm.bandwidth".
+const PluginName = "hbm"
+
+// Version is the plugin's version, reported by Describe.
+const Version = "0.1.0"
+
+// Params are bandwidth's parameters, with defaults.
+var Params = append([]pluginapi.Param{
+	{Name: "bytes", Default: "1073741824", Unit: "bytes", Description: "size of one array (copy moves 2x, triad 3x per launch)"},
+	{Name: "iters", Default: "50", Unit: "iterations", Description: "the script's --iters; the memory tests time max(5, iters/5) launches per repeat"},
+	{Name: "repeats", Default: "5", Description: "repeats; the best is reported"},
+}, append(torchbench.Params,
+	pluginapi.Param{Name: "env.NAME", Description: "environment variable NAME for the script"})...)
+
+// ops are what every GPU must report.
+var ops = []string{"copy", "triad"}
+
+// Plugin implements pluginapi.Plugin for hbm.bandwidth.
+type Plugin struct{}
+
+// Describe implements pluginapi.Plugin.
+func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
+	return pluginapi.Description{Name: PluginName, Version: Version, Tests: []pluginapi.TestInfo{{
+		Name:        "bandwidth",
+		Description: "device memory bandwidth per GPU: copy (read + write) and triad (two reads, one write), torchbench.py",
+		Params:      Params,
+		Metrics: []pluginapi.MetricInfo{{
+			Name: "bw", Unit: "GB/s",
+			Description: "bytes moved (copy 2x, triad 3x the array) / time, best of the repeats, 1e9 B/s; size: one array's bytes",
+			Labels:      []string{"op=copy|triad", "gpu", "host"},
+			// A band for copy must not judge triad's different figure.
+			LabelDefaults: map[string]string{"op": "copy"},
+		}},
+	}}}, nil
+}
+
+type settings struct {
+	torchbench.Settings
+	bytes, iters, repeats string
+	env                   map[string]string
+}
+
+func parseParams(p map[string]string) (settings, error) {
+	var s settings
+	env, keys, err := pluginapi.SplitParams(p, Params)
+	if err != nil {
+		return s, err
+	}
+	s.env = env
+	for _, k := range keys {
+		v := p[k]
+		if ok, err := s.Setting(k, v); ok {
+			if err != nil {
+				return s, err
+			}
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || k == "bytes" && n < 4 {
+			return s, fmt.Errorf("parameter %s: %q is not a positive integer", k, v)
+		}
+		switch k {
+		case "bytes":
+			s.bytes = v
+		case "iters":
+			s.iters = v
+		case "repeats":
+			s.repeats = v
+		}
+	}
+	return s, nil
+}
+
+// Plan implements pluginapi.Plugin: one step, one copy of the script per
+// node, every GPU in turn.
+func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
+	if req.Test != "bandwidth" {
+		return plan.Plan{}, fmt.Errorf("unknown test hbm.%s (known: hbm.bandwidth)", req.Test)
+	}
+	s, err := parseParams(req.Params)
+	if err != nil {
+		return plan.Plan{}, fmt.Errorf("hbm.bandwidth: %w", err)
+	}
+	t := req.Topology
+	if t.Nodes < 1 || t.GPUsPerNode < 1 {
+		return plan.Plan{}, fmt.Errorf("hbm.bandwidth: topology %s: nodes and GPUs per node must be >= 1", t)
+	}
+	var args []string
+	for _, a := range []struct{ flag, v string }{{"--bytes", s.bytes}, {"--iters", s.iters}, {"--repeats", s.repeats}} {
+		if a.v != "" {
+			args = append(args, a.flag, a.v)
+		}
+	}
+	return plan.Plan{Steps: []plan.Step{torchbench.Step(torchbench.StepOptions{Name: "bandwidth", Python: s.Python, Script: s.Script,
+		Tests: []string{"hbm"}, Args: args, Env: s.env, Nodes: t.Nodes})}}, nil
+}
+
+// Parse implements pluginapi.Plugin: a metric per GPU and op, and the
+// completeness gates (every GPU of every node has copy and triad).
+func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
+	var p result.Parsed
+	if len(req.Outputs) == 0 {
+		p.Error = "no outputs to parse"
+		return p, nil
+	}
+	var errs, names []string
+	var o torchbench.Output
+	for _, out := range req.Outputs {
+		if out.LaunchError != "" {
+			errs = append(errs, fmt.Sprintf("step %s: %s", out.Step, out.LaunchError))
+		} else if out.ExitCode != 0 {
+			errs = append(errs, fmt.Sprintf("step %s exited with status %d", out.Step, out.ExitCode))
+		}
+		if out.Log == "" {
+			continue
+		}
+		name := filepath.Base(out.Log)
+		f, err := os.Open(out.Log)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("open %s: %v", name, err))
+			continue
+		}
+		r, err := torchbench.Parse(f, name)
+		f.Close()
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		o.Merge(r)
+		names = append(names, name)
+	}
+	name := strings.Join(names, ",")
+	for _, d := range o.Diags {
+		p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: d})
+	}
+	seen := torchbench.Seen{}
+	for _, h := range o.HBM {
+		seen.Add(h.Host, h.GPU, h.Op)
+		labels := map[string]string{"op": h.Op, "gpu": strconv.Itoa(h.GPU)}
+		if h.Host != "" {
+			labels["host"] = h.Host
+		}
+		p.Metrics = append(p.Metrics, result.Metric{Name: "bw", Value: h.GBps, Unit: "GB/s", Size: h.Bytes, Labels: labels})
+	}
+	// An output of the script without memory records (its gemm or host
+	// tests) is no measurement of this test: its nodes count only when
+	// they gave hbm lines or said why not.
+	var hosts []string
+	if len(o.HBM) > 0 || len(o.Errors) > 0 {
+		hosts = o.Hosts()
+	}
+	p.Checks = append(p.Checks, torchbench.Complete(req.Topology, o, hosts, ops, seen, "hbm")...)
+	p.Checks = append(p.Checks, torchbench.ErrorChecks(o, name)...)
+	info, checks := torchbench.Facts(o, nil)
+	p.Checks = append(p.Checks, checks...)
+	if len(info) > 0 {
+		p.Info = info
+	}
+	if len(p.Metrics) == 0 {
+		if len(o.Errors) > 0 {
+			e := o.Errors[0]
+			errs = append(errs, fmt.Sprintf("no hbm result; %s:%d: %s", name, e.Line, e.Message))
+		} else if len(errs) == 0 {
+			errs = append(errs, fmt.Sprintf("no hbm record in %s: not torchbench.py --tests hbm output", name))
+		}
+	}
+	if len(errs) > 0 {
+		p.Error = strings.Join(errs, "; ")
+	}
+	return p, nil
+}

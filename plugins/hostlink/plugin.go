@@ -1,0 +1,374 @@
+// Package hostlink is the test plugin for a node's host links and GPU
+// peer links: pinned host→device and device→host bandwidth per GPU
+// (hostlink.pcie) and the GPU↔GPU copy matrix (hostlink.p2p). It runs
+// workloads/torchbench.py, or nvbandwidth or TransferBench where a site
+// has them (parameter tool), and reads the outputs of all three by their
+// content, so that gpuaccept check takes any of them.
+package hostlink
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/torchbench"
+)
+
+// PluginName is the plugin's name: its tests are "hostlink.pcie" and
+// "hostlink.p2p".
+const PluginName = "hostlink"
+
+// Version is the plugin's version, reported by Describe.
+const Version = "0.1.0"
+
+// Tools are the values of the tool parameter.
+var Tools = []string{"torch", "nvbandwidth", "transferbench"}
+
+// Params are the parameters of both tests, with defaults.
+var Params = append([]pluginapi.Param{
+	{Name: "tool", Default: "torch", Description: "what measures: torch (workloads/torchbench.py), nvbandwidth (NVIDIA's, -j JSON) or transferbench (ROCm's TransferBench)"},
+	{Name: "bindir", Description: "folder holding nvbandwidth or TransferBench; empty: found on PATH"},
+	{Name: "bytes", Default: "1073741824", Unit: "bytes", Description: "torch: bytes per copy"},
+	{Name: "iters", Default: "50", Unit: "iterations", Description: "torch: the script's --iters; it times max(5, iters/5) copies per repeat"},
+	{Name: "repeats", Default: "5", Description: "torch: repeats; the best is reported"},
+}, append(torchbench.Params,
+	pluginapi.Param{Name: "env.NAME", Description: "environment variable NAME for the tool"})...)
+
+// Plugin implements pluginapi.Plugin for hostlink.
+type Plugin struct{}
+
+// Describe implements pluginapi.Plugin.
+func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
+	return pluginapi.Description{Name: PluginName, Version: Version, Tests: []pluginapi.TestInfo{
+		{
+			Name:        "pcie",
+			Description: "pinned host→device and device→host copy bandwidth per GPU (torchbench.py, nvbandwidth or TransferBench)",
+			Params:      Params,
+			Metrics: []pluginapi.MetricInfo{{Name: "bw", Unit: "GB/s",
+				Description: "bytes copied / time between pinned host memory and one GPU, best of the repeats, 1e9 B/s",
+				Labels:      []string{"direction=h2d|d2h", "gpu", "host"}}},
+		},
+		{
+			Name:        "p2p",
+			Description: "GPU→GPU copy bandwidth of every ordered pair of a node's GPUs (torchbench.py, nvbandwidth or TransferBench)",
+			Params:      Params,
+			Metrics: []pluginapi.MetricInfo{{Name: "bw", Unit: "GB/s",
+				Description: "bytes copied / time from GPU src to GPU dst, best of the repeats, 1e9 B/s",
+				Labels:      []string{"src", "dst", "host"}}},
+		},
+	}}, nil
+}
+
+type settings struct {
+	torchbench.Settings
+	tool, bindir          string
+	bytes, iters, repeats string
+	env                   map[string]string
+}
+
+func parseParams(p map[string]string) (settings, error) {
+	s := settings{tool: "torch"}
+	env, keys, err := pluginapi.SplitParams(p, Params)
+	if err != nil {
+		return s, err
+	}
+	s.env = env
+	for _, k := range keys {
+		v := p[k]
+		if ok, err := s.Setting(k, v); ok {
+			if err != nil {
+				return s, err
+			}
+			continue
+		}
+		switch k {
+		case "tool":
+			found := false
+			for _, t := range Tools {
+				found = found || t == v
+			}
+			if !found {
+				return s, fmt.Errorf("parameter tool: %q is not one of %s", v, strings.Join(Tools, ", "))
+			}
+			s.tool = v
+		case "bindir":
+			s.bindir = v
+		case "bytes", "iters", "repeats":
+			if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 1 {
+				return s, fmt.Errorf("parameter %s: %q is not a positive integer", k, v)
+			}
+			switch k {
+			case "bytes":
+				s.bytes = v
+			case "iters":
+				s.iters = v
+			default:
+				s.repeats = v
+			}
+		}
+	}
+	return s, nil
+}
+
+// nvbandwidthTests are nvbandwidth's testcases per test: copy engine
+// transfers, the ones nvbandwidth runs by default and DCGM's diag uses.
+var nvbandwidthTests = map[string][]string{
+	"pcie": {"host_to_device_memcpy_ce", "device_to_host_memcpy_ce"},
+	"p2p":  {"device_to_device_memcpy_write_ce"},
+}
+
+// Plan implements pluginapi.Plugin: one step, one process per node that
+// measures all of its GPUs. p2p needs two GPUs per node or more.
+func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
+	if req.Test != "pcie" && req.Test != "p2p" {
+		return plan.Plan{}, fmt.Errorf("unknown test hostlink.%s (known: hostlink.pcie, hostlink.p2p)", req.Test)
+	}
+	s, err := parseParams(req.Params)
+	if err != nil {
+		return plan.Plan{}, fmt.Errorf("hostlink.%s: %w", req.Test, err)
+	}
+	t := req.Topology
+	if t.Nodes < 1 || t.GPUsPerNode < 1 {
+		return plan.Plan{}, fmt.Errorf("hostlink.%s: topology %s: nodes and GPUs per node must be >= 1", req.Test, t)
+	}
+	if req.Test == "p2p" && t.GPUsPerNode < 2 {
+		return plan.Plan{}, fmt.Errorf("hostlink.p2p: topology %s: p2p needs 2 GPUs per node or more", t)
+	}
+	bin := func(name string) string {
+		if s.bindir == "" {
+			return name
+		}
+		return filepath.Join(s.bindir, name)
+	}
+	step := plan.Step{Name: req.Test, Procs: t.Nodes, ProcsPerNode: 1}
+	if len(s.env) > 0 {
+		step.Env = s.env
+	}
+	switch s.tool {
+	case "nvbandwidth":
+		step.Argv = []string{bin("nvbandwidth"), "-j"}
+		for _, tc := range nvbandwidthTests[req.Test] {
+			step.Argv = append(step.Argv, "-t", tc)
+		}
+	case "transferbench":
+		// TransferBench's p2p preset measures CPU↔GPU and GPU↔GPU.
+		step.Argv = []string{bin("TransferBench"), "p2p"}
+	default:
+		tests := []string{"h2d", "d2h"}
+		if req.Test == "p2p" {
+			tests = []string{"p2p"}
+		}
+		var args []string
+		for _, a := range []struct{ flag, v string }{{"--bytes", s.bytes}, {"--iters", s.iters}, {"--repeats", s.repeats}} {
+			if a.v != "" {
+				args = append(args, a.flag, a.v)
+			}
+		}
+		step = torchbench.Step(torchbench.StepOptions{Name: req.Test, Python: s.Python, Script: s.Script, Tests: tests, Args: args, Env: s.env, Nodes: t.Nodes})
+	}
+	return plan.Plan{Steps: []plan.Step{step}}, nil
+}
+
+// sniffMax is how much of an output is read to tell which tool wrote it.
+const sniffMax = 1 << 20
+
+// Parse implements pluginapi.Plugin.
+func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
+	var p result.Parsed
+	if req.Test != "pcie" && req.Test != "p2p" {
+		p.Error = fmt.Sprintf("unknown test hostlink.%s", req.Test)
+		return p, nil
+	}
+	if len(req.Outputs) == 0 {
+		p.Error = "no outputs to parse"
+		return p, nil
+	}
+	var errs, names []string
+	var tb torchbench.Output
+	external := false
+	for _, o := range req.Outputs {
+		if o.LaunchError != "" {
+			errs = append(errs, fmt.Sprintf("step %s: %s", o.Step, o.LaunchError))
+		} else if o.ExitCode != 0 {
+			errs = append(errs, fmt.Sprintf("step %s exited with status %d", o.Step, o.ExitCode))
+		}
+		if o.Log == "" {
+			continue
+		}
+		name := filepath.Base(o.Log)
+		head, err := readHead(o.Log)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		var tool func(string) (result.Parsed, error)
+		switch {
+		case torchbench.Sniff(head):
+		case sniffNvbandwidth(head):
+			tool = parseNvbandwidth
+		case sniffTransferBench(head):
+			tool = parseTransferBench
+		}
+		if tool != nil {
+			external = true
+			r, err := tool(o.Log)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("parse %s: %v", name, err))
+				continue
+			}
+			merge(&p, r, req.Test)
+			if r.Error != "" {
+				errs = append(errs, r.Error)
+			}
+			continue
+		}
+		f, err := os.Open(o.Log)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("open %s: %v", name, err))
+			continue
+		}
+		r, err := torchbench.Parse(f, name)
+		f.Close()
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		tb.Merge(r)
+		names = append(names, name)
+	}
+	if tb.Records > 0 || len(tb.Errors) > 0 || !external {
+		errs = append(errs, judgeTorch(&p, req.Test, req.Topology, tb, strings.Join(names, ","))...)
+	}
+	if len(errs) > 0 {
+		p.Error = strings.Join(errs, "; ")
+	}
+	return p, nil
+}
+
+func readHead(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", filepath.Base(path), err)
+	}
+	defer f.Close()
+	head := make([]byte, sniffMax)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	return head[:n], nil
+}
+
+// merge adds what an nvbandwidth or TransferBench parser found to p,
+// keeping the metrics of test: pcie's carry a direction, p2p's a src and
+// a dst (one output of those tools may hold both kinds).
+func merge(p *result.Parsed, r result.Parsed, test string) {
+	for _, m := range r.Metrics {
+		_, dir := m.Labels["direction"]
+		_, src := m.Labels["src"]
+		_, dst := m.Labels["dst"]
+		if test == "pcie" && dir || test == "p2p" && src && dst {
+			p.Metrics = append(p.Metrics, m)
+		}
+	}
+	p.Checks = append(p.Checks, r.Checks...)
+	p.Diagnostics = append(p.Diagnostics, r.Diagnostics...)
+	for k, v := range r.Info {
+		if p.Info == nil {
+			p.Info = map[string]string{}
+		}
+		if p.Info[k] == "" {
+			p.Info[k] = v
+		}
+	}
+}
+
+// judgeTorch turns the script's h2d/d2h or p2p records into metrics and
+// the completeness gates.
+func judgeTorch(p *result.Parsed, test string, topo plan.Topology, o torchbench.Output, name string) []string {
+	var errs []string
+	for _, d := range o.Diags {
+		p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: d})
+	}
+	seen := torchbench.Seen{}
+	var items, unpinned, noPeer []string
+	found := false
+	switch test {
+	case "pcie":
+		items = []string{"h2d", "d2h"}
+		for _, c := range o.Copies {
+			found = true
+			seen.Add(c.Host, c.GPU, c.Direction)
+			if !c.Pinned {
+				unpinned = append(unpinned, fmt.Sprintf("%s %s (line %d)", torchbench.GPUKey(c.Host, c.GPU), c.Direction, c.Line))
+			}
+			labels := map[string]string{"direction": c.Direction, "gpu": strconv.Itoa(c.GPU)}
+			if c.Host != "" {
+				labels["host"] = c.Host
+			}
+			p.Metrics = append(p.Metrics, result.Metric{Name: "bw", Value: c.GBps, Unit: "GB/s", Labels: labels})
+		}
+	case "p2p":
+		// GPU s must have copied to every other GPU of its node: item
+		// "to GPU d" for each d, its own given.
+		for d := 0; d < topo.GPUsPerNode; d++ {
+			items = append(items, "to GPU "+strconv.Itoa(d))
+		}
+		for _, h := range o.Hosts() {
+			for g := 0; g < topo.GPUsPerNode; g++ {
+				seen.Add(h, g, "to GPU "+strconv.Itoa(g))
+			}
+		}
+		for _, x := range o.P2P {
+			found = true
+			seen.Add(x.Host, x.Src, "to GPU "+strconv.Itoa(x.Dst))
+			if !x.PeerAccess {
+				noPeer = append(noPeer, fmt.Sprintf("%s→%d", torchbench.GPUKey(x.Host, x.Src), x.Dst))
+			}
+			labels := map[string]string{"src": strconv.Itoa(x.Src), "dst": strconv.Itoa(x.Dst)}
+			if x.Host != "" {
+				labels["host"] = x.Host
+			}
+			p.Metrics = append(p.Metrics, result.Metric{Name: "bw", Value: x.GBps, Unit: "GB/s", Labels: labels})
+		}
+	}
+	var hosts []string
+	if found || len(o.Errors) > 0 {
+		hosts = o.Hosts()
+	}
+	p.Checks = append(p.Checks, torchbench.Complete(topo, o, hosts, items, seen, test)...)
+	if len(unpinned) > 0 {
+		p.Checks = append(p.Checks, result.Check{Name: "pinned host memory", OK: false, Warn: true,
+			Message: "copies from pageable host memory, which measure the CPU's copy and not the link: " + strings.Join(unpinned, ", ")})
+	}
+	if len(noPeer) > 0 {
+		sort.Strings(noPeer)
+		p.Checks = append(p.Checks, result.Check{Name: "peer access", OK: false, Warn: true,
+			Message: "torch reports no peer access, so these copies went through host memory: " + strings.Join(noPeer, ", ")})
+	}
+	p.Checks = append(p.Checks, torchbench.ErrorChecks(o, name)...)
+	info, checks := torchbench.Facts(o, nil)
+	p.Checks = append(p.Checks, checks...)
+	for k, v := range info {
+		if p.Info == nil {
+			p.Info = map[string]string{}
+		}
+		p.Info[k] = v
+	}
+	if !found {
+		if len(o.Errors) > 0 {
+			e := o.Errors[0]
+			errs = append(errs, fmt.Sprintf("no %s result; %s:%d: %s", test, name, e.Line, e.Message))
+		} else {
+			errs = append(errs, fmt.Sprintf("no %s record in %s: not torchbench.py, nvbandwidth or TransferBench output", test, name))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,220 @@
+package torchbench
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+// Seen holds which results each GPU of each node gave: host → GPU index →
+// item ("bf16 alone", "copy", "h2d") → true.
+type Seen map[string]map[int]map[string]bool
+
+// Add records item for GPU gpu of host.
+func (s Seen) Add(host string, gpu int, item string) {
+	if s[host] == nil {
+		s[host] = map[int]map[string]bool{}
+	}
+	if s[host][gpu] == nil {
+		s[host][gpu] = map[string]bool{}
+	}
+	s[host][gpu][item] = true
+}
+
+// hostName renders a host for messages, "" as "host unknown" (outputs of
+// the script before it named its node).
+func hostName(h string) string {
+	if h == "" {
+		return "host unknown"
+	}
+	return "host " + h
+}
+
+// Complete returns the completeness gates of a test whose every GPU
+// 0..GPUsPerNode-1 of every node must give every one of items: a failed
+// check per node that misses one ("host vm: GPU 3: no bf16 alone"), with
+// Check.Host naming the node; a failed check when fewer nodes reported
+// than the topology has, or when torch on a node sees fewer GPUs than the
+// topology's GPUs per node. hosts are the nodes the output names (Output.
+// Hosts, "" for records without a host); o gives the info records. A node
+// that reported nothing at all is in no record and is named by the node
+// count check only. what names the results in messages ("gemm").
+func Complete(topo plan.Topology, o Output, hosts []string, items []string, seen Seen, what string) []result.Check {
+	var checks []result.Check
+	g := topo.GPUsPerNode
+	if len(hosts) == 0 {
+		return []result.Check{{Name: what + " results", OK: false,
+			Message: fmt.Sprintf("no %s result from any node (%s expected %d nodes x %d GPUs)", what, topo.Scope, topo.Nodes, g)}}
+	}
+	nodes := result.Check{Name: "node count", OK: len(hosts) >= topo.Nodes}
+	if !nodes.OK {
+		nodes.Message = fmt.Sprintf("%d node(s) reported (%s), the topology has %d", len(hosts), strings.Join(names(hosts), ", "), topo.Nodes)
+	}
+	checks = append(checks, nodes)
+	for _, h := range hosts {
+		var lost []string
+		for gpu := 0; gpu < g; gpu++ {
+			var miss []string
+			for _, it := range items {
+				if !seen[h][gpu][it] {
+					miss = append(miss, it)
+				}
+			}
+			if len(miss) == len(items) && len(items) > 0 {
+				lost = append(lost, fmt.Sprintf("GPU %d: no result", gpu))
+			} else if len(miss) > 0 {
+				lost = append(lost, fmt.Sprintf("GPU %d: no %s", gpu, strings.Join(miss, ", ")))
+			}
+		}
+		c := result.Check{Name: what + " results " + hostName(h), OK: len(lost) == 0, Host: h}
+		if !c.OK {
+			c.Message = fmt.Sprintf("%s: %s (every GPU 0..%d must have each of: %s)", hostName(h), strings.Join(lost, "; "), g-1, strings.Join(items, ", "))
+		}
+		checks = append(checks, c)
+	}
+	for _, in := range o.Infos {
+		if in.GPUs < g {
+			checks = append(checks, result.Check{Name: "GPUs seen " + hostName(in.Host), OK: false, Host: in.Host,
+				Message: fmt.Sprintf("%s: torch sees %d GPU(s), the topology has %d per node (line %d)", hostName(in.Host), in.GPUs, g, in.Line)})
+		}
+	}
+	return checks
+}
+
+func names(hosts []string) []string {
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		if h == "" {
+			h = "host unknown"
+		}
+		out[i] = h
+	}
+	return out
+}
+
+// ErrorChecks returns a warning check per node whose output has error
+// records or tracebacks: the script said it could not measure something,
+// which a sign-off shows but which is no measured failure (a missing
+// result fails Complete's gates). name names the output ("default.jsonl").
+func ErrorChecks(o Output, name string) []result.Check {
+	byHost := map[string][]string{}
+	for _, e := range o.Errors {
+		byHost[e.Host] = append(byHost[e.Host], fmt.Sprintf("%s:%d: %s", name, e.Line, e.Message))
+	}
+	hosts := make([]string, 0, len(byHost))
+	for h := range byHost {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	var checks []result.Check
+	for _, h := range hosts {
+		checks = append(checks, result.Check{Name: "torchbench errors " + hostName(h), OK: false, Warn: true, Host: h,
+			Message: strings.Join(byHost[h], "; ")})
+	}
+	return checks
+}
+
+// Facts returns the info keys of o: "gpu" (the device model, which the
+// judge's GPU gate reads), "torchversion", "cudaversion" or "hipversion",
+// "hosts" (the hosts named, comma-separated), "gpus" (device count per
+// node when the nodes agree); and a failed check when the nodes' or GPUs'
+// models differ (a mixed node must not pass as the SKU). models are the
+// device names other records gave (GEMM.Name), keyed by GPUKey.
+func Facts(o Output, models map[string]string) (map[string]string, []result.Check) {
+	info := map[string]string{}
+	seen := map[string][]string{} // model → "host:gpu"
+	var hosts []string
+	for _, in := range o.Infos {
+		if in.Host != "" && !contains(hosts, in.Host) {
+			hosts = append(hosts, in.Host)
+		}
+		set := func(k, v string) {
+			if v != "" && info[k] == "" {
+				info[k] = v
+			}
+		}
+		set("torchversion", in.Torch)
+		set("cudaversion", in.CUDA)
+		set("hipversion", in.HIP)
+		if in.GPUs > 0 {
+			if v := info["gpus"]; v == "" || v == strconv.Itoa(in.GPUs) {
+				info["gpus"] = strconv.Itoa(in.GPUs)
+			} else {
+				info["gpus"] = "mixed"
+			}
+		}
+		for i, n := range in.Names {
+			seen[n] = append(seen[n], GPUKey(in.Host, i))
+		}
+	}
+	if len(seen) == 0 {
+		for key, n := range models {
+			if n != "" {
+				seen[n] = append(seen[n], key)
+			}
+		}
+	}
+	for _, h := range o.Hosts() {
+		if h != "" && !contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	if len(hosts) > 0 {
+		info["hosts"] = strings.Join(hosts, ",")
+	}
+	if info["gpus"] == "mixed" {
+		delete(info, "gpus")
+	}
+	var all []string
+	for n := range seen {
+		all = append(all, n)
+	}
+	// The most common model is the node's, on a tie the one of the first
+	// GPU listed; the others are named.
+	first := map[string]string{}
+	for n, ks := range seen {
+		sort.Strings(ks)
+		first[n] = ks[0]
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if len(seen[all[i]]) != len(seen[all[j]]) {
+			return len(seen[all[i]]) > len(seen[all[j]])
+		}
+		return first[all[i]] < first[all[j]]
+	})
+	var checks []result.Check
+	if len(all) > 0 {
+		info["gpu"] = all[0]
+	}
+	if len(all) > 1 {
+		var odd []string
+		for _, n := range all[1:] {
+			odd = append(odd, fmt.Sprintf("%q on %s", n, strings.Join(seen[n], ", ")))
+		}
+		checks = append(checks, result.Check{Name: "GPU model uniform", OK: false,
+			Message: fmt.Sprintf("most GPUs are %q, but %s", all[0], strings.Join(odd, "; "))})
+	}
+	return info, checks
+}
+
+// GPUKey names GPU gpu of host in messages: "gpu-7 GPU 3", or "GPU 3"
+// when the host is unknown.
+func GPUKey(host string, gpu int) string {
+	if host == "" {
+		return "GPU " + strconv.Itoa(gpu)
+	}
+	return host + " GPU " + strconv.Itoa(gpu)
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

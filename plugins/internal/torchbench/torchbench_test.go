@@ -1,0 +1,190 @@
+package torchbench
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/workloads"
+	"gotest.tools/v3/assert"
+)
+
+// rec is the folder of the script's real outputs on one H200
+// (testdata/recordings/h200x1-2026-12-01/README.md, "torchbench/").
+const rec = "../../../testdata/recordings/h200x1-2026-12-01/torchbench/"
+
+func parseFile(t *testing.T, path string) Output {
+	t.Helper()
+	f, err := os.Open(path)
+	assert.NilError(t, err)
+	defer f.Close()
+	o, err := Parse(f, filepath.Base(path))
+	assert.NilError(t, err)
+	return o
+}
+
+func TestStep(t *testing.T) {
+	s := Step(StepOptions{Name: "alone", Tests: []string{"gemm"}, Args: []string{"--dtypes", "bf16"}, Nodes: 4})
+	assert.DeepEqual(t, s.Argv, []string{"python3", "-c", workloads.TorchBench, "--tests", "gemm", "--gpus", "all", "--dtypes", "bf16"})
+	assert.Equal(t, s.Procs, 4)
+	assert.Equal(t, s.ProcsPerNode, 1)
+	assert.Equal(t, s.MPI, false)
+	assert.NilError(t, plan.Plan{Steps: []plan.Step{s}}.Validate())
+	assert.Assert(t, strings.Contains(workloads.TorchBench, `"host"`), "the embedded script names its node")
+
+	s = Step(StepOptions{Name: "pcie", Python: "/opt/venv/bin/python", Script: "/opt/torchbench.py", Tests: []string{"h2d", "d2h"}, Env: map[string]string{"X": "1"}})
+	assert.DeepEqual(t, s.Argv, []string{"/opt/venv/bin/python", "/opt/torchbench.py", "--tests", "h2d,d2h", "--gpus", "all"})
+	assert.Equal(t, s.Procs, 1)
+	assert.DeepEqual(t, s.Env, map[string]string{"X": "1"})
+}
+
+func TestParseRecordings(t *testing.T) {
+	o := parseFile(t, rec+"default.jsonl")
+	assert.Equal(t, o.Records, 10)
+	assert.Equal(t, len(o.Diags), 0)
+	assert.DeepEqual(t, o.Infos, []Info{{At: At{Line: 1}, Torch: "2.11.0+cu130", CUDA: "13.0", GPUs: 1, Names: []string{"NVIDIA H200"}}})
+	assert.Equal(t, len(o.GEMM), 5)
+	g := o.GEMM[0]
+	assert.Equal(t, g.DType, "bf16")
+	assert.Equal(t, g.Line, 2)
+	assert.Equal(t, g.Host, "", "the recording predates the host field")
+	assert.Equal(t, g.M, int64(8192))
+	assert.Equal(t, g.TFLOPS, 740.9970788760238)
+	assert.DeepEqual(t, o.HBM, []HBM{
+		{At: At{Line: 7}, Op: "copy", Bytes: 1 << 30, GBps: 4200.315823345812},
+		{At: At{Line: 8}, Op: "triad", Bytes: 1 << 30, GBps: 4382.839257313731},
+	})
+	assert.DeepEqual(t, o.Copies, []Copy{
+		{At: At{Line: 9}, Direction: "h2d", Bytes: 1 << 30, Pinned: true, GBps: 55.49858181333672},
+		{At: At{Line: 10}, Direction: "d2h", Bytes: 1 << 30, Pinned: true, GBps: 55.35509679736613},
+	})
+	assert.DeepEqual(t, o.Hosts(), []string{""})
+
+	o = parseFile(t, rec+"no-such-gpu.jsonl")
+	assert.DeepEqual(t, o.Errors, []Error{{At: At{Line: 1}, Message: "GPU 3 asked for, torch sees 1"}})
+	o = parseFile(t, rec+"no-gpu.jsonl")
+	assert.Equal(t, len(o.Errors), 1)
+	assert.Equal(t, len(o.Hosts()), 0)
+}
+
+// Lines that are no record are diagnostics naming the file and line; the
+// records around them are kept.
+func TestParseDiagnostics(t *testing.T) {
+	data, err := os.ReadFile(rec + "host-256M.jsonl")
+	assert.NilError(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+	// The edits: a warning on stderr, a record cut in the middle, an
+	// unknown kind, a gemm record without tflops, a traceback, and
+	// mpirun --tag-output before a real line.
+	edited := lines[0] +
+		"/usr/lib/python3/dist-packages/torch/cuda/__init__.py:61: UserWarning: something\n" +
+		lines[1][:40] + "\n" +
+		`{"kind": "nvlink", "gpu": 0}` + "\n" +
+		`{"kind": "gemm", "gpu": 0, "dtype": "bf16"}` + "\n" +
+		"Traceback (most recent call last):\n" +
+		"[1,0]<stdout>:" + lines[2]
+	o, err := Parse(strings.NewReader(edited), "host-256M.jsonl")
+	assert.NilError(t, err)
+	assert.Equal(t, len(o.Copies), 1)
+	assert.Equal(t, o.Copies[0].Direction, "d2h")
+	assert.Equal(t, o.Copies[0].Line, 7)
+	assert.Equal(t, len(o.Diags), 4)
+	assert.Assert(t, strings.HasPrefix(o.Diags[0], "host-256M.jsonl:2: not a JSON object: /usr/lib"), o.Diags[0])
+	assert.Assert(t, strings.HasPrefix(o.Diags[1], "host-256M.jsonl:3: not JSON ("), o.Diags[1])
+	assert.Equal(t, o.Diags[2], `host-256M.jsonl:4: a record of unknown kind "nvlink"`)
+	assert.Equal(t, o.Diags[3], "host-256M.jsonl:5: a gemm record without a positive tflops")
+	assert.DeepEqual(t, o.Errors, []Error{{At: At{Line: 6}, Message: "Python traceback: the script died"}})
+}
+
+func TestSniff(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		want bool
+	}{
+		{"default.jsonl", true},
+		{"no-gpu.jsonl", true},
+		{"smi-before.csv", false},
+		{"torch.txt", false},
+	} {
+		data, err := os.ReadFile(rec + c.file)
+		assert.NilError(t, err)
+		assert.Equal(t, Sniff(data), c.want, c.file)
+	}
+}
+
+func TestComplete(t *testing.T) {
+	topo := plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}}
+	o := parseFile(t, rec+"default.jsonl")
+	seen := Seen{}
+	for _, g := range o.GEMM {
+		seen.Add(g.Host, g.GPU, g.DType)
+	}
+	items := []string{"bf16", "fp16"}
+	for _, c := range Complete(topo, o, o.Hosts(), items, seen, "gemm") {
+		assert.Assert(t, c.OK, "%+v", c)
+	}
+	// Two GPUs per node: GPU 1 is missing, and torch saw only one.
+	topo.GPUsPerNode = 2
+	var failed []string
+	for _, c := range Complete(topo, o, o.Hosts(), items, seen, "gemm") {
+		if !c.OK {
+			failed = append(failed, c.Name+": "+c.Message)
+		}
+	}
+	assert.DeepEqual(t, failed, []string{
+		"gemm results host unknown: host unknown: GPU 1: no result (every GPU 0..1 must have each of: bf16, fp16)",
+		"GPUs seen host unknown: host unknown: torch sees 1 GPU(s), the topology has 2 per node (line 1)",
+	})
+	// Two nodes, one reported.
+	topo = plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}}
+	cs := Complete(topo, o, o.Hosts(), items, seen, "gemm")
+	assert.Equal(t, cs[0].Name, "node count")
+	assert.Equal(t, cs[0].OK, false)
+	assert.Equal(t, cs[0].Message, "1 node(s) reported (host unknown), the topology has 2")
+}
+
+func TestFacts(t *testing.T) {
+	o := parseFile(t, rec+"default.jsonl")
+	info, checks := Facts(o, nil)
+	assert.DeepEqual(t, info, map[string]string{"gpu": "NVIDIA H200", "torchversion": "2.11.0+cu130", "cudaversion": "13.0", "gpus": "1"})
+	assert.Equal(t, len(checks), 0)
+	// A node with an odd GPU (an edit of the real info line).
+	o.Infos = append(o.Infos, Info{At: At{Line: 11, Host: "b"}, GPUs: 2, Names: []string{"NVIDIA H200", "NVIDIA H100 80GB HBM3"}})
+	o.Infos[0].Host = "a"
+	info, checks = Facts(o, nil)
+	assert.Equal(t, info["gpu"], "NVIDIA H200")
+	assert.Equal(t, info["hosts"], "a,b")
+	assert.Equal(t, len(checks), 1)
+	assert.Equal(t, checks[0].Message, `most GPUs are "NVIDIA H200", but "NVIDIA H100 80GB HBM3" on b GPU 1`)
+}
+
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"default.jsonl", "gemm-16384.jsonl", "host-256M.jsonl", "no-gpu.jsonl", "no-such-gpu.jsonl"} {
+		data, err := os.ReadFile(rec + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"kind": "p2p", "src": -1, "dst": 1e30, "gbps": 1e400}` + "\n{\"kind\":null}\n{}{}\n[1,0]<stdout>:{"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, err := Parse(strings.NewReader(string(data)), "fuzz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = Sniff(data)
+		topo := plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 2}}
+		seen := Seen{}
+		for _, g := range o.GEMM {
+			if g.GPU < 0 || (g.Skipped == "" && !(g.TFLOPS > 0)) {
+				t.Fatalf("bad record kept: %+v", g)
+			}
+			seen.Add(g.Host, g.GPU, g.DType)
+		}
+		Complete(topo, o, o.Hosts(), []string{"bf16"}, seen, "gemm")
+		ErrorChecks(o, "fuzz")
+		Facts(o, nil)
+	})
+}
