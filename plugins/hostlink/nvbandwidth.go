@@ -36,8 +36,9 @@ import (
 // nvbandwidth metrics carry testcase=<name> (and stream=read1|read2|
 // write1|write2 for the per-stream matrices of a bidirectional
 // device-to-device testcase); TransferBench metrics carry
-// mode=unidirectional|bidirectional and executor=gfx|dma, with cpu=<NUMA
-// node> on host links, and Size (bytes per direction).
+// mode=unidirectional|bidirectional and executor=gfx|dma (and stream=1|2
+// in a bidirectional table: the row's copy, or the one back that ran with
+// it), cpu=<NUMA node> on host links, and Size (bytes per direction).
 const (
 	metricBW      = "bw"
 	metricBWTotal = "bw_total"

@@ -67,9 +67,10 @@ type tbDev struct {
 // its OUTPUT_TO_CSV form) and returns one metric per cell (see metricBW):
 // rows are the source, columns the destination. A unidirectional table's
 // "SRC ->" row gives "bw" with mode=unidirectional; a bidirectional
-// table's "SRC ->" row the forward copy and its "SRC <-" row the copy
-// from the column back to the row, both "bw" with mode=bidirectional, and
-// its "SRC <->" row their sum, "bw_total". CPU -> GPU cells are
+// table's "SRC ->" row the forward copy (stream=1) and its "SRC <-" row
+// the copy from the column back to the row that ran with it (stream=2),
+// both "bw" with mode=bidirectional, and its "SRC <->" row their sum,
+// "bw_total". CPU -> GPU cells are
 // direction=h2d, GPU -> CPU direction=d2h (with gpu and cpu, the NUMA
 // node), GPU -> GPU src and dst, a GPU's copy within its own memory
 // direction=local, CPU -> CPU direction=h2h with cpu and dst_cpu. Size is
@@ -107,7 +108,9 @@ func tbParse(data []byte, file string) result.Parsed {
 			return
 		}
 		mode := tbMode(tab.bidir)
-		if tab.want > 0 && tab.rows < tab.want {
+		if tab.rows == 0 {
+			s.problem(nvbMax(tab.lastLine, tab.line), fmt.Sprintf("the %s table (line %d) has no rows: the output was cut short or garbled", mode, tab.line))
+		} else if tab.want > 0 && tab.rows < tab.want {
 			s.problem(tab.lastLine, fmt.Sprintf("the %s table (line %d) has %d of its %d rows: the output was cut short", mode, tab.line, tab.rows, tab.want))
 		} else {
 			ck := result.Check{Name: "p2p paths " + mode, OK: len(tab.na) == 0}
@@ -177,7 +180,7 @@ func tbParse(data []byte, file string) result.Parsed {
 		}
 	}
 	closeTable(line)
-	if tables == 0 && s.errs.Len() == 0 {
+	if (tables == 0 || len(s.p.Metrics) == 0 && len(s.p.Checks) == 0) && s.errs.Len() == 0 {
 		s.problem(0, "no TransferBench p2p table (\"Unidirectional copy peak bandwidth GB/s [...]\") in the output")
 	}
 	return s.done()
@@ -252,6 +255,16 @@ func (s *nvbState) tbRow(tab *tbTable, t string, line int, size int64) {
 			name = metricBWTotal
 		}
 		labels := map[string]string{"mode": tbMode(tab.bidir), "executor": tab.executor}
+		// Both rows of a device pair's bidirectional run, and the other
+		// pair's, measure the same direction: the stream tells them apart.
+		switch kind {
+		case "->":
+			if tab.bidir {
+				labels["stream"] = "1"
+			}
+		case "<-":
+			labels["stream"] = "2"
+		}
 		switch {
 		case from.kind == "CPU" && to.kind == "GPU":
 			labels["direction"], labels["gpu"], labels["cpu"] = "h2d", to.idx, from.idx
@@ -279,4 +292,11 @@ func (s *nvbState) tbRow(tab *tbTable, t string, line int, size int64) {
 		}
 		s.addMetric(result.Metric{Name: name, Value: v, Unit: unitGBs, Size: size, Labels: labels})
 	}
+}
+
+func nvbMax(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
 }
