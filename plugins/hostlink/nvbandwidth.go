@@ -33,6 +33,13 @@ import (
 //   - "latency" (us): nvbandwidth's pointer-chase latency testcases, with
 //     the labels a "bw" of the same matrix would have.
 //
+// An nvbandwidth GPU pair's src and dst follow the arrow it prints: "row
+// -> column" and "row <-> column" make the row src, "row <- column" the
+// column. Its code does not always move the data that way (the
+// device_to_device *_read_* testcases copy from the column's memory to
+// the row's, nvbandwidth testcases_ce.cpp DeviceToDeviceReadCE), so for
+// them src is the GPU that reads; the pair is the same either way.
+//
 // nvbandwidth metrics carry testcase=<name> (and stream=read1|read2|
 // write1|write2 for the per-stream matrices of a bidirectional
 // device-to-device testcase); TransferBench metrics carry
