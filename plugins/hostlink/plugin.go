@@ -54,7 +54,11 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 			Params:      Params,
 			Metrics: []pluginapi.MetricInfo{{Name: "bw", Unit: "GB/s",
 				Description: "bytes copied / time between pinned host memory and one GPU, best of the repeats, 1e9 B/s",
-				Labels:      []string{"direction=h2d|d2h", "gpu", "host"}}},
+				Labels:      append([]string{"direction=h2d|d2h", "gpu", "host"}, toolLabels...)},
+				{Name: "bw_total", Unit: "GB/s", Description: "nvbandwidth and TransferBench bidirectional runs: both directions summed, 1e9 B/s",
+					Labels: append([]string{"direction=h2d|d2h", "gpu", "host"}, toolLabels...)},
+				{Name: "latency", Unit: "us", Description: "nvbandwidth latency testcases: one access, microseconds",
+					Labels: append([]string{"direction=h2d|d2h", "gpu", "host"}, toolLabels...)}},
 		},
 		{
 			Name:        "p2p",
@@ -62,7 +66,11 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 			Params:      Params,
 			Metrics: []pluginapi.MetricInfo{{Name: "bw", Unit: "GB/s",
 				Description: "bytes copied / time from GPU src to GPU dst, best of the repeats, 1e9 B/s",
-				Labels:      []string{"src", "dst", "host"}}},
+				Labels:      append([]string{"src", "dst", "host"}, toolLabels...)},
+				{Name: "bw_total", Unit: "GB/s", Description: "nvbandwidth and TransferBench bidirectional runs: both directions summed, 1e9 B/s",
+					Labels: append([]string{"src", "dst", "host"}, toolLabels...)},
+				{Name: "latency", Unit: "us", Description: "nvbandwidth latency testcases: one access, microseconds",
+					Labels: append([]string{"src", "dst", "host"}, toolLabels...)}},
 		},
 	}}, nil
 }
@@ -266,15 +274,21 @@ func readHead(path string) ([]byte, error) {
 	return head[:n], nil
 }
 
+// toolLabels are the labels nvbandwidth's and TransferBench's parsers add,
+// by which a baseline entry can pick one testcase or copy engine.
+var toolLabels = []string{"testcase", "stream", "mode", "executor", "cpu"}
+
 // merge adds what an nvbandwidth or TransferBench parser found to p,
-// keeping the metrics of test: pcie's carry a direction, p2p's a src and
-// a dst (one output of those tools may hold both kinds).
+// keeping the metrics of test: pcie's are host↔GPU copies (direction h2d
+// or d2h; a GPU's copy within its own memory, "local", and CPU↔CPU, "h2h",
+// are neither test's), p2p's carry a src and a dst (one output of those
+// tools may hold both kinds).
 func merge(p *result.Parsed, r result.Parsed, test string) {
 	for _, m := range r.Metrics {
-		_, dir := m.Labels["direction"]
+		dir := m.Labels["direction"]
 		_, src := m.Labels["src"]
 		_, dst := m.Labels["dst"]
-		if test == "pcie" && dir || test == "p2p" && src && dst {
+		if test == "pcie" && (dir == "h2d" || dir == "d2h") || test == "p2p" && src && dst {
 			p.Metrics = append(p.Metrics, m)
 		}
 	}

@@ -167,3 +167,33 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// One output of nvbandwidth or TransferBench holds host links, GPU pairs
+// and a GPU's copies within its own memory: each test keeps its own kind
+// only (pcie: h2d and d2h; p2p: pairs), never "local" or CPU-to-CPU.
+func TestToolOutputsSplitByTest(t *testing.T) {
+	cases := []struct {
+		test, file string
+		topo       plan.Topology
+	}{
+		{"pcie", "testdata/nvbandwidth/dcgm-1gpu-verbose-v0.5.json", topo(1, 1)},
+		{"pcie", "testdata/transferbench/mi350x-8gpu-p2p-v1.62.txt", topo(1, 8)},
+		{"p2p", "testdata/transferbench/mi350x-8gpu-p2p-v1.62.txt", topo(1, 8)},
+		{"p2p", "testdata/nvbandwidth/azure-nhc-h100x8-d2d-read-ce-v0.4.txt", topo(1, 8)},
+	}
+	for _, c := range cases {
+		t.Run(c.test+"/"+c.file, func(t *testing.T) {
+			p := parse(t, c.test, c.topo, c.file)
+			assert.Assert(t, len(p.Metrics) > 0, "%s: %s", p.Error, failed(p))
+			for _, m := range p.Metrics {
+				d := m.Labels["direction"]
+				switch c.test {
+				case "pcie":
+					assert.Assert(t, d == "h2d" || d == "d2h", "%s %v", m.Name, m.Labels)
+				case "p2p":
+					assert.Assert(t, m.Labels["src"] != "" && m.Labels["dst"] != "" && d == "", "%s %v", m.Name, m.Labels)
+				}
+			}
+		})
+	}
+}
