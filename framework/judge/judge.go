@@ -272,10 +272,12 @@ func (ps problems) message(s result.Status, passed int) string {
 func judgeEntry(e *sku.Entry, judged []result.Judged, mt matcher) (int, []string) {
 	n := 0
 	var missing []string
+	ctx := contextOf(e, judged, mt)
 	if e.Value != nil {
 		for i := range judged {
 			if mt.match(e, judged[i].Metric) && judged[i].Size == int64(e.Size) {
 				apply(&judged[i], e, *e.Value, e.Band)
+				ctx.name(&judged[i])
 				n++
 			}
 		}
@@ -289,6 +291,7 @@ func judgeEntry(e *sku.Entry, judged []result.Judged, mt matcher) (int, []string
 		for i := range judged {
 			if mt.match(e, judged[i].Metric) && judged[i].Size == int64(p.Size) {
 				apply(&judged[i], e, p.Value, e.Band.Merge(p.Band))
+				ctx.name(&judged[i])
 				found++
 			}
 		}
@@ -298,6 +301,64 @@ func judgeEntry(e *sku.Entry, judged []result.Judged, mt matcher) (int, []string
 		n += found
 	}
 	return n, missing
+}
+
+// pointContext names, in the finding of a point an entry judged, what
+// the entry is of and which point it is where one entry judges many: the
+// entry's labels beyond placement (dtype=bf16) and the labels that differ
+// among its points (gpu=3 host=node7), so "tflops {dtype=bf16 gpu=3}
+// 312.2 TFLOPS below 668.5" says which matmul on which GPU.
+type pointContext struct {
+	fixed   map[string]string
+	varying []string
+}
+
+func contextOf(e *sku.Entry, judged []result.Judged, mt matcher) pointContext {
+	c := pointContext{fixed: map[string]string{}}
+	for k, v := range e.Labels {
+		if k != "placement" {
+			c.fixed[k] = v
+		}
+	}
+	seen := map[string]map[string]bool{}
+	for _, j := range judged {
+		if !mt.match(e, j.Metric) {
+			continue
+		}
+		for k, v := range j.Labels {
+			if _, named := e.Labels[k]; named || k == "placement" {
+				continue
+			}
+			if seen[k] == nil {
+				seen[k] = map[string]bool{}
+			}
+			seen[k][v] = true
+		}
+	}
+	for k, vs := range seen {
+		if len(vs) > 1 {
+			c.varying = append(c.varying, k)
+		}
+	}
+	return c
+}
+
+// name puts the context into j's finding, after the metric's name.
+func (c pointContext) name(j *result.Judged) {
+	if j.Message == "" || !strings.HasPrefix(j.Message, j.Name+" ") {
+		return
+	}
+	labels := map[string]string{}
+	for k, v := range c.fixed {
+		labels[k] = v
+	}
+	for _, k := range c.varying {
+		labels[k] = j.Labels[k]
+	}
+	if len(labels) == 0 {
+		return
+	}
+	j.Message = j.Name + " {" + result.LabelText(labels, nil) + "} " + strings.TrimPrefix(j.Message, j.Name+" ")
 }
 
 func describe(e *sku.Entry, size int64) string {

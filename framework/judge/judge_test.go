@@ -154,9 +154,9 @@ func TestLatencyIsJudgedLowerIsBetter(t *testing.T) {
 	}{
 		{"at the baseline", 847.88, result.Pass, ""},
 		{"somewhat faster", 700, result.Pass, ""},
-		{"a little slower warns", 900, result.Warn, "lat 900.0 us above 890.3 (baseline 847.9 +5%)"},
-		{"much slower fails", 1000, result.Fail, "lat 1000.0 us above 932.7 (baseline 847.9 +10%)"},
-		{"far faster warns: less was timed", 400, result.Warn, "lat 400.0 us below 423.9 (baseline 847.9 -50%)"},
+		{"a little slower warns", 900, result.Warn, "lat {phase=dispatch stat=average} 900.0 us above 890.3 (baseline 847.9 +5%)"},
+		{"much slower fails", 1000, result.Fail, "lat {phase=dispatch stat=average} 1000.0 us above 932.7 (baseline 847.9 +10%)"},
+		{"far faster warns: less was timed", 400, result.Warn, "lat {phase=dispatch stat=average} 400.0 us below 423.9 (baseline 847.9 -50%)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -226,9 +226,9 @@ func TestSeriesJudgedByTheirOwnLabels(t *testing.T) {
 		{"int8 avg is not judged by the float/sum entries", withInt8, nil, defaults, result.Pass,
 			"18 points inside their bands; 1 series not judged: redop=avg type=int8, no baseline entry for its labels"},
 		{"without the plugin's defaults every series met the float/sum entries (the bug)", withInt8, nil, nil, result.Fail,
-			"busbw out-of-place 70.9 GB/s at 16 MiB below 180.8 (baseline 212.8 -15%); ..."},
+			"busbw {redop=avg type=int8} out-of-place 70.9 GB/s at 16 MiB below 180.8 (baseline 212.8 -15%); ..."},
 		{"an entry naming int8/avg judges that series", withInt8, int8Entries(), defaults, result.Fail,
-			"busbw out-of-place 70.9 GB/s at 16 MiB below 180.8 (baseline 212.8 -15%); busbw in-place 73.1 GB/s at 16 MiB below 185.4 (baseline 218.1 -15%); busbw out-of-place 79.2 GB/s at 32 MiB below 202.1 (baseline 237.7 -15%); and 15 more; 1 series not judged: redop=sum type=float, no baseline entry for its labels"},
+			"busbw {redop=avg type=int8} out-of-place 70.9 GB/s at 16 MiB below 180.8 (baseline 212.8 -15%); busbw {redop=avg type=int8} in-place 73.1 GB/s at 16 MiB below 185.4 (baseline 218.1 -15%); busbw {redop=avg type=int8} out-of-place 79.2 GB/s at 32 MiB below 202.1 (baseline 237.7 -15%); and 15 more; 1 series not judged: redop=sum type=float, no baseline entry for its labels"},
 		{"no series has an entry: nothing judged", only, nil, defaults, result.Skip,
 			"2 series not judged: redop=avg type=int8, redop=sum type=half, no baseline entry for their labels"},
 	}

@@ -87,8 +87,8 @@ func (d Description) Test(name string) (TestInfo, bool) {
 // served by the plugin named name (CONTRACT.md): another plugin name, a
 // test without a name or named twice, an HCA map parameter the test does
 // not declare or without a pair label, a pair label no metric carries, or
-// a role that cannot start a step name. The error names the test and the
-// field.
+// a role that cannot start a step name, an instance label the metric does
+// not carry. The error names the test and the field.
 func (d Description) Check(name string) error {
 	if d.Name != name {
 		return fmt.Errorf("describes itself as %q, not %q (the name of its executable, %s%s)", d.Name, name, ExternalPrefix, name)
@@ -122,6 +122,13 @@ func (t TestInfo) check() error {
 		return slices.ContainsFunc(m.Labels, func(l string) bool { k, _, _ := strings.Cut(l, "="); return k == t.PairLabel })
 	}) {
 		return fmt.Errorf("pair_label %q is a label of none of its metrics", t.PairLabel)
+	}
+	for _, m := range t.Metrics {
+		for _, l := range m.InstanceLabels {
+			if !slices.ContainsFunc(m.Labels, func(k string) bool { k, _, _ = strings.Cut(k, "="); return k == l }) {
+				return fmt.Errorf("metric %s: instance label %q is not one of its labels", m.Name, l)
+			}
+		}
 	}
 	for i, r := range t.Roles {
 		if !roleName(r) {
@@ -198,6 +205,11 @@ type MetricInfo struct {
 	// baseline entry that does not name it judges only the points with the
 	// default; the others are reported as not judged. Nil: none.
 	LabelDefaults map[string]string `json:"label_defaults,omitempty"`
+	// InstanceLabels are the labels (keys of Labels) naming which GPU,
+	// node or pair a point was measured on ("gpu", "host"), not what was
+	// measured: baseline record folds them, so one entry judges every
+	// GPU. Nil: none.
+	InstanceLabels []string `json:"instance_labels,omitempty"`
 }
 
 // PlanRequest asks a plugin for the steps of one test.

@@ -34,6 +34,8 @@ func TestDescriptionCheck(t *testing.T) {
 		{name: "label no metric has", d: paired(func(ti *TestInfo) { ti.PairLabel = "link" }), want: `pair_label "link" is a label of none of its metrics`},
 		{name: "role with a dot", d: paired(func(ti *TestInfo) { ti.Roles = []string{"server.a"} }), want: `role "server.a" cannot start a step name`},
 		{name: "empty role", d: paired(func(ti *TestInfo) { ti.Roles = []string{""} }), want: `role "" cannot start a step name`},
+		{name: "instance label it carries", d: paired(func(ti *TestInfo) { ti.Metrics[0].InstanceLabels = []string{"pair"} })},
+		{name: "instance label it does not carry", d: paired(func(ti *TestInfo) { ti.Metrics[0].InstanceLabels = []string{"gpu"} }), want: `metric bw_avg: instance label "gpu" is not one of its labels`},
 		{name: "role twice", d: paired(func(ti *TestInfo) { ti.Roles = []string{"server", "server"} }), want: `role "server" listed twice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -129,8 +130,15 @@ func FromRun(run *result.Run, origin func(result.Test) string) ([]Sample, error)
 // Options control how runs become a baseline. Percentages are positive
 // numbers (10 means a floor 10% under the median).
 type Options struct {
-	// Metric is the per-size metric recorded ("busbw").
-	Metric string
+	// Metrics are the metrics recorded ("busbw"; "tflops", "bw"): per
+	// message size where the points have one, else one value per curve.
+	Metrics []string
+	// Instance are, per test (full name), the labels naming which GPU,
+	// node or pair a point was measured on (pluginapi.MetricInfo's
+	// InstanceLabels: "gpu", "host"): their points are pooled into one
+	// entry, so a baseline recorded on one node judges every GPU of
+	// another. Nil: none.
+	Instance map[string][]string
 	// MinFraction: sizes whose median is below this fraction of the
 	// curve's highest median are latency-bound and not recorded (0.5).
 	MinFraction float64
@@ -151,7 +159,7 @@ type Options struct {
 
 // DefaultOptions are the values documented in baselines/README.md.
 func DefaultOptions() Options {
-	return Options{Metric: "busbw", MinFraction: 0.5, SteepFraction: 0.8, Fail: 10, Warn: 5, SteepFail: 15, SteepWarn: 8, WarnMax: 50}
+	return Options{Metrics: []string{"busbw"}, MinFraction: 0.5, SteepFraction: 0.8, Fail: 10, Warn: 5, SteepFail: 15, SteepWarn: 8, WarnMax: 50}
 }
 
 // Band is the band record derives for one size from the values of N runs.
@@ -207,17 +215,20 @@ func Median(values []float64) float64 {
 	return (v[n/2-1] + v[n/2]) / 2
 }
 
-// key identifies a curve: test, scope and the metric's labels.
+// key identifies a curve: test, scope, the metric and its labels.
 type curveKey struct {
 	test   string
 	scope  plan.Scope
+	metric string
 	labels string
 }
 
 // Record turns samples into baseline entries: for every test and scope, one
-// entry per labelled curve of opt.Metric (one per placement, ...), with one
-// point per bandwidth-bound size. Entries come sorted by test, scope and
-// labels. Errors: no sample has the metric.
+// entry per labelled curve of each of opt.Metrics (one per placement, ...),
+// with one point per bandwidth-bound size, or one value for a metric that
+// is not per size (a GPU's matmul TFLOPS), its band from the spread of the
+// runs and of the GPUs pooled by opt.Instance. Entries come sorted by
+// test, scope, metric and labels. Errors: no sample has the metrics.
 //
 // A point measured in several cycles (nccl-tests -N: Metric.Cycles) counts
 // with its Value, the worst cycle's, not its Median: that is the number
@@ -225,9 +236,14 @@ type curveKey struct {
 // the runs' worst cycles and judges like with like. The entry's source
 // says so.
 func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
-	if opt.Metric == "" {
+	if len(opt.Metrics) == 0 {
 		return nil, errors.New("record: no metric named")
 	}
+	recorded := map[string]bool{}
+	for _, m := range opt.Metrics {
+		recorded[m] = true
+	}
+	instance := func(test, label string) bool { return slices.Contains(opt.Instance[test], label) }
 	if err := opt.check(); err != nil {
 		return nil, err
 	}
@@ -249,7 +265,7 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 			labelVals[tk] = map[string]map[string]bool{}
 		}
 		for _, m := range s.Metrics {
-			if m.Name != opt.Metric || m.Size <= 0 || math.IsNaN(m.Value) {
+			if !recorded[m.Name] || m.Size < 0 || math.IsNaN(m.Value) {
 				continue
 			}
 			for k, v := range m.Labels {
@@ -264,12 +280,12 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 	// out of the entries, as in hand-written files; those that vary tell
 	// its curves apart. placement always shows.
 	keep := func(tk curveKey, label string) bool {
-		return label == "placement" || len(labelVals[tk][label]) > 1
+		return label == "placement" || len(labelVals[tk][label]) > 1 && !instance(tk.test, label)
 	}
 	for _, s := range samples {
 		tk := curveKey{test: s.Test, scope: s.Scope}
 		for _, m := range s.Metrics {
-			if m.Name != opt.Metric || m.Size <= 0 || math.IsNaN(m.Value) {
+			if !recorded[m.Name] || m.Size < 0 || math.IsNaN(m.Value) {
 				continue
 			}
 			lab := map[string]string{}
@@ -278,7 +294,7 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 					lab[k] = v
 				}
 			}
-			ck := curveKey{test: s.Test, scope: s.Scope, labels: sku.LabelText(lab)}
+			ck := curveKey{test: s.Test, scope: s.Scope, metric: m.Name, labels: sku.LabelText(lab)}
 			c := curves[ck]
 			if c == nil {
 				c = &curve{labels: lab, unit: m.Unit, values: map[int64][]float64{}, runs: map[string]bool{}}
@@ -290,13 +306,13 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 		}
 	}
 	if len(curves) == 0 {
-		return nil, fmt.Errorf("record: no run measured %s per message size", opt.Metric)
+		return nil, fmt.Errorf("record: no run measured %s", strings.Join(opt.Metrics, " or "))
 	}
 	for k, c := range curves {
 		if sku.LowerIsBetter(c.unit) {
 			// The band formula puts edges under the median: for a time
 			// that would pass any slowdown and fail a faster node.
-			return nil, fmt.Errorf("record: %s of %s is a time in %s, better lower; record derives floors for bandwidths: write its entry by hand with max/warn_max (baselines/README.md)", opt.Metric, k.test, c.unit)
+			return nil, fmt.Errorf("record: %s of %s is a time in %s, better lower; record derives floors for bandwidths: write its entry by hand with max/warn_max (baselines/README.md)", k.metric, k.test, c.unit)
 		}
 	}
 	keys := make([]curveKey, 0, len(curves))
@@ -311,6 +327,9 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 		if a.scope != b.scope {
 			return a.scope.Nodes < b.scope.Nodes || a.scope.Nodes == b.scope.Nodes && a.scope.GPUsPerNode < b.scope.GPUsPerNode
 		}
+		if a.metric != b.metric {
+			return a.metric < b.metric
+		}
 		// out-of-place before in-place, as nccl-tests prints them
 		return a.labels > b.labels
 	})
@@ -324,9 +343,19 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 			peak = math.Max(peak, Median(vs))
 		}
 		sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
-		e := &sku.Entry{Test: k.test, Scope: k.scope, Metric: opt.Metric, Unit: c.unit, Labels: c.labels,
+		e := &sku.Entry{Test: k.test, Scope: k.scope, Metric: k.metric, Unit: c.unit, Labels: c.labels,
 			Source: source(k.test, k.scope, runsOf[curveKey{test: k.test, scope: k.scope}], len(c.runs), cycles[curveKey{test: k.test, scope: k.scope}], opt)}
 		e.Band = mustBand(opt.Fail, opt.Warn, opt.WarnMax)
+		if vs, ok := c.values[0]; ok && len(sizes) == 1 {
+			// Not per size: one value, the median of every run's and
+			// every pooled GPU's, its band from their spread.
+			med, fail, warn := Band(vs, opt.Fail, opt.Warn)
+			v := round2(med)
+			e.Value = &v
+			e.Band = mustBand(fail, warn, opt.WarnMax)
+			out = append(out, e)
+			continue
+		}
 		for _, s := range sizes {
 			vs := c.values[s]
 			med := Median(vs)
@@ -460,7 +489,27 @@ func facts(r Sample) string {
 		fs = append(fs, k+" "+r.Info[k])
 	}
 	if len(r.Commands) > 0 {
-		fs = append(fs, "command: "+strings.Join(r.Commands, " && "))
+		short := make([]string, len(r.Commands))
+		for i, c := range r.Commands {
+			short[i] = shortCommand(c)
+		}
+		fs = append(fs, "command: "+strings.Join(short, " && "))
 	}
 	return strings.Join(fs, ", ")
+}
+
+// maxCommand bounds a command line quoted in an entry's source.
+const maxCommand = 240
+
+// shortCommand keeps a long command line (a script passed inline, python3
+// -c '...': 8 KB of torchbench.py) readable in a source: its first 80 and
+// last 140 bytes, which hold the program and its arguments, around a note
+// of what was left out. The run's results.json and outputs.json keep it
+// whole.
+func shortCommand(c string) string {
+	if len(c) <= maxCommand {
+		return c
+	}
+	head, tail := c[:80], c[len(c)-140:]
+	return fmt.Sprintf("%s ... (%d bytes left out; the run's results.json has the whole command) ... %s", head, len(c)-len(head)-len(tail), tail)
 }

@@ -324,7 +324,7 @@ func TestRecordRefusesTimes(t *testing.T) {
 		s.Metrics = append(s.Metrics, result.Metric{Name: "time", Value: float64(size) / 3e5, Unit: "us", Size: size, Labels: map[string]string{"placement": "out-of-place"}})
 	}
 	o := DefaultOptions()
-	o.Metric = "time"
+	o.Metrics = []string{"time"}
 	_, err := Record([]Sample{s}, o)
 	assert.Error(t, err, "record: time of nccl.all_reduce is a time in us, better lower; record derives floors for bandwidths: write its entry by hand with max/warn_max (baselines/README.md)")
 }

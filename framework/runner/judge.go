@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -140,4 +141,33 @@ func Roles(ctx context.Context, plugins Plugins, plugin, test string) []string {
 	}
 	ti, _ := desc.Test(test)
 	return ti.Roles
+}
+
+// InstanceLabels returns, for each test (full name) of tests, the labels
+// its plugin declares as naming which GPU, node or pair a point was
+// measured on (pluginapi.MetricInfo.InstanceLabels, of any of its
+// metrics): what baseline record pools. A plugin that cannot describe
+// itself declares none.
+func InstanceLabels(ctx context.Context, d Describer, tests []string) map[string][]string {
+	out := map[string][]string{}
+	for _, full := range tests {
+		plugin, test, err := SplitName(full)
+		if err != nil {
+			continue
+		}
+		desc, err := d.Describe(ctx, plugin)
+		if err != nil {
+			continue
+		}
+		if ti, ok := desc.Test(test); ok {
+			for _, m := range ti.Metrics {
+				for _, l := range m.InstanceLabels {
+					if !slices.Contains(out[full], l) {
+						out[full] = append(out[full], l)
+					}
+				}
+			}
+		}
+	}
+	return out
 }

@@ -61,8 +61,9 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 		Params:      Params,
 		Metrics: []pluginapi.MetricInfo{{
 			Name: "tflops", Unit: "TFLOPS",
-			Description: "2*M*N*K per matmul / time, best of the repeats, 1e12 FLOP/s",
-			Labels:      []string{"dtype=" + dtypeLabels, "gpu", "mode=alone|concurrent", "host"},
+			Description:    "2*M*N*K per matmul / time, best of the repeats, 1e12 FLOP/s",
+			Labels:         []string{"dtype=" + dtypeLabels, "gpu", "mode=alone|concurrent", "host"},
+			InstanceLabels: []string{"gpu", "host"},
 			// A baseline entry naming neither judges bf16 alone: a bf16
 			// band must not judge fp32, nor the lower figures of a node
 			// under full power.

@@ -46,8 +46,9 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 		Params:      Params,
 		Metrics: []pluginapi.MetricInfo{{
 			Name: "bw", Unit: "GB/s",
-			Description: "bytes moved (copy 2x, triad 3x the array) / time, best of the repeats, 1e9 B/s; size: one array's bytes",
-			Labels:      []string{"op=copy|triad", "gpu", "host"},
+			Description:    "bytes moved (copy 2x, triad 3x the array) / time, best of the repeats, 1e9 B/s; size: one array's bytes",
+			Labels:         []string{"op=copy|triad", "gpu", "host"},
+			InstanceLabels: []string{"gpu", "host"},
 			// A band for copy must not judge triad's different figure.
 			LabelDefaults: map[string]string{"op": "copy"},
 		}},

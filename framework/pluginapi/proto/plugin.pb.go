@@ -174,8 +174,14 @@ type MetricInfo struct {
 	// baseline entry that leaves out a label whose values vary within a run
 	// (-d all) judges only the points with its default.
 	LabelDefaults map[string]string `protobuf:"bytes,5,rep,name=label_defaults,json=labelDefaults,proto3" json:"label_defaults,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// instance_labels: the labels (of labels) that name which GPU, node or
+	// pair a point was measured on ("gpu", "host", "src", "dst"), not what
+	// was measured: one baseline entry judges every instance, and baseline
+	// record folds the instances of a point that is not per size into one
+	// entry, so a baseline recorded on one node judges another.
+	InstanceLabels []string `protobuf:"bytes,6,rep,name=instance_labels,json=instanceLabels,proto3" json:"instance_labels,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MetricInfo) Reset() {
@@ -239,6 +245,13 @@ func (x *MetricInfo) GetLabels() []string {
 func (x *MetricInfo) GetLabelDefaults() map[string]string {
 	if x != nil {
 		return x.LabelDefaults
+	}
+	return nil
+}
+
+func (x *MetricInfo) GetInstanceLabels() []string {
+	if x != nil {
+		return x.InstanceLabels
 	}
 	return nil
 }
@@ -1297,14 +1310,15 @@ const file_framework_pluginapi_proto_plugin_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\adefault\x18\x02 \x01(\tR\adefault\x12\x12\n" +
 	"\x04unit\x18\x03 \x01(\tR\x04unit\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\"\x8b\x02\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\"\xb4\x02\n" +
 	"\n" +
 	"MetricInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04unit\x18\x02 \x01(\tR\x04unit\x12 \n" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x16\n" +
 	"\x06labels\x18\x04 \x03(\tR\x06labels\x12Y\n" +
-	"\x0elabel_defaults\x18\x05 \x03(\v22.gpuaccept.plugin.v1.MetricInfo.LabelDefaultsEntryR\rlabelDefaults\x1a@\n" +
+	"\x0elabel_defaults\x18\x05 \x03(\v22.gpuaccept.plugin.v1.MetricInfo.LabelDefaultsEntryR\rlabelDefaults\x12'\n" +
+	"\x0finstance_labels\x18\x06 \x03(\tR\x0einstanceLabels\x1a@\n" +
 	"\x12LabelDefaultsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x02\n" +

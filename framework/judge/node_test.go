@@ -1,0 +1,57 @@
+package judge
+
+import (
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/plugins/gemm"
+	"github.com/gpuaccept/gpuaccept/plugins/hbm"
+)
+
+// The 1-GPU H200 machine's node suite (testdata/recordings/
+// h200x1-2026-12-01/node/README.md): its three healthy runs recorded the
+// 1x1 baseline and pass it; the same GPU held busy by a competing process,
+// and clock-locked at 1000 MHz, fail it, each finding naming its dtype; a
+// matmul above the datasheet fails whatever the baseline, on one GPU too.
+func TestNodeSuiteOnOneH200(t *testing.T) {
+	h200 := shipped(t, "h200")
+	const rec = "../../testdata/recordings/h200x1-2026-12-01/node/"
+	one := plan.Scope{Nodes: 1, GPUsPerNode: 1}
+	cases := []struct {
+		name, test, log string
+		edit            [2]string
+		status          result.Status
+		first           string
+	}{
+		{"healthy matmul", "gemm.matmul", rec + "node-2/raw/gemm.matmul/alone.log", [2]string{}, result.Pass, "5 points inside their bands"},
+		{"healthy HBM", "hbm.bandwidth", rec + "node-3/raw/hbm.bandwidth/bandwidth.log", [2]string{}, result.Pass, "2 points inside their bands"},
+		{"busy GPU", "gemm.matmul", rec + "busy/raw/gemm.matmul/alone.log", [2]string{}, result.Fail, "tflops {dtype=bf16} 312.2 TFLOPS below 668.5 (baseline 742.8 -10%); tflops {dtype=fp16} 303.7 TFLOPS"},
+		{"busy GPU's HBM", "hbm.bandwidth", rec + "busy/raw/hbm.bandwidth/bandwidth.log", [2]string{}, result.Fail, "bw {op=copy} 2492.2 GB/s at 1 GiB below 3804.7 (baseline 4227.4 -10%); bw {op=triad} 2177.5 GB/s"},
+		{"clock-locked", "gemm.matmul", rec + "lgc/raw/gemm.matmul/alone.log", [2]string{}, result.Fail, "tflops {dtype=bf16} 488.0 TFLOPS below 668.5 (baseline 742.8 -10%)"},
+		// Edit: bf16 730.2 -> 1730.2 TFLOPS, above the 989 dense peak.
+		{"above the datasheet", "gemm.matmul", rec + "node-1/raw/gemm.matmul/alone.log", [2]string{`"tflops": 730.2491122193821`, `"tflops": 1730.2491122193821`}, result.Fail,
+			"physical ceiling tflops dtype=bf16: tflops 1730.2 TFLOPS is above the 989 TFLOPS ceiling of SKU h200 (H200 SXM BF16 Tensor Core, dense): not physically possible"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			text := read(t, c.log)
+			if c.edit[0] != "" {
+				text = edited(t, text, c.edit[0], c.edit[1])
+			}
+			var p result.Parsed
+			if c.test == "gemm.matmul" {
+				p = parse(t, gemm.Plugin{}, "matmul", plan.Topology{Scope: one}, text)
+			} else {
+				p = parse(t, hbm.Plugin{}, "bandwidth", plan.Topology{Scope: one}, text)
+			}
+			got := SKUTest(h200, c.test, one, p, nil)
+			assert.Equal(t, got.Status, c.status, got.Message)
+			assert.Assert(t, strings.HasPrefix(got.Message, c.first), "message %q, want it to start with %q", got.Message, c.first)
+			assert.Assert(t, len(got.Efficiency) > 0, "efficiency on one GPU: the ceilings are per GPU")
+		})
+	}
+}
