@@ -41,4 +41,3 @@ func failed(p result.Parsed) map[string]result.Check {
 	}
 	return out
 }
-
