@@ -36,6 +36,7 @@ import (
 	_ "github.com/gpuaccept/gpuaccept/launchers/replay"
 	_ "github.com/gpuaccept/gpuaccept/launchers/slurm"
 	_ "github.com/gpuaccept/gpuaccept/launchers/ssh"
+	"github.com/gpuaccept/gpuaccept/plugins/health"
 	"github.com/gpuaccept/gpuaccept/plugins/ibperf"
 	"github.com/gpuaccept/gpuaccept/plugins/mori"
 	"github.com/gpuaccept/gpuaccept/plugins/nccl"
@@ -53,6 +54,7 @@ var builtins = map[string]pluginapi.Plugin{
 	rccl.PluginName:   rccl.Plugin{},
 	ibperf.PluginName: ibperf.Plugin{},
 	mori.PluginName:   mori.Plugin{},
+	health.PluginName: health.Plugin{},
 }
 
 // exit codes of the CLI contract (README.md, "Exit codes").
