@@ -226,6 +226,10 @@ func sameAcross(p *result.Parsed, nodes []node, name, code string, value func(gp
 		return
 	}
 	want := majority(count)
+	tie := false
+	for v, n := range count {
+		tie = tie || v != want && n == count[want]
+	}
 	for _, nd := range nodes {
 		var odd []string
 		seen := false
@@ -235,7 +239,7 @@ func sameAcross(p *result.Parsed, nodes []node, name, code string, value func(gp
 				continue
 			}
 			seen = true
-			if v != want {
+			if v != want || tie {
 				odd = append(odd, fmt.Sprintf("%s has %s", g.label(), v))
 			}
 		}
@@ -243,7 +247,11 @@ func sameAcross(p *result.Parsed, nodes []node, name, code string, value func(gp
 			continue
 		}
 		c := checks{p, nd.host}
-		if len(odd) > 0 {
+		if len(odd) > 0 && tie {
+			// No value is the most common: which node is odd cannot be
+			// told, so each fails, naming what the others have.
+			c.add(name, false, code, fmt.Sprintf("%s; the GPUs of the nodes disagree (%s)", strings.Join(odd, ", "), valueCounts(count)))
+		} else if len(odd) > 0 {
 			c.add(name, false, code, fmt.Sprintf("%s; the other GPUs have %s", strings.Join(odd, ", "), want))
 		} else if len(count) > 1 {
 			c.add(name, true, "", fmt.Sprintf("%s, as most GPUs", want))
@@ -251,6 +259,19 @@ func sameAcross(p *result.Parsed, nodes []node, name, code string, value func(gp
 			c.add(name, true, "", fmt.Sprintf("%s on every GPU", want))
 		}
 	}
+}
+
+// valueCounts is "A on 2 GPUs, B on 1 GPU", values sorted.
+func valueCounts(count map[string]int) string {
+	var vs []string
+	for v := range count {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	for i, v := range vs {
+		vs[i] = fmt.Sprintf("%s on %d GPUs", v, count[v])
+	}
+	return strings.Join(vs, ", ")
 }
 
 // judgeNode makes the checks of one node from what its sections say.

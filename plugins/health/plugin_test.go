@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,39 +202,12 @@ func TestCollectScriptOnTwoNodes(t *testing.T) {
 		t.Skip("no sh")
 	}
 	tmp := t.TempDir()
-	abs := func(p string) string { a, err := filepath.Abs(p); assert.NilError(t, err); return a }
 	run := func(rank, xml string) []string {
-		bin := filepath.Join(tmp, "bin"+rank)
-		assert.NilError(t, os.MkdirAll(bin, 0o755))
-		stub := func(name, body string) {
-			assert.NilError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body), 0o755))
-		}
-		stub("nvidia-smi", `case "$1" in
--q) cat '`+abs(xml)+`' ;;
---query-gpu=clocks_event_reasons.active) exit 0 ;;
---query-gpu=*) cat '`+abs(filepath.Join(h200, "query-gpu.csv"))+`' ;;
-nvlink) cat '`+abs(filepath.Join(h200, "nvlink-status.txt"))+`' ;;
-esac
-`)
-		stub("dmesg", `cat '`+abs(filepath.Join(h200, "dmesg-nvrm.txt"))+"'\n")
-		stub("ibstat", `cat '`+abs("testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0")+"'\n")
-		cmd := exec.Command("sh", "-c", Collect, "gpuaccept-health", "0")
-		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "OMPI_COMM_WORLD_RANK=" + rank, "GPUACCEPT_HOSTS=node-a,node-b"}
-		out, err := cmd.CombinedOutput()
-		assert.NilError(t, err, string(out))
-		return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+		return collect(t, tmp, rank, "node-a,node-b", xml)
 	}
 	a, b := run("0", filepath.Join(h200, "nvidia-smi-q-x.xml")), run("1", "testdata/h200/ecc-uncorrected.xml")
-	var log []string
-	for i := 0; i < len(a) || i < len(b); i++ {
-		if i < len(a) {
-			log = append(log, a[i])
-		}
-		if i < len(b) {
-			log = append(log, b[i])
-		}
-	}
 	path := filepath.Join(tmp, "node.log")
+	log := interleave(a, b)
 	assert.NilError(t, os.WriteFile(path, []byte(strings.Join(log, "\n")+"\n"), 0o644))
 	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node", Params: map[string]string{"hcas": "8", "ib_rate": "200"},
 		Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}}, Outputs: []plan.Output{{Step: "node", Log: path}}})
@@ -258,6 +232,130 @@ esac
 	p, err = Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node", Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}}, Outputs: []plan.Output{{Step: "node", Log: path}}})
 	assert.NilError(t, err)
 	assert.Assert(t, strings.Contains(p.Error, "node node-b's collection was cut short"), p.Error)
+}
+
+func interleave(logs ...[]string) []string {
+	var out []string
+	for i := 0; ; i++ {
+		more := false
+		for _, l := range logs {
+			if i < len(l) {
+				out = append(out, l[i])
+				more = true
+			}
+		}
+		if !more {
+			return out
+		}
+	}
+}
+
+// collect runs collect.sh as rank of hosts, its nvidia-smi, dmesg and
+// ibstat replaying real outputs (nvidia-smi -q -x: xml).
+func collect(t *testing.T, tmp, rank, hosts, xml string) []string {
+	t.Helper()
+	abs := func(p string) string { a, err := filepath.Abs(p); assert.NilError(t, err); return a }
+	bin, err := os.MkdirTemp(tmp, "bin")
+	assert.NilError(t, err)
+	{
+		stub := func(name, body string) {
+			assert.NilError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body), 0o755))
+		}
+		stub("nvidia-smi", `case "$1" in
+-q) cat '`+abs(xml)+`' ;;
+--query-gpu=clocks_event_reasons.active) exit 0 ;;
+--query-gpu=*) cat '`+abs(filepath.Join(h200, "query-gpu.csv"))+`' ;;
+nvlink) cat '`+abs(filepath.Join(h200, "nvlink-status.txt"))+`' ;;
+esac
+`)
+		stub("dmesg", `cat '`+abs(filepath.Join(h200, "dmesg-nvrm.txt"))+"'\n")
+		stub("ibstat", `cat '`+abs("testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0")+"'\n")
+		cmd := exec.Command("sh", "-c", Collect, "gpuaccept-health", "0")
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "OMPI_COMM_WORLD_RANK=" + rank, "GPUACCEPT_HOSTS=" + hosts}
+		out, err := cmd.CombinedOutput()
+		assert.NilError(t, err, string(out))
+		return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	}
+}
+
+// Three nodes, node-c's driver another version: node-c fails
+// GA-DRIVER-MISMATCH naming both versions. Two nodes that disagree: no
+// version is the common one, both fail.
+func TestDriverAcrossNodes(t *testing.T) {
+	tmp := t.TempDir()
+	good, odd := filepath.Join(h200, "nvidia-smi-q-x.xml"), "testdata/h200/driver-570.xml"
+	judgeLog := func(hosts string, xmls ...string) result.Parsed {
+		var logs [][]string
+		for i, x := range xmls {
+			logs = append(logs, collect(t, tmp, fmt.Sprint(i), hosts, x))
+		}
+		path := filepath.Join(tmp, "node.log")
+		assert.NilError(t, os.WriteFile(path, []byte(strings.Join(interleave(logs...), "\n")+"\n"), 0o644))
+		p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node", Topology: plan.Topology{Scope: plan.Scope{Nodes: len(xmls), GPUsPerNode: 1}}, Outputs: []plan.Output{{Step: "node", Log: path}}})
+		assert.NilError(t, err)
+		assert.Equal(t, p.Error, "")
+		return p
+	}
+	p := judgeLog("node-a,node-b,node-c", good, good, odd)
+	var bad []result.Check
+	for _, c := range p.Checks {
+		if !c.OK {
+			bad = append(bad, c)
+		}
+	}
+	assert.Equal(t, len(bad), 1, "%+v", bad)
+	assert.Equal(t, bad[0].Host, "node-c")
+	assert.Equal(t, bad[0].Code, "GA-DRIVER-MISMATCH")
+	assert.Equal(t, bad[0].Message, "node-c: GPU 0 (00000000:00:06.0) has 570.172.08; the other GPUs have 580.159.04")
+	p = judgeLog("node-a,node-b", good, odd)
+	hosts := map[string]bool{}
+	for _, c := range p.Checks {
+		if !c.OK {
+			assert.Equal(t, c.Code, "GA-DRIVER-MISMATCH")
+			hosts[c.Host] = true
+		}
+	}
+	assert.DeepEqual(t, hosts, map[string]bool{"node-a": true, "node-b": true})
+}
+
+// collect.sh on a node without nvidia-smi, dcgmi or an RDMA driver: each
+// is said absent, and where the SKU expects the hardware it is a warn
+// check GA-TOOL-MISSING.
+func TestAbsentTools(t *testing.T) {
+	for _, tool := range []string{"nvidia-smi", "dcgmi", "ibstat"} {
+		if _, err := exec.LookPath(tool); err == nil {
+			t.Skipf("%s is installed here", tool)
+		}
+	}
+	if _, err := os.Stat("/sys/class/infiniband"); err == nil {
+		t.Skip("this machine has /sys/class/infiniband")
+	}
+	cmd := exec.Command("sh", "-c", Collect, "gpuaccept-health", "1")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "OMPI_COMM_WORLD_RANK=0", "GPUACCEPT_HOSTS=bare"}
+	out, err := cmd.CombinedOutput()
+	assert.NilError(t, err, string(out))
+	path := filepath.Join(t.TempDir(), "node.log")
+	assert.NilError(t, os.WriteFile(path, out, 0o644))
+	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node", Params: map[string]string{"dcgm_level": "1", "hcas": "8"},
+		Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, Outputs: []plan.Output{{Step: "node", Log: path}}})
+	assert.NilError(t, err)
+	assert.Equal(t, p.Error, "")
+	f := failed(p)
+	for _, name := range []string{"GPU count", "DCGM diag", "HCA count"} {
+		c, ok := f[name]
+		assert.Assert(t, ok, "no %s check: %+v", name, p.Checks)
+		assert.Assert(t, c.Warn, "%s is not a warn check", name)
+		assert.Equal(t, c.Code, "GA-TOOL-MISSING")
+		assert.Equal(t, c.Host, "bare")
+	}
+	assert.Equal(t, len(f), 3, "%+v", p.Checks)
+	infos := 0
+	for _, d := range p.Diagnostics {
+		if strings.Contains(d.Message, "is not installed") {
+			infos++
+		}
+	}
+	assert.Assert(t, infos >= 3, "%+v", p.Diagnostics)
 }
 
 // What is no health output is an error naming the file.
