@@ -38,6 +38,7 @@ import (
 	_ "github.com/gpuaccept/gpuaccept/launchers/ssh"
 	"github.com/gpuaccept/gpuaccept/plugins/gemm"
 	"github.com/gpuaccept/gpuaccept/plugins/hbm"
+	"github.com/gpuaccept/gpuaccept/plugins/health"
 	"github.com/gpuaccept/gpuaccept/plugins/hostlink"
 	"github.com/gpuaccept/gpuaccept/plugins/ibperf"
 	"github.com/gpuaccept/gpuaccept/plugins/mori"
@@ -59,6 +60,7 @@ var builtins = map[string]pluginapi.Plugin{
 	gemm.PluginName:     gemm.Plugin{},
 	hbm.PluginName:      hbm.Plugin{},
 	hostlink.PluginName: hostlink.Plugin{},
+	health.PluginName:   health.Plugin{},
 }
 
 // exit codes of the CLI contract (README.md, "Exit codes").

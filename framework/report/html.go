@@ -132,8 +132,9 @@ func perTables(t result.Test) []perTable {
 }
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"upper": func(s result.Status) string { return strings.ToUpper(string(s)) },
-	"bytes": result.FormatBytes,
+	"upper":     func(s result.Status) string { return strings.ToUpper(string(s)) },
+	"checkText": checkText,
+	"bytes":     result.FormatBytes,
 	"curveBut": func(m result.Judged, key string) string {
 		l := map[string]string{}
 		for k, v := range m.Labels {
@@ -212,7 +213,7 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 {{end}}</table>
 {{end}}
 {{if .Checks}}<table class="checks"><tr><th>Check</th><th>Result</th></tr>
-{{range .Checks}}<tr class="{{if .OK}}pass{{else if .Warn}}warn{{else}}fail{{end}}"><td>{{.Name}}</td><td>{{if .OK}}ok{{else}}{{.Message}}{{end}}</td></tr>
+{{range .Checks}}<tr class="{{if .OK}}pass{{else if .Warn}}warn{{else}}fail{{end}}"><td>{{.Name}}</td><td>{{if .OK}}ok{{else}}{{checkText .}}{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Diagnostics}}<pre class="diagnostics">{{range .Diagnostics}}{{.Level}}: {{.Message}}{{if .Source}} ({{.Source}}){{end}}
 {{end}}</pre>{{end}}

@@ -258,9 +258,9 @@ func testcases(t result.Test, class string) []junit.Testcase {
 		switch {
 		case c.OK:
 		case c.Warn:
-			tc.SystemOut = &junit.Output{Data: "WARN: " + c.Message + "\n"}
+			tc.SystemOut = &junit.Output{Data: "WARN: " + checkText(c) + "\n"}
 		default:
-			tc.Failure = &junit.Result{Message: c.Message, Type: "CheckFailed", Data: c.Message}
+			tc.Failure = &junit.Result{Message: checkText(c), Type: "CheckFailed", Data: checkText(c)}
 			failed = true
 		}
 		out = append(out, tc)

@@ -171,6 +171,7 @@ func Table(w io.Writer, run *result.Run) error {
 	if len(run.Localisations) > 0 {
 		fmt.Fprintln(w)
 	}
+	writeFaults(w, run, false)
 	_, err := fmt.Fprintln(w, Summary(run))
 	return err
 }
@@ -201,6 +202,7 @@ func Markdown(w io.Writer, run *result.Run) error {
 	if err := mdFindings(w, run); err != nil {
 		return err
 	}
+	writeFaults(w, run, true)
 	return mdLocalisations(w, run)
 }
 

@@ -94,7 +94,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 		if err != nil {
 			parsed = result.Parsed{Error: "parse: " + err.Error()}
 		}
-		t := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test))
+		t := judgeDeclared(ctx, plugins, s, name, pluginName, test, topo, parsed)
 		t.Name = names[i]
 		t.Raw = raw
 		t.Duration = time.Since(start)

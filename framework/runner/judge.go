@@ -32,7 +32,7 @@ func (r *Runner) judge(ctx context.Context, t result.Test, pluginName, test stri
 	if err != nil {
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
-	j := JudgeWith(r.SKU, t.Name, topo, parsed, LabelDefaults(pctx, r.Plugins, pluginName, test))
+	j := judgeDeclared(pctx, r.Plugins, r.SKU, t.Name, pluginName, test, topo, parsed)
 	j.Name, j.Scope, j.Params, j.Commands, j.Duration, j.Started = t.Name, t.Scope, t.Params, t.Commands, t.Duration, t.Started
 	j.Diagnostics = append(t.Diagnostics, j.Diagnostics...)
 	return j

@@ -162,7 +162,7 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 	if err != nil {
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
-	got := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test))
+	got := judgeDeclared(ctx, plugins, s, name, pluginName, test, topo, parsed)
 	got.Name = t.Name
 	return got, nil
 }

@@ -1,0 +1,81 @@
+package health
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// seeds adds the real outputs (and their degraded copies) as seeds.
+func seeds(f *testing.F, files ...string) {
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(""))
+	f.Add([]byte("\x00\xff<\n{"))
+}
+
+func sectionOf(b []byte) *section {
+	s := &section{name: "fuzz", file: "fuzz", exit: -1}
+	_ = readLines(bytes.NewReader(b), func(text string, no int) { s.lines = append(s.lines, line{text, no}) })
+	return s
+}
+
+// Every parser takes any bytes without panicking or hanging.
+
+func FuzzParseXML(f *testing.F) {
+	seeds(f, filepath.Join(h200, "nvidia-smi-q-x.xml"), "testdata/h200/pcie-x8.xml")
+	f.Fuzz(func(t *testing.T, b []byte) { _, _ = parseXML(sectionOf(b)) })
+}
+
+func FuzzParseCSV(f *testing.F) {
+	seeds(f, filepath.Join(h200, "query-gpu.csv"), filepath.Join(h200, "query-throttle-old-name.csv"))
+	f.Fuzz(func(t *testing.T, b []byte) { _, _ = parseCSV(sectionOf(b)) })
+}
+
+func FuzzParseNVLink(f *testing.F) {
+	seeds(f, "testdata/azurehpc/good_nvlink_status.txt", "testdata/azurehpc/bad_nvlink_status.txt")
+	f.Fuzz(func(t *testing.T, b []byte) { parseNVLink(sectionOf(b)) })
+}
+
+func FuzzParseXIDs(f *testing.F) {
+	seeds(f, "testdata/gpud/dmesg-with-xid-119.log", "testdata/h200/dmesg-xid79.txt")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, x := range parseXIDs(sectionOf(b)) {
+			sameBus(x.pci, "00000000:00:06.0")
+		}
+		parseXIDList(string(b))
+	})
+}
+
+func FuzzParseDCGM(f *testing.F) {
+	seeds(f, "testdata/dcgm/dcgm-3.1.0-jsonresulttests.txt", "testdata/dcgm/dcgm-4.2.3-gb10-software-fail.json", "testdata/dcgm/dcgm-4-issue215-diagnostic-gpu3-isolate.json")
+	f.Fuzz(func(t *testing.T, b []byte) { _, _ = parseDCGM(sectionOf(b)) })
+}
+
+func FuzzParseIB(f *testing.F) {
+	seeds(f, "testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0")
+	f.Add([]byte("mlx5_0 1 state 4: ACTIVE\nmlx5_0 1 rate 400 Gb/sec (4X NDR)\nmlx5_0 1 gids/0 0000:0000:0000:0000:0000:0000:0000:0000\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		parseIBStat(sectionOf(b))
+		parseIBSysfs(sectionOf(b))
+	})
+}
+
+// The whole Parse, tagged log or sniffed file.
+func FuzzParse(f *testing.F) {
+	seeds(f, filepath.Join(h200, "nvidia-smi-q-x.xml"), "testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", "testdata/dcgm/dcgm-4.2.3-gb10-software-fail.json")
+	f.Add([]byte("a|begin|@begin gpuaccept-health 1\na|nvsmi-csv|index, name\na|nvsmi-csv|0, x\na|nvlink|GPU 0: X (UUID: y)\na|nvlink|Link 0: <inactive>\na|end|@end\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(t.TempDir(), "in.log")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		parse(t, map[string]string{"nvlinks": "4", "hcas": "2", "ib_rate": "400", "dcgm_level": "1"}, 2, 8, path)
+	})
+}

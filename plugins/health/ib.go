@@ -1,0 +1,141 @@
+package health
+
+// This file: the node's InfiniBand and RoCE ports, from ibstat or from
+// /sys/class/infiniband (collect.sh prints "DEV PORT FILE VALUE").
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ibPort is one port of one HCA.
+type ibPort struct {
+	hca       string
+	port      int
+	state     string  // "ACTIVE", "DOWN", "INIT", ... (upper case)
+	rate      float64 // Gb/s; -1 unknown
+	linkLayer string  // "InfiniBand" or "Ethernet"
+	gid       string  // GID 0, sysfs only; "" unknown
+	hasGID    bool
+	where     string
+}
+
+var (
+	ibstatCA   = regexp.MustCompile(`^CA '([^']{1,64})'`)
+	ibstatPort = regexp.MustCompile(`^Port (\d+):`)
+	ibstatKV   = regexp.MustCompile(`^([A-Za-z ]+):\s*(.*)$`)
+)
+
+// parseIBStat reads ibstat's per-CA, per-port blocks ("CA 'mlx5_0'",
+// "Port 1:", "State: Active", "Rate: 400", "Link layer: InfiniBand"). A
+// line ibstat prints on a failing device ("ibpanic: ...") is returned as a
+// note.
+func parseIBStat(s *section) (ports []ibPort, notes []line) {
+	hca := ""
+	for _, l := range s.lines {
+		t := strings.TrimSpace(l.text)
+		if m := ibstatCA.FindStringSubmatch(t); m != nil {
+			hca = m[1]
+			continue
+		}
+		if strings.HasPrefix(t, "ibpanic:") || strings.HasPrefix(t, "ibwarn:") {
+			notes = append(notes, line{t, l.no})
+			continue
+		}
+		if hca == "" {
+			continue
+		}
+		if m := ibstatPort.FindStringSubmatch(t); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			ports = append(ports, ibPort{hca: hca, port: n, rate: -1, where: s.file + ":" + strconv.Itoa(l.no)})
+			continue
+		}
+		if len(ports) == 0 || ports[len(ports)-1].hca != hca {
+			continue
+		}
+		p := &ports[len(ports)-1]
+		m := ibstatKV.FindStringSubmatch(t)
+		if m == nil {
+			continue
+		}
+		switch m[1] {
+		case "State":
+			p.state = strings.ToUpper(strings.TrimSpace(m[2]))
+		case "Rate":
+			p.rate = rateOf(m[2])
+		case "Link layer":
+			p.linkLayer = strings.TrimSpace(m[2])
+		}
+	}
+	return ports, notes
+}
+
+// rateOf reads "400", "400 Gb/sec (4X NDR)" or "200 Gb/s" as Gb/s.
+func rateOf(v string) float64 {
+	f := strings.Fields(v)
+	if len(f) == 0 {
+		return -1
+	}
+	r, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || r < 0 || r > 1e6 {
+		return -1
+	}
+	return r
+}
+
+// parseIBSysfs reads collect.sh's lines of /sys/class/infiniband:
+// "mlx5_0 1 state 4: ACTIVE", "mlx5_0 1 rate 400 Gb/sec (4X NDR)",
+// "mlx5_0 1 link_layer InfiniBand", "mlx5_0 1 gids/0 fe80:...".
+func parseIBSysfs(s *section) []ibPort {
+	var ports []ibPort
+	idx := map[string]int{}
+	for _, l := range s.lines {
+		f := strings.SplitN(strings.TrimSpace(l.text), " ", 4)
+		if len(f) < 3 {
+			continue
+		}
+		n, err := strconv.Atoi(f[1])
+		if err != nil || n < 0 || n > 1<<16 {
+			continue
+		}
+		val := ""
+		if len(f) == 4 {
+			val = strings.TrimSpace(f[3])
+		}
+		key := f[0] + " " + f[1]
+		i, ok := idx[key]
+		if !ok {
+			i = len(ports)
+			idx[key] = i
+			ports = append(ports, ibPort{hca: f[0], port: n, rate: -1, where: s.file + ":" + strconv.Itoa(l.no)})
+		}
+		p := &ports[i]
+		p.apply(f[2], val)
+	}
+	return ports
+}
+
+// apply sets one sysfs file's value on p: state ("4: ACTIVE"), rate,
+// link_layer, gids/0.
+func (p *ibPort) apply(file, val string) {
+	switch file {
+	case "state":
+		_, st, ok := strings.Cut(val, ":")
+		if !ok {
+			st = val
+		}
+		p.state = strings.ToUpper(strings.TrimSpace(st))
+	case "rate":
+		p.rate = rateOf(val)
+	case "link_layer":
+		p.linkLayer = val
+	case "gids/0":
+		p.gid, p.hasGID = val, true
+	}
+}
+
+// zeroGID says g is the all-zero GID: the port has no address.
+func zeroGID(g string) bool {
+	return strings.Trim(g, "0:") == ""
+}

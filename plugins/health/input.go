@@ -1,0 +1,210 @@
+package health
+
+// This file: turning the outputs handed to Parse into nodes and sections.
+// A planned run's log holds every node's lines, each "HOST|SECTION|TEXT"
+// (collect.sh), interleaved by the rank starter; a file given to
+// gpuaccept check may instead be one tool's own output (nvidia-smi -q -x,
+// a --query-gpu CSV, nvlink --status, dmesg, dcgmi diag -j, ibstat), which
+// is sniffed.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
+)
+
+// maxLine bounds one line kept from a log (a hostile log of gigabytes on
+// one line must not be held whole); the rest of such a line is dropped.
+const maxLine = 1 << 20
+
+// maxLines bounds the lines kept per section.
+const maxLines = 1 << 20
+
+// line is one line of a section and where it was in its file.
+type line struct {
+	text string
+	no   int
+}
+
+// section is one tool's output on one node.
+type section struct {
+	name  string
+	file  string
+	lines []line
+	// absent names the tool that is not installed ("@absent TOOL").
+	absent string
+	// exit is the tool's exit status ("@exit N"); -1: not printed.
+	exit int
+}
+
+// text is the section's lines joined, for the parsers of whole documents
+// (XML, JSON).
+func (s *section) text() string {
+	var b strings.Builder
+	for _, l := range s.lines {
+		b.WriteString(l.text)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// where is "FILE:LINE" of the section's first line.
+func (s *section) where() string {
+	if len(s.lines) == 0 {
+		return s.file
+	}
+	return fmt.Sprintf("%s:%d", s.file, s.lines[0].no)
+}
+
+// nodeInput is what one node's collection printed.
+type nodeInput struct {
+	host     string
+	sections map[string]*section
+	order    []string
+	begun    bool
+	ended    bool
+}
+
+func (n *nodeInput) section(name, file string) *section {
+	if s, ok := n.sections[name]; ok {
+		return s
+	}
+	s := &section{name: name, file: file, exit: -1}
+	n.sections[name] = s
+	n.order = append(n.order, name)
+	return s
+}
+
+// readLines calls fn for each line of r (no line end, at most maxLine
+// bytes kept of it), numbered from 1.
+func readLines(r io.Reader, fn func(text string, no int)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	no := 0
+	var buf []byte
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		if len(chunk) > 0 || isPrefix || err == nil {
+			if len(buf) < maxLine {
+				room := maxLine - len(buf)
+				if len(chunk) > room {
+					chunk = chunk[:room]
+				}
+				buf = append(buf, chunk...)
+			}
+			if !isPrefix && err == nil {
+				no++
+				fn(string(buf), no)
+				buf = buf[:0]
+			}
+		}
+		if err == io.EOF {
+			if len(buf) > 0 {
+				no++
+				fn(string(buf), no)
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+var tagged = regexp.MustCompile(`^([^|]{1,255})\|([a-z0-9-]{1,32})\|`)
+
+// splitTagged regroups the lines of a collect.sh log by host and section,
+// in the order the hosts first appear. Lines without the tag (a rank
+// starter's own messages) are returned as strays. ok is false when the
+// log holds no collect.sh begin line: it is no tagged log.
+func splitTagged(r io.Reader, file string) (nodes []*nodeInput, strays []line, ok bool, err error) {
+	byHost := map[string]*nodeInput{}
+	err = readLines(r, func(text string, no int) {
+		t := strings.TrimSuffix(text, "\r")
+		t = t[textdiag.PrefixLen(t):]
+		m := tagged.FindStringSubmatch(t)
+		if m == nil {
+			if strings.TrimSpace(t) != "" && len(strays) < 1000 {
+				strays = append(strays, line{t, no})
+			}
+			return
+		}
+		host, name, rest := m[1], m[2], t[len(m[0]):]
+		n := byHost[host]
+		if n == nil {
+			n = &nodeInput{host: host, sections: map[string]*section{}}
+			byHost[host] = n
+			nodes = append(nodes, n)
+		}
+		switch {
+		case name == "begin" && strings.HasPrefix(rest, "@begin gpuaccept-health"):
+			n.begun, ok = true, true
+			return
+		case name == "end" && rest == "@end":
+			n.ended = true
+			return
+		}
+		s := n.section(name, file)
+		switch {
+		case strings.HasPrefix(rest, "@absent "):
+			s.absent = strings.TrimSpace(strings.TrimPrefix(rest, "@absent "))
+		case strings.HasPrefix(rest, "@exit "):
+			fmt.Sscanf(strings.TrimPrefix(rest, "@exit "), "%d", &s.exit)
+		case len(s.lines) < maxLines:
+			s.lines = append(s.lines, line{rest, no})
+		}
+	})
+	return nodes, strays, ok, err
+}
+
+// sniff says which section a tool's own output is, from its content:
+// "nvsmi-xml", "nvsmi-csv", "nvlink", "kernel-log", "dcgm", "ibstat"; ""
+// for none of them.
+func sniff(head []byte) string {
+	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
+	first, _, _ := bytes.Cut(t, []byte("\n"))
+	switch {
+	case bytes.Contains(head, []byte("<nvidia_smi_log")):
+		return "nvsmi-xml"
+	case bytes.Contains(head, []byte(`"DCGM GPU Diagnostic"`)) || bytes.Contains(head, []byte(`"DCGM Diagnostic"`)):
+		return "dcgm"
+	case csvHeader(string(first)):
+		return "nvsmi-csv"
+	case nvlinkHead.Match(t) || bytes.Contains(head, []byte("Unable to retrieve NVLink information")):
+		return "nvlink"
+	case bytes.Contains(head, []byte("CA '")) && bytes.Contains(head, []byte("Port ")):
+		return "ibstat"
+	case bytes.Contains(head, []byte("NVRM:")):
+		return "kernel-log"
+	}
+	return ""
+}
+
+var nvlinkHead = regexp.MustCompile(`^GPU \d+: .*\(UUID: [^)]*\)\s*\n\s*Link \d+:`)
+
+// queryField is one header cell of nvidia-smi --query-gpu CSV: a field
+// name, with its unit in brackets when nounits was not asked for.
+var queryField = regexp.MustCompile(`^[a-z_]+(\.[a-z_]+)*( \[[^\]]*\])?$`)
+
+// csvHeader says line is the header of nvidia-smi --query-gpu
+// --format=csv output: comma-separated field names, one of them index or
+// a dotted one.
+func csvHeader(line string) bool {
+	cells := strings.Split(strings.TrimSpace(line), ",")
+	if len(cells) < 2 {
+		return false
+	}
+	dotted := false
+	for _, c := range cells {
+		c = strings.TrimSpace(c)
+		if !queryField.MatchString(c) {
+			return false
+		}
+		dotted = dotted || strings.Contains(c, ".") || c == "index"
+	}
+	return dotted
+}

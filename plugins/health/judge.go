@@ -1,0 +1,636 @@
+package health
+
+// This file: the checks of each node, and across nodes.
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+// node is what the sections of one node say, parsed.
+type node struct {
+	host       string
+	gpus       []gpu
+	gpuSource  bool // a source listing every GPU (-q -x or the CSV) was read
+	nvlink     []nvlinkGPU
+	nvlinkSeen bool
+	xids       []xid
+	kernelSeen bool
+	dcgm       *dcgmRun
+	ports      []ibPort
+	ibSeen     bool
+	absent     map[string]string // section -> tool
+}
+
+// checks collects a node's checks.
+type checks struct {
+	p    *result.Parsed
+	host string
+}
+
+func (c checks) add(name string, ok bool, code, msg string) {
+	c.addCheck(result.Check{Name: name, OK: ok, Message: msg, Code: code})
+}
+
+func (c checks) warn(name, code, msg string) {
+	c.addCheck(result.Check{Name: name, OK: false, Warn: true, Message: msg, Code: code})
+}
+
+func (c checks) addCheck(ch result.Check) {
+	ch.Host = c.host
+	if c.host != "" {
+		ch.Message = c.host + ": " + ch.Message
+	}
+	if ch.OK {
+		ch.Code = ""
+	}
+	c.p.Checks = append(c.p.Checks, ch)
+}
+
+// readNode parses n's sections; parse errors are returned, the sections
+// that parsed are used.
+func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
+	nd := node{host: n.host, absent: map[string]string{}}
+	var errs []string
+	var xmlGPUs, csvGPUs []gpu
+	for _, name := range n.order {
+		s := n.sections[name]
+		if s.absent != "" {
+			nd.absent[name] = s.absent
+			p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Message: fmt.Sprintf("%s%s is not installed: its checks are not made", hostPrefix(n.host), s.absent), Source: s.file})
+			continue
+		}
+		if s.exit > 0 && name != "kernel-log" && name != "dcgm" {
+			p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("%s%s exited with status %d: %s", hostPrefix(n.host), name, s.exit, clip(firstText(s))), Source: s.where()})
+		}
+		var err error
+		switch name {
+		case "nvsmi-xml":
+			xmlGPUs, err = parseXML(s)
+			nd.gpuSource = nd.gpuSource || err == nil
+		case "nvsmi-csv":
+			csvGPUs, err = parseCSV(s)
+			nd.gpuSource = nd.gpuSource || err == nil
+		case "nvlink":
+			nd.nvlink, nd.nvlinkSeen = parseNVLink(s), true
+		case "kernel-log":
+			nd.xids, nd.kernelSeen = parseXIDs(s), true
+		case "dcgm":
+			nd.dcgm, err = parseDCGM(s)
+		case "ibstat":
+			ports, notes := parseIBStat(s)
+			nd.ports, nd.ibSeen = append(nd.ports, ports...), true
+			for _, l := range notes {
+				p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: hostPrefix(n.host) + clip(l.text), Source: fmt.Sprintf("%s:%d", s.file, l.no)})
+			}
+		case "ib-sysfs":
+			sys := parseIBSysfs(s)
+			nd.ibSeen = true
+			if len(nd.ports) == 0 {
+				nd.ports = sys
+			} else {
+				// ibstat read first: sysfs adds the GIDs.
+				for _, sp := range sys {
+					for i := range nd.ports {
+						if nd.ports[i].hca == sp.hca && nd.ports[i].port == sp.port {
+							nd.ports[i].gid, nd.ports[i].hasGID = sp.gid, sp.hasGID
+						}
+					}
+				}
+			}
+		default:
+			p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Message: fmt.Sprintf("%ssection %s is collected but not judged by this version", hostPrefix(n.host), name), Source: s.where()})
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	nd.gpus = merge(xmlGPUs, csvGPUs)
+	return nd, errs
+}
+
+func hostPrefix(h string) string {
+	if h == "" {
+		return ""
+	}
+	return h + ": "
+}
+
+func firstText(s *section) string {
+	if len(s.lines) == 0 {
+		return ""
+	}
+	return s.lines[0].text
+}
+
+// judgeNodes makes every check of every node, then the ones across nodes.
+func judgeNodes(p *result.Parsed, inputs []*nodeInput, s settings, topo plan.Topology) []string {
+	var errs []string
+	var nodes []node
+	for _, in := range inputs {
+		nd, e := readNode(p, in)
+		errs = append(errs, e...)
+		nodes = append(nodes, nd)
+	}
+	models := map[string]int{}
+	for _, nd := range nodes {
+		judgeNode(p, nd, s)
+		for _, g := range nd.gpus {
+			if g.name != "" {
+				models[g.name]++
+			}
+		}
+	}
+	if m := majority(models); m != "" {
+		if p.Info == nil {
+			p.Info = map[string]string{}
+		}
+		p.Info["gpu"] = m
+		var hosts []string
+		for _, nd := range nodes {
+			if nd.host != "" {
+				hosts = append(hosts, nd.host)
+			}
+		}
+		if len(hosts) > 0 {
+			p.Info["hosts"] = strings.Join(hosts, ",")
+		}
+	}
+	for _, g := range firstGPUs(nodes) {
+		if g.driver != "" {
+			if p.Info == nil {
+				p.Info = map[string]string{}
+			}
+			p.Info["driver_version"] = g.driver
+			break
+		}
+	}
+	sameAcross(p, nodes, "driver version", "GA-DRIVER-MISMATCH", func(g gpu) string { return g.driver })
+	sameAcross(p, nodes, "VBIOS version", "GA-VBIOS-MISMATCH", func(g gpu) string { return g.vbios })
+	if len(inputs) > 0 && topo.Nodes > 0 && hasHosts(nodes) && len(nodes) != topo.Nodes {
+		p.Checks = append(p.Checks, result.Check{Name: "node count", OK: false,
+			Message: fmt.Sprintf("%d nodes reported, the topology has %d: a node that did not report was not checked", len(nodes), topo.Nodes)})
+	}
+	return errs
+}
+
+func hasHosts(nodes []node) bool {
+	for _, n := range nodes {
+		if n.host != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func firstGPUs(nodes []node) []gpu {
+	for _, n := range nodes {
+		if len(n.gpus) > 0 {
+			return n.gpus
+		}
+	}
+	return nil
+}
+
+// majority is the most common key, the smaller on a tie; "" for none.
+func majority(m map[string]int) string {
+	best, n := "", 0
+	for k, c := range m {
+		if c > n || c == n && k < best {
+			best, n = k, c
+		}
+	}
+	return best
+}
+
+// sameAcross fails, on each node, the GPUs whose value differs from the
+// most common one over all nodes' GPUs (driver, VBIOS). Nothing is
+// checked where fewer than two GPUs give a value.
+func sameAcross(p *result.Parsed, nodes []node, name, code string, value func(gpu) string) {
+	count := map[string]int{}
+	total := 0
+	for _, nd := range nodes {
+		for _, g := range nd.gpus {
+			if v := value(g); v != "" {
+				count[v]++
+				total++
+			}
+		}
+	}
+	if total < 2 {
+		return
+	}
+	want := majority(count)
+	tie := false
+	for v, n := range count {
+		tie = tie || v != want && n == count[want]
+	}
+	for _, nd := range nodes {
+		var odd []string
+		seen := false
+		for _, g := range nd.gpus {
+			v := value(g)
+			if v == "" {
+				continue
+			}
+			seen = true
+			if v != want || tie {
+				odd = append(odd, fmt.Sprintf("%s has %s", g.label(), v))
+			}
+		}
+		if !seen {
+			continue
+		}
+		c := checks{p, nd.host}
+		if len(odd) > 0 && tie {
+			// No value is the most common: which node is odd cannot be
+			// told, so each fails, naming what the others have.
+			c.add(name, false, code, fmt.Sprintf("%s; the GPUs of the nodes disagree (%s)", strings.Join(odd, ", "), valueCounts(count)))
+		} else if len(odd) > 0 {
+			c.add(name, false, code, fmt.Sprintf("%s; the other GPUs have %s", strings.Join(odd, ", "), want))
+		} else if len(count) > 1 {
+			c.add(name, true, "", fmt.Sprintf("%s, as most GPUs", want))
+		} else {
+			c.add(name, true, "", fmt.Sprintf("%s on every GPU", want))
+		}
+	}
+}
+
+// valueCounts is "A on 2 GPUs, B on 1 GPU", values sorted.
+func valueCounts(count map[string]int) string {
+	var vs []string
+	for v := range count {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	for i, v := range vs {
+		vs[i] = fmt.Sprintf("%s on %d GPUs", v, count[v])
+	}
+	return strings.Join(vs, ", ")
+}
+
+// judgeNode makes the checks of one node from what its sections say.
+func judgeNode(p *result.Parsed, nd node, s settings) {
+	c := checks{p, nd.host}
+	if nd.gpuSource {
+		judgeGPUs(c, nd, s)
+	} else if t, ok := nd.absent["nvsmi-xml"]; ok && s.gpus > 0 {
+		c.warn("GPU count", "GA-TOOL-MISSING", fmt.Sprintf("%s is not installed: %d GPUs expected, none could be counted", t, s.gpus))
+	}
+	if nd.nvlinkSeen {
+		judgeNVLink(c, nd, s)
+	}
+	if nd.kernelSeen {
+		judgeXIDs(c, nd, s)
+	}
+	if nd.dcgm != nil {
+		judgeDCGM(c, nd.dcgm)
+	} else if t, ok := nd.absent["dcgm"]; ok && s.dcgmLevel > 0 {
+		c.warn("DCGM diag", "GA-TOOL-MISSING", fmt.Sprintf("%s is not installed: dcgmi diag -r %d was not run", t, s.dcgmLevel))
+	}
+	if nd.ibSeen {
+		judgeIB(c, nd, s)
+	} else if _, ok := nd.absent["ib-sysfs"]; ok && (s.hcas > 0 || s.ibRate > 0) {
+		c.warn("HCA count", "GA-TOOL-MISSING", "no /sys/class/infiniband (no RDMA driver loaded): the SKU expects InfiniBand/RoCE ports")
+	}
+}
+
+func judgeGPUs(c checks, nd node, s settings) {
+	gs := nd.gpus
+	if s.gpus > 0 || len(gs) == 0 {
+		ok := len(gs) == s.gpus
+		c.add("GPU count", ok, "GA-GPU-COUNT", fmt.Sprintf("%d GPUs, %d expected", len(gs), s.gpus))
+	}
+	models := map[string]int{}
+	for _, g := range gs {
+		if g.name != "" {
+			models[g.name]++
+		}
+	}
+	if len(models) > 0 {
+		want := majority(models)
+		var odd []string
+		for _, g := range gs {
+			if g.name != "" && g.name != want {
+				odd = append(odd, fmt.Sprintf("%s is %s", g.label(), g.name))
+			}
+		}
+		if len(odd) > 0 {
+			c.add("GPU model", false, "GA-GPU-MODEL", fmt.Sprintf("%s; the other GPUs are %s", strings.Join(odd, ", "), want))
+		} else {
+			c.add("GPU model", true, "", fmt.Sprintf("%d x %s", len(gs), want))
+		}
+	}
+	// perGPU makes one check over the GPUs that report the value: bad
+	// returns the problem of a GPU ("" for none).
+	perGPU := func(name, code string, has func(gpu) bool, bad func(gpu) string, okMsg string) {
+		var probs []string
+		n := 0
+		for _, g := range gs {
+			if !has(g) {
+				continue
+			}
+			n++
+			if b := bad(g); b != "" {
+				probs = append(probs, g.label()+": "+b)
+			}
+		}
+		if n == 0 {
+			return
+		}
+		if len(probs) > 0 {
+			c.add(name, false, code, strings.Join(probs, "; "))
+		} else {
+			c.add(name, true, "", fmt.Sprintf(okMsg, n))
+		}
+	}
+	perGPU("ECC mode", "GA-GPU-ECC-OFF", func(g gpu) bool { return known(g.eccMode) }, func(g gpu) string {
+		if g.eccMode != "Enabled" {
+			return "ECC " + g.eccMode
+		}
+		return ""
+	}, "ECC enabled on %d GPUs")
+	perGPU("uncorrected ECC", "GA-GPU-ECC-UNCORR", func(g gpu) bool { return g.uncorrVol >= 0 }, func(g gpu) string {
+		if g.uncorrVol > 0 {
+			return fmt.Sprintf("%d uncorrected ECC errors since the driver loaded (volatile), %s in its lifetime", g.uncorrVol, countText(g.uncorrAgg))
+		}
+		return ""
+	}, "no uncorrected ECC errors on %d GPUs since the driver loaded")
+	// The lifetime count alone warns: row remapping has likely repaired
+	// the rows, and a pending or failed remap is its own check.
+	var agg []string
+	for _, g := range gs {
+		if g.uncorrAgg > 0 && g.uncorrVol <= 0 {
+			agg = append(agg, fmt.Sprintf("%s: %d uncorrected ECC errors in its lifetime (aggregate), none since the driver loaded", g.label(), g.uncorrAgg))
+		}
+	}
+	if len(agg) > 0 {
+		c.warn("uncorrected ECC history", "GA-GPU-ECC-AGGREGATE", strings.Join(agg, "; "))
+	}
+	perGPU("retired pages", "GA-GPU-RETIRED-PENDING", func(g gpu) bool { return g.retiredPending != "" }, func(g gpu) string {
+		if g.retiredPending == "Yes" {
+			return "pages pending retirement"
+		}
+		return ""
+	}, "no page retirement pending on %d GPUs")
+	perGPU("row remap pending", "GA-GPU-ROWREMAP-PENDING", func(g gpu) bool { return g.remapPending != "" }, func(g gpu) string {
+		if g.remapPending == "Yes" {
+			return "a row remap is pending (takes effect at the next GPU reset)"
+		}
+		return ""
+	}, "no row remap pending on %d GPUs")
+	perGPU("row remap failure", "GA-GPU-ROWREMAP-FAIL", func(g gpu) bool { return g.remapFail != "" }, func(g gpu) string {
+		if g.remapFail == "Yes" {
+			return "a row remap failed"
+		}
+		return ""
+	}, "no failed row remap on %d GPUs")
+	perGPU("clock events", "GA-GPU-THROTTLE", func(g gpu) bool { return g.hasReasons }, func(g gpu) string {
+		if b := g.reasons & badReasons; b != 0 {
+			return fmt.Sprintf("clocks held down by %s (clocks_event_reasons 0x%016x)", reasonNames(b), g.reasons)
+		}
+		return ""
+	}, "no hardware or thermal slowdown on %d GPUs (idle, application clocks, power cap and sync boost are not faults)")
+	perGPU("PCIe link", "GA-PCIE-DOWNGRADE", func(g gpu) bool { return g.widthCur >= 0 || g.genMax >= 0 }, func(g gpu) string {
+		var p []string
+		if g.widthCur >= 0 && g.widthMax > 0 && g.widthCur < g.widthMax {
+			p = append(p, fmt.Sprintf("width x%d, max x%d", g.widthCur, g.widthMax))
+		}
+		if s.pcieWidth > 0 && g.widthCur >= 0 && g.widthCur < s.pcieWidth {
+			p = append(p, fmt.Sprintf("width x%d, the SKU's x%d", g.widthCur, s.pcieWidth))
+		}
+		if s.pcieGen > 0 && g.genMax >= 0 && g.genMax < s.pcieGen {
+			p = append(p, fmt.Sprintf("max generation %d, the SKU's %d", g.genMax, s.pcieGen))
+		}
+		return strings.Join(p, ", ")
+	}, "every link of %d GPUs at its width and generation")
+	// A link below its max generation at idle is the GPU saving power
+	// (it trains up under load): a warning, not a fault.
+	var gen []string
+	for _, g := range gs {
+		if g.genCur >= 0 && g.genMax > 0 && g.genCur < g.genMax {
+			gen = append(gen, fmt.Sprintf("%s: PCIe generation %d, max %d", g.label(), g.genCur, g.genMax))
+		}
+	}
+	if len(gen) > 0 {
+		c.warn("PCIe generation", "GA-PCIE-DOWNGRADE", strings.Join(gen, "; ")+" (an idle GPU may run its link slower; a loaded one must not)")
+	}
+	var off []string
+	pm := 0
+	for _, g := range gs {
+		if known(g.persistence) {
+			pm++
+			if g.persistence != "Enabled" {
+				off = append(off, g.label())
+			}
+		}
+	}
+	switch {
+	case len(off) > 0:
+		c.warn("persistence mode", "GA-GPU-PERSISTENCE", "persistence mode disabled on "+strings.Join(off, ", "))
+	case pm > 0:
+		c.add("persistence mode", true, "", fmt.Sprintf("persistence mode enabled on %d GPUs", pm))
+	}
+}
+
+// known says an nvidia-smi value is given (not N/A or Not Supported).
+func known(v string) bool {
+	v = strings.Trim(strings.TrimSpace(v), "[]")
+	return v != "" && v != "N/A" && v != "Not Supported"
+}
+
+func countText(n int64) string {
+	if n < 0 {
+		return "unknown"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func judgeNVLink(c checks, nd node, s settings) {
+	if len(nd.nvlink) == 0 {
+		if s.nvlinks > 0 {
+			c.add("NVLink", false, "GA-NVLINK-INACTIVE", fmt.Sprintf("nvidia-smi nvlink --status lists no GPU with NVLink, %d active links per GPU expected", s.nvlinks))
+		}
+		return
+	}
+	var probs []string
+	links := 0
+	for _, g := range nd.nvlink {
+		links += len(g.active)
+		switch {
+		case g.allInactive:
+			probs = append(probs, fmt.Sprintf("GPU %d: all links inactive", g.index))
+		case len(g.inactive) > 0:
+			probs = append(probs, fmt.Sprintf("GPU %d: links %s inactive (%d active)", g.index, ints(g.inactive), len(g.active)))
+		case s.nvlinks > 0 && len(g.active) < s.nvlinks:
+			probs = append(probs, fmt.Sprintf("GPU %d: %d active links, %d expected", g.index, len(g.active), s.nvlinks))
+		}
+	}
+	if len(probs) > 0 {
+		c.add("NVLink", false, "GA-NVLINK-INACTIVE", strings.Join(probs, "; "))
+		return
+	}
+	c.add("NVLink", true, "", fmt.Sprintf("%d GPUs, %d active links, none inactive", len(nd.nvlink), links))
+}
+
+func ints(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func judgeXIDs(c checks, nd node, s settings) {
+	var fatal, other []string
+	offBus := false
+	for _, x := range nd.xids {
+		gpuName := "PCI " + x.pci
+		for _, g := range nd.gpus {
+			if sameBus(x.pci, g.busID) {
+				gpuName = g.label()
+			}
+		}
+		desc := fmt.Sprintf("XID %d on %s (%s)", x.code, gpuName, x.where)
+		if s.xidFatal[x.code] {
+			fatal = append(fatal, desc)
+			offBus = offBus || x.code == 79
+		} else {
+			other = append(other, desc)
+		}
+	}
+	for _, o := range other {
+		c.p.Diagnostics = append(c.p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: hostPrefix(nd.host) + o + ": not on the fatal list (xid_fatal)"})
+	}
+	if len(fatal) > 0 {
+		code := "GA-GPU-XID"
+		if offBus {
+			code = "GA-GPU-OFFBUS"
+		}
+		sort.Strings(fatal)
+		c.add("XID", false, code, "fatal "+strings.Join(fatal, "; "))
+		return
+	}
+	c.add("XID", true, "", fmt.Sprintf("no fatal XID in the kernel log (%d XID lines)", len(nd.xids)))
+}
+
+// dcgmRank orders the severity names from worst: the verdict is made on
+// the name.
+var dcgmRank = map[string]int{"DCGM_ERROR_RESET": 6, "DCGM_ERROR_ISOLATE": 5, "DCGM_ERROR_TRIAGE": 4, "DCGM_ERROR_UNKNOWN": 3, "DCGM_ERROR_CONFIG": 2, "DCGM_ERROR_MONITOR": 1, "DCGM_ERROR_NONE": 0, "": 0}
+
+func judgeDCGM(c checks, run *dcgmRun) {
+	type verdict struct {
+		status   string
+		worst    string
+		messages []string
+	}
+	tests := map[string]*verdict{}
+	var order []string
+	for _, f := range run.findings {
+		v := tests[f.test]
+		if v == nil {
+			v = &verdict{status: "pass"}
+			tests[f.test] = v
+			order = append(order, f.test)
+		}
+		switch f.status {
+		case "fail":
+			v.status = "fail"
+		case "warn", "warning":
+			if v.status != "fail" {
+				v.status = "warn"
+			}
+		}
+		for _, w := range f.warnings {
+			if dcgmRank[w.severity] > dcgmRank[v.worst] || v.worst == "" {
+				v.worst = w.severity
+			}
+			msg := w.text
+			if w.reason != "" {
+				msg = w.reason + ": " + msg
+			}
+			if f.gpus != "" {
+				msg = "GPU " + f.gpus + ": " + msg
+			}
+			if len(v.messages) < 5 {
+				v.messages = append(v.messages, clip(msg))
+			}
+		}
+	}
+	for _, t := range order {
+		v := tests[t]
+		name := "DCGM diag " + t
+		detail := strings.Join(v.messages, "; ")
+		sev := ""
+		if v.worst != "" {
+			sev = " (" + v.worst + ")"
+		}
+		switch {
+		case v.status == "fail":
+			code := "GA-DCGM-DIAG"
+			switch v.worst {
+			case "DCGM_ERROR_RESET":
+				code = "GA-DCGM-RESET"
+			case "DCGM_ERROR_CONFIG":
+				code = "GA-DCGM-CONFIG"
+			case "DCGM_ERROR_MONITOR":
+				c.warn(name, "GA-DCGM-WARN", fmt.Sprintf("failed%s: %s", sev, detail))
+				continue
+			}
+			c.add(name, false, code, fmt.Sprintf("failed%s: %s", sev, detail))
+		case v.status == "warn":
+			c.warn(name, "GA-DCGM-WARN", fmt.Sprintf("warned%s: %s", sev, detail))
+		default:
+			c.add(name, true, "", "passed (DCGM "+run.version+")")
+		}
+	}
+}
+
+func judgeIB(c checks, nd node, s settings) {
+	if s.hcas > 0 || len(nd.ports) == 0 {
+		c.add("HCA count", len(nd.ports) >= s.hcas && (len(nd.ports) > 0 || s.hcas == 0), "GA-IB-COUNT", fmt.Sprintf("%d InfiniBand/RoCE ports, %d expected", len(nd.ports), s.hcas))
+	}
+	if len(nd.ports) == 0 {
+		return
+	}
+	var down, slow, nogid []string
+	for _, p := range nd.ports {
+		id := fmt.Sprintf("%s port %d", p.hca, p.port)
+		if p.state != "ACTIVE" {
+			down = append(down, fmt.Sprintf("%s is %s", id, orUnknown(p.state)))
+		}
+		if s.ibRate > 0 && p.rate >= 0 && p.rate < s.ibRate {
+			slow = append(slow, fmt.Sprintf("%s at %g Gb/s", id, p.rate))
+		}
+		if p.linkLayer == "Ethernet" && p.hasGID && zeroGID(p.gid) {
+			nogid = append(nogid, id)
+		}
+	}
+	if len(down) > 0 {
+		c.add("IB port state", false, "GA-IB-PORT-DOWN", strings.Join(down, "; "))
+	} else {
+		c.add("IB port state", true, "", fmt.Sprintf("%d ports ACTIVE", len(nd.ports)))
+	}
+	if s.ibRate > 0 {
+		if len(slow) > 0 {
+			c.add("IB rate", false, "GA-IB-RATE", fmt.Sprintf("%s; the SKU's rate is %g Gb/s", strings.Join(slow, "; "), s.ibRate))
+		} else {
+			c.add("IB rate", true, "", fmt.Sprintf("%d ports at %g Gb/s or more", len(nd.ports), s.ibRate))
+		}
+	}
+	if len(nogid) > 0 {
+		c.add("RoCE GID", false, "GA-ROCE-GID", "no GID (GID 0 is all zero) on "+strings.Join(nogid, ", "))
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "in no state ibstat printed"
+	}
+	return s
+}

@@ -1,0 +1,260 @@
+// Package health is the test plugin health.node: every node's health
+// before any benchmark, vendor-neutral. One process per node runs
+// collect.sh, which prints what the node's tools say (nvidia-smi -q -x and
+// --query-gpu, nvlink --status, the kernel log's XID lines, dcgmi diag,
+// amd-smi, ibstat, /sys/class/infiniband) with each line tagged by host and
+// section; Parse regroups the lines by node and checks each node against
+// what the SKU expects (its parameters), one check per node and kind, with
+// the node in Check.Host and gpuaccept's fault code (framework/faults) in
+// Check.Code when it fails. Files a tool wrote by itself (nvidia-smi -q -x
+// > f.xml) are read too, so gpuaccept check judges outputs people have.
+package health
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+// PluginName is the plugin's name: its test is "health.node".
+const PluginName = "health"
+
+// Version is the plugin's version, reported by Describe.
+const Version = "0.1.0"
+
+// Collect is the collection script every node runs (POSIX sh; $1 the
+// dcgmi diag level).
+//
+//go:embed collect.sh
+var Collect string
+
+// Params are the parameters of health.node. A SKU suite sets them: the
+// plugin never sees the SKU.
+var Params = []pluginapi.Param{
+	{Name: "gpus", Description: "GPUs per node the node must show; empty: the topology's GPUs per node"},
+	{Name: "pcie_gen", Default: "0", Description: "PCIe generation every GPU link must reach (its max); 0: only current against max is checked"},
+	{Name: "pcie_width", Default: "0", Description: "PCIe width (lanes) every GPU link must reach; 0: only current against max is checked"},
+	{Name: "nvlinks", Default: "0", Description: "active NVLink links per GPU expected; 0: not counted (an inactive link listed still fails)"},
+	{Name: "ib_rate", Default: "0", Unit: "Gb/s", Description: "rate every InfiniBand/RoCE port must run at (400: NDR); 0: not checked"},
+	{Name: "hcas", Default: "0", Description: "InfiniBand/RoCE HCA ports the node must have; 0: not checked"},
+	{Name: "xid_fatal", Default: fatalXIDs, Description: "XIDs that fail a node, comma-separated, ranges allowed (azurehpc-health-checks' list)"},
+	{Name: "dcgm_level", Default: "0", Description: "run dcgmi diag -r LEVEL (1-4) where dcgmi is installed; 0: do not run it"},
+}
+
+// Plugin implements pluginapi.Plugin for node health.
+type Plugin struct{}
+
+// Describe implements pluginapi.Plugin.
+func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
+	return pluginapi.Description{Name: PluginName, Version: Version, Tests: []pluginapi.TestInfo{{
+		Name:        "node",
+		Description: "each node's health before any benchmark: GPU count and model, ECC, row remaps, retired pages, clock events, PCIe, NVLink, persistence, XIDs, DCGM diag, InfiniBand/RoCE ports; failed checks name the node and a fault code (docs/FAULTS.md)",
+		Params:      Params,
+		Preflight:   true,
+	}}}, nil
+}
+
+// settings are the parsed parameters.
+type settings struct {
+	gpus               int // -1: the topology's
+	pcieGen, pcieWidth int
+	nvlinks, hcas      int
+	ibRate             float64
+	xidFatal           map[int]bool
+	dcgmLevel          int
+}
+
+func parseParams(p map[string]string) (settings, error) {
+	fatal, _ := parseXIDList(fatalXIDs)
+	s := settings{gpus: -1, xidFatal: fatal}
+	_, keys, err := pluginapi.SplitParams(p, Params)
+	if err != nil {
+		return s, err
+	}
+	count := func(k, v string, lo, hi int) (int, error) {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < lo || n > hi {
+			return 0, fmt.Errorf("parameter %s: %q is not a whole number from %d to %d", k, v, lo, hi)
+		}
+		return n, nil
+	}
+	for _, k := range keys {
+		v := p[k]
+		switch k {
+		case "gpus":
+			if strings.TrimSpace(v) != "" {
+				if s.gpus, err = count(k, v, 0, 1024); err != nil {
+					return s, err
+				}
+			}
+		case "pcie_gen":
+			if s.pcieGen, err = count(k, v, 0, 16); err != nil {
+				return s, err
+			}
+		case "pcie_width":
+			if s.pcieWidth, err = count(k, v, 0, 32); err != nil {
+				return s, err
+			}
+		case "nvlinks":
+			if s.nvlinks, err = count(k, v, 0, 64); err != nil {
+				return s, err
+			}
+		case "hcas":
+			if s.hcas, err = count(k, v, 0, 1024); err != nil {
+				return s, err
+			}
+		case "dcgm_level":
+			if s.dcgmLevel, err = count(k, v, 0, 4); err != nil {
+				return s, err
+			}
+		case "ib_rate":
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || f < 0 || f > 1e5 {
+				return s, fmt.Errorf("parameter ib_rate: %q is not a rate in Gb/s", v)
+			}
+			s.ibRate = f
+		case "xid_fatal":
+			set, ok := parseXIDList(v)
+			if !ok {
+				return s, fmt.Errorf("parameter xid_fatal: %q is not a list of XIDs (48,56-58,79)", v)
+			}
+			s.xidFatal = set
+		}
+	}
+	return s, nil
+}
+
+// Plan implements pluginapi.Plugin: one step, one process per node (not
+// an MPI job: the rank starter only starts them), each running Collect.
+func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
+	if req.Test != "node" {
+		return plan.Plan{}, fmt.Errorf("unknown test health.%s (known: health.node)", req.Test)
+	}
+	s, err := parseParams(req.Params)
+	if err != nil {
+		return plan.Plan{}, fmt.Errorf("health.node: %w", err)
+	}
+	t := req.Topology
+	if t.Nodes < 1 {
+		return plan.Plan{}, fmt.Errorf("health.node: topology %s: at least one node", t)
+	}
+	env, _, _ := pluginapi.SplitParams(req.Params, Params)
+	if len(env) == 0 {
+		env = nil
+	}
+	return plan.Plan{Steps: []plan.Step{{
+		Name:         "node",
+		Argv:         []string{"sh", "-c", Collect, "gpuaccept-health", strconv.Itoa(s.dcgmLevel)},
+		Env:          env,
+		Procs:        t.Nodes,
+		ProcsPerNode: 1,
+	}}}, nil
+}
+
+// Parse implements pluginapi.Plugin.
+func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
+	var p result.Parsed
+	if len(req.Outputs) == 0 {
+		p.Error = "no outputs to parse"
+		return p, nil
+	}
+	s, err := parseParams(req.Params)
+	if err != nil {
+		p.Error = err.Error()
+		return p, nil
+	}
+	if s.gpus < 0 {
+		s.gpus = req.Topology.GPUsPerNode
+	}
+	var nodes []*nodeInput
+	var errs []string
+	for _, o := range req.Outputs {
+		ns, e := readOutput(&p, o)
+		nodes = append(nodes, ns...)
+		errs = append(errs, e...)
+	}
+	errs = append(errs, judgeNodes(&p, nodes, s, req.Topology)...)
+	if len(errs) > 0 {
+		p.Error = strings.Join(errs, "; ")
+	}
+	return p, nil
+}
+
+// readOutput turns one step output (a tagged log, or a tool's own file)
+// into nodes.
+func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
+	var errs []string
+	if o.LaunchError != "" {
+		errs = append(errs, o.LaunchError)
+	}
+	if o.Log == "" {
+		return nil, append(errs, "the step wrote no log")
+	}
+	name := filepath.Base(o.Log)
+	f, err := os.Open(o.Log)
+	if err != nil {
+		return nil, append(errs, fmt.Sprintf("open log: %v", err))
+	}
+	defer f.Close()
+	nodes, strays, tagged, err := splitTagged(f, name)
+	if err != nil {
+		return nil, append(errs, fmt.Sprintf("read %s: %v", name, err))
+	}
+	if tagged {
+		for _, st := range strays {
+			if len(p.Diagnostics) < 50 {
+				p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Message: "not collect.sh output: " + clip(st.text), Source: fmt.Sprintf("%s:%d", name, st.no)})
+			}
+		}
+		for _, n := range nodes {
+			if !n.ended {
+				errs = append(errs, fmt.Sprintf("%s: node %s's collection was cut short (no end line)", name, n.host))
+			}
+		}
+		if o.ExitCode != 0 && o.LaunchError == "" {
+			errs = append(errs, fmt.Sprintf("exited with status %d", o.ExitCode))
+		}
+		return nodes, errs
+	}
+	// A tool's own output: one section of a node without a name.
+	if _, err := f.Seek(0, 0); err != nil {
+		return nil, append(errs, fmt.Sprintf("read %s: %v", name, err))
+	}
+	head := make([]byte, 64<<10)
+	k, _ := f.Read(head)
+	kind := sniff(head[:k])
+	if kind == "" {
+		if k == 0 {
+			return nil, append(errs, fmt.Sprintf("%s: empty file", name))
+		}
+		return nil, append(errs, fmt.Sprintf("%s: not an output health.node reads (nvidia-smi -q -x, nvidia-smi --query-gpu CSV, nvidia-smi nvlink --status, dmesg, dcgmi diag -j, ibstat, or collect.sh's tagged log)", name))
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		return nil, append(errs, fmt.Sprintf("read %s: %v", name, err))
+	}
+	n := &nodeInput{sections: map[string]*section{}, begun: true, ended: true}
+	sec := n.section(kind, name)
+	if err := readLines(f, func(text string, no int) {
+		if len(sec.lines) < maxLines {
+			sec.lines = append(sec.lines, line{strings.TrimSuffix(text, "\r"), no})
+		}
+	}); err != nil {
+		return nil, append(errs, fmt.Sprintf("read %s: %v", name, err))
+	}
+	return []*nodeInput{n}, errs
+}
+
+func clip(s string) string {
+	if len(s) > 160 {
+		return s[:160] + "..."
+	}
+	return s
+}
