@@ -163,6 +163,9 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
 	got := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test))
+	if IsPreflight(ctx, plugins, pluginName, test) {
+		got = preflightVerdict(s, name, t.Scope, got)
+	}
 	got.Name = t.Name
 	return got, nil
 }
