@@ -249,3 +249,49 @@ func TestVerifyPreflightSkips(t *testing.T) {
 		})
 	}
 }
+
+// The line of --slurm-check names the first bad node, its code and
+// reason, on one line whatever the message held, and the exit code is
+// the run's.
+func TestHealthLine(t *testing.T) {
+	health := func(status result.Status, message string, checks ...result.Check) *result.Run {
+		run := &result.Run{Tests: []result.Test{{Name: "health.node", Preflight: true, Status: status, Message: message, Checks: checks}}}
+		run.Finish()
+		return run
+	}
+	ecc := result.Check{Name: "ECC", Host: "node1", Code: "GA-TEST-ECC", Message: "2 uncorrected\nerrors"}
+	pcie := result.Check{Name: "PCIe", Host: "node1", Code: "GA-TEST-PCIE", Message: "x8"}
+	cases := []struct {
+		name string
+		run  *result.Run
+		line string
+		code int
+	}{
+		{"ok", health(result.Pass, "2 health checks passed", result.Check{Name: "ECC", OK: true, Host: "node1"}), "gpuaccept health: OK", 0},
+		{"warn is ok", health(result.Warn, "not verifiable"), "gpuaccept health: OK", 0},
+		{"bad node", health(result.Fail, "", ecc), "gpuaccept health: FAIL node1 GA-TEST-ECC: 2 uncorrected errors", 1},
+		{"two checks", health(result.Fail, "", ecc, pcie), "gpuaccept health: FAIL node1 GA-TEST-ECC: 2 uncorrected errors (and 1 more checks)", 1},
+		{"failed with no node named", health(result.Fail, "rank count: 1, want 2"), "gpuaccept health: FAIL here: health.node: rank count: 1, want 2", 1},
+		{"error", health(result.Error, "launch: nvidia-smi: not found"), "gpuaccept health: ERROR here: health.node: launch: nvidia-smi: not found", 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			line, code := HealthLine(c.run, "here")
+			assert.Equal(t, line, c.line)
+			assert.Equal(t, code, c.code)
+		})
+	}
+}
+
+// HealthSuite finds the suite of the preflight tests, or says why not.
+func TestHealthSuite(t *testing.T) {
+	_, s := preflightSKU(t)
+	suite, tests, err := HealthSuite(context.Background(), withHealth, s, "")
+	assert.NilError(t, err)
+	assert.Equal(t, suite, "checked")
+	assert.DeepEqual(t, tests, []string{"fakehealth.node"})
+	_, _, err = HealthSuite(context.Background(), withHealth, s, "singlenode")
+	assert.ErrorContains(t, err, "suite singlenode of SKU mi355x has no preflight test")
+	_, _, err = HealthSuite(context.Background(), withHealth, shippedSKU(t, "mi355x"), "")
+	assert.ErrorContains(t, err, "no suite of SKU mi355x has a preflight test")
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/internal/fakehealth"
+)
+
+// fakeHealthEnv makes this test binary serve the fake preflight plugin
+// when the plugin host re-executes it: the child registers it in init.
+const fakeHealthEnv = "GPUACCEPT_TEST_FAKEHEALTH"
+
+func init() {
+	if os.Getenv(fakeHealthEnv) != "" {
+		builtins[fakehealth.PluginName] = fakehealth.Plugin{}
+	}
+}
+
+// withFakeHealth serves fakehealth for one test, here and in the plugin
+// processes it starts, and returns a --baselines folder whose h200 SKU
+// has a suite "checked": the all_reduce, then the fake health test.
+func withFakeHealth(t *testing.T) string {
+	t.Helper()
+	t.Setenv(fakeHealthEnv, "1")
+	builtins[fakehealth.PluginName] = fakehealth.Plugin{}
+	t.Cleanup(func() { delete(builtins, fakehealth.PluginName) })
+	data, err := os.ReadFile("../../baselines/h200.yaml")
+	assert.NilError(t, err)
+	suite := "\nsuites:\n  checked:\n    description: the health check, then all_reduce\n    nodes: 1\n    tests:\n      - test: nccl.all_reduce\n      - test: fakehealth.node\n"
+	data = []byte(strings.Replace(string(data), "\nsuites:\n", suite, 1))
+	dir := t.TempDir()
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "h200.yaml"), data, 0o644))
+	return dir
+}
+
+// --slurm-check runs the preflight test on this node with the local
+// launcher, prints one line and exits 1 when the node failed, 0 when it
+// passed, leaving no results folder behind unless --out asks for one.
+func TestHealthSlurmCheck(t *testing.T) {
+	skus := withFakeHealth(t)
+	host, err := os.Hostname()
+	assert.NilError(t, err)
+	cases := []struct {
+		name, report string
+		code         int
+		line         string
+	}{
+		{"failed", "local=GA-TEST-ECC:uncorrected_ECC_errors_on_GPU_0", 1, "gpuaccept health: FAIL " + host + " GA-TEST-ECC: uncorrected_ECC_errors_on_GPU_0\n"},
+		{"passed", "local=ok", 0, "gpuaccept health: OK\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// TMPDIR stays: the process keeps state of its own there.
+			before, _ := filepath.Glob(filepath.Join(os.TempDir(), "gpuaccept-health-*"))
+			t.Chdir(t.TempDir())
+			code, out, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--gpus-per-node", "2", "--slurm-check",
+				"--param", "fakehealth:report="+c.report)
+			assert.Equal(t, code, c.code, errs)
+			assert.Equal(t, out, c.line)
+			after, _ := filepath.Glob(filepath.Join(os.TempDir(), "gpuaccept-health-*"))
+			assert.DeepEqual(t, after, before)
+			_, err := os.Stat("gpuaccept-results")
+			assert.Assert(t, os.IsNotExist(err), "a results folder was written: %v", err)
+		})
+	}
+	t.Run("usage", func(t *testing.T) {
+		code, _, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--slurm-check", "--hosts", "a,b")
+		assert.Equal(t, code, 2)
+		assert.Assert(t, strings.Contains(errs, "--hosts does not go with it"), errs)
+	})
+}
+
+// gpuaccept health runs only the suite's preflight tests and writes a
+// results folder that verify accepts, the benchmark left out as a --test
+// choice would.
+func TestHealthWritesAFolder(t *testing.T) {
+	skus := withFakeHealth(t)
+	out := filepath.Join(t.TempDir(), "results")
+	code, stdout, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--gpus-per-node", "2", "--out", out,
+		"--param", "fakehealth:report=local=GA-TEST-XID:XID_79_on_GPU_1")
+	assert.Equal(t, code, 1, errs)
+	assert.Assert(t, strings.Contains(stdout, "fakehealth.node"), stdout)
+	assert.Assert(t, !strings.Contains(stdout, "nccl.all_reduce"), "the benchmark ran:\n%s", stdout)
+	assert.Assert(t, strings.Contains(stdout, "1 bad node: "), stdout)
+	code, vout, verrs := cli(t, "verify", out)
+	assert.Equal(t, code, 0, "%s\n%s", vout, verrs)
+}
