@@ -1,14 +1,21 @@
 package main
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuaccept/gpuaccept/framework/drain"
 	"github.com/gpuaccept/gpuaccept/internal/fakehealth"
+	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
 // fakeHealthEnv makes this test binary serve the fake preflight plugin
@@ -89,4 +96,43 @@ func TestHealthWritesAFolder(t *testing.T) {
 	assert.Assert(t, strings.Contains(stdout, "1 bad node: "), stdout)
 	code, vout, verrs := cli(t, "verify", out)
 	assert.Equal(t, code, 0, "%s\n%s", vout, verrs)
+}
+
+// --taint-on-fail and --label mark the nodes the health check named on
+// the testenv's kube-apiserver: the failed one tainted and labelled
+// failed, the passing one labelled passed (framework/drain has the
+// RBAC test and the details).
+func TestHealthTaintsNodes(t *testing.T) {
+	kc := testenv.Need(t, "GPUACCEPT_K8S_KUBECONFIG", "k8s")
+	skus := withFakeHealth(t)
+	c, err := drain.Dial(kc, "")
+	assert.NilError(t, err)
+	ctx := context.Background()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	good, bad := "ga-cli-good-"+hex.EncodeToString(b), "ga-cli-bad-"+hex.EncodeToString(b)
+	for _, n := range []string{good, bad} {
+		_, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
+		assert.NilError(t, err)
+		t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}) })
+	}
+	code, _, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--gpus-per-node", "2", "--out", filepath.Join(t.TempDir(), "r"),
+		"--param", "fakehealth:report="+good+"=ok,"+bad+"=GA-TEST-NVLINK:link_3_inactive", "--taint-on-fail", "--label", "--kubeconfig", kc)
+	assert.Equal(t, code, 1, errs)
+	assert.Assert(t, strings.Contains(errs, "tainted "+bad+" gpuaccept.io/health=failed:NoSchedule (GA-TEST-NVLINK)"), errs)
+	n, err := c.CoreV1().Nodes().Get(ctx, bad, metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, n.Labels[drain.LabelKey], drain.LabelFailed)
+	assert.Equal(t, n.Annotations[drain.CodeAnnotation], "GA-TEST-NVLINK")
+	tainted := false
+	for _, tt := range n.Spec.Taints {
+		tainted = tainted || (tt.Key == drain.TaintKey && tt.Effect == corev1.TaintEffectNoSchedule)
+	}
+	assert.Assert(t, tainted, "%+v", n.Spec.Taints)
+	n, err = c.CoreV1().Nodes().Get(ctx, good, metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, n.Labels[drain.LabelKey], drain.LabelPassed)
+	for _, tt := range n.Spec.Taints {
+		assert.Assert(t, tt.Key != drain.TaintKey, "the passing node is tainted: %+v", n.Spec.Taints)
+	}
 }
