@@ -29,6 +29,7 @@ func init() {
 		{name: "run", usage: "[run] --sku SKU --suite SUITE [flags]", what: "run a suite and judge it", run: cmdRun},
 		{name: "localise", aliases: []string{"localize"}, usage: "localise --sku SKU --suite SUITE --hosts H1,H2,...",
 			what: "find the node, HCA or link that slows a multi-node test", run: cmdLocalise},
+		{name: "health", usage: "health --sku SKU [--suite SUITE] [--slurm-check]", what: "run only the preflight health checks (Slurm, Kubernetes modes)", run: cmdHealth},
 		{name: "check", usage: "check --sku SKU --test TEST --nodes N --gpus-per-node G LOGFILE...", what: "judge existing logs offline", run: cmdCheck},
 		{name: "list", usage: "list [skus|suites|tests|plugins|launchers]", run: cmdList},
 		{name: "baseline", usage: "baseline validate [FILE...] | show SKU | record --sku SKU RUN... | diff OLD NEW", run: cmdBaseline},

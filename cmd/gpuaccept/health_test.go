@@ -1,71 +1,138 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/drain"
+	"github.com/gpuaccept/gpuaccept/internal/fakehealth"
+	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
-const h200smi = "../../testdata/recordings/h200x1-2026-12-01/smi"
+// fakeHealthEnv makes this test binary serve the fake preflight plugin
+// when the plugin host re-executes it: the child registers it in init.
+const fakeHealthEnv = "GPUACCEPT_TEST_FAKEHEALTH"
 
-// gpuaccept check judges the H200 machine's real nvidia-smi and dmesg
-// outputs with health.node: every check holds, the test passes (a
-// preflight test is judged by its checks, with no baseline to miss), and
-// verify re-derives the folder.
-func TestHealthCheckCommandPassesTheRealH200(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "out")
-	files := []string{h200smi + "/nvidia-smi-q-x.xml", h200smi + "/query-gpu.csv", h200smi + "/query-throttle-old-name.csv", h200smi + "/dmesg-nvrm.txt"}
-	args := append([]string{"check", "--sku", "h200", "--test", "health.node", "--nodes", "1", "--gpus-per-node", "1", "--out", dir}, files...)
-	code, out, errs := cli(t, args...)
-	assert.Equal(t, code, 0, out+errs)
-	assert.Assert(t, strings.Contains(out, "PASS: SKU h200, suite check, scope 1x1, launcher check: 4 pass"), out)
-	assert.Assert(t, strings.Contains(out, "all 10 checks hold"), out)
-	assert.Assert(t, !strings.Contains(out, "Faults"), out)
-	code, out, errs = cli(t, "verify", dir)
-	assert.Equal(t, code, 0, out+errs)
+func init() {
+	if os.Getenv(fakeHealthEnv) != "" {
+		builtins[fakehealth.PluginName] = fakehealth.Plugin{}
+	}
 }
 
-// A degraded copy fails with its fault code, named with its remedy in
-// table.txt and kept in results.json's check.
-func TestHealthCheckCommandDegradedCopiesFail(t *testing.T) {
+// withFakeHealth serves fakehealth for one test, here and in the plugin
+// processes it starts, and returns a --baselines folder whose h200 SKU
+// has a suite "checked": the all_reduce, then the fake health test.
+func withFakeHealth(t *testing.T) string {
+	t.Helper()
+	t.Setenv(fakeHealthEnv, "1")
+	builtins[fakehealth.PluginName] = fakehealth.Plugin{}
+	t.Cleanup(func() { delete(builtins, fakehealth.PluginName) })
+	data, err := os.ReadFile("../../baselines/h200.yaml")
+	assert.NilError(t, err)
+	suite := "\nsuites:\n  checked:\n    description: the health check, then all_reduce\n    nodes: 1\n    tests:\n      - test: nccl.all_reduce\n      - test: fakehealth.node\n"
+	data = []byte(strings.Replace(string(data), "\nsuites:\n", suite, 1))
+	dir := t.TempDir()
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "h200.yaml"), data, 0o644))
+	return dir
+}
+
+// --slurm-check runs the preflight test on this node with the local
+// launcher, prints one line and exits 1 when the node failed, 0 when it
+// passed, leaving no results folder behind unless --out asks for one.
+func TestHealthSlurmCheck(t *testing.T) {
+	skus := withFakeHealth(t)
+	host, err := os.Hostname()
+	assert.NilError(t, err)
 	cases := []struct {
-		file, code, remedy string
+		name, report string
+		code         int
+		line         string
 	}{
-		{"../../plugins/health/testdata/h200/rowremap-failed.xml", "GA-GPU-ROWREMAP-FAIL", "Remedy: Drain the node and RMA the GPU"},
-		{"../../plugins/health/testdata/h200/ecc-uncorrected.xml", "GA-GPU-ECC-UNCORR", "Remedy: Reset the GPU"},
-		{"../../plugins/health/testdata/h200/query-gpu-pcie-x8.csv", "GA-PCIE-DOWNGRADE", "Remedy: Reseat the GPU"},
-		{"../../plugins/health/testdata/h200/dmesg-xid79.txt", "GA-GPU-OFFBUS", "Remedy: Drain the node; reseat the GPU"},
+		{"failed", "local=GA-TEST-ECC:uncorrected_ECC_errors_on_GPU_0", 1, "gpuaccept health: FAIL " + host + " GA-TEST-ECC: uncorrected_ECC_errors_on_GPU_0\n"},
+		{"passed", "local=ok", 0, "gpuaccept health: OK\n"},
 	}
 	for _, c := range cases {
-		t.Run(c.code, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "out")
-			code, out, errs := cli(t, "check", "--sku", "h200", "--test", "health.node", "--nodes", "1", "--gpus-per-node", "1", "--out", dir, c.file)
-			assert.Equal(t, code, 1, out+errs)
-			table, err := os.ReadFile(filepath.Join(dir, "table.txt"))
-			assert.NilError(t, err)
-			assert.Assert(t, strings.Contains(string(table), "Faults (docs/FAULTS.md):\n  "+c.code+" ("), string(table))
-			assert.Assert(t, strings.Contains(string(table), c.remedy), string(table))
-			b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-			assert.NilError(t, err)
-			var run result.Run
-			assert.NilError(t, json.Unmarshal(b, &run))
-			assert.Equal(t, len(run.Tests), 1)
-			assert.Equal(t, run.Tests[0].Status, result.Fail)
-			var codes []string
-			for _, ch := range run.Tests[0].Checks {
-				if !ch.OK {
-					codes = append(codes, ch.Code)
-				}
-			}
-			assert.DeepEqual(t, codes, []string{c.code})
-			code, out, errs = cli(t, "verify", dir)
-			assert.Equal(t, code, 0, out+errs)
+		t.Run(c.name, func(t *testing.T) {
+			// TMPDIR stays: the process keeps state of its own there.
+			before, _ := filepath.Glob(filepath.Join(os.TempDir(), "gpuaccept-health-*"))
+			t.Chdir(t.TempDir())
+			code, out, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--gpus-per-node", "2", "--slurm-check",
+				"--param", "fakehealth:report="+c.report)
+			assert.Equal(t, code, c.code, errs)
+			assert.Equal(t, out, c.line)
+			after, _ := filepath.Glob(filepath.Join(os.TempDir(), "gpuaccept-health-*"))
+			assert.DeepEqual(t, after, before)
+			_, err := os.Stat("gpuaccept-results")
+			assert.Assert(t, os.IsNotExist(err), "a results folder was written: %v", err)
 		})
+	}
+	t.Run("usage", func(t *testing.T) {
+		code, _, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--slurm-check", "--hosts", "a,b")
+		assert.Equal(t, code, 2)
+		assert.Assert(t, strings.Contains(errs, "--hosts does not go with it"), errs)
+	})
+}
+
+// gpuaccept health runs only the suite's preflight tests and writes a
+// results folder that verify accepts, the benchmark left out as a --test
+// choice would.
+func TestHealthWritesAFolder(t *testing.T) {
+	skus := withFakeHealth(t)
+	out := filepath.Join(t.TempDir(), "results")
+	code, stdout, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--gpus-per-node", "2", "--out", out,
+		"--param", "fakehealth:report=local=GA-TEST-XID:XID_79_on_GPU_1")
+	assert.Equal(t, code, 1, errs)
+	assert.Assert(t, strings.Contains(stdout, "fakehealth.node"), stdout)
+	assert.Assert(t, !strings.Contains(stdout, "nccl.all_reduce"), "the benchmark ran:\n%s", stdout)
+	assert.Assert(t, strings.Contains(stdout, "1 bad node: "), stdout)
+	code, vout, verrs := cli(t, "verify", out)
+	assert.Equal(t, code, 0, "%s\n%s", vout, verrs)
+}
+
+// --taint-on-fail and --label mark the nodes the health check named on
+// the testenv's kube-apiserver: the failed one tainted and labelled
+// failed, the passing one labelled passed (framework/drain has the
+// RBAC test and the details).
+func TestHealthTaintsNodes(t *testing.T) {
+	kc := testenv.Need(t, "GPUACCEPT_K8S_KUBECONFIG", "k8s")
+	skus := withFakeHealth(t)
+	c, err := drain.Dial(kc, "")
+	assert.NilError(t, err)
+	ctx := context.Background()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	good, bad := "ga-cli-good-"+hex.EncodeToString(b), "ga-cli-bad-"+hex.EncodeToString(b)
+	for _, n := range []string{good, bad} {
+		_, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
+		assert.NilError(t, err)
+		t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}) })
+	}
+	code, _, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--gpus-per-node", "2", "--out", filepath.Join(t.TempDir(), "r"),
+		"--param", "fakehealth:report="+good+"=ok,"+bad+"=GA-TEST-NVLINK:link_3_inactive", "--taint-on-fail", "--label", "--kubeconfig", kc)
+	assert.Equal(t, code, 1, errs)
+	assert.Assert(t, strings.Contains(errs, "tainted "+bad+" gpuaccept.io/health=failed:NoSchedule (GA-TEST-NVLINK)"), errs)
+	n, err := c.CoreV1().Nodes().Get(ctx, bad, metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, n.Labels[drain.LabelKey], drain.LabelFailed)
+	assert.Equal(t, n.Annotations[drain.CodeAnnotation], "GA-TEST-NVLINK")
+	tainted := false
+	for _, tt := range n.Spec.Taints {
+		tainted = tainted || (tt.Key == drain.TaintKey && tt.Effect == corev1.TaintEffectNoSchedule)
+	}
+	assert.Assert(t, tainted, "%+v", n.Spec.Taints)
+	n, err = c.CoreV1().Nodes().Get(ctx, good, metav1.GetOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, n.Labels[drain.LabelKey], drain.LabelPassed)
+	for _, tt := range n.Spec.Taints {
+		assert.Assert(t, tt.Key != drain.TaintKey, "the passing node is tainted: %+v", n.Spec.Taints)
 	}
 }

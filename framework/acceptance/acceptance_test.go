@@ -42,7 +42,12 @@ func (p inProcess) Parse(ctx context.Context, name string, req pluginapi.ParseRe
 }
 
 func (p inProcess) Describe(ctx context.Context, name string) (pluginapi.Description, error) {
-	return p[name].Describe(ctx)
+	pl, ok := p[name]
+	if !ok {
+		// As the host answers for a plugin it cannot find.
+		return pluginapi.Description{}, errors.New("no plugin " + name)
+	}
+	return pl.Describe(ctx)
 }
 
 var builtins = inProcess{"nccl": nccl.Plugin{}}

@@ -75,15 +75,22 @@ func testHosts(topo plan.Topology, t result.Test) []string {
 }
 
 // localiseTests localises the multi-node tests of run that call for it
-// (failed or errored, or all when asked) and adds what it finds to run;
+// (failed or errored, or all when asked; never a preflight test nor one
+// skipped for the bad nodes it found) and adds what it finds to run;
 // probe says why the launcher cannot pin runs to hosts, if it cannot.
 func localiseTests(ctx context.Context, c *localise.Config, probe func(hosts []string) error, run *result.Run, suite string, topo plan.Topology, always bool, stderr io.Writer) {
 	if topo.Nodes < 2 {
 		return
 	}
+	badSkip := result.PreflightSkip(run.BadNodes)
 	for _, t := range run.Tests {
 		if ctx.Err() != nil {
 			return
+		}
+		// A health test names its node itself, and a test skipped for a
+		// bad node ran nowhere: neither has anything to narrow down.
+		if t.Preflight || (badSkip != "" && t.Status == result.Skip && t.Message == badSkip) {
+			continue
 		}
 		reason := "asked"
 		if t.Status == result.Fail || t.Status == result.Error {

@@ -144,7 +144,7 @@ func Summary(run *result.Run) string {
 		suite += fmt.Sprintf(" (--test %s only)", strings.Join(run.Selected, ","))
 	}
 	return fmt.Sprintf("%s: SKU %s, %s, %s, launcher %s: %s (%s)%s", strings.ToUpper(string(run.Status)),
-		run.SKU, suite, scope, run.Launcher, strings.Join(parts, ", "), run.Duration.Round(time.Millisecond), suspectsSummary(run))
+		run.SKU, suite, scope, run.Launcher, strings.Join(parts, ", "), run.Duration.Round(time.Millisecond), suspectsSummary(run)+badNodesSummary(run))
 }
 
 var header = []string{"Test", "Status", "Measured", "Baseline: band", "Detail"}

@@ -234,6 +234,10 @@ type Test struct {
 	// oldest first, each with its own verdict and raw outputs; the Test
 	// itself is the last attempt.
 	Attempts []Test `json:"attempts,omitempty"`
+	// Preflight says the test's plugin declares it a health check
+	// (pluginapi.TestInfo.Preflight): it ran before the others, and its
+	// failed checks naming a host make Run.BadNodes.
+	Preflight bool `json:"preflight,omitempty"`
 }
 
 // Run is the verdict of a whole suite run.
@@ -258,9 +262,79 @@ type Run struct {
 	// Localisations are the narrowing-down of failing multi-node tests
 	// (or of every multi-node test, with --localise), one per test.
 	Localisations []Localisation `json:"localisations,omitempty"`
+	// BadNodes are the nodes the run's preflight tests failed, one entry
+	// per failed check naming a host, in test then check order; Finish
+	// derives them from Tests (BadNodesOf), so a journal read back has
+	// them too.
+	BadNodes []BadNode `json:"bad_nodes,omitempty"`
 }
 
-// Finish sets the run's status from its tests and localisations: a named
+// BadNode is a node a preflight test found unhealthy: one failed check
+// (not a warning) that names the node.
+type BadNode struct {
+	// Host is the node as the check named it (result.Check.Host).
+	Host string `json:"host"`
+	// Code is the check's fault code (framework/faults), "" when it has
+	// none.
+	Code string `json:"code,omitempty"`
+	// Check is the check's name; Message what it found.
+	Check   string `json:"check"`
+	Message string `json:"message,omitempty"`
+	// Test is the preflight test that made the check ("health.node").
+	Test string `json:"test"`
+}
+
+// BadNodesOf lists the bad nodes of tests: every failed check (not a
+// warning: a check that could not be made proves nothing wrong) naming a
+// host, of the tests marked Preflight, in order; nil when there is none.
+func BadNodesOf(tests []Test) []BadNode {
+	var out []BadNode
+	for _, t := range tests {
+		if !t.Preflight {
+			continue
+		}
+		for _, c := range t.Checks {
+			if !c.OK && !c.Warn && c.Host != "" {
+				out = append(out, BadNode{Host: c.Host, Code: c.Code, Check: c.Name, Message: c.Message, Test: t.Name})
+			}
+		}
+	}
+	return out
+}
+
+// PreflightSkip is the reason a test that needs the nodes of bad is
+// skipped: "node HOST failed health: CODE MESSAGE" for the first failed
+// check of each node, joined by "; ", with "(and N more checks)" for a
+// node that failed several; "" when bad is empty. verify accepts a skip
+// with no raw output only when its message is this reason made from the
+// preflight tests' raw outputs, judged again.
+func PreflightSkip(bad []BadNode) string {
+	var parts []string
+	more := map[string]int{}
+	at := map[string]int{}
+	for _, b := range bad {
+		if _, ok := at[b.Host]; ok {
+			more[b.Host]++
+			continue
+		}
+		at[b.Host] = len(parts)
+		what := b.Message
+		if what == "" {
+			what = b.Check
+		}
+		if b.Code != "" {
+			what = b.Code + " " + what
+		}
+		parts = append(parts, "node "+b.Host+" failed health: "+what)
+	}
+	for h, n := range more {
+		parts[at[h]] += fmt.Sprintf(" (and %d more checks)", n)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Finish sets the run's bad nodes (BadNodesOf) and its status from its
+// tests and localisations: a bad node fails the run; a named
 // suspect fails the run even when the tests passed (the per-node stage can
 // find a slow node that a passing collective hides). A run that judged no
 // test (the localise command, or a scope without baseline) takes its
@@ -268,11 +342,17 @@ type Run struct {
 // test failed and another could not run is a Fail, so that neither its
 // verdict nor its exit code hides the hardware fault found.
 func (r *Run) Finish() {
+	r.BadNodes = BadNodesOf(r.Tests)
 	ss := make([]Status, 0, len(r.Tests)+1)
 	for _, t := range r.Tests {
 		ss = append(ss, t.Status)
 	}
 	judged := Worst(ss...) != Skip
+	if len(r.BadNodes) > 0 {
+		// A node known bad signs nothing off, even when its check was an
+		// error of the tool rather than a fail.
+		ss = append(ss, Fail)
+	}
 	for _, l := range r.Localisations {
 		switch {
 		case len(l.Suspects) > 0:

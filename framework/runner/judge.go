@@ -32,7 +32,11 @@ func (r *Runner) judge(ctx context.Context, t result.Test, pluginName, test stri
 	if err != nil {
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
-	j := judgeDeclared(pctx, r.Plugins, r.SKU, t.Name, pluginName, test, topo, parsed)
+	j := JudgeWith(r.SKU, t.Name, topo, parsed, LabelDefaults(pctx, r.Plugins, pluginName, test))
+	if t.Preflight {
+		j = preflightVerdict(r.SKU, t.Name, topo.Scope, j)
+	}
+	j.Preflight = t.Preflight
 	j.Name, j.Scope, j.Params, j.Commands, j.Duration, j.Started = t.Name, t.Scope, t.Params, t.Commands, t.Duration, t.Started
 	j.Diagnostics = append(t.Diagnostics, j.Diagnostics...)
 	return j

@@ -162,7 +162,10 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 	if err != nil {
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
-	got := judgeDeclared(ctx, plugins, s, name, pluginName, test, topo, parsed)
+	got := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test))
+	if IsPreflight(ctx, plugins, pluginName, test) {
+		got = preflightVerdict(s, name, t.Scope, got)
+	}
 	got.Name = t.Name
 	return got, nil
 }

@@ -115,8 +115,14 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 		run.Selected = append([]string(nil), r.Only...)
 		sort.Strings(run.Selected)
 	}
+	// Preflight tests run first, whatever their place in the suite.
+	pre := map[string]bool{}
+	for _, n := range PreflightOf(ctx, r.Plugins, su) {
+		pre[n] = true
+	}
+	tests := preflightFirst(su.Tests, pre)
 	var planned []string
-	for _, st := range su.Tests {
+	for _, st := range tests {
 		if r.selected(st.Test) {
 			planned = append(planned, st.Test)
 		}
@@ -150,17 +156,29 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 			fmt.Fprintf(r.Progress, "warning: %v\n", err)
 		}
 	}
-	for _, st := range su.Tests {
+	for _, st := range tests {
 		if !r.selected(st.Test) {
 			continue
 		}
 		var t result.Test
-		if err := ctx.Err(); err != nil {
+		// With one scope for the suite every test runs on every node:
+		// once a preflight test found a node bad, no later test runs, so
+		// that its slow collectives are not blamed on the fabric.
+		bad := ""
+		if !pre[st.Test] && st.Skip == "" {
+			bad = result.PreflightSkip(result.BadNodesOf(run.Tests))
+		}
+		switch err := ctx.Err(); {
+		case err != nil:
 			t = result.Test{Name: st.Test, Status: result.Error, Scope: topo.Scope,
 				Message: "not run: " + err.Error(), Metrics: []result.Judged{}}
-		} else {
-			t = r.runWithRetries(ctx, su, st, topo)
+		case bad != "":
+			t = skippedForBadNodes(result.Test{Name: st.Test, Scope: topo.Scope, Metrics: []result.Judged{}}, bad)
+			r.progress("%-24s skip  %s", st.Test, bad)
+		default:
+			t = r.runWithRetries(ctx, su, st, topo, pre[st.Test])
 		}
+		t.Preflight = pre[st.Test]
 		run.Tests = append(run.Tests, t)
 		if jw != nil {
 			journalErr(jw.Add(t))
@@ -180,14 +198,14 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 // runWithRetries runs a test, and again up to r.Retries times while it
 // fails or errors. Earlier attempts keep their raw outputs under
 // raw/TEST.attempt-N and are listed in the last attempt's Attempts.
-func (r *Runner) runWithRetries(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology) result.Test {
+func (r *Runner) runWithRetries(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology, preflight bool) result.Test {
 	var earlier []result.Test
 	// What is recorded and shown of a test (messages and diagnostics
 	// quoting its output, commands) is masked with what this test's
 	// secrets are.
 	red := redact.FromEnv(os.Environ(), Params(su.Params, st.Params, ScopedParams(r.Params, st.Test)))
 	for attempt := 1; ; attempt++ {
-		t := redact.Value(red, r.runTest(ctx, su, st, topo, attempt))
+		t := redact.Value(red, r.runTest(ctx, su, st, topo, attempt, preflight))
 		again := attempt <= r.Retries && (t.Status == result.Fail || t.Status == result.Error) && ctx.Err() == nil && !r.DryRun
 		if !again {
 			if len(earlier) > 0 {
@@ -289,14 +307,14 @@ func (r *Runner) progress(format string, a ...any) {
 	}
 }
 
-func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology, attempt int) result.Test {
+func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology, attempt int, preflight bool) result.Test {
 	start := time.Now()
 	params := Params(su.Params, st.Params, ScopedParams(r.Params, st.Test))
 	// What is recorded and printed goes through redaction, which also knows
 	// the secret values of the environment and the parameters; the plugin
 	// and the launcher get the real values.
 	red := redact.FromEnv(os.Environ(), params)
-	t := result.Test{Name: st.Test, Scope: topo.Scope, Params: red.Params(params), Metrics: []result.Judged{}}
+	t := result.Test{Name: st.Test, Scope: topo.Scope, Params: red.Params(params), Metrics: []result.Judged{}, Preflight: preflight}
 	if reason := st.SkipReason(topo.Scope); reason != "" {
 		t.Status, t.Message = result.Skip, reason
 		r.progress("%-24s skip  %s", st.Test, reason)

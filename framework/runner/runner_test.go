@@ -12,8 +12,10 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/internal/fakehealth"
 )
 
 // Real all_reduce logs of 2 x H200 (testdata/recordings: a healthy run
@@ -122,4 +124,23 @@ func TestRunUnknownOnly(t *testing.T) {
 	_, err := r.Run(context.Background(), "singlenode", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}})
 	assert.ErrorContains(t, err, "nccl.all_reduse")
 	assert.Equal(t, l.launches, 0)
+}
+
+// gpuaccept check judges a preflight test's log as a run does, by its
+// checks, and marks it one; its bad node is the run's, and the folder
+// re-judges to the same verdict.
+func TestCheckPreflight(t *testing.T) {
+	plugins := inProcess{fakehealth.PluginName: fakehealth.Plugin{}}
+	p, err := fakehealth.Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: "node", Params: map[string]string{"report": "n1=ok,n2=GA-TEST-PCIE:x8"}})
+	assert.NilError(t, err)
+	f := filepath.Join(t.TempDir(), "node.log")
+	assert.NilError(t, os.WriteFile(f, []byte(fakehealth.Report(p)), 0o644))
+	dir := filepath.Join(t.TempDir(), "results")
+	run, err := CheckInto(context.Background(), plugins, shippedSKU(t, "h200"), "fakehealth.node", plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, []string{f}, "test", dir, nil)
+	assert.NilError(t, err)
+	assert.Equal(t, run.Tests[0].Status, result.Fail)
+	assert.Assert(t, run.Tests[0].Preflight)
+	assert.Equal(t, run.Tests[0].Message, "node n2 failed health: GA-TEST-PCIE x8 (1 of 2 checks failed)")
+	assert.DeepEqual(t, run.BadNodes, []result.BadNode{{Host: "n2", Code: "GA-TEST-PCIE", Check: "node health", Message: "x8", Test: "fakehealth.node"}})
+	assert.DeepEqual(t, Rejudge(context.Background(), plugins, shippedSKU(t, "h200"), dir, run), []string(nil))
 }

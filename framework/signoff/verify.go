@@ -152,6 +152,7 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 		r.add(Mismatch, "%s is of SKU %s, the journal of SKU %s", manifest.File, m.SKU, run.SKU)
 	}
 	s, err := resultsdir.KeptBaseline(dir, m.SKU)
+	preflight := ""
 	if err != nil {
 		r.add(Mismatch, "%v", err)
 	} else {
@@ -160,9 +161,14 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 		for _, d := range runner.Rejudge(ctx, o.Plugins, s, dir, &judged) {
 			r.add(Rejudged, "%s", d)
 		}
+		var diffs []string
+		preflight, diffs = runner.PreflightCheck(ctx, o.Plugins, s, dir, &judged)
+		for _, d := range diffs {
+			r.add(Rejudged, "%s", d)
+		}
 	}
 	if s != nil {
-		r.checkSuite(s, run)
+		r.checkSuite(s, run, preflight)
 	}
 	if s != nil && o.Builtin != nil {
 		r.checkBuiltin(ctx, dir, o, s, run, recorded)
@@ -214,8 +220,12 @@ func (r *Result) checkSeal(dir string, o Options) {
 // checkSuite holds the run's tests to its suite in the kept baseline s
 // and the tests --test chose (run.Selected): a test dropped from the
 // journal, its raw outputs deleted, leaves no verdict to re-judge, but
-// the suite still names it. Runs of no suite of s (check) are not held.
-func (r *Result) checkSuite(s *sku.SKU, run *result.Run) {
+// the suite still names it. A skip with no raw output is the suite's, a
+// dry run's, or, for a test that is no preflight test itself, the bad
+// nodes' that the run's preflight tests found: preflight is that reason
+// as their raw outputs, judged again, give it (runner.PreflightCheck; ""
+// when they found none). Runs of no suite of s (check) are not held.
+func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 	su, ok := s.Suites[run.Suite]
 	if !ok {
 		return
@@ -243,9 +253,21 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run) {
 			continue
 		}
 		// A skip that ran nothing is the suite's (skip: REASON, or
-		// min_gpus above the run's scope) or a dry run's; any other test that ran left raw outputs, whatever its
-		// verdict ("no baseline" is judged from them).
-		if t.Status == result.Skip && len(t.Raw) == 0 && t.Message != "dry run" && (skipped[t.Name] == "" || skipped[t.Name] != t.Message) {
+		// min_gpus above the run's scope), a dry run's, or a bad node's; any other test that ran left raw
+		// outputs, whatever its verdict ("no baseline" is judged from
+		// them).
+		if t.Status != result.Skip || len(t.Raw) > 0 || t.Message == "dry run" || (skipped[t.Name] != "" && skipped[t.Name] == t.Message) {
+			continue
+		}
+		switch {
+		case preflight != "" && t.Message == preflight && !t.Preflight:
+		case strings.Contains(t.Message, " failed health: "):
+			found := "find no node bad"
+			if preflight != "" {
+				found = "give: " + preflight
+			}
+			r.add(Mismatch, "%s: recorded a skip (%s) with no raw output, but the raw outputs of the run's preflight tests, judged again, %s", t.Name, t.Message, found)
+		default:
 			r.add(Mismatch, "%s: recorded a skip (%s) with no raw output, but suite %s of %s/%s.yaml runs it: only a test the suite skips runs nothing", t.Name, t.Message, run.Suite, resultsdir.Baseline, s.Name)
 		}
 	}

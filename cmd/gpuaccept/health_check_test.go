@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+const h200smi = "../../testdata/recordings/h200x1-2026-12-01/smi"
+
+// gpuaccept check judges the H200 machine's real nvidia-smi and dmesg
+// outputs with health.node: every check holds, the test passes (a
+// preflight test is judged by its checks, with no baseline to miss), and
+// verify re-derives the folder.
+func TestHealthCheckCommandPassesTheRealH200(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	files := []string{h200smi + "/nvidia-smi-q-x.xml", h200smi + "/query-gpu.csv", h200smi + "/query-throttle-old-name.csv", h200smi + "/dmesg-nvrm.txt"}
+	args := append([]string{"check", "--sku", "h200", "--test", "health.node", "--nodes", "1", "--gpus-per-node", "1", "--out", dir}, files...)
+	code, out, errs := cli(t, args...)
+	assert.Equal(t, code, 0, out+errs)
+	assert.Assert(t, strings.Contains(out, "PASS: SKU h200, suite check, scope 1x1, launcher check: 4 pass"), out)
+	assert.Assert(t, strings.Contains(out, "all 10 checks hold"), out)
+	assert.Assert(t, !strings.Contains(out, "Faults"), out)
+	code, out, errs = cli(t, "verify", dir)
+	assert.Equal(t, code, 0, out+errs)
+}
+
+// A degraded copy fails with its fault code, named with its remedy in
+// table.txt and kept in results.json's check.
+func TestHealthCheckCommandDegradedCopiesFail(t *testing.T) {
+	cases := []struct {
+		file, code, remedy string
+	}{
+		{"../../plugins/health/testdata/h200/rowremap-failed.xml", "GA-GPU-ROWREMAP-FAIL", "Remedy: Drain the node and RMA the GPU"},
+		{"../../plugins/health/testdata/h200/ecc-uncorrected.xml", "GA-GPU-ECC-UNCORR", "Remedy: Reset the GPU"},
+		{"../../plugins/health/testdata/h200/query-gpu-pcie-x8.csv", "GA-PCIE-DOWNGRADE", "Remedy: Reseat the GPU"},
+		{"../../plugins/health/testdata/h200/dmesg-xid79.txt", "GA-GPU-OFFBUS", "Remedy: Drain the node; reseat the GPU"},
+	}
+	for _, c := range cases {
+		t.Run(c.code, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			code, out, errs := cli(t, "check", "--sku", "h200", "--test", "health.node", "--nodes", "1", "--gpus-per-node", "1", "--out", dir, c.file)
+			assert.Equal(t, code, 1, out+errs)
+			table, err := os.ReadFile(filepath.Join(dir, "table.txt"))
+			assert.NilError(t, err)
+			assert.Assert(t, strings.Contains(string(table), "Faults (docs/FAULTS.md):\n  "+c.code+" ("), string(table))
+			assert.Assert(t, strings.Contains(string(table), c.remedy), string(table))
+			b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+			assert.NilError(t, err)
+			var run result.Run
+			assert.NilError(t, json.Unmarshal(b, &run))
+			assert.Equal(t, len(run.Tests), 1)
+			assert.Equal(t, run.Tests[0].Status, result.Fail)
+			var codes []string
+			for _, ch := range run.Tests[0].Checks {
+				if !ch.OK {
+					codes = append(codes, ch.Code)
+				}
+			}
+			assert.DeepEqual(t, codes, []string{c.code})
+			code, out, errs = cli(t, "verify", dir)
+			assert.Equal(t, code, 0, out+errs)
+		})
+	}
+}
