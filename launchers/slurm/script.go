@@ -189,10 +189,11 @@ func render(j job) (string, []string, error) {
 	return b.String(), cmds, nil
 }
 
-// start is the run's starter options (Config.Start), or none.
+// start is the run's starter options (Config.Start); without them HCOLL
+// is off for Open MPI, as under every launcher.
 func (j job) start() rankstart.Options {
 	if j.Config.Start == nil {
-		return rankstart.Options{}
+		return rankstart.Options{DisableHCOLL: rankstart.Or(j.Config.Starter).Family() == rankstart.FamilyOpenMPI}
 	}
 	return *j.Config.Start
 }
