@@ -40,6 +40,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -113,7 +114,9 @@ type MPI struct {
 // pods that hold ranks, and what only a site knows: the rankless launcher
 // pod's own shape, an IMEX ComputeDomain and host folders to mount.
 type Kubernetes struct {
-	Pods sku.Kubernetes `yaml:",inline"`
+	// Pods are the SKU file's kubernetes fields, written at this
+	// section's top level.
+	Pods sku.Kubernetes `yaml:"-"`
 	// Launcher is the shape of a pod that holds no rank (the MPIJob
 	// flavour's launcher): it gets none of the rank pods' annotations
 	// (network attachments), node selector or resources (GPU, RDMA), only
@@ -238,12 +241,34 @@ func (m *MPI) UnmarshalYAML(n *yaml.Node) error {
 // UnmarshalYAML reads the kubernetes section strictly: the SKU's fields
 // with sku.Kubernetes' rules, and the site's own.
 func (k *Kubernetes) UnmarshalYAML(n *yaml.Node) error {
-	type raw Kubernetes
-	if err := sku.StrictDecode(n, (*raw)(k)); err != nil {
-		return err
+	if n.Kind != yaml.MappingNode {
+		return sku.AsTypeError(sku.ProblemAt(n.Line, "kubernetes", "want a mapping"))
 	}
+	// The site's own keys go to this struct, the others to sku.Kubernetes
+	// (its own strict decoding and rules); a key of neither is named with
+	// the keys of both.
+	type raw Kubernetes
+	own, pods := *n, *n
+	own.Content, pods.Content = nil, nil
+	ownKeys := map[string]bool{"launcher": true, "compute_domain": true, "host_paths": true}
+	podKeys := yamlKeys(reflect.TypeOf(sku.Kubernetes{}))
+	var errs []error
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i]
+		switch {
+		case ownKeys[key.Value]:
+			own.Content = append(own.Content, n.Content[i], n.Content[i+1])
+		case podKeys[key.Value]:
+			pods.Content = append(pods.Content, n.Content[i], n.Content[i+1])
+		default:
+			known := slices.Sorted(maps.Keys(ownKeys))
+			known = append(known, slices.Sorted(maps.Keys(podKeys))...)
+			sort.Strings(known)
+			errs = append(errs, sku.ProblemAt(key.Line, "", "field %q is not known here (known: %s)", key.Value, strings.Join(known, ", ")))
+		}
+	}
+	errs = append(errs, sku.StrictDecode(&own, (*raw)(k)), pods.Decode(&k.Pods))
 	k.Line, k.Pods.Line = n.Line, n.Line
-	errs := []error{k.Pods.Check()}
 	for i, h := range k.HostPaths {
 		switch {
 		case h == nil:
@@ -253,6 +278,18 @@ func (k *Kubernetes) UnmarshalYAML(n *yaml.Node) error {
 		}
 	}
 	return sku.AsTypeError(errs...)
+}
+
+// yamlKeys are the yaml names of t's fields.
+func yamlKeys(t reflect.Type) map[string]bool {
+	m := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			m[name] = true
+		}
+	}
+	return m
 }
 
 // UnmarshalYAML reads a role strictly and records its line.
