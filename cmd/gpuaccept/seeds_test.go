@@ -336,6 +336,16 @@ func TestSeed000VolcanoJob(t *testing.T) {
 	checkSeed(t, "000_696f9a192ccaccb4-L285-415.yaml", out, fields, left)
 }
 
+// sourced is the file a site's rank wrapper (the shell text after -c)
+// sources first.
+func sourced(script string) string {
+	m := regexp.MustCompile(`then \. '([^']+)';`).FindStringSubmatch(script)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
 func slicesIndex(words []string, w string) int {
 	for i, x := range words {
 		if x == w {
@@ -392,8 +402,7 @@ func TestSeed001JobSetKueueIMEX(t *testing.T) {
 		{"env LD_LIBRARY_PATH", 35, "name : LD_LIBRARY_PATH value : /usr/local/nvidia/lib64", envOf(c, "LD_LIBRARY_PATH"), "/usr/local/nvidia/lib64"},
 		{"env NCCL_NET", 35, "export NCCL_NET=gIB", envOf(c, "NCCL_NET"), "gIB"},
 		{"env NCCL_TESTS_SPLIT_MASK", 35, `export NCCL_TESTS_SPLIT_MASK="0x0"`, envOf(c, "NCCL_TESTS_SPLIT_MASK"), "0x0"},
-		{"env script, sourced by every rank", 35, "source /usr/local/gib/scripts/set_nccl_env.sh", after(mpirun, "-c")[:len(". '/usr/local/gib/scripts/set_nccl_env.sh'")],
-			". '/usr/local/gib/scripts/set_nccl_env.sh'"},
+		{"env script, sourced by every rank", 35, "source /usr/local/gib/scripts/set_nccl_env.sh", sourced(after(mpirun, "-c")), "/usr/local/gib/scripts/set_nccl_env.sh"},
 		{"MCA btl", 35, "--mca btl self,tcp", mca(mpirun, "btl"), "self,tcp"},
 		{"MCA btl_tcp_if_include", 35, "--mca btl_tcp_if_include eth0", mca(mpirun, "btl_tcp_if_include"), "eth0"},
 		{"MCA plm_rsh_no_tree_spawn", 35, "-mca plm_rsh_no_tree_spawn 1", mca(mpirun, "plm_rsh_no_tree_spawn"), "1"},
@@ -468,8 +477,8 @@ func TestSeed003SSHMpirun(t *testing.T) {
 		{"sweep -b", 44, "-b 4K", after(args, "-b"), "4K"},
 		{"sweep -e", 44, "-e 16G", after(args, "-e"), "16G"},
 		{"hosts", 44, "a4-vm-1 a4-vm-2", after(w, "--host"), "a4-vm-1:8,a4-vm-2:8"},
-		{"gIB's environment (NCCL_HOME=/usr/local/gib)", 38, "set `NCCL_HOME=/usr/local/gib`", after(w, "-c")[:len(". '/usr/local/gib/scripts/set_nccl_env.sh'")],
-			". '/usr/local/gib/scripts/set_nccl_env.sh'"},
+		{"gIB's environment (NCCL_HOME=/usr/local/gib)", 38, "set `NCCL_HOME=/usr/local/gib`", sourced(after(w, "-c")),
+			"/usr/local/gib/scripts/set_nccl_env.sh"},
 		{"the gIB net plugin", 44, "/usr/local/gib/scripts/run_nccl_tests.sh", envPrefix(w, "NCCL_NET"), "gIB"},
 	}
 	left := []seedOmission{

@@ -1,6 +1,8 @@
 package rankstart
 
 import (
+	"fmt"
+
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 )
 
@@ -28,6 +30,9 @@ func FromLaunch(o launch.Options) (Starter, Options, error) {
 			return nil, Options{}, &siteFlavorError{file: o.Site.File, err: err}
 		}
 		return nil, Options{}, err
+	}
+	if st.Family() == FamilyMPICH && len(base.MCA) > 0 {
+		return nil, Options{}, fmt.Errorf("%s: field mpi.mca: %s is an Open MPI MCA parameter, and the ranks start with %s, which has none (give Hydra's own options in mpi.args)", o.Site.File, base.MCA[0][0], st.Name())
 	}
 	base.ExtraArgs = append(base.ExtraArgs, o.MPIArgs...)
 	hcoll := o.Site != nil && o.Site.MPI != nil && o.Site.MPI.HCOLL
