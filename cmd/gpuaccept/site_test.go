@@ -1,11 +1,17 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 )
 
 // A bad site file stops the run before anything, with exit code 2 and each
@@ -111,4 +117,46 @@ func TestMPIJobLauncherPod(t *testing.T) {
 	assert.Equal(t, str(dig(worker, "metadata", "annotations", "k8s.v1.cni.cncf.io/networks")), strings.TrimSuffix(strings.Repeat("hostdev-net,", 8), ","))
 	assert.Equal(t, str(dig(worker, "spec", "nodeSelector", "kubernetes.azure.com/accelerator")), "nvidia")
 	assert.Equal(t, str(dig(worker, "spec", "containers", 0, "resources", "limits", "nvidia.com/mlnxnics")), "8")
+}
+
+// The README's headline command and the example batch script's default
+// judge numbers on the hardware they name: every test of the suite has a
+// baseline at the scope they run (h200 has 1 x 2 only; its default 8 GPUs
+// and its multinode suite judge no number yet).
+func TestExamplesHaveABaseline(t *testing.T) {
+	readme := readFile(t, "../../README.md")
+	m := regexp.MustCompile("(?s)```\n(gpuaccept --sku h200 --suite singlenode --launcher local[^`]*)```").FindStringSubmatch(readme)
+	assert.Assert(t, m != nil, "no headline command in README.md")
+	headline := shellWords(strings.ReplaceAll(m[1], "\\\n", " "))
+
+	fake := filepath.Join(t.TempDir(), "gpuaccept")
+	assert.NilError(t, os.WriteFile(fake, []byte("#!/bin/sh\nfor a; do echo \"$a\"; done\n"), 0o755))
+	cmd := exec.Command("bash", "../../examples/slurm/gpuaccept.sbatch")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GPUACCEPT=" + fake, "SLURM_JOB_ID=1", "SLURM_JOB_NODELIST=n1", "SLURM_JOB_NUM_NODES=1"}
+	out, err := cmd.Output()
+	assert.NilError(t, err)
+	sbatch := strings.Split(strings.TrimSpace(string(out)), "\n")[1:] // after the script's own line
+	assert.Assert(t, strings.Contains(readFile(t, "../../examples/slurm/gpuaccept.sbatch"), "#SBATCH --nodes=1\n"))
+
+	var c common
+	cat, err := c.catalog()
+	assert.NilError(t, err)
+	for name, args := range map[string][]string{"README headline": headline, "gpuaccept.sbatch": sbatch} {
+		s, err := cat.Get(after(args, "--sku"))
+		assert.NilError(t, err, name)
+		su := s.Suites[after(args, "--suite")]
+		assert.Assert(t, su != nil, "%s: %v", name, args)
+		gpus, err := strconv.Atoi(after(args, "--gpus-per-node"))
+		assert.NilError(t, err, "%s names no --gpus-per-node: %v", name, args)
+		nodes := su.Nodes
+		if n := after(args, "--nodes"); n != "" {
+			nodes, _ = strconv.Atoi(n)
+		}
+		for _, st := range su.Tests {
+			if st.Skip == "" {
+				assert.Assert(t, len(s.Entries(st.Test, plan.Scope{Nodes: nodes, GPUsPerNode: gpus})) > 0,
+					"%s: %s has no baseline at %dx%d (it has %v)", name, st.Test, nodes, gpus, s.Scopes(st.Test))
+			}
+		}
+	}
 }
