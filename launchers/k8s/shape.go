@@ -52,22 +52,22 @@ func podShape(cfg Config) (*shape, error) {
 	if cfg.SKU != nil {
 		skuName = cfg.SKU.File
 	}
-	s, err := shapeOf(kube(cfg.SKU), skuName)
+	s, err := shapeOf(kube(cfg.SKU), skuName, "kubernetes.")
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Site != nil && cfg.Site.Kubernetes != nil {
 		sk := cfg.Site.Kubernetes
-		o, err := shapeOf(&sk.Pods, cfg.Site.File)
+		o, err := shapeOf(&sk.Pods, cfg.Site.File, "kubernetes.")
 		if err != nil {
 			return nil, err
 		}
 		s.over(o)
 		if sk.Launcher != nil {
 			r := sk.Launcher
-			ls, err := shapeOf(&sku.Kubernetes{Annotations: r.Annotations, NodeSelector: r.NodeSelector, Resources: r.Resources, Line: r.Line}, cfg.Site.File)
+			ls, err := shapeOf(&sku.Kubernetes{Annotations: r.Annotations, NodeSelector: r.NodeSelector, Resources: r.Resources, Line: r.Line}, cfg.Site.File, "kubernetes.launcher.")
 			if err != nil {
-				return nil, fmt.Errorf("%w (in kubernetes.launcher)", err)
+				return nil, err
 			}
 			s.launcher = ls
 		}
@@ -127,10 +127,10 @@ func mergeMaps(a, b map[string]string) map[string]string {
 }
 
 // shapeOf checks one kubernetes section (of the SKU file or the site file
-// name) and turns it into the API's types.
-func shapeOf(k *sku.Kubernetes, name string) (*shape, error) {
+// name, its fields named under prefix) and turns it into the API's types.
+func shapeOf(k *sku.Kubernetes, name, prefix string) (*shape, error) {
 	where := func(field string, err error) error {
-		return fmt.Errorf("%s: line %d: field kubernetes.%s: %w", name, k.Line, field, err)
+		return fmt.Errorf("%s: line %d: field %s%s: %w", name, k.Line, prefix, field, err)
 	}
 	s := &shape{image: k.Image, ipcLock: k.IPCLock, privileged: k.Privileged, hostNetwork: k.HostNetwork,
 		sa: k.ServiceAccount, priority: k.PriorityClass, queue: k.Queue, env: k.Env,
