@@ -32,7 +32,7 @@ func TestLocaliseDryRunPrintsTheSchedule(t *testing.T) {
 		"--hosts", "n1,n2", "--launcher", "ssh", "--dry-run", "--nics", "ionic_0,ionic_1")
 	assert.Equal(t, code, 0, errs)
 	assert.Assert(t, strings.Contains(out, "# ibperf.write_bw: then localised (if it fails)\n# localise ibperf.write_bw on 2 nodes (pairs)"), out)
-	assert.Assert(t, strings.Contains(out, "nic-pairs: every HCA pair"), out)
+	assert.Assert(t, strings.Contains(out, "nic-pairs: every HCA pair of the examined node pairs (the HCAs of --nics), 2 rounds:\n    round 1: ionic_0:ionic_0,ionic_1:ionic_1\n    round 2: ionic_0:ionic_1,ionic_1:ionic_0\n"), out)
 	assert.Assert(t, strings.Index(out, "ib_write_bw") < strings.Index(out, "then localised"), "commands first:\n%s", out)
 
 	code, out, _ = cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce",

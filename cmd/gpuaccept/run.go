@@ -41,7 +41,7 @@ func cmdLocalise(args []string, stdout, stderr io.Writer) (int, error) {
 func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
 	var lf localiseFlags
-	var suite, launcherName, hostsFlag, hostfile, mpiFlavor string
+	var suite, launcherName, hostsFlag, hostfile, mpiFlavor, siteFile string
 	var nodes, gpus int
 	var dryRun bool
 	var retries int
@@ -64,6 +64,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	fs.StringArrayVar(&tests, "test", nil, "run only this test of the suite (repeatable)")
 	fs.StringVar(&mpiFlavor, "mpi-flavor", rankstart.FlavorOpenMPI, "rank starter of MPI steps, under every launcher: "+strings.Join(rankstart.MPIFlavors(), ", ")+" (with --launcher slurm: the mpirun of --slurm-mpi mpirun)")
 	fs.StringArrayVar(&mpiArgs, "mpi-arg", nil, "extra argument for mpirun (repeatable), e.g. --mpi-arg=--mca --mpi-arg=btl_tcp_if_include --mpi-arg=lo")
+	fs.StringVar(&siteFile, "site", "", "site file: what makes a launch work on this cluster (image, binaries, env scripts, MPI options, pod shape; framework/site, examples/sites/)")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the exact commands without running them")
 	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "time limit per test; on expiry everything the test started is stopped")
 	fs.IntVar(&retries, "retries", 0, "run a test that failed or errored up to this many more times; every attempt is reported, a pass on a retry is a warn")
@@ -116,6 +117,14 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if err := paramScopes(pm, su); err != nil {
 		return exitUsage, err
 	}
+	st, err := loadSite(siteFile)
+	if err != nil {
+		return exitUsage, err
+	}
+	pm = withSiteParams(pm, st, su)
+	if !fs.Changed("mpi-flavor") {
+		mpiFlavor = "" // the site's mpi.flavor, else Open MPI
+	}
 	hosts, err := readHosts(hostsFlag, hostfile)
 	if err != nil {
 		return exitUsage, err
@@ -149,7 +158,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	}
 	// The run's launcher, on its hosts; a localisation's runs build
 	// theirs from the same options, each on its own hosts.
-	opts := launch.Options{MPIFlavor: mpiFlavor, MPIArgs: mpiArgs, SKU: s, DryRun: dryRun}
+	opts := launch.Options{MPIFlavor: mpiFlavor, MPIArgs: mpiArgs, SKU: s, DryRun: dryRun, Site: st}
 	newLauncher := func(hosts []string) (launch.Launcher, error) {
 		o := opts
 		o.Hosts = hosts

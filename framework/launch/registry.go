@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/site"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -32,6 +35,12 @@ type Options struct {
 	// DryRun says only Commands will be called: the launcher connects
 	// nowhere when it is built (ssh skips its reachability check).
 	DryRun bool
+	// Site is what makes a launch work on this cluster (--site,
+	// framework/site); nil: nothing beyond the SKU. Every launcher honours
+	// it the same way: its MPI part through rankstart.FromLaunch, its
+	// Env and EnvScripts on every step through the launcher New wraps,
+	// its kubernetes part in the k8s launcher's pods.
+	Site *site.Site
 }
 
 // Config is one launcher's own settings, typed, bound from its
@@ -128,8 +137,37 @@ func (c *Configs) New(name string, o Options) (Launcher, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("unknown launcher %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	return cfg.Build(o)
+	l, err := cfg.Build(o)
+	if err != nil || o.Site == nil {
+		return l, err
+	}
+	return sited{Launcher: l, site: o.Site}, nil
 }
+
+// sited is a launcher whose requests' steps are first made what they are
+// on the site (site.Site.Step: its environment and scripts), so every
+// launcher runs them alike without knowing the site.
+type sited struct {
+	Launcher
+	site *site.Site
+}
+
+func (s sited) req(r Request) Request {
+	steps := make([]plan.Step, len(r.Plan.Steps))
+	for i, st := range r.Plan.Steps {
+		steps[i] = s.site.Step(st)
+	}
+	r.Plan.Steps = steps
+	return r
+}
+
+// Launch implements Launcher.
+func (s sited) Launch(ctx context.Context, r Request) ([]plan.Output, error) {
+	return s.Launcher.Launch(ctx, s.req(r))
+}
+
+// Commands implements Launcher.
+func (s sited) Commands(r Request) ([]string, error) { return s.Launcher.Commands(s.req(r)) }
 
 // New builds the named launcher with its flags' defaults, for callers
 // without a command line (tests, the demo).

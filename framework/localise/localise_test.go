@@ -376,7 +376,32 @@ func TestScheduleText(t *testing.T) {
 	assert.NilError(t, c.Schedule("nccl.all_reduce", hostsN(40)).Write(&b, 2))
 	assert.NilError(t, c.Schedule("nccl.all_reduce", hostsN(1024)).Write(&b, 0))
 	assert.NilError(t, c.Schedule("nccl.all_reduce", hostsN(2)).Write(&b, 0))
+	// --nics: the rounds are over every node's HCAs, as the stage runs
+	// them, not the test's one-pair map (which alone compares nothing).
+	c.NICs = []string{"mlx5_0", "mlx5_1", "mlx5_2"}
+	assert.NilError(t, c.Schedule("ibperf.write_bw", hostsN(2)).Write(&b, 0))
 	golden.Assert(t, b.String(), "schedule.golden")
+}
+
+// The schedule's nic-pairs rounds are the maps the stage sets, round by
+// round: --nics honoured (before, the schedule named the test's map only).
+func TestScheduleNICRoundsAreTheStage(t *testing.T) {
+	hcas := []string{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}
+	hcaMap := func(string) (HCAMap, bool) { return HCAMap{Map: "mlx5_0:mlx5_0", Param: "pairs", Label: "pair"}, true }
+	cl := &cluster{}
+	loc := localise(t, cl, Config{HCAMap: hcaMap, NICs: hcas}, "ibperf.write_bw", hostsN(2))
+	var ran []string
+	for _, st := range loc.Stages {
+		if st.Name == "nic-pairs" {
+			for _, r := range st.Runs {
+				ran = append(ran, r.NICs)
+			}
+		}
+	}
+	s := (&Config{HCAMap: hcaMap, NICs: hcas}).Schedule("ibperf.write_bw", hostsN(2))
+	assert.Assert(t, len(ran) == 4, "%v", ran)
+	assert.DeepEqual(t, s.NICRounds, ran)
+	assert.Assert(t, s.NICsGiven)
 }
 
 // The target: the schedule of 1024 nodes in well under a second.

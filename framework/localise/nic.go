@@ -35,6 +35,35 @@ func hcaSides(m string) (servers, clients []string) {
 	return servers, clients
 }
 
+// nicSides are the server and client HCAs the nic-pairs stage pairs: every
+// node's HCAs as --nics gives them (c.NICs), else the sides of the test's
+// HCA map.
+func (c *Config) nicSides(hm HCAMap) (servers, clients []string) {
+	if len(c.NICs) > 0 {
+		return c.NICs, c.NICs
+	}
+	return hcaSides(hm.Map)
+}
+
+// nicRounds are the HCA pair maps of the nic-pairs stage's rounds for
+// servers and clients, one "S:C,S:C" per round, in the order nicPairs
+// runs them.
+func nicRounds(servers, clients []string) ([]string, error) {
+	rounds, err := schedule.HCARounds(len(servers))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(rounds))
+	for r, round := range rounds {
+		parts := make([]string, len(round))
+		for k, pr := range round {
+			parts[k] = servers[pr.A] + ":" + clients[pr.B]
+		}
+		out[r] = strings.Join(parts, ",")
+	}
+	return out, nil
+}
+
 // nicPairs runs every HCA pair between the node pairs worth examining (the
 // two nodes of a 2-node set, else each named node with a node that was not
 // named) and names the HCAs whose every pair is slow, and the single HCA
@@ -44,10 +73,7 @@ func hcaSides(m string) (servers, clients []string) {
 // SERVER_HCA:CLIENT_HCA.
 func (j *job) nicPairs(ctx context.Context, hm HCAMap) {
 	const stage = "nic-pairs"
-	servers, clients := j.c.NICs, j.c.NICs
-	if len(servers) == 0 {
-		servers, clients = hcaSides(hm.Map)
-	}
+	servers, clients := j.c.nicSides(hm)
 	if len(servers) < 2 || len(servers) != len(clients) {
 		j.note(fmt.Sprintf("nic-pairs: the HCA map %q names %d server and %d client HCAs; give every node's HCAs (--nics) to compare them pair by pair", hm.Map, len(servers), len(clients)))
 		return

@@ -27,6 +27,14 @@ type Schedule struct {
 	Depth int
 	// HCAMap is the test's HCA map when it takes one.
 	HCAMap string
+	// NICRounds are the HCA pair maps of the nic-pairs stage's rounds
+	// (over --nics when given, else the sides of HCAMap), as each examined
+	// node pair runs them; empty with NICNote saying why when the stage
+	// would compare nothing.
+	NICRounds []string
+	// NICsGiven says the rounds are over --nics, not the test's map.
+	NICsGiven bool
+	NICNote   string
 	// Seed is the seed of the random matchings.
 	Seed uint64
 }
@@ -35,11 +43,18 @@ type Schedule struct {
 // planning whose cost grows with the node count: for 1024 nodes and every
 // pair it holds 523,776 pairs (see BenchmarkSchedule1024).
 func (c *Config) Schedule(test string, hosts []string) Schedule {
+	var err error
 	n := len(hosts)
 	s := Schedule{Test: test, Hosts: hosts, Strategy: c.StrategyFor(n), PerNode: c.NodeSuite, Seed: c.Seed}
 	if c.HCAMap != nil {
 		if m, ok := c.HCAMap(test); ok {
-			s.HCAMap = m.Map
+			s.HCAMap, s.NICsGiven = m.Map, len(c.NICs) > 0
+			servers, clients := c.nicSides(m)
+			if len(servers) < 2 || len(servers) != len(clients) {
+				s.NICNote = fmt.Sprintf("the HCA map %q names %d server and %d client HCAs; give every node's HCAs (--nics) to compare them pair by pair", m.Map, len(servers), len(clients))
+			} else if s.NICRounds, err = nicRounds(servers, clients); err != nil {
+				s.NICNote = err.Error()
+			}
 		}
 	}
 	if n < 3 {
@@ -111,8 +126,22 @@ func (s Schedule) Write(w io.Writer, maxRounds int) error {
 			fmt.Fprintf(&b, "  re-pair: the nodes slow in every matching, each beside a node of a pair that ran at speed\n")
 		}
 	}
-	if s.HCAMap != "" {
-		fmt.Fprintf(&b, "  nic-pairs: every HCA pair of the examined node pairs (the test's map: %s), one round per HCA\n", s.HCAMap)
+	switch {
+	case s.NICNote != "":
+		fmt.Fprintf(&b, "  nic-pairs: none: %s\n", s.NICNote)
+	case len(s.NICRounds) > 0:
+		from := "the test's map: " + s.HCAMap
+		if s.NICsGiven {
+			from = "the HCAs of --nics"
+		}
+		fmt.Fprintf(&b, "  nic-pairs: every HCA pair of the examined node pairs (%s), %s:\n", from, plural(len(s.NICRounds), "round"))
+		for r, m := range s.NICRounds {
+			if maxRounds > 0 && r == maxRounds {
+				fmt.Fprintf(&b, "    ... %s more\n", plural(len(s.NICRounds)-r, "round"))
+				break
+			}
+			fmt.Fprintf(&b, "    round %d: %s\n", r+1, m)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

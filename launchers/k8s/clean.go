@@ -13,7 +13,7 @@ import (
 
 // cleanOrder is the order Clean deletes kinds in: workloads first (their
 // pods go with them, foreground), then what they used.
-var cleanOrder = []schema.GroupVersionResource{gvrJobSet, gvrVolcano, gvrMPIJob, gvrJob, gvrPod, gvrService, gvrSecret}
+var cleanOrder = []schema.GroupVersionResource{gvrJobSet, gvrVolcano, gvrMPIJob, gvrJob, gvrPod, gvrComputeDomain, gvrService, gvrSecret}
 
 // CleanOptions select the cluster and namespace, as the launcher's flags do.
 type CleanOptions struct {

@@ -32,6 +32,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
+	"github.com/gpuaccept/gpuaccept/framework/site"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
@@ -93,6 +94,14 @@ type Config struct {
 	SKU *sku.SKU
 	// MPIArgs are extra rank starter arguments.
 	MPIArgs []string
+	// Start is what every MPI step's starter line starts from
+	// (rankstart.FromLaunch: the site's mpi settings, HCOLL off for Open
+	// MPI); nil: nothing but MPIArgs.
+	Start *rankstart.Options
+	// Site is the site file (--site): its kubernetes part lies over the
+	// SKU's for the rank pods, and shapes the launcher pod, the IMEX
+	// ComputeDomain and the host folders; nil: none.
+	Site *site.Site
 	// Starter starts the ranks of MPI steps in the lead pod
 	// (--mpi-flavor); nil means Open MPI's mpirun. It must speak for an
 	// MPI the image holds.
@@ -150,11 +159,11 @@ func (c *Config) Build(o launch.Options) (launch.Launcher, error) {
 	if cfg.PendingTimeout <= 0 {
 		return nil, fmt.Errorf("--k8s-pending-timeout %s: want a time limit above zero", cfg.PendingTimeout)
 	}
-	st, err := rankstart.ForMPIFlavor(o.MPIFlavor)
+	st, base, err := rankstart.FromLaunch(o)
 	if err != nil {
 		return nil, fmt.Errorf("launcher k8s: %w", err)
 	}
-	cfg.SKU, cfg.MPIArgs, cfg.Hosts, cfg.Starter = o.SKU, o.MPIArgs, o.Hosts, st
+	cfg.SKU, cfg.Hosts, cfg.Starter, cfg.Start, cfg.Site = o.SKU, o.Hosts, st, &base, o.Site
 	return New(cfg)
 }
 
@@ -179,12 +188,16 @@ func New(cfg Config) (*Launcher, error) {
 	} else if err := rankstart.AcrossHosts(cfg.Starter); err != nil {
 		return nil, fmt.Errorf("launcher k8s: %w", err)
 	}
-	if cfg.Image == "" && kube(cfg.SKU).Image == "" {
-		name := "the SKU"
+	if cfg.Image == "" && siteKube(cfg.Site).Pods.Image == "" && kube(cfg.SKU).Image == "" {
+		name := "the SKU file"
 		if cfg.SKU != nil {
 			name = cfg.SKU.File
 		}
-		return nil, fmt.Errorf("launcher k8s needs a container image: give --image, or kubernetes.image in %s", name)
+		where := "a site file (--site) with kubernetes.image"
+		if cfg.Site != nil {
+			where = "kubernetes.image in the site file " + cfg.Site.File
+		}
+		return nil, fmt.Errorf("launcher k8s needs a container image holding the benchmarks, mpirun and sshd, and none is given: give --image, or %s, or kubernetes.image in %s (no image is built in: a public default would not hold your fabric's libraries)", where, name)
 	}
 	if _, err := podShape(cfg); err != nil {
 		return nil, err
@@ -205,6 +218,14 @@ func NewRunID() string {
 
 // Name implements launch.Launcher.
 func (l *Launcher) Name() string { return Name }
+
+// siteKube returns the site's kubernetes part, or an empty one.
+func siteKube(s *site.Site) *site.Kubernetes {
+	if s == nil || s.Kubernetes == nil {
+		return &site.Kubernetes{}
+	}
+	return s.Kubernetes
+}
 
 // kube returns the SKU's kubernetes section, or an empty one.
 func kube(s *sku.SKU) *sku.Kubernetes {

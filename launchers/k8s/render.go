@@ -31,6 +31,9 @@ var (
 	gvrJobSet  = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
 	gvrVolcano = schema.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"}
 	gvrMPIJob  = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"}
+	// gvrComputeDomain is NVIDIA's IMEX ComputeDomain (the DRA driver for
+	// GB200's multi-node NVLink), made when the site asks for one.
+	gvrComputeDomain = schema.GroupVersionResource{Group: "resource.nvidia.com", Version: "v1beta1", Resource: "computedomains"}
 )
 
 // gvrOf maps an object to its resource; the launcher only creates the kinds
@@ -40,7 +43,7 @@ func gvrOf(o *unstructured.Unstructured) (schema.GroupVersionResource, error) {
 	for _, c := range []struct {
 		kind string
 		gvr  schema.GroupVersionResource
-	}{{"Secret", gvrSecret}, {"Service", gvrService}, {"Pod", gvrPod}, {"Job", gvrJob}, {"JobSet", gvrJobSet}, {"Job", gvrVolcano}, {"MPIJob", gvrMPIJob}} {
+	}{{"Secret", gvrSecret}, {"Service", gvrService}, {"Pod", gvrPod}, {"Job", gvrJob}, {"JobSet", gvrJobSet}, {"Job", gvrVolcano}, {"MPIJob", gvrMPIJob}, {"ComputeDomain", gvrComputeDomain}} {
 		if gvk.Kind == c.kind && gvk.GroupVersion() == c.gvr.GroupVersion() {
 			return c.gvr, nil
 		}
@@ -404,12 +407,19 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 	}
 	// Scripts of the lead and worker pods.
 	starter := rankstart.Or(l.cfg.Starter)
+	// Every MPI step's line starts from the run's starter options
+	// (rankstart.FromLaunch), as under every launcher; without them HCOLL
+	// is off for Open MPI, as ssh and slurm have it.
+	base := rankstart.Options{DisableHCOLL: starter.Family() == rankstart.FamilyOpenMPI}
+	if l.cfg.Start != nil {
+		base = *l.cfg.Start
+	}
 	var leadScript, workerScript string
 	switch {
 	case w.pods == 1:
 		argv := s.Argv
 		if rankstart.NeedsStarter(s) {
-			a, err := starter.Argv(s, rankstart.Options{AllowRoot: true, ExtraArgs: l.cfg.MPIArgs, Environ: environ})
+			a, err := starter.Argv(s, rankstart.Merge(base, rankstart.Options{AllowRoot: true, ExtraArgs: l.cfg.MPIArgs, Environ: environ}))
 			if err != nil {
 				return err
 			}
@@ -419,7 +429,7 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		leadScript = singleScript(argv, s.Files, podWorkDir)
 	case flavor == FlavorMPIJob:
 		// mpi-operator writes the hostfile and distributes its own keys.
-		a, err := starter.Argv(s, rankstart.Options{AllowRoot: true, ExtraArgs: l.cfg.MPIArgs, Environ: environ})
+		a, err := starter.Argv(s, rankstart.Merge(base, rankstart.Options{AllowRoot: true, ExtraArgs: l.cfg.MPIArgs, Environ: environ}))
 		if err != nil {
 			return err
 		}
@@ -436,7 +446,7 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 			// reads the port from the pods' ssh config.
 			extra = append([]string{"--mca", "plm_rsh_args", fmt.Sprintf("-p %d", sshPort), "--mca", "orte_keep_fqdn_hostnames", "1"}, l.cfg.MPIArgs...)
 		}
-		a, err := starter.Argv(s, rankstart.Options{Hosts: hostNames, AllowRoot: true, ExtraArgs: extra, Environ: environ})
+		a, err := starter.Argv(s, rankstart.Merge(base, rankstart.Options{Hosts: hostNames, AllowRoot: true, ExtraArgs: extra, Environ: environ}))
 		if err != nil {
 			return err
 		}
@@ -446,6 +456,12 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 	}
 	gpus := topo.GPUsPerNode
 	podOpts := podOptions{secret: secretName, multi: w.pods > 1 && flavor != FlavorMPIJob, env: env, gpus: gpus, deadline: active}
+	if cd := sh.computeDomain; cd != nil && w.pods > 1 {
+		// Multi-node NVLink (IMEX) needs the step's nodes in one
+		// ComputeDomain, each rank pod holding its channel (seed 001).
+		podOpts.claim, podOpts.claimTemplate = cd.ClaimName(), w.name+"-cd-channel"
+		w.objects = append(w.objects, computeDomain(w.name+"-cd", namespace, lbl, w.pods, podOpts.claimTemplate))
+	}
 	// Pinned to hosts: a pod whose node is known goes to that node
 	// exactly; a template that stands for several pods (an Indexed Job's,
 	// a replicated worker's) may go to any of its nodes, one pod per node
@@ -466,8 +482,15 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 			workerOpts.spread = map[string]string{LabelRole: "worker"}
 		}
 		worker = l.podTemplate(sh, lbl, "worker", workerScript, workerOpts)
-		lead = l.podTemplate(&shape{image: sh.image, env: sh.env, tolerations: sh.tolerations, nodeSelector: sh.nodeSelector, sa: sh.sa,
-			priority: sh.priority, annotations: sh.annotations, labels: sh.labels}, lbl, "lead", leadScript, podOptions{env: env, deadline: active, nodes: w.pin})
+		// The launcher pod holds no rank: none of the rank pods' network
+		// attachments, GPU node selector or devices (eight SR-IOV VFs on a
+		// pod that only runs mpirun would take them from a worker), only
+		// the site's kubernetes.launcher shape.
+		ls := &shape{image: sh.image, env: sh.env, tolerations: sh.tolerations, sa: sh.sa, priority: sh.priority, labels: sh.labels}
+		if sh.launcher != nil {
+			ls.annotations, ls.nodeSelector, ls.resources = sh.launcher.annotations, sh.launcher.nodeSelector, sh.launcher.resources
+		}
+		lead = l.podTemplate(ls, lbl, "lead", leadScript, podOptions{env: env, deadline: active, nodes: w.pin})
 	}
 	if s.Role != "" {
 		lead.Labels["gpuaccept.dev/pair-role"] = s.Role
@@ -528,6 +551,21 @@ type podOptions struct {
 	// spread, when set, spreads pods one per node that carry these labels
 	// besides the step's (the anti-affinity multi gives as well).
 	spread map[string]string
+	// claim, when set, is the pod's resource claim of a ComputeDomain
+	// channel, made from the ResourceClaimTemplate claimTemplate.
+	claim, claimTemplate string
+}
+
+// computeDomain is the IMEX ComputeDomain of a step over nodes nodes,
+// whose channel claims come from the template named channel (seed 001's
+// nccl-test-compute-domain: numNodes, channel.resourceClaimTemplate.name).
+func computeDomain(name, namespace string, lbl map[string]string, nodes int, channel string) *unstructured.Unstructured {
+	cd := newObject("resource.nvidia.com/v1beta1", "ComputeDomain", metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: copyMap(lbl)})
+	cd.Object["spec"] = map[string]any{
+		"numNodes": int64(nodes),
+		"channel":  map[string]any{"resourceClaimTemplate": map[string]any{"name": channel}},
+	}
+	return cd
 }
 
 // podTemplate is the pod every flavor runs: one container, the SKU's
@@ -559,6 +597,9 @@ func (l *Launcher) podTemplate(sh *shape, lbl map[string]string, role, script st
 	if len(res) > 0 {
 		c.Resources = corev1.ResourceRequirements{Limits: res, Requests: res}
 	}
+	if o.claim != "" {
+		c.Resources.Claims = []corev1.ResourceClaim{{Name: o.claim}}
+	}
 	if sh.ipcLock || sh.privileged {
 		c.SecurityContext = &corev1.SecurityContext{}
 		if sh.ipcLock {
@@ -589,6 +630,14 @@ func (l *Launcher) podTemplate(sh *shape, lbl map[string]string, role, script st
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "dshm", VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: sh.shm}}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "dshm", MountPath: "/dev/shm"})
+	}
+	if o.claim != "" {
+		spec.ResourceClaims = []corev1.PodResourceClaim{{Name: o.claim, ResourceClaimTemplateName: ptr.To(o.claimTemplate)}}
+	}
+	for i, h := range sh.hostPaths {
+		name := fmt.Sprintf("host-%d", i)
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: h.Path}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: h.Mount})
 	}
 	if o.multi {
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "ssh", VolumeSource: corev1.VolumeSource{

@@ -251,7 +251,7 @@ func TestBuildFromFlags(t *testing.T) {
 		{args: []string{"--k8s-flavor", "pytorchjob", "--image", "i"}, want: `--k8s-flavor "pytorchjob": want one of job, jobset, volcano, mpijob`},
 		{args: []string{"--image", "i"}, o: launch.Options{MPIFlavor: "srun"}, want: "launcher k8s: --mpi-flavor srun: srun starts the ranks of a Slurm allocation"},
 		{args: []string{"--image", "i"}, o: launch.Options{Hosts: []string{"node_1"}}, want: "launcher k8s: --hosts:"},
-		{args: []string{}, o: launch.Options{SKU: &sku.SKU{Name: "x", File: "x.yaml"}}, want: "launcher k8s needs a container image: give --image, or kubernetes.image in x.yaml"},
+		{args: []string{}, o: launch.Options{SKU: &sku.SKU{Name: "x", File: "x.yaml"}}, want: "launcher k8s needs a container image holding the benchmarks, mpirun and sshd, and none is given: give --image, or a site file (--site) with kubernetes.image, or kubernetes.image in x.yaml"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -282,7 +282,7 @@ func TestBuildFromFlags(t *testing.T) {
 	assert.Equal(t, cfg.Flavor, FlavorJobSet)
 	assert.Equal(t, cfg.PendingTimeout, 90*time.Second)
 	assert.DeepEqual(t, cfg.Hosts, []string{"gpu-node-1"})
-	assert.DeepEqual(t, cfg.MPIArgs, []string{"--mca", "btl", "tcp"})
+	assert.DeepEqual(t, cfg.Start.ExtraArgs, []string{"--mca", "btl", "tcp"})
 	assert.Equal(t, cfg.Starter.Name(), "hpcx")
 }
 
@@ -297,7 +297,9 @@ func TestRenderMPIFlavor(t *testing.T) {
 		{"mpich", FlavorJob, []string{"mpiexec -n 8 -ppn 4 -hosts ", "-genvlist "}, []string{"plm_rsh_args", "orte_keep_fqdn_hostnames", "mpirun"}},
 		{"hpcx", FlavorJob, []string{"mpirun --allow-run-as-root -np 8", "--mca plm_rsh_args", "-mca coll_hcoll_enable 0"}, nil},
 		{"mpich", FlavorMPIJob, []string{"mpiImplementation: MPICH", "mpiexec -n 8 -ppn 4"}, []string{"mpiImplementation: OpenMPI"}},
-		{"openmpi", FlavorMPIJob, []string{"mpiImplementation: OpenMPI", "mpirun --allow-run-as-root -np 8"}, []string{"coll_hcoll_enable"}},
+		// HCOLL is off for Open MPI under k8s as under ssh and slurm
+		// (before, only ssh turned it off).
+		{"openmpi", FlavorMPIJob, []string{"mpiImplementation: OpenMPI", "mpirun --allow-run-as-root -np 8", "-mca coll_hcoll_enable 0"}, nil},
 	} {
 		t.Run(c.flavor+"-"+c.k8sFlavor, func(t *testing.T) {
 			cfg := &Config{Flavor: c.k8sFlavor, PendingTimeout: time.Minute}

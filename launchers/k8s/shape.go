@@ -8,6 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/gpuaccept/gpuaccept/framework/site"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
 // shape is the SKU's kubernetes section checked and turned into the API's
@@ -28,28 +31,110 @@ type shape struct {
 	priority     string
 	queue        string
 	env          map[string]string
+	// launcher is the shape of a pod that holds no rank (the site's
+	// kubernetes.launcher: annotations, node selector, resources only);
+	// nil: none of these.
+	launcher *shape
+	// computeDomain, when set, gives every multi-node step an IMEX
+	// ComputeDomain whose channel its rank pods claim.
+	computeDomain *site.ComputeDomain
+	// hostPaths are node folders mounted into every pod.
+	hostPaths []*site.HostPath
 }
 
-// podShape checks the SKU's kubernetes section against Kubernetes' syntax;
-// errors name the SKU file, the line and the field.
+// podShape checks the SKU's kubernetes section, and the site's kubernetes
+// part, against Kubernetes' syntax (errors name the file, the line and the
+// field), and lays the site's over the SKU's: a site's value wins, key by
+// key in maps; its tolerations, when it gives any, replace the SKU's.
+// --image and --queue win over both.
 func podShape(cfg Config) (*shape, error) {
-	k := kube(cfg.SKU)
-	where := func(field string, err error) error {
-		name, line := "SKU", k.Line
-		if cfg.SKU != nil {
-			name = cfg.SKU.File
-		}
-		return fmt.Errorf("%s: line %d: field kubernetes.%s: %w", name, line, field, err)
+	skuName := "SKU"
+	if cfg.SKU != nil {
+		skuName = cfg.SKU.File
 	}
-	s := &shape{image: k.Image, ipcLock: k.IPCLock, privileged: k.Privileged, hostNetwork: k.HostNetwork,
-		sa: k.ServiceAccount, priority: k.PriorityClass, queue: k.Queue, env: k.Env,
-		annotations: k.Annotations, labels: k.Labels, nodeSelector: k.NodeSelector}
+	s, err := shapeOf(kube(cfg.SKU), skuName, "kubernetes.")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Site != nil && cfg.Site.Kubernetes != nil {
+		sk := cfg.Site.Kubernetes
+		o, err := shapeOf(&sk.Pods, cfg.Site.File, "kubernetes.")
+		if err != nil {
+			return nil, err
+		}
+		s.over(o)
+		if sk.Launcher != nil {
+			r := sk.Launcher
+			ls, err := shapeOf(&sku.Kubernetes{Annotations: r.Annotations, NodeSelector: r.NodeSelector, Resources: r.Resources, Line: r.Line}, cfg.Site.File, "kubernetes.launcher.")
+			if err != nil {
+				return nil, err
+			}
+			s.launcher = ls
+		}
+		s.computeDomain, s.hostPaths = sk.ComputeDomain, sk.HostPaths
+	}
 	if cfg.Image != "" {
 		s.image = cfg.Image
 	}
 	if cfg.Queue != "" {
 		s.queue = cfg.Queue
 	}
+	return s, nil
+}
+
+// over lays o's settings over s's.
+func (s *shape) over(o *shape) {
+	if o.image != "" {
+		s.image = o.image
+	}
+	if o.gpuResource != "" {
+		s.gpuResource = o.gpuResource
+	}
+	for k, v := range o.resources {
+		s.resources[k] = v
+	}
+	s.annotations = mergeMaps(s.annotations, o.annotations)
+	s.labels = mergeMaps(s.labels, o.labels)
+	s.nodeSelector = mergeMaps(s.nodeSelector, o.nodeSelector)
+	s.env = mergeMaps(s.env, o.env)
+	if o.shm != nil {
+		s.shm = o.shm
+	}
+	s.ipcLock = s.ipcLock || o.ipcLock
+	s.privileged = s.privileged || o.privileged
+	s.hostNetwork = s.hostNetwork || o.hostNetwork
+	if len(o.tolerations) > 0 {
+		s.tolerations = o.tolerations
+	}
+	for _, f := range []struct{ to, from *string }{{&s.sa, &o.sa}, {&s.priority, &o.priority}, {&s.queue, &o.queue}} {
+		if *f.from != "" {
+			*f.to = *f.from
+		}
+	}
+}
+
+// mergeMaps returns a's entries with b's over them; nil when both are
+// empty.
+func mergeMaps(a, b map[string]string) map[string]string {
+	if len(a) == 0 && len(b) == 0 {
+		return nil
+	}
+	out := copyMap(a)
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// shapeOf checks one kubernetes section (of the SKU file or the site file
+// name, its fields named under prefix) and turns it into the API's types.
+func shapeOf(k *sku.Kubernetes, name, prefix string) (*shape, error) {
+	where := func(field string, err error) error {
+		return fmt.Errorf("%s: line %d: field %s%s: %w", name, k.Line, prefix, field, err)
+	}
+	s := &shape{image: k.Image, ipcLock: k.IPCLock, privileged: k.Privileged, hostNetwork: k.HostNetwork,
+		sa: k.ServiceAccount, priority: k.PriorityClass, queue: k.Queue, env: k.Env,
+		annotations: k.Annotations, labels: k.Labels, nodeSelector: k.NodeSelector}
 	if k.GPUResource != "" {
 		if errs := validation.IsQualifiedName(k.GPUResource); len(errs) > 0 {
 			return nil, where("gpu_resource", fmt.Errorf("%q: %s", k.GPUResource, strings.Join(errs, "; ")))

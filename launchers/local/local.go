@@ -51,11 +51,11 @@ func (c *Config) Build(o launch.Options) (launch.Launcher, error) {
 				self, h, strings.Join(launch.Names(), ", "))
 		}
 	}
-	st, err := rankstart.ForMPIFlavor(o.MPIFlavor)
+	st, base, err := rankstart.FromLaunch(o)
 	if err != nil {
 		return nil, fmt.Errorf("launcher local: %w", err)
 	}
-	return &Launcher{MPIArgs: o.MPIArgs, Starter: st}, nil
+	return &Launcher{Starter: st, Start: &base}, nil
 }
 
 // Launcher runs steps on this host.
@@ -65,6 +65,10 @@ type Launcher struct {
 	// Starter starts the ranks of MPI steps (--mpi-flavor); nil means
 	// Open MPI's mpirun.
 	Starter rankstart.Starter
+	// Start is what every MPI step's starter line starts from
+	// (rankstart.FromLaunch: the site's MPI settings, HCOLL off for Open
+	// MPI); nil: nothing.
+	Start *rankstart.Options
 	// Environ is the environment steps start from; nil means os.Environ().
 	Environ []string
 	// KillGrace is how long a step has between SIGTERM and SIGKILL after a
@@ -86,7 +90,11 @@ func (l *Launcher) argv(s plan.Step) ([]string, error) {
 	if !rankstart.NeedsStarter(s) {
 		return s.Argv, nil
 	}
-	return rankstart.Or(l.Starter).Argv(s, rankstart.Options{AllowRoot: os.Geteuid() == 0, ExtraArgs: l.MPIArgs, Environ: l.environ()})
+	var base rankstart.Options
+	if l.Start != nil {
+		base = *l.Start
+	}
+	return rankstart.Or(l.Starter).Argv(s, rankstart.Merge(base, rankstart.Options{AllowRoot: os.Geteuid() == 0, ExtraArgs: l.MPIArgs, Environ: l.environ()}))
 }
 
 // check refuses what needs other hosts and returns req with the plan's

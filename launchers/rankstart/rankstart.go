@@ -51,6 +51,10 @@ type Options struct {
 	// WorkDir is the folder every rank starts in, on every host (mpirun
 	// --wdir); empty leaves the starter's default (its own folder).
 	WorkDir string
+	// MCA are MCA parameters (name, value) for Open MPI and HPC-X:
+	// --mca NAME VALUE each, after the starter's own options (the site's
+	// mpi.mca, framework/site). MPICH has none: its starter refuses them.
+	MCA [][2]string
 	// DisableHCOLL adds -mca coll_hcoll_enable 0 (Open MPI and HPC-X):
 	// Mellanox HCOLL's MPI collectives are not what nccl-tests measures and
 	// a fabric without its setup hangs in MPI_Init (seed 000 turns it off

@@ -58,6 +58,9 @@ func (m openMPI) Argv(s plan.Step, o Options) ([]string, error) {
 		}
 		argv = append(argv, "--mca", "plm_rsh_agent", strings.Join(o.RemoteShell, " "))
 	}
+	for _, kv := range o.MCA {
+		argv = append(argv, "--mca", kv[0], kv[1])
+	}
 	if o.DisableHCOLL || m.hcoll {
 		argv = append(argv, "-mca", "coll_hcoll_enable", "0")
 	}
@@ -90,6 +93,9 @@ func (mpich) Argv(s plan.Step, o Options) ([]string, error) {
 	if o.DisableHCOLL {
 		return nil, fmt.Errorf("step %s: HCOLL is an Open MPI / HPC-X component; MPICH has no coll_hcoll_enable", s.Name)
 	}
+	if len(o.MCA) > 0 {
+		return nil, fmt.Errorf("step %s: MCA parameter %s is Open MPI's; MPICH has no MCA parameters (the site's mpi.mca): give Hydra's own options in mpi.args", s.Name, o.MCA[0][0])
+	}
 	argv := []string{"mpiexec", "-n", strconv.Itoa(s.Procs), "-ppn", strconv.Itoa(s.ProcsPerNode)}
 	if len(o.Hosts) > 0 {
 		argv = append(argv, "-hosts", hostSlots(o.Hosts, s.ProcsPerNode))
@@ -121,9 +127,26 @@ func (mpich) Argv(s plan.Step, o Options) ([]string, error) {
 // become --nodelist, after o.ExtraArgs.
 type srun struct{}
 
-func (srun) Name() string           { return FlavorSrun }
-func (srun) Family() Family         { return FamilySlurm }
-func (srun) Env(o Options) []string { return nil }
+func (srun) Name() string   { return FlavorSrun }
+func (srun) Family() Family { return FamilySlurm }
+
+// Env is the MCA parameters and HCOLL's switch as Open MPI reads them from
+// the environment (OMPI_MCA_NAME), since srun has no --mca: ranks of an
+// Open MPI job started by srun take them from there, and other MPIs
+// ignore the names.
+func (srun) Env(o Options) []string {
+	var env []string
+	for _, kv := range o.MCA {
+		env = append(env, "OMPI_MCA_"+kv[0]+"="+kv[1])
+	}
+	if o.DisableHCOLL {
+		env = append(env, "OMPI_MCA_coll_hcoll_enable=0")
+	}
+	return env
+}
+
+// srunBind maps mpirun's --bind-to values to srun's --cpu-bind.
+var srunBind = map[string]string{"none": "none", "core": "cores", "socket": "sockets", "package": "sockets", "numa": "ldoms", "hwthread": "threads", "board": "boards"}
 
 func (srun) Argv(s plan.Step, o Options) ([]string, error) {
 	if err := checkCounts(s); err != nil {
@@ -140,6 +163,13 @@ func (srun) Argv(s plan.Step, o Options) ([]string, error) {
 	nodes := (s.Procs + s.ProcsPerNode - 1) / s.ProcsPerNode
 	argv = append(argv, "--nodes="+strconv.Itoa(nodes), "--ntasks="+strconv.Itoa(s.Procs), "--ntasks-per-node="+strconv.Itoa(s.ProcsPerNode),
 		"--mpi="+pmi, "--kill-on-bad-exit=1")
+	if o.BindTo != "" {
+		b, ok := srunBind[o.BindTo]
+		if !ok {
+			return nil, fmt.Errorf("step %s: binding %q has no srun --cpu-bind equivalent (none, core, socket, numa, hwthread, board)", s.Name, o.BindTo)
+		}
+		argv = append(argv, "--cpu-bind="+b)
+	}
 	argv = append(argv, o.ExtraArgs...)
 	if len(o.Hosts) > 0 {
 		argv = append(argv, "--nodelist="+strings.Join(o.Hosts, ","))

@@ -81,6 +81,11 @@ type Config struct {
 	// Starter is the mpirun of MPI steps under MPIMpirun (--mpi-flavor);
 	// nil means Open MPI's. Under pmix and pmi2, srun starts them.
 	Starter rankstart.Starter
+	// Start is what every MPI step's starter line starts from
+	// (rankstart.FromLaunch: the site's mpi.args, bind_to and mca, HCOLL
+	// off for Open MPI; under srun the MCA settings go in the
+	// environment); nil: nothing but MPIArgs.
+	Start *rankstart.Options
 	// Hosts, when set, become the job's node list (--nodelist).
 	Hosts []string
 }
@@ -118,13 +123,12 @@ func (c *Config) Bind(fs *pflag.FlagSet) {
 // checked before anything is submitted.
 func (c *Config) Build(o launch.Options) (launch.Launcher, error) {
 	cfg := *c
-	cfg.MPIArgs = o.MPIArgs
 	cfg.Hosts = o.Hosts
-	st, err := rankstart.ForMPIFlavor(o.MPIFlavor)
+	st, base, err := rankstart.FromLaunch(o)
 	if err != nil {
 		return nil, fmt.Errorf("launcher slurm: %w", err)
 	}
-	cfg.Starter = st
+	cfg.Starter, cfg.Start = st, &base
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

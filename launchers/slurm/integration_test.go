@@ -352,7 +352,7 @@ func submitExample(t *testing.T, partition string, extra ...string) (out, id str
 	assert.NilError(t, err)
 	script, err := filepath.Abs("../../examples/slurm/gpuaccept.sbatch")
 	assert.NilError(t, err)
-	args := []string{"--parsable", "--partition=" + partition, "--chdir=" + dir,
+	args := []string{"--parsable", "--nodes=2", "--partition=" + partition, "--chdir=" + dir,
 		"--export=ALL,GPUACCEPT=" + bin + ",SKU=ndmv4,SUITE=multinode,OUT=" + out, script,
 		"--baselines", skus, "--slurm-gpus", "none", "--slurm-mpi", "mpirun",
 		"--param", "bindir=" + bindir, "--param", "env.STANDIN_RECORDINGS=" + recording(t, "ndmv4-2x8")}

@@ -41,7 +41,7 @@ func TestClusterLocaliseInsideAllocation(t *testing.T) {
 		}
 		recs[v.name] = filepath.Join(dir, v.name, "{nodes}")
 	}
-	args := []string{"--parsable", "--partition=" + loc, "--nodelist=" + strings.Join(nodes, ","), "--chdir=" + dir,
+	args := []string{"--parsable", "--nodes=2", "--partition=" + loc, "--nodelist=" + strings.Join(nodes, ","), "--chdir=" + dir,
 		"--export=ALL,GPUACCEPT=" + bin + ",SKU=mi355x,SUITE=multinode,OUT=" + out, script,
 		"--test", "rccl.all_reduce", "--localise-test", "rccl.all_reduce", "--slurm-gpus", "none", "--slurm-mpi", "mpirun",
 		"--param", "bindir=" + bindir, "--param", "env.STANDIN_RECORDINGS=" + recs["healthy"],

@@ -158,6 +158,12 @@ func render(j job) (string, []string, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
+		for _, kv := range srunEnv(j, s) {
+			k, v, _ := strings.Cut(kv, "=")
+			if _, own := s.Env[k]; !own {
+				fmt.Fprintf(&b, "\texport %s=%s\n", k, shellWord(v))
+			}
+		}
 		for _, k := range keys {
 			fmt.Fprintf(&b, "\texport %s=%s\n", k, shellWord(s.Env[k]))
 		}
@@ -183,6 +189,29 @@ func render(j job) (string, []string, error) {
 	return b.String(), cmds, nil
 }
 
+// start is the run's starter options (Config.Start); without them HCOLL
+// is off for Open MPI, as under every launcher.
+func (j job) start() rankstart.Options {
+	if j.Config.Start == nil {
+		return rankstart.Options{DisableHCOLL: rankstart.Or(j.Config.Starter).Family() == rankstart.FamilyOpenMPI}
+	}
+	return *j.Config.Start
+}
+
+// srunEnv is what srun's ranks of an MPI step need in their environment
+// from the run's starter options (rankstart's srun Env: OMPI_MCA_...), as
+// NAME=value.
+func srunEnv(j job, s plan.Step) []string {
+	if !(rankstart.NeedsStarter(s) && s.MPI) || j.MPI == MPIMpirun {
+		return nil
+	}
+	st, err := rankstart.Lookup(rankstart.FlavorSrun)
+	if err != nil {
+		return nil
+	}
+	return st.Env(j.start())
+}
+
 // jobName is the job's (and its steps') name: gpuaccept-TEST.
 func jobName(test string) string { return "gpuaccept-" + test }
 
@@ -196,7 +225,7 @@ func stepLine(j job, s plan.Step) (string, error) {
 			hs = j.AllocHosts[:j.Topology.Nodes]
 		}
 		argv, err := rankstart.Or(j.Config.Starter).Argv(plan.Step{Name: s.Name, Argv: wrapped, Env: s.Env, Procs: s.Procs, ProcsPerNode: s.ProcsPerNode, MPI: true},
-			rankstart.Options{Hosts: hs, AllowRoot: j.AllowRoot, ExtraArgs: j.Config.MPIArgs, Environ: j.Environ})
+			rankstart.Merge(j.start(), rankstart.Options{Hosts: hs, AllowRoot: j.AllowRoot, ExtraArgs: j.Config.MPIArgs, Environ: j.Environ}))
 		if err != nil {
 			return "", fmt.Errorf("render script for %s: %w", j.Test, err)
 		}
@@ -204,6 +233,10 @@ func stepLine(j job, s plan.Step) (string, error) {
 	}
 	o := rankstart.Options{JobName: jobName(j.Test) + "." + s.Name}
 	if mpi {
+		// The run's binding, and its MCA settings and HCOLL's switch as
+		// the environment (srun has no --mca; srunEnv exports them).
+		o = rankstart.Merge(j.start(), o)
+		o.ExtraArgs = nil
 		o.PMI = j.MPI
 	}
 	single := !rankstart.NeedsStarter(s)

@@ -105,15 +105,15 @@ func (c Config) Validate() error {
 // reachability check, so an unreachable host is named before anything is
 // planned or written.
 func (c *Config) Build(o launch.Options) (launch.Launcher, error) {
-	st, err := rankstart.ForMPIFlavor(o.MPIFlavor)
+	st, base, err := rankstart.FromLaunch(o)
 	if err != nil {
 		return nil, fmt.Errorf("launcher ssh: %w", err)
 	}
-	l, err := New(*c, o.Hosts, o.MPIArgs)
+	l, err := New(*c, o.Hosts, nil)
 	if err != nil {
 		return nil, err
 	}
-	l.Starter = st
+	l.Starter, l.Start = st, &base
 	if !o.DryRun {
 		if err := l.Check(context.Background()); err != nil {
 			return nil, err
@@ -133,6 +133,10 @@ type Launcher struct {
 	// Starter starts collective steps (--mpi-flavor); nil means Open
 	// MPI's mpirun.
 	Starter rankstart.Starter
+	// Start is what every collective step's starter line starts from
+	// (rankstart.FromLaunch: the site's MPI settings, HCOLL off); nil
+	// means HCOLL off for Open MPI and nothing else, as without a site.
+	Start *rankstart.Options
 	// Environ is the environment the rank starter runs in and that
 	// forwarded variables come from; nil means os.Environ().
 	Environ []string

@@ -99,10 +99,15 @@ func (l *Launcher) prepare(req launch.Request) ([]stepRun, error) {
 		}
 		// In the process's temp folder, which goes even after kill -9.
 		r.local = filepath.Join(proc.TempPath(), "ssh-"+l.RunID, req.Test+"."+s.Name)
-		// Open MPI's HCOLL is turned off (see rankstart.Options); Hydra
-		// takes its remote shell as a program, written beside the starter.
-		o := rankstart.Options{Hosts: sh, AllowRoot: os.Geteuid() == 0, ExtraArgs: l.MPIArgs, Environ: l.environ(),
-			RemoteShell: l.SSHArgs(), WorkDir: r.wd, DisableHCOLL: starter.Family() == rankstart.FamilyOpenMPI}
+		// The run's starter options (rankstart.FromLaunch: the site's,
+		// HCOLL off for Open MPI); Hydra takes its remote shell as a
+		// program, written beside the starter.
+		base := rankstart.Options{DisableHCOLL: starter.Family() == rankstart.FamilyOpenMPI}
+		if l.Start != nil {
+			base = *l.Start
+		}
+		o := rankstart.Merge(base, rankstart.Options{Hosts: sh, AllowRoot: os.Geteuid() == 0, ExtraArgs: l.MPIArgs, Environ: l.environ(),
+			RemoteShell: l.SSHArgs(), WorkDir: r.wd})
 		if starter.Family() == rankstart.FamilyMPICH {
 			r.wrapper = filepath.Join(r.local, "gpuaccept-rsh")
 			o.RemoteShellExec = r.wrapper

@@ -141,5 +141,16 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 			expectMax, factor = nccltests.Expected(s.sweep.MaxBytes, s.sweep.StepFactor)
 		}
 	}
-	return nccltests.Results(req.Outputs, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor}), nil
+	p := nccltests.Results(req.Outputs, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor})
+	if strings.Contains(p.Error, refusedJSON) {
+		p.Error += "; " + jsonHint
+	}
+	return p, nil
 }
+
+// refusedJSON is getopt's refusal of -J by an nccl-tests that predates it
+// (its own line after it is "invalid option '?'").
+const refusedJSON = "invalid option -- 'J'"
+
+// jsonHint says how to run such a binary: the parameter that drops -J.
+const jsonHint = `this nccl-tests predates -J (JSON output, nccl-tests 2.17): set the test parameter json=false (--param nccl:json=false, or json: "false" under params: nccl: in the site file, --site)`

@@ -267,3 +267,24 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// nccl-tests older than 2.17 has no -J: getopt refuses it ("invalid option
+// -- 'J'") and the error says how to turn JSON off. The input is the real
+// refusal of an unknown option (nccltests testdata h200x2-variants/badopt.txt,
+// all_reduce_perf -Q 1) with the option letter edited from Q to J, the only
+// change: the letter getopt names is the one on the command line.
+func TestOldNCCLTestsRefuseJSONHint(t *testing.T) {
+	data, err := os.ReadFile("../internal/nccltests/testdata/h200x2-variants/badopt.txt")
+	assert.NilError(t, err)
+	assert.Assert(t, strings.Contains(string(data), "invalid option -- 'Q'"))
+	log := filepath.Join(t.TempDir(), "all_reduce.log")
+	assert.NilError(t, os.WriteFile(log, []byte(strings.Replace(string(data), "invalid option -- 'Q'", "invalid option -- 'J'", 1)), 0o644))
+	p := parse(t, "all_reduce", twoGPUs, map[string]string{"maxbytes": "4G"}, plan.Output{Step: "all_reduce", Log: log, ExitCode: 1})
+	assert.Assert(t, strings.Contains(p.Error, "invalid option -- 'J'"), p.Error)
+	assert.Assert(t, strings.Contains(p.Error, `this nccl-tests predates -J (JSON output, nccl-tests 2.17): set the test parameter json=false (--param nccl:json=false, or json: "false" under params: nccl: in the site file, --site)`), p.Error)
+	// Another option refused gets no such hint.
+	log2 := filepath.Join(t.TempDir(), "all_reduce.log")
+	assert.NilError(t, os.WriteFile(log2, data, 0o644))
+	p = parse(t, "all_reduce", twoGPUs, map[string]string{"maxbytes": "4G"}, plan.Output{Step: "all_reduce", Log: log2, ExitCode: 1})
+	assert.Assert(t, strings.Contains(p.Error, "invalid option -- 'Q'") && !strings.Contains(p.Error, "json=false"), p.Error)
+}

@@ -24,6 +24,7 @@ printf '%s\n' gpu-a01 gpu-a02 >"$job/hosts"
 mkdir -p "$job/all_reduce.work" "$job/all_reduce.ranks"
 cd "$job/all_reduce.work" || exit 1
 (
+	export OMPI_MCA_coll_hcoll_enable=0
 	export GPUACCEPT_HOSTS="$(sed -n 1,2p "$job/hosts" | paste -sd, -)"
 	export NCCL_DEBUG=INFO
 	export NCCL_TOPO_FILE='/etc/ndv4 topo.xml'

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+)
+
+// A bad site file stops the run before anything, with exit code 2 and each
+// problem's file, line and field.
+func TestSiteFileProblems(t *testing.T) {
+	p := writeFile(t, "site.yaml", "site: x\nmpi:\n  bind_to: everywhere\nenv_scripts: [relative.sh]\n")
+	code, _, errs := cli(t, "--sku", "h200", "--suite", "singlenode", "--site", p, "--dry-run")
+	assert.Equal(t, code, 2, errs)
+	for _, want := range []string{p + `: line 3: field mpi.bind_to: "everywhere" is not a binding`, p + `: line 4: field env_scripts: "relative.sh": want an absolute path`} {
+		assert.Assert(t, strings.Contains(errs, want), "want %q in\n%s", want, errs)
+	}
+	code, _, errs = cli(t, "--sku", "h200", "--suite", "singlenode", "--site", filepath.Join(t.TempDir(), "none.yaml"), "--dry-run")
+	assert.Equal(t, code, 2, errs)
+	assert.Assert(t, strings.Contains(errs, "read site file: open "), errs)
+}
+
+// HCOLL's collectives are off under every launcher that starts Open MPI's
+// mpirun (before, only ssh turned them off), and a site's hcoll: true
+// leaves them on under every one of them.
+func TestHCOLLEveryLauncher(t *testing.T) {
+	on := writeFile(t, "hcoll.yaml", "site: x\nmpi: {hcoll: true, bind_to: core}\n")
+	for _, l := range [][]string{
+		{"--launcher", "local"},
+		{"--launcher", "ssh", "--hosts", "node1"},
+		{"--launcher", "slurm", "--slurm-mpi", "mpirun", "--partition", "gpu"},
+		{"--launcher", "k8s", "--baselines", k8sSKU(t)},
+	} {
+		t.Run(l[1], func(t *testing.T) {
+			args := append([]string{"--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--test", "nccl.all_reduce", "--param", "mode=mpi", "--dry-run"}, l...)
+			code, out, errs := cli(t, args...)
+			assert.Equal(t, code, 0, errs)
+			assert.Assert(t, strings.Contains(out, "-mca coll_hcoll_enable 0"), out)
+			code, out, errs = cli(t, append(args, "--site", on)...)
+			assert.Equal(t, code, 0, errs)
+			assert.Assert(t, !strings.Contains(out, "coll_hcoll_enable"), out)
+			assert.Assert(t, strings.Contains(out, "--bind-to core"), out)
+		})
+	}
+}
+
+// The site's mpi.flavor starts the ranks when --mpi-flavor is not given;
+// the flag wins when it is; a flavor that is none is named by the site's
+// field.
+func TestSiteMPIFlavor(t *testing.T) {
+	base := []string{"--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--test", "nccl.all_reduce", "--param", "mode=mpi", "--dry-run",
+		"--launcher", "ssh", "--hosts", "node1"}
+	mpich := writeFile(t, "mpich.yaml", "site: x\nmpi: {flavor: mpich}\n")
+	code, out, errs := cli(t, append(base, "--site", mpich)...)
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(out, "mpiexec -n 2 -ppn 2"), out)
+	code, out, errs = cli(t, append(base, "--site", mpich, "--mpi-flavor", "openmpi")...)
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(out, "mpirun ") && !strings.Contains(out, "mpiexec"), out)
+	bad := writeFile(t, "lam.yaml", "site: x\nmpi: {flavor: lam}\n")
+	code, _, errs = cli(t, append(base, "--site", bad)...)
+	assert.Equal(t, code, 2, errs)
+	assert.Assert(t, strings.Contains(errs, bad+`: field mpi.flavor: --mpi-flavor: unknown MPI flavor "lam"`), errs)
+	// MPICH has no MCA parameters: a site asking for them says so.
+	mca := writeFile(t, "mca.yaml", "site: x\nmpi: {flavor: mpich, mca: {btl: self}}\n")
+	code, _, errs = cli(t, append(base, "--site", mca)...)
+	assert.Equal(t, code, 2, errs)
+	assert.Assert(t, strings.Contains(errs, mca+": field mpi.mca: btl is an Open MPI MCA parameter, and the ranks start with mpich, which has none"), errs)
+}
+
+// A site's parameters lie over the suite's, a --param of the same key wins,
+// and a scope the suite does not run is ignored (a site serves every suite).
+func TestSiteParams(t *testing.T) {
+	p := writeFile(t, "p.yaml", "site: x\nparams:\n  nccl: {bindir: /site/build, json: \"false\"}\n  ibperf: {bindir: /other}\n")
+	base := []string{"--sku", "h200", "--suite", "singlenode", "--test", "nccl.all_reduce", "--gpus-per-node", "2", "--dry-run", "--site", p}
+	code, out, errs := cli(t, base...)
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(out, "/site/build/all_reduce_perf -b 8 -e 4G -f 2 -g 2 -c 1\n"), out)
+	code, out, errs = cli(t, append(base, "--param", "bindir=/flag/build")...)
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(out, "/flag/build/all_reduce_perf"), out)
+}
+
+// No image is built in: a k8s run of a SKU without one (a100-ndmv4 names
+// none since its seed's was private) says where to give it.
+func TestK8sImageRequired(t *testing.T) {
+	code, _, errs := cli(t, "--sku", "a100-ndmv4", "--suite", "multinode", "--launcher", "k8s", "--dry-run")
+	assert.Equal(t, code, 2, errs)
+	assert.Assert(t, strings.Contains(errs, "launcher k8s needs a container image holding the benchmarks, mpirun and sshd, and none is given: give --image, or a site file (--site) with kubernetes.image, or kubernetes.image in baselines/a100-ndmv4.yaml"), errs)
+	code, out, errs := cli(t, "--sku", "a100-ndmv4", "--suite", "multinode", "--launcher", "k8s", "--image", "registry.example/nccl:1", "--dry-run")
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(out, "image: registry.example/nccl:1"), out)
+}
+
+// The MPIJob launcher pod holds no rank: it gets none of the rank pods'
+// SR-IOV attachments, VFs, GPUs or GPU node selector, only the site's
+// kubernetes.launcher shape (seed 000's mpimaster: cpu 1).
+func TestMPIJobLauncherPod(t *testing.T) {
+	code, out, errs := cli(t, "--sku", "a100-ndmv4", "--suite", "multinode", "--launcher", "k8s", "--k8s-flavor", "mpijob",
+		"--site", "../../examples/sites/seed000-aks-volcano.yaml", "--dry-run")
+	assert.Equal(t, code, 0, errs)
+	objs := manifests(t, out)
+	mj := kind(t, objs, "kubeflow.org/v2beta1", "MPIJob")
+	launcher := dig(mj, "spec", "mpiReplicaSpecs", "Launcher", "template")
+	worker := dig(mj, "spec", "mpiReplicaSpecs", "Worker", "template")
+	assert.Equal(t, dig(launcher, "metadata", "annotations"), nil)
+	assert.Equal(t, dig(launcher, "spec", "nodeSelector"), nil)
+	assert.DeepEqual(t, dig(launcher, "spec", "containers", 0, "resources"), map[string]any{"limits": map[string]any{"cpu": "1"}, "requests": map[string]any{"cpu": "1"}})
+	assert.Equal(t, str(dig(worker, "metadata", "annotations", "k8s.v1.cni.cncf.io/networks")), strings.TrimSuffix(strings.Repeat("hostdev-net,", 8), ","))
+	assert.Equal(t, str(dig(worker, "spec", "nodeSelector", "kubernetes.azure.com/accelerator")), "nvidia")
+	assert.Equal(t, str(dig(worker, "spec", "containers", 0, "resources", "limits", "nvidia.com/mlnxnics")), "8")
+}
+
+// The README's headline command and the example batch script's default
+// judge numbers on the hardware they name: every test of the suite has a
+// baseline at the scope they run (h200 has 1 x 2 only; its default 8 GPUs
+// and its multinode suite judge no number yet).
+func TestExamplesHaveABaseline(t *testing.T) {
+	readme := readFile(t, "../../README.md")
+	m := regexp.MustCompile("(?s)```\n(gpuaccept --sku h200 --suite singlenode --launcher local[^`]*)```").FindStringSubmatch(readme)
+	assert.Assert(t, m != nil, "no headline command in README.md")
+	headline := shellWords(strings.ReplaceAll(m[1], "\\\n", " "))
+
+	fake := filepath.Join(t.TempDir(), "gpuaccept")
+	assert.NilError(t, os.WriteFile(fake, []byte("#!/bin/sh\nfor a; do echo \"$a\"; done\n"), 0o755))
+	cmd := exec.Command("bash", "../../examples/slurm/gpuaccept.sbatch")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GPUACCEPT=" + fake, "SLURM_JOB_ID=1", "SLURM_JOB_NODELIST=n1", "SLURM_JOB_NUM_NODES=1"}
+	out, err := cmd.Output()
+	assert.NilError(t, err)
+	sbatch := strings.Split(strings.TrimSpace(string(out)), "\n")[1:] // after the script's own line
+	assert.Assert(t, strings.Contains(readFile(t, "../../examples/slurm/gpuaccept.sbatch"), "#SBATCH --nodes=1\n"))
+
+	var c common
+	cat, err := c.catalog()
+	assert.NilError(t, err)
+	for name, args := range map[string][]string{"README headline": headline, "gpuaccept.sbatch": sbatch} {
+		s, err := cat.Get(after(args, "--sku"))
+		assert.NilError(t, err, name)
+		su := s.Suites[after(args, "--suite")]
+		assert.Assert(t, su != nil, "%s: %v", name, args)
+		gpus, err := strconv.Atoi(after(args, "--gpus-per-node"))
+		assert.NilError(t, err, "%s names no --gpus-per-node: %v", name, args)
+		nodes := su.Nodes
+		if n := after(args, "--nodes"); n != "" {
+			nodes, _ = strconv.Atoi(n)
+		}
+		for _, st := range su.Tests {
+			if st.Skip == "" {
+				assert.Assert(t, len(s.Entries(st.Test, plan.Scope{Nodes: nodes, GPUsPerNode: gpus})) > 0,
+					"%s: %s has no baseline at %dx%d (it has %v)", name, st.Test, nodes, gpus, s.Scopes(st.Test))
+			}
+		}
+	}
+}
