@@ -20,6 +20,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/plugins/health"
 	"github.com/gpuaccept/gpuaccept/plugins/nccl"
 )
 
@@ -50,7 +51,7 @@ func (p inProcess) Describe(ctx context.Context, name string) (pluginapi.Descrip
 	return pl.Describe(ctx)
 }
 
-var builtins = inProcess{"nccl": nccl.Plugin{}}
+var builtins = inProcess{"nccl": nccl.Plugin{}, health.PluginName: health.Plugin{}}
 
 // replaying is a launcher whose every step writes the real log log.
 type replaying struct{ log string }

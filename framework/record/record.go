@@ -491,25 +491,9 @@ func facts(r Sample) string {
 	if len(r.Commands) > 0 {
 		short := make([]string, len(r.Commands))
 		for i, c := range r.Commands {
-			short[i] = shortCommand(c)
+			short[i] = result.ShortCommand(c)
 		}
 		fs = append(fs, "command: "+strings.Join(short, " && "))
 	}
 	return strings.Join(fs, ", ")
-}
-
-// maxCommand bounds a command line quoted in an entry's source.
-const maxCommand = 240
-
-// shortCommand keeps a long command line (a script passed inline, python3
-// -c '...': 8 KB of torchbench.py) readable in a source: its first 80 and
-// last 140 bytes, which hold the program and its arguments, around a note
-// of what was left out. The run's results.json and outputs.json keep it
-// whole.
-func shortCommand(c string) string {
-	if len(c) <= maxCommand {
-		return c
-	}
-	head, tail := c[:80], c[len(c)-140:]
-	return fmt.Sprintf("%s ... (%d bytes left out; the run's results.json has the whole command) ... %s", head, len(c)-len(head)-len(tail), tail)
 }
