@@ -91,13 +91,13 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 				}
 				continue
 			}
-			fmt.Fprintf(stdout, "ok  %s: sku %s, %d suites, %d baseline entries\n", name, s.Name, len(s.Suites), len(s.Baselines))
+			fmt.Fprintf(stdout, "ok  %s: sku %s, %s, %s\n", name, s.Name, result.Count(len(s.Suites), "suite"), result.Count(len(s.Baselines), "baseline entry", "baseline entries"))
 			for _, n := range skucheck.Unbaselined(s) {
 				fmt.Fprintf(stdout, "    note: %s\n", n)
 			}
 		}
 		if bad > 0 {
-			return exitUsage, fmt.Errorf("%d of %d files are malformed", bad, len(files))
+			return exitUsage, fmt.Errorf("%d of %s %s malformed", bad, result.Count(len(files), "file"), result.Noun(bad, "is", "are"))
 		}
 		if fsys != nil {
 			// Names matching files, no SKU twice: the catalog's own rules.

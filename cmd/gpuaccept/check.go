@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
@@ -104,24 +101,4 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{err}
 	}
 	return c.finish(res, s, stdout, stderr)
-}
-
-// knownTest checks that a plugin offers the named test.
-func knownTest(ctx context.Context, host *pluginapi.Host, name string) error {
-	p, t, err := runner.SplitName(name)
-	if err != nil {
-		return err
-	}
-	d, err := host.Describe(ctx, p)
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, ti := range d.Tests {
-		if ti.Name == t {
-			return nil
-		}
-		names = append(names, p+"."+ti.Name)
-	}
-	return fmt.Errorf("plugin %s has no test %q (known: %s)", p, t, strings.Join(names, ", "))
 }

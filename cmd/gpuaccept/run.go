@@ -13,6 +13,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/hosts"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
@@ -116,6 +117,9 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if err := paramScopes(pm, su); err != nil {
 		return exitUsage, err
 	}
+	if err := suiteHas(su, suite, tests); err != nil {
+		return exitUsage, err
+	}
 	hosts, err := readHosts(hostsFlag, hostfile)
 	if err != nil {
 		return exitUsage, err
@@ -127,12 +131,12 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 			// The hosts given are the cluster under test: all of them take
 			// part, whatever node count the suite names by default.
 			if su.Nodes > 0 && su.Nodes != len(hosts) && cmd == "run" {
-				fmt.Fprintf(stderr, "note: suite %s runs on %d nodes by default; running on the %d hosts given (--nodes sets the count)\n", suite, su.Nodes, len(hosts))
+				fmt.Fprintf(stderr, "note: suite %s runs on %s by default; running on the %s given (--nodes sets the count)\n", suite, result.Count(su.Nodes, "node"), result.Count(len(hosts), "host"))
 			}
 			topo.Nodes = len(hosts)
 		}
 	} else if len(hosts) > topo.Nodes {
-		fmt.Fprintf(stderr, "note: --nodes %d: using the first %d of the %d hosts given (%s)\n", topo.Nodes, topo.Nodes, len(hosts), strings.Join(hosts[:topo.Nodes], ","))
+		fmt.Fprintf(stderr, "note: --nodes %d: using the first %d of the %s given (%s)\n", topo.Nodes, topo.Nodes, result.Count(len(hosts), "host"), strings.Join(hosts[:topo.Nodes], ","))
 		topo.Hosts = hosts[:topo.Nodes]
 	}
 	if topo.Nodes == 0 {
@@ -246,6 +250,21 @@ func parseParams(kvs []string) (map[string]string, error) {
 		m[k] = v
 	}
 	return m, nil
+}
+
+// suiteHas checks that every --test names a test of the suite, and
+// suggests the names a mistyped one could have meant.
+func suiteHas(su *sku.Suite, suite string, tests []string) error {
+	names := make([]string, len(su.Tests))
+	for i, t := range su.Tests {
+		names[i] = t.Test
+	}
+	for _, t := range tests {
+		if !su.Has(t) {
+			return usageError{fmt.Errorf("--test %s: suite %s has no such test%s (its tests: %s)", t, suite, didYouMean(t, names), strings.Join(names, ", "))}
+		}
+	}
+	return nil
 }
 
 // paramScopes checks that every "SCOPE:KEY" parameter names a plugin or a
