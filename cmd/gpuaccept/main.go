@@ -261,7 +261,28 @@ func (c *common) skuFiles() (iofs.FS, string) {
 	return baselines.FS, "baselines"
 }
 
+// baselinesFolder checks that --baselines, when given, is a folder: a
+// file or a missing path would read as "no SKU files in" it.
+func (c *common) baselinesFolder() error {
+	if c.baselinesDir == "" {
+		return nil
+	}
+	fi, err := os.Stat(c.baselinesDir)
+	switch {
+	case errors.Is(err, iofs.ErrNotExist):
+		return usageError{fmt.Errorf("--baselines %s: no such folder (give the folder that holds the SKU files, SKU.yaml)", c.baselinesDir)}
+	case err != nil:
+		return usageError{fmt.Errorf("--baselines %s: %w", c.baselinesDir, err)}
+	case !fi.IsDir():
+		return usageError{fmt.Errorf("--baselines %s is a file: give the folder that holds it (--baselines %s); every SKU file in that folder is loaded", c.baselinesDir, filepath.Dir(c.baselinesDir))}
+	}
+	return nil
+}
+
 func (c *common) catalog() (*sku.Catalog, error) {
+	if err := c.baselinesFolder(); err != nil {
+		return nil, err
+	}
 	fsys, dir := c.skuFiles()
 	cat, err := sku.Load(fsys, dir)
 	if err != nil {
