@@ -21,7 +21,10 @@ LOGFILEs are grouped into runs, each judged as one test result:
     run.json); a log from a results folder finds its JSON in STEP.files/;
   - a paired test's sides in one folder are one run, as a results folder's
     raw/TEST/ keeps them: server.N.log and client.N.log (pair N), or any
-    logs the folder's outputs.json gives a server or client role;
+    logs the folder's outputs.json gives a server or client role; two
+    logs in a folder named otherwise (ibwb-server.log, ibwb-client.log)
+    pair when one holds the server's ready line ("Waiting for client to
+    connect") and the other does not;
   - every other file is a run of its own.
 A LOGFILE ending in .gz is read decompressed (gzip), and grouped as the
 plain file would be (run.log.gz with run.json.gz); - reads standard input
