@@ -36,6 +36,8 @@ func TestConventions(t *testing.T) {
 			`unknown test "all_reduce": a test is named PLUGIN.TEST (gpuaccept list tests); did you mean nccl.all_reduce or rccl.all_reduce?`},
 		{"--test mistyped", []string{"check", "--sku", "h200", "--test", "nccl.allreduce", "--nodes", "1", "--gpus-per-node", "2", "x.log"}, 2, "",
 			`unknown test "nccl.allreduce": plugin nccl has no test "allreduce"; did you mean nccl.all_reduce? (known: nccl.all_reduce,`},
+		{"--hosts slots that are not used", []string{"--sku", "h200", "--suite", "multinode", "--launcher", "ssh", "--hosts", "node1:8,node2:4", "--dry-run"}, 4,
+			"--host node1:8,node2:8", "note: the slots given (node2:4) are not used: every node runs 8 GPUs (SKU h200's GPUs per node)"},
 		{"run --test not in the suite", []string{"--sku", "h200", "--suite", "singlenode", "--test", "all_reduce", "--dry-run"}, 2, "",
 			"--test all_reduce: suite singlenode has no such test; did you mean nccl.all_reduce? (its tests: nccl.all_reduce,"},
 	}
@@ -47,6 +49,13 @@ func TestConventions(t *testing.T) {
 			assert.Assert(t, strings.Contains(errs, c.stderr), "stderr:\n%s", errs)
 		})
 	}
+}
+
+// Slots equal to the GPUs per node used need no note.
+func TestHostsSlotsNoteOnlyWhenIgnored(t *testing.T) {
+	_, out, errs := cli(t, "--sku", "h200", "--suite", "multinode", "--launcher", "ssh", "--hosts", "node1:4,node2:4", "--gpus-per-node", "4", "--dry-run")
+	assert.Assert(t, strings.Contains(out, "--host node1:4,node2:4"), out)
+	assert.Assert(t, !strings.Contains(errs, "slots given"), errs)
 }
 
 // list --help shows the flags list takes, and none of the report flags.

@@ -120,7 +120,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if err := suiteHas(su, suite, tests); err != nil {
 		return exitUsage, err
 	}
-	hosts, err := readHosts(hostsFlag, hostfile)
+	hosts, slots, err := readHosts(hostsFlag, hostfile)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -142,8 +142,13 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if topo.Nodes == 0 {
 		topo.Nodes = 1
 	}
+	gpusFrom := "--gpus-per-node"
 	if topo.GPUsPerNode == 0 {
 		topo.GPUsPerNode = s.GPUsPerNode
+		gpusFrom = "SKU " + s.Name + "'s GPUs per node"
+	}
+	if n := slotsIgnored(slots, topo.GPUsPerNode); n != "" {
+		fmt.Fprintf(stderr, "note: the slots given (%s) are not used: every node runs %s (%s)\n", n, result.Count(topo.GPUsPerNode, "GPU"), gpusFrom)
 	}
 	if topo.Nodes < 1 || topo.GPUsPerNode < 1 {
 		return exitUsage, usageError{fmt.Errorf("--nodes %d / --gpus-per-node %d: both must be >= 1", topo.Nodes, topo.GPUsPerNode)}
@@ -252,6 +257,20 @@ func parseParams(kvs []string) (map[string]string, error) {
 	return m, nil
 }
 
+// slotsIgnored lists the hosts given slot counts other than gpus, the
+// GPUs every node runs ("node2:4"), for the note that says so: a rank
+// count per node differing between nodes is not what a run does. ""
+// when every count given is gpus.
+func slotsIgnored(hs []hosts.Host, gpus int) string {
+	var odd []string
+	for _, h := range hs {
+		if h.Slots != 0 && h.Slots != gpus {
+			odd = append(odd, fmt.Sprintf("%s:%d", h.Name, h.Slots))
+		}
+	}
+	return strings.Join(odd, ", ")
+}
+
 // suiteHas checks that every --test names a test of the suite, and
 // suggests the names a mistyped one could have meant.
 func suiteHas(su *sku.Suite, suite string, tests []string) error {
@@ -289,26 +308,26 @@ func paramScopes(pm map[string]string, su *sku.Suite) error {
 	return nil
 }
 
-// readHosts reads --hosts and --hostfile into node names. The slot counts
-// people write (host:8, host slots=8) are accepted; GPUs per node come from
-// --gpus-per-node.
-func readHosts(list, file string) ([]string, error) {
+// readHosts reads --hosts and --hostfile into node names, and the hosts
+// as given. The slot counts people write (host:8, host slots=8) are
+// accepted, but GPUs per node come from --gpus-per-node (slotsIgnored).
+func readHosts(list, file string) ([]string, []hosts.Host, error) {
 	var hs []hosts.Host
 	if list != "" {
 		l, err := hosts.ParseList(list)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, nil, usageError{err}
 		}
 		hs = append(hs, l...)
 	}
 	if file != "" {
 		data, err := safefs.ReadNamed(file, 64<<20)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("read --hostfile: %w", err)}
+			return nil, nil, usageError{fmt.Errorf("read --hostfile: %w", err)}
 		}
 		l, err := hosts.ParseFile(data, file)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, nil, usageError{err}
 		}
 		hs = append(hs, l...)
 	}
@@ -318,9 +337,9 @@ func readHosts(list, file string) ([]string, error) {
 		if seen[h] {
 			// Every launcher would run two ranks' worth on it, or pair it
 			// with itself in a localisation.
-			return nil, usageError{fmt.Errorf("host %s is listed twice in --hosts/--hostfile; give each node once (its ranks come from --gpus-per-node)", h)}
+			return nil, nil, usageError{fmt.Errorf("host %s is listed twice in --hosts/--hostfile; give each node once (its ranks come from --gpus-per-node)", h)}
 		}
 		seen[h] = true
 	}
-	return names, nil
+	return names, hs, nil
 }
