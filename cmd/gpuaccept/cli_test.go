@@ -39,7 +39,7 @@ func TestConventions(t *testing.T) {
 		{"--hosts slots that are not used", []string{"--sku", "h200", "--suite", "multinode", "--launcher", "ssh", "--hosts", "node1:8,node2:4", "--dry-run"}, 4,
 			"--host node1:8,node2:8", "note: the slots given (node2:4) are not used: every node runs 8 GPUs (SKU h200's GPUs per node)"},
 		{"run --test not in the suite", []string{"--sku", "h200", "--suite", "singlenode", "--test", "all_reduce", "--dry-run"}, 2, "",
-			"--test all_reduce: suite singlenode has no such test; did you mean nccl.all_reduce? (its tests: nccl.all_reduce,"},
+			"--test all_reduce: not a test of suite singlenode; did you mean nccl.all_reduce? (its tests: nccl.all_reduce,"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -459,7 +459,7 @@ func TestHostsAndNodes(t *testing.T) {
 		want []string
 	}{
 		{"fewer hosts than the suite's nodes", []string{"--hosts", "node1"},
-			[]string{"note: suite multinode runs on 2 nodes by default; running on the 1 hosts given", "# nccl.all_reduce"}},
+			[]string{"note: suite multinode runs on 2 nodes by default; running on the 1 host given", "# nccl.all_reduce"}},
 		{"--nodes below the hosts", []string{"--hosts", "node1,node2,node3", "--nodes", "2"},
 			[]string{"note: --nodes 2: using the first 2 of the 3 hosts given (node1,node2)"}},
 	}

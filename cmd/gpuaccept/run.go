@@ -280,7 +280,7 @@ func suiteHas(su *sku.Suite, suite string, tests []string) error {
 	}
 	for _, t := range tests {
 		if !su.Has(t) {
-			return usageError{fmt.Errorf("--test %s: suite %s has no such test%s (its tests: %s)", t, suite, didYouMean(t, names), strings.Join(names, ", "))}
+			return usageError{fmt.Errorf("--test %s: not a test of suite %s%s (its tests: %s)", t, suite, didYouMean(t, names), strings.Join(names, ", "))}
 		}
 	}
 	return nil
