@@ -12,4 +12,8 @@ go vet ./...
 # The integration tests of a package share the test cluster with other
 # packages' (Slurm jobs queue behind each other): more than go test's
 # default 10 minutes per package.
-go test -count=1 -timeout 25m "$@" ./...
+# -json, read back into plain go test's output by gotest-summary.awk, which
+# also counts the tests that skipped and says what each group needs to run
+# (the integration tests name their scripts/testenv.sh service); the exit
+# status stays go test's (pipefail).
+go test -json -count=1 -timeout 25m "$@" ./... | awk -f scripts/gotest-summary.awk

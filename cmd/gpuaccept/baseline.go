@@ -14,6 +14,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
+	"github.com/gpuaccept/gpuaccept/launchers/k8s"
 )
 
 // checkSKU parses a SKU file (name is for messages) and checks it against
@@ -28,7 +29,9 @@ func checkSKU(ctx context.Context, d skucheck.Describer, data []byte, name strin
 	if s == nil {
 		return nil, err // not YAML: nothing to check further
 	}
-	if err := sku.NewProblems(name, []error{err, skucheck.Check(ctx, d, s)}); err != nil {
+	// The kubernetes section is checked as the k8s launcher checks it at
+	// every run, so that a file validate passes no run rejects.
+	if err := sku.NewProblems(name, []error{err, skucheck.Check(ctx, d, s), k8s.CheckSKU(s)}); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -49,7 +52,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 	case "validate":
 		var c common
 		fs := newFlags("baseline validate", "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n\nChecks SKU files (default: every file of the built-in or --baselines folder) and lists every problem, up to 20 a file, each with its file, line and field.\n", stderr)
-		c.add(fs)
+		c.addOnly(fs, "baselines", "plugin-path")
 		if err := fs.Parse(args[1:]); err != nil {
 			return exitUsage, usageError{err}
 		}
@@ -62,6 +65,9 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		if len(files) == 0 {
 			// Each file on its own, so that one bad file does not hide the
 			// problems of the others, as loading the catalog would.
+			if err := c.baselinesFolder(); err != nil {
+				return exitUsage, err
+			}
 			fsys, dir = c.skuFiles()
 			names, err := iofs.Glob(fsys, "*.yaml")
 			if err != nil || len(names) == 0 {
@@ -91,13 +97,13 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 				}
 				continue
 			}
-			fmt.Fprintf(stdout, "ok  %s: sku %s, %d suites, %d baseline entries\n", name, s.Name, len(s.Suites), len(s.Baselines))
+			fmt.Fprintf(stdout, "ok  %s: sku %s, %s, %s\n", name, s.Name, result.Count(len(s.Suites), "suite"), result.Count(len(s.Baselines), "baseline entry", "baseline entries"))
 			for _, n := range skucheck.Unbaselined(s) {
 				fmt.Fprintf(stdout, "    note: %s\n", n)
 			}
 		}
 		if bad > 0 {
-			return exitUsage, fmt.Errorf("%d of %d files are malformed", bad, len(files))
+			return exitUsage, fmt.Errorf("%d of %s %s malformed", bad, result.Count(len(files), "file"), result.Noun(bad, "is", "are"))
 		}
 		if fsys != nil {
 			// Names matching files, no SKU twice: the catalog's own rules.
@@ -109,7 +115,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 	case "show":
 		var c common
 		fs := newFlags("baseline show", "Usage: gpuaccept baseline show SKU\n", stderr)
-		c.add(fs)
+		c.addOnly(fs, "baselines")
 		if err := fs.Parse(args[1:]); err != nil {
 			return exitUsage, usageError{err}
 		}
@@ -150,11 +156,37 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		fmt.Fprintln(stdout, "\nSources:")
 		for _, src := range sources {
-			fmt.Fprintln(stdout, "  "+src)
+			fmt.Fprint(stdout, wrap(src, sourceWidth, "  ", "      "))
 		}
 		return exitOK, nil
 	}
 	return exitUsage, usageError{fmt.Errorf("baseline %q: want validate, show, record or diff", args[0])}
+}
+
+// sourceWidth is the width baseline show wraps sources to, in bytes: a
+// terminal's 80 columns.
+const sourceWidth = 80
+
+// wrap breaks text at spaces into lines of at most width bytes, the first
+// behind first, the others behind indent, each ended by a line break. A
+// word longer than a line (a long path) is not broken: its line is longer.
+func wrap(text string, width int, first, indent string) string {
+	var b strings.Builder
+	line := first
+	empty := true
+	for _, w := range strings.Fields(text) {
+		if !empty && len(line)+1+len(w) > width {
+			b.WriteString(line + "\n")
+			line, empty = indent, true
+		}
+		if !empty {
+			line += " "
+		}
+		line += w
+		empty = false
+	}
+	b.WriteString(line + "\n")
+	return b.String()
 }
 
 // bandText renders a band's edges as written: "min -10%, warn_min -5%".

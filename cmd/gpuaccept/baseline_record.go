@@ -126,18 +126,14 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	topo := plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: gpus}}
 	var samples []record.Sample
+	runs := runsOf(inputs)
 	for _, in := range inputs {
 		got, err := loadSamples(ctx, host, s, topo, in)
 		if err != nil {
 			return exitUsage, fmt.Errorf("record: %w", err)
 		}
-		// The logs of one folder (TEST=DIR/FILE) are one run.
-		run := in
-		if _, file, ok := strings.Cut(in, "="); ok {
-			run = filepath.Dir(file)
-		}
 		for i := range got {
-			got[i].Run = run
+			got[i].Run = runs[in]
 		}
 		samples = append(samples, got...)
 	}
@@ -160,7 +156,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if _, err := checkSKU(ctx, host, out, s.File); err != nil {
 		return exitUsage, fmt.Errorf("record: the recorded file does not validate: %w", err)
 	}
-	fmt.Fprintf(stderr, "record: %d entries from %d runs of %d tests\n", len(entries), len(inputs), countTests(samples))
+	fmt.Fprintf(stderr, "record: %s from %s of %s\n", result.Count(len(entries), "entry"), result.Count(countRuns(runs), "run"), result.Count(countTests(samples), "test"))
 	if outFile == "" {
 		_, err = stdout.Write(out)
 		return exitOK, err
@@ -179,6 +175,49 @@ func errOr(err error, s string) error {
 		return err
 	}
 	return errors.New(s)
+}
+
+// runsOf names the run each RUN argument is part of, as the file's header
+// and the summary count them. A folder is one run. The logs of one run
+// (TEST=LOGFILE) are: those of a results folder's raw/TEST/ (or a raw
+// folder's TEST/), that folder; those of one other folder, that folder;
+// but two logs of one test in one folder are two runs, each its file.
+func runsOf(inputs []string) map[string]string {
+	runs := map[string]string{}
+	tests := map[[2]string]int{}
+	for _, in := range inputs {
+		test, file, ok := strings.Cut(in, "=")
+		if !ok || !strings.Contains(test, ".") {
+			runs[in] = in
+			continue
+		}
+		test, _, _ = strings.Cut(test, "@")
+		dir := filepath.Dir(file)
+		if filepath.Base(dir) == test {
+			dir = filepath.Dir(dir)
+			if filepath.Base(dir) == resultsdir.Raw {
+				dir = filepath.Dir(dir)
+			}
+		}
+		runs[in] = dir
+		tests[[2]string{dir, test}]++
+	}
+	for _, in := range inputs {
+		test, file, ok := strings.Cut(in, "=")
+		test, _, _ = strings.Cut(test, "@")
+		if ok && tests[[2]string{runs[in], test}] > 1 {
+			runs[in] = file
+		}
+	}
+	return runs
+}
+
+func countRuns(runs map[string]string) int {
+	seen := map[string]bool{}
+	for _, r := range runs {
+		seen[r] = true
+	}
+	return len(seen)
 }
 
 func countTests(ss []record.Sample) int {
@@ -247,6 +286,9 @@ func loadSamples(ctx context.Context, host *pluginapi.Host, s *sku.SKU, topo pla
 func fromLogs(ctx context.Context, host *pluginapi.Host, s *sku.SKU, test string, topo plan.Topology, files []string, origin string) ([]record.Sample, error) {
 	if topo.Nodes < 1 || topo.GPUsPerNode < 1 {
 		return nil, usageError{fmt.Errorf("run %s: raw outputs and logs need --nodes and --gpus-per-node (the scope they ran at)", origin)}
+	}
+	if err := knownTest(ctx, host, test); err != nil {
+		return nil, usageError{fmt.Errorf("run %s: %w", origin, err)}
 	}
 	bare := &sku.SKU{Name: s.Name, GPU: s.GPU}
 	run, err := runner.Check(ctx, host, bare, test, topo, files, getVersion())

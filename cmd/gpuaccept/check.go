@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
@@ -24,7 +21,10 @@ LOGFILEs are grouped into runs, each judged as one test result:
     run.json); a log from a results folder finds its JSON in STEP.files/;
   - a paired test's sides in one folder are one run, as a results folder's
     raw/TEST/ keeps them: server.N.log and client.N.log (pair N), or any
-    logs the folder's outputs.json gives a server or client role;
+    logs the folder's outputs.json gives a server or client role; two
+    logs in a folder named otherwise (ibwb-server.log, ibwb-client.log)
+    pair when one holds the server's ready line ("Waiting for client to
+    connect") and the other does not;
   - every other file is a run of its own.
 A LOGFILE ending in .gz is read decompressed (gzip), and grouped as the
 plain file would be (run.log.gz with run.json.gz); - reads standard input
@@ -104,24 +104,4 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{err}
 	}
 	return c.finish(res, s, stdout, stderr)
-}
-
-// knownTest checks that a plugin offers the named test.
-func knownTest(ctx context.Context, host *pluginapi.Host, name string) error {
-	p, t, err := runner.SplitName(name)
-	if err != nil {
-		return err
-	}
-	d, err := host.Describe(ctx, p)
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, ti := range d.Tests {
-		if ti.Name == t {
-			return nil
-		}
-		names = append(names, p+"."+ti.Name)
-	}
-	return fmt.Errorf("plugin %s has no test %q (known: %s)", p, t, strings.Join(names, ", "))
 }

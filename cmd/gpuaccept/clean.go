@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/proc"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/launchers/k8s"
 )
 
@@ -63,7 +64,7 @@ func cmdClean(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	fmt.Fprintf(stdout, "deleted %d objects of run %s\n", n, runID)
+	fmt.Fprintf(stdout, "deleted %s of run %s\n", result.Count(n, "object"), runID)
 	if n == 0 && ns == "" {
 		// The usual reason: the run used --namespace and clean did not.
 		fmt.Fprintf(stderr, "note: nothing of run %s in the context's namespace; give the run's --namespace if it used one\n", runID)

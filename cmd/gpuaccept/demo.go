@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
@@ -29,7 +30,7 @@ No GPU is needed.
 func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
 	fs := newFlags("demo", demoUsage, stderr)
-	c.add(fs)
+	c.addOnly(fs, "baselines", "out", "junit", "html", "format", "plugin-path")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}
@@ -67,7 +68,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		if err != nil {
 			return exitUsage, err
 		}
-		fmt.Fprintf(stdout, "\n== %s\n", d.Title)
+		// Banners go to stderr, with the progress: stdout is the reports
+		// alone (--format json prints JSON documents only).
+		fmt.Fprintf(stderr, "\n== %s\n", d.Title)
 		dc := c
 		dc.out = filepath.Join(base, d.Name)
 		dc.outDeleted = c.out == ""
@@ -83,6 +86,11 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 		r := &runner.Runner{Plugins: host, Launcher: l, SKU: s, Dir: dc.out, Version: getVersion(), Events: disp, Params: d.Params, Baseline: baseline}
 		res, err := r.Run(ctx, "singlenode", topo)
 		disp.Close()
+		if ctx.Err() != nil {
+			// Ctrl-C: exit as an interrupted run does (README, Exit codes),
+			// not as a verdict that came out otherwise.
+			return exitInterrupted, errors.New("demo: interrupted (Ctrl-C or SIGTERM)")
+		}
 		if err != nil {
 			return exitUsage, err
 		}
@@ -90,8 +98,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 			dc.html = strings.TrimSuffix(c.html, ".html") + "-" + d.Name + ".html"
 		}
 		code, err := dc.finish(res, s, stdout, stderr)
-		if code == exitInterrupted {
-			return code, err
+		if code == exitInterrupted || ctx.Err() != nil {
+			return exitInterrupted, errOr(err, "demo: interrupted (Ctrl-C or SIGTERM)")
 		}
 		if err != nil {
 			return exitUsage, err
@@ -105,6 +113,6 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if c.out == "" {
 		where = "give --out DIR to keep the results folders"
 	}
-	fmt.Fprintf(stdout, "\ndemo: every verdict came out as expected (%v); %s\n", statuses, where)
+	fmt.Fprintf(stderr, "\ndemo: every verdict came out as expected (%v); %s\n", statuses, where)
 	return exitOK, nil
 }

@@ -96,7 +96,7 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	hosts, err := readHosts(hostsFlag, hostfile)
+	hosts, _, err := readHosts(hostsFlag, hostfile)
 	if err != nil {
 		return exitUsage, err
 	}

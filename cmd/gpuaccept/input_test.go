@@ -133,7 +133,7 @@ func TestCheckOutOfGzipVerifies(t *testing.T) {
 			assert.Equal(t, readFile(t, filepath.Join(out, c.kept)), string(data), "the decompressed bytes are kept")
 			code, vout, verrs := cli(t, "verify", out)
 			assert.Equal(t, code, 0, vout+verrs)
-			assert.Assert(t, strings.Contains(vout, "1 tests re-judged"), vout)
+			assert.Assert(t, strings.Contains(vout, "1 test re-judged"), vout)
 			code, rout, rerrs := cli(t, "report", out)
 			assert.Equal(t, code, 0, rout+rerrs)
 		})

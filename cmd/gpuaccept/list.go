@@ -5,23 +5,34 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/pflag"
+
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
 func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
-	fs := newFlags("list", "Usage: gpuaccept list [skus|suites|tests|plugins|launchers]\n", stderr)
-	c.add(fs)
+	fs := newFlags("list", listUsage, stderr)
+	c.addOnly(fs, "sku", "baselines", "plugin-path")
+	fs.Lookup("sku").Usage = "list skus, list suites: only this SKU's"
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}
 	what := "skus"
 	if fs.NArg() > 0 {
 		what = fs.Arg(0)
+	}
+	if fs.NArg() > 1 {
+		return exitUsage, usageError{fmt.Errorf("list: unexpected arguments %q (want one of skus, suites, tests, plugins, launchers)", fs.Args()[1:])}
+	}
+	if err := listFlagsUsed(fs, what); err != nil {
+		return exitUsage, err
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	defer w.Flush()
@@ -31,7 +42,14 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 		if err != nil {
 			return exitUsage, err
 		}
-		for _, n := range cat.Names() {
+		names := cat.Names()
+		if c.sku != "" {
+			if _, err := cat.Get(c.sku); err != nil {
+				return exitUsage, usageError{err}
+			}
+			names = []string{c.sku}
+		}
+		for _, n := range names {
 			s := cat.SKUs[n]
 			if what == "skus" {
 				fmt.Fprintf(w, "%s\t%s\tsuites: %s\n", n, s.Description, strings.Join(s.SuiteNames(), ", "))
@@ -56,7 +74,7 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 				continue
 			}
 			if what == "plugins" {
-				fmt.Fprintf(w, "%s\t%s\t%d tests\n", d.Name, d.Version, len(d.Tests))
+				fmt.Fprintf(w, "%s\t%s\t%s\n", d.Name, d.Version, result.Count(len(d.Tests), "test"))
 				continue
 			}
 			listTests(w, d)
@@ -69,6 +87,43 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{fmt.Errorf("list %q: want skus, suites, tests, plugins or launchers", what)}
 	}
 	return exitOK, nil
+}
+
+const listUsage = `Usage: gpuaccept list [skus|suites|tests|plugins|launchers] [flags]
+
+Lists the SKUs (the default) with their suites, each SKU's suites with
+their tests, the tests plugins offer with their parameters, the plugins,
+or the launchers.
+`
+
+// listFlags are the flags each list takes: the SKU lists read SKU files,
+// the test lists plugins, and launchers neither.
+var listFlags = map[string][]string{
+	"skus": {"sku", "baselines"}, "suites": {"sku", "baselines"},
+	"tests": {"plugin-path"}, "plugins": {"plugin-path"}, "launchers": nil,
+}
+
+// listFlagsUsed refuses a flag given to a list that would ignore it.
+func listFlagsUsed(fs *pflag.FlagSet, what string) error {
+	allowed, ok := listFlags[what]
+	if !ok {
+		return nil // the unknown list is named below
+	}
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if err == nil && !slices.Contains(allowed, f.Name) {
+			err = usageError{fmt.Errorf("list %s does not take --%s (it takes: %s)", what, f.Name, flagList(allowed))}
+		}
+	})
+	return err
+}
+
+// flagList renders flag names as "--a, --b", or "no flags".
+func flagList(names []string) string {
+	if len(names) == 0 {
+		return "no flags"
+	}
+	return "--" + strings.Join(names, ", --")
 }
 
 // listTests writes a plugin's tests, one a line, with their parameters:

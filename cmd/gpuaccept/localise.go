@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/localise"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -111,7 +112,7 @@ func (lf *localiseFlags) nodeSuite(s *sku.SKU) (string, error) {
 		return "", usageError{fmt.Errorf("--localise-suite %q: SKU %s has no such suite (known: %s)", lf.suite, s.Name, strings.Join(s.SuiteNames(), ", "))}
 	}
 	if su.Nodes > 1 {
-		return "", usageError{fmt.Errorf("--localise-suite %s runs on %d nodes by default; the per-node stage needs a single-node suite", lf.suite, su.Nodes)}
+		return "", usageError{fmt.Errorf("--localise-suite %s runs on %s by default; the per-node stage needs a single-node suite", lf.suite, result.Count(su.Nodes, "node"))}
 	}
 	return lf.suite, nil
 }

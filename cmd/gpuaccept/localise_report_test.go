@@ -87,7 +87,7 @@ func TestVerifyLocalisation(t *testing.T) {
 	}{
 		// 25 files of the main run (20 and 5 reports), 11 of the sub-run (3
 		// raw, baseline, journal, 5 reports, its own manifest).
-		{"untouched", func(string) {}, 0, []string{"verify: OK: 36 files match the manifest; 6 tests re-judged against baseline/h200.yaml (built-in h200 baseline) give the recorded verdicts, as do the 1 runs of 1 localisation(s) (run fail)"}},
+		{"untouched", func(string) {}, 0, []string{"verify: OK: 36 files match the manifest; 6 tests re-judged against baseline/h200.yaml (built-in h200 baseline) give the recorded verdicts, as do the 1 run of 1 localisation (run fail)"}},
 		{"sub-run raw output edited", func(dir string) {
 			edit(t, filepath.Join(dir, subRunRel, "raw/nccl.all_reduce/all_reduce.files/all_reduce.json"), `("size": 4294967296,[^}]*"out_of_place": \{[^}]*"bus_bw": )3`, "${1}1")
 		}, 1, []string{

@@ -117,6 +117,15 @@ func printedThrough(args []string, stdout, stderr io.Writer) (*redact.Writer, *r
 }
 
 func runMasked(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		// Nothing asked: what can be asked, and exit 2 so that a script
+		// whose arguments went missing does not pass.
+		fmt.Fprint(stderr, topUsage())
+		return exitUsage
+	case args[0] == "--version" || args[0] == "-version":
+		args = []string{"version"}
+	}
 	cmd := "run"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -218,14 +227,37 @@ func (c *common) loadKey() error {
 	return nil
 }
 
-func (c *common) add(fs *pflag.FlagSet) {
-	fs.StringVar(&c.sku, "sku", "", "SKU whose baseline judges the results (gpuaccept list skus)")
-	fs.StringVar(&c.baselinesDir, "baselines", "", "folder of SKU files to use instead of the built-in ones")
-	fs.StringVar(&c.out, "out", "", "results folder (default gpuaccept-results/SKU-SUITE-TIME for runs; none for check)")
-	fs.StringVar(&c.junit, "junit", "", "also write JUnit XML to this file")
-	fs.StringVar(&c.html, "html", "", "also write the HTML report (plots against the baseline bands) to this file")
-	fs.StringVar(&c.format, "format", "table", "report on stdout: table, json or markdown")
-	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables (env GPUACCEPT_PLUGIN_PATH)")
+// commonFlags are the flags of common, in the order add adds them.
+var commonFlags = []string{"sku", "baselines", "out", "junit", "html", "format", "plugin-path"}
+
+// add adds every common flag: those of the commands that run or judge
+// tests and report on them (run, localise, check).
+func (c *common) add(fs *pflag.FlagSet) { c.addOnly(fs, commonFlags...) }
+
+// addOnly adds the common flags named (of commonFlags), so that a command
+// takes only the flags it uses: one it would ignore is an unknown flag.
+// An unknown name is a programming error and panics.
+func (c *common) addOnly(fs *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		switch n {
+		case "sku":
+			fs.StringVar(&c.sku, "sku", "", "SKU whose baseline judges the results (gpuaccept list skus)")
+		case "baselines":
+			fs.StringVar(&c.baselinesDir, "baselines", "", "folder of SKU files to use instead of the built-in ones")
+		case "out":
+			fs.StringVar(&c.out, "out", "", "results folder (default gpuaccept-results/SKU-SUITE-TIME for runs; none for check)")
+		case "junit":
+			fs.StringVar(&c.junit, "junit", "", "also write JUnit XML to this file")
+		case "html":
+			fs.StringVar(&c.html, "html", "", "also write the HTML report (plots against the baseline bands) to this file")
+		case "format":
+			fs.StringVar(&c.format, "format", "table", "report on stdout: table, json or markdown")
+		case "plugin-path":
+			fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables (env GPUACCEPT_PLUGIN_PATH)")
+		default:
+			panic("addOnly: no common flag " + n)
+		}
+	}
 }
 
 // skuFiles is the folder of SKU files to use, --baselines or the built-in
@@ -237,7 +269,28 @@ func (c *common) skuFiles() (iofs.FS, string) {
 	return baselines.FS, "baselines"
 }
 
+// baselinesFolder checks that --baselines, when given, is a folder: a
+// file or a missing path would read as "no SKU files in" it.
+func (c *common) baselinesFolder() error {
+	if c.baselinesDir == "" {
+		return nil
+	}
+	fi, err := os.Stat(c.baselinesDir)
+	switch {
+	case errors.Is(err, iofs.ErrNotExist):
+		return usageError{fmt.Errorf("--baselines %s: no such folder (give the folder that holds the SKU files, SKU.yaml)", c.baselinesDir)}
+	case err != nil:
+		return usageError{fmt.Errorf("--baselines %s: %w", c.baselinesDir, err)}
+	case !fi.IsDir():
+		return usageError{fmt.Errorf("--baselines %s is a file: give the folder that holds it (--baselines %s); every SKU file in that folder is loaded", c.baselinesDir, filepath.Dir(c.baselinesDir))}
+	}
+	return nil
+}
+
 func (c *common) catalog() (*sku.Catalog, error) {
+	if err := c.baselinesFolder(); err != nil {
+		return nil, err
+	}
 	fsys, dir := c.skuFiles()
 	cat, err := sku.Load(fsys, dir)
 	if err != nil {
@@ -307,7 +360,9 @@ func validFormat(f string) error {
 	return usageError{fmt.Errorf("unknown --format %q (known: %s)", f, strings.Join(report.Formats, ", "))}
 }
 
-func signalContext() (context.Context, context.CancelFunc) {
+// signalContext is a command's context, cancelled by Ctrl-C or SIGTERM; a
+// variable so that a test can interrupt a command in process.
+var signalContext = func() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 

@@ -107,7 +107,7 @@ func (c *common) mayRebuild(dir string, run *result.Run, s *sku.SKU, stderr io.W
 			for _, d := range diffs {
 				fmt.Fprintf(stderr, "REJUDGED %s\n", d)
 			}
-			return exitUsage, fmt.Errorf("not signed: the raw outputs of %s, judged again against its baseline copy, do not give the verdicts its journal recorded (%d difference(s))", dir, len(diffs))
+			return exitUsage, fmt.Errorf("not signed: the raw outputs of %s, judged again against its baseline copy, do not give the verdicts its journal recorded (%s)", dir, result.Count(len(diffs), "difference"))
 		}
 	}
 	return 0, nil

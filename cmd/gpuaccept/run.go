@@ -13,6 +13,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/hosts"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
@@ -117,6 +118,9 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if err := paramScopes(pm, su); err != nil {
 		return exitUsage, err
 	}
+	if err := suiteHas(su, suite, tests); err != nil {
+		return exitUsage, err
+	}
 	st, err := loadSite(siteFile)
 	if err != nil {
 		return exitUsage, err
@@ -125,7 +129,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if !fs.Changed("mpi-flavor") {
 		mpiFlavor = "" // the site's mpi.flavor, else Open MPI
 	}
-	hosts, err := readHosts(hostsFlag, hostfile)
+	hosts, slots, err := readHosts(hostsFlag, hostfile)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -136,19 +140,24 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 			// The hosts given are the cluster under test: all of them take
 			// part, whatever node count the suite names by default.
 			if su.Nodes > 0 && su.Nodes != len(hosts) && cmd == "run" {
-				fmt.Fprintf(stderr, "note: suite %s runs on %d nodes by default; running on the %d hosts given (--nodes sets the count)\n", suite, su.Nodes, len(hosts))
+				fmt.Fprintf(stderr, "note: suite %s runs on %s by default; running on the %s given (--nodes sets the count)\n", suite, result.Count(su.Nodes, "node"), result.Count(len(hosts), "host"))
 			}
 			topo.Nodes = len(hosts)
 		}
 	} else if len(hosts) > topo.Nodes {
-		fmt.Fprintf(stderr, "note: --nodes %d: using the first %d of the %d hosts given (%s)\n", topo.Nodes, topo.Nodes, len(hosts), strings.Join(hosts[:topo.Nodes], ","))
+		fmt.Fprintf(stderr, "note: --nodes %d: using the first %d of the %s given (%s)\n", topo.Nodes, topo.Nodes, result.Count(len(hosts), "host"), strings.Join(hosts[:topo.Nodes], ","))
 		topo.Hosts = hosts[:topo.Nodes]
 	}
 	if topo.Nodes == 0 {
 		topo.Nodes = 1
 	}
+	gpusFrom := "--gpus-per-node"
 	if topo.GPUsPerNode == 0 {
 		topo.GPUsPerNode = s.GPUsPerNode
+		gpusFrom = "SKU " + s.Name + "'s GPUs per node"
+	}
+	if n := slotsIgnored(slots, topo.GPUsPerNode); n != "" {
+		fmt.Fprintf(stderr, "note: the slots given (%s) are not used: every node runs %s (%s)\n", n, result.Count(topo.GPUsPerNode, "GPU"), gpusFrom)
 	}
 	if topo.Nodes < 1 || topo.GPUsPerNode < 1 {
 		return exitUsage, usageError{fmt.Errorf("--nodes %d / --gpus-per-node %d: both must be >= 1", topo.Nodes, topo.GPUsPerNode)}
@@ -257,6 +266,35 @@ func parseParams(kvs []string) (map[string]string, error) {
 	return m, nil
 }
 
+// slotsIgnored lists the hosts given slot counts other than gpus, the
+// GPUs every node runs ("node2:4"), for the note that says so: a rank
+// count per node differing between nodes is not what a run does. ""
+// when every count given is gpus.
+func slotsIgnored(hs []hosts.Host, gpus int) string {
+	var odd []string
+	for _, h := range hs {
+		if h.Slots != 0 && h.Slots != gpus {
+			odd = append(odd, fmt.Sprintf("%s:%d", h.Name, h.Slots))
+		}
+	}
+	return strings.Join(odd, ", ")
+}
+
+// suiteHas checks that every --test names a test of the suite, and
+// suggests the names a mistyped one could have meant.
+func suiteHas(su *sku.Suite, suite string, tests []string) error {
+	names := make([]string, len(su.Tests))
+	for i, t := range su.Tests {
+		names[i] = t.Test
+	}
+	for _, t := range tests {
+		if !su.Has(t) {
+			return usageError{fmt.Errorf("--test %s: not a test of suite %s%s (its tests: %s)", t, suite, didYouMean(t, names), strings.Join(names, ", "))}
+		}
+	}
+	return nil
+}
+
 // paramScopes checks that every "SCOPE:KEY" parameter names a plugin or a
 // test of the suite, so a typo does not silently drop the parameter.
 func paramScopes(pm map[string]string, su *sku.Suite) error {
@@ -279,26 +317,26 @@ func paramScopes(pm map[string]string, su *sku.Suite) error {
 	return nil
 }
 
-// readHosts reads --hosts and --hostfile into node names. The slot counts
-// people write (host:8, host slots=8) are accepted; GPUs per node come from
-// --gpus-per-node.
-func readHosts(list, file string) ([]string, error) {
+// readHosts reads --hosts and --hostfile into node names, and the hosts
+// as given. The slot counts people write (host:8, host slots=8) are
+// accepted, but GPUs per node come from --gpus-per-node (slotsIgnored).
+func readHosts(list, file string) ([]string, []hosts.Host, error) {
 	var hs []hosts.Host
 	if list != "" {
 		l, err := hosts.ParseList(list)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, nil, usageError{err}
 		}
 		hs = append(hs, l...)
 	}
 	if file != "" {
 		data, err := safefs.ReadNamed(file, 64<<20)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("read --hostfile: %w", err)}
+			return nil, nil, usageError{fmt.Errorf("read --hostfile: %w", err)}
 		}
 		l, err := hosts.ParseFile(data, file)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, nil, usageError{err}
 		}
 		hs = append(hs, l...)
 	}
@@ -308,9 +346,9 @@ func readHosts(list, file string) ([]string, error) {
 		if seen[h] {
 			// Every launcher would run two ranks' worth on it, or pair it
 			// with itself in a localisation.
-			return nil, usageError{fmt.Errorf("host %s is listed twice in --hosts/--hostfile; give each node once (its ranks come from --gpus-per-node)", h)}
+			return nil, nil, usageError{fmt.Errorf("host %s is listed twice in --hosts/--hostfile; give each node once (its ranks come from --gpus-per-node)", h)}
 		}
 		seen[h] = true
 	}
-	return names, nil
+	return names, hs, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/report"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 )
 
@@ -101,21 +102,21 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		findings++
 	}
 	if findings > 0 {
-		fmt.Fprintf(stdout, "verify: FAILED: %d finding(s); this folder is not the sign-off its manifest describes\n", findings)
+		fmt.Fprintf(stdout, "verify: FAILED: %s; this folder is not the sign-off its manifest describes\n", result.Count(findings, "finding"))
 		return exitFail, nil
 	}
 	// manifest.Check counts a manifest without a baseline file as a
 	// finding, so res.Manifest.Baseline is set from here on.
 	subs := ""
 	if res.SubRuns > 0 {
-		subs = fmt.Sprintf(", as do the %d runs of %d localisation(s)", res.SubRuns, res.Localisations)
+		subs = fmt.Sprintf(", as do the %s of %s", result.Count(res.SubRuns, "run"), result.Count(res.Localisations, "localisation"))
 	}
 	whose := ""
 	if res.Baseline != "" {
 		whose = " (" + res.Baseline + " " + res.Run.SKU + " baseline)"
 	}
-	fmt.Fprintf(stdout, "verify: OK: %d files match the manifest; %d tests re-judged against %s%s give the recorded verdicts%s (run %s)%s%s\n",
-		len(res.Manifest.Files), len(res.Run.Tests), res.Manifest.Baseline.Path, whose, subs, res.Run.Status, rederived(res), sealed(res))
+	fmt.Fprintf(stdout, "verify: OK: %s %s the manifest; %s re-judged against %s%s %s the recorded verdicts%s (run %s)%s%s\n",
+		result.Count(len(res.Manifest.Files), "file"), result.Noun(len(res.Manifest.Files), "matches", "match"), result.Count(len(res.Run.Tests), "test"), res.Manifest.Baseline.Path, whose, result.Noun(len(res.Run.Tests), "gives", "give"), subs, res.Run.Status, rederived(res), sealed(res))
 	return exitOK, nil
 }
 

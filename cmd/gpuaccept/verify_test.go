@@ -417,7 +417,7 @@ func TestVerifySiteBaseline(t *testing.T) {
 	for _, w := range []string{
 		"NOTE baseline/h200.yaml is not this gpuaccept's (dev) built-in h200 baseline (from line ",
 		"NOTE against the built-in h200 baseline: nccl.all_reduce: fail, not ",
-		"(not the built-in h200 baseline) give the recorded verdicts",
+		"(not the built-in h200 baseline) gives the recorded verdicts",
 	} {
 		assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)
 	}
@@ -431,7 +431,7 @@ func TestVerifySiteBaseline(t *testing.T) {
 	assert.Equal(t, code, 1, out+errs)
 	code, out, _ = cli(t, "verify", "--strict-baseline", dir)
 	assert.Equal(t, code, 0, out)
-	assert.Assert(t, strings.Contains(out, "(built-in h200 baseline) give the recorded verdicts") && !strings.Contains(out, "against the built-in"), out)
+	assert.Assert(t, strings.Contains(out, "(built-in h200 baseline) gives the recorded verdicts") && !strings.Contains(out, "against the built-in"), out)
 }
 
 // A file name holding a carriage return and terminal escapes cannot print

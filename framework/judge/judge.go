@@ -242,7 +242,7 @@ func (ps problems) message(s result.Status, passed int) string {
 	seen := map[string]bool{}
 	listed, more := 0, 0
 	if s == result.Pass {
-		out = append(out, fmt.Sprintf("%d points inside their bands", passed))
+		out = append(out, result.Count(passed, "point")+" inside "+result.Noun(passed, "its band", "their bands"))
 	}
 	for _, p := range sorted {
 		if p.text == "" || seen[p.text] {

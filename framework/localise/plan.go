@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/schedule"
 )
 
@@ -148,9 +149,4 @@ func (s Schedule) Write(w io.Writer, maxRounds int) error {
 }
 
 // plural renders a count with its noun: "1 round", "3 rounds".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
+func plural(n int, noun string) string { return result.Count(n, noun) }

@@ -98,10 +98,10 @@ func Diff(old, new *sku.SKU) (changes []Change, unchanged int) {
 		fb, inB := b[k]
 		switch {
 		case !inB:
-			out = append(out, Change{Entry: k, Unit: fa.e.Unit, What: fmt.Sprintf("entry removed (%d values)", len(fa.points))})
+			out = append(out, Change{Entry: k, Unit: fa.e.Unit, What: fmt.Sprintf("entry removed (%s)", result.Count(len(fa.points), "value"))})
 			continue
 		case !inA:
-			out = append(out, Change{Entry: k, Unit: fb.e.Unit, What: fmt.Sprintf("entry added (%d values)", len(fb.points))})
+			out = append(out, Change{Entry: k, Unit: fb.e.Unit, What: fmt.Sprintf("entry added (%s)", result.Count(len(fb.points), "value"))})
 			continue
 		}
 		if fa.e.Unit != fb.e.Unit {
@@ -183,7 +183,7 @@ func orNone(s string) string {
 // out of the table because nothing about them changed.
 func WriteDiff(w io.Writer, changes []Change, unchanged int) error {
 	if len(changes) == 0 {
-		_, err := fmt.Fprintf(w, "no differences; %d values unchanged\n", unchanged)
+		_, err := fmt.Fprintf(w, "no differences; %s unchanged\n", result.Count(unchanged, "value"))
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -209,7 +209,7 @@ func WriteDiff(w io.Writer, changes []Change, unchanged int) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d changes; %d values moved, the most by %+.1f%%; %d values unchanged (not listed)\n", len(changes), moved, worst, unchanged)
+	_, err := fmt.Fprintf(w, "%s; %s moved, the most by %+.1f%%; %s unchanged (not listed)\n", result.Count(len(changes), "change"), result.Count(moved, "value"), worst, result.Count(unchanged, "value"))
 	return err
 }
 

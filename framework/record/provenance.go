@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
 // The lines that delimit the provenance block at the top of a recorded SKU
@@ -55,12 +57,7 @@ func Provenance(samples []Sample, command string, now time.Time) string {
 	return b.String()
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
+func plural(n int, one, many string) string { return result.Noun(n, one, many) }
 
 // runFacts is facts without the tool's command lines, which each entry's
 // source keeps: the header names runs, the entries say what ran.

@@ -249,9 +249,9 @@ func TestDiff(t *testing.T) {
 	for _, want := range []string{
 		"nccl.all_reduce 2x8 busbw placement=out-of-place  4 GiB  -            188.30 GB/s          added",
 		"nccl.all_reduce 2x8 busbw placement=out-of-place  8 GiB  189.20 GB/s  170.00 GB/s  -10.1%  min -10% -> -12%",
-		"nccl.all_reduce 1x8 busbw                         -      -            -                    entry removed (1 values)",
-		"nccl.all_gather 1x8 busbw                         -      -            -                    entry added (1 values)",
-		"4 changes; 1 values moved, the most by -10.1%; 1 values unchanged (not listed)",
+		"nccl.all_reduce 1x8 busbw                         -      -            -                    entry removed (1 value)",
+		"nccl.all_gather 1x8 busbw                         -      -            -                    entry added (1 value)",
+		"4 changes; 1 value moved, the most by -10.1%; 1 value unchanged (not listed)",
 	} {
 		assert.Assert(t, strings.Contains(out, want), "missing %q in\n%s", want, out)
 	}

@@ -66,6 +66,9 @@ type htmlPage struct {
 // the SKU that judged the run, for the bands; nil draws curves only.
 func HTML(w io.Writer, run *result.Run, s *sku.SKU) error {
 	page := htmlPage{Run: run, Summary: Summary(run), Rows: rows(run), Efficiency: efficiencyRows(run), Locs: htmlLocalisations(run)}
+	for i, t := range run.Tests {
+		page.Rows[i][4] = t.Message // a page wraps its cells: the text table's cut is not needed
+	}
 	if s != nil {
 		page.Baseline = s.File
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"image"
 	"image/png"
 	"os"
@@ -252,4 +253,24 @@ func TestHTMLEfficiency(t *testing.T) {
 	assert.Equal(t, strings.Count(page, "peak 344.0 GB/s at 4 GiB, 76.5% of 450 GB/s (NVLink 4, one way)"), 2, "summary and section")
 	assert.Equal(t, strings.Count(page, `<table class="efficiency">`), 2, "all_reduce and all_gather, not alltoall (error)")
 	assert.Assert(t, !strings.Contains(page, "9999"))
+}
+
+// The HTML verdict table shows a test's whole message: a page wraps its
+// cells, so the text table's cut ("...") would only hide findings there.
+func TestHTMLDetailNotCut(t *testing.T) {
+	run, s := realRun(t, "p2poff")
+	long := ""
+	for _, tt := range run.Tests {
+		if len(tt.Message) > maxDetail {
+			long = tt.Message
+			break
+		}
+	}
+	assert.Assert(t, long != "", "a real message longer than the text table's %d bytes", maxDetail)
+	var page bytes.Buffer
+	assert.NilError(t, HTML(&page, run, s))
+	verdicts := page.String()[strings.Index(page.String(), `<table id="verdicts">`):]
+	verdicts = verdicts[:strings.Index(verdicts, "</table>")]
+	assert.Assert(t, strings.Contains(verdicts, "<td>"+html.EscapeString(long)+"</td>"), "the verdict table lacks the whole message %q", long)
+	assert.Assert(t, !strings.Contains(verdicts, "...</td>"), verdicts)
 }

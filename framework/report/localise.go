@@ -23,12 +23,7 @@ import (
 // every run.
 
 // plural renders "1 run", "3 runs".
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return strconv.Itoa(n) + " " + word + "s"
-}
+func plural(n int, word string) string { return result.Count(n, word) }
 
 // percent renders a fraction as a percentage: 0.1 -> "10%".
 func percent(f float64) string {

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -412,4 +413,31 @@ func TestSummaryNamesTheTestsChosen(t *testing.T) {
 		assert.NilError(t, render(&b))
 		assert.Assert(t, strings.Contains(b.String(), want), "%s:\n%s", name, b.String())
 	}
+}
+
+// The Measured column is what README.md says it is: for a test that failed
+// or warned, its point of that status furthest from its baseline; for a
+// pass, its point at the largest size (the bandwidth people quote).
+func TestMeasuredColumnAsREADMESays(t *testing.T) {
+	off := func(m result.Judged) float64 { return math.Abs(1 - m.Value / *m.Expected) }
+	for _, name := range []string{"p2poff", "single"} {
+		run, _ := realRun(t, name)
+		for _, tt := range run.Tests {
+			h, ok := headline(tt)
+			assert.Assert(t, ok, "%s %s", name, tt.Name)
+			for _, m := range tt.Metrics {
+				if m.Status != h.Status || m.Expected == nil {
+					continue
+				}
+				if tt.Status == result.Pass {
+					assert.Assert(t, m.Size <= h.Size, "%s %s: shows %d B, a pass at %d B is larger", name, tt.Name, h.Size, m.Size)
+				} else {
+					assert.Assert(t, off(m) <= off(h), "%s %s: shows %v (off %.3f), %v is further (%.3f)", name, tt.Name, h.Value, off(h), m.Value, off(m))
+				}
+			}
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	assert.NilError(t, err)
+	assert.Assert(t, strings.Contains(string(readme), `"Measured" is, for a test that failed or warned, its point furthest from its baseline; for a pass, its point at the largest size`))
 }

@@ -3,8 +3,10 @@ package runner
 // This file: check, judging files a run left without running anything.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,10 +57,12 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 		return nil, fmt.Errorf("check: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	groups, err := groupFiles(files, tmp, Roles(ctx, plugins, pluginName, test))
+	roles := Roles(ctx, plugins, pluginName, test)
+	groups, err := groupFiles(files, tmp, roles)
 	if err != nil {
 		return nil, err
 	}
+	groups = pairByMarker(groups, roles, readyMarkers(ctx, plugins, s, pluginName, test, topo))
 	run := &result.Run{SKU: s.Name, Suite: "check", Launcher: "check", Scope: topo.Scope, Started: time.Now().UTC(), Version: version, Dir: dir, Tests: []result.Test{}}
 	names := make([]string, len(groups))
 	for i, g := range groups {
@@ -305,6 +309,118 @@ func groupFiles(files []string, tmp string, roles []string) ([]fileGroup, error)
 		}
 	}
 	return groups, nil
+}
+
+// readyMarkers are the ready lines of a paired test's roles (role ->
+// plan.Step.ReadyMarker: ib_write_bw's server prints "Waiting for client
+// to connect"), from the plugin's plan of the test at topo: with its
+// default parameters, else with those of the first suite of s that runs
+// it and plans; nil when none plans or the plan marks no role.
+func readyMarkers(ctx context.Context, plugins Plugins, s *sku.SKU, plugin, test string, topo plan.Topology) map[string]string {
+	tries := []map[string]string{nil}
+	for _, sn := range s.SuiteNames() {
+		for _, st := range s.Suites[sn].Tests {
+			if st.Test == plugin+"."+test {
+				tries = append(tries, Params(s.Suites[sn].Params, st.Params))
+			}
+		}
+	}
+	var p plan.Plan
+	err := fmt.Errorf("not planned")
+	for _, params := range tries {
+		if p, err = plugins.Plan(ctx, plugin, pluginapi.PlanRequest{Test: test, Params: params, Topology: topo}); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil
+	}
+	var m map[string]string
+	for _, st := range p.Steps {
+		if st.Role != "" && st.ReadyMarker != "" {
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[st.Role] = st.ReadyMarker
+		}
+	}
+	return m
+}
+
+// markerScan bounds how far into a log pairByMarker looks for a ready
+// line, in bytes: a server prints it before its first result.
+const markerScan = 1 << 20
+
+// pairByMarker pairs the logs of a test with two roles that are named as
+// people name them (ibwb-server.log, ibwb-client.log) rather than ROLE.N:
+// in a folder given exactly two logs without a role, the one that holds
+// the ready line of the one role that has one (markers) is that role's
+// side and the other the other role's, one run (pair 0) as a results
+// folder's server.0.log and client.0.log are. Anything else is left as
+// groupFiles made it.
+func pairByMarker(groups []fileGroup, roles []string, markers map[string]string) []fileGroup {
+	if len(roles) != 2 || len(markers) != 1 {
+		return groups
+	}
+	marked, other := roles[0], roles[1]
+	if markers[marked] == "" {
+		marked, other = other, marked
+	}
+	marker := []byte(markers[marked])
+	byDir := map[string][]int{}
+	var dirs []string
+	for i, g := range groups {
+		if len(g.outs) != 1 || g.outs[0].Role != "" || g.outs[0].Log == "" || g.files[0] == "-" {
+			continue
+		}
+		d := filepath.Dir(g.files[0])
+		if byDir[d] == nil {
+			dirs = append(dirs, d)
+		}
+		byDir[d] = append(byDir[d], i)
+	}
+	drop := map[int]bool{}
+	for _, d := range dirs {
+		ix := byDir[d]
+		if len(ix) != 2 {
+			continue
+		}
+		has := [2]bool{logHolds(groups[ix[0]].outs[0].Log, marker), logHolds(groups[ix[1]].outs[0].Log, marker)}
+		if has[0] == has[1] {
+			continue
+		}
+		first, second := &groups[ix[0]], groups[ix[1]]
+		a, b := &first.outs[0], second.outs[0]
+		if has[0] {
+			a.Step, a.Role, b.Step, b.Role = marked+".0", marked, other+".0", other
+		} else {
+			a.Step, a.Role, b.Step, b.Role = other+".0", other, marked+".0", marked
+		}
+		first.outs = append(first.outs, b)
+		first.files = append(first.files, second.files...)
+		first.label += "+" + second.label
+		drop[ix[1]] = true
+	}
+	out := groups[:0]
+	for i, g := range groups {
+		if !drop[i] {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// logHolds says whether the first markerScan bytes of the log at path hold
+// marker; a log that cannot be read holds nothing (its parse says why).
+func logHolds(path string, marker []byte) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	buf := make([]byte, markerScan)
+	n, _ := io.ReadFull(f, buf)
+	return bytes.Contains(buf[:n], marker)
 }
 
 func hasStep(outs []plan.Output, step string) bool {

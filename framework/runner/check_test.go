@@ -1,11 +1,15 @@
 package runner
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 )
 
 func TestGroupFiles(t *testing.T) {
@@ -74,4 +78,57 @@ func TestGroupFiles(t *testing.T) {
 
 	_, err = groupFiles([]string{in("missing.log")}, t.TempDir(), nil)
 	assert.ErrorContains(t, err, "missing.log: no such file")
+}
+
+// ib_write_bw logs named as people name them (ibwb-server.log,
+// ibwb-client.log) pair by what they hold: the server's log holds the
+// ready line its plan marks ("Waiting for client to connect"), so check
+// judges the two as one run, as server.0.log and client.0.log are. The
+// logs are real ones renamed: seed 004's pair, and the two pods' consoles
+// of k8s-rdma-shared-dev-plugin issue 112 (plugins/ibperf/testdata/issues).
+func TestCheckPairsSidesByContent(t *testing.T) {
+	ctx := context.Background()
+	mi355x := getSKU(t, "mi355x")
+	two := plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}
+	const issue112 = "../../plugins/ibperf/testdata/issues/k8s-rdma-shared-dev-plugin-issue112/"
+	copyAs := func(t *testing.T, dir, src, name string) string {
+		data, err := os.ReadFile(src)
+		assert.NilError(t, err)
+		p := filepath.Join(dir, name)
+		assert.NilError(t, os.WriteFile(p, data, 0o644))
+		return p
+	}
+	for _, c := range []struct {
+		name, from string
+		order      []string // the renamed files, in the order given
+	}{
+		{"seed 004, server first", seedPair, []string{"ibwb-server.log", "ibwb-client.log"}},
+		{"seed 004, client first", seedPair, []string{"ibwb-client.log", "ibwb-server.log"}},
+		{"issue 112", issue112, []string{"ibwb-server.log", "ibwb-client.log"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			named, err := Check(ctx, plugins, mi355x, "ibperf.write_bw", two, []string{c.from + "server.0.log", c.from + "client.0.log"}, "test")
+			assert.NilError(t, err)
+			assert.Equal(t, len(named.Tests), 1)
+			dir := t.TempDir()
+			var files []string
+			for _, n := range c.order {
+				role, _, _ := strings.Cut(strings.TrimPrefix(n, "ibwb-"), ".")
+				files = append(files, copyAs(t, dir, c.from+role+".0.log", n))
+			}
+			run, err := Check(ctx, plugins, mi355x, "ibperf.write_bw", two, files, "test")
+			assert.NilError(t, err)
+			assert.Equal(t, len(run.Tests), 1, "one run, not two: %v", run.Tests)
+			got := verdictOf(t, run)
+			// Messages quote the logs by name: the names differ, nothing else.
+			got.Message = strings.NewReplacer("ibwb-server.log", "server.0.log", "ibwb-client.log", "client.0.log").Replace(got.Message)
+			assert.DeepEqual(t, got, verdictOf(t, named))
+		})
+	}
+	// Two servers' logs (no client among them) stay runs of their own.
+	dir := t.TempDir()
+	files := []string{copyAs(t, dir, seedPair+"server.0.log", "a-server.log"), copyAs(t, dir, issue112+"server.0.log", "b-server.log")}
+	run, err := Check(ctx, plugins, mi355x, "ibperf.write_bw", two, files, "test")
+	assert.NilError(t, err)
+	assert.Equal(t, len(run.Tests), 2)
 }

@@ -171,7 +171,7 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 		switch err := ctx.Err(); {
 		case err != nil:
 			t = result.Test{Name: st.Test, Status: result.Error, Scope: topo.Scope,
-				Message: "not run: " + err.Error(), Metrics: []result.Judged{}}
+				Message: "not run: " + notRunWhy(err), Metrics: []result.Judged{}}
 		case bad != "":
 			t = skippedForBadNodes(result.Test{Name: st.Test, Scope: topo.Scope, Metrics: []result.Judged{}}, bad)
 			r.progress("%-24s skip  %s", st.Test, bad)
@@ -396,6 +396,16 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 	return t
 }
 
+// notRunWhy says, for a test that was not started because the run's
+// context ended (err, its Err), what happened: in words a user knows, not
+// "context canceled".
+func notRunWhy(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "the run's time ran out before this test started"
+	}
+	return "the run was interrupted (Ctrl-C or SIGTERM) before this test started"
+}
+
 // stopReason says why a test was stopped before its steps ended: the run
 // was interrupted (ctx done: Ctrl-C, SIGTERM) or a step hit the test's time
 // limit, with what the launcher did about it ("process group killed");
@@ -428,7 +438,7 @@ func stopReason(ctx context.Context, timeout time.Duration, outs []plan.Output, 
 func stopped(t result.Test, why string) result.Test {
 	msg := "stopped: " + why
 	if n := len(t.Metrics); n > 0 {
-		msg += fmt.Sprintf("; the %d points measured before the stop are kept", n)
+		msg += fmt.Sprintf("; the %s measured before the stop %s kept", result.Count(n, "point"), result.Noun(n, "is", "are"))
 	} else {
 		msg += "; nothing was measured before the stop"
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 
@@ -143,4 +144,32 @@ func TestCheckPreflight(t *testing.T) {
 	assert.Equal(t, run.Tests[0].Message, "node n2 failed health: GA-TEST-PCIE x8 (1 of 2 checks failed)")
 	assert.DeepEqual(t, run.BadNodes, []result.BadNode{{Host: "n2", Code: "GA-TEST-PCIE", Check: "node health", Message: "x8", Test: "fakehealth.node"}})
 	assert.DeepEqual(t, Rejudge(context.Background(), plugins, shippedSKU(t, "h200"), dir, run), []string(nil))
+}
+
+// A test not started because the run ended says why in words a user
+// knows, not "context canceled".
+func TestRunNotStartedSaysWhy(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		want string
+	}{
+		{"interrupted", cancelled, "not run: the run was interrupted (Ctrl-C or SIGTERM) before this test started"},
+		{"out of time", expired, "not run: the run's time ran out before this test started"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := &scripted{logs: []string{healthyLog}}
+			r := &Runner{Plugins: builtins, Launcher: l, SKU: shippedSKU(t, "h200"), Dir: filepath.Join(t.TempDir(), "results"), Only: []string{"nccl.all_reduce"}, Version: "test"}
+			run, err := r.Run(c.ctx, "singlenode", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}})
+			assert.NilError(t, err)
+			assert.Equal(t, len(run.Tests), 1)
+			assert.Equal(t, run.Tests[0].Message, c.want)
+			assert.Assert(t, !strings.Contains(run.Tests[0].Message, "context"), run.Tests[0].Message)
+			assert.Equal(t, l.launches, 0)
+		})
+	}
 }

@@ -53,7 +53,7 @@ func TestStopped(t *testing.T) {
 		status result.Status
 	}{
 		{"interrupted", cancelled, "cancelled; process group killed", result.Test{Status: result.Error, Message: "parse: rpc error: context canceled", Metrics: points},
-			"stopped: the run was interrupted (Ctrl-C or SIGTERM) after 2s; process group killed; the 1 points measured before the stop are kept", result.Error},
+			"stopped: the run was interrupted (Ctrl-C or SIGTERM) after 2s; process group killed; the 1 point measured before the stop is kept", result.Error},
 		{"interrupted, no launch error", cancelled, "", result.Test{Status: result.Error, Message: "parse: context canceled"},
 			"stopped: the run was interrupted (Ctrl-C or SIGTERM) after 2s; nothing was measured before the stop", result.Error},
 		{"local time limit", live, "timed out after 1.001s; process group killed", result.Test{Status: result.Pass},
@@ -61,7 +61,7 @@ func TestStopped(t *testing.T) {
 		{"slurm time limit", live, "timed out after 4s of running; job 7 cancelled with scancel", result.Test{Status: result.Error},
 			"stopped: timed out after 4s of running (limit 1s); job 7 cancelled with scancel; nothing was measured before the stop", result.Error},
 		{"scheduler time limit", live, "wait for job: context deadline exceeded", result.Test{Status: result.Fail, Message: "busbw low", Metrics: points},
-			"stopped: timed out after 2s (limit 1s); wait for job: context deadline exceeded; the 1 points measured before the stop are kept", result.Fail},
+			"stopped: timed out after 2s (limit 1s); wait for job: context deadline exceeded; the 1 point measured before the stop is kept", result.Fail},
 		{"not stopped", live, "", result.Test{Status: result.Pass, Message: "18 points inside their bands"}, "18 points inside their bands", result.Pass},
 	} {
 		t.Run(c.name, func(t *testing.T) {

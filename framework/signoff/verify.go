@@ -272,7 +272,7 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 		}
 	}
 	if len(run.Selected) > 0 {
-		r.add(Note, "the run chose %d of suite %s's %d tests with --test: %s", len(run.Selected), run.Suite, len(su.Tests), strings.Join(run.Selected, ", "))
+		r.add(Note, "the run chose %d of suite %s's %s with --test: %s", len(run.Selected), run.Suite, result.Count(len(su.Tests), "test"), strings.Join(run.Selected, ", "))
 	}
 }
 

@@ -69,6 +69,23 @@ type Kubernetes struct {
 	Env map[string]string `yaml:"env"`
 	// Line is the section's line in the SKU file, for messages.
 	Line int `yaml:"-"`
+	// Lines are the lines of the section's fields, by key ("shm_size"),
+	// and of the entries of its maps, by key and entry
+	// ("resources.nvidia.com/gpu"); see LineOf.
+	Lines map[string]int `yaml:"-"`
+}
+
+// LineOf is the line of field ("shm_size", or "resources.NAME" for one
+// entry of a map), for messages: the field's own line when the file gives
+// it, else its map's, else the section's.
+func (k *Kubernetes) LineOf(field string) int {
+	if l := k.Lines[field]; l > 0 {
+		return l
+	}
+	if m, _, ok := strings.Cut(field, "."); ok && k.Lines[m] > 0 {
+		return k.Lines[m]
+	}
+	return k.Line
 }
 
 // Toleration is one pod toleration, as Kubernetes spells it.
@@ -93,6 +110,16 @@ func (k *Kubernetes) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	k.Line = n.Line
+	k.Lines = map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, v := n.Content[i], n.Content[i+1]
+		k.Lines[key.Value] = key.Line
+		if v.Kind == yaml.MappingNode {
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				k.Lines[key.Value+"."+v.Content[j].Value] = v.Content[j].Line
+			}
+		}
+	}
 	return asTypeError(k.validate())
 }
 
@@ -133,7 +160,7 @@ func (k *Kubernetes) validate() error {
 	}{{"resources", k.Resources}, {"annotations", k.Annotations}, {"labels", k.Labels}, {"node_selector", k.NodeSelector}, {"env", k.Env}} {
 		for key := range m.kv {
 			if strings.TrimSpace(key) == "" {
-				return problemAt(k.Line, "kubernetes."+m.field, "empty name")
+				return problemAt(k.LineOf(m.field), "kubernetes."+m.field, "empty name")
 			}
 		}
 	}

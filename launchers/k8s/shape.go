@@ -42,6 +42,16 @@ type shape struct {
 	hostPaths []*site.HostPath
 }
 
+// CheckSKU checks the kubernetes section of s (none: nothing to check)
+// as every run with this launcher does before it creates anything: a
+// *sku.Problems listing every problem, each with the SKU file, the line of
+// the field (of the map entry) and the field; nil when there is none.
+// baseline validate calls it, so that a file it passes a run accepts.
+func CheckSKU(s *sku.SKU) error {
+	_, err := podShape(Config{SKU: s})
+	return err
+}
+
 // podShape checks the SKU's kubernetes section, and the site's kubernetes
 // part, against Kubernetes' syntax (errors name the file, the line and the
 // field), and lays the site's over the SKU's: a site's value wins, key by
@@ -129,38 +139,46 @@ func mergeMaps(a, b map[string]string) map[string]string {
 // shapeOf checks one kubernetes section (of the SKU file or the site file
 // name, its fields named under prefix) and turns it into the API's types.
 func shapeOf(k *sku.Kubernetes, name, prefix string) (*shape, error) {
-	where := func(field string, err error) error {
-		return fmt.Errorf("%s: line %d: field %s%s: %w", name, k.Line, prefix, field, err)
+	var problems []error
+	// where records a problem of field ("shm_size", "resources.NAME"):
+	// the caller goes on to the next field, so that every problem is named.
+	where := func(field string, err error) {
+		f, _, _ := strings.Cut(field, ".")
+		problems = append(problems, sku.Problem{Line: k.LineOf(field), Field: prefix + f, Message: err.Error()})
 	}
 	s := &shape{image: k.Image, ipcLock: k.IPCLock, privileged: k.Privileged, hostNetwork: k.HostNetwork,
 		sa: k.ServiceAccount, priority: k.PriorityClass, queue: k.Queue, env: k.Env,
 		annotations: k.Annotations, labels: k.Labels, nodeSelector: k.NodeSelector}
 	if k.GPUResource != "" {
 		if errs := validation.IsQualifiedName(k.GPUResource); len(errs) > 0 {
-			return nil, where("gpu_resource", fmt.Errorf("%q: %s", k.GPUResource, strings.Join(errs, "; ")))
+			where("gpu_resource", fmt.Errorf("%q: %s", k.GPUResource, strings.Join(errs, "; ")))
 		}
 		s.gpuResource = corev1.ResourceName(k.GPUResource)
 	}
 	s.resources = corev1.ResourceList{}
-	for _, name := range sortedKeys(k.Resources) {
-		if errs := validation.IsQualifiedName(name); len(errs) > 0 {
-			return nil, where("resources", fmt.Errorf("name %q: %s", name, strings.Join(errs, "; ")))
+	for _, rn := range sortedKeys(k.Resources) {
+		if errs := validation.IsQualifiedName(rn); len(errs) > 0 {
+			where("resources."+rn, fmt.Errorf("name %q: %s", rn, strings.Join(errs, "; ")))
+			continue
 		}
-		q, err := resource.ParseQuantity(k.Resources[name])
+		q, err := resource.ParseQuantity(k.Resources[rn])
 		if err != nil {
-			return nil, where("resources", fmt.Errorf("%s: %q is not a quantity (\"1\", \"4\", \"64Gi\"): %w", name, k.Resources[name], err))
+			where("resources."+rn, fmt.Errorf("%s: %q is not a quantity (\"1\", \"4\", \"64Gi\"): %w", rn, k.Resources[rn], err))
+			continue
 		}
-		if name == k.GPUResource {
-			return nil, where("resources", fmt.Errorf("%s is the gpu_resource, whose count is --gpus-per-node: do not list it again", name))
+		if rn == k.GPUResource {
+			where("resources."+rn, fmt.Errorf("%s is the gpu_resource, whose count is --gpus-per-node: do not list it again", rn))
+			continue
 		}
-		s.resources[corev1.ResourceName(name)] = q
+		s.resources[corev1.ResourceName(rn)] = q
 	}
 	if k.ShmSize != "" {
 		q, err := resource.ParseQuantity(k.ShmSize)
 		if err != nil {
-			return nil, where("shm_size", fmt.Errorf("%q is not a quantity (\"64Gi\"): %w", k.ShmSize, err))
+			where("shm_size", fmt.Errorf("%q is not a quantity (\"64Gi\"): %w", k.ShmSize, err))
+		} else {
+			s.shm = &q
 		}
-		s.shm = &q
 	}
 	for _, m := range []struct {
 		field string
@@ -169,22 +187,25 @@ func shapeOf(k *sku.Kubernetes, name, prefix string) (*shape, error) {
 	}{{"labels", k.Labels, true}, {"node_selector", k.NodeSelector, true}, {"annotations", k.Annotations, false}} {
 		for _, key := range sortedKeys(m.kv) {
 			if errs := validation.IsQualifiedName(key); len(errs) > 0 {
-				return nil, where(m.field, fmt.Errorf("key %q: %s", key, strings.Join(errs, "; ")))
+				where(m.field+"."+key, fmt.Errorf("key %q: %s", key, strings.Join(errs, "; ")))
 			}
 			if errs := validation.IsValidLabelValue(m.kv[key]); m.value && len(errs) > 0 {
-				return nil, where(m.field, fmt.Errorf("%s: value %q: %s", key, m.kv[key], strings.Join(errs, "; ")))
+				where(m.field+"."+key, fmt.Errorf("%s: value %q: %s", key, m.kv[key], strings.Join(errs, "; ")))
 			}
 		}
 	}
-	for _, name := range sortedKeys(k.Env) {
-		if errs := validation.IsEnvVarName(name); len(errs) > 0 {
-			return nil, where("env", fmt.Errorf("%q: %s", name, strings.Join(errs, "; ")))
+	for _, en := range sortedKeys(k.Env) {
+		if errs := validation.IsEnvVarName(en); len(errs) > 0 {
+			where("env."+en, fmt.Errorf("%q: %s", en, strings.Join(errs, "; ")))
 		}
 	}
 	for _, t := range k.Tolerations {
 		tol := corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value,
 			Effect: corev1.TaintEffect(t.Effect), TolerationSeconds: t.Seconds}
 		s.tolerations = append(s.tolerations, tol)
+	}
+	if len(problems) > 0 {
+		return nil, sku.NewProblems(name, problems)
 	}
 	return s, nil
 }

@@ -258,3 +258,20 @@ func TestMPIFlavor(t *testing.T) {
 	_, err = launch.New(Name, launch.Options{MPIFlavor: "lam"})
 	assert.ErrorContains(t, err, `launcher slurm: --mpi-flavor: unknown MPI flavor "lam"`)
 }
+
+// A dry run of --slurm-mpi auto off the cluster (scontrol answers as it
+// does on a host without slurm.conf, captured) prints the script with
+// mpirun and says it assumed so; a real launch still needs the answer.
+func TestDryRunAutoWithoutCluster(t *testing.T) {
+	l := fakeSlurm(t, map[string]answer{"scontrol show": {stderr: captured(t, "scontrol-config-no-cluster.txt"), fail: true}})
+	l.Config.MPI = MPIAuto
+	cmds, err := l.Commands(requestFor(t, 0))
+	assert.NilError(t, err)
+	script := strings.Join(cmds, "\n")
+	lines := strings.Split(script, "\n")
+	assert.Assert(t, strings.HasPrefix(lines[0], "#!"), script)
+	assert.Equal(t, lines[1], "# gpuaccept: dry run: "+AutoAssumed)
+	assert.Assert(t, strings.Contains(script, "mpirun "), script)
+	_, err = l.newJob(context.Background(), requestFor(t, 0))
+	assert.ErrorContains(t, err, "--slurm-mpi auto: read the cluster's MpiDefault: scontrol: error: resolve_ctls_from_dns_srv")
+}

@@ -140,7 +140,7 @@ func (l *Launcher) resolveMPI(ctx context.Context) (string, error) {
 	if m == MPIAuto {
 		out, err := l.run(ctx, "scontrol", "show", "config")
 		if err != nil {
-			return "", fmt.Errorf("--slurm-mpi auto: read the cluster's MpiDefault: %w (choose --slurm-mpi mpirun, pmix or pmi2)", err)
+			return "", autoMPIError{fmt.Errorf("--slurm-mpi auto: read the cluster's MpiDefault: %w (choose --slurm-mpi mpirun, pmix or pmi2)", err)}
 		}
 		m = MPIMpirun
 		for _, line := range strings.Split(out, "\n") {
@@ -303,8 +303,19 @@ func (l *Launcher) hostnames(ctx context.Context, list string) ([]string, error)
 
 // Commands implements launch.Launcher: the whole script, exactly as it
 // would be submitted (or run inside the allocation).
+// A dry run off the cluster (a laptop: no scontrol answers) of --slurm-mpi
+// auto assumes mpirun, auto's choice when MpiDefault is neither pmix nor
+// pmi2, and says so in the script.
 func (l *Launcher) Commands(req launch.Request) ([]string, error) {
 	j, err := l.newJob(context.Background(), req)
+	var auto autoMPIError
+	note := ""
+	if errors.As(err, &auto) {
+		assumed := *l
+		assumed.Config.MPI = MPIMpirun
+		j, err = assumed.newJob(context.Background(), req)
+		note = "# gpuaccept: dry run: " + AutoAssumed + "\n"
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -312,8 +323,27 @@ func (l *Launcher) Commands(req launch.Request) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if note != "" {
+		// Under the #! line, so the script stays one to run.
+		first, rest, _ := strings.Cut(script, "\n")
+		if strings.HasPrefix(first, "#!") {
+			script = first + "\n" + note + rest
+		} else {
+			script = note + script
+		}
+	}
 	return []string{strings.TrimRight(script, "\n")}, nil
 }
+
+// AutoAssumed is what a dry run of --slurm-mpi auto says when no cluster
+// answered which MPI start it would choose.
+const AutoAssumed = "--slurm-mpi auto: no cluster answered scontrol show config, so MPI steps are shown started with mpirun; on the cluster auto starts them with srun --mpi=pmix or pmi2 when its MpiDefault is one of those (give --slurm-mpi to choose)"
+
+// autoMPIError is the error of --slurm-mpi auto when the cluster's
+// MpiDefault cannot be read (no cluster answered).
+type autoMPIError struct{ error }
+
+func (e autoMPIError) Unwrap() error { return e.error }
 
 // Launch implements launch.Launcher.
 func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Output, error) {

@@ -181,7 +181,7 @@ func TestSeedWithoutRankLines(t *testing.T) {
 	assert.Equal(t, check(p, "node count").OK, true)
 	assert.Equal(t, busbwAt(p, 8<<30, "out-of-place"), 189.20)
 	p = parse(t, "all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 16}}, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
-	assert.Equal(t, check(p, "node count").Message, "ranks ran on 2 host(s) (the NCCL INFO lines of all 16 ranks), expected 1 nodes")
+	assert.Equal(t, check(p, "node count").Message, "ranks ran on 2 hosts (the NCCL INFO lines of all 16 ranks), expected 1 node")
 	// Judged as 4x8, the communicator's size fails it.
 	p = parse(t, "all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 4, GPUsPerNode: 8}}, nil, plan.Output{Step: "all_reduce", Log: "../internal/nccltests/testdata/seeds/000_aks_ndmv4_all_reduce.txt"})
 	assert.Equal(t, check(p, "rank count").Message, "16 ranks in NCCL's communicator (NCCL INFO nranks 16), expected 32 (4x8)")
@@ -228,7 +228,7 @@ func TestNodeCount(t *testing.T) {
 	assert.Equal(t, check(p, "rank count").OK, true)
 	c := check(p, "node count")
 	assert.Assert(t, c != nil && !c.OK)
-	assert.Equal(t, c.Message, "ranks ran on 1 host(s), expected 2 nodes")
+	assert.Equal(t, c.Message, "ranks ran on 1 host, expected 2 nodes")
 }
 
 // A broadcast log whose header was lost, judged as all_reduce.

@@ -275,7 +275,7 @@ func TestDegraded(t *testing.T) {
 		// output do: the rows still prove 16 ranks, so that is no failure.)
 		{"one host for both nodes", func(s string) string {
 			return regexp.MustCompile(`(?m)^(# Rank \d+ Group 0 Pid \d+ on )Aliyun1 `).ReplaceAllString(s, "${1}Aliyun3 ")
-		}, "node count", "ranks ran on 1 host(s), expected 2 nodes"},
+		}, "node count", "ranks ran on 1 host, expected 2 nodes"},
 		{"killed mid-sweep", func(s string) string { return s[:strings.Index(s, "2147483648 536870912")] }, "", "truncated"},
 		{"out of bounds", func(s string) string {
 			return strings.Replace(s, "# Out of bounds values : 0 OK", "# Out of bounds values : 3 FAILED", 1)

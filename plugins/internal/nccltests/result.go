@@ -316,7 +316,11 @@ func redopMismatch(test string, o *Output) string {
 			continue // older layout without the column
 		}
 		if want == (r.Redop == "none") {
-			return fmt.Sprintf("result rows have redop %q (line %d), which %s_perf does not print: output of another collective", r.Redop, r.Line, test)
+			at := "" // rows read from -J JSON have no line
+			if r.Line > 0 {
+				at = fmt.Sprintf(" (line %d)", r.Line)
+			}
+			return fmt.Sprintf("result rows have redop %q%s, which %s_perf does not print: output of another collective", r.Redop, at, test)
 		}
 	}
 	return ""

@@ -294,7 +294,7 @@ func nodeCheck(text, js *Output, proved int, topo plan.Topology) result.Check {
 	for _, o := range []*Output{text, js} {
 		if o != nil && o.NNodes > 0 {
 			if o.NNodes != want {
-				return fail(fmt.Sprintf("NCCL INFO nNodes %d, expected %d nodes", o.NNodes, want))
+				return fail(fmt.Sprintf("NCCL INFO nNodes %d, expected %s", o.NNodes, result.Count(want, "node")))
 			}
 			c.OK = true
 			return c
@@ -304,7 +304,7 @@ func nodeCheck(text, js *Output, proved int, topo plan.Topology) result.Check {
 		// One device entry per process, every process listed.
 		h, _ := hostsOf(js.Ranks)
 		if h != want {
-			return fail(fmt.Sprintf("ranks ran on %d host(s) (the JSON's device list), expected %d nodes", h, want))
+			return fail(fmt.Sprintf("ranks ran on %s (the JSON's device list), expected %s", result.Count(h, "host"), result.Count(want, "node")))
 		}
 		c.OK = true
 		return c
@@ -320,7 +320,7 @@ func nodeCheck(text, js *Output, proved int, topo plan.Topology) result.Check {
 		infoHosts = len(hosts)
 		if complete {
 			if infoHosts != want {
-				return fail(fmt.Sprintf("ranks ran on %d host(s) (the NCCL INFO lines of all %d ranks), expected %d nodes", infoHosts, text.NRanks, want))
+				return fail(fmt.Sprintf("ranks ran on %s (the NCCL INFO lines of all %s), expected %s", result.Count(infoHosts, "host"), result.Count(text.NRanks, "rank"), result.Count(want, "node")))
 			}
 			c.OK = true
 			return c
@@ -328,28 +328,28 @@ func nodeCheck(text, js *Output, proved int, topo plan.Topology) result.Check {
 	}
 	if text == nil || len(text.Ranks) == 0 {
 		if infoHosts > want {
-			return fail(fmt.Sprintf("ranks ran on at least %d hosts (NCCL INFO lines), expected %d nodes", infoHosts, want))
+			return fail(fmt.Sprintf("ranks ran on at least %s (NCCL INFO lines), expected %s", result.Count(infoHosts, "host"), result.Count(want, "node")))
 		}
 		c.Warn = true
 		c.Message = "not verifiable (no rank lines or NCCL INFO nNodes tell it)"
 		if infoHosts > 0 {
-			c.Message = fmt.Sprintf("not verifiable (NCCL INFO lines of %d of the ranks name %d host(s): at least %d), expected %d nodes", len(text.InfoHosts), infoHosts, infoHosts, want)
+			c.Message = fmt.Sprintf("not verifiable (NCCL INFO lines of %d of the ranks name %s: at least %d), expected %s", len(text.InfoHosts), result.Count(infoHosts, "host"), infoHosts, result.Count(want, "node"))
 		}
 		return c
 	}
 	h, ids := hostsOf(text.Ranks)
 	if proved > 0 && ids == proved {
 		if h != want {
-			return fail(fmt.Sprintf("ranks ran on %d host(s), expected %d nodes", h, want))
+			return fail(fmt.Sprintf("ranks ran on %s, expected %s", result.Count(h, "host"), result.Count(want, "node")))
 		}
 		c.OK = true
 		return c
 	}
 	if h > want {
-		return fail(fmt.Sprintf("ranks ran on at least %d hosts (the rank lines of %d ranks), expected %d nodes", h, ids, want))
+		return fail(fmt.Sprintf("ranks ran on at least %s (the rank lines of %s), expected %s", result.Count(h, "host"), result.Count(ids, "rank"), result.Count(want, "node")))
 	}
 	c.Warn = true
-	c.Message = fmt.Sprintf("not verifiable (the rank lines of %d ranks name %d host(s): at least %d), expected %d nodes", ids, h, h, want)
+	c.Message = fmt.Sprintf("not verifiable (the rank lines of %s name %s: at least %d), expected %s", result.Count(ids, "rank"), result.Count(h, "host"), h, result.Count(want, "node"))
 	return c
 }
 

@@ -160,7 +160,7 @@ func TestResultRankCount(t *testing.T) {
 		{"2 complete rank lines judged 1x8", "h200x2-2.19.6/all_reduce.txt", "all_reduce", nil, 1, 8,
 			ntWant{"fail", "2 distinct rank lines, expected 8 (1x8)"}, ntWant{"pass", ""}},
 		{"one host judged as two nodes", "h200x2-2.19.6/all_reduce.txt", "all_reduce", nil, 2, 1,
-			ntWant{"pass", ""}, ntWant{"fail", "ranks ran on 1 host(s), expected 2 nodes"}},
+			ntWant{"pass", ""}, ntWant{"fail", "ranks ran on 1 host, expected 2 nodes"}},
 		// Seed 001: all_gather on 2 A4X nodes (2x4), header lost: its count
 		// column says 8 ranks (1024 B is 32 floats per rank).
 		{"seed 001 all_gather as 2x4", "seeds/001_a4x_all_gather_kubectl.txt", "all_gather", nil, 2, 4,
@@ -172,7 +172,7 @@ func TestResultRankCount(t *testing.T) {
 		// Only rank 71's line kept: at least 72 ranks; busbw/algbw of
 		// all_reduce (2(n-1)/n) pins 72.
 		{"NVL72, one rank line", "public/coreweave_pr43_gb200_nvl72.txt", "all_reduce", nil, 18, 4,
-			ntWant{"pass", ""}, ntWant{"warn", "not verifiable (the rank lines of 1 ranks name 1 host(s): at least 1), expected 18 nodes"}},
+			ntWant{"pass", ""}, ntWant{"warn", "not verifiable (the rank lines of 1 rank name 1 host: at least 1), expected 18 nodes"}},
 		{"NVL72 judged as 16x4", "public/coreweave_pr43_gb200_nvl72.txt", "all_reduce", nil, 16, 4,
 			ntWant{"fail", "at least 72 ranks: rank lines up to rank 71, expected 64 (16x4)"}, ntWant{"warn", ""}},
 		{"NVL72 judged as 19x4", "public/coreweave_pr43_gb200_nvl72.txt", "all_reduce", nil, 19, 4,
@@ -181,7 +181,7 @@ func TestResultRankCount(t *testing.T) {
 		// pages quote outputs: ranks 0-7 are no proof of 8 when busbw/algbw
 		// (2(n-1)/n) proves 16.
 		{"rank lines 0-7 of 16", "seeds/004_mi355x_rccl_2node_all_reduce.txt", "all_reduce", cutAliyun1, 2, 8,
-			ntWant{"pass", ""}, ntWant{"warn", "not verifiable (the rank lines of 8 ranks name 1 host(s): at least 1), expected 2 nodes"}},
+			ntWant{"pass", ""}, ntWant{"warn", "not verifiable (the rank lines of 8 ranks name 1 host: at least 1), expected 2 nodes"}},
 		{"rank lines 0-7 of 16 judged 1x8", "seeds/004_mi355x_rccl_2node_all_reduce.txt", "all_reduce", cutAliyun1, 1, 8,
 			ntWant{"fail", "16 ranks by busbw/algbw "}, ntWant{"warn", "not verifiable"}},
 		// Seed 000: no rank lines, but every rank's NCCL INFO line names its
@@ -189,7 +189,7 @@ func TestResultRankCount(t *testing.T) {
 		{"seed 000 as 2x8", "seeds/000_aks_ndmv4_all_reduce.txt", "all_reduce", nil, 2, 8,
 			ntWant{"pass", ""}, ntWant{"pass", ""}},
 		{"seed 000 as 4x4", "seeds/000_aks_ndmv4_all_reduce.txt", "all_reduce", nil, 4, 4,
-			ntWant{"pass", ""}, ntWant{"fail", "ranks ran on 2 host(s) (the NCCL INFO lines of all 16 ranks), expected 4 nodes"}},
+			ntWant{"pass", ""}, ntWant{"fail", "ranks ran on 2 hosts (the NCCL INFO lines of all 16 ranks), expected 4 nodes"}},
 		// Rank lines cut away: NCCL INFO lines still tell both counts.
 		{"NCCL INFO nranks and nNodes", "h200x2-variants/info.txt", "all_reduce", noRankLines, 1, 2,
 			ntWant{"pass", ""}, ntWant{"pass", ""}},
@@ -209,7 +209,7 @@ func TestResultRankCount(t *testing.T) {
 		// ranks or hosts still fails.
 		{"issue 322: rank lines 0-99 of 1024", "field/h100_128x8_first_100_ranks.txt", "all_reduce", nil, 128, 8,
 			ntWant{"warn", "not verifiable (at least 100 ranks: rank lines up to rank 99, the list cut at line 103 (not ended by nccl-tests' '#' line);"},
-			ntWant{"warn", "not verifiable (the rank lines of 100 ranks name 13 host(s): at least 13), expected 128 nodes"}},
+			ntWant{"warn", "not verifiable (the rank lines of 100 ranks name 13 hosts: at least 13), expected 128 nodes"}},
 		{"issue 322 judged 8x8", "field/h100_128x8_first_100_ranks.txt", "all_reduce", nil, 8, 8,
 			ntWant{"fail", "at least 100 ranks: rank lines up to rank 99, the list cut at line 103 (not ended by nccl-tests' '#' line), expected 64 (8x8)"},
 			ntWant{"fail", "ranks ran on at least 13 hosts (the rank lines of 100 ranks), expected 8 nodes"}},
@@ -217,7 +217,7 @@ func TestResultRankCount(t *testing.T) {
 		// it, so it holds every rank.
 		{"issue 322 with its list ended by '#'", "field/h100_128x8_first_100_ranks.txt", "all_reduce",
 			ntReplace(t, "NVIDIA H100 80GB HBM3\n\n#", "NVIDIA H100 80GB HBM3\n#"), 128, 8,
-			ntWant{"fail", "100 distinct rank lines, expected 1024 (128x8)"}, ntWant{"fail", "ranks ran on 13 host(s), expected 128 nodes"}},
+			ntWant{"fail", "100 distinct rank lines, expected 1024 (128x8)"}, ntWant{"fail", "ranks ran on 13 hosts, expected 128 nodes"}},
 		// RCCL's version report between the list and its '#'.
 		{"seed 004 two nodes", "seeds/004_mi355x_rccl_2node_all_reduce.txt", "all_reduce", nil, 2, 8,
 			ntWant{"pass", ""}, ntWant{"pass", ""}},
