@@ -241,7 +241,7 @@ func TestMPIFlavor(t *testing.T) {
 	j := job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}},
 		Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, MPI: MPIMpirun, Batch: true, Environ: []string{"HOME=/root"}, Config: Config{GPUs: GPUsNone}}
 	for _, c := range []struct{ flavor, want string }{
-		{"openmpi", `exec mpirun -np 16 --map-by ppr:8:node -x GPUACCEPT_HOSTS -x NCCL_DEBUG -x NCCL_TOPO_FILE /bin/sh -c`},
+		{"openmpi", `exec mpirun -np 16 --map-by ppr:8:node -x GPUACCEPT_HOSTS -x NCCL_DEBUG -x NCCL_TOPO_FILE -mca coll_hcoll_enable 0 /bin/sh -c`},
 		{"hpcx", `-x NCCL_TOPO_FILE -mca coll_hcoll_enable 0 /bin/sh -c`},
 		{"mpich", `exec mpiexec -n 16 -ppn 8 -genvlist GPUACCEPT_HOSTS,NCCL_DEBUG,NCCL_TOPO_FILE /bin/sh -c`},
 	} {
