@@ -108,6 +108,15 @@ func TestNodeRecordings(t *testing.T) {
 			assert.Assert(t, strings.Contains(stdout, c.want), stdout)
 		})
 	}
-	code, stdout, stderr := cli(t, "verify", rec+"node-1")
-	assert.Equal(t, code, 0, stdout+stderr)
+	for _, run := range []string{"node-1", "baselined/suite", "baselined/health", "baselined/busy"} {
+		code, stdout, stderr := cli(t, "verify", rec+run)
+		assert.Equal(t, code, 0, "%s: %s%s", run, stdout, stderr)
+	}
+	// Judged live on the H200 against the 1x1 baseline: the suite passed
+	// with health first, and failed with the GPU held busy.
+	for run, want := range map[string]string{"baselined/suite": "PASS: SKU h200, suite node", "baselined/busy": "FAIL: SKU h200, suite node"} {
+		code, stdout, stderr := cli(t, "report", rec+run)
+		assert.Assert(t, code == 0 || code == 1, "%s: %d %s", run, code, stderr)
+		assert.Assert(t, strings.Contains(stdout, want), "%s: %s", run, stdout)
+	}
 }
