@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -306,7 +307,16 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 		}
 	}
 	if len(curves) == 0 {
-		return nil, fmt.Errorf("record: no run measured %s", strings.Join(opt.Metrics, " or "))
+		var have []string
+		for _, smp := range samples {
+			for _, m := range smp.Metrics {
+				if !slices.Contains(have, m.Name) {
+					have = append(have, m.Name)
+				}
+			}
+		}
+		sort.Strings(have)
+		return nil, fmt.Errorf("record: no run measured %s; the runs measured %s: choose with --metric", strings.Join(opt.Metrics, " or "), strings.Join(have, ", "))
 	}
 	for k, c := range curves {
 		if sku.LowerIsBetter(c.unit) {
@@ -350,6 +360,9 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 			// Not per size: one value, the median of every run's and
 			// every pooled GPU's, its band from their spread.
 			med, fail, warn := Band(vs, opt.Fail, opt.Warn)
+			if err := tooWide(k, 0, vs, med, fail); err != nil {
+				return nil, err
+			}
 			v := round2(med)
 			e.Value = &v
 			e.Band = mustBand(fail, warn, opt.WarnMax)
@@ -367,6 +380,9 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 				ff, fw = opt.SteepFail, opt.SteepWarn
 			}
 			_, fail, warn := Band(vs, ff, fw)
+			if err := tooWide(k, s, vs, med, fail); err != nil {
+				return nil, err
+			}
 			p := sku.Point{Size: sku.Size(s), Value: round2(med)}
 			if fail != opt.Fail || warn != opt.Warn {
 				p.Band = mustBand(fail, warn, 0)
@@ -496,4 +512,30 @@ func facts(r Sample) string {
 		fs = append(fs, "command: "+strings.Join(short, " && "))
 	}
 	return strings.Join(fs, ", ")
+}
+
+// MaxFloor is the widest fail edge record derives, in percent under the
+// median: runs that spread further apart (a busy or clock-locked GPU among
+// good ones) would make a band that passes what it should catch.
+const MaxFloor = 50
+
+// tooWide refuses the band of one point of curve k (size 0: not per size)
+// whose fail edge lies more than MaxFloor under the median of vs, naming
+// the values so the odd run can be found and left out.
+func tooWide(k curveKey, size int64, vs []float64, med, fail float64) error {
+	if fail <= MaxFloor {
+		return nil
+	}
+	what := k.metric
+	if k.labels != "" {
+		what += " {" + k.labels + "}"
+	}
+	if size > 0 {
+		what += " at " + result.FormatBytes(size)
+	}
+	vals := make([]string, len(vs))
+	for i, v := range vs {
+		vals[i] = strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return fmt.Errorf("record: %s of %s at %s: the runs spread so far apart (%s, median %.1f) that the fail edge would lie %.0f%% under the median, past %d%%: a band that wide passes a degraded GPU; record from good runs only", what, k.test, k.scope, strings.Join(vals, ", "), med, fail, MaxFloor)
 }
