@@ -176,6 +176,17 @@ func TestVerifyTampering(t *testing.T) {
 			forgeJournal(t, dir, `(?m)^\{"test":\{"name":"nccl\.all_gather".*$`,
 				`{"test":{"name":"nccl.all_gather","status":"skip","message":"no baseline yet","scope":"1x2","metrics":[],"duration_ns":0}}`)
 		}, nil, 1, []string{"MISMATCH nccl.all_gather: recorded a skip (no baseline yet) with no raw output, but suite singlenode of baseline/h200.yaml runs it"}, nil},
+		// The same as a dry run's skip: a dry run writes no folder.
+		{"a test made a dry run's skip, everything made again", func(dir string) {
+			assert.NilError(t, os.RemoveAll(filepath.Join(dir, "raw/nccl.all_gather")))
+			forgeJournal(t, dir, `(?m)^\{"test":\{"name":"nccl\.all_gather".*$`,
+				`{"test":{"name":"nccl.all_gather","status":"skip","message":"dry run","scope":"1x2","metrics":[],"duration_ns":0}}`)
+		}, nil, 1, []string{"MISMATCH nccl.all_gather: recorded as a dry run's skip, but a dry run writes no results folder"}, nil},
+		// A test's scope forged to another than the run's.
+		{"a test judged at another scope, everything made again", func(dir string) {
+			edit(t, filepath.Join(dir, "journal.jsonl"), `("name":"nccl\.all_gather","status":"[a-z]+",(?:"message":"[^"]*",)?"scope":)"1x2"`, `${1}"1x1"`)
+			regenerate(t, dir)
+		}, nil, 1, []string{"MISMATCH nccl.all_gather: judged at scope 1x1, but the run's scope is 1x2"}, nil},
 		{"junit.xml", func(dir string) {
 			edit(t, filepath.Join(dir, "junit.xml"), `failures="0"`, `failures="1"`)
 		}, nil, 1, []string{"MISMATCH junit.xml: edited since the run", "MISMATCH junit.xml: differs from the one re-rendered from the journal and the baseline copy, from line 3"}, nil},

@@ -252,14 +252,22 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 			r.add(Mismatch, "%s: the run has a result for it, but suite %s of %s/%s.yaml has no such test", t.Name, run.Suite, resultsdir.Baseline, s.Name)
 			continue
 		}
+		// Every test of a run is judged at the run's scope: a forged
+		// scope would turn min_gpus skips and bands of another scope on.
+		if !t.Scope.IsZero() && t.Scope != run.Scope {
+			r.add(Mismatch, "%s: judged at scope %s, but the run's scope is %s", t.Name, t.Scope, run.Scope)
+		}
 		// A skip that ran nothing is the suite's (skip: REASON, or
-		// min_gpus above the run's scope), a dry run's, or a bad node's; any other test that ran left raw
-		// outputs, whatever its verdict ("no baseline" is judged from
-		// them).
-		if t.Status != result.Skip || len(t.Raw) > 0 || t.Message == "dry run" || (skipped[t.Name] != "" && skipped[t.Name] == t.Message) {
+		// min_gpus above the run's scope) or a bad node's; any other test
+		// that ran left raw outputs, whatever its verdict ("no baseline"
+		// is judged from them). A dry run writes no results folder, so
+		// its skip in one is forged.
+		if t.Status != result.Skip || len(t.Raw) > 0 || (skipped[t.Name] != "" && skipped[t.Name] == t.Message) {
 			continue
 		}
 		switch {
+		case t.Message == "dry run":
+			r.add(Mismatch, "%s: recorded as a dry run's skip, but a dry run writes no results folder", t.Name)
 		case preflight != "" && t.Message == preflight && !t.Preflight:
 		case strings.Contains(t.Message, " failed health: "):
 			found := "find no node bad"
