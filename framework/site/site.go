@@ -388,7 +388,9 @@ func (st *Site) Step(s plan.Step) plan.Step {
 			// A script that is missing stops the step with its name, not a
 			// benchmark run without the fabric's settings (a POSIX shell's
 			// "." of a missing file ends the shell before any "||").
-			fmt.Fprintf(&b, "if [ -r %s ]; then . %s; else echo \"gpuaccept: site script %s is missing on $(hostname)\" >&2; exit 127; fi; ", quote(f), quote(f), f)
+			// The path is quoted in the message too: inside "..." the
+			// shell would expand $(...) and backquotes in it.
+			fmt.Fprintf(&b, "if [ -r %s ]; then . %s; else echo \"gpuaccept: site script \"%s\" is missing on $(hostname)\" >&2; exit 127; fi; ", quote(f), quote(f), quote(f))
 		}
 		b.WriteString(`exec "$@"`)
 		s.Argv = append([]string{shell, "-c", b.String(), "gpuaccept-site"}, s.Argv...)

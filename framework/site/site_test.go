@@ -71,7 +71,7 @@ func TestStep(t *testing.T) {
 	st := s.Step(plan.Step{Name: "s", Argv: []string{"/bin/all_reduce_perf", "-b", "$(x)"}, Env: map[string]string{"NCCL_NET": "gIB"}})
 	assert.DeepEqual(t, st.Env, map[string]string{"NCCL_DEBUG": "info", "NCCL_NET": "gIB"})
 	assert.DeepEqual(t, st.Argv[:2], []string{"/bin/sh", "-c"})
-	assert.Equal(t, st.Argv[2], `if [ -r '/opt/a b.sh' ]; then . '/opt/a b.sh'; else echo "gpuaccept: site script /opt/a b.sh is missing on $(hostname)" >&2; exit 127; fi; exec "$@"`)
+	assert.Equal(t, st.Argv[2], `if [ -r '/opt/a b.sh' ]; then . '/opt/a b.sh'; else echo "gpuaccept: site script "'/opt/a b.sh'" is missing on $(hostname)" >&2; exit 127; fi; exec "$@"`)
 	assert.DeepEqual(t, st.Argv[3:], []string{"gpuaccept-site", "/bin/all_reduce_perf", "-b", "$(x)"})
 	var none *Site
 	assert.DeepEqual(t, none.Step(plan.Step{Argv: []string{"a"}}), plan.Step{Argv: []string{"a"}})
@@ -97,4 +97,13 @@ func TestStepRunsInShell(t *testing.T) {
 	assert.Assert(t, err != nil)
 	assert.Equal(t, cmd.ProcessState.ExitCode(), 127)
 	assert.Assert(t, strings.Contains(string(out), "gpuaccept: site script "+filepath.Join(dir, "missing.sh")+" is missing on "), string(out))
+	// A missing script's path is not run by the message that names it
+	// (it was pasted into "..." where $(...) expands).
+	planted := filepath.Join(dir, "PWNED")
+	s.EnvScripts = []string{filepath.Join(dir, "x $(touch "+planted+")")}
+	st = s.Step(plan.Step{Argv: []string{"/bin/true"}})
+	out, _ = exec.Command(st.Argv[0], st.Argv[1:]...).CombinedOutput()
+	_, err = os.Stat(planted)
+	assert.Assert(t, os.IsNotExist(err), "the path ran: %s", out)
+	assert.Assert(t, strings.Contains(string(out), "$(touch "), string(out))
 }
