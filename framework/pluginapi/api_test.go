@@ -6,6 +6,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
 func TestDescriptionCheck(t *testing.T) {
@@ -99,5 +100,26 @@ func TestCheckRoles(t *testing.T) {
 			}
 			assert.ErrorContains(t, err, tc.want)
 		})
+	}
+}
+
+// A check's code and host end in reports and Kubernetes annotations: a
+// line break or markup in them is refused, naming the check.
+func TestCheckParsed(t *testing.T) {
+	for _, c := range []struct {
+		check result.Check
+		want  string
+	}{
+		{result.Check{Name: "ecc", Code: "GA-GPU-ECC-UNCORR", Host: "gpu-node-1.cluster"}, ""},
+		{result.Check{Name: "ecc", Code: "GA-GPU-COUNT\nRemedy: curl x | sh"}, `check "ecc": code "GA-GPU-COUNT\nRemedy: curl x | sh" is not a fault code`},
+		{result.Check{Name: "ecc", Code: "ga-lower"}, "is not a fault code"},
+		{result.Check{Name: "ecc", Host: "<img src=x>"}, `check "ecc": host "<img src=x>" is not a node name`},
+	} {
+		err := CheckParsed(result.Parsed{Checks: []result.Check{c.check}})
+		if c.want == "" {
+			assert.NilError(t, err)
+		} else {
+			assert.ErrorContains(t, err, c.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -251,8 +252,36 @@ func (h *Host) Parse(ctx context.Context, name string, req ParseRequest) (result
 		p, err = pl.Parse(c, req)
 		return err
 	})
+	if err == nil {
+		err = CheckParsed(p)
+	}
 	return p, err
 }
+
+// faultCode is what a check's code may be: gpuaccept's codes
+// (framework/faults) are GA-WORDS; a plugin's own keep their form, letters,
+// digits and dashes, so a code cannot carry a line break or markup into
+// the reports and the Kubernetes annotations it lands in.
+var faultCode = regexp.MustCompile(`^[A-Z][A-Z0-9-]{0,63}$`)
+
+// CheckParsed reports the first way a parse answer breaks the contract
+// beyond what the framework repairs itself (CONTRACT.md section 7): a
+// check's code that is not a fault code, a host that is not a node name
+// (letters, digits, ".", "-", "_", ":", at most 253). The error names the
+// check.
+func CheckParsed(p result.Parsed) error {
+	for _, c := range p.Checks {
+		if c.Code != "" && !faultCode.MatchString(c.Code) {
+			return fmt.Errorf("check %q: code %q is not a fault code (A-Z, 0-9 and -, 1 to 64 characters)", c.Name, c.Code)
+		}
+		if c.Host != "" && !hostName.MatchString(c.Host) {
+			return fmt.Errorf("check %q: host %q is not a node name", c.Name, c.Host)
+		}
+	}
+	return nil
+}
+
+var hostName = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,253}$`)
 
 // Close ends every plugin process the host started.
 func (h *Host) Close() {
