@@ -112,6 +112,7 @@ func printedThrough(args []string, stdout, stderr io.Writer) (*redact.Writer, *r
 			known = append(known, redact.Secrets(val)...)
 		}
 	}
+	known = append(known, siteSecrets(args)...)
 	red := redact.FromEnv(os.Environ(), params).With(known...)
 	return red.Stream(stdout), red.Stream(stderr)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/site"
@@ -17,7 +19,42 @@ func loadSite(path string) (*site.Site, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
+	// The site's secret values join this process's environment, which
+	// every masking of the run reads (redact.FromEnv): they reach each
+	// rank, and so its output, the reports and the journal.
+	for _, kv := range s.SecretEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			return nil, fmt.Errorf("site %s: env %s: %w", path, k, err)
+		}
+	}
 	return s, nil
+}
+
+// siteSecrets are the secret values of the site file a command line names
+// (--site FILE or --site=FILE), for the masking of what the command
+// prints, which starts before the file is read for the run. A file that
+// cannot be read gives none: the command reports it.
+func siteSecrets(args []string) []string {
+	var out []string
+	for i, a := range args {
+		path, ok := strings.CutPrefix(a, "--site=")
+		if !ok && a == "--site" && i+1 < len(args) {
+			path, ok = args[i+1], true
+		}
+		if !ok || path == "" {
+			continue
+		}
+		s, err := site.Load(path)
+		if err != nil {
+			continue
+		}
+		for _, kv := range s.SecretEnv() {
+			_, v, _ := strings.Cut(kv, "=")
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // withSiteParams lays the site's parameters of the plugins and tests su

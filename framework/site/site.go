@@ -48,6 +48,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -425,4 +426,22 @@ func (s *Site) Where(field string) string {
 		return "the site file"
 	}
 	return fmt.Sprintf("%s: field %s", s.File, field)
+}
+
+// SecretEnv are the site's environment entries whose names are secret
+// ones (redact.SecretName: *_TOKEN, *PASSWORD, ...), as NAME=VALUE: the
+// masking of what a run writes and prints must know their values, which
+// reach every rank and so its output.
+func (s *Site) SecretEnv() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for k, v := range s.Env {
+		if v != "" && redact.SecretName(k) {
+			out = append(out, k+"="+v)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
