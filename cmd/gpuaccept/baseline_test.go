@@ -302,7 +302,9 @@ func TestShippedSKUsKubernetesManifests(t *testing.T) {
 		args       []string
 		want       []string
 	}{
-		{"a100-ndmv4", "multinode", nil, []string{`nvidia.com/gpu: "8"`, `nvidia.com/mlnxnics: "8"`, "k8s.v1.cni.cncf.io/networks: hostdev-net,", "- IPC_LOCK", "sizeLimit: 8Gi", "image: jzacr2.azurecr.io/pytorch_nccl_tests_2303:latest", "kubernetes.azure.com/accelerator: nvidia"}},
+		// seed 000's image and network-operator names live in its site
+		// file (examples/sites): they are the cluster's, not the GPU's.
+		{"a100-ndmv4", "multinode", []string{"--site", "../../examples/sites/seed000-aks-volcano.yaml"}, []string{`nvidia.com/gpu: "8"`, `nvidia.com/mlnxnics: "8"`, "k8s.v1.cni.cncf.io/networks: hostdev-net,", "- IPC_LOCK", "sizeLimit: 8Gi", "image: jzacr2.azurecr.io/pytorch_nccl_tests_2303:latest", "kubernetes.azure.com/accelerator: nvidia"}},
 		{"gb200-a4x", "multinode", nil, []string{`nvidia.com/gpu: "4"`, `"interfaceName":"eth5","network":"rdma-3"`, "kueue.x-k8s.io/queue-name: a4x", "cloud.google.com/gke-accelerator: nvidia-gb200", "value: arm64", "sizeLimit: 250Gi", "nccl-plugin-gib-diagnostic-arm64:v1.0.4"}},
 		{"b200-a4", "multinode", nil, []string{`nvidia.com/gpu: "8"`, "nccl-plugin-gib-diagnostic:latest"}},
 		{"h200", "singlenode", []string{"--image", "nvcr.io/nvidia/pytorch:25.01-py3", "--gpus-per-node", "2"}, []string{`nvidia.com/gpu: "2"`, "sizeLimit: 8Gi"}},

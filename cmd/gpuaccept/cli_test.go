@@ -150,13 +150,13 @@ func TestBaselineValidateKubernetes(t *testing.T) {
 	data := readFile(t, "../../baselines/a100-ndmv4.yaml")
 	lines := strings.Split(data, "\n")
 	// Edits: two values of the section that are not Kubernetes quantities.
-	edit := map[string]string{`    nvidia.com/mlnxnics: "8"`: `    nvidia.com/mlnxnics: "eight"`, "  shm_size: 8Gi": "  shm_size: 64GB"}
+	edit := map[string]string{`  gpu_resource: nvidia.com/gpu`: `  gpu_resource: nvidia.com/gpu/x`, "  shm_size: 8Gi": "  shm_size: 64GB"}
 	var want []string
 	for i, l := range lines {
 		for from, to := range edit {
 			if strings.HasPrefix(l, from) {
 				lines[i] = to + strings.TrimPrefix(l, from)
-				field := "kubernetes.resources"
+				field := "kubernetes.gpu_resource"
 				if strings.Contains(to, "shm") {
 					field = "kubernetes.shm_size"
 				}
@@ -175,7 +175,7 @@ func TestBaselineValidateKubernetes(t *testing.T) {
 	}
 	assert.Assert(t, strings.Contains(out, `"64GB" is not a quantity`), out)
 
-	code, out, errs = cli(t, "--sku", "a100-ndmv4", "--suite", "multinode", "--launcher", "k8s", "--baselines", dir, "--dry-run")
+	code, out, errs = cli(t, "--sku", "a100-ndmv4", "--suite", "multinode", "--launcher", "k8s", "--baselines", dir, "--image", "example.org/nccl-tests:1", "--dry-run")
 	assert.Equal(t, code, 2, out+errs)
 	for _, w := range want {
 		assert.Assert(t, strings.Contains(errs, w), "the run lacks %q:\n%s", w, errs)

@@ -106,7 +106,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"--sku", "h999", "--suite", "singlenode"}, `unknown SKU "h999" (known: a100-ndmv4, b200-a4, gb200-a4x, h100, h200`},
-		{[]string{"--sku", "h200", "--suite", "nope"}, `SKU h200 has no suite "nope" (known: multinode, singlenode)`},
+		{[]string{"--sku", "h200", "--suite", "nope"}, `SKU h200 has no suite "nope" (known: multinode, node, singlenode)`},
 		{[]string{"--sku", "h200"}, "--sku and --suite are required"},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--launcher", "carrier-pigeon"}, `unknown launcher "carrier-pigeon" (known: `},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--format", "xml"}, `unknown --format "xml"`},
@@ -411,8 +411,8 @@ func TestBaselineValidate(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, `bad.yaml: line 7: field "tolerance" is not known here`), out)
 	code, out, _ = cli(t, "baseline", "show", "h200")
 	assert.Equal(t, code, 0)
-	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  4 GiB              344.52  GB/s  min -10%, warn_min -5%, warn_max +50%"), out)
-	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  64 MiB             266.59  GB/s  min -15%, warn_min -8%, warn_max +50%"), out)
+	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  4 GiB              344.52   GB/s    min -10%, warn_min -5%, warn_max +50%"), out)
+	assert.Assert(t, strings.Contains(out, "nccl.all_reduce      1x2    busbw   placement=out-of-place  64 MiB             266.59   GB/s    min -15%, warn_min -8%, warn_max +50%"), out)
 }
 
 // The results folders of real GPU runs replay to the verdicts they got on

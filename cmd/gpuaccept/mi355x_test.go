@@ -33,7 +33,8 @@ func runJSON(t *testing.T, args ...string) (int, jsonRun, string) {
 }
 
 // The seed's recorded outputs pass the mi355x baseline through the whole
-// pipeline (plan, replay, parse, judge), and T1-T4 show as skipped.
+// pipeline (plan, replay, parse, judge), and T1-T4 show as skipped (T1
+// and T4 pointing at suite node, which runs them).
 func TestMI355XSeedReplayPasses(t *testing.T) {
 	for _, c := range []struct {
 		suite string
@@ -52,7 +53,8 @@ func TestMI355XSeedReplayPasses(t *testing.T) {
 			for _, tt := range r.Tests {
 				got[tt.Name] = tt.Status
 				if tt.Status == "skip" {
-					assert.Assert(t, strings.HasPrefix(tt.Message, "no plugin yet: T"), tt.Message)
+					// T2, T3 have no plugin; T1 and T4 run in suite node.
+					assert.Assert(t, strings.HasPrefix(tt.Message, "no plugin yet: T") || strings.Contains(tt.Message, " in suite node "), tt.Message)
 				}
 			}
 			assert.DeepEqual(t, got, c.want)
@@ -183,8 +185,8 @@ func TestMI355XDegradedReplayFails(t *testing.T) {
 			assert.Equal(t, code, 1, errs)
 			assert.Equal(t, r.Status, "fail")
 			for _, tt := range r.Tests {
-				if strings.HasPrefix(tt.Message, "no plugin yet") {
-					continue
+				if strings.HasPrefix(tt.Message, "no plugin yet") || strings.Contains(tt.Message, " in suite node ") {
+					continue // a suite skip: nothing ran
 				}
 				assert.Equal(t, tt.Status, "fail", "%s: %s", tt.Name, tt.Message)
 			}
