@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -118,5 +119,41 @@ func TestNodeRecordings(t *testing.T) {
 		code, stdout, stderr := cli(t, "report", rec+run)
 		assert.Assert(t, code == 0 || code == 1, "%s: %d %s", run, code, stderr)
 		assert.Assert(t, strings.Contains(stdout, want), "%s: %s", run, stdout)
+	}
+}
+
+// TestCheckOtherToolOutputs: gpuaccept check on the real (and degraded)
+// outputs of nvbandwidth, hipblaslt-bench and rocblas-bench in the
+// plugins' testdata, as a new user gives them: a lone nvbandwidth -j
+// JSON is read (it reaches the plugin as a file beside no log), pcie is
+// not failed by a GPU pair's gate, and a gemm log of one dtype below its
+// band fails with that point first.
+func TestCheckOtherToolOutputs(t *testing.T) {
+	const (
+		nvb  = "../../plugins/hostlink/testdata/nvbandwidth/"
+		gemm = "../../plugins/gemm/testdata/"
+	)
+	for _, c := range []struct {
+		test, file string
+		gpus, code int
+		want, not  string
+	}{
+		// 12.4 GB/s H2D (a Gen3 link) under the H200's 1x1 baseline.
+		{"hostlink.pcie", nvb + "dcgm-1gpu-verbose-v0.5.json", 1, 1, "testcase=host_to_device_memcpy_ce} 12.4 GB/s below 49.9", "no pcie record"},
+		{"hostlink.pcie", nvb + "degraded-azure-h100x8-na-3-5.txt", 8, 1,
+			"degraded-azure-h100x8-na-3-5.txt: no host-to-device or device-to-host measurement (it holds GPU-to-GPU copies: --test hostlink.p2p)", "p2p paths"},
+		{"hostlink.p2p", nvb + "degraded-azure-h100x8-na-3-5.txt", 8, 1, "degraded-azure-h100x8-na-3-5.txt:26: no P2P path measured for GPU 3 -> GPU 5", ""},
+		{"gemm.matmul", gemm + "hipblaslt-pr1544-f16-efficiency.txt", 1, 1, `"message": "tflops {dtype=fp16} 555.0 TFLOPS below 622.8 (baseline 724.1 -14%); baseline entry at line`, ""},
+		{"gemm.matmul", gemm + "rocblas-mi300x-guide-fp32.txt", 1, 3, "the run measured tflops {dtype=unknown})", ""},
+	} {
+		t.Run(c.test+"/"+filepath.Base(c.file), func(t *testing.T) {
+			code, stdout, stderr := cli(t, "check", "--sku", "h200", "--test", c.test, "--nodes", "1", "--gpus-per-node", strconv.Itoa(c.gpus), "--format", "json", c.file)
+			assert.Equal(t, code, c.code, stdout+stderr)
+			out := strings.ReplaceAll(stdout, `\u003e`, ">")
+			assert.Assert(t, strings.Contains(out, c.want), out)
+			if c.not != "" {
+				assert.Assert(t, !strings.Contains(out, c.not), out)
+			}
+		})
 	}
 }

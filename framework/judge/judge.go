@@ -46,7 +46,10 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 // makes it Error, keeping the metrics that were measured. Without entries
 // the test is Skip (a gate that could not be made, a warn check, does not
 // make a judged test of it: a warn would read as signed off). With entries,
-// the worst point, summary, dip or warn check decides. The message puts
+// the worst point, summary, dip or warn check decides, except that a
+// point outside its band wins over an entry that matches no measured
+// point (which is an error otherwise: a label typo, or a run that
+// measured less than the baseline asks for). The message puts
 // what decided the verdict first, then the rest from worst to least;
 // "baseline points not measured" and skip notes come last; no finding is
 // said twice.
@@ -169,9 +172,16 @@ func Judge(p result.Parsed, o Options) result.Test {
 				has = append(has, describe(e, int64(e.Size)))
 			}
 		}
-		ps.add(result.Error, catBaseline, "no measured point matches the baseline (it has "+strings.Join(has, ", ")+"; the run measured "+measuredSizes(p.Metrics)+")")
+		ps.add(result.Error, catBaseline, "no measured point matches the baseline (it has "+strings.Join(has, ", ")+"; the run measured "+measuredSizes(p.Metrics, o.Entries)+")")
 	default:
 		t.Status = ps.worst()
+		if t.Status == result.Error && ps.failOverBaseline() {
+			// A point outside its band is a measured fault; an entry that
+			// matched nothing only says the baseline asks for more than the
+			// run measured. The failure wins (README, Exit codes: an error
+			// must not hide a hardware fault), and leads the message.
+			t.Status = result.Fail
+		}
 	}
 	if len(o.Entries) == 0 && o.NoBaseline != "" {
 		ps.add(result.Skip, catNoBaseline, o.NoBaseline)
@@ -205,6 +215,22 @@ type problems []problem
 
 func (ps *problems) add(s result.Status, cat int, text string) {
 	*ps = append(*ps, problem{s, cat, text})
+}
+
+// failOverBaseline says a finding fails and every error is one of the
+// baseline's (an entry that matches no measured point): then the failure
+// decides the verdict.
+func (ps problems) failOverBaseline() bool {
+	fail := false
+	for _, p := range ps {
+		switch {
+		case p.status == result.Fail:
+			fail = true
+		case p.status == result.Error && p.cat != catBaseline:
+			return false
+		}
+	}
+	return fail
 }
 
 // worst is the worst status a finding gives; Pass when none does.
@@ -489,9 +515,19 @@ func SortMetrics(ms []result.Judged) {
 }
 
 // measuredSizes names the message sizes a run measured, smallest to
-// largest ("8 GiB, 16 GiB"), or the metric names when none is per size,
+// largest ("8 GiB, 16 GiB"), or, when none is per size, the metric names
+// with the values of the labels entries name ("tflops {dtype=unknown}"),
 // so that a baseline judging nothing says what it was given.
-func measuredSizes(ms []result.Metric) string {
+func measuredSizes(ms []result.Metric, entries []*sku.Entry) string {
+	keys := map[string]map[string]bool{}
+	for _, e := range entries {
+		for k := range e.Labels {
+			if keys[e.Metric] == nil {
+				keys[e.Metric] = map[string]bool{}
+			}
+			keys[e.Metric][k] = true
+		}
+	}
 	seen := map[int64]bool{}
 	var sizes []int64
 	names := map[string]bool{}
@@ -501,12 +537,29 @@ func measuredSizes(ms []result.Metric) string {
 			seen[m.Size] = true
 			sizes = append(sizes, m.Size)
 		}
-		if m.Size == 0 && !names[m.Name] {
-			names[m.Name] = true
-			nameList = append(nameList, m.Name)
+		if m.Size != 0 {
+			continue
+		}
+		ls := map[string]string{}
+		for k := range keys[m.Name] {
+			ls[k] = m.Labels[k]
+			if ls[k] == "" {
+				ls[k] = "(none)"
+			}
+		}
+		n := m.Name
+		if len(ls) > 0 {
+			n += " {" + sku.LabelText(ls) + "}"
+		}
+		if !names[n] {
+			names[n] = true
+			nameList = append(nameList, n)
 		}
 	}
 	if len(sizes) == 0 {
+		if len(nameList) > 8 {
+			nameList = append(nameList[:8], fmt.Sprintf("and %d more", len(nameList)-8))
+		}
 		return strings.Join(nameList, ", ")
 	}
 	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })

@@ -121,6 +121,36 @@ func TestUnmatchedEntryIsAnError(t *testing.T) {
 	assert.Equal(t, got.Message, "baseline entry at line 42 (busbw[in-place] {placement=in-place,type=flaot}) matches no measured point")
 }
 
+// A point outside its band and an entry that matches nothing: the
+// failure decides (README, Exit codes: an error must not hide a hardware
+// fault) and leads the message; the unmatched entry is still said. Any
+// other error (a point that could not be judged, a parse error) keeps
+// the test an error.
+func TestFailedPointWinsOverUnmatchedEntry(t *testing.T) {
+	good := entry(t, map[int64]float64{1 << 30: 330})
+	typo := entry(t, map[int64]float64{1 << 30: 330})
+	typo.Labels = map[string]string{"placement": "in-place", "type": "flaot"}
+	typo.Line = 42
+	low := []result.Metric{busbw(1<<30, 28.7, "out-of-place"), busbw(1<<30, 3, "in-place")}
+	got := Test(result.Parsed{Metrics: low}, []*sku.Entry{good, typo}, "")
+	assert.Equal(t, got.Status, result.Fail, got.Message)
+	assert.Equal(t, got.Message, "busbw out-of-place 28.7 GB/s at 1 GiB below 297.0 (baseline 330.0 -10%); baseline entry at line 42 (busbw[in-place] {placement=in-place,type=flaot}) matches no measured point")
+
+	got = Test(result.Parsed{Metrics: low, Error: "truncated"}, []*sku.Entry{good, typo}, "")
+	assert.Equal(t, got.Status, result.Error, got.Message)
+}
+
+// A baseline of sizeless metrics that matches nothing names the labels
+// the run measured, not only the metric's name.
+func TestNoMatchNamesMeasuredLabels(t *testing.T) {
+	v := 724.15
+	e := &sku.Entry{Test: "gemm.matmul", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}, Metric: "tflops", Unit: "TFLOPS",
+		Labels: map[string]string{"dtype": "fp16"}, Value: &v, Band: sku.Band{Min: bound(t, "-14%", true)}}
+	got := Test(result.Parsed{Metrics: []result.Metric{{Name: "tflops", Value: 97.19, Unit: "TFLOPS", Labels: map[string]string{"dtype": "unknown", "gpu": "0", "mode": "alone"}}}}, []*sku.Entry{e}, "")
+	assert.Equal(t, got.Status, result.Error)
+	assert.Equal(t, got.Message, "no measured point matches the baseline (it has tflops {dtype=fp16}; the run measured tflops {dtype=unknown})")
+}
+
 func TestSingleValueEntry(t *testing.T) {
 	v := 100.0
 	e := &sku.Entry{Metric: "avg_busbw", Unit: "GB/s", Value: &v, Band: sku.Band{Min: bound(t, "-10%", true)}}

@@ -183,39 +183,40 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 		} else if o.ExitCode != 0 {
 			errs = append(errs, fmt.Sprintf("step %s exited with status %d", o.Step, o.ExitCode))
 		}
-		if o.Log == "" {
-			continue
-		}
-		name := filepath.Base(o.Log)
-		f, err := os.Open(o.Log)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("open %s: %v", name, err))
-			continue
-		}
-		head := make([]byte, sniffMax)
-		n, _ := io.ReadFull(f, head)
-		head = head[:n]
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
+		// Every file of the output: check hands a lone X.json as a Files
+		// entry with no Log.
+		for _, path := range torchbench.Paths(o) {
+			name := filepath.Base(path)
+			f, err := os.Open(path)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("open %s: %v", name, err))
+				continue
+			}
+			head := make([]byte, sniffMax)
+			n, _ := io.ReadFull(f, head)
+			head = head[:n]
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				f.Close()
+				errs = append(errs, fmt.Sprintf("read %s: %v", name, err))
+				continue
+			}
+			if tool := sniffTool(head); tool != "" && !torchbench.Sniff(head) {
+				t, err := parseTool(f, name, tool)
+				if err != nil {
+					errs = append(errs, err.Error())
+				}
+				t.host = o.Host
+				tools = append(tools, t)
+			} else {
+				out, err := torchbench.Parse(f, name)
+				if err != nil {
+					errs = append(errs, err.Error())
+				}
+				tb.Merge(out)
+				tbNames = append(tbNames, name)
+			}
 			f.Close()
-			errs = append(errs, fmt.Sprintf("read %s: %v", name, err))
-			continue
 		}
-		if tool := sniffTool(head); tool != "" && !torchbench.Sniff(head) {
-			t, err := parseTool(f, name, tool)
-			if err != nil {
-				errs = append(errs, err.Error())
-			}
-			t.host = o.Host
-			tools = append(tools, t)
-		} else {
-			out, err := torchbench.Parse(f, name)
-			if err != nil {
-				errs = append(errs, err.Error())
-			}
-			tb.Merge(out)
-			tbNames = append(tbNames, name)
-		}
-		f.Close()
 	}
 	if tb.Records > 0 || len(tb.Errors) > 0 || len(tools) == 0 {
 		errs = append(errs, judgeTorch(&p, req.Topology, s, tb, strings.Join(tbNames, ","), planned, concurrent)...)

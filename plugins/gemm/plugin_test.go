@@ -303,3 +303,20 @@ func FuzzParse(f *testing.F) {
 }
 
 func strconvG(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// gpuaccept check hands a lone X.json as a Files entry of an output with
+// no Log: a hipblaslt-bench CSV saved under that name is read like a log.
+func TestParseReadsFiles(t *testing.T) {
+	const src = "testdata/hipblaslt-pr1544-f16-efficiency.txt"
+	path := filepath.Join(t.TempDir(), "hipblaslt.json")
+	data, err := os.ReadFile(src)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(path, data, 0o644))
+	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "matmul", Topology: topo(1, 1),
+		Outputs: []plan.Output{{Step: "check", Files: map[string]string{"hipblaslt.json": path}}}})
+	assert.NilError(t, err)
+	want := parse(t, "check", topo(1, 1), src)
+	assert.Equal(t, p.Error, want.Error)
+	assert.DeepEqual(t, metrics(p), metrics(want))
+	assert.Assert(t, len(p.Metrics) == 1, "%v", metrics(p))
+}

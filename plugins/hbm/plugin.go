@@ -132,22 +132,23 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 		} else if out.ExitCode != 0 {
 			errs = append(errs, fmt.Sprintf("step %s exited with status %d", out.Step, out.ExitCode))
 		}
-		if out.Log == "" {
-			continue
+		// Every file of the output: check hands a lone X.json as a Files
+		// entry with no Log.
+		for _, path := range torchbench.Paths(out) {
+			name := filepath.Base(path)
+			f, err := os.Open(path)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("open %s: %v", name, err))
+				continue
+			}
+			r, err := torchbench.Parse(f, name)
+			f.Close()
+			if err != nil {
+				errs = append(errs, err.Error())
+			}
+			o.Merge(r)
+			names = append(names, name)
 		}
-		name := filepath.Base(out.Log)
-		f, err := os.Open(out.Log)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("open %s: %v", name, err))
-			continue
-		}
-		r, err := torchbench.Parse(f, name)
-		f.Close()
-		if err != nil {
-			errs = append(errs, err.Error())
-		}
-		o.Merge(r)
-		names = append(names, name)
 	}
 	name := strings.Join(names, ",")
 	for _, d := range o.Diags {

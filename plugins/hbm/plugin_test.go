@@ -132,3 +132,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// gpuaccept check hands a lone X.json as a Files entry of an output with
+// no Log: the script's JSON lines under that name are read like a log.
+func TestParseReadsFiles(t *testing.T) {
+	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "bandwidth", Topology: topo(1, 1),
+		Outputs: []plan.Output{{Step: "check", Files: map[string]string{"default.json": rec + "default.jsonl"}}}})
+	assert.NilError(t, err)
+	want := parse(t, topo(1, 1), rec+"default.jsonl")
+	assert.Equal(t, p.Error, "")
+	assert.Assert(t, len(p.Metrics) == 2, "%+v", p.Metrics)
+	assert.DeepEqual(t, p.Metrics, want.Metrics)
+}

@@ -149,7 +149,8 @@ func nvbIsTestcaseName(s string) bool {
 //   - "testcase <name>": nvbandwidth reported the testcase as Error (or
 //     ERROR: a name it does not know); an error of the test (Check.Error),
 //     since the tool did not measure.
-//   - "data verification": nvbandwidth's copy check found wrong bytes
+//   - "data verification <testcase>" ("data verification" where no
+//     "Running" line named it): nvbandwidth's copy check found wrong bytes
 //     ("ASSERT in expression h_errorFlag == 0"); it fails.
 //
 // A Waived testcase (nvbandwidth found nothing it applies to: one GPU, or
@@ -343,7 +344,7 @@ func nvbParseText(data []byte, file string) result.Parsed {
 			case strings.HasPrefix(t, "ASSERT in expression"):
 				closeMatrix(line, false)
 				if strings.Contains(t, "h_errorFlag == 0") {
-					s.p.Checks = append(s.p.Checks, result.Check{Name: "data verification", OK: false,
+					s.p.Checks = append(s.p.Checks, result.Check{Name: strings.TrimSpace("data verification " + testcase), OK: false,
 						Message: fmt.Sprintf("%s: nvbandwidth's copy check found bytes that differ from the pattern written (%s), in %s", hlAt(file, line), textdiag.Clip(t, 200), nvbOr(testcase, "a testcase")),
 					})
 				}
@@ -540,8 +541,12 @@ func (s *nvbState) emit(m *nvbMatrix, complete bool) {
 	if complete && a.row == "GPU" && a.col == "GPU" && len(m.cols) > 0 && len(m.cells) > 1 && len(m.cells) != len(m.cols) {
 		s.problem(m.line, fmt.Sprintf("the GPU x GPU matrix of %s has %d rows for %d columns", nvbOr(tc, "a testcase"), len(m.cells), len(m.cols)))
 	}
-	var naPairs, naHost []string
+	var naPairs, naHost hlCells
 	for r, cells := range m.cells {
+		rowLine := 0 // JSON: no line
+		if r < len(m.rowLines) {
+			rowLine = m.rowLines[r]
+		}
 		for c, v := range cells {
 			col := strconv.Itoa(c)
 			if c < len(m.cols) {
@@ -595,35 +600,34 @@ func (s *nvbState) emit(m *nvbMatrix, complete bool) {
 				case gpuGrid && row == col:
 					// The diagonal: a GPU and itself, never measured.
 				case gpuGrid:
-					naPairs = append(naPairs, "GPU "+row+" -> GPU "+col)
+					naPairs.add(rowLine, "GPU "+row+" -> GPU "+col)
 				case a.row == "CPU" || a.col == "CPU":
-					naHost = append(naHost, "GPU "+labels["gpu"])
+					naHost.add(rowLine, "GPU "+labels["gpu"])
 				default:
-					naPairs = append(naPairs, fmt.Sprintf("row %s column %s", row, col))
+					naPairs.add(rowLine, fmt.Sprintf("row %s column %s", row, col))
 				}
 				continue
 			}
 			s.addMetric(result.Metric{Name: name, Value: v * scale, Unit: unit, Labels: labels})
 		}
 	}
-	at := hlAt(s.file, m.line)
 	ckName := "p2p paths " + tc
 	if a.stream != "" {
 		ckName += " " + a.stream
 	}
 	if a.row == "GPU" && a.col == "GPU" && square && complete && !a.latency {
-		ck := result.Check{Name: ckName, OK: len(naPairs) == 0}
+		ck := result.Check{Name: ckName, OK: len(naPairs.items) == 0}
 		if !ck.OK {
-			ck.Message = fmt.Sprintf("%s: no P2P path measured for %s in %s (N/A off the diagonal: nvbandwidth found no peer access between them, while other GPU pairs have it)", at, hlList(naPairs, 16), nvbOr(tc, "a testcase"))
+			ck.Message = fmt.Sprintf("%s: no P2P path measured for %s in %s (N/A off the diagonal: nvbandwidth found no peer access between them, while other GPU pairs have it)", naPairs.at(s.file, m.line), naPairs.list(16), nvbOr(tc, "a testcase"))
 		}
 		s.p.Checks = append(s.p.Checks, ck)
-	} else if len(naPairs) > 0 {
+	} else if len(naPairs.items) > 0 {
 		s.p.Checks = append(s.p.Checks, result.Check{Name: ckName, OK: false,
-			Message: fmt.Sprintf("%s: N/A for %s in %s", at, hlList(naPairs, 16), nvbOr(tc, "a testcase"))})
+			Message: fmt.Sprintf("%s: N/A for %s in %s", naPairs.at(s.file, m.line), naPairs.list(16), nvbOr(tc, "a testcase"))})
 	}
-	if len(naHost) > 0 {
+	if len(naHost.items) > 0 {
 		s.p.Checks = append(s.p.Checks, result.Check{Name: "host link " + tc, OK: false,
-			Message: fmt.Sprintf("%s: no host-link measurement (N/A) for %s in %s", at, hlList(naHost, 16), nvbOr(tc, "a testcase"))})
+			Message: fmt.Sprintf("%s: no host-link measurement (N/A) for %s in %s", naHost.at(s.file, m.line), naHost.list(16), nvbOr(tc, "a testcase"))})
 	}
 }
 
@@ -642,6 +646,41 @@ func nvbHostDirection(arrow, testcase string) string {
 		return "d2h"
 	}
 	return "h2d"
+}
+
+// hlCells are the cells a check names (an N/A GPU pair, a host link),
+// each with the line of its row (0 in JSON), so that a message points at
+// the bad cell rather than at its table's heading.
+type hlCells struct {
+	items []string
+	lines []int
+}
+
+func (c *hlCells) add(line int, item string) {
+	c.items = append(c.items, item)
+	c.lines = append(c.lines, line)
+}
+
+// at is FILE:LINE of the first cell, or of heading when the cells have
+// no line (JSON).
+func (c hlCells) at(file string, heading int) string {
+	if len(c.lines) > 0 && c.lines[0] > 0 {
+		return hlAt(file, c.lines[0])
+	}
+	return hlAt(file, heading)
+}
+
+// list names the cells, each with its line when they lie on more than
+// one line (the message's FILE:LINE names the first only).
+func (c hlCells) list(max int) string {
+	items := c.items
+	if len(c.lines) > 0 && c.lines[0] != c.lines[len(c.lines)-1] {
+		items = make([]string, len(c.items))
+		for i, it := range c.items {
+			items[i] = fmt.Sprintf("%s (line %d)", it, c.lines[i])
+		}
+	}
+	return hlList(items, max)
 }
 
 func hlList(items []string, max int) string {

@@ -186,7 +186,25 @@ func TestNvbandwidthDegraded(t *testing.T) {
 		ck := checkNamed(p, "p2p paths device_to_device_memcpy_read_ce")
 		assert.Assert(t, ck != nil && !ck.OK && !ck.Warn && !ck.Error, "%+v", ck)
 		assert.Assert(t, strings.Contains(ck.Message, "GPU 3 -> GPU 5") && !strings.Contains(ck.Message, "GPU 0 -> GPU 0"), ck.Message)
-		assert.Assert(t, strings.HasPrefix(ck.Message, "degraded-azure-h100x8-na-3-5.txt:21:"), ck.Message)
+		// The edited cell's line, not the matrix heading's (21).
+		assert.Assert(t, strings.HasPrefix(ck.Message, "degraded-azure-h100x8-na-3-5.txt:26:"), ck.Message)
+	})
+	t.Run("N/A on two rows", func(t *testing.T) {
+		// The degraded copy with a second edit: row 6 column 1 (371.79,
+		// line 29) to N/A. The message starts at the first cell and names
+		// each cell's line.
+		path := filepath.Join(t.TempDir(), "two.txt")
+		data, err := os.ReadFile(nvbDir + "degraded-azure-h100x8-na-3-5.txt")
+		assert.NilError(t, err)
+		l := strings.SplitAfter(string(data), "\n")
+		assert.Assert(t, strings.HasPrefix(l[28], "6    371.41    371.79 "), l[28])
+		l[28] = strings.Replace(l[28], "371.79", "   N/A", 1)
+		assert.NilError(t, os.WriteFile(path, []byte(strings.Join(l, "")), 0o644))
+		p, err := parseNvbandwidth(path)
+		assert.NilError(t, err)
+		ck := checkNamed(p, "p2p paths device_to_device_memcpy_read_ce")
+		assert.Assert(t, ck != nil && !ck.OK, "%+v", ck)
+		assert.Assert(t, strings.HasPrefix(ck.Message, "two.txt:26: no P2P path measured for GPU 3 -> GPU 5 (line 26), GPU 6 -> GPU 1 (line 29) in "), ck.Message)
 	})
 	t.Run("matrix cut after row 5", func(t *testing.T) {
 		p, err := parseNvbandwidth(nvbDir + "degraded-azure-h100x8-truncated.txt")

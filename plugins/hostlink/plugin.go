@@ -208,48 +208,51 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 		} else if o.ExitCode != 0 {
 			errs = append(errs, fmt.Sprintf("step %s exited with status %d", o.Step, o.ExitCode))
 		}
-		if o.Log == "" {
-			continue
-		}
-		name := filepath.Base(o.Log)
-		head, err := readHead(o.Log)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		var tool func(string) (result.Parsed, error)
-		switch {
-		case torchbench.Sniff(head):
-		case sniffNvbandwidth(head):
-			tool = parseNvbandwidth
-		case sniffTransferBench(head):
-			tool = parseTransferBench
-		}
-		if tool != nil {
-			external = true
-			r, err := tool(o.Log)
+		// Every file of the output: check hands a lone nvbandwidth -j
+		// X.json as a Files entry with no Log.
+		for _, path := range torchbench.Paths(o) {
+			name := filepath.Base(path)
+			head, err := readHead(path)
 			if err != nil {
-				errs = append(errs, fmt.Sprintf("parse %s: %v", name, err))
+				errs = append(errs, err.Error())
 				continue
 			}
-			merge(&p, r, req.Test)
-			if r.Error != "" {
-				errs = append(errs, r.Error)
+			var tool func(string) (result.Parsed, error)
+			switch {
+			case torchbench.Sniff(head):
+			case sniffNvbandwidth(head):
+				tool = parseNvbandwidth
+			case sniffTransferBench(head):
+				tool = parseTransferBench
 			}
-			continue
+			if tool != nil {
+				external = true
+				r, err := tool(path)
+				if err != nil {
+					errs = append(errs, fmt.Sprintf("parse %s: %v", name, err))
+					continue
+				}
+				if r.Error != "" {
+					errs = append(errs, r.Error)
+				}
+				if msg := merge(&p, r, req.Test, name); msg != "" {
+					errs = append(errs, msg)
+				}
+				continue
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("open %s: %v", name, err))
+				continue
+			}
+			r, err := torchbench.Parse(f, name)
+			f.Close()
+			if err != nil {
+				errs = append(errs, err.Error())
+			}
+			tb.Merge(r)
+			names = append(names, name)
 		}
-		f, err := os.Open(o.Log)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("open %s: %v", name, err))
-			continue
-		}
-		r, err := torchbench.Parse(f, name)
-		f.Close()
-		if err != nil {
-			errs = append(errs, err.Error())
-		}
-		tb.Merge(r)
-		names = append(names, name)
 	}
 	if tb.Records > 0 || len(tb.Errors) > 0 || !external {
 		errs = append(errs, judgeTorch(&p, req.Test, req.Topology, tb, strings.Join(names, ","))...)
@@ -278,21 +281,28 @@ func readHead(path string) ([]byte, error) {
 // by which a baseline entry can pick one testcase or copy engine.
 var toolLabels = []string{"testcase", "stream", "mode", "executor", "cpu"}
 
-// merge adds what an nvbandwidth or TransferBench parser found to p,
-// keeping the metrics of test: pcie's are host↔GPU copies (direction h2d
-// or d2h; a GPU's copy within its own memory, "local", and CPU↔CPU, "h2h",
-// are neither test's), p2p's carry a src and a dst (one output of those
-// tools may hold both kinds).
-func merge(p *result.Parsed, r result.Parsed, test string) {
+// merge adds what an nvbandwidth or TransferBench parser found in file to
+// p, keeping what belongs to test: pcie's metrics are host↔GPU copies
+// (direction h2d or d2h; a GPU's copy within its own memory, "local", and
+// CPU↔CPU, "h2h", are neither test's), p2p's carry a src and a dst (one
+// output of those tools may hold both kinds), and each check goes to the
+// test checkTest names. It returns an error when file holds no metric of
+// test, naming the test its copies are for.
+func merge(p *result.Parsed, r result.Parsed, test, file string) string {
+	kept, other := 0, 0
 	for _, m := range r.Metrics {
-		dir := m.Labels["direction"]
-		_, src := m.Labels["src"]
-		_, dst := m.Labels["dst"]
-		if test == "pcie" && (dir == "h2d" || dir == "d2h") || test == "p2p" && src && dst {
+		if metricTest(m) == test {
 			p.Metrics = append(p.Metrics, m)
+			kept++
+		} else if metricTest(m) != "" {
+			other++
 		}
 	}
-	p.Checks = append(p.Checks, r.Checks...)
+	for _, c := range r.Checks {
+		if t := checkTest(c.Name); t == "" || t == test {
+			p.Checks = append(p.Checks, c)
+		}
+	}
 	p.Diagnostics = append(p.Diagnostics, r.Diagnostics...)
 	for k, v := range r.Info {
 		if p.Info == nil {
@@ -302,6 +312,72 @@ func merge(p *result.Parsed, r result.Parsed, test string) {
 			p.Info[k] = v
 		}
 	}
+	if kept > 0 || other == 0 && r.Error != "" {
+		// An output with no metric at all has said why in r.Error.
+		return ""
+	}
+	what := map[string]string{"pcie": "host-to-device or device-to-host", "p2p": "GPU-to-GPU"}
+	msg := fmt.Sprintf("%s: no %s measurement", file, what[test])
+	if other > 0 {
+		o := map[string]string{"pcie": "p2p", "p2p": "pcie"}[test]
+		msg += fmt.Sprintf(" (it holds %s copies: --test hostlink.%s)", what[o], o)
+	}
+	return msg
+}
+
+// metricTest is the test a tool metric belongs to: "pcie" for a host
+// link (direction h2d or d2h), "p2p" for a GPU pair (src and dst), ""
+// for neither (a GPU's local copy, CPU to CPU).
+func metricTest(m result.Metric) string {
+	dir := m.Labels["direction"]
+	_, src := m.Labels["src"]
+	_, dst := m.Labels["dst"]
+	switch {
+	case dir == "h2d" || dir == "d2h":
+		return "pcie"
+	case src && dst:
+		return "p2p"
+	}
+	return ""
+}
+
+// checkTest is the test a check of the nvbandwidth or TransferBench
+// parser belongs to, by its name: "p2p paths ..." (a GPU pair not
+// measured) is p2p's; "host link ..." (a GPU's host link not measured)
+// is pcie's; "testcase NAME" (nvbandwidth could not run it) and "data
+// verification NAME" (wrong bytes in its copies) go with NAME's kind
+// (testcaseTest). "" is both tests': a check without a testcase, or one
+// whose testcase is of neither kind or unknown.
+func checkTest(name string) string {
+	switch {
+	case strings.HasPrefix(name, "p2p paths"):
+		return "p2p"
+	case strings.HasPrefix(name, "host link"):
+		return "pcie"
+	case strings.HasPrefix(name, "testcase "):
+		return testcaseTest(strings.TrimPrefix(name, "testcase "))
+	case strings.HasPrefix(name, "data verification "):
+		return testcaseTest(strings.TrimPrefix(name, "data verification "))
+	}
+	return ""
+}
+
+// testcaseTest is the test an nvbandwidth testcase measures for: one
+// with the host in its name (host_to_device_*, device_to_host_*,
+// host_to_all_*, all_to_host_*, host_device_latency_sm) copies over a
+// host link, pcie; one between devices (device_to_device_*, including
+// device_to_device_latency_sm, all_to_one_*, one_to_all_*, and their
+// multinode_ forms) is p2p's. A name of neither kind (device_local_copy,
+// "?" for a name nvbandwidth did not know) is "".
+func testcaseTest(tc string) string {
+	tc = strings.TrimPrefix(tc, "multinode_")
+	switch {
+	case strings.Contains(tc, "host"):
+		return "pcie"
+	case strings.HasPrefix(tc, "device_to_device"), strings.HasPrefix(tc, "all_to_one"), strings.HasPrefix(tc, "one_to_all"):
+		return "p2p"
+	}
+	return ""
 }
 
 // judgeTorch turns the script's h2d/d2h or p2p records into metrics and

@@ -197,3 +197,91 @@ func TestToolOutputsSplitByTest(t *testing.T) {
 		})
 	}
 }
+
+// gpuaccept check hands a lone X.json as a Files entry of an output with
+// no Log (the -J companion of a log not given): it is read like a log,
+// and an error names it, not "".
+func TestParseReadsFiles(t *testing.T) {
+	const js = "testdata/nvbandwidth/dcgm-1gpu-verbose-v0.5.json"
+	files := func(path string) []plan.Output {
+		return []plan.Output{{Step: "check", Files: map[string]string{filepath.Base(path): path}}}
+	}
+	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "pcie", Topology: topo(1, 1), Outputs: files(js)})
+	assert.NilError(t, err)
+	assert.Equal(t, p.Error, "")
+	assert.Equal(t, metricAt(t, p, metricBW, "testcase", "host_to_device_memcpy_ce", "direction", "h2d"), 12.3964)
+	assert.DeepEqual(t, failed(p), []string(nil))
+
+	// The same through the parser alone, to be sure Files gave all of it.
+	want, err := parseNvbandwidth(js)
+	assert.NilError(t, err)
+	n := 0
+	for _, m := range want.Metrics {
+		if metricTest(m) == "pcie" {
+			n++
+		}
+	}
+	assert.Equal(t, len(p.Metrics), n)
+
+	p, err = Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "pcie", Topology: topo(1, 1), Outputs: files(rec + "gemm-16384.jsonl")})
+	assert.NilError(t, err)
+	assert.Equal(t, p.Error, "no pcie record in gemm-16384.jsonl: not torchbench.py, nvbandwidth or TransferBench output")
+}
+
+// Each test keeps its own checks of a tool's output: a GPU pair without
+// a path is p2p's failure, not pcie's, and a file with no metric of the
+// test says what it holds and which test it is for.
+func TestToolChecksSplitByTest(t *testing.T) {
+	const (
+		nvbNA = "testdata/nvbandwidth/degraded-azure-h100x8-na-3-5.txt"
+		tbNA  = "testdata/transferbench/degraded-mi350x-na-7-1.txt"
+		nvbJS = "testdata/nvbandwidth/degraded-dcgm-1gpu-na-and-error.json"
+	)
+	for _, c := range []struct {
+		test, file string
+		gpus       int
+		err        string
+		failed     []string // check names
+	}{
+		{"pcie", nvbNA, 8, "degraded-azure-h100x8-na-3-5.txt: no host-to-device or device-to-host measurement (it holds GPU-to-GPU copies: --test hostlink.p2p)", nil},
+		{"p2p", nvbNA, 8, "", []string{"p2p paths device_to_device_memcpy_read_ce"}},
+		{"pcie", tbNA, 8, "", nil},
+		{"p2p", tbNA, 8, "", []string{"p2p paths unidirectional"}},
+		// host_to_device's N/A cell and device_to_host's Error are pcie's;
+		// the one-GPU file has no GPU pair.
+		{"pcie", nvbJS, 1, "", []string{"host link host_to_device_memcpy_ce", "testcase device_to_host_memcpy_ce"}},
+		{"p2p", nvbJS, 2, "degraded-dcgm-1gpu-na-and-error.json: no GPU-to-GPU measurement (it holds host-to-device or device-to-host copies: --test hostlink.pcie)", nil},
+	} {
+		t.Run(c.test+"/"+filepath.Base(c.file), func(t *testing.T) {
+			p := parse(t, c.test, topo(1, c.gpus), c.file)
+			assert.Equal(t, p.Error, c.err)
+			var names []string
+			for _, ck := range p.Checks {
+				if !ck.OK {
+					names = append(names, ck.Name)
+				}
+			}
+			assert.DeepEqual(t, names, c.failed)
+		})
+	}
+}
+
+func TestCheckTest(t *testing.T) {
+	for name, want := range map[string]string{
+		"p2p paths device_to_device_memcpy_read_ce read1":    "p2p",
+		"p2p paths unidirectional":                           "p2p",
+		"host link host_to_device_memcpy_ce":                 "pcie",
+		"testcase device_to_host_memcpy_ce":                  "pcie",
+		"testcase host_device_latency_sm":                    "pcie",
+		"testcase all_to_host_memcpy_sm":                     "pcie",
+		"testcase device_to_device_latency_sm":               "p2p",
+		"testcase multinode_device_to_device_memcpy_read_ce": "p2p",
+		"testcase one_to_all_write_ce":                       "p2p",
+		"testcase device_local_copy":                         "",
+		"testcase ?":                                         "",
+		"data verification device_to_device_memcpy_write_ce": "p2p",
+		"data verification":                                  "",
+	} {
+		assert.Equal(t, checkTest(name), want, name)
+	}
+}

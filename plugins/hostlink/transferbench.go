@@ -55,7 +55,7 @@ type tbTable struct {
 	rows     int // data rows read
 	want     int // data rows a complete table has (0: unknown)
 	lastLine int
-	na       []string
+	na       hlCells
 }
 
 type tbDev struct {
@@ -113,9 +113,9 @@ func tbParse(data []byte, file string) result.Parsed {
 		} else if tab.want > 0 && tab.rows < tab.want {
 			s.problem(tab.lastLine, fmt.Sprintf("the %s table (line %d) has %d of its %d rows: the output was cut short", mode, tab.line, tab.rows, tab.want))
 		} else {
-			ck := result.Check{Name: "p2p paths " + mode, OK: len(tab.na) == 0}
+			ck := result.Check{Name: "p2p paths " + mode, OK: len(tab.na.items) == 0}
 			if !ck.OK {
-				ck.Message = fmt.Sprintf("%s: no bandwidth (N/A) for %s in the %s table", hlAt(file, tab.line), hlList(tab.na, 16), mode)
+				ck.Message = fmt.Sprintf("%s: no bandwidth (N/A) for %s in the %s table (line %d)", tab.na.at(file, tab.line), tab.na.list(16), mode, tab.line)
 			}
 			if tbGPUs(tab.cols) > 1 {
 				s.p.Checks = append(s.p.Checks, ck)
@@ -283,7 +283,7 @@ func (s *nvbState) tbRow(tab *tbTable, t string, line int, size int64) {
 				// A device with itself in a bidirectional table: skipped.
 			case src.kind == "GPU" && dst.kind == "GPU":
 				if kind != "<->" {
-					tab.na = append(tab.na, fmt.Sprintf("GPU %s %s GPU %s", src.idx, kind, dst.idx))
+					tab.na.add(line, fmt.Sprintf("GPU %s %s GPU %s", src.idx, kind, dst.idx))
 				}
 			default:
 				s.infos.Add(line, fmt.Sprintf("%s %s %s %s %s: N/A (TransferBench skipped it: a NUMA node without CPUs, or a CPU executor on an NVIDIA build)", src.kind, src.idx, kind, dst.kind, dst.idx))

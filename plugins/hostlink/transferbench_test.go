@@ -62,7 +62,9 @@ func TestTransferBenchDegraded(t *testing.T) {
 		assert.Equal(t, p.Error, "")
 		ck := checkNamed(p, "p2p paths unidirectional")
 		assert.Assert(t, ck != nil && !ck.OK && !ck.Warn && !ck.Error, "%+v", ck)
-		assert.Assert(t, strings.Contains(ck.Message, "GPU 7 -> GPU 1") && strings.HasPrefix(ck.Message, "degraded-mi350x-na-7-1.txt:3:"), ck.Message)
+		assert.Assert(t, strings.Contains(ck.Message, "GPU 7 -> GPU 1") && strings.HasPrefix(ck.Message, "degraded-mi350x-na-7-1.txt:15:"), ck.Message)
+		// The row of the edited cell, and the table's heading by its line.
+		assert.Assert(t, strings.HasSuffix(ck.Message, "in the unidirectional table (line 3)"), ck.Message)
 		bi := checkNamed(p, "p2p paths bidirectional")
 		assert.Assert(t, bi != nil && bi.OK, "%+v", bi)
 		assert.Equal(t, countMetrics(p, metricBW), 100+200-20-1)

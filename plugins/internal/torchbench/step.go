@@ -8,6 +8,7 @@ package torchbench
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -87,4 +88,27 @@ func (s *Settings) Setting(key, value string) (bool, error) {
 		return false, nil
 	}
 	return true, nil
+}
+
+// Paths are the files an output holds to be read, in order: its Log when
+// set, then each of its Files by name. gpuaccept check hands a lone
+// X.json as a Files entry of an output with no Log (the -J companion of a
+// log that was not given), so a plugin that read Log only would read
+// nothing.
+func Paths(o plan.Output) []string {
+	var out []string
+	if o.Log != "" {
+		out = append(out, o.Log)
+	}
+	names := make([]string, 0, len(o.Files))
+	for n := range o.Files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if p := o.Files[n]; p != "" && p != o.Log {
+			out = append(out, p)
+		}
+	}
+	return out
 }
