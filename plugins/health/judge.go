@@ -25,6 +25,21 @@ type node struct {
 	ports      []ibPort
 	ibSeen     bool
 	absent     map[string]string // section -> tool
+	sections   []string          // the sections the node printed, absent ones included
+}
+
+// amdTool names the AMD GPU tool whose sections the node printed
+// (collect.sh runs amd-smi, else rocm-smi), "" for none.
+func (nd node) amdTool() string {
+	for _, s := range nd.sections {
+		switch {
+		case strings.HasPrefix(s, "amdsmi-"):
+			return "amd-smi"
+		case s == "rocmsmi":
+			return "rocm-smi"
+		}
+	}
+	return ""
 }
 
 // checks collects a node's checks.
@@ -55,7 +70,7 @@ func (c checks) addCheck(ch result.Check) {
 // readNode parses n's sections; parse errors are returned, the sections
 // that parsed are used.
 func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
-	nd := node{host: n.host, absent: map[string]string{}}
+	nd := node{host: n.host, absent: map[string]string{}, sections: n.order}
 	var errs []string
 	var xmlGPUs, csvGPUs []gpu
 	for _, name := range n.order {
@@ -280,7 +295,15 @@ func judgeNode(p *result.Parsed, nd node, s settings) {
 	if nd.gpuSource {
 		judgeGPUs(c, nd, s)
 	} else if t, ok := nd.absent["nvsmi-xml"]; ok && s.gpus > 0 {
-		c.warn("GPU count", "GA-TOOL-MISSING", fmt.Sprintf("%s is not installed: %d GPUs expected, none could be counted", t, s.gpus))
+		if amd := nd.amdTool(); amd != "" {
+			// The GPUs may be there: this version does not judge amd-smi
+			// or rocm-smi output yet, so it cannot say they are not.
+			c.warn("GPU count", "GA-TOOL-MISSING", fmt.Sprintf("%s is not installed and %s's output is not judged by this version: %s expected, none could be counted", t, amd, result.Count(s.gpus, "GPU", "GPUs")))
+		} else {
+			// A node that should have GPUs and has no tool to show one:
+			// no driver, or no GPU; it must not take jobs.
+			c.add("GPU count", false, "GA-GPU-COUNT", fmt.Sprintf("no GPU tool (nvidia-smi, amd-smi, rocm-smi) found: %s expected, none could be counted", result.Count(s.gpus, "GPU", "GPUs")))
+		}
 	}
 	if nd.nvlinkSeen {
 		judgeNVLink(c, nd, s)

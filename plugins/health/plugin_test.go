@@ -319,10 +319,12 @@ func TestDriverAcrossNodes(t *testing.T) {
 }
 
 // collect.sh on a node without nvidia-smi, dcgmi or an RDMA driver: each
-// is said absent, and where the SKU expects the hardware it is a warn
-// check GA-TOOL-MISSING.
+// is said absent; dcgmi and the RDMA driver, where the SKU expects them,
+// are warn checks GA-TOOL-MISSING. No GPU tool at all where GPUs are
+// expected fails GA-GPU-COUNT (a node no GPU can be seen on must not take
+// jobs); with amd-smi there (its output not judged yet) it stays a warn.
 func TestAbsentTools(t *testing.T) {
-	for _, tool := range []string{"nvidia-smi", "dcgmi", "ibstat"} {
+	for _, tool := range []string{"nvidia-smi", "amd-smi", "rocm-smi", "dcgmi", "ibstat"} {
 		if _, err := exec.LookPath(tool); err == nil {
 			t.Skipf("%s is installed here", tool)
 		}
@@ -330,32 +332,70 @@ func TestAbsentTools(t *testing.T) {
 	if _, err := os.Stat("/sys/class/infiniband"); err == nil {
 		t.Skip("this machine has /sys/class/infiniband")
 	}
-	cmd := exec.Command("sh", "-c", Collect, "gpuaccept-health", "1")
+	cases := []struct {
+		name    string
+		stub    string // a tool put on PATH that prints nothing: its presence is what counts
+		gpuWarn bool
+		gpuCode string
+		gpuMsg  string
+	}{
+		{"no GPU tool", "", false, "GA-GPU-COUNT", "bare: no GPU tool (nvidia-smi, amd-smi, rocm-smi) found: 8 GPUs expected, none could be counted"},
+		{"amd-smi not judged", "amd-smi", true, "GA-TOOL-MISSING", "bare: nvidia-smi is not installed and amd-smi's output is not judged by this version: 8 GPUs expected"},
+		{"rocm-smi not judged", "rocm-smi", true, "GA-TOOL-MISSING", "rocm-smi's output is not judged"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := "/usr/bin:/bin"
+			if tc.stub != "" {
+				bin := t.TempDir()
+				assert.NilError(t, os.WriteFile(filepath.Join(bin, tc.stub), []byte("#!/bin/sh\nexit 0\n"), 0o755))
+				path = bin + ":" + path
+			}
+			cmd := exec.Command("sh", "-c", Collect, "gpuaccept-health", "1")
+			cmd.Env = []string{"PATH=" + path, "OMPI_COMM_WORLD_RANK=0", "GPUACCEPT_HOSTS=bare"}
+			out, err := cmd.CombinedOutput()
+			assert.NilError(t, err, string(out))
+			log := filepath.Join(t.TempDir(), "node.log")
+			assert.NilError(t, os.WriteFile(log, out, 0o644))
+			p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node", Params: map[string]string{"dcgm_level": "1", "hcas": "8"},
+				Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, Outputs: []plan.Output{{Step: "node", Log: log}}})
+			assert.NilError(t, err)
+			assert.Equal(t, p.Error, "")
+			f := failed(p)
+			for _, name := range []string{"DCGM diag", "HCA count"} {
+				c, ok := f[name]
+				assert.Assert(t, ok, "no %s check: %+v", name, p.Checks)
+				assert.Assert(t, c.Warn, "%s is not a warn check", name)
+				assert.Equal(t, c.Code, "GA-TOOL-MISSING")
+				assert.Equal(t, c.Host, "bare")
+			}
+			g, ok := f["GPU count"]
+			assert.Assert(t, ok, "no GPU count check: %+v", p.Checks)
+			assert.Equal(t, g.Warn, tc.gpuWarn)
+			assert.Equal(t, g.Code, tc.gpuCode)
+			assert.Equal(t, g.Host, "bare")
+			assert.Assert(t, strings.Contains(g.Message, tc.gpuMsg), g.Message)
+			assert.Equal(t, len(f), 3, "%+v", p.Checks)
+			infos := 0
+			for _, d := range p.Diagnostics {
+				if strings.Contains(d.Message, "is not installed") {
+					infos++
+				}
+			}
+			assert.Assert(t, infos >= 3, "%+v", p.Diagnostics)
+		})
+	}
+	// No GPU expected (gpus 0): no tool is no fault.
+	cmd := exec.Command("sh", "-c", Collect, "gpuaccept-health", "0")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "OMPI_COMM_WORLD_RANK=0", "GPUACCEPT_HOSTS=bare"}
 	out, err := cmd.CombinedOutput()
 	assert.NilError(t, err, string(out))
-	path := filepath.Join(t.TempDir(), "node.log")
-	assert.NilError(t, os.WriteFile(path, out, 0o644))
-	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node", Params: map[string]string{"dcgm_level": "1", "hcas": "8"},
-		Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, Outputs: []plan.Output{{Step: "node", Log: path}}})
+	log := filepath.Join(t.TempDir(), "node.log")
+	assert.NilError(t, os.WriteFile(log, out, 0o644))
+	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node", Params: map[string]string{"gpus": "0"},
+		Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, Outputs: []plan.Output{{Step: "node", Log: log}}})
 	assert.NilError(t, err)
-	assert.Equal(t, p.Error, "")
-	f := failed(p)
-	for _, name := range []string{"GPU count", "DCGM diag", "HCA count"} {
-		c, ok := f[name]
-		assert.Assert(t, ok, "no %s check: %+v", name, p.Checks)
-		assert.Assert(t, c.Warn, "%s is not a warn check", name)
-		assert.Equal(t, c.Code, "GA-TOOL-MISSING")
-		assert.Equal(t, c.Host, "bare")
-	}
-	assert.Equal(t, len(f), 3, "%+v", p.Checks)
-	infos := 0
-	for _, d := range p.Diagnostics {
-		if strings.Contains(d.Message, "is not installed") {
-			infos++
-		}
-	}
-	assert.Assert(t, infos >= 3, "%+v", p.Diagnostics)
+	assert.DeepEqual(t, failed(p), map[string]result.Check{})
 }
 
 // What is no health output is an error naming the file.
