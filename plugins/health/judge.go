@@ -19,6 +19,7 @@ type node struct {
 	gpuSource  bool // a source listing every GPU (-q -x or the CSV) was read
 	nvlink     []nvlinkGPU
 	nvlinkSeen bool
+	nvlinkFile string // an empty file taken for nvlink --status (section.emptyFile)
 	xids       []xid
 	kernelSeen bool
 	dcgm       *dcgmRun
@@ -93,6 +94,9 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			nd.gpuSource = nd.gpuSource || err == nil
 		case "nvlink":
 			nd.nvlink, nd.nvlinkSeen = parseNVLink(s), true
+			if s.emptyFile {
+				nd.nvlinkFile = s.file
+			}
 		case "kernel-log":
 			nd.xids, nd.kernelSeen = parseXIDs(s), true
 		case "dcgm":
@@ -476,8 +480,14 @@ func countText(n int64) string {
 
 func judgeNVLink(c checks, nd node, s settings) {
 	if len(nd.nvlink) == 0 {
-		if s.nvlinks > 0 {
-			c.add("NVLink", false, "GA-NVLINK-INACTIVE", fmt.Sprintf("nvidia-smi nvlink --status lists no GPU with NVLink, %d active links per GPU expected", s.nvlinks))
+		switch {
+		case s.nvlinks > 0 && nd.nvlinkFile != "":
+			// An empty file may be another tool's output cut short.
+			c.warn("NVLink", "GA-NVLINK-INACTIVE", fmt.Sprintf("%s is empty: taken for nvidia-smi nvlink --status listing no NVLink links, %s per GPU expected", nd.nvlinkFile, result.Count(s.nvlinks, "active link")))
+		case s.nvlinks > 0:
+			c.add("NVLink", false, "GA-NVLINK-INACTIVE", fmt.Sprintf("nvidia-smi nvlink --status lists no GPU with NVLink, %s per GPU expected", result.Count(s.nvlinks, "active link")))
+		default:
+			c.add("NVLink", true, "", "no NVLink links listed (nvidia-smi nvlink --status printed none: a GPU without NVLink peers; nvlinks not set, so none are expected)")
 		}
 		return
 	}
