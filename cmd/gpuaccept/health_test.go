@@ -65,7 +65,7 @@ func TestHealthSlurmCheck(t *testing.T) {
 			// TMPDIR stays: the process keeps state of its own there.
 			before, _ := filepath.Glob(filepath.Join(os.TempDir(), "gpuaccept-health-*"))
 			t.Chdir(t.TempDir())
-			code, out, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--gpus-per-node", "2", "--slurm-check",
+			code, out, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--suite", "checked", "--gpus-per-node", "2", "--slurm-check",
 				"--param", "fakehealth:report="+c.report)
 			assert.Equal(t, code, c.code, errs)
 			assert.Equal(t, out, c.line)
@@ -76,7 +76,7 @@ func TestHealthSlurmCheck(t *testing.T) {
 		})
 	}
 	t.Run("usage", func(t *testing.T) {
-		code, _, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--slurm-check", "--hosts", "a,b")
+		code, _, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--suite", "checked", "--slurm-check", "--hosts", "a,b")
 		assert.Equal(t, code, 2)
 		assert.Assert(t, strings.Contains(errs, "--hosts does not go with it"), errs)
 	})
@@ -88,7 +88,7 @@ func TestHealthSlurmCheck(t *testing.T) {
 func TestHealthWritesAFolder(t *testing.T) {
 	skus := withFakeHealth(t)
 	out := filepath.Join(t.TempDir(), "results")
-	code, stdout, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--gpus-per-node", "2", "--out", out,
+	code, stdout, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--suite", "checked", "--gpus-per-node", "2", "--out", out,
 		"--param", "fakehealth:report=local=GA-TEST-XID:XID_79_on_GPU_1")
 	assert.Equal(t, code, 1, errs)
 	assert.Assert(t, strings.Contains(stdout, "fakehealth.node"), stdout)
@@ -116,7 +116,7 @@ func TestHealthTaintsNodes(t *testing.T) {
 		assert.NilError(t, err)
 		t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}) })
 	}
-	code, _, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--gpus-per-node", "2", "--out", filepath.Join(t.TempDir(), "r"),
+	code, _, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--suite", "checked", "--gpus-per-node", "2", "--out", filepath.Join(t.TempDir(), "r"),
 		"--param", "fakehealth:report="+good+"=ok,"+bad+"=GA-TEST-NVLINK:link_3_inactive", "--taint-on-fail", "--label", "--kubeconfig", kc)
 	assert.Equal(t, code, 1, errs)
 	assert.Assert(t, strings.Contains(errs, "tainted "+bad+" gpuaccept.io/health=failed:NoSchedule (GA-TEST-NVLINK)"), errs)

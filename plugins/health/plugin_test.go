@@ -73,12 +73,12 @@ func TestFaultsFailWithTheirCode(t *testing.T) {
 		{td + "/h200/query-gpu-pcie-x8.csv", map[string]string{"pcie_width": "16"}, 1, "PCIe link", "GA-PCIE-DOWNGRADE", "width x8, max x16, width x8, the SKU's x16", false},
 		{filepath.Join(h200, "nvidia-smi-q-x.xml"), map[string]string{"pcie_gen": "6"}, 1, "PCIe link", "GA-PCIE-DOWNGRADE", "max generation 5, the SKU's 6", false},
 		{td + "/h200/hw-thermal-slowdown.xml", nil, 1, "clock events", "GA-GPU-THROTTLE", "clocks held down by hw_thermal_slowdown (clocks_event_reasons 0x0000000000000041)", false},
-		{filepath.Join(h200, "nvidia-smi-q-x.xml"), nil, 8, "GPU count", "GA-GPU-COUNT", "1 GPUs, 8 expected", false},
-		{filepath.Join(h200, "nvidia-smi-q-x.xml"), map[string]string{"gpus": "8"}, 1, "GPU count", "GA-GPU-COUNT", "1 GPUs, 8 expected", false},
+		{filepath.Join(h200, "nvidia-smi-q-x.xml"), nil, 8, "GPU count", "GA-GPU-COUNT", "1 GPU, 8 expected", false},
+		{filepath.Join(h200, "nvidia-smi-q-x.xml"), map[string]string{"gpus": "8"}, 1, "GPU count", "GA-GPU-COUNT", "1 GPU, 8 expected", false},
 		{td + "/h200/dmesg-xid79.txt", nil, 1, "XID", "GA-GPU-OFFBUS", "fatal XID 79 on PCI 0000:00:06 (dmesg-xid79.txt:4)", false},
 		{td + "/gpud/dmesg-with-xid-119.log", nil, 8, "XID", "GA-GPU-XID", "fatal XID 119 on PCI 0000:9b:00 (dmesg-with-xid-119.log:3)", false},
 		{td + "/azurehpc/bad_nvlink_status.txt", nil, 8, "NVLink", "GA-NVLINK-INACTIVE", "GPU 6: all links inactive", false},
-		{td + "/azurehpc/good_nvlink_status-link5-inactive.txt", nil, 8, "NVLink", "GA-NVLINK-INACTIVE", "GPU 7: links 5 inactive (11 active)", false},
+		{td + "/azurehpc/good_nvlink_status-link5-inactive.txt", nil, 8, "NVLink", "GA-NVLINK-INACTIVE", "GPU 7: link 5 inactive (11 active)", false},
 		{td + "/azurehpc/good_nvlink_status.txt", map[string]string{"nvlinks": "18"}, 8, "NVLink", "GA-NVLINK-INACTIVE", "GPU 7: 12 active links, 18 expected", false},
 		{td + "/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", map[string]string{"ib_rate": "400"}, 8, "IB rate", "GA-IB-RATE", "mlx5_0 port 1 at 200 Gb/s", false},
 		{td + "/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", map[string]string{"hcas": "9"}, 8, "HCA count", "GA-IB-COUNT", "8 InfiniBand/RoCE ports, 9 expected", false},
@@ -118,7 +118,7 @@ func TestRealThirdPartyOutputsPass(t *testing.T) {
 		check  string
 		msg    string
 	}{
-		{"testdata/azurehpc/good_nvlink_status.txt", map[string]string{"nvlinks": "12"}, 8, "NVLink", "1 GPUs, 12 active links, none inactive"},
+		{"testdata/azurehpc/good_nvlink_status.txt", map[string]string{"nvlinks": "12"}, 8, "NVLink", "1 GPU, 12 active links, none inactive"},
 		{"testdata/gpud/nvidia-smi.nvlink.status.a100", map[string]string{"nvlinks": "12"}, 8, "NVLink", "8 GPUs, 96 active links, none inactive"},
 		{"testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", map[string]string{"ib_rate": "200", "hcas": "8"}, 8, "IB rate", "8 ports at 200 Gb/s or more"},
 		{"testdata/dcgm/dcgm-3.1.0-jsonresulttests.txt", nil, 8, "DCGM diag Inforom", "passed (DCGM 3.1.0)"},
