@@ -17,6 +17,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
+	"github.com/gpuaccept/gpuaccept/launchers/local"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -130,6 +131,23 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if topo.GPUsPerNode == 0 {
 		topo.GPUsPerNode = s.GPUsPerNode
+	}
+	if launcherName == local.Name && topo.Nodes > 1 {
+		// The launcher would refuse every test at launch (an ERROR, exit
+		// 3, and a results folder of nothing): the scope is the mistake.
+		var others []string
+		for _, n := range launch.Names() {
+			if n != local.Name {
+				others = append(others, n)
+			}
+		}
+		asked := fmt.Sprintf("suite %s needs %s", suite, result.Count(topo.Nodes, "node"))
+		if fs.Changed("nodes") {
+			asked = fmt.Sprintf("--nodes %d asks for %s", nodes, result.Count(nodes, "node"))
+		} else if len(hosts) > 1 {
+			asked = fmt.Sprintf("%s are given", result.Count(len(hosts), "host"))
+		}
+		return exitUsage, usageError{fmt.Errorf("%s, but launcher local runs on this host only: give --nodes 1 to check this node, or another --launcher (%s) with --hosts or --hostfile to check %s", asked, strings.Join(others, ", "), result.Count(topo.Nodes, "node"))}
 	}
 	opts := launch.Options{MPIFlavor: mpiFlavor, MPIArgs: mpiArgs, SKU: s}
 	newLauncher := func(hosts []string) (launch.Launcher, error) {

@@ -136,3 +136,24 @@ func TestHealthTaintsNodes(t *testing.T) {
 		assert.Assert(t, tt.Key != drain.TaintKey, "the passing node is tainted: %+v", n.Spec.Taints)
 	}
 }
+
+// A scope the launcher cannot give is a usage error before anything runs:
+// the local launcher has one node, the shipped h200's multinode suite
+// needs 2. Exit 2 naming --nodes and --launcher, no results folder.
+func TestHealthScopeTheLauncherCannotGive(t *testing.T) {
+	for _, args := range [][]string{
+		{"--suite", "multinode"},
+		{"--suite", "node", "--nodes", "2"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			code, out, errs := cli(t, append([]string{"health", "--sku", "h200"}, args...)...)
+			assert.Equal(t, code, 2, out+errs)
+			assert.Assert(t, strings.Contains(errs, "launcher local runs on this host only: give --nodes 1"), errs)
+			assert.Assert(t, strings.Contains(errs, "another --launcher ("), errs)
+			entries, err := os.ReadDir(".")
+			assert.NilError(t, err)
+			assert.Equal(t, len(entries), 0, "something was written: %v", entries)
+		})
+	}
+}
