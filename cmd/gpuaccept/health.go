@@ -26,14 +26,16 @@ const healthUsage = `Usage: gpuaccept health --sku SKU [--suite SUITE] [flags]
 Runs only the preflight tests (health checks) of the SKU's suite on every
 node through a launcher, judges them, prints a table and writes a results
 folder like a run (gpuaccept verify checks it); exit 0 healthy, 1 a node
-failed, 2 usage. Without --suite: the one suite of the SKU that has
-preflight tests.
+failed, 2 usage (a scope the launcher cannot give too), 3 a check could
+not run. Without --suite: the one suite of the SKU that has preflight
+tests (h200 has two: --suite node checks each node on its own).
 
 --slurm-check runs them on this node only (no launcher, no scheduler
-call), prints one line ("gpuaccept health: OK", or "gpuaccept health:
-FAIL NODE CODE: REASON") and sets the exit code, for Slurm's
-HealthCheckProgram, Prolog or Epilog; it writes a results folder only
-with --out. --taint-on-fail and --label mark the Kubernetes nodes checked
+call), prints one line ("gpuaccept health: OK"; "gpuaccept health: FAIL
+NODE CODE: REASON", exit 1; "gpuaccept health: ERROR NODE: MESSAGE", exit
+3) and sets the exit code, for Slurm's HealthCheckProgram, Prolog or
+Epilog (gpuaccept health --sku h200 --suite node --slurm-check); it
+writes a results folder only with --out. --taint-on-fail and --label mark the Kubernetes nodes checked
 (--kubeconfig, --context; deploy/health-rbac.yaml).
 `
 

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -155,5 +157,58 @@ func TestHealthScopeTheLauncherCannotGive(t *testing.T) {
 			assert.NilError(t, err)
 			assert.Equal(t, len(entries), 0, "something was written: %v", entries)
 		})
+	}
+}
+
+// The Slurm command lines the README and examples/slurm/gpuaccept-healthcheck.sh
+// document, run as written against the shipped h200 (two suites with
+// preflight tests, so each must name its suite): no usage error, one line.
+// On a host with no GPU tool (this test machine) the node fails
+// GA-GPU-COUNT, naming it once.
+func TestHealthDocumentedSlurmLines(t *testing.T) {
+	script := readFile(t, "../../examples/slurm/gpuaccept-healthcheck.sh")
+	m := regexp.MustCompile(`\$\(gpuaccept (health [^|)]*?)\s*2>&1`).FindStringSubmatch(script)
+	assert.Assert(t, m != nil, "no gpuaccept health line in the script:\n%s", script)
+	fromScript := m[1]
+	for _, d := range regexp.MustCompile(`(?m)^(\w+)=\$\{GPUACCEPT_\w+:-([^}]*)\}$`).FindAllStringSubmatch(script, -1) {
+		fromScript = strings.ReplaceAll(fromScript, `"$`+d[1]+`"`, d[2])
+	}
+	assert.Assert(t, !strings.Contains(fromScript, "$"), "a variable without its default: %s", fromScript)
+	m = regexp.MustCompile(`(?m)gpuaccept-prolog\.sh: exec /usr/local/bin/gpuaccept (health .*)$`).FindStringSubmatch(readFile(t, "../../README.md"))
+	assert.Assert(t, m != nil, "no prolog line in README.md")
+	fromREADME := m[1]
+	noTool := true
+	for _, tool := range []string{"nvidia-smi", "amd-smi", "rocm-smi"} {
+		if _, err := exec.LookPath(tool); err == nil {
+			noTool = false
+		}
+	}
+	line := regexp.MustCompile(`^gpuaccept health: (OK|FAIL \S+ \S+: .*|ERROR \S+: .*)\n$`)
+	for name, cmdline := range map[string]string{"healthcheck.sh": fromScript, "README prolog": fromREADME} {
+		t.Run(name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			code, out, errs := cli(t, strings.Fields(cmdline)...)
+			assert.Assert(t, code != 2, "%s: usage error: %s", cmdline, errs)
+			assert.Assert(t, line.MatchString(out), "%s: %q", cmdline, out)
+			if !noTool {
+				return
+			}
+			assert.Equal(t, code, 1, out+errs)
+			f := regexp.MustCompile(`^gpuaccept health: FAIL (\S+) GA-GPU-COUNT: (.*)\n$`).FindStringSubmatch(out)
+			assert.Assert(t, f != nil, out)
+			assert.Equal(t, f[2], "no GPU tool (nvidia-smi, amd-smi, rocm-smi) found: 8 GPUs expected, none could be counted")
+		})
+	}
+}
+
+// health --help documents every exit code it sets, 3 and its ERROR line
+// included, and a --slurm-check line that names its suite.
+func TestHealthHelpExitCodes(t *testing.T) {
+	code, out, errs := cli(t, "health", "--help")
+	help := out + errs
+	assert.Equal(t, code, 0, help)
+	for _, want := range []string{"1 a node\nfailed", "2 usage", "3 a check could\nnot run", `"gpuaccept health: ERROR NODE: MESSAGE", exit
+3`, "--suite node --slurm-check"} {
+		assert.Assert(t, strings.Contains(help, want), "help lacks %q:\n%s", want, help)
 	}
 }
