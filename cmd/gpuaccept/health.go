@@ -17,6 +17,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
+	"github.com/gpuaccept/gpuaccept/launchers/local"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -25,14 +26,16 @@ const healthUsage = `Usage: gpuaccept health --sku SKU [--suite SUITE] [flags]
 Runs only the preflight tests (health checks) of the SKU's suite on every
 node through a launcher, judges them, prints a table and writes a results
 folder like a run (gpuaccept verify checks it); exit 0 healthy, 1 a node
-failed, 2 usage. Without --suite: the one suite of the SKU that has
-preflight tests.
+failed, 2 usage (a scope the launcher cannot give too), 3 a check could
+not run. Without --suite: the one suite of the SKU that has preflight
+tests (h200 has two: --suite node checks each node on its own).
 
 --slurm-check runs them on this node only (no launcher, no scheduler
-call), prints one line ("gpuaccept health: OK", or "gpuaccept health:
-FAIL NODE CODE: REASON") and sets the exit code, for Slurm's
-HealthCheckProgram, Prolog or Epilog; it writes a results folder only
-with --out. --taint-on-fail and --label mark the Kubernetes nodes checked
+call), prints one line ("gpuaccept health: OK"; "gpuaccept health: FAIL
+NODE CODE: REASON", exit 1; "gpuaccept health: ERROR NODE: MESSAGE", exit
+3) and sets the exit code, for Slurm's HealthCheckProgram, Prolog or
+Epilog (gpuaccept health --sku h200 --suite node --slurm-check); it
+writes a results folder only with --out. --taint-on-fail and --label mark the Kubernetes nodes checked
 (--kubeconfig, --context; deploy/health-rbac.yaml).
 `
 
@@ -130,6 +133,23 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if topo.GPUsPerNode == 0 {
 		topo.GPUsPerNode = s.GPUsPerNode
+	}
+	if launcherName == local.Name && topo.Nodes > 1 {
+		// The launcher would refuse every test at launch (an ERROR, exit
+		// 3, and a results folder of nothing): the scope is the mistake.
+		var others []string
+		for _, n := range launch.Names() {
+			if n != local.Name {
+				others = append(others, n)
+			}
+		}
+		asked := fmt.Sprintf("suite %s needs %s", suite, result.Count(topo.Nodes, "node"))
+		if fs.Changed("nodes") {
+			asked = fmt.Sprintf("--nodes %d asks for %s", nodes, result.Count(nodes, "node"))
+		} else if len(hosts) > 1 {
+			asked = fmt.Sprintf("%s are given", result.Count(len(hosts), "host"))
+		}
+		return exitUsage, usageError{fmt.Errorf("%s, but launcher local runs on this host only: give --nodes 1 to check this node, or another --launcher (%s) with --hosts or --hostfile to check %s", asked, strings.Join(others, ", "), result.Count(topo.Nodes, "node"))}
 	}
 	opts := launch.Options{MPIFlavor: mpiFlavor, MPIArgs: mpiArgs, SKU: s}
 	newLauncher := func(hosts []string) (launch.Launcher, error) {

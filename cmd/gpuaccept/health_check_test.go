@@ -69,3 +69,14 @@ func TestHealthCheckCommandDegradedCopiesFail(t *testing.T) {
 		})
 	}
 }
+
+// The 1-GPU H200's real nvidia-smi nvlink --status is an empty file (no
+// NVLink peers): gpuaccept check judges it (no NVLink links listed, a
+// pass), it is no "empty file" error.
+func TestHealthCheckCommandEmptyNVLinkStatus(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	code, out, errs := cli(t, "check", "--sku", "h200", "--test", "health.node", "--nodes", "1", "--gpus-per-node", "1", "--out", dir, h200smi+"/nvlink-status.txt")
+	assert.Equal(t, code, 0, out+errs)
+	assert.Assert(t, strings.Contains(out, "│ 1 check holds"), out)
+	assert.Assert(t, !strings.Contains(out+errs, "empty file"), out+errs)
+}

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -65,7 +67,7 @@ func TestHealthSlurmCheck(t *testing.T) {
 			// TMPDIR stays: the process keeps state of its own there.
 			before, _ := filepath.Glob(filepath.Join(os.TempDir(), "gpuaccept-health-*"))
 			t.Chdir(t.TempDir())
-			code, out, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--gpus-per-node", "2", "--slurm-check",
+			code, out, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--suite", "checked", "--gpus-per-node", "2", "--slurm-check",
 				"--param", "fakehealth:report="+c.report)
 			assert.Equal(t, code, c.code, errs)
 			assert.Equal(t, out, c.line)
@@ -76,7 +78,7 @@ func TestHealthSlurmCheck(t *testing.T) {
 		})
 	}
 	t.Run("usage", func(t *testing.T) {
-		code, _, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--slurm-check", "--hosts", "a,b")
+		code, _, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--suite", "checked", "--slurm-check", "--hosts", "a,b")
 		assert.Equal(t, code, 2)
 		assert.Assert(t, strings.Contains(errs, "--hosts does not go with it"), errs)
 	})
@@ -88,7 +90,7 @@ func TestHealthSlurmCheck(t *testing.T) {
 func TestHealthWritesAFolder(t *testing.T) {
 	skus := withFakeHealth(t)
 	out := filepath.Join(t.TempDir(), "results")
-	code, stdout, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--gpus-per-node", "2", "--out", out,
+	code, stdout, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--suite", "checked", "--gpus-per-node", "2", "--out", out,
 		"--param", "fakehealth:report=local=GA-TEST-XID:XID_79_on_GPU_1")
 	assert.Equal(t, code, 1, errs)
 	assert.Assert(t, strings.Contains(stdout, "fakehealth.node"), stdout)
@@ -116,7 +118,7 @@ func TestHealthTaintsNodes(t *testing.T) {
 		assert.NilError(t, err)
 		t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}) })
 	}
-	code, _, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--gpus-per-node", "2", "--out", filepath.Join(t.TempDir(), "r"),
+	code, _, errs := cli(t, "health", "--sku", "h200", "--baselines", skus, "--suite", "checked", "--gpus-per-node", "2", "--out", filepath.Join(t.TempDir(), "r"),
 		"--param", "fakehealth:report="+good+"=ok,"+bad+"=GA-TEST-NVLINK:link_3_inactive", "--taint-on-fail", "--label", "--kubeconfig", kc)
 	assert.Equal(t, code, 1, errs)
 	assert.Assert(t, strings.Contains(errs, "tainted "+bad+" gpuaccept.io/health=failed:NoSchedule (GA-TEST-NVLINK)"), errs)
@@ -134,5 +136,79 @@ func TestHealthTaintsNodes(t *testing.T) {
 	assert.Equal(t, n.Labels[drain.LabelKey], drain.LabelPassed)
 	for _, tt := range n.Spec.Taints {
 		assert.Assert(t, tt.Key != drain.TaintKey, "the passing node is tainted: %+v", n.Spec.Taints)
+	}
+}
+
+// A scope the launcher cannot give is a usage error before anything runs:
+// the local launcher has one node, the shipped h200's multinode suite
+// needs 2. Exit 2 naming --nodes and --launcher, no results folder.
+func TestHealthScopeTheLauncherCannotGive(t *testing.T) {
+	for _, args := range [][]string{
+		{"--suite", "multinode"},
+		{"--suite", "node", "--nodes", "2"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			code, out, errs := cli(t, append([]string{"health", "--sku", "h200"}, args...)...)
+			assert.Equal(t, code, 2, out+errs)
+			assert.Assert(t, strings.Contains(errs, "launcher local runs on this host only: give --nodes 1"), errs)
+			assert.Assert(t, strings.Contains(errs, "another --launcher ("), errs)
+			entries, err := os.ReadDir(".")
+			assert.NilError(t, err)
+			assert.Equal(t, len(entries), 0, "something was written: %v", entries)
+		})
+	}
+}
+
+// The Slurm command lines the README and examples/slurm/gpuaccept-healthcheck.sh
+// document, run as written against the shipped h200 (two suites with
+// preflight tests, so each must name its suite): no usage error, one line.
+// On a host with no GPU tool (this test machine) the node fails
+// GA-GPU-COUNT, naming it once.
+func TestHealthDocumentedSlurmLines(t *testing.T) {
+	script := readFile(t, "../../examples/slurm/gpuaccept-healthcheck.sh")
+	m := regexp.MustCompile(`\$\(gpuaccept (health [^|)]*?)\s*2>&1`).FindStringSubmatch(script)
+	assert.Assert(t, m != nil, "no gpuaccept health line in the script:\n%s", script)
+	fromScript := m[1]
+	for _, d := range regexp.MustCompile(`(?m)^(\w+)=\$\{GPUACCEPT_\w+:-([^}]*)\}$`).FindAllStringSubmatch(script, -1) {
+		fromScript = strings.ReplaceAll(fromScript, `"$`+d[1]+`"`, d[2])
+	}
+	assert.Assert(t, !strings.Contains(fromScript, "$"), "a variable without its default: %s", fromScript)
+	m = regexp.MustCompile(`(?m)gpuaccept-prolog\.sh: exec /usr/local/bin/gpuaccept (health .*)$`).FindStringSubmatch(readFile(t, "../../README.md"))
+	assert.Assert(t, m != nil, "no prolog line in README.md")
+	fromREADME := m[1]
+	noTool := true
+	for _, tool := range []string{"nvidia-smi", "amd-smi", "rocm-smi"} {
+		if _, err := exec.LookPath(tool); err == nil {
+			noTool = false
+		}
+	}
+	line := regexp.MustCompile(`^gpuaccept health: (OK|FAIL \S+ \S+: .*|ERROR \S+: .*)\n$`)
+	for name, cmdline := range map[string]string{"healthcheck.sh": fromScript, "README prolog": fromREADME} {
+		t.Run(name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			code, out, errs := cli(t, strings.Fields(cmdline)...)
+			assert.Assert(t, code != 2, "%s: usage error: %s", cmdline, errs)
+			assert.Assert(t, line.MatchString(out), "%s: %q", cmdline, out)
+			if !noTool {
+				return
+			}
+			assert.Equal(t, code, 1, out+errs)
+			f := regexp.MustCompile(`^gpuaccept health: FAIL (\S+) GA-GPU-COUNT: (.*)\n$`).FindStringSubmatch(out)
+			assert.Assert(t, f != nil, out)
+			assert.Equal(t, f[2], "no GPU tool (nvidia-smi, amd-smi, rocm-smi) found: 8 GPUs expected, none could be counted")
+		})
+	}
+}
+
+// health --help documents every exit code it sets, 3 and its ERROR line
+// included, and a --slurm-check line that names its suite.
+func TestHealthHelpExitCodes(t *testing.T) {
+	code, out, errs := cli(t, "health", "--help")
+	help := out + errs
+	assert.Equal(t, code, 0, help)
+	for _, want := range []string{"1 a node\nfailed", "2 usage", "3 a check could\nnot run", `"gpuaccept health: ERROR NODE: MESSAGE", exit
+3`, "--suite node --slurm-check"} {
+		assert.Assert(t, strings.Contains(help, want), "help lacks %q:\n%s", want, help)
 	}
 }

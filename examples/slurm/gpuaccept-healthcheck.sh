@@ -9,11 +9,17 @@
 #   HealthCheckProgram=/usr/local/sbin/gpuaccept-healthcheck.sh
 #   HealthCheckInterval=600
 #
-# Slurm kills the program after 60 s: keep --timeout under it.
+# Slurm kills the program after 60 s: keep --timeout under it. The suite
+# is the one whose preflight tests check one node (h200 has health.node in
+# node and multinode: node's is this node's check). The line is
+# "gpuaccept health: OK", "... FAIL NODE CODE: REASON" (exit 1) or
+# "... ERROR NODE: MESSAGE" (exit 3: a check could not run); any but OK
+# drains.
 PATH=/usr/local/bin:/usr/bin:/bin
 SKU=${GPUACCEPT_SKU:-h200}
+SUITE=${GPUACCEPT_SUITE:-node}
 node=${SLURMD_NODENAME:-$(hostname -s)}
-line=$(gpuaccept health --sku "$SKU" --slurm-check --timeout 45s 2>&1 | tail -n 1)
+line=$(gpuaccept health --sku "$SKU" --suite "$SUITE" --slurm-check --timeout 45s 2>&1 | tail -n 1)
 case "$line" in
 "gpuaccept health: OK"*) exit 0 ;;
 esac

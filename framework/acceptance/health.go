@@ -90,7 +90,9 @@ func HealthLine(run *result.Run, host string) (string, int) {
 		for _, o := range run.BadNodes {
 			hosts[o.Host] = true
 		}
-		what := b.Message
+		// The line names the node: a message that starts with it too
+		// (health.node's do, for tables) would say it twice.
+		what := strings.TrimPrefix(b.Message, b.Host+": ")
 		if what == "" {
 			what = b.Check
 		}
@@ -99,10 +101,10 @@ func HealthLine(run *result.Run, host string) (string, int) {
 		}
 		more := ""
 		if len(hosts) > 1 {
-			more = fmt.Sprintf(" (and %d more nodes)", len(hosts)-1)
+			more = fmt.Sprintf(" (and %s)", result.Count(len(hosts)-1, "more node", "more nodes"))
 		}
 		if n := len(run.BadNodes) - 1; n > 0 && len(hosts) == 1 {
-			more = fmt.Sprintf(" (and %d more checks)", n)
+			more = fmt.Sprintf(" (and %s)", result.Count(n, "more check", "more checks"))
 		}
 		return oneLine(fmt.Sprintf("gpuaccept health: FAIL %s: %s%s", b.Host, what, more)), code
 	}

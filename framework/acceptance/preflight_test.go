@@ -261,6 +261,7 @@ func TestHealthLine(t *testing.T) {
 	}
 	ecc := result.Check{Name: "ECC", Host: "node1", Code: "GA-TEST-ECC", Message: "2 uncorrected\nerrors"}
 	pcie := result.Check{Name: "PCIe", Host: "node1", Code: "GA-TEST-PCIE", Message: "x8"}
+	remap := result.Check{Name: "row remap failure", Host: "vm", Code: "GA-GPU-ROWREMAP-FAIL", Message: "vm: GPU 0 (00000000:00:06.0): a row remap failed"}
 	cases := []struct {
 		name string
 		run  *result.Run
@@ -270,7 +271,12 @@ func TestHealthLine(t *testing.T) {
 		{"ok", health(result.Pass, "2 health checks passed", result.Check{Name: "ECC", OK: true, Host: "node1"}), "gpuaccept health: OK", 0},
 		{"warn is ok", health(result.Warn, "not verifiable"), "gpuaccept health: OK", 0},
 		{"bad node", health(result.Fail, "", ecc), "gpuaccept health: FAIL node1 GA-TEST-ECC: 2 uncorrected errors", 1},
-		{"two checks", health(result.Fail, "", ecc, pcie), "gpuaccept health: FAIL node1 GA-TEST-ECC: 2 uncorrected errors (and 1 more checks)", 1},
+		{"two checks", health(result.Fail, "", ecc, pcie), "gpuaccept health: FAIL node1 GA-TEST-ECC: 2 uncorrected errors (and 1 more check)", 1},
+		{"three checks", health(result.Fail, "", ecc, pcie, pcie), "gpuaccept health: FAIL node1 GA-TEST-ECC: 2 uncorrected errors (and 2 more checks)", 1},
+		// health.node's messages start with the node, for tables: the
+		// line names it once.
+		{"message names the node", health(result.Fail, "", remap), "gpuaccept health: FAIL vm GA-GPU-ROWREMAP-FAIL: GPU 0 (00000000:00:06.0): a row remap failed", 1},
+		{"two nodes", health(result.Fail, "", ecc, remap), "gpuaccept health: FAIL node1 GA-TEST-ECC: 2 uncorrected errors (and 1 more node)", 1},
 		{"failed with no node named", health(result.Fail, "rank count: 1, want 2"), "gpuaccept health: FAIL here: health.node: rank count: 1, want 2", 1},
 		{"error", health(result.Error, "launch: nvidia-smi: not found"), "gpuaccept health: ERROR here: health.node: launch: nvidia-smi: not found", 3},
 	}

@@ -142,7 +142,7 @@ func TestKubernetesRBAC(t *testing.T) {
 	}
 	check(t, ac)
 	reason, _ := ac.CoreV1().Nodes().Get(ctx, names[1], metav1.GetOptions{})
-	assert.Equal(t, reason.Annotations[ReasonAnnotation], "node "+names[1]+" failed health: GA-TEST-ECC 2 uncorrected volatile errors on GPU 3 (and 1 more checks)")
+	assert.Equal(t, reason.Annotations[ReasonAnnotation], "node "+names[1]+" failed health: GA-TEST-ECC 2 uncorrected volatile errors on GPU 3 (and 1 more check)")
 
 	// Marked again, nothing changes; B healthy again is untainted, its
 	// other taint kept.

@@ -40,6 +40,9 @@ func ByChecks(t result.Test, noBaseline string) result.Test {
 		t.Status, t.Message = result.Warn, strings.Join(warns, "; ")
 		return t
 	}
-	t.Status, t.Message = result.Pass, fmt.Sprintf("all %d checks hold", len(t.Checks))
+	t.Status, t.Message = result.Pass, fmt.Sprintf("all %s hold", result.Count(len(t.Checks), "check"))
+	if len(t.Checks) == 1 {
+		t.Message = "1 check holds"
+	}
 	return t
 }

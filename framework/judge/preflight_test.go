@@ -24,6 +24,7 @@ func TestByChecks(t *testing.T) {
 		msg    string
 	}{
 		{"all hold", []result.Check{ok, ok}, result.Pass, "all 2 checks hold"},
+		{"the one holds", []result.Check{ok}, result.Pass, "1 check holds"},
 		{"a warn check", []result.Check{ok, warn}, result.Warn, "persistence mode: disabled on GPU 3"},
 		{"a failed check", []result.Check{ok, bad}, result.Fail, "row remap failure: GPU 0: a row remap failed"},
 		{"no checks", nil, result.Skip, nb},

@@ -318,7 +318,9 @@ func PreflightSkip(bad []BadNode) string {
 			continue
 		}
 		at[b.Host] = len(parts)
-		what := b.Message
+		// A message that starts with the node (health.node's do, for
+		// tables) would name it twice.
+		what := strings.TrimPrefix(b.Message, b.Host+": ")
 		if what == "" {
 			what = b.Check
 		}
@@ -328,7 +330,7 @@ func PreflightSkip(bad []BadNode) string {
 		parts = append(parts, "node "+b.Host+" failed health: "+what)
 	}
 	for h, n := range more {
-		parts[at[h]] += fmt.Sprintf(" (and %d more checks)", n)
+		parts[at[h]] += " (and " + Count(n, "more check", "more checks") + ")"
 	}
 	return strings.Join(parts, "; ")
 }

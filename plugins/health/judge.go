@@ -19,12 +19,28 @@ type node struct {
 	gpuSource  bool // a source listing every GPU (-q -x or the CSV) was read
 	nvlink     []nvlinkGPU
 	nvlinkSeen bool
+	nvlinkFile string // an empty file taken for nvlink --status (section.emptyFile)
 	xids       []xid
 	kernelSeen bool
 	dcgm       *dcgmRun
 	ports      []ibPort
 	ibSeen     bool
 	absent     map[string]string // section -> tool
+	sections   []string          // the sections the node printed, absent ones included
+}
+
+// amdTool names the AMD GPU tool whose sections the node printed
+// (collect.sh runs amd-smi, else rocm-smi), "" for none.
+func (nd node) amdTool() string {
+	for _, s := range nd.sections {
+		switch {
+		case strings.HasPrefix(s, "amdsmi-"):
+			return "amd-smi"
+		case s == "rocmsmi":
+			return "rocm-smi"
+		}
+	}
+	return ""
 }
 
 // checks collects a node's checks.
@@ -55,7 +71,7 @@ func (c checks) addCheck(ch result.Check) {
 // readNode parses n's sections; parse errors are returned, the sections
 // that parsed are used.
 func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
-	nd := node{host: n.host, absent: map[string]string{}}
+	nd := node{host: n.host, absent: map[string]string{}, sections: n.order}
 	var errs []string
 	var xmlGPUs, csvGPUs []gpu
 	for _, name := range n.order {
@@ -78,6 +94,9 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			nd.gpuSource = nd.gpuSource || err == nil
 		case "nvlink":
 			nd.nvlink, nd.nvlinkSeen = parseNVLink(s), true
+			if s.emptyFile {
+				nd.nvlinkFile = s.file
+			}
 		case "kernel-log":
 			nd.xids, nd.kernelSeen = parseXIDs(s), true
 		case "dcgm":
@@ -174,7 +193,7 @@ func judgeNodes(p *result.Parsed, inputs []*nodeInput, s settings, topo plan.Top
 	sameAcross(p, nodes, "VBIOS version", "GA-VBIOS-MISMATCH", func(g gpu) string { return g.vbios })
 	if len(inputs) > 0 && topo.Nodes > 0 && hasHosts(nodes) && len(nodes) != topo.Nodes {
 		p.Checks = append(p.Checks, result.Check{Name: "node count", OK: false,
-			Message: fmt.Sprintf("%d nodes reported, the topology has %d: a node that did not report was not checked", len(nodes), topo.Nodes)})
+			Message: fmt.Sprintf("%s reported, the topology has %d: a node that did not report was not checked", result.Count(len(nodes), "node"), topo.Nodes)})
 	}
 	return errs
 }
@@ -269,7 +288,7 @@ func valueCounts(count map[string]int) string {
 	}
 	sort.Strings(vs)
 	for i, v := range vs {
-		vs[i] = fmt.Sprintf("%s on %d GPUs", v, count[v])
+		vs[i] = v + " on " + result.Count(count[v], "GPU")
 	}
 	return strings.Join(vs, ", ")
 }
@@ -280,7 +299,15 @@ func judgeNode(p *result.Parsed, nd node, s settings) {
 	if nd.gpuSource {
 		judgeGPUs(c, nd, s)
 	} else if t, ok := nd.absent["nvsmi-xml"]; ok && s.gpus > 0 {
-		c.warn("GPU count", "GA-TOOL-MISSING", fmt.Sprintf("%s is not installed: %d GPUs expected, none could be counted", t, s.gpus))
+		if amd := nd.amdTool(); amd != "" {
+			// The GPUs may be there: this version does not judge amd-smi
+			// or rocm-smi output yet, so it cannot say they are not.
+			c.warn("GPU count", "GA-TOOL-MISSING", fmt.Sprintf("%s is not installed and %s's output is not judged by this version: %s expected, none could be counted", t, amd, result.Count(s.gpus, "GPU", "GPUs")))
+		} else {
+			// A node that should have GPUs and has no tool to show one:
+			// no driver, or no GPU; it must not take jobs.
+			c.add("GPU count", false, "GA-GPU-COUNT", fmt.Sprintf("no GPU tool (nvidia-smi, amd-smi, rocm-smi) found: %s expected, none could be counted", result.Count(s.gpus, "GPU", "GPUs")))
+		}
 	}
 	if nd.nvlinkSeen {
 		judgeNVLink(c, nd, s)
@@ -304,7 +331,7 @@ func judgeGPUs(c checks, nd node, s settings) {
 	gs := nd.gpus
 	if s.gpus > 0 || len(gs) == 0 {
 		ok := len(gs) == s.gpus
-		c.add("GPU count", ok, "GA-GPU-COUNT", fmt.Sprintf("%d GPUs, %d expected", len(gs), s.gpus))
+		c.add("GPU count", ok, "GA-GPU-COUNT", fmt.Sprintf("%s, %d expected", result.Count(len(gs), "GPU"), s.gpus))
 	}
 	models := map[string]int{}
 	for _, g := range gs {
@@ -346,7 +373,7 @@ func judgeGPUs(c checks, nd node, s settings) {
 		if len(probs) > 0 {
 			c.add(name, false, code, strings.Join(probs, "; "))
 		} else {
-			c.add(name, true, "", fmt.Sprintf(okMsg, n))
+			c.add(name, true, "", fmt.Sprintf(okMsg, result.Count(n, "GPU")))
 		}
 	}
 	perGPU("ECC mode", "GA-GPU-ECC-OFF", func(g gpu) bool { return known(g.eccMode) }, func(g gpu) string {
@@ -354,19 +381,19 @@ func judgeGPUs(c checks, nd node, s settings) {
 			return "ECC " + g.eccMode
 		}
 		return ""
-	}, "ECC enabled on %d GPUs")
+	}, "ECC enabled on %s")
 	perGPU("uncorrected ECC", "GA-GPU-ECC-UNCORR", func(g gpu) bool { return g.uncorrVol >= 0 }, func(g gpu) string {
 		if g.uncorrVol > 0 {
-			return fmt.Sprintf("%d uncorrected ECC errors since the driver loaded (volatile), %s in its lifetime", g.uncorrVol, countText(g.uncorrAgg))
+			return fmt.Sprintf("%d uncorrected ECC %s since the driver loaded (volatile), %s in its lifetime", g.uncorrVol, result.Noun(int(min(g.uncorrVol, 2)), "error"), countText(g.uncorrAgg))
 		}
 		return ""
-	}, "no uncorrected ECC errors on %d GPUs since the driver loaded")
+	}, "no uncorrected ECC errors on %s since the driver loaded")
 	// The lifetime count alone warns: row remapping has likely repaired
 	// the rows, and a pending or failed remap is its own check.
 	var agg []string
 	for _, g := range gs {
 		if g.uncorrAgg > 0 && g.uncorrVol <= 0 {
-			agg = append(agg, fmt.Sprintf("%s: %d uncorrected ECC errors in its lifetime (aggregate), none since the driver loaded", g.label(), g.uncorrAgg))
+			agg = append(agg, fmt.Sprintf("%s: %d uncorrected ECC %s in its lifetime (aggregate), none since the driver loaded", g.label(), g.uncorrAgg, result.Noun(int(min(g.uncorrAgg, 2)), "error")))
 		}
 	}
 	if len(agg) > 0 {
@@ -377,25 +404,25 @@ func judgeGPUs(c checks, nd node, s settings) {
 			return "pages pending retirement"
 		}
 		return ""
-	}, "no page retirement pending on %d GPUs")
+	}, "no page retirement pending on %s")
 	perGPU("row remap pending", "GA-GPU-ROWREMAP-PENDING", func(g gpu) bool { return g.remapPending != "" }, func(g gpu) string {
 		if g.remapPending == "Yes" {
 			return "a row remap is pending (takes effect at the next GPU reset)"
 		}
 		return ""
-	}, "no row remap pending on %d GPUs")
+	}, "no row remap pending on %s")
 	perGPU("row remap failure", "GA-GPU-ROWREMAP-FAIL", func(g gpu) bool { return g.remapFail != "" }, func(g gpu) string {
 		if g.remapFail == "Yes" {
 			return "a row remap failed"
 		}
 		return ""
-	}, "no failed row remap on %d GPUs")
+	}, "no failed row remap on %s")
 	perGPU("clock events", "GA-GPU-THROTTLE", func(g gpu) bool { return g.hasReasons }, func(g gpu) string {
 		if b := g.reasons & badReasons; b != 0 {
 			return fmt.Sprintf("clocks held down by %s (clocks_event_reasons 0x%016x)", reasonNames(b), g.reasons)
 		}
 		return ""
-	}, "no hardware or thermal slowdown on %d GPUs (idle, application clocks, power cap and sync boost are not faults)")
+	}, "no hardware or thermal slowdown on %s (idle, application clocks, power cap and sync boost are not faults)")
 	perGPU("PCIe link", "GA-PCIE-DOWNGRADE", func(g gpu) bool { return g.widthCur >= 0 || g.genMax >= 0 }, func(g gpu) string {
 		var p []string
 		if g.widthCur >= 0 && g.widthMax > 0 && g.widthCur < g.widthMax {
@@ -408,7 +435,7 @@ func judgeGPUs(c checks, nd node, s settings) {
 			p = append(p, fmt.Sprintf("max generation %d, the SKU's %d", g.genMax, s.pcieGen))
 		}
 		return strings.Join(p, ", ")
-	}, "every link of %d GPUs at its width and generation")
+	}, "every link of %s at its width and generation")
 	// A link below its max generation at idle is the GPU saving power
 	// (it trains up under load): a warning, not a fault.
 	var gen []string
@@ -434,7 +461,7 @@ func judgeGPUs(c checks, nd node, s settings) {
 	case len(off) > 0:
 		c.warn("persistence mode", "GA-GPU-PERSISTENCE", "persistence mode disabled on "+strings.Join(off, ", "))
 	case pm > 0:
-		c.add("persistence mode", true, "", fmt.Sprintf("persistence mode enabled on %d GPUs", pm))
+		c.add("persistence mode", true, "", "persistence mode enabled on "+result.Count(pm, "GPU"))
 	}
 }
 
@@ -453,8 +480,14 @@ func countText(n int64) string {
 
 func judgeNVLink(c checks, nd node, s settings) {
 	if len(nd.nvlink) == 0 {
-		if s.nvlinks > 0 {
-			c.add("NVLink", false, "GA-NVLINK-INACTIVE", fmt.Sprintf("nvidia-smi nvlink --status lists no GPU with NVLink, %d active links per GPU expected", s.nvlinks))
+		switch {
+		case s.nvlinks > 0 && nd.nvlinkFile != "":
+			// An empty file may be another tool's output cut short.
+			c.warn("NVLink", "GA-NVLINK-INACTIVE", fmt.Sprintf("%s is empty: taken for nvidia-smi nvlink --status listing no NVLink links, %s per GPU expected", nd.nvlinkFile, result.Count(s.nvlinks, "active link")))
+		case s.nvlinks > 0:
+			c.add("NVLink", false, "GA-NVLINK-INACTIVE", fmt.Sprintf("nvidia-smi nvlink --status lists no GPU with NVLink, %s per GPU expected", result.Count(s.nvlinks, "active link")))
+		default:
+			c.add("NVLink", true, "", "no NVLink links listed (nvidia-smi nvlink --status printed none: a GPU without NVLink peers; nvlinks not set, so none are expected)")
 		}
 		return
 	}
@@ -466,16 +499,16 @@ func judgeNVLink(c checks, nd node, s settings) {
 		case g.allInactive:
 			probs = append(probs, fmt.Sprintf("GPU %d: all links inactive", g.index))
 		case len(g.inactive) > 0:
-			probs = append(probs, fmt.Sprintf("GPU %d: links %s inactive (%d active)", g.index, ints(g.inactive), len(g.active)))
+			probs = append(probs, fmt.Sprintf("GPU %d: %s %s inactive (%d active)", g.index, result.Noun(len(g.inactive), "link"), ints(g.inactive), len(g.active)))
 		case s.nvlinks > 0 && len(g.active) < s.nvlinks:
-			probs = append(probs, fmt.Sprintf("GPU %d: %d active links, %d expected", g.index, len(g.active), s.nvlinks))
+			probs = append(probs, fmt.Sprintf("GPU %d: %s, %d expected", g.index, result.Count(len(g.active), "active link"), s.nvlinks))
 		}
 	}
 	if len(probs) > 0 {
 		c.add("NVLink", false, "GA-NVLINK-INACTIVE", strings.Join(probs, "; "))
 		return
 	}
-	c.add("NVLink", true, "", fmt.Sprintf("%d GPUs, %d active links, none inactive", len(nd.nvlink), links))
+	c.add("NVLink", true, "", fmt.Sprintf("%s, %s, none inactive", result.Count(len(nd.nvlink), "GPU"), result.Count(links, "active link")))
 }
 
 func ints(v []int) string {
@@ -516,7 +549,7 @@ func judgeXIDs(c checks, nd node, s settings) {
 		c.add("XID", false, code, "fatal "+strings.Join(fatal, "; "))
 		return
 	}
-	c.add("XID", true, "", fmt.Sprintf("no fatal XID in the kernel log (%d XID lines)", len(nd.xids)))
+	c.add("XID", true, "", fmt.Sprintf("no fatal XID in the kernel log (%s)", result.Count(len(nd.xids), "XID line")))
 }
 
 // dcgmRank orders the severity names from worst: the verdict is made on
@@ -593,7 +626,7 @@ func judgeDCGM(c checks, run *dcgmRun) {
 
 func judgeIB(c checks, nd node, s settings) {
 	if s.hcas > 0 || len(nd.ports) == 0 {
-		c.add("HCA count", len(nd.ports) >= s.hcas && (len(nd.ports) > 0 || s.hcas == 0), "GA-IB-COUNT", fmt.Sprintf("%d InfiniBand/RoCE ports, %d expected", len(nd.ports), s.hcas))
+		c.add("HCA count", len(nd.ports) >= s.hcas && (len(nd.ports) > 0 || s.hcas == 0), "GA-IB-COUNT", fmt.Sprintf("%s, %d expected", result.Count(len(nd.ports), "InfiniBand/RoCE port"), s.hcas))
 	}
 	if len(nd.ports) == 0 {
 		return
@@ -614,13 +647,13 @@ func judgeIB(c checks, nd node, s settings) {
 	if len(down) > 0 {
 		c.add("IB port state", false, "GA-IB-PORT-DOWN", strings.Join(down, "; "))
 	} else {
-		c.add("IB port state", true, "", fmt.Sprintf("%d ports ACTIVE", len(nd.ports)))
+		c.add("IB port state", true, "", result.Count(len(nd.ports), "port")+" ACTIVE")
 	}
 	if s.ibRate > 0 {
 		if len(slow) > 0 {
 			c.add("IB rate", false, "GA-IB-RATE", fmt.Sprintf("%s; the SKU's rate is %g Gb/s", strings.Join(slow, "; "), s.ibRate))
 		} else {
-			c.add("IB rate", true, "", fmt.Sprintf("%d ports at %g Gb/s or more", len(nd.ports), s.ibRate))
+			c.add("IB rate", true, "", fmt.Sprintf("%s at %g Gb/s or more", result.Count(len(nd.ports), "port"), s.ibRate))
 		}
 	}
 	if len(nogid) > 0 {

@@ -231,10 +231,17 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 	head := make([]byte, 64<<10)
 	k, _ := f.Read(head)
 	kind := sniff(head[:k])
+	if kind == "" && k == 0 {
+		// Of the outputs read, only nvidia-smi nvlink --status is empty on
+		// a healthy node (a GPU without NVLink peers); the others always
+		// print something. Which tool wrote an empty file cannot be
+		// told, so judgeNVLink only warns where links were expected.
+		p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Message: name + " is empty: read as nvidia-smi nvlink --status listing no NVLink links", Source: name})
+		n := &nodeInput{sections: map[string]*section{}, begun: true, ended: true}
+		n.section("nvlink", name).emptyFile = true
+		return []*nodeInput{n}, errs
+	}
 	if kind == "" {
-		if k == 0 {
-			return nil, append(errs, fmt.Sprintf("%s: empty file", name))
-		}
 		return nil, append(errs, fmt.Sprintf("%s: not an output health.node reads (nvidia-smi -q -x, nvidia-smi --query-gpu CSV, nvidia-smi nvlink --status, dmesg, dcgmi diag -j, ibstat, or collect.sh's tagged log)", name))
 	}
 	if _, err := f.Seek(0, 0); err != nil {

@@ -73,12 +73,12 @@ func TestFaultsFailWithTheirCode(t *testing.T) {
 		{td + "/h200/query-gpu-pcie-x8.csv", map[string]string{"pcie_width": "16"}, 1, "PCIe link", "GA-PCIE-DOWNGRADE", "width x8, max x16, width x8, the SKU's x16", false},
 		{filepath.Join(h200, "nvidia-smi-q-x.xml"), map[string]string{"pcie_gen": "6"}, 1, "PCIe link", "GA-PCIE-DOWNGRADE", "max generation 5, the SKU's 6", false},
 		{td + "/h200/hw-thermal-slowdown.xml", nil, 1, "clock events", "GA-GPU-THROTTLE", "clocks held down by hw_thermal_slowdown (clocks_event_reasons 0x0000000000000041)", false},
-		{filepath.Join(h200, "nvidia-smi-q-x.xml"), nil, 8, "GPU count", "GA-GPU-COUNT", "1 GPUs, 8 expected", false},
-		{filepath.Join(h200, "nvidia-smi-q-x.xml"), map[string]string{"gpus": "8"}, 1, "GPU count", "GA-GPU-COUNT", "1 GPUs, 8 expected", false},
+		{filepath.Join(h200, "nvidia-smi-q-x.xml"), nil, 8, "GPU count", "GA-GPU-COUNT", "1 GPU, 8 expected", false},
+		{filepath.Join(h200, "nvidia-smi-q-x.xml"), map[string]string{"gpus": "8"}, 1, "GPU count", "GA-GPU-COUNT", "1 GPU, 8 expected", false},
 		{td + "/h200/dmesg-xid79.txt", nil, 1, "XID", "GA-GPU-OFFBUS", "fatal XID 79 on PCI 0000:00:06 (dmesg-xid79.txt:4)", false},
 		{td + "/gpud/dmesg-with-xid-119.log", nil, 8, "XID", "GA-GPU-XID", "fatal XID 119 on PCI 0000:9b:00 (dmesg-with-xid-119.log:3)", false},
 		{td + "/azurehpc/bad_nvlink_status.txt", nil, 8, "NVLink", "GA-NVLINK-INACTIVE", "GPU 6: all links inactive", false},
-		{td + "/azurehpc/good_nvlink_status-link5-inactive.txt", nil, 8, "NVLink", "GA-NVLINK-INACTIVE", "GPU 7: links 5 inactive (11 active)", false},
+		{td + "/azurehpc/good_nvlink_status-link5-inactive.txt", nil, 8, "NVLink", "GA-NVLINK-INACTIVE", "GPU 7: link 5 inactive (11 active)", false},
 		{td + "/azurehpc/good_nvlink_status.txt", map[string]string{"nvlinks": "18"}, 8, "NVLink", "GA-NVLINK-INACTIVE", "GPU 7: 12 active links, 18 expected", false},
 		{td + "/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", map[string]string{"ib_rate": "400"}, 8, "IB rate", "GA-IB-RATE", "mlx5_0 port 1 at 200 Gb/s", false},
 		{td + "/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", map[string]string{"hcas": "9"}, 8, "HCA count", "GA-IB-COUNT", "8 InfiniBand/RoCE ports, 9 expected", false},
@@ -118,7 +118,7 @@ func TestRealThirdPartyOutputsPass(t *testing.T) {
 		check  string
 		msg    string
 	}{
-		{"testdata/azurehpc/good_nvlink_status.txt", map[string]string{"nvlinks": "12"}, 8, "NVLink", "1 GPUs, 12 active links, none inactive"},
+		{"testdata/azurehpc/good_nvlink_status.txt", map[string]string{"nvlinks": "12"}, 8, "NVLink", "1 GPU, 12 active links, none inactive"},
 		{"testdata/gpud/nvidia-smi.nvlink.status.a100", map[string]string{"nvlinks": "12"}, 8, "NVLink", "8 GPUs, 96 active links, none inactive"},
 		{"testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", map[string]string{"ib_rate": "200", "hcas": "8"}, 8, "IB rate", "8 ports at 200 Gb/s or more"},
 		{"testdata/dcgm/dcgm-3.1.0-jsonresulttests.txt", nil, 8, "DCGM diag Inforom", "passed (DCGM 3.1.0)"},
@@ -319,10 +319,12 @@ func TestDriverAcrossNodes(t *testing.T) {
 }
 
 // collect.sh on a node without nvidia-smi, dcgmi or an RDMA driver: each
-// is said absent, and where the SKU expects the hardware it is a warn
-// check GA-TOOL-MISSING.
+// is said absent; dcgmi and the RDMA driver, where the SKU expects them,
+// are warn checks GA-TOOL-MISSING. No GPU tool at all where GPUs are
+// expected fails GA-GPU-COUNT (a node no GPU can be seen on must not take
+// jobs); with amd-smi there (its output not judged yet) it stays a warn.
 func TestAbsentTools(t *testing.T) {
-	for _, tool := range []string{"nvidia-smi", "dcgmi", "ibstat"} {
+	for _, tool := range []string{"nvidia-smi", "amd-smi", "rocm-smi", "dcgmi", "ibstat"} {
 		if _, err := exec.LookPath(tool); err == nil {
 			t.Skipf("%s is installed here", tool)
 		}
@@ -330,38 +332,106 @@ func TestAbsentTools(t *testing.T) {
 	if _, err := os.Stat("/sys/class/infiniband"); err == nil {
 		t.Skip("this machine has /sys/class/infiniband")
 	}
-	cmd := exec.Command("sh", "-c", Collect, "gpuaccept-health", "1")
+	cases := []struct {
+		name    string
+		stub    string // a tool put on PATH that prints nothing: its presence is what counts
+		gpuWarn bool
+		gpuCode string
+		gpuMsg  string
+	}{
+		{"no GPU tool", "", false, "GA-GPU-COUNT", "bare: no GPU tool (nvidia-smi, amd-smi, rocm-smi) found: 8 GPUs expected, none could be counted"},
+		{"amd-smi not judged", "amd-smi", true, "GA-TOOL-MISSING", "bare: nvidia-smi is not installed and amd-smi's output is not judged by this version: 8 GPUs expected"},
+		{"rocm-smi not judged", "rocm-smi", true, "GA-TOOL-MISSING", "rocm-smi's output is not judged"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := "/usr/bin:/bin"
+			if tc.stub != "" {
+				bin := t.TempDir()
+				assert.NilError(t, os.WriteFile(filepath.Join(bin, tc.stub), []byte("#!/bin/sh\nexit 0\n"), 0o755))
+				path = bin + ":" + path
+			}
+			cmd := exec.Command("sh", "-c", Collect, "gpuaccept-health", "1")
+			cmd.Env = []string{"PATH=" + path, "OMPI_COMM_WORLD_RANK=0", "GPUACCEPT_HOSTS=bare"}
+			out, err := cmd.CombinedOutput()
+			assert.NilError(t, err, string(out))
+			log := filepath.Join(t.TempDir(), "node.log")
+			assert.NilError(t, os.WriteFile(log, out, 0o644))
+			p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node", Params: map[string]string{"dcgm_level": "1", "hcas": "8"},
+				Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, Outputs: []plan.Output{{Step: "node", Log: log}}})
+			assert.NilError(t, err)
+			assert.Equal(t, p.Error, "")
+			f := failed(p)
+			for _, name := range []string{"DCGM diag", "HCA count"} {
+				c, ok := f[name]
+				assert.Assert(t, ok, "no %s check: %+v", name, p.Checks)
+				assert.Assert(t, c.Warn, "%s is not a warn check", name)
+				assert.Equal(t, c.Code, "GA-TOOL-MISSING")
+				assert.Equal(t, c.Host, "bare")
+			}
+			g, ok := f["GPU count"]
+			assert.Assert(t, ok, "no GPU count check: %+v", p.Checks)
+			assert.Equal(t, g.Warn, tc.gpuWarn)
+			assert.Equal(t, g.Code, tc.gpuCode)
+			assert.Equal(t, g.Host, "bare")
+			assert.Assert(t, strings.Contains(g.Message, tc.gpuMsg), g.Message)
+			assert.Equal(t, len(f), 3, "%+v", p.Checks)
+			infos := 0
+			for _, d := range p.Diagnostics {
+				if strings.Contains(d.Message, "is not installed") {
+					infos++
+				}
+			}
+			assert.Assert(t, infos >= 3, "%+v", p.Diagnostics)
+		})
+	}
+	// No GPU expected (gpus 0): no tool is no fault.
+	cmd := exec.Command("sh", "-c", Collect, "gpuaccept-health", "0")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "OMPI_COMM_WORLD_RANK=0", "GPUACCEPT_HOSTS=bare"}
 	out, err := cmd.CombinedOutput()
 	assert.NilError(t, err, string(out))
-	path := filepath.Join(t.TempDir(), "node.log")
-	assert.NilError(t, os.WriteFile(path, out, 0o644))
-	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node", Params: map[string]string{"dcgm_level": "1", "hcas": "8"},
-		Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, Outputs: []plan.Output{{Step: "node", Log: path}}})
+	log := filepath.Join(t.TempDir(), "node.log")
+	assert.NilError(t, os.WriteFile(log, out, 0o644))
+	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node", Params: map[string]string{"gpus": "0"},
+		Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}, Outputs: []plan.Output{{Step: "node", Log: log}}})
 	assert.NilError(t, err)
-	assert.Equal(t, p.Error, "")
-	f := failed(p)
-	for _, name := range []string{"GPU count", "DCGM diag", "HCA count"} {
-		c, ok := f[name]
-		assert.Assert(t, ok, "no %s check: %+v", name, p.Checks)
-		assert.Assert(t, c.Warn, "%s is not a warn check", name)
-		assert.Equal(t, c.Code, "GA-TOOL-MISSING")
-		assert.Equal(t, c.Host, "bare")
-	}
-	assert.Equal(t, len(f), 3, "%+v", p.Checks)
-	infos := 0
-	for _, d := range p.Diagnostics {
-		if strings.Contains(d.Message, "is not installed") {
-			infos++
-		}
-	}
-	assert.Assert(t, infos >= 3, "%+v", p.Diagnostics)
+	assert.DeepEqual(t, failed(p), map[string]result.Check{})
 }
 
 // What is no health output is an error naming the file.
 func TestNotAHealthOutput(t *testing.T) {
 	p := parse(t, nil, 1, 1, "../../testdata/recordings/h200x1-2026-12-01/smi/topo-m.txt")
 	assert.Assert(t, strings.Contains(p.Error, "topo-m.txt: not an output health.node reads"), p.Error)
-	p = parse(t, nil, 1, 1, filepath.Join(h200, "nvlink-status.txt"))
-	assert.Equal(t, p.Error, "nvlink-status.txt: empty file")
+}
+
+// The H200 machine's real nvidia-smi nvlink --status is empty (one GPU,
+// no NVLink peers): no NVLink links listed, a pass; where links are
+// expected a warn, since an empty file may be another tool's output.
+func TestEmptyNVLinkStatus(t *testing.T) {
+	file := filepath.Join(h200, "nvlink-status.txt")
+	st, err := os.Stat(file)
+	assert.NilError(t, err)
+	assert.Equal(t, st.Size(), int64(0), "the recorded nvlink status is no longer empty")
+	cases := []struct {
+		params map[string]string
+		ok     bool
+		msg    string
+	}{
+		{nil, true, "no NVLink links listed"},
+		{map[string]string{"nvlinks": "18"}, false, "nvlink-status.txt is empty: taken for nvidia-smi nvlink --status listing no NVLink links, 18 active links per GPU expected"},
+		{map[string]string{"nvlinks": "1"}, false, "1 active link per GPU expected"},
+	}
+	for _, c := range cases {
+		p := parse(t, c.params, 1, 1, file)
+		assert.Equal(t, p.Error, "")
+		assert.Equal(t, len(p.Checks), 1, "%+v", p.Checks)
+		ch := p.Checks[0]
+		assert.Equal(t, ch.Name, "NVLink")
+		assert.Equal(t, ch.OK, c.ok)
+		assert.Equal(t, ch.Warn, !c.ok)
+		if !c.ok {
+			assert.Equal(t, ch.Code, "GA-NVLINK-INACTIVE")
+		}
+		assert.Assert(t, strings.Contains(ch.Message, c.msg), ch.Message)
+	}
 }
