@@ -73,8 +73,7 @@ func Dial(kubeconfig, kubeContext string) (kubernetes.Interface, error) {
 
 // Verdicts are the nodes a run's preflight tests checked: Failed maps a
 // bad node to its failed checks (result.Run.BadNodes, in order); Passed
-// are the other nodes checked (a check naming them, none failed) and the
-// run's hosts, sorted. A node whose checks could not be made (a warning)
+// are the other nodes a check named (none of them failed), sorted. A node whose checks could not be made (a warning)
 // counts as passed: it is no known fault.
 type Verdicts struct {
 	Failed map[string][]result.BadNode
@@ -90,7 +89,6 @@ func VerdictsOf(run *result.Run) Verdicts {
 		v.Failed[b.Host] = append(v.Failed[b.Host], b)
 	}
 	checked := map[string]bool{}
-	ran := false
 	for _, t := range run.Tests {
 		if !t.Preflight {
 			continue
@@ -98,18 +96,17 @@ func VerdictsOf(run *result.Run) Verdicts {
 		if t.Status == result.Error && len(t.Checks) == 0 {
 			return Verdicts{Failed: v.Failed}
 		}
-		ran = true
 		for _, c := range t.Checks {
 			if c.Host != "" {
 				checked[c.Host] = true
 			}
 		}
 	}
-	if ran {
-		for _, h := range run.Hosts {
-			checked[h] = true
-		}
-	}
+	// Only a node a check named passes: the run's hosts are not enough.
+	// Under Kubernetes the checks name the ranks' pods (their DNS names)
+	// unless the launcher gives the node's name; marking the run's hosts
+	// passed would mark a node passed whose checks went under another
+	// name, its failure untainted.
 	for h := range checked {
 		if _, bad := v.Failed[h]; !bad {
 			v.Passed = append(v.Passed, h)

@@ -40,6 +40,15 @@ func TestVerdictsOf(t *testing.T) {
 	errored := &result.Run{Hosts: []string{"a"}, Tests: []result.Test{{Name: "health.node", Preflight: true, Status: result.Error}}}
 	errored.Finish()
 	assert.DeepEqual(t, VerdictsOf(errored).Passed, []string(nil))
+	// Checks that name the ranks' pods, not the run's nodes (Kubernetes
+	// without the node's name): the nodes are neither failed nor passed,
+	// so the failing one is never marked passed and untainted.
+	pods := healthRun("pod-a.svc", "pod-b.svc", "pod-c.svc")
+	pods.Hosts = []string{"node-a", "node-b", "node-c"}
+	v = VerdictsOf(pods)
+	assert.DeepEqual(t, v.Passed, []string{"pod-a.svc", "pod-c.svc"})
+	_, nodeB := v.Failed["node-b"]
+	assert.Assert(t, !nodeB)
 }
 
 // The ClusterRole and binding of deploy/health-rbac.yaml.

@@ -36,7 +36,9 @@ else
 fi
 if have dmesg && dmesg >/dev/null 2>&1; then
 	sec kernel-log sh -c 'dmesg | grep "NVRM: Xid"; true'
-elif have journalctl; then
+elif have journalctl && journalctl -k -b -q --no-pager -n 1 2>/dev/null | grep -v -e '^-- ' -e 'No journal files' | grep -q .; then
+	# Only a journal that shows kernel lines counts: "No journal files
+	# were found" with nothing matched would pass every node.
 	sec kernel-log sh -c 'journalctl -k -b --no-pager | grep "NVRM: Xid"; true'
 else
 	absent kernel-log dmesg

@@ -314,6 +314,10 @@ func judgeNode(p *result.Parsed, nd node, s settings) {
 	}
 	if nd.kernelSeen {
 		judgeXIDs(c, nd, s)
+	} else if _, ok := nd.absent["kernel-log"]; ok && nd.gpuSource {
+		// No readable kernel log (an unprivileged pod: dmesg denied, no
+		// journal): XIDs were not looked for, which is no pass.
+		c.warn("XID", "GA-TOOL-MISSING", "the kernel log could not be read (dmesg denied, no journal): XIDs not checked")
 	}
 	if nd.dcgm != nil {
 		judgeDCGM(c, nd.dcgm)

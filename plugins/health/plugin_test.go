@@ -252,7 +252,7 @@ func interleave(logs ...[]string) []string {
 
 // collect runs collect.sh as rank of hosts, its nvidia-smi, dmesg and
 // ibstat replaying real outputs (nvidia-smi -q -x: xml).
-func collect(t *testing.T, tmp, rank, hosts, xml string) []string {
+func collect(t *testing.T, tmp, rank, hosts, xml string, over ...[2]string) []string {
 	t.Helper()
 	abs := func(p string) string { a, err := filepath.Abs(p); assert.NilError(t, err); return a }
 	bin, err := os.MkdirTemp(tmp, "bin")
@@ -270,6 +270,9 @@ esac
 `)
 		stub("dmesg", `cat '`+abs(filepath.Join(h200, "dmesg-nvrm.txt"))+"'\n")
 		stub("ibstat", `cat '`+abs("testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0")+"'\n")
+		for _, o := range over {
+			stub(o[0], o[1])
+		}
 		cmd := exec.Command("sh", "-c", Collect, "gpuaccept-health", "0")
 		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "OMPI_COMM_WORLD_RANK=" + rank, "GPUACCEPT_HOSTS=" + hosts}
 		out, err := cmd.CombinedOutput()
@@ -434,4 +437,23 @@ func TestEmptyNVLinkStatus(t *testing.T) {
 		}
 		assert.Assert(t, strings.Contains(ch.Message, c.msg), ch.Message)
 	}
+}
+
+// An unprivileged pod: dmesg is denied and journalctl finds no journal
+// (it says so and matches nothing). XIDs were not looked for: a warn,
+// not "no fatal XID".
+func TestKernelLogUnreadable(t *testing.T) {
+	tmp := t.TempDir()
+	lines := collect(t, tmp, "0", "node-a", filepath.Join(h200, "nvidia-smi-q-x.xml"),
+		[2]string{"dmesg", "echo 'dmesg: read kernel buffer failed: Operation not permitted' >&2; exit 1\n"},
+		[2]string{"journalctl", "echo 'No journal files were found.'\n"})
+	path := filepath.Join(tmp, "node.log")
+	assert.NilError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node",
+		Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}}, Outputs: []plan.Output{{Step: "node", Log: path}}})
+	assert.NilError(t, err)
+	x := failed(p)["XID"]
+	assert.Assert(t, x.Warn, "%+v", p.Checks)
+	assert.Equal(t, x.Code, "GA-TOOL-MISSING")
+	assert.Assert(t, strings.Contains(x.Message, "XIDs not checked"), x.Message)
 }
