@@ -25,6 +25,12 @@ const maxLine = 1 << 20
 // maxLines bounds the lines kept per section.
 const maxLines = 1 << 20
 
+// maxNodeBytes bounds the text kept of one node (a real collection of an
+// 8-GPU node is about 1 MB: nvidia-smi -q -x is most of it), so that a
+// hostile log of gigabytes under one host name is not held whole; the
+// rest is dropped and the node's output is an error (overflow).
+const maxNodeBytes = 16 << 20
+
 // line is one line of a section and where it was in its file.
 type line struct {
 	text string
@@ -71,6 +77,10 @@ type nodeInput struct {
 	order    []string
 	begun    bool
 	ended    bool
+	// bytes counts the text kept of the node; overflow says some was
+	// dropped past maxNodeBytes.
+	bytes    int
+	overflow bool
 }
 
 func (n *nodeInput) section(name, file string) *section {
@@ -157,7 +167,10 @@ func splitTagged(r io.Reader, file string) (nodes []*nodeInput, strays []line, o
 			s.absent = strings.TrimSpace(strings.TrimPrefix(rest, "@absent "))
 		case strings.HasPrefix(rest, "@exit "):
 			fmt.Sscanf(strings.TrimPrefix(rest, "@exit "), "%d", &s.exit)
+		case n.bytes+len(rest) > maxNodeBytes:
+			n.overflow = true
 		case len(s.lines) < maxLines:
+			n.bytes += len(rest)
 			s.lines = append(s.lines, line{rest, no})
 		}
 	})

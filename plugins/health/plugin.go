@@ -218,6 +218,9 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 			if !n.ended {
 				errs = append(errs, fmt.Sprintf("%s: node %s's collection was cut short (no end line)", name, n.host))
 			}
+			if n.overflow {
+				errs = append(errs, fmt.Sprintf("%s: node %s's collection is over %d MiB (a real one is about 1 MB): the rest is not read", name, n.host, maxNodeBytes>>20))
+			}
 		}
 		if o.ExitCode != 0 && o.LaunchError == "" {
 			errs = append(errs, fmt.Sprintf("exited with status %d", o.ExitCode))

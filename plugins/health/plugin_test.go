@@ -457,3 +457,17 @@ func TestKernelLogUnreadable(t *testing.T) {
 	assert.Equal(t, x.Code, "GA-TOOL-MISSING")
 	assert.Assert(t, strings.Contains(x.Message, "XIDs not checked"), x.Message)
 }
+
+// A node whose collection passes maxNodeBytes (a hostile log: 20 MiB of
+// one section) is an error naming it, and what is kept stays bounded.
+func TestNodeOutputBounded(t *testing.T) {
+	tmp := t.TempDir()
+	lines := collect(t, tmp, "0", "node-a", filepath.Join(h200, "nvidia-smi-q-x.xml"))
+	big := strings.Repeat("node-a|nvsmi-csv|"+strings.Repeat("x", 1000)+"\n", 20<<10)
+	path := filepath.Join(tmp, "node.log")
+	assert.NilError(t, os.WriteFile(path, []byte(strings.Join(lines[:2], "\n")+"\n"+big+strings.Join(lines[2:], "\n")+"\n"), 0o644))
+	p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node",
+		Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}}, Outputs: []plan.Output{{Step: "node", Log: path}}})
+	assert.NilError(t, err)
+	assert.Assert(t, strings.Contains(p.Error, "node node-a's collection is over 16 MiB"), p.Error)
+}
