@@ -102,6 +102,11 @@ func rows(run *result.Run) [][]string {
 			if p := h.Labels["placement"]; p != "" {
 				measured = fmt.Sprintf("%s %s %.1f %s", h.Name, p, h.Value, h.Unit)
 			}
+			if l := varyingLabels(h, t.Metrics); h.Size == 0 && l != "" {
+				// Not a point of a curve: its labels say which one it is
+				// (tflops {dtype=fp32}, bw {direction=d2h}), as findings do.
+				measured = fmt.Sprintf("%s {%s} %.1f %s", h.Name, l, h.Value, h.Unit)
+			}
 			if h.Size > 0 {
 				measured += " @ " + result.FormatBytes(h.Size)
 			}
@@ -295,4 +300,23 @@ func masked(run *result.Run) *result.Run {
 		return nil
 	}
 	return redact.Value(redact.Env(), run)
+}
+
+// varyingLabels are h's labels, beyond placement, whose values differ
+// among the test's judged points of the same metric, as "k=v k=v"; ""
+// when none differ.
+func varyingLabels(h result.Judged, ms []result.Judged) string {
+	keep := map[string]string{}
+	for k, v := range h.Labels {
+		if k == "placement" {
+			continue
+		}
+		for _, o := range ms {
+			if o.Name == h.Name && o.Labels[k] != v {
+				keep[k] = v
+				break
+			}
+		}
+	}
+	return result.LabelText(keep, nil)
 }
