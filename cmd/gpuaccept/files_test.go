@@ -398,3 +398,24 @@ func TestCheckJoinsALogAndItsFilesJSON(t *testing.T) {
 	assert.Equal(t, code, 0, out+errs)
 	assert.Assert(t, strings.Count(out, `"name": "nccl.all_reduce`) == 1 && !strings.Contains(out, "nccl.all_reduce["), "two runs:\n%s", out)
 }
+
+// --out that is a symbolic link (to an empty folder) is refused before
+// anything runs: nothing is written through a link.
+func TestOutIsALink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere")
+	assert.NilError(t, os.Mkdir(target, 0o755))
+	link := filepath.Join(dir, "out")
+	assert.NilError(t, os.Symlink(target, link))
+	for _, args := range [][]string{
+		{"--sku", "h200", "--suite", "node", "--launcher", "local", "--gpus-per-node", "1", "--dry-run=false", "--out", link},
+		{"check", "--sku", "h200", "--test", "gemm.matmul", "--nodes", "1", "--gpus-per-node", "1", "--out", link, "../../testdata/recordings/h200x1-2026-12-01/node/node-1/raw/gemm.matmul/alone.log"},
+	} {
+		code, out, errs := cli(t, args...)
+		assert.Equal(t, code, 2, out+errs)
+		assert.Assert(t, strings.Contains(errs, "is a symbolic link; give a real folder as --out"), errs)
+		ents, err := os.ReadDir(target)
+		assert.NilError(t, err)
+		assert.Equal(t, len(ents), 0, "%v written through the link", args)
+	}
+}

@@ -239,6 +239,11 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 // same second.
 func resultsDir(out, name string) (string, error) {
 	if out != "" {
+		if fi, err := os.Lstat(out); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			// Nothing is written through a link: root in a pod would write
+			// the results wherever the link's owner points it.
+			return "", usageError{fmt.Errorf("results folder %s is a symbolic link; give a real folder as --out", out)}
+		}
 		if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {
 			return "", usageError{fmt.Errorf("results folder %s already holds files; give a new or empty --out", out)}
 		}
