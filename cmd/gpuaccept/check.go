@@ -14,8 +14,12 @@ import (
 const checkUsage = `Usage: gpuaccept check --sku SKU --test TEST --nodes N --gpus-per-node G [flags] LOGFILE...
 
 Judges existing output of any test a plugin offers (nccl-tests and
-rccl-tests text or -J JSON, ib_write_bw text or JSON, Mori-EP logs; see
-gpuaccept list tests) against the SKU's baseline without running anything.
+rccl-tests text or -J JSON, ib_write_bw text or JSON, Mori-EP logs;
+torchbench.py, hipblaslt-bench/rocblas-bench CSV and RVS gst for
+gemm.matmul; nvbandwidth and TransferBench for hostlink.pcie/p2p;
+nvidia-smi -q -x, --query-gpu CSV, nvlink --status, dmesg, dcgmi diag -j
+and ibstat for health.node; see gpuaccept list tests) against the SKU's
+baseline without running anything. One --test per check.
 
 LOGFILEs are grouped into runs, each judged as one test result:
   - a JSON file joins the text log with the same name stem (run.log +
