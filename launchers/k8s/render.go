@@ -589,7 +589,10 @@ func (l *Launcher) podTemplate(sh *shape, lbl map[string]string, role, script st
 		Name:    containerName,
 		Image:   sh.image,
 		Command: []string{"/bin/sh", "-c", script},
-		Env:     []corev1.EnvVar{{Name: "GPUACCEPT_RUN", Value: l.RunID}},
+		// The Node's name, so that a health check names the Node it ran
+		// on (the one --taint-on-fail marks), not the pod.
+		Env: []corev1.EnvVar{{Name: "GPUACCEPT_RUN", Value: l.RunID},
+			{Name: "GPUACCEPT_NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
 	}
 	for _, k := range sortedKeys(o.env) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: o.env[k]})

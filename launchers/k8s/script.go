@@ -43,14 +43,21 @@ func singleScript(argv, files []string, work string) string {
 		"exit $rc\n"
 }
 
-// sshSetup installs the run's key for root's ssh client and sshd, and
-// starts sshd on sshPort.
+// NodeNameFile is where a rank pod of several leaves its Node's name
+// (GPUACCEPT_NODE_NAME, from the downward API): ranks mpirun starts over
+// sshd do not inherit the pod's environment, and a health check must name
+// the Node to taint, not the pod.
+const NodeNameFile = "/etc/gpuaccept-node-name"
+
+// sshSetup installs the run's key for root's ssh client and sshd, leaves
+// the Node's name in NodeNameFile, and starts sshd on sshPort.
 func sshSetup() string {
-	return fmt.Sprintf(`h=${HOME:-/root}; mkdir -p "$h/.ssh" /run/sshd && chmod 700 "$h/.ssh"
+	return fmt.Sprintf(`[ -n "${GPUACCEPT_NODE_NAME:-}" ] && printf '%%s\n' "$GPUACCEPT_NODE_NAME" >%[3]s 2>/dev/null
+h=${HOME:-/root}; mkdir -p "$h/.ssh" /run/sshd && chmod 700 "$h/.ssh"
 cp %[1]s/id "$h/.ssh/gpuaccept_id" && cp %[1]s/authorized_keys "$h/.ssh/authorized_keys" && chmod 600 "$h/.ssh/gpuaccept_id" "$h/.ssh/authorized_keys" || exit 127
 printf 'Host *\n  Port %[2]d\n  IdentityFile ~/.ssh/gpuaccept_id\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n' >"$h/.ssh/config"
 ssh-keygen -A >/dev/null && /usr/sbin/sshd -p %[2]d || { echo "gpuaccept: cannot start sshd (the image needs openssh-server)" >&2; exit 127; }
-`, sshSecretDir, sshPort)
+`, sshSecretDir, sshPort, NodeNameFile)
 }
 
 // leadMPIScript starts sshd, waits until every pod answers over ssh, runs

@@ -5,11 +5,17 @@
 # a section holding "@absent TOOL"; each section ends with "@exit STATUS".
 # $1: the dcgmi diag level (0: do not run it).
 dcgm_level=${1:-0}
-# The node's name as the launcher named it: the rank's entry of
-# GPUACCEPT_HOSTS, else the host name.
+# The node's name: under Kubernetes the Node's (GPUACCEPT_NODE_NAME from
+# the downward API, or the file a rank pod of several left it in for the
+# ranks its sshd starts, which do not inherit the pod's environment: a
+# check must name the Node a taint marks, not the pod); else the rank's
+# entry of GPUACCEPT_HOSTS, else the host name.
 rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-${SLURM_PROCID:-${PMIX_RANK:-}}}}
-h=
-if [ -n "$rank" ] && [ -n "${GPUACCEPT_HOSTS:-}" ]; then
+h=${GPUACCEPT_NODE_NAME:-}
+if [ -z "$h" ] && [ -r /etc/gpuaccept-node-name ]; then
+	h=$(sed -n 1p /etc/gpuaccept-node-name)
+fi
+if [ -z "$h" ] && [ -n "$rank" ] && [ -n "${GPUACCEPT_HOSTS:-}" ]; then
 	h=$(printf '%s\n' "$GPUACCEPT_HOSTS" | tr ',' '\n' | sed -n "$((rank + 1))p")
 fi
 [ -n "$h" ] || h=$(hostname 2>/dev/null || uname -n)

@@ -471,3 +471,16 @@ func TestNodeOutputBounded(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, strings.Contains(p.Error, "node node-a's collection is over 16 MiB"), p.Error)
 }
+
+// Under Kubernetes the checks name the Node the pod ran on
+// (GPUACCEPT_NODE_NAME, from the downward API), which is what
+// --taint-on-fail marks, not the pod's DNS name in GPUACCEPT_HOSTS.
+func TestCollectNamesTheNode(t *testing.T) {
+	cmd := exec.Command("sh", "-c", Collect, "gpuaccept-health", "0")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "OMPI_COMM_WORLD_RANK=0", "GPUACCEPT_HOSTS=ga-run-0.ga-run.ns.svc", "GPUACCEPT_NODE_NAME=gpu-node-7"}
+	out, err := cmd.CombinedOutput()
+	assert.NilError(t, err, string(out))
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		assert.Assert(t, strings.HasPrefix(l, "gpu-node-7|"), l)
+	}
+}
