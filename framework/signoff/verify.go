@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -240,9 +242,11 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 	}
 	inSuite := map[string]bool{}
 	skipped := map[string]string{} // test -> the suite's reason to skip it
+	suiteParams := map[string]map[string]string{}
 	for _, st := range su.Tests {
 		inSuite[st.Test] = true
 		skipped[st.Test] = st.SkipReason(run.Scope)
+		suiteParams[st.Test] = runner.Params(su.Params, st.Params)
 		if (len(chosen) == 0 || chosen[st.Test]) && !have[st.Test] {
 			r.add(Mismatch, "%s: suite %s of %s/%s.yaml runs it, and no --test choice of the run leaves it out, but the run has no result for it", st.Test, run.Suite, resultsdir.Baseline, s.Name)
 		}
@@ -251,6 +255,20 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 		if !inSuite[t.Name] {
 			r.add(Mismatch, "%s: the run has a result for it, but suite %s of %s/%s.yaml has no such test", t.Name, run.Suite, resultsdir.Baseline, s.Name)
 			continue
+		}
+		// Parameters the suite does not give (--param, a site file) are
+		// the operator's to choose, but a customer must see them: a
+		// health check with xid_fatal=0 passes a node with XID 79.
+		if len(t.Raw) > 0 {
+			var over []string
+			for _, k := range slices.Sorted(maps.Keys(t.Params)) {
+				if sv, ok := suiteParams[t.Name][k]; !ok || sv != t.Params[k] {
+					over = append(over, k+"="+t.Params[k])
+				}
+			}
+			if len(over) > 0 {
+				r.add(Note, "%s ran with parameters suite %s does not give (--param or a site file): %s", t.Name, run.Suite, strings.Join(over, " "))
+			}
 		}
 		// Every test of a run is judged at the run's scope: a forged
 		// scope would turn min_gpus skips and bands of another scope on.
