@@ -336,7 +336,7 @@ func judgeNode(p *result.Parsed, nd node, s settings) {
 	if nd.nvlinkSeen {
 		judgeNVLink(c, nd, s)
 	}
-	amdOnly := nd.gpuSource && !nd.nvidia
+	amdOnly := !nd.nvidia && (nd.gpuSource || nd.amdTool() != "")
 	if nd.kernelSeen && amdOnly {
 		// XIDs are NVIDIA's driver's: the kernel log of an AMD node is
 		// searched for none, so no XID check is made on it.
