@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -194,6 +195,23 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 	var errs []string
 	if o.LaunchError != "" {
 		errs = append(errs, o.LaunchError)
+	}
+	if o.Log == "" && len(o.Files) > 0 {
+		// gpuaccept check hands a .json file without a log of its stem
+		// (amd-smi --json, dcgmi diag -j > f.json) as the output's file:
+		// each is read as the log would be.
+		var names []string
+		for k := range o.Files {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var nodes []*nodeInput
+		for _, k := range names {
+			ns, e := readOutput(p, plan.Output{Step: o.Step, Log: o.Files[k], ExitCode: o.ExitCode})
+			nodes = append(nodes, ns...)
+			errs = append(errs, e...)
+		}
+		return nodes, errs
 	}
 	if o.Log == "" {
 		return nil, append(errs, "the step wrote no log")
