@@ -50,7 +50,7 @@ type Fault struct {
 // table is every fault, in the order docs/FAULTS.md lists them.
 var table = []Fault{
 	{"GA-GPU-COUNT", "fewer or more GPUs than the SKU has", Drain,
-		"Check `nvidia-smi -L` / `lspci | grep -i nvidia` for a GPU that fell off the bus; reboot once; if it is still missing, drain the node and RMA the GPU or baseboard.",
+		"Check `nvidia-smi -L` / `amd-smi list` / `lspci | grep -i -e nvidia -e amd` for a GPU that fell off the bus; reboot once; if it is still missing, drain the node and RMA the GPU or baseboard.",
 		"azurehpc-health-checks NHC2009 (customTests/azure_gpu_count.nhc); DCGM_FR_DEVICE_COUNT_MISMATCH"},
 	{"GA-GPU-MODEL", "a GPU of another model than the node's others or the SKU's", Drain,
 		"Confirm the node is the hardware the SKU describes (`nvidia-smi -q | grep 'Product Name'`); a mixed node is mis-built: drain it and have the vendor fix the build.",
