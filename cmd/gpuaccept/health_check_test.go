@@ -80,3 +80,43 @@ func TestHealthCheckCommandEmptyNVLinkStatus(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, "│ 1 check holds"), out)
 	assert.Assert(t, !strings.Contains(out+errs, "empty file"), out+errs)
 }
+
+// gpuaccept check --sku mi355x --test health.node judges amd-smi's own
+// JSON (the mi355x SKU has no health.node in its suites: --test names it
+// anyway). The real RX 6600 output fails the SKU's GPU model gate and
+// the count (1 GPU of 8); the degraded copy with uncorrectable ECC errors
+// fails GA-GPU-ECC-UNCORR besides.
+func TestHealthCheckCommandAMD(t *testing.T) {
+	td := "../../plugins/health/testdata/amd/"
+	cases := []struct {
+		file  string
+		codes []string
+		text  string
+	}{
+		{td + "rx6600-amd-smi-static.json", []string{"GA-GPU-COUNT"}, `GPU model: the output shows "Navi 23 [Radeon RX 6600/6600 XT", SKU mi355x is "MI355X"`},
+		{td + "rx6600-amd-smi-metric-ecc-uncorrectable.json", []string{"GA-GPU-COUNT", "GA-GPU-ECC-UNCORR"}, "uncorrected ECC: GPU 0: 3 uncorrectable ECC errors"},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.file), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			code, out, errs := cli(t, "check", "--sku", "mi355x", "--test", "health.node", "--nodes", "1", "--gpus-per-node", "8", "--out", dir, c.file)
+			assert.Equal(t, code, 1, out+errs)
+			assert.Assert(t, strings.Contains(out, c.text), out)
+			b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+			assert.NilError(t, err)
+			var run result.Run
+			assert.NilError(t, json.Unmarshal(b, &run))
+			assert.Equal(t, len(run.Tests), 1)
+			assert.Equal(t, run.Tests[0].Status, result.Fail)
+			var codes []string
+			for _, ch := range run.Tests[0].Checks {
+				if !ch.OK && ch.Code != "" {
+					codes = append(codes, ch.Code)
+				}
+			}
+			assert.DeepEqual(t, codes, c.codes)
+			code, out, errs = cli(t, "verify", dir)
+			assert.Equal(t, code, 0, out+errs)
+		})
+	}
+}

@@ -56,12 +56,14 @@ if [ "$dcgm_level" != 0 ]; then
 		absent dcgm dcgmi
 	fi
 fi
+# amd-smi metric without options prints every metric it knows, the ECC
+# counts, ECC blocks (XGMI_WAFL), PCIe link and xgmi_err among them: the
+# option names have changed across versions, the full output has not.
 if have amd-smi; then
 	sec amdsmi-static amd-smi static --json
-	sec amdsmi-metric amd-smi metric --ecc --pcie --json
-	sec amdsmi-xgmi amd-smi xgmi --err --json
+	sec amdsmi-metric amd-smi metric --json
 elif have rocm-smi; then
-	sec rocmsmi rocm-smi --showxgmierr --showrasinfo --json
+	sec rocmsmi rocm-smi --showallinfo --json
 fi
 if have ibstat; then
 	sec ibstat ibstat

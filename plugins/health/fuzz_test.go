@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
 // seeds adds the real outputs (and their degraded copies) as seeds.
@@ -69,7 +71,8 @@ func FuzzParseIB(f *testing.F) {
 
 // The whole Parse, tagged log or sniffed file.
 func FuzzParse(f *testing.F) {
-	seeds(f, filepath.Join(h200, "nvidia-smi-q-x.xml"), "testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", "testdata/dcgm/dcgm-4.2.3-gb10-software-fail.json")
+	seeds(f, filepath.Join(h200, "nvidia-smi-q-x.xml"), "testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", "testdata/dcgm/dcgm-4.2.3-gb10-software-fail.json", "testdata/amd/rx6600-amd-smi-static.json", "testdata/amd/rx6600-amd-smi-metric.json", "testdata/amd/rx6600-rocm-smi-showallinfo.json")
+	f.Add([]byte("a|begin|@begin gpuaccept-health 1\na|amdsmi-static|[{\"gpu\": 0, \"asic\": {\"market_name\": \"x\"}}]\na|amdsmi-metric|[{\"gpu\": 0, \"xgmi_err\": \"AMDSMI_XGMI_STATUS_ERROR\"}]\na|end|@end\n"))
 	f.Add([]byte("a|begin|@begin gpuaccept-health 1\na|nvsmi-csv|index, name\na|nvsmi-csv|0, x\na|nvlink|GPU 0: X (UUID: y)\na|nvlink|Link 0: <inactive>\na|end|@end\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		path := filepath.Join(t.TempDir(), "in.log")
@@ -77,5 +80,19 @@ func FuzzParse(f *testing.F) {
 			t.Fatal(err)
 		}
 		parse(t, map[string]string{"nvlinks": "4", "hcas": "2", "ib_rate": "400", "dcgm_level": "1"}, 2, 8, path)
+	})
+}
+
+func FuzzParseAMD(f *testing.F) {
+	seeds(f, "testdata/amd/rx6600-amd-smi-static.json", "testdata/amd/rx6600-amd-smi-metric.json", "testdata/amd/rx6600-amd-smi-metric-gpu-data.json", "testdata/amd/rx6600-rocm-smi-showallinfo.json", "testdata/amd/mi250x-rocm-smi-productname.json")
+	f.Add([]byte(`[{"gpu": 1e300, "pcie": {"width": "x", "speed": {"value": -1}}, "ecc": {"total_uncorrectable_count": 1e30}, "ecc_blocks": {"XGMI_WAFL": {"uncorrectable_count": "3"}}}]`))
+	f.Add([]byte(`{"gpu_data": [1, null, {"bus": {"max_pcie_speed": "32 GT/s"}}], "card99999999999": {}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, _ := parseAMDStatic(sectionOf(b))
+		me, _ := parseAMDMetric(sectionOf(b))
+		ro, _ := parseROCmSMI(sectionOf(b))
+		var p result.Parsed
+		judgeAMD(checks{&p, "n"}, append(mergeAMD(st, me), ro...))
+		sniff(b)
 	})
 }

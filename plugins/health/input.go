@@ -178,8 +178,8 @@ func splitTagged(r io.Reader, file string) (nodes []*nodeInput, strays []line, o
 }
 
 // sniff says which section a tool's own output is, from its content:
-// "nvsmi-xml", "nvsmi-csv", "nvlink", "kernel-log", "dcgm", "ibstat"; ""
-// for none of them.
+// "nvsmi-xml", "nvsmi-csv", "nvlink", "kernel-log", "dcgm", "ibstat",
+// "amdsmi-static", "amdsmi-metric", "rocmsmi"; "" for none of them.
 func sniff(head []byte) string {
 	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
 	first, _, _ := bytes.Cut(t, []byte("\n"))
@@ -188,6 +188,16 @@ func sniff(head []byte) string {
 		return "nvsmi-xml"
 	case bytes.Contains(head, []byte(`"DCGM GPU Diagnostic"`)) || bytes.Contains(head, []byte(`"DCGM Diagnostic"`)):
 		return "dcgm"
+	case bytes.Contains(head, []byte(`"market_name"`)) && bytes.Contains(head, []byte(`"asic"`)):
+		return "amdsmi-static"
+	case bytes.HasPrefix(t, []byte("[")) || bytes.HasPrefix(t, []byte("{")) && bytes.Contains(head, []byte(`"gpu_data"`)):
+		if amdMetricKey.Match(head) {
+			return "amdsmi-metric"
+		}
+	case rocmCard.Match(head):
+		return "rocmsmi"
+	}
+	switch {
 	case csvHeader(string(first)):
 		return "nvsmi-csv"
 	case nvlinkHead.Match(t) || bytes.Contains(head, []byte("Unable to retrieve NVLink information")):
@@ -199,6 +209,13 @@ func sniff(head []byte) string {
 	}
 	return ""
 }
+
+// amdMetricKey is a key only amd-smi metric --json prints per GPU.
+var amdMetricKey = regexp.MustCompile(`"(pcie|ecc|xgmi_err|ecc_blocks)"\s*:`)
+
+// rocmCard is rocm-smi --json's per-GPU key ("card0": {) with one of
+// the keys it names the GPU or its bus by.
+var rocmCard = regexp.MustCompile(`(?s)^\s*\{\s*"card\d+"\s*:\s*\{.*"(Card Series|Card series|Device Name|PCI Bus)"`)
 
 var nvlinkHead = regexp.MustCompile(`^GPU \d+: .*\(UUID: [^)]*\)\s*\n\s*Link \d+:`)
 

@@ -16,7 +16,8 @@ import (
 type node struct {
 	host       string
 	gpus       []gpu
-	gpuSource  bool // a source listing every GPU (-q -x or the CSV) was read
+	gpuSource  bool // a source listing every GPU (-q -x, the CSV, amd-smi, rocm-smi) was read
+	nvidia     bool // an nvidia-smi source was read
 	nvlink     []nvlinkGPU
 	nvlinkSeen bool
 	nvlinkFile string // an empty file taken for nvlink --status (section.emptyFile)
@@ -73,7 +74,8 @@ func (c checks) addCheck(ch result.Check) {
 func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 	nd := node{host: n.host, absent: map[string]string{}, sections: n.order}
 	var errs []string
-	var xmlGPUs, csvGPUs []gpu
+	var xmlGPUs, csvGPUs, amdStatic, amdMetric, rocm []gpu
+	amdRead := false
 	for _, name := range n.order {
 		s := n.sections[name]
 		if s.absent != "" {
@@ -97,6 +99,15 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			if s.emptyFile {
 				nd.nvlinkFile = s.file
 			}
+		case "amdsmi-static":
+			amdStatic, err = parseAMDStatic(s)
+			amdRead = amdRead || err == nil
+		case "amdsmi-metric":
+			amdMetric, err = parseAMDMetric(s)
+			amdRead = amdRead || err == nil
+		case "rocmsmi":
+			rocm, err = parseROCmSMI(s)
+			amdRead = amdRead || err == nil
 		case "kernel-log":
 			nd.xids, nd.kernelSeen = parseXIDs(s), true
 		case "dcgm":
@@ -130,6 +141,17 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 		}
 	}
 	nd.gpus = merge(xmlGPUs, csvGPUs)
+	nd.nvidia = len(nd.gpus) > 0 || nd.gpuSource
+	if amdRead {
+		// amd-smi's static and metric lists, else rocm-smi's, are the
+		// node's AMD GPUs (collect.sh runs rocm-smi only without amd-smi).
+		amd := mergeAMD(amdStatic, amdMetric)
+		if len(amdStatic) == 0 && len(amdMetric) == 0 {
+			amd = rocm
+		}
+		nd.gpus = append(nd.gpus, amd...)
+		nd.gpuSource = true
+	}
 	return nd, errs
 }
 
@@ -298,11 +320,13 @@ func judgeNode(p *result.Parsed, nd node, s settings) {
 	c := checks{p, nd.host}
 	if nd.gpuSource {
 		judgeGPUs(c, nd, s)
+		judgeAMD(c, nd.gpus)
 	} else if t, ok := nd.absent["nvsmi-xml"]; ok && s.gpus > 0 {
 		if amd := nd.amdTool(); amd != "" {
-			// The GPUs may be there: this version does not judge amd-smi
-			// or rocm-smi output yet, so it cannot say they are not.
-			c.warn("GPU count", "GA-TOOL-MISSING", fmt.Sprintf("%s is not installed and %s's output is not judged by this version: %s expected, none could be counted", t, amd, result.Count(s.gpus, "GPU", "GPUs")))
+			// amd-smi or rocm-smi is there but printed nothing readable
+			// (the parse error says what): the GPUs may be there, but
+			// none could be counted.
+			c.warn("GPU count", "GA-TOOL-MISSING", fmt.Sprintf("%s is not installed and %s's output could not be read: %s expected, none could be counted", t, amd, result.Count(s.gpus, "GPU", "GPUs")))
 		} else {
 			// A node that should have GPUs and has no tool to show one:
 			// no driver, or no GPU; it must not take jobs.
@@ -312,9 +336,14 @@ func judgeNode(p *result.Parsed, nd node, s settings) {
 	if nd.nvlinkSeen {
 		judgeNVLink(c, nd, s)
 	}
-	if nd.kernelSeen {
+	amdOnly := !nd.nvidia && (nd.gpuSource || nd.amdTool() != "")
+	if nd.kernelSeen && amdOnly {
+		// XIDs are NVIDIA's driver's: the kernel log of an AMD node is
+		// searched for none, so no XID check is made on it.
+		c.p.Diagnostics = append(c.p.Diagnostics, result.Diagnostic{Level: result.Info, Message: hostPrefix(nd.host) + "XIDs are NVIDIA's: not looked for on a node of AMD GPUs"})
+	} else if nd.kernelSeen {
 		judgeXIDs(c, nd, s)
-	} else if _, ok := nd.absent["kernel-log"]; ok && nd.gpuSource {
+	} else if _, ok := nd.absent["kernel-log"]; ok && nd.gpuSource && !amdOnly {
 		// No readable kernel log (an unprivileged pod: dmesg denied, no
 		// journal): XIDs were not looked for, which is no pass.
 		c.warn("XID", "GA-TOOL-MISSING", "the kernel log could not be read (dmesg denied, no journal): XIDs not checked")
@@ -427,7 +456,12 @@ func judgeGPUs(c checks, nd node, s settings) {
 		}
 		return ""
 	}, "no hardware or thermal slowdown on %s (idle, application clocks, power cap and sync boost are not faults)")
-	perGPU("PCIe link", "GA-PCIE-DOWNGRADE", func(g gpu) bool { return g.widthCur >= 0 || g.genMax >= 0 }, func(g gpu) string {
+	// A link is judged where something can be compared: a current width
+	// against its max or the SKU's, a max generation against the SKU's
+	// (amd-smi metric alone gives no max, static alone no current).
+	perGPU("PCIe link", "GA-PCIE-DOWNGRADE", func(g gpu) bool {
+		return g.widthCur >= 0 && (g.widthMax > 0 || s.pcieWidth > 0) || g.genMax >= 0 && (s.pcieGen > 0 || g.widthCur >= 0)
+	}, func(g gpu) string {
 		var p []string
 		if g.widthCur >= 0 && g.widthMax > 0 && g.widthCur < g.widthMax {
 			p = append(p, fmt.Sprintf("width x%d, max x%d", g.widthCur, g.widthMax))

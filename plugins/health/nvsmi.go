@@ -25,10 +25,18 @@ type gpu struct {
 	genCur, genMax          int
 	widthCur, widthMax      int
 	where                   string
+	// amd: read from amd-smi or rocm-smi. amdUncorr, amdDeferred: amd-smi
+	// metric's total uncorrectable and deferred ECC counts; xgmiErr its
+	// xgmi_err status ("" for N/A); xgmiUncorr the XGMI_WAFL block's
+	// uncorrectable count; -1 where not reported.
+	amd                    bool
+	amdUncorr, amdDeferred int64
+	xgmiErr                string
+	xgmiUncorr             int64
 }
 
 func newGPU(i int, where string) gpu {
-	return gpu{index: i, uncorrVol: -1, uncorrAgg: -1, genCur: -1, genMax: -1, widthCur: -1, widthMax: -1, where: where}
+	return gpu{index: i, uncorrVol: -1, uncorrAgg: -1, genCur: -1, genMax: -1, widthCur: -1, widthMax: -1, where: where, amdUncorr: -1, amdDeferred: -1, xgmiUncorr: -1}
 }
 
 // label names the GPU in messages: "GPU 0 (00000000:3B:00.0)".

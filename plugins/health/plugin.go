@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -195,6 +196,23 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 	if o.LaunchError != "" {
 		errs = append(errs, o.LaunchError)
 	}
+	if o.Log == "" && len(o.Files) > 0 {
+		// gpuaccept check hands a .json file without a log of its stem
+		// (amd-smi --json, dcgmi diag -j > f.json) as the output's file:
+		// each is read as the log would be.
+		var names []string
+		for k := range o.Files {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var nodes []*nodeInput
+		for _, k := range names {
+			ns, e := readOutput(p, plan.Output{Step: o.Step, Log: o.Files[k], ExitCode: o.ExitCode})
+			nodes = append(nodes, ns...)
+			errs = append(errs, e...)
+		}
+		return nodes, errs
+	}
 	if o.Log == "" {
 		return nil, append(errs, "the step wrote no log")
 	}
@@ -245,7 +263,7 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 		return []*nodeInput{n}, errs
 	}
 	if kind == "" {
-		return nil, append(errs, fmt.Sprintf("%s: not an output health.node reads (nvidia-smi -q -x, nvidia-smi --query-gpu CSV, nvidia-smi nvlink --status, dmesg, dcgmi diag -j, ibstat, or collect.sh's tagged log)", name))
+		return nil, append(errs, fmt.Sprintf("%s: not an output health.node reads (nvidia-smi -q -x, nvidia-smi --query-gpu CSV, nvidia-smi nvlink --status, dmesg, dcgmi diag -j, ibstat, amd-smi static/metric --json, rocm-smi --json, or collect.sh's tagged log)", name))
 	}
 	if _, err := f.Seek(0, 0); err != nil {
 		return nil, append(errs, fmt.Sprintf("read %s: %v", name, err))
