@@ -109,11 +109,7 @@ func TestNodeRecordings(t *testing.T) {
 			assert.Assert(t, strings.Contains(stdout, c.want), stdout)
 		})
 	}
-	// The baselined/ folders were judged by the gpuaccept of their day;
-	// health.node's wording and its NVLink check changed after, which
-	// verify rightly reports (REJUDGED), so they are held to their
-	// verdicts below rather than to verify.
-	for _, run := range []string{"node-1", "node-2", "busy", "lgc"} {
+	for _, run := range []string{"node-1", "node-2", "busy", "lgc", "baselined/suite", "baselined/health", "baselined/busy"} {
 		code, stdout, stderr := cli(t, "verify", rec+run)
 		assert.Equal(t, code, 0, "%s: %s%s", run, stdout, stderr)
 	}
