@@ -125,6 +125,9 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if err != nil {
 		return exitUsage, err
 	}
+	if err := st.CheckScopes(c.host().Names()); err != nil {
+		return exitUsage, usageError{err}
+	}
 	pm = withSiteParams(pm, st, su)
 	if !fs.Changed("mpi-flavor") {
 		mpiFlavor = "" // the site's mpi.flavor, else Open MPI

@@ -26,6 +26,14 @@ func TestSiteFileProblems(t *testing.T) {
 	code, _, errs = cli(t, "--sku", "h200", "--suite", "singlenode", "--site", filepath.Join(t.TempDir(), "none.yaml"), "--dry-run")
 	assert.Equal(t, code, 2, errs)
 	assert.Assert(t, strings.Contains(errs, "read site file: open "), errs)
+	// A plugin scope with a typo was ignored as another suite's: refused
+	// like --param ncl:bindir=, naming its line; a test scope of a known
+	// plugin another suite runs is a site's to give.
+	typo := writeFile(t, "typo.yaml", "site: x\nparams:\n  ncl: {bindir: /x}\n  rccl.all_reduce: {bindir: /y}\n")
+	code, _, errs = cli(t, "--sku", "h200", "--suite", "singlenode", "--site", typo, "--dry-run")
+	assert.Equal(t, code, 2, errs)
+	assert.Assert(t, strings.Contains(errs, typo+`: line 2: field params: scope "ncl" names no plugin (known: `), errs)
+	assert.Assert(t, !strings.Contains(errs, `"rccl.all_reduce"`), errs)
 }
 
 // HCOLL's collectives are off under every launcher that starts Open MPI's

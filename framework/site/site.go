@@ -445,3 +445,26 @@ func (s *Site) SecretEnv() []string {
 	sort.Strings(out)
 	return out
 }
+
+// CheckScopes reports the params scopes of s that name none of plugins
+// (the plugins gpuaccept finds: built-in and on the plugin path), as
+// --param SCOPE:KEY does: a typo ("ncl") would otherwise be ignored as a
+// scope of another suite. A test scope is checked by its plugin. The
+// error is a *sku.Problems naming the file, the line and the field; nil
+// when every scope names a plugin.
+func (s *Site) CheckScopes(plugins []string) error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	for _, scope := range slices.Sorted(maps.Keys(s.Params)) {
+		plugin, _, _ := strings.Cut(scope, ".")
+		if !slices.Contains(plugins, plugin) {
+			errs = append(errs, sku.ProblemAt(s.lines["params"], "params", "scope %q names no plugin (known: %s)", scope, strings.Join(plugins, ", ")))
+		}
+	}
+	if len(errs) > 0 {
+		return sku.NewProblems(s.File, errs)
+	}
+	return nil
+}
