@@ -10,8 +10,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -256,6 +258,8 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	}
 	if tb.Records > 0 || len(tb.Errors) > 0 || !external {
 		errs = append(errs, judgeTorch(&p, req.Test, req.Topology, tb, strings.Join(names, ","))...)
+	} else if len(p.Metrics) > 0 {
+		p.Checks = append(p.Checks, toolCounts(p.Metrics, req.Topology)...)
 	}
 	if len(errs) > 0 {
 		p.Error = strings.Join(errs, "; ")
@@ -461,4 +465,31 @@ func judgeTorch(p *result.Parsed, test string, topo plan.Topology, o torchbench.
 		}
 	}
 	return errs
+}
+
+// toolCounts are the gates on an nvbandwidth or TransferBench output that
+// torchbench's records get from Complete: the GPUs it measured against the
+// scope's GPUs per node (a 1-GPU output must not pass an 8-GPU scope), and
+// for a scope of several nodes a warning that these tools name no node, so
+// their count cannot be checked.
+func toolCounts(ms []result.Metric, topo plan.Topology) []result.Check {
+	gpus := map[string]bool{}
+	for _, m := range ms {
+		for _, k := range []string{"gpu", "src", "dst"} {
+			if g := m.Labels[k]; g != "" && g != "all" {
+				gpus[g] = true
+			}
+		}
+	}
+	want := topo.GPUsPerNode
+	c := result.Check{Name: "GPU count", OK: len(gpus) >= want}
+	if !c.OK {
+		c.Message = fmt.Sprintf("the output measured %s (%s), the scope has %d per node", result.Count(len(gpus), "GPU"), strings.Join(slices.Sorted(maps.Keys(gpus)), ", "), want)
+	}
+	out := []result.Check{c}
+	if topo.Nodes > 1 {
+		out = append(out, result.Check{Name: "node count", OK: false, Warn: true,
+			Message: fmt.Sprintf("not verifiable: nvbandwidth and TransferBench outputs name no node; the scope has %d nodes", topo.Nodes)})
+	}
+	return out
 }

@@ -285,3 +285,32 @@ func TestCheckTest(t *testing.T) {
 		assert.Equal(t, checkTest(name), want, name)
 	}
 }
+
+// An nvbandwidth or TransferBench output is held to the scope's GPUs per
+// node, as torchbench's records are: the 1-GPU DCGM nvbandwidth output
+// passes a 1-GPU scope and fails an 8-GPU one; a scope of several nodes
+// warns that these tools name no node.
+func TestToolOutputsHeldToTheScope(t *testing.T) {
+	const one = "testdata/nvbandwidth/dcgm-1gpu-verbose-v0.5.json"
+	count := func(p result.Parsed) result.Check {
+		for _, c := range p.Checks {
+			if c.Name == "GPU count" {
+				return c
+			}
+		}
+		return result.Check{}
+	}
+	assert.Assert(t, count(parse(t, "pcie", topo(1, 1), one)).OK)
+	c := count(parse(t, "pcie", topo(1, 8), one))
+	assert.Assert(t, !c.OK && !c.Warn, "%+v", c)
+	assert.Equal(t, c.Message, "the output measured 1 GPU (0), the scope has 8 per node")
+	p := parse(t, "p2p", topo(4, 8), "testdata/transferbench/mi350x-8gpu-p2p-v1.62.txt")
+	assert.Assert(t, count(p).OK, "%+v", count(p))
+	var node result.Check
+	for _, ch := range p.Checks {
+		if ch.Name == "node count" {
+			node = ch
+		}
+	}
+	assert.Assert(t, node.Warn && strings.Contains(node.Message, "not verifiable"), "%+v", node)
+}
