@@ -165,32 +165,15 @@ func CeilingChecks(s *sku.SKU, test string, ranks int, ms []result.Metric) []res
 }
 
 // pointText names a point of among for a message: valueText, and the
-// labels that tell it from the others (gpu=3 mode=alone: varying).
+// labels that tell it from the others (gpu=3 mode=alone:
+// result.VaryingLabels).
 func pointText(m result.Metric, unit string, among []result.Metric) string {
-	if l := varying(m, among); l != "" {
+	if l := result.VaryingLabels(m, among); l != "" {
 		return valueText(m, unit) + " (" + l + ")"
 	}
 	return valueText(m, unit)
 }
 
-// varying is m's labels whose values differ among points, as "k=v k=v",
-// leaving out placement (valueText names it): what tells m apart where the
-// others are constant (nccl-tests' type=float redop=sum on every point).
-func varying(m result.Metric, among []result.Metric) string {
-	keep := map[string]string{}
-	for k, v := range m.Labels {
-		if k == "placement" {
-			continue
-		}
-		for _, o := range among {
-			if o.Labels[k] != v {
-				keep[k] = v
-				break
-			}
-		}
-	}
-	return result.LabelText(keep, nil)
-}
 
 // Efficiencies measure the metrics of test against SKU s's datasheet
 // figures: one result.Efficiency per ceiling that limits points of the
@@ -222,7 +205,7 @@ func Efficiencies(s *sku.SKU, test string, ranks int, ms []result.Metric) []resu
 			continue
 		}
 		e.Curve = len(sizes) > 1
-		e.Lowest = varying(e.Worst, limited)
+		e.Lowest = result.VaryingLabels(e.Worst, limited)
 		out = append(out, e)
 	}
 	return out

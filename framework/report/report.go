@@ -302,21 +302,14 @@ func masked(run *result.Run) *result.Run {
 	return redact.Value(redact.Env(), run)
 }
 
-// varyingLabels are h's labels, beyond placement, whose values differ
-// among the test's judged points of the same metric, as "k=v k=v"; ""
-// when none differ.
+// varyingLabels are result.VaryingLabels of h among the test's points
+// of the same metric.
 func varyingLabels(h result.Judged, ms []result.Judged) string {
-	keep := map[string]string{}
-	for k, v := range h.Labels {
-		if k == "placement" {
-			continue
-		}
-		for _, o := range ms {
-			if o.Name == h.Name && o.Labels[k] != v {
-				keep[k] = v
-				break
-			}
+	var among []result.Metric
+	for _, o := range ms {
+		if o.Name == h.Name {
+			among = append(among, o.Metric)
 		}
 	}
-	return result.LabelText(keep, nil)
+	return result.VaryingLabels(h.Metric, among)
 }

@@ -97,6 +97,27 @@ func LabelText(labels, skip map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
+// VaryingLabels are m's labels, beyond placement (shown with the metric's
+// name), whose values differ among the points of among, as "k=v k=v": what
+// tells m apart where the others are constant (nccl-tests' type=float
+// redop=sum on every point, a GEMM's gpu=3 among eight GPUs); "" when none
+// differ.
+func VaryingLabels(m Metric, among []Metric) string {
+	keep := map[string]string{}
+	for k, v := range m.Labels {
+		if k == "placement" {
+			continue
+		}
+		for _, o := range among {
+			if o.Labels[k] != v {
+				keep[k] = v
+				break
+			}
+		}
+	}
+	return LabelText(keep, nil)
+}
+
 // trimNum prints a datasheet figure without trailing zeros: 989, 4800,
 // 2516.6.
 func trimNum(v float64) string {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpuaccept/gpuaccept/framework/result"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -174,20 +175,9 @@ func (c *Ceiling) Limits(name, unit string, labels map[string]string, ranks int)
 	return true
 }
 
-// LabelText is the ceiling's label filter as "k=v k=v" in key order; ""
-// for none.
-func (c *Ceiling) LabelText() string {
-	keys := make([]string, 0, len(c.Labels))
-	for k := range c.Labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + c.Labels[k]
-	}
-	return strings.Join(parts, " ")
-}
+// LabelText is the ceiling's label filter as "k=v k=v" in key order
+// (result.LabelText); "" for none.
+func (c *Ceiling) LabelText() string { return result.LabelText(c.Labels, nil) }
 
 // CeilingsFor returns the SKU's ceilings that limit test (full name).
 func (s *SKU) CeilingsFor(test string) []*Ceiling {
