@@ -174,7 +174,6 @@ func pointText(m result.Metric, unit string, among []result.Metric) string {
 	return valueText(m, unit)
 }
 
-
 // Efficiencies measure the metrics of test against SKU s's datasheet
 // figures: one result.Efficiency per ceiling that limits points of the
 // output at ranks ranks (the same points CeilingChecks judges), with the
