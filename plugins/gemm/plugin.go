@@ -74,10 +74,9 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 
 type settings struct {
 	torchbench.Settings
-	dtypes               []string
-	size, iters, repeats string
-	env                  map[string]string
-	dtypesSet            bool
+	dtypes    []string
+	env       map[string]string
+	dtypesSet bool
 }
 
 func parseParams(p map[string]string) (settings, error) {
@@ -105,18 +104,6 @@ func parseParams(p map[string]string) (settings, error) {
 				}
 				s.dtypes = append(s.dtypes, d)
 			}
-		case "size", "iters", "repeats":
-			if n, err := strconv.Atoi(v); err != nil || n < 1 {
-				return s, fmt.Errorf("parameter %s: %q is not a positive integer", k, v)
-			}
-			switch k {
-			case "size":
-				s.size = v
-			case "iters":
-				s.iters = v
-			default:
-				s.repeats = v
-			}
 		}
 	}
 	return s, nil
@@ -137,12 +124,7 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	if t.Nodes < 1 || t.GPUsPerNode < 1 {
 		return plan.Plan{}, fmt.Errorf("gemm.matmul: topology %s: nodes and GPUs per node must be >= 1", t)
 	}
-	args := []string{"--dtypes", strings.Join(s.dtypes, ",")}
-	for _, a := range []struct{ flag, v string }{{"--size", s.size}, {"--iters", s.iters}, {"--repeats", s.repeats}} {
-		if a.v != "" {
-			args = append(args, a.flag, a.v)
-		}
-	}
+	args := append([]string{"--dtypes", strings.Join(s.dtypes, ",")}, s.CountArgs()...)
 	o := torchbench.StepOptions{Name: "alone", Python: s.Python, Script: s.Script, Tests: []string{"gemm"}, Args: args, Env: s.env, Nodes: t.Nodes}
 	steps := []plan.Step{torchbench.Step(o)}
 	if t.GPUsPerNode > 1 {

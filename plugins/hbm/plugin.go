@@ -57,8 +57,7 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 
 type settings struct {
 	torchbench.Settings
-	bytes, iters, repeats string
-	env                   map[string]string
+	env map[string]string
 }
 
 func parseParams(p map[string]string) (settings, error) {
@@ -75,18 +74,6 @@ func parseParams(p map[string]string) (settings, error) {
 				return s, err
 			}
 			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 || k == "bytes" && n < 4 {
-			return s, fmt.Errorf("parameter %s: %q is not a positive integer", k, v)
-		}
-		switch k {
-		case "bytes":
-			s.bytes = v
-		case "iters":
-			s.iters = v
-		case "repeats":
-			s.repeats = v
 		}
 	}
 	return s, nil
@@ -106,14 +93,8 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	if t.Nodes < 1 || t.GPUsPerNode < 1 {
 		return plan.Plan{}, fmt.Errorf("hbm.bandwidth: topology %s: nodes and GPUs per node must be >= 1", t)
 	}
-	var args []string
-	for _, a := range []struct{ flag, v string }{{"--bytes", s.bytes}, {"--iters", s.iters}, {"--repeats", s.repeats}} {
-		if a.v != "" {
-			args = append(args, a.flag, a.v)
-		}
-	}
 	return plan.Plan{Steps: []plan.Step{torchbench.Step(torchbench.StepOptions{Name: "bandwidth", Python: s.Python, Script: s.Script,
-		Tests: []string{"hbm"}, Args: args, Env: s.env, Nodes: t.Nodes})}}, nil
+		Tests: []string{"hbm"}, Args: s.CountArgs(), Env: s.env, Nodes: t.Nodes})}}, nil
 }
 
 // Parse implements pluginapi.Plugin: a metric per GPU and op, and the

@@ -79,9 +79,8 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 
 type settings struct {
 	torchbench.Settings
-	tool, bindir          string
-	bytes, iters, repeats string
-	env                   map[string]string
+	tool, bindir string
+	env          map[string]string
 }
 
 func parseParams(p map[string]string) (settings, error) {
@@ -111,18 +110,6 @@ func parseParams(p map[string]string) (settings, error) {
 			s.tool = v
 		case "bindir":
 			s.bindir = v
-		case "bytes", "iters", "repeats":
-			if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 1 {
-				return s, fmt.Errorf("parameter %s: %q is not a positive integer", k, v)
-			}
-			switch k {
-			case "bytes":
-				s.bytes = v
-			case "iters":
-				s.iters = v
-			default:
-				s.repeats = v
-			}
 		}
 	}
 	return s, nil
@@ -176,13 +163,7 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 		if req.Test == "p2p" {
 			tests = []string{"p2p"}
 		}
-		var args []string
-		for _, a := range []struct{ flag, v string }{{"--bytes", s.bytes}, {"--iters", s.iters}, {"--repeats", s.repeats}} {
-			if a.v != "" {
-				args = append(args, a.flag, a.v)
-			}
-		}
-		step = torchbench.Step(torchbench.StepOptions{Name: req.Test, Python: s.Python, Script: s.Script, Tests: tests, Args: args, Env: s.env, Nodes: t.Nodes})
+		step = torchbench.Step(torchbench.StepOptions{Name: req.Test, Python: s.Python, Script: s.Script, Tests: tests, Args: s.CountArgs(), Env: s.env, Nodes: t.Nodes})
 	}
 	return plan.Plan{Steps: []plan.Step{step}}, nil
 }

@@ -9,6 +9,7 @@ package torchbench
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -68,13 +69,36 @@ func Step(o StepOptions) plan.Step {
 	return plan.Step{Name: o.Name, Argv: argv, Env: env, Procs: nodes, ProcsPerNode: 1}
 }
 
-// Settings are the values of Params.
+// Settings are the values of Params, and of the script's count flags a
+// plugin declares (countFlags).
 type Settings struct {
 	Python, Script string
+	// Counts are the count flags given, flag name -> value (a positive
+	// integer): "size" (matmul n, elements), "bytes" (a buffer's size),
+	// "iters", "repeats".
+	Counts map[string]string
 }
 
-// Setting reads key (one of Params) into s; false when key is not one of
-// Params. The error names an empty python.
+// countFlags are torchbench.py's flags that take a positive count, in the
+// order CountArgs passes them.
+var countFlags = []string{"size", "bytes", "iters", "repeats"}
+
+// CountArgs are the script's flags for the Counts given: --size N,
+// --bytes N, --iters N, --repeats N, in that order.
+func (s Settings) CountArgs() []string {
+	var out []string
+	for _, f := range countFlags {
+		if v, ok := s.Counts[f]; ok {
+			out = append(out, "--"+f, v)
+		}
+	}
+	return out
+}
+
+// Setting reads key (one of Params, or a count flag: size, bytes, iters,
+// repeats, which a plugin declares among its own parameters) into s;
+// false when key is neither. The error names an empty python or a count
+// that is not a positive integer.
 func (s *Settings) Setting(key, value string) (bool, error) {
 	switch key {
 	case "python":
@@ -84,6 +108,18 @@ func (s *Settings) Setting(key, value string) (bool, error) {
 		s.Python = value
 	case "script":
 		s.Script = value
+	case "size", "bytes", "iters", "repeats":
+		least := int64(1)
+		if key == "bytes" {
+			least = 4 // one float32: hbm's arrays hold bytes/4 elements
+		}
+		if n, err := strconv.ParseInt(value, 10, 64); err != nil || n < least {
+			return true, fmt.Errorf("parameter %s: %q is not a positive integer", key, value)
+		}
+		if s.Counts == nil {
+			s.Counts = map[string]string{}
+		}
+		s.Counts[key] = value
 	default:
 		return false, nil
 	}
