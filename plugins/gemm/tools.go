@@ -149,11 +149,7 @@ func parseTool(r io.Reader, name, tool string) (ToolOutput, error) {
 		}
 	}
 	for _, d := range diags.Done() {
-		if d.Line > 0 {
-			out.Diags = append(out.Diags, fmt.Sprintf("%s:%d: %s", name, d.Line, d.Text))
-		} else {
-			out.Diags = append(out.Diags, fmt.Sprintf("%s: %s", name, d.Text))
-		}
+		out.Diags = append(out.Diags, d.In(name))
 	}
 	return out, nil
 }

@@ -19,6 +19,15 @@ type Diag struct {
 	Text string
 }
 
+// In is d said of file: "file:line: text", or "file: text" for a
+// diagnostic of the whole output (Line 0).
+func (d Diag) In(file string) string {
+	if d.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", file, d.Line, d.Text)
+	}
+	return file + ": " + d.Text
+}
+
 // List keeps the first Max diagnostics of an output and counts the rest, so
 // a hostile or broken output of millions of bad lines cannot grow memory.
 type List struct {

@@ -191,11 +191,7 @@ func Parse(r io.Reader, name string) (Output, error) {
 		}
 	}
 	for _, d := range diags.Done() {
-		if d.Line > 0 {
-			o.Diags = append(o.Diags, fmt.Sprintf("%s:%d: %s", name, d.Line, d.Text))
-		} else {
-			o.Diags = append(o.Diags, fmt.Sprintf("%s: %s", name, d.Text))
-		}
+		o.Diags = append(o.Diags, d.In(name))
 	}
 	return o, nil
 }
