@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
@@ -62,7 +61,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if c.sku == "" || test == "" {
 		return exitUsage, usageError{errors.New("--sku and --test are required")}
 	}
-	if n := countFlag(args, "test"); n > 1 {
+	if n := len(flagValues(args, "test")); n > 1 {
 		// A string flag keeps its last value: the logs of the others
 		// would be judged as that test's.
 		return exitUsage, usageError{fmt.Errorf("--test given %d times: check judges the logs of one test; run it once per test", n)}
@@ -114,19 +113,4 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{err}
 	}
 	return c.finish(res, s, stdout, stderr)
-}
-
-// countFlag counts how often --name (or --name=VALUE) appears in args
-// before a "--" that ends the flags.
-func countFlag(args []string, name string) int {
-	n := 0
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "--"+name || strings.HasPrefix(a, "--"+name+"=") {
-			n++
-		}
-	}
-	return n
 }

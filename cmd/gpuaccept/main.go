@@ -101,13 +101,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 func printedThrough(args []string, stdout, stderr io.Writer) (*redact.Writer, *redact.Writer) {
 	params := map[string]string{}
 	var known []string
-	for i, a := range args {
+	for _, a := range args {
 		known = append(known, redact.Secrets(a)...)
-		v, ok := strings.CutPrefix(a, "--param=")
-		if !ok && a == "--param" && i+1 < len(args) {
-			v, ok = args[i+1], true
-		}
-		if k, val, found := strings.Cut(v, "="); ok && found {
+	}
+	for _, v := range flagValues(args, "param") {
+		if k, val, found := strings.Cut(v, "="); found {
 			params[k] = val
 			known = append(known, redact.Secrets(val)...)
 		}
@@ -377,4 +375,21 @@ func cmdPlugin(args []string) (int, error) {
 	}
 	pluginapi.Serve(p)
 	return exitOK, nil
+}
+
+// flagValues are the values a command line gives flag --name, as --name
+// VALUE or --name=VALUE, anywhere (also after a "--": baseline record
+// --repeat passes run flags there, whose secrets must be masked too): for
+// what must be known before the flags are parsed (masking) or that a
+// string flag would keep only the last of (a repeated --test).
+func flagValues(args []string, name string) []string {
+	var out []string
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			out = append(out, v)
+		} else if a == "--"+name && i+1 < len(args) {
+			out = append(out, args[i+1])
+		}
+	}
+	return out
 }

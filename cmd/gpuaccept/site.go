@@ -37,14 +37,7 @@ func loadSite(path string) (*site.Site, error) {
 // cannot be read gives none: the command reports it.
 func siteSecrets(args []string) []string {
 	var out []string
-	for i, a := range args {
-		path, ok := strings.CutPrefix(a, "--site=")
-		if !ok && a == "--site" && i+1 < len(args) {
-			path, ok = args[i+1], true
-		}
-		if !ok || path == "" {
-			continue
-		}
+	for _, path := range flagValues(args, "site") {
 		s, err := site.Load(path)
 		if err != nil {
 			continue
