@@ -302,8 +302,7 @@ func judgeEntry(e *sku.Entry, judged []result.Judged, mt matcher) (int, []string
 	if e.Value != nil {
 		for i := range judged {
 			if mt.match(e, judged[i].Metric) && judged[i].Size == int64(e.Size) {
-				apply(&judged[i], e, *e.Value, e.Band)
-				ctx.name(&judged[i])
+				apply(&judged[i], e, *e.Value, e.Band, ctx.labels(judged[i].Metric))
 				n++
 			}
 		}
@@ -316,8 +315,7 @@ func judgeEntry(e *sku.Entry, judged []result.Judged, mt matcher) (int, []string
 		found := 0
 		for i := range judged {
 			if mt.match(e, judged[i].Metric) && judged[i].Size == int64(p.Size) {
-				apply(&judged[i], e, p.Value, e.Band.Merge(p.Band))
-				ctx.name(&judged[i])
+				apply(&judged[i], e, p.Value, e.Band.Merge(p.Band), ctx.labels(judged[i].Metric))
 				found++
 			}
 		}
@@ -369,22 +367,17 @@ func contextOf(e *sku.Entry, judged []result.Judged, mt matcher) pointContext {
 	return c
 }
 
-// name puts the context into j's finding, after the metric's name.
-func (c pointContext) name(j *result.Judged) {
-	if j.Message == "" || !strings.HasPrefix(j.Message, j.Name+" ") {
-		return
-	}
+// labels are the context of point m as "k=v k=v": the entry's fixed
+// labels and m's values of the varying ones; "" for none.
+func (c pointContext) labels(m result.Metric) string {
 	labels := map[string]string{}
 	for k, v := range c.fixed {
 		labels[k] = v
 	}
 	for _, k := range c.varying {
-		labels[k] = j.Labels[k]
+		labels[k] = m.Labels[k]
 	}
-	if len(labels) == 0 {
-		return
-	}
-	j.Message = j.Name + " {" + result.LabelText(labels, nil) + "} " + strings.TrimPrefix(j.Message, j.Name+" ")
+	return result.LabelText(labels, nil)
 }
 
 func describe(e *sku.Entry, size int64) string {
@@ -410,20 +403,25 @@ func matches(e *sku.Entry, m result.Metric) bool {
 	return true
 }
 
-func apply(j *result.Judged, e *sku.Entry, ref float64, b sku.Band) {
+// apply judges j against entry e's reference ref and band b; labels, when
+// not empty, name the point's series in the finding (pointContext).
+func apply(j *result.Judged, e *sku.Entry, ref float64, b sku.Band, labels string) {
 	ref64 := ref
 	j.Expected = &ref64
 	j.Source = e.Source
-	j.Status, j.Band, j.Message = Value(j.Metric, e.Unit, ref, b)
+	j.Status, j.Band, j.Message = against(labelledText(j.Metric, e.Unit, labels), j.Value, ref, b)
 }
 
 // Value judges one value v (in unit) against reference ref and band b. It
 // returns the status, the band rendered for reports, and for warn or fail a
 // message such as "busbw 28.7 GB/s at 4 GiB below 310.9 (baseline 345.5 -10%)".
 func Value(m result.Metric, unit string, ref float64, b sku.Band) (result.Status, string, string) {
-	v := m.Value
+	return against(valueText(m, unit), m.Value, ref, b)
+}
+
+// against is Value of v, named what in the finding.
+func against(what string, v, ref float64, b sku.Band) (result.Status, string, string) {
 	bandText := renderBand(ref, b)
-	what := valueText(m, unit)
 	if math.IsNaN(v) {
 		return result.Fail, bandText, what + ": not a number"
 	}
@@ -450,10 +448,18 @@ func Value(m result.Metric, unit string, ref float64, b sku.Band) (result.Status
 
 // valueText renders a measured value for messages: "busbw out-of-place
 // 28.7 GB/s at 4 GiB".
-func valueText(m result.Metric, unit string) string {
-	what := fmt.Sprintf("%s %s %s", m.Name, num(m.Value), unit)
+func valueText(m result.Metric, unit string) string { return labelledText(m, unit, "") }
+
+// labelledText is valueText with labels ("dtype=bf16") after the metric's
+// name: "tflops {dtype=bf16} 312.2 TFLOPS".
+func labelledText(m result.Metric, unit, labels string) string {
+	name := m.Name
+	if labels != "" {
+		name += " {" + labels + "}"
+	}
+	what := fmt.Sprintf("%s %s %s", name, num(m.Value), unit)
 	if p := m.Labels["placement"]; p != "" {
-		what = fmt.Sprintf("%s %s %s %s", m.Name, p, num(m.Value), unit)
+		what = fmt.Sprintf("%s %s %s %s", name, p, num(m.Value), unit)
 	}
 	if m.Size > 0 {
 		what += " at " + result.FormatBytes(m.Size)
