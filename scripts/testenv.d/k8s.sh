@@ -22,6 +22,12 @@
 #                             the module cache (tests install them), when found
 #   GPUACCEPT_K8S_NODES       names of the fake nodes, space-separated
 
+# The real nodes, CoreDNS and the workload controllers, a file each.
+for f in "$root"/scripts/testenv.d/k8s/*.sh; do
+	# shellcheck source=/dev/null
+	. "$f"
+done
+
 k8s_ports() {
 	K8S_API_PORT=17840
 	K8S_ETCD_PORT=17841
@@ -254,11 +260,16 @@ up_k8s() {
 	local bin
 	bin=$(k8s_bin_dir)
 	k8s_build "$bin" || { k8s_log "build failed"; return 1; }
+	k8s_kubelet_build || { k8s_log "kubelet build failed"; return 1; }
+	k8s_image_build || { k8s_log "test image build failed"; return 1; }
 	K8S_DIR=$state/k8s
 	if [ -e "$state/pids/k8s-apiserver" ]; then
 		k8s_log "stopping the control plane a previous up left running"
 		down_k8s
 	fi
+	# A node that was not stopped leaves mounts under it: rm -rf must not
+	# walk into them.
+	k8s_unmount_under "$K8S_DIR"
 	rm -rf "$K8S_DIR"
 	mkdir -p "$K8S_DIR/logs"
 	k8s_pki
@@ -270,6 +281,7 @@ up_k8s() {
 	# deploy/rbac.yaml's Role to it).
 	printf '%s,admin,uid-admin,"system:masters"\n%s,gpuaccept-user,uid-gpuaccept-user\n' "$K8S_ADMIN_TOKEN" "$user_token" >"$K8S_DIR/pki/tokens.csv"
 	k8s_kubeconfig "$K8S_DIR/admin.kubeconfig" admin "$K8S_ADMIN_TOKEN" default
+	k8s_nodes_pki
 	k8s_kubeconfig "$K8S_DIR/user.kubeconfig" gpuaccept-user "$user_token" default
 
 	k8s_log "starting etcd on 127.0.0.1:$K8S_ETCD_PORT"
@@ -286,7 +298,10 @@ up_k8s() {
 	"$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$K8S_ETCD_PORT" \
 		--bind-address 127.0.0.1 --secure-port "$K8S_API_PORT" --endpoint-reconciler-type none \
 		--tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
-		--token-auth-file "$p/tokens.csv" --authorization-mode RBAC --allow-privileged \
+		--token-auth-file "$p/tokens.csv" --authorization-mode Node,RBAC --allow-privileged \
+		--enable-admission-plugins NodeRestriction \
+		--kubelet-preferred-address-types InternalIP,Hostname \
+		--kubelet-client-certificate "$p/kubelet-client.crt" --kubelet-client-key "$p/kubelet-client.key" \
 		--service-account-issuer https://kubernetes.default.svc --service-account-key-file "$p/sa.pub" \
 		--service-account-signing-key-file "$p/sa.key" --service-cluster-ip-range 10.96.0.0/16 \
 		--cert-dir "$K8S_DIR/apiserver-certs" \
@@ -351,6 +366,7 @@ NODE
 	else
 		k8s_log "workload CRDs unavailable (see $K8S_DIR/logs/crds.log): flavor tests will say so"
 	fi
+	k8s_nodes_up || return 1
 	setenv GPUACCEPT_K8S_KUBECONFIG "$K8S_DIR/admin.kubeconfig"
 	setenv GPUACCEPT_K8S_USER_KUBECONFIG "$K8S_DIR/user.kubeconfig"
 	setenv GPUACCEPT_K8S_SERVER "https://127.0.0.1:$K8S_API_PORT"
@@ -370,6 +386,7 @@ k8s_node_schedulable() {
 # down_k8s stops the scheduler first: the API server may otherwise sit in
 # graceful shutdown for minutes while the scheduler holds a connection.
 down_k8s() {
+	k8s_nodes_down
 	stop_pid k8s-scheduler
 	stop_pid k8s-kwok
 	stop_pid k8s-controller-manager
