@@ -211,10 +211,12 @@ CONFIG
 # k8s_jobset_stop: stop the manager, before the API server, so that it does
 # not spend its shutdown retrying a server that is gone. Its webhooks go
 # first: with failurePolicy Fail they would refuse every JobSet (and every
-# JobSet pod) of a control plane that outlives the manager.
+# JobSet pod) of a control plane that outlives the manager. Under
+# "testenv.sh down" nothing says how to reach the API server (and it stops
+# too): then only the manager stops.
 k8s_jobset_stop() {
 	local kind
-	if [ -e "$state/pids/k8s-jobset" ]; then
+	if [ -e "$state/pids/k8s-jobset" ] && [ -n "${K8S_ADMIN_TOKEN:-}" ] && [ -n "${K8S_DIR:-}" ] && [ -n "${K8S_API_PORT:-}" ]; then
 		for kind in mutating validating; do
 			k8s_curl DELETE "/apis/admissionregistration.k8s.io/v1/${kind}webhookconfigurations/gpuaccept-testenv-jobset" >/dev/null 2>&1 || true
 		done
