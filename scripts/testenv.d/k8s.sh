@@ -82,7 +82,7 @@ k8s_build() {
 # FILE (YAML or JSON) as the body. The API server reads YAML bodies, so no
 # kubectl is needed.
 k8s_curl() {
-	local args=(-sS --fail-with-body --cacert "$K8S_DIR/pki/ca.crt" -H "Authorization: Bearer $K8S_ADMIN_TOKEN" -X "$1")
+	local args=(-sS --max-time 30 --fail-with-body --cacert "$K8S_DIR/pki/ca.crt" -H "Authorization: Bearer $K8S_ADMIN_TOKEN" -X "$1")
 	[ $# -lt 3 ] || args+=(-H "Content-Type: application/yaml" --data-binary "@$3")
 	curl "${args[@]}" "https://127.0.0.1:$K8S_API_PORT$2"
 }
@@ -260,8 +260,11 @@ up_k8s() {
 	local bin
 	bin=$(k8s_bin_dir)
 	k8s_build "$bin" || { k8s_log "build failed"; return 1; }
-	k8s_kubelet_build || { k8s_log "kubelet build failed"; return 1; }
-	k8s_image_build || { k8s_log "test image build failed"; return 1; }
+	# Everything is built before anything starts: a cold build takes
+	# minutes, and daemons waiting on it would only hold ports.
+	k8s_nodes_build || return 1
+	k8s_coredns_build || { k8s_log "CoreDNS build failed"; return 1; }
+	k8s_jobset_build || { k8s_log "JobSet controller build failed"; return 1; }
 	K8S_DIR=$state/k8s
 	if [ -e "$state/pids/k8s-apiserver" ]; then
 		k8s_log "stopping the control plane a previous up left running"
@@ -367,6 +370,9 @@ NODE
 		k8s_log "workload CRDs unavailable (see $K8S_DIR/logs/crds.log): flavor tests will say so"
 	fi
 	k8s_nodes_up || return 1
+	k8s_coredns_start 10.88.0.1 "$K8S_DIR/admin.kubeconfig" || return 1
+	k8s_jobset_start "$K8S_DIR/admin.kubeconfig" || return 1
+	setenv GPUACCEPT_K8S_JOBSET "$K8S_JOBSET_BIN"
 	setenv GPUACCEPT_K8S_KUBECONFIG "$K8S_DIR/admin.kubeconfig"
 	setenv GPUACCEPT_K8S_USER_KUBECONFIG "$K8S_DIR/user.kubeconfig"
 	setenv GPUACCEPT_K8S_SERVER "https://127.0.0.1:$K8S_API_PORT"
@@ -386,7 +392,13 @@ k8s_node_schedulable() {
 # down_k8s stops the scheduler first: the API server may otherwise sit in
 # graceful shutdown for minutes while the scheduler holds a connection.
 down_k8s() {
+	# down runs in a fresh shell: what up knew is read back from the files.
+	k8s_ports
+	K8S_DIR=$state/k8s
+	K8S_ADMIN_TOKEN=$(head -1 "$K8S_DIR/pki/tokens.csv" 2>/dev/null | cut -d, -f1)
+	k8s_jobset_stop
 	k8s_nodes_down
+	stop_pid k8s-coredns
 	stop_pid k8s-scheduler
 	stop_pid k8s-kwok
 	stop_pid k8s-controller-manager

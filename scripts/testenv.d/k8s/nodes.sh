@@ -53,6 +53,19 @@ k8s_kubelet_build() {
 	k8s_log "kubelet built in $(($(date +%s) - start)) s"
 }
 
+# k8s_nodes_build: the kubelet and the test image (scripts/testenv.d/k8s/image.sh);
+# sets K8S_IMAGE, K8S_PAUSE_IMAGE and K8S_IMAGE_ARCHIVE.
+k8s_nodes_build() {
+	need_apt containerd runc containernetworking-plugins iproute2 || return 1
+	k8s_kubelet_build || { k8s_log "kubelet build failed"; return 1; }
+	local dir
+	dir=$(k8s_image_dir)
+	k8s_image_build "$dir" || { k8s_log "test image build failed"; return 1; }
+	K8S_IMAGE_ARCHIVE=$dir/image.tar
+	K8S_IMAGE=$(k8s_image_ref)
+	K8S_PAUSE_IMAGE=$(k8s_image_pause_ref)
+}
+
 # k8s_node_ip N: node N's InternalIP.
 k8s_node_ip() { echo "10.88.0.$((10 + $1))"; }
 
@@ -175,9 +188,7 @@ EOF
 
 # k8s_nodes_up: the bridge, then both nodes, until both are schedulable.
 k8s_nodes_up() {
-	need_apt containerd runc containernetworking-plugins iproute2
-	k8s_kubelet_build || return 1
-	k8s_image_build || return 1
+	[ -n "${K8S_IMAGE_ARCHIVE:-}" ] || k8s_nodes_build || return 1
 	ip link del "$k8s_bridge" 2>/dev/null || true
 	ip link add "$k8s_bridge" type bridge || return 1
 	ip addr add 10.88.0.1/16 dev "$k8s_bridge"
@@ -188,6 +199,16 @@ k8s_nodes_up() {
 	for i in 0 1; do k8s_node_start "$i" || return 1; done
 	local n
 	for n in $k8s_nodes; do k8s_wait "kubelet-$n" k8s_node_ready "$n" || return 1; done
+	# GPUs the SKU files ask for (nvidia.com/gpu, amd.com/gpu), advertised
+	# as extended resources the way a cluster without a device plugin
+	# does: the stand-in needs none, but the pods are shaped as on GPU nodes.
+	local patch=$K8S_DIR/gpu-capacity.json
+	printf '[{"op":"add","path":"/status/capacity/nvidia.com~1gpu","value":"8"},{"op":"add","path":"/status/capacity/amd.com~1gpu","value":"8"}]' >"$patch"
+	for n in $k8s_nodes; do
+		curl -sS --fail-with-body --cacert "$K8S_DIR/pki/ca.crt" -H "Authorization: Bearer $K8S_ADMIN_TOKEN" -X PATCH \
+			-H "Content-Type: application/json-patch+json" --data-binary "@$patch" \
+			"https://127.0.0.1:$K8S_API_PORT/api/v1/nodes/$n/status" >/dev/null || return 1
+	done
 	setenv GPUACCEPT_K8S_KUBELET_NODES "$k8s_nodes"
 	setenv GPUACCEPT_K8S_IMAGE "$K8S_IMAGE"
 }

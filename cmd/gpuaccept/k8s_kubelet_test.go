@@ -1,0 +1,178 @@
+package main
+
+// The whole pipeline in pods that really run, on the kubelet nodes of
+// scripts/testenv.sh up k8s (two kubelets, containerd, CNI bridge,
+// CoreDNS): the lead pod starts sshd, waits for its worker over the pods'
+// DNS names, runs mpirun across both pods, and the stand-in inside the test
+// image replays seed 004's recorded MI355X output; gpuaccept collects the
+// real containers' logs and judges them against the mi355x baseline.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/internal/testenv"
+)
+
+var runIDPattern = regexp.MustCompile(`\bga-[0-9a-f]{8}\b`)
+
+// kubeletNamespace makes a namespace for one test on the kubelet nodes,
+// deleted after it, once its default ServiceAccount exists.
+func kubeletNamespace(t *testing.T, kc string) (*kubernetes.Clientset, string) {
+	t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", kc)
+	assert.NilError(t, err)
+	core, err := kubernetes.NewForConfig(rc)
+	assert.NilError(t, err)
+	ctx := context.Background()
+	ns := "gpuaccept-kubelet-" + randomHex(t, 4)
+	_, err = core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	t.Cleanup(func() { _ = core.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	for i := 0; ; i++ {
+		if _, err := core.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			break
+		}
+		assert.Assert(t, i < 300, "no default ServiceAccount in %s", ns)
+		time.Sleep(100 * time.Millisecond)
+	}
+	return core, ns
+}
+
+// A healthy pair of nodes passes and a degraded one fails, in every flavor
+// whose controller the test cluster runs; the raw log is the recording the
+// stand-in replayed inside the lead pod; the ranks ran on both kubelet
+// nodes; and when gpuaccept returns no pod and no process of the run is
+// left on the machine.
+func TestK8sKubeletMultiNode(t *testing.T) {
+	k := testenv.NeedKubelet(t)
+	rec, err := filepath.Abs("../../testdata/recordings")
+	assert.NilError(t, err)
+	healthyRec := filepath.Join(rec, "mi355x-seed004", "multinode", "raw")
+	degradedRec := filepath.Join(rec, "mi355x-seed004-degraded", "multinode", "raw")
+	site := k.Site(t, rec)
+	cases := []struct {
+		name, flavor, recs string
+		needs              string // the testenv variable saying its controller runs
+		code               int
+		status             result.Status
+	}{
+		{"job healthy", "job", healthyRec, "", 0, result.Pass},
+		{"job degraded", "job", degradedRec, "", 1, result.Fail},
+		{"jobset healthy", "jobset", healthyRec, "GPUACCEPT_K8S_JOBSET", 0, result.Pass},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.needs != "" {
+				testenv.Need(t, c.needs, "k8s")
+			}
+			core, ns := kubeletNamespace(t, k.Kubeconfig)
+			out := filepath.Join(t.TempDir(), "results")
+			code, stdout, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce", "--nodes", "2",
+				"--launcher", "k8s", "--k8s-flavor", c.flavor, "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", site,
+				"--param", "env.STANDIN_RECORDINGS="+c.recs, "--timeout", "3m", "--out", out)
+			assert.Equal(t, code, c.code, stdout+errs)
+			var run result.Run
+			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &run))
+			assert.Equal(t, len(run.Tests), 1)
+			assert.Equal(t, run.Tests[0].Status, c.status, run.Tests[0].Message)
+			assert.Equal(t, readFile(t, filepath.Join(out, "raw", "rccl.all_reduce", "all_reduce.log")),
+				readFile(t, filepath.Join(c.recs, "rccl.all_reduce", "all_reduce.log")))
+			// The worker pod's log is kept beside the lead's.
+			others, err := filepath.Glob(filepath.Join(out, "raw", "rccl.all_reduce", "all_reduce.files", "pod-*.log"))
+			assert.NilError(t, err)
+			assert.Equal(t, len(others), 1, "%v", others)
+			res := readFile(t, filepath.Join(out, "results.json"))
+			for _, n := range k.Nodes {
+				assert.Assert(t, strings.Contains(res, `"`+n+`"`), "the ranks ran on %s; results.json:\n%s", n, res)
+			}
+			id := runIDPattern.FindString(stdout + errs)
+			assert.Assert(t, id != "", "no run id printed:\n%s%s", stdout, errs)
+			pods, err := core.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+			assert.NilError(t, err)
+			assert.Equal(t, len(pods.Items), 0, "pods left in %s", ns)
+			assert.DeepEqual(t, testenv.ProcessesWith(id), []string(nil))
+		})
+	}
+}
+
+// A run that hangs inside real pods is stopped at --timeout: the test
+// says so, and when gpuaccept returns the pods and every process they
+// ran on the nodes are gone.
+func TestK8sKubeletTimeout(t *testing.T) {
+	k := testenv.NeedKubelet(t)
+	rec, err := filepath.Abs("../../testdata/recordings")
+	assert.NilError(t, err)
+	core, ns := kubeletNamespace(t, k.Kubeconfig)
+	out := filepath.Join(t.TempDir(), "results")
+	start := time.Now()
+	code, stdout, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce", "--nodes", "2",
+		"--launcher", "k8s", "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", k.Site(t, rec),
+		"--param", "env.STANDIN_RECORDINGS="+filepath.Join(rec, "mi355x-seed004", "multinode", "raw"),
+		"--param", "env.STANDIN_SLEEP=600s", "--timeout", "40s", "--out", out)
+	assert.Equal(t, code, 1, stdout+errs)
+	assert.Assert(t, time.Since(start) < 2*time.Minute, "took %s", time.Since(start))
+	var run result.Run
+	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &run))
+	assert.Equal(t, run.Tests[0].Status, result.Error, run.Tests[0].Message)
+	assert.Assert(t, strings.Contains(run.Tests[0].Message, "timed out"), run.Tests[0].Message)
+	id := runIDPattern.FindString(stdout + errs)
+	assert.Assert(t, id != "", "no run id printed:\n%s%s", stdout, errs)
+	pods, err := core.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, len(pods.Items), 0, "pods left in %s", ns)
+	assert.DeepEqual(t, testenv.ProcessesWith(id), []string(nil))
+	// What the hung run printed before the timeout is kept.
+	assert.Assert(t, strings.Contains(readFile(t, filepath.Join(out, "raw", "rccl.all_reduce", "all_reduce.log")), "# nThread"))
+}
+
+// One ib_write_bw pair across two real pods: the server pod's stand-in
+// listens on perftest's port, the client pod reaches it by the server
+// pod's DNS name (CoreDNS) once the server's log shows its ready line;
+// both sides replay seed 004's recorded pair, and the client's table is
+// judged.
+func TestK8sKubeletPairedWriteBW(t *testing.T) {
+	k := testenv.NeedKubelet(t)
+	rec, err := filepath.Abs("../../testdata/recordings")
+	assert.NilError(t, err)
+	core, ns := kubeletNamespace(t, k.Kubeconfig)
+	out := filepath.Join(t.TempDir(), "results")
+	code, stdout, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "ibperf.write_bw", "--nodes", "2",
+		"--launcher", "k8s", "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", k.Site(t, rec),
+		"--param", "ibperf.write_bw:pairs=ionic_0:ionic_0",
+		"--param", "env.STANDIN_LOG="+filepath.Join(rec, "mi355x-seed004", "multinode", "raw", "ibperf.write_bw", "{role}.0.log"),
+		"--param", "env.STANDIN_LISTEN=argv", "--param", "env.STANDIN_DEVICE=argv",
+		"--param", "env.STANDIN_PAUSE_AFTER=Waiting for client to connect",
+		"--timeout", "2m", "--out", out)
+	assert.Equal(t, code, 0, stdout+errs)
+	var run result.Run
+	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &run))
+	assert.Equal(t, run.Tests[0].Status, result.Pass, run.Tests[0].Message)
+	id := runIDPattern.FindString(stdout + errs)
+	pods, err := core.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	assert.NilError(t, err)
+	assert.Equal(t, len(pods.Items), 0, "pods left in %s", ns)
+	assert.DeepEqual(t, testenv.ProcessesWith(id), []string(nil))
+}
+
+func randomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	assert.NilError(t, err)
+	return hex.EncodeToString(b)
+}
