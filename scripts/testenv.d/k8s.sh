@@ -265,6 +265,7 @@ up_k8s() {
 	k8s_nodes_build || return 1
 	k8s_coredns_build || { k8s_log "CoreDNS build failed"; return 1; }
 	k8s_jobset_build || { k8s_log "JobSet controller build failed"; return 1; }
+	k8s_mpi_build || { k8s_log "mpi-operator/Kueue build failed"; return 1; }
 	K8S_DIR=$state/k8s
 	if [ -e "$state/pids/k8s-apiserver" ]; then
 		k8s_log "stopping the control plane a previous up left running"
@@ -373,6 +374,9 @@ NODE
 	k8s_coredns_start 10.88.0.1 "$K8S_DIR/admin.kubeconfig" || return 1
 	k8s_jobset_start "$K8S_DIR/admin.kubeconfig" || return 1
 	setenv GPUACCEPT_K8S_JOBSET "$K8S_JOBSET_BIN"
+	k8s_mpi_start "$K8S_DIR/admin.kubeconfig" || return 1
+	setenv GPUACCEPT_K8S_MPI_OPERATOR "$K8S_MPI_OPERATOR_BIN"
+	k8s_kueue_start "$K8S_DIR/admin.kubeconfig" || return 1
 	setenv GPUACCEPT_K8S_KUBECONFIG "$K8S_DIR/admin.kubeconfig"
 	setenv GPUACCEPT_K8S_USER_KUBECONFIG "$K8S_DIR/user.kubeconfig"
 	setenv GPUACCEPT_K8S_SERVER "https://127.0.0.1:$K8S_API_PORT"
@@ -396,6 +400,8 @@ down_k8s() {
 	k8s_ports
 	K8S_DIR=$state/k8s
 	K8S_ADMIN_TOKEN=$(head -1 "$K8S_DIR/pki/tokens.csv" 2>/dev/null | cut -d, -f1)
+	k8s_kueue_stop
+	stop_pid k8s-mpi-operator
 	k8s_jobset_stop
 	k8s_nodes_down
 	stop_pid k8s-coredns

@@ -9,7 +9,7 @@ go 1.26.0
 
 require (
 	github.com/kubeflow/mpi-operator v0.8.0
-	sigs.k8s.io/jobset v0.10.1
+	sigs.k8s.io/jobset v0.11.1
 	volcano.sh/apis v1.14.0
 )
 

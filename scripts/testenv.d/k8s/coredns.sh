@@ -29,7 +29,7 @@ k8s_coredns_build() {
 	mkdir -p "$tmp"
 	start=$(date +%s)
 	k8s_log "building coredns v1.15.0 (cold: about 7 minutes) into $dir"
-	(cd "$tools" && CGO_ENABLED=0 nice go build -trimpath -ldflags "-s -w" -o "$tmp/coredns" .) >&2 ||
+	(cd "$tools" && nice go build -trimpath -ldflags "-s -w" -o "$tmp/coredns" .) >&2 ||
 		{ k8s_log "building coredns in $tools failed"; return 1; }
 	touch "$tmp/.complete"
 	rm -rf "$dir"

@@ -2,7 +2,7 @@
 # mpi-operator, so the launcher's --k8s-flavor mpijob is run by the real
 # MPIJob controller, and Kueue, so its --queue label is held and admitted
 # by the real one. Both are built from the Go module proxy through
-# scripts/k8s-tools/mpi-operator and scripts/k8s-tools/kueue and cached in
+# scripts/k8s-tools/controllers (with the JobSet manager) and cached in
 # ${GPUACCEPT_TESTENV_CACHE:-~/.cache/gpuaccept-testenv}/mpi-HASH.
 #
 # Ports (loopback):
@@ -37,39 +37,13 @@ k8s_mpi_ports() {
 	K8S_KUEUE_NS_LABEL=gpuaccept.dev/kueue
 }
 
-# k8s_mpi_dir: the cache folder for the current mpi-operator and Kueue modules.
-k8s_mpi_dir() {
-	local h
-	h=$( (go version; cd "$root/scripts/k8s-tools" && cat mpi-operator/go.mod mpi-operator/go.sum mpi-operator/*.go kueue/go.mod kueue/go.sum) | sha256sum | cut -c1-16)
-	echo "${GPUACCEPT_TESTENV_CACHE:-$HOME/.cache/gpuaccept-testenv}/mpi-$h"
-}
-
-# k8s_mpi_build: build mpi-operator and Kueue unless a finished build is cached.
+# k8s_mpi_build: build the workload controllers (k8s_controllers_build);
+# sets K8S_MPI_OPERATOR_BIN and K8S_KUEUE_BIN.
 k8s_mpi_build() {
 	k8s_mpi_ports
-	local dir tools=$root/scripts/k8s-tools tmp start
-	dir=$(k8s_mpi_dir)
-	K8S_MPI_OPERATOR_BIN=$dir/mpi-operator
-	K8S_KUEUE_BIN=$dir/kueue
-	if [ -e "$dir/.complete" ]; then
-		k8s_log "mpi-operator and Kueue from cache $dir"
-		return 0
-	fi
-	command -v go >/dev/null || { k8s_log "needs the Go toolchain to build mpi-operator and Kueue"; return 1; }
-	tmp=$dir.partial.$$
-	rm -rf "$dir".partial.*
-	mkdir -p "$tmp"
-	start=$(date +%s)
-	k8s_log "building mpi-operator $K8S_MPI_OPERATOR_VERSION (cold: about 3 minutes) into $dir"
-	(cd "$tools/mpi-operator" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/mpi-operator" .) ||
-		{ k8s_log "building mpi-operator failed"; return 1; }
-	k8s_log "building Kueue $K8S_KUEUE_VERSION (cold: about 6-11 minutes)"
-	(cd "$tools/kueue" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$K8S_KUEUE_VERSION" \
-		-o "$tmp/kueue" sigs.k8s.io/kueue/cmd/kueue) || { k8s_log "building Kueue failed"; return 1; }
-	touch "$tmp/.complete"
-	rm -rf "$dir"
-	mv "$tmp" "$dir"
-	k8s_log "mpi-operator and Kueue built in $(($(date +%s) - start)) s"
+	k8s_controllers_build || return 1
+	K8S_MPI_OPERATOR_BIN=$K8S_CONTROLLERS_DIR/mpi-operator
+	K8S_KUEUE_BIN=$K8S_CONTROLLERS_DIR/kueue
 }
 
 # k8s_mpi_crd_ready: the MPIJob CRD is served (the operator exits without it).
@@ -85,7 +59,7 @@ k8s_mpi_ensure_crd() {
 	local crd=$K8S_DIR/crds/kubeflow.org_mpijobs.yaml
 	if [ ! -s "$crd" ]; then
 		mkdir -p "$K8S_DIR/crds"
-		crd=$(cd "$root/scripts/k8s-tools/mpi-operator" && go list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)/manifests/base/kubeflow.org_mpijobs.yaml
+		crd=$(cd "$root/scripts/k8s-tools/controllers" && go list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)/manifests/base/kubeflow.org_mpijobs.yaml
 	fi
 	k8s_curl POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$crd" >/dev/null ||
 		{ k8s_log "installing the MPIJob CRD from $crd failed"; return 1; }
@@ -210,7 +184,7 @@ k8s_kueue_start() {
 	local kc=$1 d=$K8S_DIR/kueue src f
 	need_apt python3-yaml openssl
 	[ -n "${K8S_KUEUE_BIN:-}" ] || k8s_mpi_build || return 1
-	src=$(cd "$root/scripts/k8s-tools/kueue" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue) || return 1
+	src=$(cd "$root/scripts/k8s-tools/controllers" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue) || return 1
 	mkdir -p "$d/certs" "$K8S_DIR/logs"
 	k8s_kueue_pki "$d/pki"
 	cp "$d/pki/ca.crt" "$d/pki/tls.crt" "$d/pki/tls.key" "$d/certs/"

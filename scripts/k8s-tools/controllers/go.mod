@@ -1,14 +1,27 @@
-// Module kueue builds Kueue (sigs.k8s.io/kueue) for the test environment
-// (scripts/testenv.d/k8s/mpi.sh), so a workload carrying the launcher's
-// kueue.x-k8s.io/queue-name label is held and admitted by the real
-// controller. Its CRDs come from this module's config/components/crd/bases.
-// Kueue v0.17.0 is built against mpi-operator v0.8.0, the version of
-// scripts/k8s-tools/mpi-operator. A build tool, not part of gpuaccept.
-module github.com/gpuaccept/gpuaccept/scripts/k8s-tools/kueue
+// Module controllers builds the workload controllers of the test cluster
+// (scripts/testenv.d/k8s/controllers.sh) in one go build, so they share
+// one module graph and one compile of their common packages: Kueue
+// (sigs.k8s.io/kueue, which is itself built against the JobSet and
+// mpi-operator versions below), the JobSet manager (sigs.k8s.io/jobset) and
+// mpi-operator's controller (./mpi-operator: upstream's controller without
+// its fixed leader election and :8080 health port). A build tool, not part
+// of gpuaccept.
+module github.com/gpuaccept/gpuaccept/scripts/k8s-tools/controllers
 
 go 1.26.0
 
-tool sigs.k8s.io/kueue/cmd/kueue
+tool (
+	sigs.k8s.io/jobset
+	sigs.k8s.io/kueue/cmd/kueue
+)
+
+require (
+	github.com/kubeflow/mpi-operator v0.8.0
+	github.com/prometheus/client_golang v1.23.2
+	k8s.io/apimachinery v0.35.3
+	k8s.io/client-go v0.35.3
+	k8s.io/klog/v2 v2.140.0
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -61,7 +74,6 @@ require (
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
-	github.com/kubeflow/mpi-operator v0.8.0 // indirect
 	github.com/kubeflow/spark-operator/v2 v2.5.0 // indirect
 	github.com/kubeflow/trainer/v2 v2.2.0 // indirect
 	github.com/kubeflow/training-operator v1.9.3 // indirect
@@ -76,7 +88,6 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/project-codeflare/appwrapper v1.2.0 // indirect
-	github.com/prometheus/client_golang v1.23.2 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.67.5 // indirect
 	github.com/prometheus/procfs v0.19.2 // indirect
@@ -127,15 +138,12 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	k8s.io/api v0.35.3 // indirect
 	k8s.io/apiextensions-apiserver v0.35.3 // indirect
-	k8s.io/apimachinery v0.35.3 // indirect
 	k8s.io/apiserver v0.35.3 // indirect
 	k8s.io/autoscaler/cluster-autoscaler/apis v0.0.0-20240830133931-adfbe7e45277 // indirect
-	k8s.io/client-go v0.35.3 // indirect
 	k8s.io/code-generator v0.35.3 // indirect
 	k8s.io/component-base v0.35.3 // indirect
 	k8s.io/component-helpers v0.35.3 // indirect
 	k8s.io/gengo/v2 v2.0.0-20250922181213-ec3ebc5fd46b // indirect
-	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kms v0.35.3 // indirect
 	k8s.io/kube-openapi v0.0.0-20260127142750-a19766b6e2d4 // indirect
 	k8s.io/metrics v0.35.3 // indirect
