@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,10 @@ import (
 	"gotest.tools/v3/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -29,6 +34,46 @@ import (
 )
 
 var runIDPattern = regexp.MustCompile(`\bga-[0-9a-f]{8}\b`)
+
+// runID is the run id gpuaccept gave the test's objects, read from the pod
+// DNS names in the commands it recorded (outputs.json).
+func runID(t *testing.T, out, test string) string {
+	t.Helper()
+	id := runIDPattern.FindString(readFile(t, filepath.Join(out, "raw", test, "outputs.json")))
+	assert.Assert(t, id != "", "no run id in %s's outputs.json", test)
+	return id
+}
+
+// watchPods records, while a test runs, the node of every pod of ns that
+// ran (the pods are deleted by the time gpuaccept returns); stop ends the
+// watch and returns the nodes, sorted, once each.
+func watchPods(t *testing.T, core *kubernetes.Clientset, ns string) (stop func() []string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := core.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	assert.NilError(t, err)
+	seen := map[string]bool{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.Status.Phase != corev1.PodPending && p.Spec.NodeName != "" {
+				seen[p.Spec.NodeName] = true
+			}
+		}
+	}()
+	return func() []string {
+		cancel()
+		w.Stop()
+		<-done
+		var nodes []string
+		for n := range seen {
+			nodes = append(nodes, n)
+		}
+		sort.Strings(nodes)
+		return nodes
+	}
+}
 
 // kubeletNamespace makes a namespace for one test on the kubelet nodes,
 // deleted after it, once its default ServiceAccount exists.
@@ -70,10 +115,16 @@ func TestK8sKubeletMultiNode(t *testing.T) {
 		needs              string // the testenv variable saying its controller runs
 		code               int
 		status             result.Status
+		otherPods          int // pods whose logs are kept beside the lead's
 	}{
-		{"job healthy", "job", healthyRec, "", 0, result.Pass},
-		{"job degraded", "job", degradedRec, "", 1, result.Fail},
-		{"jobset healthy", "jobset", healthyRec, "GPUACCEPT_K8S_JOBSET", 0, result.Pass},
+		{"job healthy", "job", healthyRec, "", 0, result.Pass, 1},
+		{"job degraded", "job", degradedRec, "", 1, result.Fail, 1},
+		{"jobset healthy", "jobset", healthyRec, "GPUACCEPT_K8S_JOBSET", 0, result.Pass, 1},
+		{"jobset degraded", "jobset", degradedRec, "GPUACCEPT_K8S_JOBSET", 1, result.Fail, 1},
+		// The operator's launcher pod runs mpirun (its log is the step's);
+		// both workers' logs are kept.
+		{"mpijob healthy", "mpijob", healthyRec, "GPUACCEPT_K8S_MPI_OPERATOR", 0, result.Pass, 2},
+		{"mpijob degraded", "mpijob", degradedRec, "GPUACCEPT_K8S_MPI_OPERATOR", 1, result.Fail, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -82,6 +133,7 @@ func TestK8sKubeletMultiNode(t *testing.T) {
 			}
 			core, ns := kubeletNamespace(t, k.Kubeconfig)
 			out := filepath.Join(t.TempDir(), "results")
+			nodes := watchPods(t, core, ns)
 			code, stdout, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce", "--nodes", "2",
 				"--launcher", "k8s", "--k8s-flavor", c.flavor, "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", site,
 				"--param", "env.STANDIN_RECORDINGS="+c.recs, "--timeout", "3m", "--out", out)
@@ -89,19 +141,15 @@ func TestK8sKubeletMultiNode(t *testing.T) {
 			var run result.Run
 			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &run))
 			assert.Equal(t, len(run.Tests), 1)
-			assert.Equal(t, run.Tests[0].Status, c.status, run.Tests[0].Message)
+			assert.Equal(t, run.Tests[0].Status, c.status, "%s\n%s", run.Tests[0].Message, stdout+errs)
 			assert.Equal(t, readFile(t, filepath.Join(out, "raw", "rccl.all_reduce", "all_reduce.log")),
 				readFile(t, filepath.Join(c.recs, "rccl.all_reduce", "all_reduce.log")))
 			// The worker pod's log is kept beside the lead's.
 			others, err := filepath.Glob(filepath.Join(out, "raw", "rccl.all_reduce", "all_reduce.files", "pod-*.log"))
 			assert.NilError(t, err)
-			assert.Equal(t, len(others), 1, "%v", others)
-			res := readFile(t, filepath.Join(out, "results.json"))
-			for _, n := range k.Nodes {
-				assert.Assert(t, strings.Contains(res, `"`+n+`"`), "the ranks ran on %s; results.json:\n%s", n, res)
-			}
-			id := runIDPattern.FindString(stdout + errs)
-			assert.Assert(t, id != "", "no run id printed:\n%s%s", stdout, errs)
+			assert.Equal(t, len(others), c.otherPods, "%v", others)
+			assert.DeepEqual(t, nodes(), k.Nodes)
+			id := runID(t, out, "rccl.all_reduce")
 			pods, err := core.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 			assert.NilError(t, err)
 			assert.Equal(t, len(pods.Items), 0, "pods left in %s", ns)
@@ -124,14 +172,13 @@ func TestK8sKubeletTimeout(t *testing.T) {
 		"--launcher", "k8s", "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", k.Site(t, rec),
 		"--param", "env.STANDIN_RECORDINGS="+filepath.Join(rec, "mi355x-seed004", "multinode", "raw"),
 		"--param", "env.STANDIN_SLEEP=600s", "--timeout", "40s", "--out", out)
-	assert.Equal(t, code, 1, stdout+errs)
+	assert.Equal(t, code, 3, stdout+errs)
 	assert.Assert(t, time.Since(start) < 2*time.Minute, "took %s", time.Since(start))
 	var run result.Run
 	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &run))
 	assert.Equal(t, run.Tests[0].Status, result.Error, run.Tests[0].Message)
 	assert.Assert(t, strings.Contains(run.Tests[0].Message, "timed out"), run.Tests[0].Message)
-	id := runIDPattern.FindString(stdout + errs)
-	assert.Assert(t, id != "", "no run id printed:\n%s%s", stdout, errs)
+	id := runID(t, out, "rccl.all_reduce")
 	pods, err := core.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	assert.NilError(t, err)
 	assert.Equal(t, len(pods.Items), 0, "pods left in %s", ns)
@@ -162,7 +209,7 @@ func TestK8sKubeletPairedWriteBW(t *testing.T) {
 	var run result.Run
 	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &run))
 	assert.Equal(t, run.Tests[0].Status, result.Pass, run.Tests[0].Message)
-	id := runIDPattern.FindString(stdout + errs)
+	id := runID(t, out, "ibperf.write_bw")
 	pods, err := core.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	assert.NilError(t, err)
 	assert.Equal(t, len(pods.Items), 0, "pods left in %s", ns)
@@ -175,4 +222,64 @@ func randomHex(t *testing.T, n int) string {
 	_, err := rand.Read(b)
 	assert.NilError(t, err)
 	return hex.EncodeToString(b)
+}
+
+// With --queue, Kueue holds the run's Job suspended until it admits it
+// into the namespace's LocalQueue (the ClusterQueue's quota covers the
+// two pods' GPUs), then the run goes as without a queue.
+func TestK8sKubeletKueue(t *testing.T) {
+	k := testenv.NeedKubelet(t)
+	queue := testenv.Need(t, "GPUACCEPT_K8S_KUEUE_QUEUE", "k8s")
+	rec, err := filepath.Abs("../../testdata/recordings")
+	assert.NilError(t, err)
+	core, ns := kubeletNamespace(t, k.Kubeconfig)
+	rc, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig)
+	assert.NilError(t, err)
+	dyn, err := dynamic.NewForConfig(rc)
+	assert.NilError(t, err)
+	ctx := context.Background()
+	// Kueue manages only the namespaces labelled so (scripts/testenv.d/k8s/mpi.sh).
+	_, err = core.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(`{"metadata":{"labels":{"gpuaccept.dev/kueue":"true"}}}`), metav1.PatchOptions{})
+	assert.NilError(t, err)
+	lq := schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "localqueues"}
+	_, err = dyn.Resource(lq).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+		"metadata": map[string]any{"name": queue}, "spec": map[string]any{"clusterQueue": queue}}}, metav1.CreateOptions{})
+	assert.NilError(t, err)
+	// Kueue's Workload for the Job says whether it was admitted; it goes
+	// with the Job, so it is watched while the run lasts.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wl := schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
+	w, err := dyn.Resource(wl).Namespace(ns).Watch(wctx, metav1.ListOptions{})
+	assert.NilError(t, err)
+	admitted := make(chan string, 1)
+	go func() {
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok && m["type"] == "Admitted" && m["status"] == "True" {
+					select {
+					case admitted <- u.GetName():
+					default:
+					}
+				}
+			}
+		}
+	}()
+	out := filepath.Join(t.TempDir(), "results")
+	code, stdout, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce", "--nodes", "2",
+		"--launcher", "k8s", "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", k.Site(t, rec), "--queue", queue,
+		"--param", "env.STANDIN_RECORDINGS="+filepath.Join(rec, "mi355x-seed004", "multinode", "raw"), "--timeout", "3m", "--out", out)
+	assert.Equal(t, code, 0, stdout+errs)
+	select {
+	case name := <-admitted:
+		assert.Assert(t, strings.Contains(name, runID(t, out, "rccl.all_reduce")), "admitted workload %s", name)
+	default:
+		t.Fatalf("no Workload of %s was admitted by Kueue", ns)
+	}
 }

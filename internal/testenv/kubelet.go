@@ -37,7 +37,8 @@ func NeedKubelet(t testing.TB) Kubelet {
 // Site writes a site file (framework/site) for the kubelet nodes into a
 // fresh folder of t and returns its path: the test image, the toleration
 // of the nodes' taint (gpuaccept.dev/kubelet, which keeps every other
-// test's pods on the kwok nodes), a node selector for them, and each host
+// test's pods on the kwok nodes), a node selector for them, the pod
+// network instead of the host's, and each host
 // folder of mounts mounted at the same path in every pod (so absolute
 // paths in --param values, such as the stand-in's recordings, hold inside
 // the pods too).
@@ -48,6 +49,9 @@ func (k Kubelet) Site(t testing.TB, mounts ...string) string {
 	fmt.Fprintf(&b, "kubernetes:\n  image: %s\n", k.Image)
 	b.WriteString("  tolerations:\n    - {key: gpuaccept.dev/kubelet, operator: Exists, effect: NoSchedule}\n")
 	b.WriteString("  node_selector: {gpuaccept.dev/testenv: kubelet}\n")
+	// Both kubelet nodes are this one machine: on its network, two pods
+	// of a test (mi355x asks for host_network) would share one sshd port.
+	b.WriteString("  host_network: false\n")
 	if len(mounts) > 0 {
 		b.WriteString("  host_paths:\n")
 		for _, m := range mounts {

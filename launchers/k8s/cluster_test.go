@@ -561,10 +561,16 @@ func TestCleanByRunID(t *testing.T) {
 	}
 	n, err := Clean(ctx, CleanOptions{Kubeconfig: k.kubeconfig, Namespace: ns}, runs[0].RunID)
 	assert.NilError(t, err)
-	assert.Equal(t, n, 2, "the JobSet and the Secret")
+	// The JobSet and the Secret, and whatever the JobSet controller has
+	// made of them by now (child Jobs carry the run's label too).
+	assert.Assert(t, n >= 2, "deleted %d", n)
 	list, err := k.c.dyn.Resource(gvrJobSet).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + runs[0].RunID})
 	assert.NilError(t, err)
 	assert.Equal(t, len(list.Items), 0)
+	for i := 0; len(k.leftovers(t, ns, runs[0].RunID)) > 0; i++ {
+		assert.Assert(t, i < 300, "left of the cleaned run after 30 s: %v", k.leftovers(t, ns, runs[0].RunID))
+		time.Sleep(100 * time.Millisecond)
+	}
 	assert.Assert(t, len(k.leftovers(t, ns, runs[1].RunID)) >= 3, "the other run is untouched")
 	_, err = Clean(ctx, CleanOptions{Kubeconfig: k.kubeconfig, Namespace: ns}, runs[1].RunID)
 	assert.NilError(t, err)

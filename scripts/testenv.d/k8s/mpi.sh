@@ -259,13 +259,14 @@ metadata: {name: $K8S_KUEUE_QUEUE}
 spec:
   namespaceSelector: {}
   resourceGroups:
-  - coveredResources: [cpu, memory, nvidia.com/gpu, rdma/ib]
+  - coveredResources: [cpu, memory, nvidia.com/gpu, amd.com/gpu, rdma/ib]
     flavors:
     - name: gpuaccept-default
       resources:
       - {name: cpu, nominalQuota: "256"}
       - {name: memory, nominalQuota: 2Ti}
       - {name: nvidia.com/gpu, nominalQuota: "16"}
+      - {name: amd.com/gpu, nominalQuota: "16"}
       - {name: rdma/ib, nominalQuota: "16"}
 OBJ
 	# Kueue's own webhooks check these; they answer once /readyz does.
