@@ -259,10 +259,11 @@ up_k8s() {
 	need_apt openssl curl
 	local bin
 	bin=$(k8s_bin_dir)
-	k8s_build "$bin" || { k8s_log "build failed"; return 1; }
 	# Everything is built before anything starts: a cold build takes
 	# minutes, and daemons waiting on it would only hold ports.
-	k8s_nodes_build || return 1
+	k8s_nodes_build_start || return 1
+	k8s_build "$bin" || { k8s_log "build failed"; return 1; }
+	k8s_nodes_build_wait || return 1
 	k8s_coredns_build || { k8s_log "CoreDNS build failed"; return 1; }
 	k8s_jobset_build || { k8s_log "JobSet controller build failed"; return 1; }
 	k8s_mpi_build || { k8s_log "mpi-operator/Kueue build failed"; return 1; }

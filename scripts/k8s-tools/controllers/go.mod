@@ -1,19 +1,14 @@
-// Module controllers builds the workload controllers of the test cluster
-// (scripts/testenv.d/k8s/controllers.sh) in one go build, so they share
-// one module graph and one compile of their common packages: Kueue
-// (sigs.k8s.io/kueue, which is itself built against the JobSet and
-// mpi-operator versions below), the JobSet manager (sigs.k8s.io/jobset) and
-// mpi-operator's controller (./mpi-operator: upstream's controller without
-// its fixed leader election and :8080 health port). A build tool, not part
-// of gpuaccept.
+// Module controllers builds mpi-operator and Kueue for the test cluster
+// (scripts/testenv.d/k8s/controllers.sh) in one go build, so they share one
+// module graph and one compile of their common packages: Kueue
+// (sigs.k8s.io/kueue) is itself built against mpi-operator v0.8.0, and
+// ./mpi-operator is upstream's controller without its fixed leader election
+// and :8080 health port. A build tool, not part of gpuaccept.
 module github.com/gpuaccept/gpuaccept/scripts/k8s-tools/controllers
 
 go 1.26.0
 
-tool (
-	sigs.k8s.io/jobset
-	sigs.k8s.io/kueue/cmd/kueue
-)
+tool sigs.k8s.io/kueue/cmd/kueue
 
 require (
 	github.com/kubeflow/mpi-operator v0.8.0

@@ -21,11 +21,47 @@ k8s_jobset_ports() {
 	K8S_JOBSET_PROBE_PORT=17872
 }
 
-# k8s_jobset_build: build the workload controllers (k8s_controllers_build,
-# one module for JobSet, mpi-operator and Kueue); sets K8S_JOBSET_BIN.
+# k8s_jobset_bin_dir: print the cache folder for the jobset tools module.
+# JobSet builds in its own module, not with Kueue and mpi-operator
+# (controllers.sh): its webhooks need controller-runtime v0.22, Kueue's
+# module graph brings v0.23.
+k8s_jobset_bin_dir() {
+	local h
+	h=$( (go version; cd "$root/scripts/k8s-tools/jobset" && cat go.mod go.sum) | sha256sum | cut -c1-16)
+	echo "${GPUACCEPT_TESTENV_CACHE:-$HOME/.cache/gpuaccept-testenv}/jobset-$h"
+}
+
+# k8s_jobset_version DIR: the sigs.k8s.io/jobset version the tools module
+# in DIR requires.
+k8s_jobset_version() {
+	(cd "$1" && go list -m -f '{{.Version}}' sigs.k8s.io/jobset)
+}
+
+# k8s_jobset_build: build the manager unless a finished build is cached;
+# sets K8S_JOBSET_BIN to the manager binary.
 k8s_jobset_build() {
-	k8s_controllers_build || return 1
-	K8S_JOBSET_BIN=$K8S_CONTROLLERS_DIR/jobset
+	local dir tools=$root/scripts/k8s-tools/jobset tmp start v
+	dir=$(k8s_jobset_bin_dir)
+	K8S_JOBSET_BIN=$dir/jobset-manager
+	if [ -e "$dir/.complete" ]; then
+		k8s_log "JobSet manager from cache $dir"
+		return 0
+	fi
+	command -v go >/dev/null || { k8s_log "needs the Go toolchain to build the JobSet manager"; return 1; }
+	v=$(k8s_jobset_version "$tools") || { k8s_log "could not read the JobSet version from $tools/go.mod"; return 1; }
+	tmp=$dir.partial.$$
+	# An interrupted build leaves its partial folder: start clean.
+	rm -rf "$dir".partial.*
+	mkdir -p "$tmp"
+	start=$(date +%s)
+	k8s_log "building the JobSet manager $v (cold: about 8 minutes on a shared 2-core machine) into $dir"
+	(cd "$tools" && CGO_ENABLED=0 go build -trimpath \
+		-ldflags "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=$v" \
+		-o "$tmp/jobset-manager" sigs.k8s.io/jobset) || { k8s_log "building the JobSet manager $v failed"; return 1; }
+	touch "$tmp/.complete"
+	rm -rf "$dir"
+	mv "$tmp" "$dir"
+	k8s_log "JobSet manager built in $(($(date +%s) - start)) s"
 }
 
 # k8s_jobset_certs DIR: a CA and the webhook/metrics serving cert for
@@ -126,7 +162,7 @@ PROBE
 # credentials (it watches JobSets, Jobs, Pods and Services cluster-wide:
 # an admin's). Builds the manager first unless K8S_JOBSET_BIN is set.
 k8s_jobset_start() {
-	local kc=$1 d=$K8S_DIR/jobset tools=$root/scripts/k8s-tools/controllers src crd
+	local kc=$1 d=$K8S_DIR/jobset tools=$root/scripts/k8s-tools/jobset src crd
 	local crdpath=/apis/apiextensions.k8s.io/v1/customresourcedefinitions
 	k8s_jobset_ports
 	[ -n "${K8S_JOBSET_BIN:-}" ] || k8s_jobset_build || return 1

@@ -2,7 +2,7 @@
 # mpi-operator, so the launcher's --k8s-flavor mpijob is run by the real
 # MPIJob controller, and Kueue, so its --queue label is held and admitted
 # by the real one. Both are built from the Go module proxy through
-# scripts/k8s-tools/controllers (with the JobSet manager) and cached in
+# scripts/k8s-tools/controllers (one build for both) and cached in
 # ${GPUACCEPT_TESTENV_CACHE:-~/.cache/gpuaccept-testenv}/mpi-HASH.
 #
 # Ports (loopback):

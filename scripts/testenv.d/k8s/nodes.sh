@@ -53,15 +53,27 @@ k8s_kubelet_build() {
 	k8s_log "kubelet built in $(($(date +%s) - start)) s"
 }
 
-# k8s_nodes_build: the kubelet and the test image (scripts/testenv.d/k8s/image.sh);
-# sets K8S_IMAGE, K8S_PAUSE_IMAGE and K8S_IMAGE_ARCHIVE.
-k8s_nodes_build() {
-	need_apt containerd runc containernetworking-plugins iproute2 || return 1
+# k8s_nodes_build_start: install the nodes' Debian packages, then build the
+# test image (scripts/testenv.d/k8s/image.sh) in the background: debootstrap
+# waits mostly on the mirror, the Go builds that follow on the CPU.
+k8s_nodes_build_start() {
+	need_apt containerd runc containernetworking-plugins iproute2 debootstrap || return 1
+	K8S_IMAGE_DIR=$(k8s_image_dir)
+	k8s_image_build "$K8S_IMAGE_DIR" >"$state/k8s-image-build.log" 2>&1 &
+	K8S_IMAGE_BUILD_PID=$!
+}
+
+# k8s_nodes_build_wait: build the kubelet, wait for the image; sets
+# K8S_IMAGE, K8S_PAUSE_IMAGE and K8S_IMAGE_ARCHIVE.
+k8s_nodes_build_wait() {
 	k8s_kubelet_build || { k8s_log "kubelet build failed"; return 1; }
-	local dir
-	dir=$(k8s_image_dir)
-	k8s_image_build "$dir" || { k8s_log "test image build failed"; return 1; }
-	K8S_IMAGE_ARCHIVE=$dir/image.tar
+	if ! wait "$K8S_IMAGE_BUILD_PID"; then
+		cat "$state/k8s-image-build.log" >&2
+		k8s_log "test image build failed (log above, $state/k8s-image-build.log)"
+		return 1
+	fi
+	cat "$state/k8s-image-build.log" >&2
+	K8S_IMAGE_ARCHIVE=$K8S_IMAGE_DIR/image.tar
 	K8S_IMAGE=$(k8s_image_ref)
 	K8S_PAUSE_IMAGE=$(k8s_image_pause_ref)
 }
@@ -188,7 +200,7 @@ EOF
 
 # k8s_nodes_up: the bridge, then both nodes, until both are schedulable.
 k8s_nodes_up() {
-	[ -n "${K8S_IMAGE_ARCHIVE:-}" ] || k8s_nodes_build || return 1
+	[ -n "${K8S_IMAGE_ARCHIVE:-}" ] || { k8s_nodes_build_start && k8s_nodes_build_wait; } || return 1
 	ip link del "$k8s_bridge" 2>/dev/null || true
 	ip link add "$k8s_bridge" type bridge || return 1
 	ip addr add 10.88.0.1/16 dev "$k8s_bridge"
