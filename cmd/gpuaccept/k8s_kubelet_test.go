@@ -137,6 +137,13 @@ func TestK8sKubeletMultiNode(t *testing.T) {
 			code, stdout, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce", "--nodes", "2",
 				"--launcher", "k8s", "--k8s-flavor", c.flavor, "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", site,
 				"--param", "env.STANDIN_RECORDINGS="+c.recs, "--timeout", "3m", "--out", out)
+			if code != c.code {
+				logs, _ := filepath.Glob(filepath.Join(out, "raw", "rccl.all_reduce", "*.log"))
+				more, _ := filepath.Glob(filepath.Join(out, "raw", "rccl.all_reduce", "*.files", "*.log"))
+				for _, l := range append(logs, more...) {
+					t.Logf("%s:\n%s", l, readFile(t, l))
+				}
+			}
 			assert.Equal(t, code, c.code, stdout+errs)
 			var run result.Run
 			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &run))

@@ -52,6 +52,9 @@ func (k Kubelet) Site(t testing.TB, mounts ...string) string {
 	// Both kubelet nodes are this one machine: on its network, two pods
 	// of a test (mi355x asks for host_network) would share one sshd port.
 	b.WriteString("  host_network: false\n")
+	// The mpijob flavour's launcher pod takes no node selector of the
+	// rank pods: without its own it would land on a kwok node.
+	b.WriteString("  launcher:\n    node_selector: {gpuaccept.dev/testenv: kubelet}\n")
 	if len(mounts) > 0 {
 		b.WriteString("  host_paths:\n")
 		for _, m := range mounts {

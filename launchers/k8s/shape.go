@@ -25,6 +25,9 @@ type shape struct {
 	ipcLock      bool
 	privileged   bool
 	hostNetwork  bool
+	// given says which of the switches above (by YAML key) the file set,
+	// so that an overlay's false wins as its true does.
+	given map[string]bool
 	tolerations  []corev1.Toleration
 	nodeSelector map[string]string
 	sa           string
@@ -110,9 +113,16 @@ func (s *shape) over(o *shape) {
 	if o.shm != nil {
 		s.shm = o.shm
 	}
-	s.ipcLock = s.ipcLock || o.ipcLock
-	s.privileged = s.privileged || o.privileged
-	s.hostNetwork = s.hostNetwork || o.hostNetwork
+	// A switch the overlay's file gives wins either way: a site that says
+	// host_network: false takes the pods off the SKU's host network.
+	for _, f := range []struct {
+		key      string
+		to, from *bool
+	}{{"ipc_lock", &s.ipcLock, &o.ipcLock}, {"privileged", &s.privileged, &o.privileged}, {"host_network", &s.hostNetwork, &o.hostNetwork}} {
+		if o.given[f.key] {
+			*f.to = *f.from
+		}
+	}
 	if len(o.tolerations) > 0 {
 		s.tolerations = o.tolerations
 	}
@@ -148,7 +158,10 @@ func shapeOf(k *sku.Kubernetes, name, prefix string) (*shape, error) {
 	}
 	s := &shape{image: k.Image, ipcLock: k.IPCLock, privileged: k.Privileged, hostNetwork: k.HostNetwork,
 		sa: k.ServiceAccount, priority: k.PriorityClass, queue: k.Queue, env: k.Env,
-		annotations: k.Annotations, labels: k.Labels, nodeSelector: k.NodeSelector}
+		annotations: k.Annotations, labels: k.Labels, nodeSelector: k.NodeSelector, given: map[string]bool{}}
+	for _, key := range []string{"ipc_lock", "privileged", "host_network"} {
+		s.given[key] = k.Lines[key] > 0
+	}
 	if k.GPUResource != "" {
 		if errs := validation.IsQualifiedName(k.GPUResource); len(errs) > 0 {
 			where("gpu_resource", fmt.Errorf("%q: %s", k.GPUResource, strings.Join(errs, "; ")))

@@ -8,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/site"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
 func testSite(t *testing.T, text string) *site.Site {
@@ -102,4 +104,50 @@ kubernetes:
 	assert.ErrorContains(t, err, `site.yaml: line 3: field kubernetes.resources: rdma/ib: "lots" is not a quantity`)
 	_, err = New(Config{SKU: testSKU(t), Site: testSite(t, "site: x\nkubernetes:\n  launcher: {resources: {cpu: many}}\n")})
 	assert.ErrorContains(t, err, `site.yaml: line 3: field kubernetes.launcher.resources: cpu: "many" is not a quantity`)
+}
+
+// A switch the site file gives wins over the SKU's either way, as every
+// other site field does: mi355x asks for the host network and IPC_LOCK,
+// and a site saying false takes them off (a site that says nothing leaves
+// them on). Before, a site could only turn them on.
+func TestSiteSwitchesWinBothWays(t *testing.T) {
+	cat, err := sku.Load(baselines.FS, "baselines")
+	assert.NilError(t, err)
+	mi, err := cat.Get("mi355x")
+	assert.NilError(t, err)
+	assert.Assert(t, mi.Kubernetes.HostNetwork && mi.Kubernetes.IPCLock, "the mi355x SKU file asks for both")
+	cases := []struct {
+		name, site      string
+		hostNet, ipcLck bool
+	}{
+		{"site silent", "site: x\nkubernetes: {image: i:1}\n", true, true},
+		{"host network off", "site: x\nkubernetes: {image: i:1, host_network: false}\n", false, true},
+		{"ipc_lock off", "site: x\nkubernetes: {image: i:1, ipc_lock: false}\n", true, false},
+		{"both said true", "site: x\nkubernetes: {image: i:1, host_network: true, ipc_lock: true}\n", true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, flavor := range []string{FlavorJob, FlavorJobSet, FlavorMPIJob} {
+				l, err := New(Config{SKU: mi, Site: testSite(t, c.site), Flavor: flavor, Namespace: "acc"})
+				assert.NilError(t, err)
+				r, err := l.render(allGather(2, 4), "ga-0000test-1", "acc", nil)
+				assert.NilError(t, err)
+				pods := templatePods(t, r.objects())
+				assert.Assert(t, len(pods) >= 2, flavor)
+				for _, p := range pods {
+					if flavor == FlavorMPIJob && p.Labels[LabelRole] == "lead" {
+						continue // the operator's launcher pod holds no rank and has its own shape
+					}
+					assert.Equal(t, p.Spec.HostNetwork, c.hostNet, "%s %s", flavor, p.Name)
+					lock := false
+					if sc := p.Spec.Containers[0].SecurityContext; sc != nil && sc.Capabilities != nil {
+						for _, cp := range sc.Capabilities.Add {
+							lock = lock || cp == "IPC_LOCK"
+						}
+					}
+					assert.Equal(t, lock, c.ipcLck, "%s %s: IPC_LOCK", flavor, p.Name)
+				}
+			}
+		})
+	}
 }
