@@ -36,10 +36,14 @@ import (
 var runIDPattern = regexp.MustCompile(`\bga-[0-9a-f]{8}\b`)
 
 // runID is the run id gpuaccept gave the test's objects, read from the pod
-// DNS names in the commands it recorded (outputs.json).
+// DNS names in the commands it recorded (outputs.json) or, where the
+// command names none (mpijob: the operator's hostfile), from the names of
+// the pods' logs kept.
 func runID(t *testing.T, out, test string) string {
 	t.Helper()
-	id := runIDPattern.FindString(readFile(t, filepath.Join(out, "raw", test, "outputs.json")))
+	text := readFile(t, filepath.Join(out, "raw", test, "outputs.json"))
+	logs, _ := filepath.Glob(filepath.Join(out, "raw", test, "*.files", "pod-*.log"))
+	id := runIDPattern.FindString(text + " " + strings.Join(logs, " "))
 	assert.Assert(t, id != "", "no run id in %s's outputs.json", test)
 	return id
 }

@@ -428,14 +428,28 @@ func (l *Launcher) renderStep(w *workload, sh *shape, namespace, secretName, tes
 		w.command = rankstart.ShellJoin(argv)
 		leadScript = singleScript(argv, s.Files, podWorkDir)
 	case flavor == FlavorMPIJob:
-		// mpi-operator writes the hostfile and distributes its own keys.
-		a, err := starter.Argv(s, rankstart.Merge(base, rankstart.Options{AllowRoot: true, ExtraArgs: l.cfg.MPIArgs, Environ: environ}))
+		// mpi-operator writes the hostfile and distributes its own keys,
+		// but each worker makes its own host key at start, which no
+		// known_hosts can hold: mpi-operator leaves it to the image's
+		// ssh_config (its own base images say StrictHostKeyChecking no),
+		// and ssh in any other image ends the run with "Host key
+		// verification failed". Open MPI's mpirun passes the options
+		// itself; this replaces the operator's OMPI_MCA_plm_rsh_args, so
+		// its ConnectionAttempts=10 is kept.
+		extra := l.cfg.MPIArgs
+		if starter.Family() == rankstart.FamilyOpenMPI {
+			extra = append([]string{"--mca", "plm_rsh_args", "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectionAttempts=10"}, l.cfg.MPIArgs...)
+		}
+		a, err := starter.Argv(s, rankstart.Merge(base, rankstart.Options{AllowRoot: true, ExtraArgs: extra, Environ: environ}))
 		if err != nil {
 			return err
 		}
 		w.command = rankstart.ShellJoin(a)
 		leadScript = singleScript(a, s.Files, podWorkDir)
-		workerScript = "mkdir -p /run/sshd " + podWorkDir + " && ssh-keygen -A >/dev/null && exec /usr/sbin/sshd -De"
+		// The operator's Secret is mounted at /root/.ssh, a folder sshd's
+		// StrictModes refuses (its own base images turn StrictModes off):
+		// in any other image every login would be "Permission denied".
+		workerScript = "mkdir -p /run/sshd " + podWorkDir + " && ssh-keygen -A >/dev/null && exec /usr/sbin/sshd -De -o StrictModes=no"
 	default:
 		hostNames := w.hosts
 		extra := l.cfg.MPIArgs
