@@ -16,18 +16,18 @@ import (
 // shape is the SKU's kubernetes section checked and turned into the API's
 // types, once, so a bad quantity fails before anything is created.
 type shape struct {
-	image        string
-	gpuResource  corev1.ResourceName
-	resources    corev1.ResourceList
-	annotations  map[string]string
-	labels       map[string]string
-	shm          *resource.Quantity
-	ipcLock      bool
-	privileged   bool
-	hostNetwork  bool
+	image       string
+	gpuResource corev1.ResourceName
+	resources   corev1.ResourceList
+	annotations map[string]string
+	labels      map[string]string
+	shm         *resource.Quantity
+	ipcLock     bool
+	privileged  bool
+	hostNetwork bool
 	// given says which of the switches above (by YAML key) the file set,
 	// so that an overlay's false wins as its true does.
-	given map[string]bool
+	given        map[string]bool
 	tolerations  []corev1.Toleration
 	nodeSelector map[string]string
 	sa           string
