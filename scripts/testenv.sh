@@ -15,7 +15,9 @@
 # scripts/test.sh loads from .testenv/env.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(pwd)
+# Resolved: teardown finds the mounts under it in /proc/mounts, which holds
+# resolved paths.
+root=$(pwd -P)
 state=$root/.testenv
 mkdir -p "$state/pids"
 

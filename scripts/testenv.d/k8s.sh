@@ -275,8 +275,10 @@ up_k8s() {
 	# A node that was not stopped leaves mounts under it: rm -rf must not
 	# walk into them.
 	k8s_unmount_under "$K8S_DIR"
-	rm -rf "$K8S_DIR"
+	rm -rf --one-file-system "$K8S_DIR"
 	mkdir -p "$K8S_DIR/logs"
+	# Tokens, kubeconfigs, CA and webhook keys live here: root's only.
+	chmod 700 "$K8S_DIR"
 	k8s_pki
 	K8S_ADMIN_TOKEN=$(openssl rand -hex 16)
 	local user_token

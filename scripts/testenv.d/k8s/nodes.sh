@@ -61,6 +61,8 @@ k8s_nodes_build_start() {
 	K8S_IMAGE_DIR=$(k8s_image_dir)
 	k8s_image_build "$K8S_IMAGE_DIR" >"$state/k8s-image-build.log" 2>&1 &
 	K8S_IMAGE_BUILD_PID=$!
+	# Recorded so that down stops it should up fail before waiting for it.
+	started k8s-image-build "$K8S_IMAGE_BUILD_PID"
 }
 
 # k8s_nodes_build_wait: build the kubelet, wait for the image; sets
@@ -73,6 +75,7 @@ k8s_nodes_build_wait() {
 		return 1
 	fi
 	cat "$state/k8s-image-build.log" >&2
+	rm -f "$state/pids/k8s-image-build"
 	K8S_IMAGE_ARCHIVE=$K8S_IMAGE_DIR/image.tar
 	K8S_IMAGE=$(k8s_image_ref)
 	K8S_PAUSE_IMAGE=$(k8s_image_pause_ref)
@@ -241,6 +244,14 @@ k8s_nodes_down() {
 	local n i d pods
 	K8S_DIR=${K8S_DIR:-$state/k8s}
 	if [ -e "$state/pids/k8s-kubelet-0" ] && [ -e "$state/pids/k8s-apiserver" ]; then
+		# Cordoned first: the Job controller would recreate deleted pods
+		# and the scheduler bind them here again.
+		printf '{"spec":{"unschedulable":true}}' >"$K8S_DIR/cordon.json"
+		for n in $k8s_nodes; do
+			curl -sS --max-time 10 --cacert "$K8S_DIR/pki/ca.crt" -H "Authorization: Bearer $K8S_ADMIN_TOKEN" -X PATCH \
+				-H "Content-Type: application/merge-patch+json" --data-binary "@$K8S_DIR/cordon.json" \
+				"https://127.0.0.1:$K8S_API_PORT/api/v1/nodes/$n" >/dev/null 2>&1 || true
+		done
 		for n in $k8s_nodes; do
 			pods=$(k8s_curl GET "/api/v1/pods?fieldSelector=spec.nodeName=$n" 2>/dev/null |
 				python3 -c 'import json,sys
