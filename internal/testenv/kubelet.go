@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,26 +36,22 @@ func NeedKubelet(t testing.TB) Kubelet {
 }
 
 // Site writes a site file (framework/site) for the kubelet nodes into a
-// fresh folder of t and returns its path: the test image, the toleration
-// of the nodes' taint (gpuaccept.dev/kubelet, which keeps every other
-// test's pods on the kwok nodes), a node selector for them, the pod
-// network instead of the host's, and each host
-// folder of mounts mounted at the same path in every pod (so absolute
-// paths in --param values, such as the stand-in's recordings, hold inside
-// the pods too).
+// fresh folder of t and returns its path: examples/sites/testenv-kubelet.yaml
+// (the test image, the toleration of the nodes' taint, their node selector,
+// the pod network instead of the host's, the mpijob launcher pod on them)
+// with each host folder of mounts mounted at the same path in every pod, so
+// that absolute paths in --param values, such as the stand-in's
+// recordings, hold inside the pods too.
 func (k Kubelet) Site(t testing.TB, mounts ...string) string {
 	t.Helper()
+	_, here, _, _ := runtime.Caller(0)
+	base, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "examples", "sites", "testenv-kubelet.yaml"))
+	if err != nil {
+		t.Fatalf("site for the kubelet nodes: %v", err)
+	}
+	text := strings.Replace(string(base), "image: gpuaccept.local/testenv:1", "image: "+k.Image, 1)
 	var b strings.Builder
-	fmt.Fprintf(&b, "site: testenv-kubelet\ndescription: the test environment's kubelet nodes (scripts/testenv.d/k8s/nodes.sh)\n")
-	fmt.Fprintf(&b, "kubernetes:\n  image: %s\n", k.Image)
-	b.WriteString("  tolerations:\n    - {key: gpuaccept.dev/kubelet, operator: Exists, effect: NoSchedule}\n")
-	b.WriteString("  node_selector: {gpuaccept.dev/testenv: kubelet}\n")
-	// Both kubelet nodes are this one machine: on its network, two pods
-	// of a test (mi355x asks for host_network) would share one sshd port.
-	b.WriteString("  host_network: false\n")
-	// The mpijob flavour's launcher pod takes no node selector of the
-	// rank pods: without its own it would land on a kwok node.
-	b.WriteString("  launcher:\n    node_selector: {gpuaccept.dev/testenv: kubelet}\n")
+	b.WriteString(text)
 	if len(mounts) > 0 {
 		b.WriteString("  host_paths:\n")
 		for _, m := range mounts {
