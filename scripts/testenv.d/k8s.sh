@@ -23,9 +23,11 @@
 #   GPUACCEPT_K8S_NODES       names of the fake nodes, space-separated
 
 # The real nodes, CoreDNS and the workload controllers, a file each.
-for f in "$root"/scripts/testenv.d/k8s/*.sh; do
+# (Not "f": testenv.sh's own loop over the services is sourcing this file
+# with it.)
+for k8s_part in "$root"/scripts/testenv.d/k8s/*.sh; do
 	# shellcheck source=/dev/null
-	. "$f"
+	. "$k8s_part"
 done
 
 k8s_ports() {
