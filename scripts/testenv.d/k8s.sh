@@ -42,30 +42,56 @@ k8s_ports() {
 # k8s_log MSG: progress on stderr, so a cold CI build says what it is doing.
 k8s_log() { echo "testenv k8s: $*" >&2; }
 
-# k8s_bin_dir: print the cache folder for the current tools modules.
-k8s_bin_dir() {
-	local h
-	h=$( (go version; cd "$root/scripts/k8s-tools" && cat {etcd,kube,kwok}/go.mod {etcd,kube,kwok}/go.sum) | sha256sum | cut -c1-16)
-	echo "${GPUACCEPT_TESTENV_CACHE:-$HOME/.cache/gpuaccept-testenv}/k8s-$h"
+# k8s_cache_dir NAME FILE...: print the cache folder of NAME's build,
+# ${GPUACCEPT_TESTENV_CACHE:-~/.cache/gpuaccept-testenv}/NAME-HASH, HASH over
+# the Go version and FILEs (paths under scripts/k8s-tools): a change to any
+# of them builds anew.
+k8s_cache_dir() {
+	local name=$1 h
+	shift
+	h=$( (go version; cd "$root/scripts/k8s-tools" && cat "$@") | sha256sum | cut -c1-16) || return 1
+	echo "${GPUACCEPT_TESTENV_CACHE:-$HOME/.cache/gpuaccept-testenv}/$name-$h"
 }
 
-# k8s_build DIR: build every binary into DIR unless a finished build is there.
-k8s_build() {
-	local dir=$1 tools=$root/scripts/k8s-tools tmp start
+# k8s_build_cached WHAT DIR FN [ARG...]: unless DIR holds a finished build,
+# run FN TMP ARG... to build into TMP (DIR.partial.PID), then make TMP DIR.
+# A build that was interrupted leaves its partial folder: the next starts
+# clean.
+k8s_build_cached() {
+	local what=$1 dir=$2 fn=$3 tmp start
+	shift 3
 	if [ -e "$dir/.complete" ]; then
-		k8s_log "binaries from cache $dir"
+		k8s_log "$what from cache $dir"
 		return 0
 	fi
-	command -v go >/dev/null || { k8s_log "needs the Go toolchain to build its binaries"; return 1; }
+	command -v go >/dev/null || { k8s_log "needs the Go toolchain to build $what"; return 1; }
 	tmp=$dir.partial.$$
-	# A build that was interrupted leaves its partial folder: start clean.
 	rm -rf "$dir".partial.*
 	mkdir -p "$tmp"
 	start=$(date +%s)
+	"$fn" "$tmp" "$@" || { k8s_log "building $what failed"; return 1; }
+	touch "$tmp/.complete"
+	rm -rf "$dir"
+	mv "$tmp" "$dir"
+	k8s_log "$what built in $(($(date +%s) - start)) s"
+}
+
+# k8s_bin_dir: print the cache folder for the control plane's tools modules.
+k8s_bin_dir() {
+	k8s_cache_dir k8s {etcd,kube,kwok}/go.mod {etcd,kube,kwok}/go.sum
+}
+
+# k8s_build DIR: build the control plane into DIR unless a finished build is there.
+k8s_build() { k8s_build_cached "the control plane" "$1" k8s_build_into; }
+
+# k8s_build_into TMP: etcd, kwok, kube-apiserver, kube-controller-manager
+# and kube-scheduler.
+k8s_build_into() {
+	local tmp=$1 tools=$root/scripts/k8s-tools
 	# -s -w: the linker of kube-apiserver is the step that needs the most memory.
 	local ld="-s -w"
 	local kv="-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
-	k8s_log "building etcd v3.6.16 (cold: about 1-2 minutes) into $dir"
+	k8s_log "building etcd v3.6.16 (cold: about 1-2 minutes) into $tmp"
 	(cd "$tools/etcd" && go build -trimpath -ldflags "$ld" -o "$tmp/etcd" go.etcd.io/etcd/server/v3) || return 1
 	k8s_log "building kwok v0.8.0 (cold: about 2 minutes)"
 	(cd "$tools/kwok" && go build -trimpath -ldflags "$ld" -o "$tmp/kwok" sigs.k8s.io/kwok/cmd/kwok) || return 1
@@ -74,10 +100,6 @@ k8s_build() {
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler) || return 1
-	touch "$tmp/.complete"
-	rm -rf "$dir"
-	mv "$tmp" "$dir"
-	k8s_log "built in $(($(date +%s) - start)) s"
 }
 
 # k8s_curl METHOD PATH [FILE]: call the API server as the admin, sending

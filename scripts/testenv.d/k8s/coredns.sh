@@ -14,30 +14,18 @@
 # k8s_coredns_build: build CoreDNS unless the cache holds this version;
 # sets K8S_COREDNS_BIN to the binary. Progress goes to stderr only.
 k8s_coredns_build() {
-	local tools=$root/scripts/k8s-tools/coredns h dir tmp start
-	h=$( (go version; cd "$tools" && cat go.mod go.sum main.go) | sha256sum | cut -c1-16) || return 1
-	dir=${GPUACCEPT_TESTENV_CACHE:-$HOME/.cache/gpuaccept-testenv}/coredns-$h
+	local dir
+	dir=$(k8s_cache_dir coredns coredns/go.mod coredns/go.sum coredns/main.go) || return 1
 	K8S_COREDNS_BIN=$dir/coredns
-	if [ -e "$dir/.complete" ]; then
-		k8s_log "coredns from cache $dir"
-		return 0
-	fi
-	command -v go >/dev/null || { k8s_log "needs the Go toolchain to build coredns"; return 1; }
-	tmp=$dir.partial.$$
-	# An interrupted build leaves its partial folder: start clean.
-	rm -rf "$dir".partial.*
-	mkdir -p "$tmp"
-	start=$(date +%s)
-	k8s_log "building coredns v1.15.0 (cold: about 7 minutes) into $dir"
-	(cd "$tools" && nice go build -trimpath -ldflags "-s -w" -o "$tmp/coredns" .) >&2 ||
-		{ k8s_log "building coredns in $tools failed"; return 1; }
-	touch "$tmp/.complete"
-	rm -rf "$dir"
-	mv "$tmp" "$dir"
-	k8s_log "coredns built in $(($(date +%s) - start)) s"
+	k8s_build_cached "coredns v1.15.0" "$dir" k8s_coredns_build_into >&2
 }
 
-# k8s_coredns_health: the health endpoint answers.
+# k8s_coredns_build_into TMP (cold: about 7 minutes).
+k8s_coredns_build_into() {
+	k8s_log "building coredns v1.15.0 (cold: about 7 minutes) into $1"
+	(cd "$root/scripts/k8s-tools/coredns" && nice go build -trimpath -ldflags "-s -w" -o "$1/coredns" .) >&2
+}
+
 k8s_coredns_health() { curl -sf http://127.0.0.1:17865/health; }
 
 # k8s_coredns_start LISTEN_IP KUBECONFIG [PORT]: serve the cluster's names on

@@ -21,47 +21,31 @@ k8s_jobset_ports() {
 	K8S_JOBSET_PROBE_PORT=17872
 }
 
-# k8s_jobset_bin_dir: print the cache folder for the jobset tools module.
-# JobSet builds in its own module, not with Kueue and mpi-operator
-# (controllers.sh): its webhooks need controller-runtime v0.22, Kueue's
-# module graph brings v0.23.
-k8s_jobset_bin_dir() {
-	local h
-	h=$( (go version; cd "$root/scripts/k8s-tools/jobset" && cat go.mod go.sum) | sha256sum | cut -c1-16)
-	echo "${GPUACCEPT_TESTENV_CACHE:-$HOME/.cache/gpuaccept-testenv}/jobset-$h"
+# k8s_jobset_build: build the manager unless a finished build is cached;
+# sets K8S_JOBSET_BIN to the manager binary. JobSet builds in its own
+# module, not with Kueue and mpi-operator (controllers.sh): its webhooks
+# need controller-runtime v0.22, Kueue's module graph brings v0.23.
+k8s_jobset_build() {
+	local dir v
+	dir=$(k8s_cache_dir jobset jobset/go.mod jobset/go.sum) || return 1
+	K8S_JOBSET_BIN=$dir/jobset-manager
+	v=$(k8s_jobset_version "$root/scripts/k8s-tools/jobset") || { k8s_log "could not read the JobSet version from scripts/k8s-tools/jobset/go.mod"; return 1; }
+	k8s_build_cached "the JobSet manager $v" "$dir" k8s_jobset_build_into "$v"
+}
+
+# k8s_jobset_build_into TMP VERSION (cold: about 8 minutes on a shared
+# 2-core machine).
+k8s_jobset_build_into() {
+	k8s_log "building the JobSet manager $2 (cold: about 8 minutes on a shared 2-core machine) into $1"
+	(cd "$root/scripts/k8s-tools/jobset" && CGO_ENABLED=0 go build -trimpath \
+		-ldflags "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=$2" \
+		-o "$1/jobset-manager" sigs.k8s.io/jobset)
 }
 
 # k8s_jobset_version DIR: the sigs.k8s.io/jobset version the tools module
 # in DIR requires.
 k8s_jobset_version() {
 	(cd "$1" && go list -m -f '{{.Version}}' sigs.k8s.io/jobset)
-}
-
-# k8s_jobset_build: build the manager unless a finished build is cached;
-# sets K8S_JOBSET_BIN to the manager binary.
-k8s_jobset_build() {
-	local dir tools=$root/scripts/k8s-tools/jobset tmp start v
-	dir=$(k8s_jobset_bin_dir)
-	K8S_JOBSET_BIN=$dir/jobset-manager
-	if [ -e "$dir/.complete" ]; then
-		k8s_log "JobSet manager from cache $dir"
-		return 0
-	fi
-	command -v go >/dev/null || { k8s_log "needs the Go toolchain to build the JobSet manager"; return 1; }
-	v=$(k8s_jobset_version "$tools") || { k8s_log "could not read the JobSet version from $tools/go.mod"; return 1; }
-	tmp=$dir.partial.$$
-	# An interrupted build leaves its partial folder: start clean.
-	rm -rf "$dir".partial.*
-	mkdir -p "$tmp"
-	start=$(date +%s)
-	k8s_log "building the JobSet manager $v (cold: about 8 minutes on a shared 2-core machine) into $dir"
-	(cd "$tools" && CGO_ENABLED=0 go build -trimpath \
-		-ldflags "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=$v" \
-		-o "$tmp/jobset-manager" sigs.k8s.io/jobset) || { k8s_log "building the JobSet manager $v failed"; return 1; }
-	touch "$tmp/.complete"
-	rm -rf "$dir"
-	mv "$tmp" "$dir"
-	k8s_log "JobSet manager built in $(($(date +%s) - start)) s"
 }
 
 # k8s_jobset_certs DIR: a CA and the webhook/metrics serving cert for

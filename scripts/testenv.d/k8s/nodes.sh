@@ -32,25 +32,18 @@ k8s_bridge=gacni0
 # k8s_kubelet_build: build the kubelet into its cache folder unless there;
 # sets K8S_KUBELET_BIN.
 k8s_kubelet_build() {
-	local mod=$root/scripts/k8s-tools/kubelet h dir tmp start
-	h=$( (go version; cat "$mod/go.mod" "$mod/go.sum") | sha256sum | cut -c1-16)
-	dir=${GPUACCEPT_TESTENV_CACHE:-$HOME/.cache/gpuaccept-testenv}/kubelet-$h
+	local dir
+	dir=$(k8s_cache_dir kubelet kubelet/go.mod kubelet/go.sum) || return 1
 	K8S_KUBELET_BIN=$dir/kubelet
-	if [ -e "$dir/.complete" ]; then
-		k8s_log "kubelet from cache $dir"
-		return 0
-	fi
-	tmp=$dir.partial.$$
-	rm -rf "$dir".partial.*
-	mkdir -p "$tmp"
-	start=$(date +%s)
-	k8s_log "building kubelet v1.37.2 (cold: 3+ minutes)"
-	(cd "$mod" && go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean" \
-		-o "$tmp/kubelet" k8s.io/kubernetes/cmd/kubelet) || return 1
-	touch "$tmp/.complete"
-	rm -rf "$dir"
-	mv "$tmp" "$dir"
-	k8s_log "kubelet built in $(($(date +%s) - start)) s"
+	k8s_build_cached "kubelet v1.37.2" "$dir" k8s_kubelet_build_into
+}
+
+# k8s_kubelet_build_into TMP (cold: 3+ minutes after the control plane's
+# build, whose packages it shares).
+k8s_kubelet_build_into() {
+	k8s_log "building kubelet v1.37.2 (cold: 3+ minutes) into $1"
+	(cd "$root/scripts/k8s-tools/kubelet" && go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean" \
+		-o "$1/kubelet" k8s.io/kubernetes/cmd/kubelet)
 }
 
 # k8s_nodes_build_start: install the nodes' Debian packages, then build the
