@@ -7,8 +7,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -111,6 +113,19 @@ func TestKubernetesRBAC(t *testing.T) {
 	t.Cleanup(func() {
 		_ = ac.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 	})
+	// The API server's RBAC cache takes the new binding a moment later
+	// (seen: "cannot patch resource nodes" under load): wait until the
+	// user may patch nodes, as the server itself answers.
+	for i := 0; ; i++ {
+		r, err := uc.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "patch", Resource: "nodes"}}}, metav1.CreateOptions{})
+		assert.NilError(t, err)
+		if r.Status.Allowed {
+			break
+		}
+		assert.Assert(t, i < 100, "the binding gave no right to patch nodes in 10 s: %s", r.Status.Reason)
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	done, err := Kubernetes(ctx, uc, VerdictsOf(run), opts)
 	assert.NilError(t, err)
