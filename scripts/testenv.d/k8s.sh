@@ -102,12 +102,13 @@ k8s_build_into() {
 		k8s.io/kubernetes/cmd/kube-scheduler) || return 1
 }
 
-# k8s_curl METHOD PATH [FILE]: call the API server as the admin, sending
-# FILE (YAML or JSON) as the body. The API server reads YAML bodies, so no
-# kubectl is needed.
+# k8s_curl METHOD PATH [FILE [CONTENT-TYPE]]: call the API server as the
+# admin, sending FILE as the body, YAML or JSON unless CONTENT-TYPE says
+# otherwise (a patch: application/merge-patch+json, ...). The API server
+# reads YAML bodies, so no kubectl is needed.
 k8s_curl() {
 	local args=(-sS --max-time 30 --fail-with-body --cacert "$K8S_DIR/pki/ca.crt" -H "Authorization: Bearer $K8S_ADMIN_TOKEN" -X "$1")
-	[ $# -lt 3 ] || args+=(-H "Content-Type: application/yaml" --data-binary "@$3")
+	[ $# -lt 3 ] || args+=(-H "Content-Type: ${4:-application/yaml}" --data-binary "@$3")
 	curl "${args[@]}" "https://127.0.0.1:$K8S_API_PORT$2"
 }
 

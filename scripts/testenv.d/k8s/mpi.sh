@@ -86,10 +86,7 @@ k8s_mpi_start() {
 
 # k8s_mpi_send METHOD PATH CONTENT-TYPE FILE: k8s_curl with a body of another
 # type (server-side apply, merge patch).
-k8s_mpi_send() {
-	curl -sS --fail-with-body --cacert "$K8S_DIR/pki/ca.crt" -H "Authorization: Bearer $K8S_ADMIN_TOKEN" -X "$1" \
-		-H "Content-Type: $3" --data-binary "@$4" "https://127.0.0.1:$K8S_API_PORT$2"
-}
+k8s_mpi_send() { k8s_curl "$1" "$2" "$4" "$3"; }
 
 # k8s_mpi_apply PATH FILE: server-side apply of FILE's object at PATH (its
 # full path, name included), so that a second start over the same control

@@ -213,9 +213,7 @@ k8s_nodes_up() {
 	local patch=$K8S_DIR/gpu-capacity.json
 	printf '[{"op":"add","path":"/status/capacity/nvidia.com~1gpu","value":"8"},{"op":"add","path":"/status/capacity/amd.com~1gpu","value":"8"}]' >"$patch"
 	for n in $k8s_nodes; do
-		curl -sS --fail-with-body --cacert "$K8S_DIR/pki/ca.crt" -H "Authorization: Bearer $K8S_ADMIN_TOKEN" -X PATCH \
-			-H "Content-Type: application/json-patch+json" --data-binary "@$patch" \
-			"https://127.0.0.1:$K8S_API_PORT/api/v1/nodes/$n/status" >/dev/null || return 1
+		k8s_curl PATCH "/api/v1/nodes/$n/status" "$patch" application/json-patch+json >/dev/null || return 1
 	done
 	setenv GPUACCEPT_K8S_KUBELET_NODES "$k8s_nodes"
 	setenv GPUACCEPT_K8S_IMAGE "$K8S_IMAGE"
@@ -241,9 +239,7 @@ k8s_nodes_down() {
 		# and the scheduler bind them here again.
 		printf '{"spec":{"unschedulable":true}}' >"$K8S_DIR/cordon.json"
 		for n in $k8s_nodes; do
-			curl -sS --max-time 10 --cacert "$K8S_DIR/pki/ca.crt" -H "Authorization: Bearer $K8S_ADMIN_TOKEN" -X PATCH \
-				-H "Content-Type: application/merge-patch+json" --data-binary "@$K8S_DIR/cordon.json" \
-				"https://127.0.0.1:$K8S_API_PORT/api/v1/nodes/$n" >/dev/null 2>&1 || true
+			k8s_curl PATCH "/api/v1/nodes/$n" "$K8S_DIR/cordon.json" application/merge-patch+json >/dev/null 2>&1 || true
 		done
 		for n in $k8s_nodes; do
 			pods=$(k8s_curl GET "/api/v1/pods?fieldSelector=spec.nodeName=$n" 2>/dev/null |
