@@ -82,7 +82,7 @@ k8s_node_ip() { echo "10.88.0.$((10 + $1))"; }
 # for the Node authorizer (user system:node:NAME in group system:nodes).
 # Appends the tokens to tokens.csv: run before the API server starts.
 k8s_nodes_pki() {
-	local p=$K8S_DIR/pki i=0 n tok
+	local p=$K8S_DIR/pki n tok
 	openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" \
 		-keyout "$p/kubelet-client.key" -out "$p/kubelet-client.csr" 2>/dev/null
 	openssl x509 -req -in "$p/kubelet-client.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial -days 30 \
@@ -92,7 +92,6 @@ k8s_nodes_pki() {
 		printf '%s,system:node:%s,uid-%s,"system:nodes"\n' "$tok" "$n" "$n" >>"$p/tokens.csv"
 		mkdir -p "$K8S_DIR/$n"
 		k8s_kubeconfig "$K8S_DIR/$n/kubelet.kubeconfig" "system:node:$n" "$tok" default
-		i=$((i + 1))
 	done
 }
 
