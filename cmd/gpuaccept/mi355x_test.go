@@ -376,3 +376,31 @@ func TestProgressLinesAlike(t *testing.T) {
 		})
 	}
 }
+
+// A hole in a real curve fails gpuaccept check under the shipped mi355x
+// per-size baseline although no baseline point is there: seed 004's 1 x 8
+// all_reduce with 16 MiB out-of-place (under the first point, 32 MiB)
+// edited to 45% of 8 MiB, busbw 251.49 -> 92.88, algbw and time to match
+// (baselines/README.md, rule 8a). The real log passes.
+func TestMI355XHoleFailsCheck(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(mi355x, "singlenode/raw/rccl.all_reduce/all_reduce.log"))
+	assert.NilError(t, err)
+	const row, hole = "16777216 4194304 float sum -1 116.74 143.71 251.49", "16777216 4194304 float sum -1 316.13 53.07 92.88"
+	assert.Assert(t, strings.Contains(string(data), row))
+	for _, c := range []struct {
+		name, text, status, want string
+	}{
+		{"real", string(data), "pass", "points inside their bands"},
+		{"16 MiB at 45% of 8 MiB", strings.Replace(string(data), row, hole, 1), "fail",
+			"dip busbw out-of-place: 92.9 GB/s at 16 MiB is 45.0% of the lower of its neighbours (206.4 GB/s at 8 MiB, 320.1 GB/s at 32 MiB)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "all_reduce.log")
+			assert.NilError(t, os.WriteFile(p, []byte(c.text), 0o644))
+			_, r, errs := runJSON(t, "check", "--sku", "mi355x", "--test", "rccl.all_reduce", "--nodes", "1", "--gpus-per-node", "8", p)
+			assert.Equal(t, len(r.Tests), 1, errs)
+			assert.Equal(t, r.Tests[0].Status, c.status, r.Tests[0].Message)
+			assert.Assert(t, strings.Contains(r.Tests[0].Message, c.want), r.Tests[0].Message)
+		})
+	}
+}

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
@@ -135,6 +136,99 @@ func dips(e *sku.Entry, ms []result.Metric, mt matcher) []result.Check {
 			c.OK, c.Message = false, fall(e.Dip.Fail, "fail")
 		case e.Dip.Warn > 0 && worst > e.Dip.Warn:
 			c.OK, c.Warn, c.Message = false, true, fall(e.Dip.Warn, "warn")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// curveKey names one labelled curve of a metric: "busbw placement=out-of-place".
+func curveKey(m result.Metric) string { return m.Name + " " + sku.LabelText(m.Labels) }
+
+// dipped marks the curves entry e's own dip check reads (curve: its
+// range), so that the default rule (holes) leaves them to it.
+func dipped(e *sku.Entry, ms []result.Metric, mt matcher, done map[string]bool) {
+	for _, m := range curve(e, ms, mt) {
+		done[curveKey(m)] = true
+	}
+}
+
+// holes runs the default dip rule (sku.DefaultHole) on each labelled curve
+// of a bandwidth that entry e judges and no entry's own dip check reads
+// (done, which it extends): every measured size, whatever the entry's
+// range or points, so that a summary over 1 to 8 GiB still sees a hole at
+// 256 MiB. Only the bandwidth-bound part is read, from the first size
+// whose value reaches half the curve's peak: below it latency decides and
+// points scatter. Each point there but the first measured is compared
+// with the lower of its neighbours (the point before it, at the largest
+// size); the worst ratio under DefaultHole percent fails. One check per
+// curve, "dip busbw out-of-place", when at least one point was compared.
+func holes(e *sku.Entry, ms []result.Metric, mt matcher, done map[string]bool) []result.Check {
+	if !sku.IsBandwidth(e.Unit) {
+		return nil
+	}
+	groups := map[string][]result.Metric{}
+	var keys []string
+	for _, m := range ms {
+		if m.Size <= 0 || m.Unit != e.Unit || !mt.match(e, m) || math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+			continue
+		}
+		k := curveKey(m)
+		if done[k] {
+			continue
+		}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], m)
+	}
+	sort.Strings(keys)
+	var out []result.Check
+	for _, k := range keys {
+		done[k] = true
+		pts := groups[k]
+		sort.SliceStable(pts, func(i, j int) bool { return pts[i].Size < pts[j].Size })
+		peak := pts[0].Value
+		for _, p := range pts {
+			peak = max(peak, p.Value)
+		}
+		start := 0
+		for start < len(pts) && pts[start].Value < peak/2 {
+			start++
+		}
+		worst, at, compared := math.Inf(1), 0, 0
+		for i := max(start, 1); i < len(pts); i++ {
+			lower := pts[i-1].Value
+			if i+1 < len(pts) {
+				lower = min(lower, pts[i+1].Value)
+			}
+			if lower <= 0 {
+				continue
+			}
+			compared++
+			if r := pts[i].Value / lower; r < worst {
+				worst, at = r, i
+			}
+		}
+		if compared == 0 {
+			continue
+		}
+		p := pts[at]
+		name := "dip " + p.Name
+		if pl := p.Labels["placement"]; pl != "" {
+			name += " " + pl
+		}
+		c := result.Check{Name: name, OK: 100*worst >= sku.DefaultHole}
+		if !c.OK {
+			prev := pts[at-1]
+			of := fmt.Sprintf("the point before it (%s %s at %s)", num(prev.Value), prev.Unit, result.FormatBytes(prev.Size))
+			if at+1 < len(pts) {
+				next := pts[at+1]
+				of = fmt.Sprintf("the lower of its neighbours (%s %s at %s, %s %s at %s)", num(prev.Value), prev.Unit, result.FormatBytes(prev.Size),
+					num(next.Value), next.Unit, result.FormatBytes(next.Size))
+			}
+			c.Message = fmt.Sprintf("%s %s at %s is %.1f%% of %s: a hole in the curve (the default dip rule fails a point under %g%%)",
+				num(p.Value), p.Unit, result.FormatBytes(p.Size), 100*worst, of, sku.DefaultHole)
 		}
 		out = append(out, c)
 	}

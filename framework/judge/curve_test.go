@@ -6,8 +6,12 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/plugins/nccl"
+	"github.com/gpuaccept/gpuaccept/plugins/rccl"
 )
 
 // seed000 is the out-of-place busbw curve of seed 000 (Azure NDm A100 v4,
@@ -54,7 +58,8 @@ func TestSummaries(t *testing.T) {
 		msg    string
 	}{
 		{"peak passes on the seed's own curve", summaryEntry(t, "peak", 189.2, rel, nil), curveOf(seed000, "out-of-place", nil), result.Pass, 189.2, ""},
-		{"peak ignores a low point at the largest size", summaryEntry(t, "peak", 189.2, rel, nil), curveOf(seed000, "out-of-place", halve8G), result.Pass, 188.34, ""},
+		{"peak ignores a low point at the largest size; the default dip rule does not", summaryEntry(t, "peak", 189.2, rel, nil), curveOf(seed000, "out-of-place", halve8G), result.Fail, 188.34,
+			"dip busbw out-of-place: 94.6 GB/s at 8 GiB is 50.2% of the point before it (188.3 GB/s at 4 GiB): a hole in the curve (the default dip rule fails a point under 60%)"},
 		{"largest catches that same low point", summaryEntry(t, "largest", 189.2, rel, nil), curveOf(seed000, "out-of-place", halve8G), result.Fail, 94.6,
 			"busbw largest out-of-place 94.6 GB/s at 8 GiB below 170.3 (baseline 189.2 -10%)"},
 		{"largest with absolute bounds, warn zone", summaryEntry(t, "largest", 189.2, abs, nil), curveOf(seed000, "out-of-place", func(s int64, v float64) float64 { return v * 0.93 }), result.Warn, 189.2 * 0.93,
@@ -156,6 +161,81 @@ func TestCorrectnessGatesWin(t *testing.T) {
 				[]*sku.Entry{summaryEntry(t, "peak", 189.2, rel, nil), entry(t, seed000)}, "")
 			assert.Equal(t, got.Status, result.Fail)
 			assert.Assert(t, strings.HasPrefix(got.Message, gate.Name+": "), got.Message)
+		})
+	}
+}
+
+// Real outputs for the default dip rule (baselines/README.md, rule 8a).
+const (
+	// h100P5AllReduce: 2 x p5.48xlarge (8 x H100 each), all_reduce 8 B to
+	// 16 GiB, busbw 487 GB/s at 16 GiB; the repository holds no 1 x 8 H100
+	// curve, and this is the H100 all_reduce curve nearest the h100
+	// baseline's (460 GB/s at the largest size).
+	h100P5AllReduce = "../../testdata/field/nccl-tests/h100-p5-2x8-srun-label-headerless/all_reduce.log"
+	// gb200AllReduce: OCI's published 32 x 4 GB200 all_reduce, the deepest
+	// healthy dip of the repository (1 GiB at 0.69 of 512 MiB).
+	gb200AllReduce = "../../testdata/field/nccl-tests/gb200-32x4-only-rank-127/all_reduce.log"
+)
+
+// The default dip rule applies to every judged bandwidth curve whose
+// entries set no dip, over every measured size: the shipped h100 summary
+// (largest size, 1 to 8 GiB) and mi355x's per-size entries (32 MiB to
+// 1 GiB) both fail a real curve with one point edited to 45% of its
+// neighbours outside what they judge, and pass the real curve; a healthy
+// algorithm switch (GB200 at 1 GiB) passes.
+func TestDefaultDip(t *testing.T) {
+	h100 := shipped(t, "h100").Entries("nccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 8})
+	mi355x := shipped(t, "mi355x").Entries("rccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 8})
+	assert.Assert(t, len(h100) == 1 && h100[0].Summary == sku.SummaryLargest && h100[0].Dip == nil, "h100's baseline is one summary without dip")
+	assert.Assert(t, len(mi355x) > 0 && mi355x[0].Points != nil && mi355x[0].Dip == nil, "mi355x's 1x8 all_reduce is per size, without dip")
+	p5 := read(t, h100P5AllReduce)
+	seed004 := read(t, seed004RCCL1x8)
+	gb200 := read(t, gb200AllReduce)
+	largest := func(v float64) []*sku.Entry {
+		return []*sku.Entry{summaryEntry(t, "largest", v, sku.Band{Min: bound(t, "-20%", true)}, &sku.SizeRange{From: 1 << 30, To: 8 << 30})}
+	}
+	cases := []struct {
+		name    string
+		plugin  pluginapi.Plugin
+		test    string
+		scope   plan.Scope
+		text    string
+		entries []*sku.Entry
+		status  result.Status
+		msg     string
+	}{
+		{"real H100 curve, h100 summary", nccl.Plugin{}, "all_reduce", plan.Scope{Nodes: 2, GPUsPerNode: 8}, p5, h100, result.Pass, "1 point inside its band"},
+		// 256 MiB out-of-place: busbw 342.81 -> 130.12 (45% of 289.16 at
+		// 128 MiB), algbw and time to match (busbw = 1.875 algbw at 16 ranks).
+		{"degraded copy: 256 MiB at 45% of 128 MiB, h100 summary", nccl.Plugin{}, "all_reduce", plan.Scope{Nodes: 2, GPUsPerNode: 8},
+			edited(t, p5, "268435456      67108864     float     sum      -1   1468.2  182.83  342.81", "268435456      67108864     float     sum      -1   3868.0   69.40  130.12"),
+			h100, result.Fail,
+			"dip busbw out-of-place: 130.1 GB/s at 256 MiB is 45.0% of the lower of its neighbours (289.2 GB/s at 128 MiB, 393.3 GB/s at 512 MiB): a hole in the curve (the default dip rule fails a point under 60%)"},
+		{"real MI355X curve, mi355x per size", rccl.Plugin{}, "all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 8}, seed004, mi355x, result.Pass, "12 points inside their bands"},
+		// 16 MiB out-of-place, under the first baseline point (32 MiB):
+		// busbw 251.49 -> 92.88 (45% of 206.40 at 8 MiB), algbw and time
+		// to match (busbw = 1.75 algbw at 8 ranks).
+		{"degraded copy: 16 MiB at 45% of 8 MiB, mi355x per size", rccl.Plugin{}, "all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 8},
+			edited(t, seed004, "16777216 4194304 float sum -1 116.74 143.71 251.49", "16777216 4194304 float sum -1 316.13 53.07 92.88"),
+			mi355x, result.Fail,
+			"dip busbw out-of-place: 92.9 GB/s at 16 MiB is 45.0% of the lower of its neighbours (206.4 GB/s at 8 MiB, 320.1 GB/s at 32 MiB): a hole in the curve (the default dip rule fails a point under 60%)"},
+		{"a healthy algorithm switch is no hole: GB200 at 1 GiB, 0.69 of 512 MiB", nccl.Plugin{}, "all_reduce", plan.Scope{Nodes: 32, GPUsPerNode: 4}, gb200, largest(660.36), result.Pass, "1 point inside its band"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := parse(t, c.plugin, c.test, plan.Topology{Scope: c.scope}, c.text)
+			// The curve alone: what the judge makes of the gates is
+			// TestGatesBeforeBaselines's.
+			got := Judge(result.Parsed{Metrics: p.Metrics}, Options{Entries: c.entries})
+			assert.Equal(t, got.Status, c.status, got.Message)
+			assert.Assert(t, strings.HasPrefix(got.Message, c.msg), "message %q, want prefix %q", got.Message, c.msg)
+			dips := 0
+			for _, ch := range got.Checks {
+				if strings.HasPrefix(ch.Name, "dip busbw ") {
+					dips++
+				}
+			}
+			assert.Equal(t, dips, len(c.entries), "one dip check per judged curve")
 		})
 	}
 }

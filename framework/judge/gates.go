@@ -25,7 +25,7 @@ func SKUTest(s *sku.SKU, test string, scope plan.Scope, p result.Parsed, default
 		Defaults:   defaults,
 	})
 	SortMetrics(t.Metrics)
-	t.Efficiency = Efficiencies(s, test, scope.Nodes*scope.GPUsPerNode, p.Metrics)
+	t.Efficiency = Efficiencies(s, test, scope, p.Metrics)
 	return t
 }
 
@@ -174,15 +174,22 @@ func pointText(m result.Metric, unit string, among []result.Metric) string {
 	return valueText(m, unit)
 }
 
-// Efficiencies measure the metrics of test against SKU s's datasheet
-// figures: one result.Efficiency per ceiling that limits points of the
-// output at ranks ranks (the same points CeilingChecks judges), with the
-// highest and the lowest of them. None without ceilings. Non-finite
-// values are left out (the judge makes them an error).
-func Efficiencies(s *sku.SKU, test string, ranks int, ms []result.Metric) []result.Efficiency {
+// Efficiencies measure the metrics of test run at scope against SKU s's
+// datasheet figures: one result.Efficiency per ceiling that limits points
+// of the output (the same points CeilingChecks judges), with the highest
+// and the lowest of them, against the link the test crosses at that
+// scope (sku.Ceiling.Reference: the GPU's link one way inside a node, the
+// NICs across nodes), not the gate. None without ceilings, nor for a
+// ceiling with no figure at that scope. Non-finite values are left out
+// (the judge makes them an error).
+func Efficiencies(s *sku.SKU, test string, scope plan.Scope, ms []result.Metric) []result.Efficiency {
 	var out []result.Efficiency
+	ranks := scope.Nodes * scope.GPUsPerNode
 	for _, c := range s.CeilingsFor(test) {
-		peak, link := c.Reference()
+		peak, link, ok := c.Reference(test, scope)
+		if !ok {
+			continue
+		}
 		e := result.Efficiency{Metric: c.Metric, Unit: c.Unit, Labels: c.Labels, Peak: peak, Link: link, Source: c.Source}
 		sizes := map[int64]bool{}
 		var limited []result.Metric

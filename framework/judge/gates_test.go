@@ -24,6 +24,13 @@ const (
 	ociA100_40GB   = "testdata/oci-a100-sxm4-40gb-2x8-all_reduce.log"
 	ociMI300X      = "testdata/oci-mi300x-2x8-all_reduce.log"
 	seed004RCCL1x8 = "../../testdata/recordings/mi355x-seed004/singlenode/raw/rccl.all_reduce/all_reduce.log"
+	// seed 004 T11 and T12: 2 x 8 MI355X, one AINIC 400 Gb/s per GPU.
+	seed004AllReduce2x8 = "../../testdata/recordings/mi355x-seed004/multinode/raw/rccl.all_reduce/all_reduce.log"
+	seed004Alltoall2x8  = "../../testdata/recordings/mi355x-seed004/multinode/raw/rccl.alltoall/alltoall.log"
+	// 10 x 8 H100, five tests in one log (testdata/field/README.md).
+	h100AllReduce10x8 = "../../testdata/field/nccl-tests/h100-10x8-five-tests-alltoall/nccl_N10_G8.log"
+	// seed 000: Azure NDm A100 v4, 2 x 8, 8 x HDR 200 Gb/s a node.
+	seed000AllReduce = "../../testdata/seeds/000_696f9a192ccaccb4-L436-496.log"
 )
 
 func shipped(t *testing.T, name string) *sku.SKU {
@@ -235,29 +242,56 @@ func TestGatesBeforeBaselines(t *testing.T) {
 	}
 }
 
-// Efficiency is measured against the datasheet figure (the ceiling's
-// peak where it has one, else its value), on the points the ceiling
-// limits, with or without a baseline; a curve quotes its best point (the
-// log's out-of-place 344.03 GB/s at 4 GiB).
+// Efficiency is measured against the link the test crosses at its scope
+// (sku.Ceiling.Reference), never the impossibility gate, on the points the
+// ceiling limits, with or without a baseline; a curve quotes its best
+// point. Real outputs: inside a node the GPU's link one way (H200 NVLink,
+// MI355X Infinity Fabric), across nodes the NICs by the collective's
+// formula (MI355X alltoall 2 x 8, H100 all_reduce 10 x 8, A100 2 x 8).
 func TestEfficiencies(t *testing.T) {
+	cases := []struct {
+		name, sku, test string
+		plugin          pluginapi.Plugin
+		scope           plan.Scope
+		path            string
+		text            string
+	}{
+		{"h200 1x2 all_reduce", "h200", "nccl.all_reduce", nccl.Plugin{}, plan.Scope{Nodes: 1, GPUsPerNode: 2}, h200AllReduce,
+			"peak 344.0 GB/s at 4 GiB, 76.5% of 450 GB/s (NVLink 4, one way)"},
+		{"mi355x 1x8 all_reduce", "mi355x", "rccl.all_reduce", rccl.Plugin{}, plan.Scope{Nodes: 1, GPUsPerNode: 8}, seed004RCCL1x8,
+			"peak 402.6 GB/s at 1 GiB, 74.9% of 537.6 GB/s (Infinity Fabric (xGMI), 7 links, one way)"},
+		{"mi355x 2x8 alltoall", "mi355x", "rccl.alltoall", rccl.Plugin{}, plan.Scope{Nodes: 2, GPUsPerNode: 8}, seed004Alltoall2x8,
+			"peak 91.1 GB/s at 16 GiB, 97.2% of 93.75 GB/s (AINIC 400 Gb/s per GPU: alltoall across 2 nodes, 1/2 of the data crosses it, busbw x 15/16)"},
+		{"mi355x 2x8 all_reduce", "mi355x", "rccl.all_reduce", rccl.Plugin{}, plan.Scope{Nodes: 2, GPUsPerNode: 8}, seed004AllReduce2x8,
+			"peak 386.0 GB/s at 16 GiB, 96.5% of 400 GB/s (AINIC 400 Gb/s per GPU, the 8 of a node: all_reduce across 2 nodes)"},
+		{"h100 10x8 all_reduce", "h100", "nccl.all_reduce", nccl.Plugin{}, plan.Scope{Nodes: 10, GPUsPerNode: 8}, h100AllReduce10x8,
+			"peak 364.1 GB/s at 2 GiB, 91.0% of 400 GB/s (ConnectX-7 400 Gb/s per GPU, the 8 of a node: all_reduce across 10 nodes)"},
+		{"a100 2x8 all_reduce (seed 000)", "a100-ndmv4", "nccl.all_reduce", nccl.Plugin{}, plan.Scope{Nodes: 2, GPUsPerNode: 8}, seed000AllReduce,
+			"peak 189.3 GB/s at 8 GiB, 94.6% of 200 GB/s (HDR InfiniBand 200 Gb/s per GPU, the 8 of a node: all_reduce across 2 nodes)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := shipped(t, c.sku)
+			_, name, _ := strings.Cut(c.test, ".")
+			p := parse(t, c.plugin, name, plan.Topology{Scope: c.scope}, read(t, c.path))
+			got := Efficiencies(s, c.test, c.scope, p.Metrics)
+			assert.Equal(t, len(got), 1, "%+v", got)
+			e := got[0]
+			assert.Assert(t, e.Curve)
+			busbw := 0
+			for _, m := range p.Metrics {
+				if m.Name == "busbw" {
+					busbw++
+				}
+			}
+			assert.Equal(t, e.Points, busbw, "busbw points only, not algbw or time")
+			assert.Equal(t, e.Text(), c.text)
+			// Judged with the SKU: the test carries it.
+			assert.DeepEqual(t, SKUTest(s, c.test, c.scope, p, nil).Efficiency, got)
+		})
+	}
 	h200 := shipped(t, "h200")
 	p := parse(t, nccl.Plugin{}, "all_reduce", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}, read(t, h200AllReduce))
-	got := Efficiencies(h200, "nccl.all_reduce", 2, p.Metrics)
-	assert.Equal(t, len(got), 1, "%+v", got)
-	e := got[0]
-	assert.Equal(t, e.Peak, 450.0, "the NVLink figure, not the 1000 GB/s gate")
-	assert.Equal(t, e.Link, "NVLink 4, one way")
-	assert.Assert(t, e.Curve)
-	busbw := 0
-	for _, m := range p.Metrics {
-		if m.Name == "busbw" {
-			busbw++
-		}
-	}
-	assert.Equal(t, e.Points, busbw, "busbw points only, not algbw or time")
-	assert.Equal(t, e.Text(), "peak 344.0 GB/s at 4 GiB, 76.5% of 450 GB/s (NVLink 4, one way)")
-	assert.Equal(t, len(Efficiencies(h200, "nccl.all_reduce", 1, p.Metrics)), 0, "one GPU crosses no link")
-	assert.Equal(t, len(Efficiencies(shipped(t, "mi355x"), "nccl.all_reduce", 2, p.Metrics)), 0, "no ceiling of the SKU names the test")
-	// Judged with the SKU: the test carries it.
-	assert.DeepEqual(t, SKUTest(h200, "nccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 2}, p, nil).Efficiency, got)
+	assert.Equal(t, len(Efficiencies(h200, "nccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 1}, p.Metrics)), 0, "one GPU crosses no link")
+	assert.Equal(t, len(Efficiencies(shipped(t, "mi355x"), "nccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 2}, p.Metrics)), 0, "no ceiling of the SKU names the test")
 }

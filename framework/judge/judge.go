@@ -46,7 +46,9 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 // makes it Error, keeping the metrics that were measured. Without entries
 // the test is Skip (a gate that could not be made, a warn check, does not
 // make a judged test of it: a warn would read as signed off). With entries,
-// the worst point, summary, dip or warn check decides, except that a
+// the worst point, summary, dip or warn check decides (a bandwidth curve
+// an entry judges gets its entry's dip check, or else the default one,
+// sku.DefaultHole, over every measured size), except that a
 // point outside its band wins over an entry that matches no measured
 // point (which is an error otherwise: a label typo, or a run that
 // measured less than the baseline asks for). The message puts
@@ -66,6 +68,14 @@ func Judge(p result.Parsed, o Options) result.Test {
 	gates := append(append([]result.Check(nil), o.Gates...), p.Checks...)
 	checks := append([]result.Check(nil), gates...)
 	matchedAny := false
+	// The curves an entry's own dip check reads; the others an entry
+	// judges get the default rule, once each (holes).
+	dipDone := map[string]bool{}
+	for _, e := range o.Entries {
+		if e.Dip != nil {
+			dipped(e, p.Metrics, mt, dipDone)
+		}
+	}
 	for _, e := range o.Entries {
 		var n int
 		var missing []string
@@ -79,6 +89,8 @@ func Judge(p result.Parsed, o Options) result.Test {
 		}
 		if e.Dip != nil {
 			checks = append(checks, dips(e, p.Metrics, mt)...)
+		} else {
+			checks = append(checks, holes(e, p.Metrics, mt, dipDone)...)
 		}
 		if n > 0 {
 			matchedAny = true
@@ -109,7 +121,7 @@ func Judge(p result.Parsed, o Options) result.Test {
 			if c.Warn {
 				st = result.Warn
 			}
-			ps.add(st, catPoint, c.Name+": "+c.Message)
+			ps.add(st, catDip, c.Name+": "+c.Message)
 		}
 	}
 	if p.Error != "" {
@@ -198,6 +210,9 @@ const (
 	catGate
 	catWarnGate
 	catPoint
+	// catDip: a curve's shape (its dip check) after its points, so that a
+	// point below its floor, the plainer finding, is named first.
+	catDip
 	catBaseline
 	catUnmeasured
 	catSeries

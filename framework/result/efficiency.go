@@ -7,8 +7,10 @@ import (
 )
 
 // Efficiency is how close a test came to a datasheet figure of its SKU's
-// hardware (a sku.Ceiling: a GPU's matmul peak, its HBM, its PCIe link,
-// NVLink): one per ceiling that limits points the test measured. The
+// hardware (a sku.Ceiling: a GPU's matmul peak, its HBM, its PCIe link;
+// for a collective the link it crosses at its scope, NVLink one way inside
+// a node, the NICs across nodes): one per ceiling that limits points the
+// test measured. The
 // framework computes it (judge.Efficiencies) whether or not a baseline
 // exists; no verdict depends on it.
 type Efficiency struct {
@@ -18,10 +20,13 @@ type Efficiency struct {
 	// Labels are the ceiling's label filter (dtype=bf16); empty: every
 	// point of Metric.
 	Labels map[string]string `json:"labels,omitempty"`
-	// Peak is the datasheet figure in Unit (sku.Ceiling.Reference).
+	// Peak is the figure in Unit the points are measured against
+	// (sku.Ceiling.Reference: 450 GB/s of NVLink 4 one way inside a node;
+	// 93.75 GB/s for an alltoall of 2 x 8 GPUs with a 400 Gb/s NIC each).
 	Peak float64 `json:"peak"`
 	// Link names the hardware the figure is of ("H200 bf16 dense",
-	// "PCIe Gen5 x16"), Source the datasheet.
+	// "PCIe Gen5 x16", "AINIC 400 Gb/s per GPU: alltoall across 2 nodes,
+	// ..."), Source the datasheet.
 	Link   string `json:"link"`
 	Source string `json:"source,omitempty"`
 	// Points is how many measured points the ceiling limits.

@@ -62,6 +62,24 @@ type Dip struct {
 	Line int
 }
 
+// DefaultHole is the dip rule every judged bandwidth curve gets where no
+// entry judging it sets dip: a point of the curve's bandwidth-bound part
+// (from the first size whose value reaches half the curve's peak) below
+// DefaultHole percent of the lower of its two neighbours (of the one
+// before it, at the largest size) fails. The lower neighbour, not the
+// highest point before: a curve that steps down and stays down (NCCL
+// moving from one algorithm or protocol to another) is no hole, and
+// neither is a curve that keeps rising. 60 sits under every healthy real
+// curve in the repository (the worst, 0.69, is OCI's published 32 x 4
+// GB200 all_reduce at 1 GiB: 284.6 GB/s between 411.0 and 549.3) and over
+// a point at 45% of its neighbours (baselines/README.md, rule 8a, lists
+// the curves and their worst ratios).
+const DefaultHole = 60.0
+
+// IsBandwidth says unit is a bandwidth (GB/s, Gb/s, MB/s): a rate that
+// rises with the message size to a plateau, the curves a dip rule reads.
+func IsBandwidth(unit string) bool { return unit == "GB/s" || unit == "Gb/s" || unit == "MB/s" }
+
 // UnmarshalYAML reads {warn: "5%", fail: "15%"}.
 func (d *Dip) UnmarshalYAML(n *yaml.Node) error {
 	var r struct {

@@ -1,9 +1,12 @@
 package sku
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"go.yaml.in/yaml/v3"
@@ -115,6 +118,20 @@ type Ceiling struct {
 	// PeakLink names what Peak is the figure of ("NVLink 4, one way");
 	// required with Peak.
 	PeakLink string `yaml:"peak_link"`
+	// NICGbps is the line rate, in Gb/s (1e9 bits/s), of the NIC each GPU
+	// reaches other nodes through (400 for one ConnectX-7 per GPU): what a
+	// run across nodes is measured against (Reference), where Peak, the
+	// GPU's own link, is not what its traffic crosses. 0: no figure, and
+	// Peak (or Value) holds at every scope (a NIC's own ceiling, ib_write_bw).
+	NICGbps float64 `yaml:"nic_gbps"`
+	// NICLink names that NIC for reports ("ConnectX-7 400 Gb/s per GPU");
+	// required with NICGbps.
+	NICLink string `yaml:"nic_link"`
+	// PeakDomain is how many GPUs Peak's link joins across nodes (72 on a
+	// GB200 NVL72 rack, whose NVLink spans its trays); 0: one node's. A
+	// run of at most that many ranks is measured against Peak at any node
+	// count.
+	PeakDomain int `yaml:"peak_domain"`
 	// Line is the line of the ceiling's first key.
 	Line       int `yaml:"-"`
 	fieldLines map[string]int
@@ -149,14 +166,79 @@ func (c *Ceiling) Applies(test string) bool {
 	return false
 }
 
-// Reference is the figure efficiency is measured against, in Unit, and
-// what it is of: Peak and PeakLink, or Value and Link where no Peak is
-// given.
-func (c *Ceiling) Reference() (float64, string) {
+// Reference is the figure efficiency is measured against for test (full
+// name, "nccl.alltoall") at scope, in Unit, and what it is of: the link
+// the test's traffic crosses there. ok is false where there is none to
+// give (a collective across nodes that Reference has no formula for).
+//
+// Inside a node (or a Peak domain, PeakDomain), and for a PerGPU ceiling
+// or one without NICGbps, it is Peak and PeakLink (Value and Link where
+// no Peak is given): the GPU's link, one way. nccl-tests normalises busbw
+// so that it compares with the bandwidth of one link direction whatever
+// the rank count (nccl-tests doc/PERFORMANCE.md, "Bus bandwidth").
+//
+// Across nodes it is the bottleneck, the NICs, with B = NICGbps per GPU
+// in Unit, g GPUs a node, N nodes, n = N x g ranks, and no more than the
+// GPU's link (Peak) in any case:
+//   - all_reduce, all_gather, reduce_scatter, broadcast, reduce: g x B.
+//     Each of NCCL's rings leaves a node once, so the node's traffic,
+//     busbw x S / algbw in all (PERFORMANCE.md: an all_reduce moves
+//     2(n-1)/n x S per rank, all_gather and reduce_scatter (n-1)/n x S,
+//     the busbw factor each), is shared by its g NICs: busbw <= g x B.
+//   - alltoall: B x N/(N-1) x (n-1)/n. A rank sends S/n to every rank,
+//     (N-1)/N of S to other nodes through its NIC, so algbw <= B x
+//     N/(N-1), and busbw = algbw x (n-1)/n (nccl-tests src/alltoall.cu,
+//     AlltoAllGetBw).
+//   - sendrecv: B. One rank per node sends to the next node, and busbw =
+//     algbw (src/sendrecv.cu).
+func (c *Ceiling) Reference(test string, sc plan.Scope) (float64, string, bool) {
+	peak, link := c.Value, c.Link
 	if c.Peak > 0 {
-		return c.Peak, c.PeakLink
+		peak, link = c.Peak, c.PeakLink
 	}
-	return c.Value, c.Link
+	ranks := sc.Nodes * sc.GPUsPerNode
+	if c.PerGPU || c.NICGbps <= 0 || sc.Nodes <= 1 || c.PeakDomain > 0 && ranks <= c.PeakDomain {
+		return peak, link, true
+	}
+	b, ok := gbpsIn(c.NICGbps, c.Unit)
+	if !ok || sc.GPUsPerNode < 1 {
+		return 0, "", false
+	}
+	_, coll, _ := strings.Cut(test, ".")
+	n, g, nodes := float64(ranks), float64(sc.GPUsPerNode), float64(sc.Nodes)
+	var ref float64
+	var how string
+	switch coll {
+	case "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce":
+		ref = g * b
+		how = fmt.Sprintf("%s, the %d of a node: %s across %d nodes", c.NICLink, sc.GPUsPerNode, coll, sc.Nodes)
+	case "alltoall":
+		ref = b * nodes / (nodes - 1) * (n - 1) / n
+		how = fmt.Sprintf("%s: alltoall across %d nodes, %d/%d of the data crosses it, busbw x %d/%d", c.NICLink, sc.Nodes, sc.Nodes-1, sc.Nodes, ranks-1, ranks)
+	case "sendrecv":
+		ref = b
+		how = c.NICLink + ": sendrecv across nodes"
+	default:
+		return 0, "", false
+	}
+	if ref > peak {
+		return peak, link, true
+	}
+	return ref, how, true
+}
+
+// gbpsIn converts a rate in Gb/s to unit (GB/s, Gb/s, MB/s); false for
+// another unit.
+func gbpsIn(gbps float64, unit string) (float64, bool) {
+	switch unit {
+	case "GB/s":
+		return gbps / 8, true
+	case "Gb/s":
+		return gbps, true
+	case "MB/s":
+		return gbps * 125, true
+	}
+	return 0, false
 }
 
 // Limits reports whether the ceiling limits a point of metric name in
@@ -235,6 +317,18 @@ func (s *SKU) validateHardware() []error {
 		}
 		if math.IsNaN(c.Peak) || c.Peak < 0 || math.IsInf(c.Peak, 0) || c.Peak > c.Value {
 			add(c.fieldLine("peak"), "ceilings.peak", "%g: want the datasheet figure, more than 0 and at most value (%g %s), or leave it out", c.Peak, c.Value, c.Unit)
+		}
+		if math.IsNaN(c.NICGbps) || c.NICGbps < 0 || math.IsInf(c.NICGbps, 0) {
+			add(c.fieldLine("nic_gbps"), "ceilings.nic_gbps", "%g: want the line rate of a GPU's NIC in Gb/s, more than 0, or leave it out", c.NICGbps)
+		}
+		if c.NICGbps > 0 && strings.TrimSpace(c.NICLink) == "" {
+			add(c.fieldLine("nic_gbps"), "ceilings.nic_link", "missing (what the NIC figure is of, for reports: \"ConnectX-7 400 Gb/s per GPU\")")
+		}
+		if c.NICGbps > 0 && c.PerGPU {
+			add(c.fieldLine("nic_gbps"), "ceilings.nic_gbps", "a per_gpu ceiling crosses no NIC")
+		}
+		if c.PeakDomain < 0 {
+			add(c.fieldLine("peak_domain"), "ceilings.peak_domain", "%d: want the GPUs the peak's link joins, or leave it out", c.PeakDomain)
 		}
 		if c.Peak > 0 && strings.TrimSpace(c.PeakLink) == "" {
 			add(c.fieldLine("peak"), "ceilings.peak_link", "missing (what the peak is the figure of, for reports: \"NVLink 4, one way\")")
