@@ -32,7 +32,9 @@ var (
 	amdsmiGPU    = regexp.MustCompile(`^GPU: (\d{1,6})\s*$`)
 	amdsmiOther  = regexp.MustCompile(`^(CPU|CORE|NIC|SWITCH): \d{1,6}\s*$`)
 	amdsmiKV     = regexp.MustCompile(`^([A-Z][A-Z0-9_ ]{0,63}):\s*(.*)$`)
-	amdsmiMonHdr = regexp.MustCompile(`^GPU(\s+[A-Z][A-Z0-9_]*){2,}\s*$`)
+	// amdsmiMonHdr is amd-smi monitor's header: "GPU  POWER  GPU_TEMP ...",
+	// with --watch " TIMESTAMP  GPU  POWER ...".
+	amdsmiMonHdr = regexp.MustCompile(`^(TIMESTAMP\s+)?GPU(\s+[A-Z][A-Z0-9_%]*){2,}\s*$`)
 	rocmLine     = regexp.MustCompile(`^GPU\[(\d{1,6})\]\s*:\s*(.*)$`)
 	rocmRASHead  = regexp.MustCompile(`^GPU\[(\d{1,6})\]:\s*RAS INFO`)
 	rocmRASRow   = regexp.MustCompile(`^([A-Z][A-Z0-9_]{1,31})\s+([A-Z_]{2,32})\s+(\d{1,15})\s+(\d{1,15})\s*$`)
@@ -148,13 +150,17 @@ func parseAMDText(s *section) ([]gpu, []line, error) {
 			a.notes = append(a.notes, line{t, l.no})
 			continue
 		}
-		if strings.HasPrefix(t, "PROCESS INFO") || strings.HasPrefix(t, "=") && !strings.Contains(t, "Concise Info") {
-			monCols, rasGPU = nil, -1
-			concise = concise && !strings.HasPrefix(t, "==")
+		if strings.HasPrefix(t, "PROCESS INFO") {
+			monCols = nil
 			continue
 		}
-		if strings.Contains(t, "Concise Info") {
-			concise = true
+		if strings.HasPrefix(t, "==") {
+			// rocm-smi's section titles ("=== Concise Info ===", "=== RAS
+			// Info ===", "=== End of ROCm SMI Log ===") start and end its
+			// tables; a bare "=====" rule sits inside one.
+			if strings.Trim(t, "=") != "" {
+				concise, rasGPU = strings.Contains(t, "Concise Info"), -1
+			}
 			continue
 		}
 		if m := amdsmiGPU.FindStringSubmatch(t); m != nil {
@@ -167,7 +173,7 @@ func parseAMDText(s *section) ([]gpu, []line, error) {
 			cur = -1
 			continue
 		}
-		if amdsmiMonHdr.MatchString(t) && len(strings.Fields(t)) > 2 {
+		if amdsmiMonHdr.MatchString(t) {
 			monCols = strings.Fields(t)
 			continue
 		}
@@ -344,10 +350,17 @@ func (a *amdText) rocmKV(i int, rest string) {
 // GPU number and, where printed, DOUBLE_ECC (uncorrectable ECC errors)
 // and XGMI_ERR. A value and its unit ("248 W") are one cell.
 func (a *amdText) monitorRow(cols, f []string) {
-	if len(f) == 0 {
+	col := 0 // the GPU column: 1 after --watch's TIMESTAMP
+	for k, c := range cols {
+		if c == "GPU" {
+			col = k
+			break
+		}
+	}
+	if len(f) <= col {
 		return
 	}
-	i, err := strconv.Atoi(f[0])
+	i, err := strconv.Atoi(f[col])
 	if err != nil || i < 0 || i >= 1<<16 {
 		return
 	}
