@@ -300,8 +300,11 @@ func judgeAMD(c checks, gs []gpu) {
 		srcs[g.eccSource()] = true
 		if u := g.uncorr(); u > 0 {
 			src := "amd-smi total_uncorrectable_count"
-			if g.amdUncorr < 0 {
+			switch {
+			case g.amdUncorr < 0:
 				src = "the sum of its ECC blocks"
+			case g.src == "amd-smi monitor DOUBLE_ECC":
+				src = g.src
 			}
 			if len(g.badBlocks) > 0 {
 				src += "; " + strings.Join(g.badBlocks, ", ")

@@ -29,9 +29,9 @@ import (
 )
 
 var (
-	amdsmiGPU    = regexp.MustCompile(`^GPU: (\d{1,6})\s*$`)
-	amdsmiOther  = regexp.MustCompile(`^(CPU|CORE|NIC|SWITCH): \d{1,6}\s*$`)
-	amdsmiKV     = regexp.MustCompile(`^([A-Z][A-Z0-9_ ]{0,63}):\s*(.*)$`)
+	amdsmiGPU   = regexp.MustCompile(`^GPU: (\d{1,6})\s*$`)
+	amdsmiOther = regexp.MustCompile(`^(CPU|CORE|NIC|SWITCH): \d{1,6}\s*$`)
+	amdsmiKV    = regexp.MustCompile(`^([A-Z][A-Z0-9_ ]{0,63}):\s*(.*)$`)
 	// amdsmiMonHdr is amd-smi monitor's header: "GPU  POWER  GPU_TEMP ...",
 	// with --watch " TIMESTAMP  GPU  POWER ...".
 	amdsmiMonHdr = regexp.MustCompile(`^(TIMESTAMP\s+)?GPU(\s+[A-Z][A-Z0-9_%]*){2,}\s*$`)
@@ -188,8 +188,12 @@ func parseAMDText(s *section) ([]gpu, []line, error) {
 		}
 		if rasGPU >= 0 {
 			if m := rocmRASRow.FindStringSubmatch(t); m != nil {
-				a.rasBlock(rasGPU, m[1], textCount(m[4]))
-				a.gpu(rasGPU).src = "rocm-smi --showrasinfo"
+				// A block whose RAS is not ENABLED counts nothing: rocm-smi
+				// prints what the driver returns for it all the same.
+				if m[2] == "ENABLED" {
+					a.rasBlock(rasGPU, m[1], textCount(m[4]))
+					a.gpu(rasGPU).src = "rocm-smi --showrasinfo"
+				}
 				continue
 			}
 		}

@@ -182,8 +182,9 @@ func (p *ibPort) fillRate() {
 
 // mergeIB joins the ports several tools gave of one node (ibstat and
 // ibv_devinfo pasted together, or ibstat then sysfs), by HCA and port:
-// the first tool's port is kept and the others fill what it lacks; a
-// port only a later tool lists is added.
+// the first tool's port is kept, the others fill what it lacks or show
+// it worse (down, slower, narrower); a port only a later tool lists is
+// added.
 func mergeIB(ports []ibPort, more []ibPort) []ibPort {
 	for _, q := range more {
 		found := false
@@ -193,14 +194,20 @@ func mergeIB(ports []ibPort, more []ibPort) []ibPort {
 				continue
 			}
 			found = true
-			if p.state == "" {
-				p.state = q.state
+			// Tools that disagree on a port (outputs of two moments pasted
+			// together) never make it healthier: a state other than
+			// ACTIVE, and the lower rate and width, win.
+			if p.state == "" || p.state == "ACTIVE" && q.state != "" && q.state != "ACTIVE" {
+				p.state, p.phys = q.state, q.phys
 			}
 			if p.phys == "" {
 				p.phys = q.phys
 			}
-			if p.rate < 0 {
+			if p.rate < 0 || q.rate >= 0 && q.rate < p.rate {
 				p.rate = q.rate
+			}
+			if q.width > 0 && q.width < p.width {
+				p.width = q.width
 			}
 			if p.linkLayer == "" {
 				p.linkLayer = q.linkLayer

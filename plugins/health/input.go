@@ -223,7 +223,7 @@ var ibTextMark = regexp.MustCompile(`(?m)(^|\s)hca_id:\s+\S|Infiniband device '[
 // amdsmiTextMark is amd-smi's text view: a "GPU: N" block with one of its
 // sections or keys, monitor's table header, or the error amd-smi prints
 // instead of a GPU.
-var amdsmiTextMark = regexp.MustCompile(`(?ms)^\S*\s*GPU: \d+\s*$.*^\s+(ASIC|BUS|BDF|ECC|ECC_BLOCKS|PCIE|XGMI_ERR|DRIVER|VBIOS|IFWI|BOARD|RAS|UUID|MARKET_NAME):|\bGPU\s+(POWER|GPU_T|GPU_TEMP|GFX_UTIL|SINGLE_ECC|DOUBLE_ECC|VRAM_USED|PCIE_BW)\s|AMDSMI_STATUS_|Can not find a device: GPU`)
+var amdsmiTextMark = regexp.MustCompile(`(?ms)^\S*\s*GPU: \d+\s*$.*^\S*\s+(ASIC|BUS|BDF|ECC|ECC_BLOCKS|PCIE|XGMI_ERR|DRIVER|VBIOS|IFWI|BOARD|RAS|UUID|MARKET_NAME):|\bGPU\s+(POWER|GPU_T|GPU_TEMP|GFX_UTIL|SINGLE_ECC|DOUBLE_ECC|VRAM_USED|PCIE_BW)\s|AMDSMI_STATUS_|Can not find a device: GPU`)
 
 // rocmsmiTextMark is rocm-smi's text view: its banner, its "GPU[N]\t\t:"
 // lines, or a line it prints instead of data.
