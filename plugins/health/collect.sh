@@ -64,6 +64,9 @@ if have amd-smi; then
 	sec amdsmi-metric amd-smi metric --json
 elif have rocm-smi; then
 	sec rocmsmi rocm-smi --showallinfo --json
+	# rocm-smi --json has no RAS counts ("No JSON data to report" for
+	# --showrasinfo): its text table is the ECC reading.
+	sec rocmsmi-text rocm-smi --showrasinfo
 fi
 if have ibstat; then
 	sec ibstat ibstat

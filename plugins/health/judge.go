@@ -114,6 +114,13 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			gs, notes, err = parseAMDText(s)
 			amdText = fillAMD(amdText, gs)
 			amdRead = amdRead || err == nil
+			if err != nil && name == "rocmsmi-text" && s.exit >= 0 && len(notes) > 0 {
+				// collect.sh's rocm-smi --showrasinfo on a GPU without RAS
+				// (RSMI_STATUS_NOT_SUPPORTED): the GPUs are its JSON's; no
+				// ECC count is read, which the missing check shows.
+				p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("%srocm-smi --showrasinfo printed no RAS table (%s): no ECC check", hostPrefix(n.host), clip(notes[0].text)), Source: s.where()})
+				err, notes = nil, nil
+			}
 			if err == nil {
 				for _, l := range notes {
 					p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: hostPrefix(n.host) + clip(l.text), Source: fmt.Sprintf("%s:%d", s.file, l.no)})
