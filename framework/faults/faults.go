@@ -118,7 +118,7 @@ var table = []Fault{
 	{"GA-IB-PORT-DOWN", "an InfiniBand/RoCE port is not ACTIVE", Drain,
 		"Check the cable and the switch port (`ibstat`, the LEDs); reseat or replace the cable or transceiver; check the subnet manager for an InfiniBand port stuck in INIT.",
 		"azurehpc-health-checks NHC2004 (IBPortDown), NHC2005 (IBPortFlapping)"},
-	{"GA-IB-RATE", "an InfiniBand/RoCE port runs below the SKU's rate", Drain,
+	{"GA-IB-RATE", "an InfiniBand/RoCE port runs below the SKU's rate, or an InfiniBand port at 1X or below the width or rate of its HCA model's other ports on the node", Drain,
 		"Reseat or replace the cable or transceiver (a lane down trains at a lower width); check the switch port's configured speed.",
 		"azurehpc-health-checks NHC2003 (IBPerformance)"},
 	{"GA-IB-COUNT", "fewer InfiniBand HCAs than the SKU has", Drain,

@@ -196,6 +196,16 @@ func parseAMDMetric(s *section) ([]gpu, error) {
 			if x := amdObject(b, "XGMI_WAFL"); x != nil {
 				g.xgmiUncorr = amdCount(x["uncorrectable_count"])
 			}
+			names := make([]string, 0, len(b))
+			for k := range b {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			for _, k := range names {
+				if n := amdCount(amdObject(b, k)["uncorrectable_count"]); n >= 0 {
+					g.addBlock(k, n)
+				}
+			}
 		}
 		g.xgmiErr = amdString(m["xgmi_err"])
 		out = append(out, g)
@@ -257,6 +267,7 @@ func mergeAMD(static, metric []gpu) []gpu {
 			g.widthCur, g.genCur = m.widthCur, m.genCur
 			g.amdUncorr, g.amdDeferred = m.amdUncorr, m.amdDeferred
 			g.xgmiErr, g.xgmiUncorr = m.xgmiErr, m.xgmiUncorr
+			g.blockUncorr, g.badBlocks = m.blockUncorr, m.badBlocks
 		}
 		if !found {
 			out = append(out, m)
@@ -280,13 +291,25 @@ func xgmiBad(status string) bool {
 func judgeAMD(c checks, gs []gpu) {
 	var probs, deferred []string
 	n := 0
+	srcs := map[string]bool{}
 	for _, g := range gs {
-		if !g.amd || g.amdUncorr < 0 {
+		if !g.amd || g.uncorr() < 0 {
 			continue
 		}
 		n++
-		if g.amdUncorr > 0 {
-			probs = append(probs, fmt.Sprintf("%s: %d uncorrectable ECC %s (amd-smi total_uncorrectable_count)", g.label(), g.amdUncorr, result.Noun(int(min(g.amdUncorr, 2)), "error")))
+		srcs[g.eccSource()] = true
+		if u := g.uncorr(); u > 0 {
+			src := "amd-smi total_uncorrectable_count"
+			switch {
+			case g.amdUncorr < 0:
+				src = "the sum of its ECC blocks"
+			case g.src == "amd-smi monitor DOUBLE_ECC":
+				src = g.src
+			}
+			if len(g.badBlocks) > 0 {
+				src += "; " + strings.Join(g.badBlocks, ", ")
+			}
+			probs = append(probs, fmt.Sprintf("%s: %d uncorrectable ECC %s (%s)", g.label(), u, result.Noun(int(min(u, 2)), "error"), src))
 		}
 		if g.amdDeferred > 0 {
 			deferred = append(deferred, fmt.Sprintf("%s: %d deferred ECC %s (uncorrectable, poisoned and not yet consumed)", g.label(), g.amdDeferred, result.Noun(int(min(g.amdDeferred, 2)), "error")))
@@ -296,7 +319,12 @@ func judgeAMD(c checks, gs []gpu) {
 		if len(probs) > 0 {
 			c.add("uncorrected ECC", false, "GA-GPU-ECC-UNCORR", strings.Join(probs, "; "))
 		} else {
-			c.add("uncorrected ECC", true, "", fmt.Sprintf("no uncorrectable ECC errors on %s (amd-smi metric)", result.Count(n, "GPU")))
+			var names []string
+			for k := range srcs {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			c.add("uncorrected ECC", true, "", fmt.Sprintf("no uncorrectable ECC errors on %s (%s)", result.Count(n, "GPU"), strings.Join(names, ", ")))
 		}
 	}
 	if len(deferred) > 0 {
@@ -335,4 +363,92 @@ func judgeAMD(c checks, gs []gpu) {
 	case n > 0:
 		c.add("XGMI", true, "", fmt.Sprintf("no XGMI errors on %s", result.Count(n, "GPU")))
 	}
+}
+
+// addBlock adds one ECC block's uncorrectable count n (>= 0) to g.
+func (g *gpu) addBlock(block string, n int64) {
+	if g.blockUncorr < 0 {
+		g.blockUncorr = 0
+	}
+	g.blockUncorr += n
+	if n > 0 {
+		g.badBlocks = append(g.badBlocks, fmt.Sprintf("%s %d", block, n))
+	}
+}
+
+// uncorr is the GPU's uncorrectable ECC count: the total amd-smi prints,
+// else the sum of its blocks' (amd-smi metric --ecc-blocks alone,
+// rocm-smi --showrasinfo); -1 where neither is reported.
+func (g gpu) uncorr() int64 {
+	if g.amdUncorr >= 0 {
+		return g.amdUncorr
+	}
+	return g.blockUncorr
+}
+
+// fillGPU sets on g what it lacks and o has: the views of one GPU from
+// several outputs (amd-smi static and metric text pasted together).
+func fillGPU(g *gpu, o gpu) {
+	fs := func(d *string, v string) {
+		if *d == "" {
+			*d = v
+		}
+	}
+	fi := func(d *int, v int) {
+		if *d < 0 {
+			*d = v
+		}
+	}
+	fc := func(d *int64, v int64) {
+		if *d < 0 {
+			*d = v
+		}
+	}
+	fs(&g.name, o.name)
+	fs(&g.busID, o.busID)
+	fs(&g.driver, o.driver)
+	fs(&g.vbios, o.vbios)
+	fs(&g.xgmiErr, o.xgmiErr)
+	fs(&g.src, o.src)
+	fi(&g.genCur, o.genCur)
+	fi(&g.genMax, o.genMax)
+	fi(&g.widthCur, o.widthCur)
+	fi(&g.widthMax, o.widthMax)
+	fc(&g.amdUncorr, o.amdUncorr)
+	fc(&g.amdDeferred, o.amdDeferred)
+	fc(&g.xgmiUncorr, o.xgmiUncorr)
+	if g.blockUncorr < 0 {
+		g.blockUncorr, g.badBlocks = o.blockUncorr, o.badBlocks
+	}
+}
+
+// fillAMD joins GPU lists by index with fillGPU; a GPU only more lists
+// is added.
+func fillAMD(gs, more []gpu) []gpu {
+	out := append([]gpu(nil), gs...)
+	for _, m := range more {
+		found := false
+		for i := range out {
+			if out[i].index == m.index {
+				fillGPU(&out[i], m)
+				found = true
+			}
+		}
+		if !found {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// eccSource names where a GPU's uncorrectable count was read, for the
+// passing check's message.
+func (g gpu) eccSource() string {
+	switch {
+	case g.src != "":
+		return g.src
+	case g.amdUncorr >= 0:
+		return "amd-smi metric"
+	}
+	return "ECC blocks"
 }

@@ -141,6 +141,22 @@ func TestCollectAMD(t *testing.T) {
 		return a
 	}
 	static, metric := abs("rx6600-amd-smi-static.json"), abs("rx6600-amd-smi-metric.json")
+	rocmJSON := abs("rx6600-rocm-smi-showallinfo.json")
+	// rocm-smi --showrasinfo as collect.sh runs it: the real MI50 table
+	// cut before GPU[1] (the JSON stub has one GPU), a degraded copy with
+	// 4 uncorrectable UMC errors, and the real line rocm-smi prints for a
+	// GPU without RAS (ROCm/legacy-rocm-build#1453).
+	ras, err := os.ReadFile("../../testdata/field/health/rocmsmi-rasinfo-mi50/rocm-smi-showrasinfo.txt")
+	assert.NilError(t, err)
+	gpu0, _, _ := bytes.Cut(ras, []byte("\nGPU[1]:"))
+	dir := t.TempDir()
+	rasOK, rasBad, rasNone := filepath.Join(dir, "ok"), filepath.Join(dir, "bad"), filepath.Join(dir, "none")
+	assert.NilError(t, os.WriteFile(rasOK, gpu0, 0o644))
+	assert.NilError(t, os.WriteFile(rasBad, bytes.Replace(gpu0, []byte("UMC        ENABLED                  0                    0"), []byte("UMC        ENABLED                  0                    4"), 1), 0o644))
+	assert.NilError(t, os.WriteFile(rasNone, []byte("ERROR: 2 GPU[0]: ras: RSMI_STATUS_NOT_SUPPORTED: This function is not supported in the current environment.\t\n"), 0o644))
+	rocm := func(rasFile string) string {
+		return `case "$*" in *--json*) cat ` + rocmJSON + `;; *) cat ` + rasFile + `;; esac`
+	}
 	cases := []struct {
 		name, tool, script string
 		want               map[string]verdict
@@ -158,9 +174,19 @@ func TestCollectAMD(t *testing.T) {
 		{"amd-smi prints nothing", "amd-smi", `exit 0`, map[string]verdict{
 			"GPU count": {false, "GA-TOOL-MISSING", "bare: nvidia-smi is not installed and amd-smi's output could not be read: 1 GPU expected, none could be counted"},
 		}, true},
-		{"rocm-smi", "rocm-smi", `cat ` + abs("rx6600-rocm-smi-showallinfo.json"), map[string]verdict{
+		{"rocm-smi without RAS", "rocm-smi", rocm(rasNone), map[string]verdict{
 			"GPU count": {true, "", "bare: 1 GPU, 1 expected"},
 			"GPU model": {true, "", "bare: 1 x Navi 23 [Radeon RX 6600/6600 XT/6600M]"},
+		}, false},
+		{"rocm-smi with RAS", "rocm-smi", rocm(rasOK), map[string]verdict{
+			"GPU count":       {true, "", "bare: 1 GPU, 1 expected"},
+			"GPU model":       {true, "", "bare: 1 x Navi 23 [Radeon RX 6600/6600 XT/6600M]"},
+			"uncorrected ECC": {true, "", "bare: no uncorrectable ECC errors on 1 GPU (rocm-smi --showrasinfo)"},
+		}, false},
+		{"rocm-smi with RAS errors", "rocm-smi", rocm(rasBad), map[string]verdict{
+			"GPU count":       {true, "", "bare: 1 GPU, 1 expected"},
+			"GPU model":       {true, "", "bare: 1 x Navi 23 [Radeon RX 6600/6600 XT/6600M]"},
+			"uncorrected ECC": {false, "GA-GPU-ECC-UNCORR", "bare: GPU 0 (0000:0B:00.0): 4 uncorrectable ECC errors (the sum of its ECC blocks; UMC 4)"},
 		}, false},
 	}
 	for _, tc := range cases {

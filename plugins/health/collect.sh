@@ -64,12 +64,17 @@ if have amd-smi; then
 	sec amdsmi-metric amd-smi metric --json
 elif have rocm-smi; then
 	sec rocmsmi rocm-smi --showallinfo --json
+	# rocm-smi --json has no RAS counts ("No JSON data to report" for
+	# --showrasinfo): its text table is the ECC reading.
+	sec rocmsmi-text rocm-smi --showrasinfo
 fi
 if have ibstat; then
 	sec ibstat ibstat
 fi
 if [ -d /sys/class/infiniband ]; then
-	sec ib-sysfs sh -c 'for p in /sys/class/infiniband/*/ports/*; do [ -d "$p" ] || continue; d=${p%/ports/*}; d=${d##*/}; n=${p##*/}; for f in state rate link_layer gids/0; do [ -r "$p/$f" ] && echo "$d $n $f $(cat "$p/$f" 2>/dev/null)"; done; done'
+	# hca_type (the HCA's model, "MT4129") is the device's, printed for
+	# each of its ports: ports of one model on a node are compared.
+	sec ib-sysfs sh -c 'for p in /sys/class/infiniband/*/ports/*; do [ -d "$p" ] || continue; d=${p%/ports/*}; t=$d/hca_type; d=${d##*/}; n=${p##*/}; for f in state rate link_layer gids/0; do [ -r "$p/$f" ] && echo "$d $n $f $(cat "$p/$f" 2>/dev/null)"; done; if [ -r "$t" ]; then echo "$d $n hca_type $(cat "$t" 2>/dev/null)"; fi; done'
 else
 	absent ib-sysfs /sys/class/infiniband
 fi

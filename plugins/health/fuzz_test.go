@@ -69,9 +69,35 @@ func FuzzParseIB(f *testing.F) {
 	})
 }
 
+func FuzzParseIBDevinfo(f *testing.F) {
+	const fd = "../../testdata/field/health/"
+	seeds(f, fd+"ibv-devinfo-mlx4-port2-down/ibv_devinfo.txt", fd+"ibv-devinfo-v-port2-polling/ibv_devinfo-v.txt", fd+"ibstatus-hdr-mlx5_1-down/ibstatus.txt", "testdata/ib/heioy-ibstat-mlx4.txt")
+	f.Add([]byte("hca_id:\tx\n\tvendor_part_id:\t4129\n\t\tport:\t99999\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tactive_width:\t\t12X (8)\n\t\t\tactive_speed:\t\t1e308 Gbps (1)\n\t\t\tlink_layer:\t\tInfiniBand\n"))
+	f.Add([]byte("Infiniband device 'a' port 1 status:\n\tstate:\t:\n\tphys state:\t:\n\trate:\t\t -1 Gb/sec (1X XDR)\n\tlink_layer:\tIB\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ports, _ := parseIBDevinfo(sectionOf(b))
+		st, _ := parseIBStat(sectionOf(b))
+		var p result.Parsed
+		judgeIB(checks{&p, "n"}, node{ports: mergeIB(st, ports), ibSeen: true}, settings{ibRate: 400, hcas: 2})
+	})
+}
+
+func FuzzParseAMDText(f *testing.F) {
+	const fd = "../../testdata/field/health/"
+	seeds(f, fd+"amdsmi-static-mi300a-apu/amd-smi-static.txt", fd+"amdsmi-metric-ecc-block/amd-smi-metric-ecc-block.txt", fd+"amdsmi-monitor-q-ecc/amd-smi-monitor-q.txt", fd+"amdsmi-monitor-watch-mi300x-8/amd-smi-monitor.txt", fd+"rocmsmi-concise-mi300x-8/rocm-smi.txt", fd+"rocmsmi-rasinfo-mi50/rocm-smi-showrasinfo.txt", fd+"amdsmi-gpu-not-found/amd-smi-static-asic.txt")
+	f.Add([]byte("GPU: 99999999\n    ECC_BLOCKS:\n        UMC:\n            UNCORRECTABLE_COUNT: 999999999999999999999\nGPU  GPU  DOUBLE_ECC\n  1  x  2\nGPU[4]: RAS INFO\nUMC ENABLED 1 1\nGPU[0]\t\t: pcie clock level: 1 (99999.0GT/s x99)\n"))
+	f.Add([]byte("\t\t\t\tGPU: 0\n\t  BUS:\n BDF:\n        MAX_PCIE_SPEED: 1e400 MT/s\n==== Concise Info ====\n-1 2 3 4\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		gs, _, _ := parseAMDText(sectionOf(b))
+		var p result.Parsed
+		judgeAMD(checks{&p, "n"}, fillAMD(gs, gs))
+		sniff(b)
+	})
+}
+
 // The whole Parse, tagged log or sniffed file.
 func FuzzParse(f *testing.F) {
-	seeds(f, filepath.Join(h200, "nvidia-smi-q-x.xml"), "testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", "testdata/dcgm/dcgm-4.2.3-gb10-software-fail.json", "testdata/amd/rx6600-amd-smi-static.json", "testdata/amd/rx6600-amd-smi-metric.json", "testdata/amd/rx6600-rocm-smi-showallinfo.json")
+	seeds(f, filepath.Join(h200, "nvidia-smi-q-x.xml"), "testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", "testdata/dcgm/dcgm-4.2.3-gb10-software-fail.json", "testdata/amd/rx6600-amd-smi-static.json", "testdata/amd/rx6600-amd-smi-metric.json", "testdata/amd/rx6600-rocm-smi-showallinfo.json", "../../testdata/field/health/ibv-devinfo-v-port2-polling/ibv_devinfo-v.txt", "../../testdata/field/health/amdsmi-static-mi300a-apu/amd-smi-static.txt", "../../testdata/field/health/rocmsmi-rasinfo-mi50/rocm-smi-showrasinfo.txt")
 	f.Add([]byte("a|begin|@begin gpuaccept-health 1\na|amdsmi-static|[{\"gpu\": 0, \"asic\": {\"market_name\": \"x\"}}]\na|amdsmi-metric|[{\"gpu\": 0, \"xgmi_err\": \"AMDSMI_XGMI_STATUS_ERROR\"}]\na|end|@end\n"))
 	f.Add([]byte("a|begin|@begin gpuaccept-health 1\na|nvsmi-csv|index, name\na|nvsmi-csv|0, x\na|nvlink|GPU 0: X (UUID: y)\na|nvlink|Link 0: <inactive>\na|end|@end\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {

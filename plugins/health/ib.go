@@ -19,6 +19,18 @@ type ibPort struct {
 	gid       string  // GID 0, sysfs only; "" unknown
 	hasGID    bool
 	where     string
+	// phys is the physical state as the tool names it ("LinkUp",
+	// "LINK_UP", "Polling", "POLLING", "Disabled"); "" unknown.
+	phys string
+	// part is the HCA's model, the device id without "MT" ("4129":
+	// ibstat's CA type MT4129, ibv_devinfo's vendor_part_id, sysfs's
+	// hca_type); "" unknown. Ports of one model on one node are compared.
+	part string
+	// width is the active link width in lanes (4 of "4X"); 0 unknown.
+	width int
+	// lane is the active speed of one lane in Gb/s (ibv_devinfo's
+	// active_speed); 0 unknown.
+	lane float64
 }
 
 var (
@@ -32,11 +44,11 @@ var (
 // line ibstat prints on a failing device ("ibpanic: ...") is returned as a
 // note.
 func parseIBStat(s *section) (ports []ibPort, notes []line) {
-	hca := ""
+	hca, part := "", ""
 	for _, l := range s.lines {
-		t := strings.TrimSpace(l.text)
+		t := stripPaste(l.text)
 		if m := ibstatCA.FindStringSubmatch(t); m != nil {
-			hca = m[1]
+			hca, part = m[1], ""
 			continue
 		}
 		if strings.HasPrefix(t, "ibpanic:") || strings.HasPrefix(t, "ibwarn:") {
@@ -48,7 +60,11 @@ func parseIBStat(s *section) (ports []ibPort, notes []line) {
 		}
 		if m := ibstatPort.FindStringSubmatch(t); m != nil {
 			n, _ := strconv.Atoi(m[1])
-			ports = append(ports, ibPort{hca: hca, port: n, rate: -1, where: s.file + ":" + strconv.Itoa(l.no)})
+			ports = append(ports, ibPort{hca: hca, port: n, part: part, rate: -1, where: s.file + ":" + strconv.Itoa(l.no)})
+			continue
+		}
+		if v, ok := strings.CutPrefix(t, "CA type:"); ok {
+			part = partOf(v)
 			continue
 		}
 		if len(ports) == 0 || ports[len(ports)-1].hca != hca {
@@ -62,6 +78,8 @@ func parseIBStat(s *section) (ports []ibPort, notes []line) {
 		switch m[1] {
 		case "State":
 			p.state = strings.ToUpper(strings.TrimSpace(m[2]))
+		case "Physical state":
+			p.phys = strings.TrimSpace(m[2])
 		case "Rate":
 			p.rate = rateOf(m[2])
 		case "Link layer":
@@ -128,11 +146,26 @@ func (p *ibPort) apply(file, val string) {
 		p.state = strings.ToUpper(strings.TrimSpace(st))
 	case "rate":
 		p.rate = rateOf(val)
+		if w := widthOf(val); w > 0 {
+			p.width = w
+		}
+	case "hca_type":
+		p.part = partOf(val)
 	case "link_layer":
 		p.linkLayer = val
 	case "gids/0":
 		p.gid, p.hasGID = val, true
 	}
+}
+
+// partOf is an HCA model without its "MT" ("MT4129" and "4129" are
+// 4129), "" for none.
+func partOf(v string) string {
+	v = strings.TrimSpace(v)
+	if len(v) > 32 {
+		return ""
+	}
+	return strings.TrimPrefix(strings.ToUpper(v), "MT")
 }
 
 // zeroGID says g is the all-zero GID: the port has no address.

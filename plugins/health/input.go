@@ -202,13 +202,32 @@ func sniff(head []byte) string {
 		return "nvsmi-csv"
 	case nvlinkHead.Match(t) || bytes.Contains(head, []byte("Unable to retrieve NVLink information")):
 		return "nvlink"
+	case ibTextMark.Match(head):
+		return "ibdevinfo"
 	case bytes.Contains(head, []byte("CA '")) && bytes.Contains(head, []byte("Port ")):
 		return "ibstat"
+	case amdsmiTextMark.Match(head):
+		return "amdsmi-text"
+	case rocmsmiTextMark.Match(head):
+		return "rocmsmi-text"
 	case bytes.Contains(head, []byte("NVRM:")):
 		return "kernel-log"
 	}
 	return ""
 }
+
+// ibTextMark is a line of ibv_devinfo ("hca_id:\tmlx5_0") or of
+// ibstatus ("Infiniband device 'mlx5_0' port 1 status:").
+var ibTextMark = regexp.MustCompile(`(?m)(^|\s)hca_id:\s+\S|Infiniband device '[^']+' port \d+ status:`)
+
+// amdsmiTextMark is amd-smi's text view: a "GPU: N" block with one of its
+// sections or keys, monitor's table header, or the error amd-smi prints
+// instead of a GPU.
+var amdsmiTextMark = regexp.MustCompile(`(?ms)^\S*\s*GPU: \d+\s*$.*^\S*\s+(ASIC|BUS|BDF|ECC|ECC_BLOCKS|PCIE|XGMI_ERR|DRIVER|VBIOS|IFWI|BOARD|RAS|UUID|MARKET_NAME):|\bGPU\s+(POWER|GPU_T|GPU_TEMP|GFX_UTIL|SINGLE_ECC|DOUBLE_ECC|VRAM_USED|PCIE_BW)\s|AMDSMI_STATUS_|Can not find a device: GPU`)
+
+// rocmsmiTextMark is rocm-smi's text view: its banner, its "GPU[N]\t\t:"
+// lines, or a line it prints instead of data.
+var rocmsmiTextMark = regexp.MustCompile(`ROCm System Management Interface|(?m)^\S*\s*(ERROR: )?(\d+ )?GPU\[\d+\]\s*:|RSMI_STATUS_|No JSON data to report`)
 
 // amdMetricKey is a key only amd-smi metric --json prints per GPU.
 var amdMetricKey = regexp.MustCompile(`"(pcie|ecc|xgmi_err|ecc_blocks)"\s*:`)

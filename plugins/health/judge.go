@@ -37,7 +37,7 @@ func (nd node) amdTool() string {
 		switch {
 		case strings.HasPrefix(s, "amdsmi-"):
 			return "amd-smi"
-		case s == "rocmsmi":
+		case strings.HasPrefix(s, "rocmsmi"):
 			return "rocm-smi"
 		}
 	}
@@ -74,7 +74,7 @@ func (c checks) addCheck(ch result.Check) {
 func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 	nd := node{host: n.host, absent: map[string]string{}, sections: n.order}
 	var errs []string
-	var xmlGPUs, csvGPUs, amdStatic, amdMetric, rocm []gpu
+	var xmlGPUs, csvGPUs, amdStatic, amdMetric, rocm, amdText []gpu
 	amdRead := false
 	for _, name := range n.order {
 		s := n.sections[name]
@@ -108,15 +108,39 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 		case "rocmsmi":
 			rocm, err = parseROCmSMI(s)
 			amdRead = amdRead || err == nil
+		case "amdsmi-text", "rocmsmi-text":
+			var gs []gpu
+			var notes []line
+			gs, notes, err = parseAMDText(s)
+			amdText = fillAMD(amdText, gs)
+			amdRead = amdRead || err == nil
+			if err != nil && name == "rocmsmi-text" && s.exit >= 0 && len(notes) > 0 {
+				// collect.sh's rocm-smi --showrasinfo on a GPU without RAS
+				// (RSMI_STATUS_NOT_SUPPORTED): the GPUs are its JSON's; no
+				// ECC count is read, which the missing check shows.
+				p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("%srocm-smi --showrasinfo printed no RAS table (%s): no ECC check", hostPrefix(n.host), clip(notes[0].text)), Source: s.where()})
+				err, notes = nil, nil
+			}
+			if err == nil {
+				for _, l := range notes {
+					p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: hostPrefix(n.host) + clip(l.text), Source: fmt.Sprintf("%s:%d", s.file, l.no)})
+				}
+			}
 		case "kernel-log":
 			nd.xids, nd.kernelSeen = parseXIDs(s), true
 		case "dcgm":
 			nd.dcgm, err = parseDCGM(s)
-		case "ibstat":
+		case "ibstat", "ibdevinfo":
+			// People paste ibstat and ibv_devinfo (or ibstatus) into one
+			// file: both readers run on it, and a port both list is one.
 			ports, notes := parseIBStat(s)
-			nd.ports, nd.ibSeen = append(nd.ports, ports...), true
-			for _, l := range notes {
+			more, notes2 := parseIBDevinfo(s)
+			nd.ports, nd.ibSeen = mergeIB(mergeIB(nd.ports, ports), more), true
+			for _, l := range append(notes, notes2...) {
 				p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: hostPrefix(n.host) + clip(l.text), Source: fmt.Sprintf("%s:%d", s.file, l.no)})
+			}
+			if len(ports)+len(more) == 0 && len(notes)+len(notes2) == 0 && name == "ibdevinfo" {
+				err = fmt.Errorf("%s: no InfiniBand port could be read (ibv_devinfo's hca_id/port blocks, ibstatus's or ibstat's)", s.where())
 			}
 		case "ib-sysfs":
 			sys := parseIBSysfs(s)
@@ -124,14 +148,8 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			if len(nd.ports) == 0 {
 				nd.ports = sys
 			} else {
-				// ibstat read first: sysfs adds the GIDs.
-				for _, sp := range sys {
-					for i := range nd.ports {
-						if nd.ports[i].hca == sp.hca && nd.ports[i].port == sp.port {
-							nd.ports[i].gid, nd.ports[i].hasGID = sp.gid, sp.hasGID
-						}
-					}
-				}
+				// ibstat read first: sysfs adds the GIDs, width and model.
+				nd.ports = mergeIB(nd.ports, sys)
 			}
 		default:
 			p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Message: fmt.Sprintf("%ssection %s is collected but not judged by this version", hostPrefix(n.host), name), Source: s.where()})
@@ -149,6 +167,8 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 		if len(amdStatic) == 0 && len(amdMetric) == 0 {
 			amd = rocm
 		}
+		// The text views fill what the JSON lacks (or are all there is).
+		amd = fillAMD(amd, amdText)
 		nd.gpus = append(nd.gpus, amd...)
 		nd.gpuSource = true
 	}
@@ -673,7 +693,11 @@ func judgeIB(c checks, nd node, s settings) {
 	for _, p := range nd.ports {
 		id := fmt.Sprintf("%s port %d", p.hca, p.port)
 		if p.state != "ACTIVE" {
-			down = append(down, fmt.Sprintf("%s is %s", id, orUnknown(p.state)))
+			msg := fmt.Sprintf("%s is %s", id, orUnknown(p.state))
+			if p.phys != "" {
+				msg += " (physical state " + p.phys + ")"
+			}
+			down = append(down, msg)
 		}
 		if s.ibRate > 0 && p.rate >= 0 && p.rate < s.ibRate {
 			slow = append(slow, fmt.Sprintf("%s at %g Gb/s", id, p.rate))
@@ -696,6 +720,79 @@ func judgeIB(c checks, nd node, s settings) {
 	}
 	if len(nogid) > 0 {
 		c.add("RoCE GID", false, "GA-ROCE-GID", "no GID (GID 0 is all zero) on "+strings.Join(nogid, ", "))
+	}
+	judgeIBLink(c, nd.ports)
+}
+
+// judgeIBLink fails an active InfiniBand port that trained below what
+// its HCA runs at: at 1X (every InfiniBand HCA port is 2X or wider, so
+// a 1X link is lanes lost in the cable or transceiver), narrower than
+// the widest port of the same HCA model on the node, or slower than
+// that model's most common rate on the node (one lane speed lower:
+// HDR on an NDR fabric). Ethernet ports are not judged: their width and
+// lane speed follow the Ethernet speed (25GbE is 1X). The SKU's ib_rate
+// is judgeIB's. No check where no port gives a width, model or rate to
+// compare.
+func judgeIBLink(c checks, ports []ibPort) {
+	type model struct {
+		width int
+		rates map[float64]int
+	}
+	models := map[string]*model{}
+	var ib []ibPort
+	for _, p := range ports {
+		if p.state != "ACTIVE" || p.linkLayer != "InfiniBand" {
+			continue
+		}
+		ib = append(ib, p)
+		if p.part == "" {
+			continue
+		}
+		m := models[p.part]
+		if m == nil {
+			m = &model{rates: map[float64]int{}}
+			models[p.part] = m
+		}
+		m.width = max(m.width, p.width)
+		if p.rate > 0 {
+			m.rates[p.rate]++
+		}
+	}
+	var probs []string
+	judged := 0
+	for _, p := range ib {
+		id := fmt.Sprintf("%s port %d", p.hca, p.port)
+		m := models[p.part]
+		if p.width > 0 || m != nil && p.rate > 0 && len(m.rates) > 0 {
+			judged++
+		}
+		var why []string
+		switch {
+		case p.width == 1:
+			why = append(why, "runs 1X (one lane of four)")
+		case m != nil && p.width > 0 && p.width < m.width:
+			why = append(why, fmt.Sprintf("runs %dX, other MT%s ports %dX", p.width, p.part, m.width))
+		}
+		if m != nil && p.rate > 0 {
+			common, n := 0.0, 0
+			for r, k := range m.rates {
+				if k > n || k == n && r > common {
+					common, n = r, k
+				}
+			}
+			if p.rate < common && n >= 2 {
+				why = append(why, fmt.Sprintf("at %g Gb/s, %d other MT%s ports at %g Gb/s", p.rate, n, p.part, common))
+			}
+		}
+		if len(why) > 0 {
+			probs = append(probs, id+" "+strings.Join(why, ", "))
+		}
+	}
+	switch {
+	case len(probs) > 0:
+		c.add("IB link", false, "GA-IB-RATE", strings.Join(probs, "; ")+" (a lane down or a slower cable or transceiver)")
+	case judged > 0:
+		c.add("IB link", true, "", fmt.Sprintf("%s: none at 1X, none narrower or slower than the other ports of its HCA model", result.Count(judged, "active InfiniBand port")))
 	}
 }
 

@@ -33,10 +33,17 @@ type gpu struct {
 	amdUncorr, amdDeferred int64
 	xgmiErr                string
 	xgmiUncorr             int64
+	// blockUncorr sums the ECC blocks' uncorrectable counts (-1: no block
+	// reported); badBlocks names the blocks with any ("UMC 3").
+	blockUncorr int64
+	badBlocks   []string
+	// src names the AMD tool view the GPU was read from where it is not
+	// amd-smi's JSON ("amd-smi monitor", "rocm-smi --showrasinfo").
+	src string
 }
 
 func newGPU(i int, where string) gpu {
-	return gpu{index: i, uncorrVol: -1, uncorrAgg: -1, genCur: -1, genMax: -1, widthCur: -1, widthMax: -1, where: where, amdUncorr: -1, amdDeferred: -1, xgmiUncorr: -1}
+	return gpu{index: i, uncorrVol: -1, uncorrAgg: -1, genCur: -1, genMax: -1, widthCur: -1, widthMax: -1, where: where, amdUncorr: -1, amdDeferred: -1, xgmiUncorr: -1, blockUncorr: -1}
 }
 
 // label names the GPU in messages: "GPU 0 (00000000:3B:00.0)".

@@ -263,7 +263,7 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 		return []*nodeInput{n}, errs
 	}
 	if kind == "" {
-		return nil, append(errs, fmt.Sprintf("%s: not an output health.node reads (nvidia-smi -q -x, nvidia-smi --query-gpu CSV, nvidia-smi nvlink --status, dmesg, dcgmi diag -j, ibstat, amd-smi static/metric --json, rocm-smi --json, or collect.sh's tagged log)", name))
+		return nil, append(errs, fmt.Sprintf("%s: not an output health.node reads (nvidia-smi -q -x, nvidia-smi --query-gpu CSV, nvidia-smi nvlink --status, dmesg, dcgmi diag -j, ibstat, ibv_devinfo, ibstatus, amd-smi static/metric --json or text, amd-smi list/monitor, rocm-smi --json or text, or collect.sh's tagged log)", name))
 	}
 	if _, err := f.Seek(0, 0); err != nil {
 		return nil, append(errs, fmt.Sprintf("read %s: %v", name, err))
