@@ -18,7 +18,9 @@ type Status string
 
 // The verdicts, from best to worst severity for aggregation.
 const (
-	// Skip: not judged (no baseline at this scope, not applicable).
+	// Skip: not judged (no baseline at this scope, not applicable). A
+	// run that is Skip is not signed off: it judged nothing, or measured
+	// a benchmark it did not judge (Run.Finish).
 	Skip Status = "skip"
 	// Pass: inside the band.
 	Pass Status = "pass"
