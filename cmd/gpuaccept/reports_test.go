@@ -576,7 +576,9 @@ func TestForgedPassOfUnjudgedRun(t *testing.T) {
 	assert.Assert(t, strings.Contains(stdout, "(run skip)"), stdout)
 
 	// results.json opens with the run's own status.
-	forge := func(dir string) { edit(t, filepath.Join(dir, "results.json"), `^\{\n  "status": "skip"`, "{\n  \"status\": \"pass\"") }
+	forge := func(dir string) {
+		edit(t, filepath.Join(dir, "results.json"), `^\{\n  "status": "skip"`, "{\n  \"status\": \"pass\"")
+	}
 	forged := copyDir(t, out)
 	forge(forged)
 	code, stdout, errs = cli(t, "verify", forged)
