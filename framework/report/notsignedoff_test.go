@@ -42,8 +42,8 @@ func unjudgedRun() *result.Run {
 
 // No report of a run with a benchmark measured and not judged reads as
 // signed off: the table, Markdown and HTML head it NOT SIGNED OFF and name
-// the tests; JSON says skip; JUnit skips the unjudged tests rather than
-// passing them. A run that judged nothing keeps its SKIP line, as results
+// the tests; JSON says skip; JUnit skips the unjudged tests, saying they
+// keep the run from sign-off, and the not applicable one as before. A run that judged nothing keeps its SKIP line, as results
 // folders already signed render it.
 func TestNotSignedOffInEveryReport(t *testing.T) {
 	r := unjudgedRun()
@@ -75,14 +75,17 @@ func TestNotSignedOffInEveryReport(t *testing.T) {
 	assert.NilError(t, WriteJUnit(p, r))
 	suites, err := gojunit.IngestFile(p)
 	assert.NilError(t, err)
-	got := map[string]gojunit.Status{}
+	got := map[string]string{}
 	for _, s := range suites {
 		for _, c := range s.Tests {
-			got[s.Name] = c.Status
+			got[s.Name] = string(c.Status) + ": " + c.Message
 		}
 	}
-	assert.DeepEqual(t, got, map[string]gojunit.Status{"health.node": gojunit.StatusPassed, "gemm.matmul": gojunit.StatusSkipped,
-		"hbm.bandwidth": gojunit.StatusSkipped, "hostlink.pcie": gojunit.StatusSkipped, "nccl.all_reduce": gojunit.StatusSkipped})
+	assert.DeepEqual(t, got, map[string]string{"health.node": "passed: ",
+		"gemm.matmul":     "skipped: not signed off: measured, not judged: no baseline for gemm.matmul in SKU h100-sxm",
+		"hbm.bandwidth":   "skipped: not signed off: measured, not judged: no baseline for hbm.bandwidth in SKU h100-sxm",
+		"hostlink.pcie":   "skipped: not signed off: measured, not judged: no baseline for hostlink.pcie in SKU h100-sxm",
+		"nccl.all_reduce": "skipped: needs at least 2 GPUs, scope 1x1 has 1"})
 
 	// Nothing judged at all: the run's own word, as before.
 	none := unjudgedRun()
