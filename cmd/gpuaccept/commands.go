@@ -101,8 +101,9 @@ func topUsage() string {
 	b.WriteString(`
 Run "gpuaccept COMMAND --help" for a command's flags.
 Exit codes: 0 passed (warnings included), 1 a test failed (whatever else happened),
-2 usage or configuration error, 3 a test errored and none failed, 4 nothing judged
-(every test skipped), 130 interrupted (Ctrl-C, SIGTERM) before anything failed.
+2 usage or configuration error, 3 a test errored and none failed, 4 not signed off:
+nothing judged (every test skipped), or a benchmark measured with no baseline entry
+at the scope, 130 interrupted (Ctrl-C, SIGTERM) before anything failed.
 `)
 	return b.String()
 }

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -477,9 +479,71 @@ func TestHostsAndNodes(t *testing.T) {
 // The exit code of every kind of outcome, as README.md's table gives it,
 // on real recordings: a failure wins over an error, nothing judged is not
 // green, usage is told apart from a test that errored.
+// siteSKU writes the built-in h200 SKU file as a site's own, h200-site,
+// into a fresh folder (--baselines DIR) without the baseline entries of
+// the tests named ("*": without any, a site's file before its first
+// recording), and returns the folder.
+func siteSKU(t *testing.T, drop ...string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../baselines/h200.yaml")
+	assert.NilError(t, err)
+	head, body, ok := strings.Cut(string(b), "\nbaselines:\n")
+	assert.Assert(t, ok, "baselines/h200.yaml has no baselines: block")
+	head = strings.Replace(head, "\nsku: h200\n", "\nsku: h200-site\n", 1)
+	entries := strings.Split(body, "\n  - test: ")
+	kept := []string{entries[0]}
+	for _, e := range entries[1:] {
+		name, _, _ := strings.Cut(e, "\n")
+		if !slices.Contains(drop, "*") && !slices.Contains(drop, name) {
+			kept = append(kept, e)
+		}
+	}
+	out := head + "\nbaselines:\n" + strings.Join(kept, "\n  - test: ")
+	if len(kept) == 1 {
+		out = head + "\nbaselines: []\n"
+	}
+	dir := t.TempDir()
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "h200-site.yaml"), []byte(out), 0o644))
+	return dir
+}
+
+// readmeExitCodes reads the table of README.md's "Exit codes" section:
+// the first cell of each row (what the run did) and its exit code.
+func readmeExitCodes(t *testing.T) map[string]int {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	assert.NilError(t, err)
+	_, sec, ok := strings.Cut(string(b), "\n### Exit codes\n")
+	assert.Assert(t, ok, "README.md has no Exit codes section")
+	rows := map[string]int{}
+	for _, line := range strings.Split(sec, "\n") {
+		if strings.HasPrefix(line, "#") {
+			break
+		}
+		cells := strings.Split(line, " | ")
+		if !strings.HasPrefix(line, "| ") || len(cells) < 3 || strings.HasPrefix(line, "| the run |") {
+			continue
+		}
+		code, err := strconv.Atoi(cells[1])
+		assert.NilError(t, err, "README.md, Exit codes: row %q", line)
+		rows[strings.TrimPrefix(cells[0], "| ")] = code
+	}
+	assert.Assert(t, len(rows) >= 9, "README.md, Exit codes: %d rows read", len(rows))
+	return rows
+}
+
+// TestExitCodes runs every row of README.md's "Exit codes" table through
+// the CLI on recorded outputs (check, a replayed run, report, a dry run):
+// each case names its row, and fails when the row's code changes in the
+// README or in what the command exits; a row without a case fails too.
+// The JSON report's status agrees with the exit code.
 func TestExitCodes(t *testing.T) {
 	good := healthy + "/nccl.all_reduce/all_reduce.log"
 	p2poff := "../../testdata/recordings/h200x2-2026-11-30-final/p2poff/raw/nccl.all_reduce/all_reduce.log"
+	// The H200 node suite as run live against the 1x1 baseline: health
+	// first, then gemm, hbm and hostlink; P2P and the collectives skip
+	// (min_gpus) on one GPU.
+	node := "../../testdata/recordings/h200x1-2026-12-01/node/baselined/suite"
 	// Edit: the out-of-bounds footer line dropped, so that gate could not
 	// be made (a warn).
 	short := writeFile(t, "short.log", regexp.MustCompile(`(?m)^# Out of bounds values.*\n`).ReplaceAllString(readFile(t, good), ""))
@@ -489,28 +553,87 @@ func TestExitCodes(t *testing.T) {
 		return append([]string{"check", "--sku", sku, "--test", "nccl.all_reduce", "--nodes", n, "--gpus-per-node", g, "--format", "json"}, files...)
 	}
 	check := func(scope string, files ...string) []string { return checkAs("h200", scope, files...) }
+	replayNodeInto := func(out string, skuArgs ...string) []string {
+		return append([]string{"--suite", "node", "--launcher", "replay", "--gpus-per-node", "1", "--replay-dir", node, "--format", "json", "--out", out}, skuArgs...)
+	}
+	replayNode := func(skuArgs ...string) []string { return replayNodeInto(t.TempDir(), skuArgs...) }
+	noGemm := siteSKU(t, "gemm.matmul")
+	// A folder of a run that measured gemm with no entry: report rebuilds
+	// its verdict from the tests.
+	unjudged := filepath.Join(t.TempDir(), "unjudged")
+	code, out, errs := cli(t, replayNodeInto(unjudged, "--sku", "h200-site", "--baselines", noGemm)...)
+	assert.Equal(t, code, exitNothingJudged, out+errs)
+	const (
+		pass    = "every test passed"
+		warn    = "some warned, none failed or errored"
+		fail    = "a test FAILed (outside its band, a correctness gate, a suspect named)"
+		failErr = "a FAIL and an ERROR together"
+		errOnly = "ERROR only (a test could not run, its output could not be judged, a broken build such as independent runs)"
+		none    = "everything skipped: nothing judged (no baseline at the scope, no entry for the series measured)"
+		notJud  = "a benchmark measured, not judged (no baseline entry at the scope for it), the rest passed or warned"
+		usage   = "usage or configuration error (bad flag, malformed SKU file, unknown test, results folder not empty, a dry run that cannot be planned; `report` of a folder that no longer matches its manifest)"
+		intr    = "interrupted (Ctrl-C, SIGTERM) before anything failed"
+	)
 	cases := []struct {
-		name   string
-		args   []string
-		code   int
-		status string
+		row, name string
+		args      []string
+		code      int
+		status    string
+		// want is in what the command printed (stdout and stderr).
+		want      string
+		interrupt bool
 	}{
-		{"all pass", check("1x2", good), 0, "pass"},
-		{"some warn", check("1x2", short), 0, "warn"},
-		{"a fail", check("1x2", p2poff), 1, "fail"},
-		{"a fail and an error together", check("1x2", p2poff, empty), 1, "fail"},
-		{"an error only", check("1x2", empty), 3, "error"},
+		{row: pass, name: "check", args: check("1x2", good), code: 0, status: "pass"},
+		// The tests min_gpus skips on one GPU ran nothing: the run is
+		// signed off on the rest.
+		{row: pass, name: "node suite, collectives not applicable on one GPU", args: replayNode("--sku", "h200"), code: 0, status: "pass"},
+		{row: warn, name: "check", args: check("1x2", short), code: 0, status: "warn"},
+		{row: fail, name: "check", args: check("1x2", p2poff), code: 1, status: "fail"},
+		{row: fail, name: "run", args: []string{"--sku", "h200", "--suite", "singlenode", "--launcher", "replay", "--gpus-per-node", "2", "--test", "nccl.all_reduce",
+			"--replay-dir", "../../testdata/recordings/h200x2-2026-11-30-final/p2poff", "--out", t.TempDir(), "--format", "json"}, code: 1, status: "fail"},
+		{row: failErr, name: "check", args: check("1x2", p2poff, empty), code: 1, status: "fail"},
+		{row: errOnly, name: "check", args: check("1x2", empty), code: 3, status: "error"},
 		// volcengine-hpcpni has all_reduce baselines at 1x8 and 2x8 only, and
 		// no GPU model to compare: every gate holds, nothing is judged.
-		{"everything skipped", checkAs("volcengine-hpcpni", "1x2", good), 4, "skip"},
-		{"usage", []string{"check", "--sku", "h200", "--test", "nccl.all_reduce", good}, 2, ""},
-		{"configuration", []string{"check", "--sku", "h999", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", good}, 2, ""},
-		{"a dry run that would judge nothing", []string{"--sku", "h200", "--suite", "singlenode", "--dry-run"}, 4, ""},
-		{"a run that fails", []string{"--sku", "h200", "--suite", "singlenode", "--launcher", "replay", "--gpus-per-node", "2", "--test", "nccl.all_reduce",
-			"--replay-dir", "../../testdata/recordings/h200x2-2026-11-30-final/p2poff", "--out", t.TempDir(), "--format", "json"}, 1, "fail"},
+		{row: none, name: "check", args: checkAs("volcengine-hpcpni", "1x2", good), code: 4, status: "skip"},
+		{row: none, name: "dry run", args: []string{"--sku", "h200", "--suite", "singlenode", "--dry-run"}, code: 4, want: "dry run: nothing would be judged at scope 1x8"},
+		// Issue 28: a site's SKU file before its first recording; health
+		// passed, gemm, hbm and hostlink measured and judged by nothing.
+		{row: notJud, name: "health passed, no benchmark judged", args: replayNode("--sku", "h200-site", "--baselines", siteSKU(t, "*")), code: 4, status: "skip",
+			want: "not signed off: measured, not judged: gemm.matmul, hbm.bandwidth, hostlink.pcie (no baseline entry judges them at scope 1x1 in SKU h200-site"},
+		{row: notJud, name: "hbm and hostlink passed, gemm not judged", args: replayNode("--sku", "h200-site", "--baselines", noGemm), code: 4, status: "skip",
+			want: "not signed off: measured, not judged: gemm.matmul (no baseline entry judges it at scope 1x1"},
+		{row: notJud, name: "dry run", args: []string{"--sku", "h200-site", "--baselines", noGemm, "--suite", "node", "--gpus-per-node", "1", "--dry-run"}, code: 4,
+			want: "dry run: the run would not be signed off: measured, not judged: gemm.matmul (no baseline entry judges it at scope 1x1"},
+		{row: notJud, name: "report", args: []string{"report", unjudged, "--format", "json"}, code: 4, status: "skip", want: "not signed off: measured, not judged: gemm.matmul"},
+		{row: usage, name: "no scope", args: []string{"check", "--sku", "h200", "--test", "nccl.all_reduce", good}, code: 2},
+		{row: usage, name: "unknown SKU", args: []string{"check", "--sku", "h999", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", good}, code: 2},
+		// Ctrl-C before the first test ends (a run's SKU check, which asks
+		// the plugins, would stop first: the demo's runs are planned).
+		{row: intr, name: "demo", args: []string{"demo"}, code: exitInterrupted, interrupt: true, want: "interrupted"},
+	}
+	rows := readmeExitCodes(t)
+	covered := map[string]bool{}
+	for _, c := range cases {
+		readme, ok := rows[c.row]
+		assert.Assert(t, ok, "case %s/%s: README.md's Exit codes table has no row %q", c.row, c.name, c.row)
+		assert.Equal(t, readme, c.code, "README.md, Exit codes, row %q", c.row)
+		covered[c.row] = true
+	}
+	for row := range rows {
+		assert.Assert(t, covered[row], "README.md, Exit codes: no case runs row %q", row)
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(fmt.Sprintf("exit %d/%s", c.code, c.name), func(t *testing.T) {
+			if c.interrupt {
+				old := signalContext
+				defer func() { signalContext = old }()
+				signalContext = func() (context.Context, context.CancelFunc) {
+					ctx, cancel := context.WithCancel(context.Background())
+					cancel() // Ctrl-C before the first test ends
+					return ctx, cancel
+				}
+			}
 			code, out, errs := cli(t, c.args...)
 			assert.Equal(t, code, c.code, out+errs)
 			if c.status != "" {
@@ -518,6 +641,7 @@ func TestExitCodes(t *testing.T) {
 				assert.NilError(t, json.Unmarshal([]byte(out), &doc), out)
 				assert.Equal(t, doc.Status, c.status, "the run's verdict agrees with its exit code")
 			}
+			assert.Assert(t, strings.Contains(out+errs, c.want), "want %q in\n%s%s", c.want, out, errs)
 		})
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -28,8 +28,10 @@ tests it did not finish are listed as errors. A folder without manifest.json
 is signed off (manifest written, --sign-key signs it, the sign-off digest
 printed); one that has a manifest keeps it, and --sign-key signs it only
 while every file still matches it. Prints the report in --format and exits
-as its verdicts say (0 pass, 1 fail, 3 error, 4 nothing judged; an
-interrupted run's unfinished tests are errors here, not 130).
+as its verdicts say (0 pass, 1 fail, 3 error, 4 nothing judged or a
+benchmark measured and not judged; an interrupted run's unfinished tests
+are errors here, not 130). The verdict is derived from the tests, never
+read from results.json's status.
 `
 
 func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {

@@ -558,3 +558,44 @@ func TestReportNeverHidesATamperedSignOff(t *testing.T) {
 		}
 	})
 }
+
+// A run that measured benchmarks it did not judge is not signed off
+// whatever its results.json says: report and verify derive the verdict
+// from the tests (result.Run.Finish), so a status edited to "pass" comes
+// back as NOT SIGNED OFF, exit 4, from the journal or from results.json
+// alone, and verify names the edit.
+func TestForgedPassOfUnjudgedRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "results")
+	code, stdout, errs := cli(t, "--sku", "h200-site", "--baselines", siteSKU(t, "*"), "--suite", "node", "--launcher", "replay", "--gpus-per-node", "1",
+		"--replay-dir", "../../testdata/recordings/h200x1-2026-12-01/node/baselined/suite", "--out", out)
+	assert.Equal(t, code, exitNothingJudged, stdout+errs)
+	assert.Assert(t, strings.Contains(stdout, "NOT SIGNED OFF: SKU h200-site, suite node, scope 1x1"), stdout)
+	code, stdout, errs = cli(t, "verify", out)
+	assert.Equal(t, code, 0, stdout+errs)
+	assert.Assert(t, strings.Contains(stdout, "NOTE the run is not signed off (status skip): measured, not judged: gemm.matmul, hbm.bandwidth, hostlink.pcie"), stdout)
+	assert.Assert(t, strings.Contains(stdout, "(run skip)"), stdout)
+
+	// results.json opens with the run's own status.
+	forge := func(dir string) {
+		edit(t, filepath.Join(dir, "results.json"), `^\{\n  "status": "skip"`, "{\n  \"status\": \"pass\"")
+	}
+	forged := copyDir(t, out)
+	forge(forged)
+	code, stdout, errs = cli(t, "verify", forged)
+	assert.Equal(t, code, 1, stdout+errs)
+	assert.Assert(t, strings.Contains(stdout, "MISMATCH results.json"), stdout)
+
+	for name, drop := range map[string][]string{"journal": {"manifest.json"}, "results.json only": {"manifest.json", "journal.jsonl"}} {
+		t.Run(name, func(t *testing.T) {
+			dir := copyDir(t, out)
+			forge(dir)
+			for _, f := range drop {
+				assert.NilError(t, os.Remove(filepath.Join(dir, f)))
+			}
+			code, stdout, errs := cli(t, "report", dir)
+			assert.Equal(t, code, exitNothingJudged, stdout+errs)
+			assert.Assert(t, strings.Contains(stdout, "NOT SIGNED OFF: SKU h200-site"), stdout)
+			assert.Assert(t, !strings.Contains(stdout, "PASS: SKU"), stdout)
+		})
+	}
+}

@@ -140,14 +140,25 @@ type RunOptions struct {
 	LocaliseAll, NoLocalise bool
 }
 
-// NothingJudgedError is a dry run's answer when the baseline judges none
-// of the tests at the run's scope (exit code result.ExitNothingJudged).
+// NothingJudgedError is a dry run's answer when the run would not be
+// signed off for want of baseline entries (exit code
+// result.ExitNothingJudged, as the run would exit): the baseline judges
+// none of the tests at the run's scope, or some benchmark would measure
+// with no entry at it while others would be judged (the run's rule,
+// result.Run.Finish).
 type NothingJudgedError struct {
 	Scope plan.Scope
 	SKU   string
+	// NotJudged are the benchmarks that would run without a baseline
+	// entry at Scope while others would be judged; nil when none would be
+	// judged at all.
+	NotJudged []string
 }
 
 func (e *NothingJudgedError) Error() string {
+	if len(e.NotJudged) > 0 {
+		return "dry run: the run would not be signed off: " + result.NotJudgedNote(e.NotJudged, e.Scope, e.SKU)
+	}
 	return fmt.Sprintf("dry run: nothing would be judged at scope %s (gpuaccept baseline show %s)", e.Scope, e.SKU)
 }
 
@@ -242,7 +253,8 @@ func (s *Setup) writers() {
 //
 // A dry run prints each test's commands and, for a multi-node run, the
 // localisation schedule; it returns the planned run, or a
-// *NothingJudgedError when the baseline would judge none of it. Errors:
+// *NothingJudgedError when the run would not be signed off for want of
+// baseline entries (none judged, or a benchmark without one). Errors:
 // invalid options, a run that cannot start (a results folder not
 // writable), tests that cannot be planned in a dry run.
 func Run(ctx context.Context, o RunOptions) (*result.Run, error) {
@@ -295,17 +307,27 @@ func dryRunLocalisation(o RunOptions, sr *subRunner, lc *localise.Config, res *r
 	// Say before anything runs when the baseline could not judge it.
 	scope := topo.Scope
 	judged := 0
+	var unjudged []string
 	for _, t := range res.Tests {
 		if len(s.Entries(t.Name, scope)) > 0 {
 			judged++
 		} else if t.Message == "dry run" && !t.Preflight { // a health test is judged by its checks
 			fmt.Fprintf(stdout, "note: %s has no baseline at scope %s in SKU %s: it would not be judged\n", t.Name, scope, s.Name)
+			unjudged = append(unjudged, t.Name)
 		}
 	}
 	// With LocaliseAll a run nothing judges at its own scope still signs
-	// off through its localisations' runs, judged at theirs.
-	if judged == 0 && !(o.LocaliseAll && topo.Nodes >= 2) {
+	// off through its localisations' runs, judged at theirs (every
+	// multi-node test is localised: result.Run.Unjudged).
+	byLocalisation := o.LocaliseAll && topo.Nodes >= 2
+	switch {
+	case byLocalisation:
+	case judged == 0:
 		return &NothingJudgedError{Scope: scope, SKU: s.Name}
+	case len(unjudged) > 0:
+		// A benchmark measured and not judged keeps the run from being
+		// signed off, whatever is judged beside it.
+		return &NothingJudgedError{Scope: scope, SKU: s.Name, NotJudged: unjudged}
 	}
 	if topo.Nodes < 2 || o.NoLocalise {
 		return nil

@@ -45,7 +45,9 @@ type perTable struct {
 }
 
 type htmlPage struct {
-	Run     *result.Run
+	Run *result.Run
+	// Verdict heads the page (Verdict: NotSignedOff where it applies).
+	Verdict string
 	Summary string
 	Rows    [][]string
 	// Efficiency are efficiencyRows: under the verdicts.
@@ -65,7 +67,7 @@ type htmlPage struct {
 // for node pairs (up to 32 nodes) and HCA pairs, a matrix of figures. s is
 // the SKU that judged the run, for the bands; nil draws curves only.
 func HTML(w io.Writer, run *result.Run, s *sku.SKU) error {
-	page := htmlPage{Run: run, Summary: Summary(run), Rows: rows(run), Efficiency: efficiencyRows(run), Locs: htmlLocalisations(run)}
+	page := htmlPage{Run: run, Verdict: Verdict(run), Summary: Summary(run), Rows: rows(run), Efficiency: efficiencyRows(run), Locs: htmlLocalisations(run)}
 	for i, t := range run.Tests {
 		page.Rows[i][4] = t.Message // a page wraps its cells: the text table's cut is not needed
 	}
@@ -162,7 +164,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>gpuaccept {{.Run.SKU}} {{.Run.Suite}}: {{upper .Run.Status}}</title>
+<title>gpuaccept {{.Run.SKU}} {{.Run.Suite}}: {{.Verdict}}</title>
 <style>
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 2em; border-bottom: 1px solid #ccc; }
@@ -179,7 +181,7 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 </style>
 </head>
 <body>
-<h1>gpuaccept: <span class="badge {{.Run.Status}}">{{upper .Run.Status}}</span> SKU {{.Run.SKU}}, suite {{.Run.Suite}}</h1>
+<h1>gpuaccept: <span class="badge {{.Run.Status}}">{{.Verdict}}</span> SKU {{.Run.SKU}}, suite {{.Run.Suite}}</h1>
 <p>{{.Summary}}</p>
 <dl>
 <dt>scope</dt><dd>{{.Run.Scope}} (nodes x GPUs per node)</dd>

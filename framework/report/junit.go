@@ -39,7 +39,10 @@ const MaxRawOutput = 256 << 10
 //     345.5 -10%)"), warn points pass with the finding in system-out;
 //   - a test that could not run or be parsed gets a "run" case with
 //     <error>: an infrastructure problem is not a hardware failure;
-//   - a skipped test is one case with <skipped> and its reason;
+//   - a skipped test is one case with <skipped> and its reason, which
+//     starts "not signed off: measured, not judged: " for a test that
+//     measured without a baseline entry in a run that judged others
+//     (Verdict NotSignedOff);
 //   - an earlier attempt of a retried test is a testsuite of its own
 //     ("nccl.all_reduce (attempt 1 of 2)"), so a flaky pass shows;
 //   - each localisation is a testsuite "localise TEST" with a failing
@@ -97,6 +100,11 @@ func suiteOf(run *result.Run, t result.Test, name string, id int, host string, r
 	}
 	for _, kv := range properties(run, t) {
 		s.AddProperty(kv[0], kv[1])
+	}
+	if t.Unjudged() && Verdict(run) == NotSignedOff {
+		// Its skip keeps the run from sign-off: a CI page must say so
+		// where it lists the case, not only in the exit code.
+		t.Message = "not signed off: measured, not judged: " + t.Message
 	}
 	for _, tc := range testcases(t, class) {
 		s.AddTestcase(tc)

@@ -123,8 +123,29 @@ func rows(run *result.Run) [][]string {
 	return out
 }
 
+// NotSignedOff is the verdict word of a run that judged some of its tests
+// but measured others without judging them (result.Run.Unjudged): its
+// status is skip, but "SKIP" would read as if it ran nothing.
+const NotSignedOff = "NOT SIGNED OFF"
+
+// Verdict is the word a report heads the run with: its status in capitals
+// ("PASS", "FAIL", "SKIP" for a run that judged nothing), or NotSignedOff
+// for a skip in which some test was judged and some benchmark measured
+// without a baseline entry.
+func Verdict(run *result.Run) string {
+	if run.Status == result.Skip && len(run.Unjudged()) > 0 {
+		for _, t := range run.Tests {
+			if t.Status != result.Skip {
+				return NotSignedOff
+			}
+		}
+	}
+	return strings.ToUpper(string(run.Status))
+}
+
 // Summary is the one-line verdict under a table; it names the suspects of
-// the run's localisations (the first 5, then how many more).
+// the run's localisations (the first 5, then how many more), and, for a
+// run that is NotSignedOff, the tests measured and not judged.
 func Summary(run *result.Run) string {
 	counts := map[result.Status]int{}
 	for _, t := range run.Tests {
@@ -148,8 +169,13 @@ func Summary(run *result.Run) string {
 		// out are not signed off.
 		suite += fmt.Sprintf(" (--test %s only)", strings.Join(run.Selected, ","))
 	}
-	return fmt.Sprintf("%s: SKU %s, %s, %s, launcher %s: %s (%s)%s", strings.ToUpper(string(run.Status)),
-		run.SKU, suite, scope, run.Launcher, strings.Join(parts, ", "), run.Duration.Round(time.Millisecond), suspectsSummary(run)+badNodesSummary(run))
+	verdict := Verdict(run)
+	tally := strings.Join(parts, ", ")
+	if verdict == NotSignedOff {
+		tally += "; " + run.NotJudgedText()
+	}
+	return fmt.Sprintf("%s: SKU %s, %s, %s, launcher %s: %s (%s)%s", verdict,
+		run.SKU, suite, scope, run.Launcher, tally, run.Duration.Round(time.Millisecond), suspectsSummary(run)+badNodesSummary(run))
 }
 
 var header = []string{"Test", "Status", "Measured", "Baseline: band", "Detail"}

@@ -18,7 +18,9 @@ type Status string
 
 // The verdicts, from best to worst severity for aggregation.
 const (
-	// Skip: not judged (no baseline at this scope, not applicable).
+	// Skip: not judged (no baseline at this scope, not applicable). A
+	// run that is Skip is not signed off: it judged nothing, or measured
+	// a benchmark it did not judge (Run.Finish).
 	Skip Status = "skip"
 	// Pass: inside the band.
 	Pass Status = "pass"
@@ -335,21 +337,84 @@ func PreflightSkip(bad []BadNode) string {
 	return strings.Join(parts, "; ")
 }
 
+// Unjudged says the test ran and measured but nothing it measured was
+// judged: it is Skip, left raw outputs or metrics, and is no preflight
+// test. A skip that ran nothing (the suite's skip: or min_gpus at the
+// run's scope, the bad nodes a preflight test found, a dry run) is not
+// unjudged, nor is a test --test left out (it has no result at all).
+// Derived from what verify re-derives from the raw outputs (verdict and
+// metrics judged again, raw outputs held to the suite, the preflight mark
+// held to the plugin), so no flag of the record can turn it off.
+func (t Test) Unjudged() bool {
+	return t.Status == Skip && !t.Preflight && (len(t.Raw) > 0 || len(t.Metrics) > 0)
+}
+
+// Unjudged lists the tests of the run that measured and were not judged
+// (Test.Unjudged), in run order, leaving out those a localisation judged
+// instead (one of the test with a verdict of its own, pass or fail: its
+// runs were judged at their scopes). Any keeps the run from being signed
+// off (Finish); nil when there is none.
+func (r *Run) Unjudged() []string {
+	byLoc := map[string]bool{}
+	for _, l := range r.Localisations {
+		if v := l.Verdict(); v == Pass || v == Fail {
+			byLoc[l.Test] = true
+		}
+	}
+	var out []string
+	for _, t := range r.Tests {
+		if t.Unjudged() && !byLoc[t.Name] {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// NotJudgedText says, for reports and messages, which tests measured
+// without being judged: "measured, not judged: gemm.matmul, hbm.bandwidth
+// (no baseline entry judges them at scope 1x1 in SKU h100-sxm: gpuaccept
+// baseline show h100-sxm)", the first 5 named then how many more; "" when
+// the run has none. The dry run says the same of the tests it would run
+// (NotJudgedNote).
+func (r *Run) NotJudgedText() string {
+	return NotJudgedNote(r.Unjudged(), r.Scope, r.SKU)
+}
+
+// NotJudgedNote is NotJudgedText for the test names given, at scope of
+// SKU sku; "" for none.
+func NotJudgedNote(tests []string, scope plan.Scope, sku string) string {
+	if len(tests) == 0 {
+		return ""
+	}
+	names := tests
+	more := ""
+	if len(names) > 5 {
+		names, more = names[:5], fmt.Sprintf(" and %d more", len(tests)-5)
+	}
+	them := Noun(len(tests), "it", "them")
+	return fmt.Sprintf("measured, not judged: %s%s (no baseline entry judges %s at scope %s in SKU %s: gpuaccept baseline show %s)",
+		strings.Join(names, ", "), more, them, scope, sku, sku)
+}
+
 // Finish sets the run's bad nodes (BadNodesOf) and its status from its
 // tests and localisations: a bad node fails the run; a named
 // suspect fails the run even when the tests passed (the per-node stage can
 // find a slow node that a passing collective hides). A run that judged no
-// test (the localise command, or a scope without baseline) takes its
-// localisations' verdicts. A failure wins over an error: a run in which one
-// test failed and another could not run is a Fail, so that neither its
-// verdict nor its exit code hides the hardware fault found.
+// benchmark (the localise command, or a scope without baseline; a
+// preflight test's pass judges none) takes its localisations' verdicts. A
+// failure wins over an error: a run in which one test failed and another
+// could not run is a Fail, so that neither its verdict nor its exit code
+// hides the hardware fault found. A run that would pass or warn but holds
+// a test that measured and was not judged (Unjudged) is Skip: not signed
+// off, whatever passed beside it; a fail or an error still wins over it.
 func (r *Run) Finish() {
 	r.BadNodes = BadNodesOf(r.Tests)
 	ss := make([]Status, 0, len(r.Tests)+1)
+	judged := false
 	for _, t := range r.Tests {
 		ss = append(ss, t.Status)
+		judged = judged || (t.Status != Skip && !t.Preflight)
 	}
-	judged := Worst(ss...) != Skip
 	if len(r.BadNodes) > 0 {
 		// A node known bad signs nothing off, even when its check was an
 		// error of the tool rather than a fail.
@@ -372,11 +437,16 @@ func (r *Run) Finish() {
 			r.Status = Fail
 		}
 	}
+	if (r.Status == Pass || r.Status == Warn) && len(r.Unjudged()) > 0 {
+		r.Status = Skip
+	}
 }
 
 // The exit codes of the CLI contract (README.md, "Exit codes").
 const (
-	// ExitPass: every test passed, or passed with warnings.
+	// ExitPass: every test passed, or passed with warnings, and every test
+	// that measured was judged (tests the scope does not apply to, and
+	// those --test left out, may have skipped).
 	ExitPass = 0
 	// ExitFail: a test failed (outside its band, a correctness gate, a
 	// suspect named), whatever else happened in the run.
@@ -388,8 +458,12 @@ const (
 	// ExitError: a test errored (could not run, its output could not be
 	// judged, a broken build) and none failed.
 	ExitError = 3
-	// ExitNothingJudged: every test skipped (no baseline at the scope, a
-	// series or test without entries): nothing was signed off.
+	// ExitNothingJudged: the run is not signed off because something it
+	// measured was not judged: every test skipped (no baseline at the
+	// scope, a series or test without entries), or some benchmark
+	// measured without a baseline entry at the scope while the rest
+	// passed or warned (Run.Unjudged; a preflight test's pass judges no
+	// benchmark). A fail (ExitFail) or an error (ExitError) wins over it.
 	ExitNothingJudged = 4
 	// ExitInterrupted: stopped by Ctrl-C or SIGTERM (128 + SIGINT) before
 	// it could finish, and nothing had failed.
@@ -398,8 +472,9 @@ const (
 
 // ExitCode maps a run's status to the CLI contract: ExitPass for pass and
 // warn, ExitFail when a test failed (Finish makes a failure win over an
-// error), ExitError when a test errored, ExitNothingJudged when every test
-// skipped: a run that signs nothing off must not read as green in CI. An
+// error), ExitError when a test errored, ExitNothingJudged when the run is
+// Skip (every test skipped, or a benchmark measured and was not judged:
+// Finish): a run that is not signed off must not read as green in CI. An
 // interruption is the CLI's to add (ExitInterrupted).
 func (r *Run) ExitCode() int {
 	switch r.Status {

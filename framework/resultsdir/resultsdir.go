@@ -154,7 +154,8 @@ const maxResults = 1 << 30
 // results.json (folders of gpuaccept check --out made before check kept a
 // journal). The run's Dir is dir; recorded is the results folder the run
 // recorded (results_dir), which its results.json shows, or dir when it
-// recorded none.
+// recorded none. Either way the run's status and bad nodes are derived
+// from its tests and localisations (result.Run.Finish), never read.
 func Load(dir string) (run *result.Run, recorded string, err error) {
 	run, err = journal.Read(dir)
 	if errors.Is(err, iofs.ErrNotExist) {
@@ -167,6 +168,9 @@ func Load(dir string) (run *result.Run, recorded string, err error) {
 		if err := json.Unmarshal(data, run); err != nil {
 			return nil, "", fmt.Errorf("read %s: %w", p, err)
 		}
+		// The verdict is the tests', as the journal's is: a status
+		// edited in results.json does not come back as a pass.
+		run.Finish()
 	} else if err != nil {
 		return nil, "", err
 	}

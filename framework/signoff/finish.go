@@ -44,8 +44,9 @@ type FinishOptions struct {
 // folder holding a journal is signed off: its manifest written unless it
 // has one, signed with o.Key, and its digest printed on o.Stderr. An
 // error (a report that cannot be written, a key that cannot sign) comes
-// with result.ExitUsage; a run stopped or that judged nothing comes with
-// its code and an error saying so.
+// with result.ExitUsage; a run stopped, that judged nothing, or that
+// measured a benchmark without judging it (result.Run.Unjudged) comes
+// with its code and an error saying so.
 func Finish(ctx context.Context, run *result.Run, s *sku.SKU, o FinishOptions) (int, error) {
 	stdout := o.Stdout
 	if err := WriteReports(run, s, o.Recorded); err != nil {
@@ -79,6 +80,10 @@ func Finish(ctx context.Context, run *result.Run, s *sku.SKU, o FinishOptions) (
 	code := Interrupted(ctx, run.ExitCode())
 	if code == result.ExitInterrupted {
 		return code, errors.New("interrupted (Ctrl-C or SIGTERM): the tests not finished are errors; gpuaccept report rebuilds the reports")
+	}
+	if report.Verdict(run) == report.NotSignedOff {
+		// What passed beside them signs nothing off (README, Exit codes).
+		return code, fmt.Errorf("not signed off: %s; record the site's baseline at that scope (gpuaccept baseline record), or check --sku, --nodes and --gpus-per-node", run.NotJudgedText())
 	}
 	if run.Status == result.Skip && len(run.Tests) > 0 {
 		return code, fmt.Errorf("nothing was judged: every test skipped (%s); check --sku, --nodes and --gpus-per-node against gpuaccept baseline show %s", run.Tests[0].Message, run.SKU)

@@ -172,6 +172,12 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 	if s != nil {
 		r.checkSuite(s, run, preflight)
 	}
+	if nj := run.NotJudgedText(); nj != "" {
+		// The run's status is derived from its tests (the journal read
+		// back, result.Run.Finish), never taken from the record: a
+		// benchmark measured without a baseline entry signs nothing off.
+		r.add(Note, "the run is not signed off (status %s): %s", run.Status, nj)
+	}
 	if s != nil && o.Builtin != nil {
 		r.checkBuiltin(ctx, dir, o, s, run, recorded)
 	}
