@@ -15,7 +15,7 @@ type nvlinkGPU struct {
 	name             string
 	active, inactive []int
 	// allInactive: "NVML: Unable to retrieve NVLink information as all
-	// links are inactive" under the GPU.
+	// links are inactive" (or "inActive") under the GPU.
 	allInactive bool
 	where       string
 }
@@ -44,7 +44,8 @@ func parseNVLink(s *section) []nvlinkGPU {
 			continue
 		}
 		g := &out[len(out)-1]
-		if strings.Contains(t, "all links are inactive") {
+		// Drivers of 2024 on spell it "inActive" (gpud#1085, a B200).
+		if strings.Contains(strings.ToLower(t), "all links are inactive") {
 			g.allInactive = true
 			continue
 		}
