@@ -24,12 +24,12 @@ type lostGPU struct {
 }
 
 var (
-	lostPCI     = `((?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])`
-	lostOffBus  = regexp.MustCompile(`NVRM: GPU (?:at )?(?:PCI:)?` + lostPCI + `:? (?:GPU )?has fallen off the bus`)
-	lostInit    = regexp.MustCompile(`NVRM: GPU (?:at )?(?:PCI:)?` + lostPCI + `: (RmInitAdapter failed|rm_init_adapter failed)`)
-	lostProbe   = regexp.MustCompile(`nvidia(?: ` + lostPCI + `:|:) probe (?:of ` + lostPCI + ` )?(?:with driver nvidia )?failed with error (-?\d+)`)
-	lostTheGPU  = regexp.MustCompile(`NVRM: The NVIDIA GPU ` + lostPCI + `(?: \(PCI ID: ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{4})\))?`)
-	lostNone    = regexp.MustCompile(`NVRM: (The NVIDIA probe routine (?:failed|was not called) for \d+ device\(s\)|None of the NVIDIA (?:devices|graphics adapters) (?:were|was) initialized)`)
+	lostPCI    = `((?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])`
+	lostOffBus = regexp.MustCompile(`NVRM: GPU (?:at )?(?:PCI:)?` + lostPCI + `:? (?:GPU )?has fallen off the bus`)
+	lostInit   = regexp.MustCompile(`NVRM: GPU (?:at )?(?:PCI:)?` + lostPCI + `: (RmInitAdapter failed|rm_init_adapter failed)`)
+	lostProbe  = regexp.MustCompile(`nvidia(?: ` + lostPCI + `:|:) probe (?:of ` + lostPCI + ` )?(?:with driver nvidia )?failed with error (-?\d+)`)
+	lostTheGPU = regexp.MustCompile(`NVRM: The NVIDIA GPU ` + lostPCI + `(?: \(PCI ID: ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{4})\))?`)
+	lostNone   = regexp.MustCompile(`NVRM: (The NVIDIA probe routine (?:failed|was not called) for \d+ device\(s\)|None of the NVIDIA (?:devices|graphics adapters) (?:were|was) initialized)`)
 )
 
 // parseLostGPUs finds the GPUs the kernel log says were lost or not

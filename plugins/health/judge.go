@@ -642,6 +642,10 @@ func judgeDCGM(c checks, run *dcgmRun) {
 		// printed each (dcgmi repeats one text for every GPU).
 		texts []string
 		gpus  map[string][]string
+		// n counts the test's findings, idle those that did not run
+		// (skip, not run): a test that never ran passes as skipped,
+		// never as passed.
+		n, idle int
 	}
 	tests := map[string]*verdict{}
 	var order []string
@@ -652,7 +656,10 @@ func judgeDCGM(c checks, run *dcgmRun) {
 			tests[f.test] = v
 			order = append(order, f.test)
 		}
+		v.n++
 		switch f.status {
+		case "skip", "", "not run":
+			v.idle++
 		case "fail":
 			v.status = "fail"
 		case "warn", "warning":
@@ -718,6 +725,8 @@ func judgeDCGM(c checks, run *dcgmRun) {
 			c.add(name, false, code, fmt.Sprintf("failed%s: %s", sev, detail))
 		case v.status == "warn":
 			c.warn(name, "GA-DCGM-WARN", fmt.Sprintf("warned%s: %s", sev, detail))
+		case v.idle == v.n:
+			c.add(name, true, "", "skipped, not failed (DCGM "+run.version+")")
 		default:
 			c.add(name, true, "", "passed (DCGM "+run.version+")")
 		}

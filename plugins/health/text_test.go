@@ -1,0 +1,136 @@
+package health
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/faults"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+)
+
+// field is the field corpus's health outputs (testdata/field/health).
+const field = "../../testdata/field/health"
+
+// nvidia-smi -q text and -q -x of the same GPU are one document
+// (gpusOf): they make the same checks with the same messages, and a copy
+// pasted with a prompt and kubectl's labels makes them too.
+func TestSMITextSameAsXML(t *testing.T) {
+	xml := parse(t, nil, 1, 1, filepath.Join(h200, "nvidia-smi-q-x.xml"))
+	for _, f := range []string{filepath.Join(h200, "nvidia-smi-q.txt"), "testdata/h200/nvidia-smi-q-pasted.txt"} {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			text := parse(t, nil, 1, 1, f)
+			assert.Equal(t, text.Error, "")
+			assert.DeepEqual(t, text.Checks, xml.Checks)
+			assert.DeepEqual(t, text.Info, xml.Info)
+		})
+	}
+}
+
+// A --query-gpu CSV pasted after a shell prompt and a blank line, each
+// line under kubectl logs --prefix --timestamps labels, is read as the
+// CSV itself.
+func TestPastedCSVRead(t *testing.T) {
+	want := parse(t, nil, 1, 1, filepath.Join(h200, "query-gpu.csv"))
+	got := parse(t, nil, 1, 1, "testdata/h200/query-gpu-pasted.csv")
+	assert.Equal(t, got.Error, "")
+	assert.DeepEqual(t, got.Checks, want.Checks)
+}
+
+// Real outputs (and degraded copies, testdata/README.md) of the text
+// readers fail the check they should, with its code, naming the GPU.
+func TestTextFaultsFailWithTheirCode(t *testing.T) {
+	cases := []struct {
+		file  string
+		gpus  int
+		check string
+		code  string
+		msg   string
+	}{
+		{"testdata/gpud/nvidia-smi-q-a10-hw-slowdown.txt", 1, "clock events", "GA-GPU-THROTTLE", "GPU 0 (00000000:06:00.0): clocks held down by hw_slowdown, hw_power_brake_slowdown"},
+		{"testdata/azurehpc/bad_nvsmi8_output.txt", 8, "retired pages", "GA-GPU-RETIRED-PENDING", "GPU 1 (00000002:00:00.0): pages pending retirement"},
+		{field + "/a100-q-rowremap-pending-stas00/nvidia-smi-q.txt", 1, "row remap pending", "GA-GPU-ROWREMAP-PENDING", "GPU 0 (00000000:10:1C.0): a row remap is pending"},
+		{field + "/dcgm-3.3.8-r3-cuda-init-fail-nccl-tests-264/dcgmi-diag-r3.txt", 8, "DCGM diag GPU Memory", "GA-DCGM-DIAG", "failed: GPUs 0,1,2,3,4,5,6,7: Error using CUDA API cuInit Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics. Unable to initialize CUDA library: 'system not yet initialized'"},
+		{field + "/dcgm3-r2-gpu-memory-thermal-stas00/dcgmi-diag-r2.txt", 8, "DCGM diag GPU Memory", "GA-DCGM-DIAG", "failed: GPU 0: Thermal violations totaling 13.3 seconds started at 9.7 seconds into the test for GPU 0"},
+		{field + "/dcgm3-deployment-error-rowremap-stas00/dcgmi-diag.txt", 8, "DCGM diag Deployment", "GA-DCGM-DIAG", "GPU 3: has uncorrectable memory errors and row remappings are pending"},
+		{field + "/dcgm-2.4.6-r2-pcie-fail-nvlink-down-dcgm-49/dcgmi-diag-r2.txt", 1, "DCGM diag PCIe", "GA-DCGM-DIAG", "GPU 0: GPU 0's NvLink link 0 is currently down Run a field diagnostic on the GPU."},
+		{field + "/kernel-l40-fallen-off-bus-multiline-nvsentinel-155/dmesg.txt", 8, "GPU lost", "GA-GPU-OFFBUS", "PCI 0000:b3:00.0: has fallen off the bus (dmesg.txt:1)"},
+		{field + "/kernel-fallen-off-bus-bumblebee-554/dmesg.txt", 1, "GPU lost", "GA-GPU-OFFBUS", "PCI 0000:01:00.0: has fallen off the bus (dmesg.txt:1)"},
+		{field + "/kernel-3050ti-not-supported-open-gpu-kernel-modules-393/dmesg.txt", 1, "GPU lost", "GA-GPU-INIT", "PCI 0000:01:00.0: the GPU (PCI ID 10de:25a0) is not supported by the installed driver (dmesg.txt:6)"},
+		{field + "/kernel-3090-rminitadapter-open-gpu-kernel-modules-789/dmesg.txt", 1, "GPU lost", "GA-GPU-INIT", "PCI 0000:98:00.0: RmInitAdapter failed! (0x62:0x65:1792) (dmesg.txt:2)"},
+		{field + "/kernel-rminitadapter-syslog-gpu-operator-1146/kern.log", 8, "GPU lost", "GA-GPU-INIT", "PCI 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568) (kern.log:1)"},
+		{field + "/kernel-probe-not-called-nouveau-bigdata-133/dmesg.txt", 3, "GPU lost", "GA-GPU-INIT", "a GPU: The NVIDIA probe routine was not called for 3 device(s)"},
+		{field + "/nvlink-b200-all-links-inActive-gpud-1085/nvlink-status.txt", 8, "NVLink", "GA-NVLINK-INACTIVE", "GPU 2: all links inactive"},
+		{field + "/nvlink-v100-links-inactive-azhpc-diagnostics-73/nvlink-status.txt", 8, "NVLink", "GA-NVLINK-INACTIVE", "GPU 3: links 3,5 inactive (4 active)"},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(filepath.Dir(c.file))+"/"+filepath.Base(c.file), func(t *testing.T) {
+			p := parse(t, nil, 1, c.gpus, c.file)
+			assert.Equal(t, p.Error, "")
+			f, ok := failed(p)[c.check]
+			assert.Assert(t, ok, "check %q did not fail; checks: %+v", c.check, p.Checks)
+			assert.Equal(t, f.Code, c.code)
+			assert.Assert(t, !f.Warn)
+			assert.Assert(t, strings.Contains(f.Message, c.msg), "message %q lacks %q", f.Message, c.msg)
+			_, known := faults.Lookup(f.Code)
+			assert.Assert(t, known, "code %s is not in framework/faults", f.Code)
+		})
+	}
+}
+
+// Healthy real outputs of the text readers pass, the check named
+// holding with its message.
+func TestTextHealthyPass(t *testing.T) {
+	cases := []struct {
+		file  string
+		gpus  int
+		check string
+		msg   string
+	}{
+		{field + "/q-d-page-retirement-8gpu-azurehpc/nvidia-smi-q.txt", 8, "retired pages", "no page retirement pending on 8 GPUs"},
+		{filepath.Join(h200, "dmesg-nvrm.txt"), 1, "GPU lost", "no GPU fell off the bus or failed to initialise"},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.file), func(t *testing.T) {
+			p := parse(t, nil, 1, c.gpus, c.file)
+			assert.Equal(t, p.Error, "")
+			assert.DeepEqual(t, failed(p), map[string]result.Check{})
+			found := false
+			for _, ch := range p.Checks {
+				found = found || ch.Name == c.check && ch.OK && strings.Contains(ch.Message, c.msg)
+			}
+			assert.Assert(t, found, "no passing %q check with %q: %+v", c.check, c.msg, p.Checks)
+		})
+	}
+}
+
+// A dcgmi diag table whose tests pass or are skipped passes, a skipped
+// test said to be skipped. No real table of passes and skips only was
+// found whole (the pages cut them); these rows are the Metadata,
+// Deployment and Integration rows of the nccl-tests#264 table
+// (testdata/field/health/dcgm-3.3.8-r3-cuda-init-fail-nccl-tests-264),
+// without its failing Hardware rows.
+func TestDCGMTextPassAndSkip(t *testing.T) {
+	s := sectionOf([]byte(strings.Join([]string{
+		"+---------------------------+------------------------------------------------+",
+		"| Diagnostic                | Result                                         |",
+		"+===========================+================================================+",
+		"|-----  Metadata  ----------+------------------------------------------------|",
+		"| DCGM Version              | 3.3.8                                          |",
+		"|-----  Deployment  --------+------------------------------------------------|",
+		"| Denylist                  | Pass                                           |",
+		"+-----  Integration  -------+------------------------------------------------+",
+		"| PCIe                      | Skip - All                                     |",
+		"+---------------------------+------------------------------------------------+",
+	}, "\n")))
+	run, err := parseDCGMText(s)
+	assert.NilError(t, err)
+	var p result.Parsed
+	judgeDCGM(checks{&p, ""}, run)
+	assert.DeepEqual(t, failed(p), map[string]result.Check{})
+	assert.Equal(t, len(p.Checks), 2)
+	assert.Equal(t, p.Checks[0].Message, "passed (DCGM 3.3.8)")
+	assert.Equal(t, p.Checks[1].Message, "skipped, not failed (DCGM 3.3.8)")
+}
