@@ -116,6 +116,13 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			nd.xids, nd.lost, nd.kernelSeen = parseXIDs(s), parseLostGPUs(s), true
 		case "dcgm":
 			nd.dcgm, err = parseDCGM(s)
+			if nd.dcgm == nil {
+				// A dcgmi that printed its table, or only its "Error:
+				// ..." line, where -j was asked for.
+				if t := s.text(); dcgmTableHead.MatchString(t) || dcgmRunError.MatchString(t) {
+					nd.dcgm, err = parseDCGMText(s)
+				}
+			}
 		case "dcgm-text":
 			nd.dcgm, err = parseDCGMText(s)
 		case "ibstat":

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,4 +134,22 @@ func TestDCGMTextPassAndSkip(t *testing.T) {
 	assert.Equal(t, len(p.Checks), 2)
 	assert.Equal(t, p.Checks[0].Message, "passed (DCGM 3.3.8)")
 	assert.Equal(t, p.Checks[1].Message, "skipped, not failed (DCGM 3.3.8)")
+}
+
+// collect.sh asks dcgmi diag for -j; a dcgmi that prints its table there
+// instead (the real table of nccl-tests#264 as the dcgm section) is read
+// as the table.
+func TestCollectedDCGMTable(t *testing.T) {
+	b, err := os.ReadFile(field + "/dcgm-3.3.8-r3-cuda-init-fail-nccl-tests-264/dcgmi-diag-r3.txt")
+	assert.NilError(t, err)
+	s := sectionOf(b)
+	s.name = "dcgm"
+	var p result.Parsed
+	nd, errs := readNode(&p, &nodeInput{host: "n1", sections: map[string]*section{"dcgm": s}, order: []string{"dcgm"}})
+	assert.DeepEqual(t, errs, []string(nil))
+	assert.Assert(t, nd.dcgm != nil)
+	judgeDCGM(checks{&p, "n1"}, nd.dcgm)
+	f, ok := failed(p)["DCGM diag GPU Memory"]
+	assert.Assert(t, ok, "%+v", p.Checks)
+	assert.Equal(t, f.Host, "n1")
 }
