@@ -43,37 +43,44 @@ func parseDCGMText(s *section) (*dcgmRun, error) {
 	var runErr string
 	category := ""
 	table := false
-	var test *dcgmFinding // the test row last read
-	var warn *dcgmWarning // the message being read, nil for an Info
-	var warnIn *dcgmFinding
+	test := "" // the test row last read, "" before one
+	// warn is the message being read (nil for an Info), warnIn the
+	// index of the finding it belongs to.
+	var warn *dcgmWarning
+	warnIn := -1
 	var text strings.Builder
+	// closed says the last table line was a border: the table's foot
+	// (dcgmi always prints one), not a row cut by a page.
+	closed, lastNo := false, 0
 	flush := func() {
-		if warn != nil {
+		if warn != nil && warnIn >= 0 {
+			f := &run.findings[warnIn]
 			warn.text = strings.Join(strings.Fields(text.String()), " ")
-			if m := dcgmTextGPU.FindStringSubmatch(warn.text); m != nil && warnIn.gpus == "" {
-				warnIn.gpus = m[1]
-				warn.text = strings.TrimPrefix(warn.text[len(m[0]):], "")
+			if m := dcgmTextGPU.FindStringSubmatch(warn.text); m != nil && f.gpus == "" {
+				f.gpus = m[1]
+				warn.text = warn.text[len(m[0]):]
 			}
 			warn.reason = dcgmReason.FindString(warn.text)
-			warnIn.warnings = append(warnIn.warnings, *warn)
+			f.warnings = append(f.warnings, *warn)
 		}
-		warn, warnIn = nil, nil
+		warn, warnIn = nil, -1
 		text.Reset()
 	}
-	add := func(f dcgmFinding) *dcgmFinding {
+	add := func(f dcgmFinding) int {
 		run.findings = append(run.findings, f)
-		return &run.findings[len(run.findings)-1]
+		return len(run.findings) - 1
 	}
 	for _, l := range s.lines {
 		t := strings.TrimRight(l.text, " \t\r")
 		if m := dcgmCatRow.FindStringSubmatch(t); m != nil {
 			flush()
-			table, test = true, nil
+			table, test, closed = true, "", false
 			category = strings.TrimSpace(m[1])
 			continue
 		}
 		if dcgmBorder.MatchString(t) && strings.HasPrefix(t, "+-") {
 			flush()
+			closed = table
 			continue
 		}
 		if !strings.HasPrefix(t, "|") {
@@ -82,7 +89,7 @@ func parseDCGMText(s *section) (*dcgmRun, error) {
 			}
 			continue
 		}
-		table = true
+		table, closed, lastNo = true, false, l.no
 		name, info, _ := strings.Cut(t[1:], "|")
 		info = strings.TrimSuffix(info, "|")
 		label := strings.TrimSpace(name)
@@ -97,16 +104,16 @@ func parseDCGMText(s *section) (*dcgmRun, error) {
 			continue
 		}
 		if label == "" {
-			if m := dcgmEntity.FindStringSubmatch(value); m != nil && test != nil {
+			if m := dcgmEntity.FindStringSubmatch(value); m != nil && test != "" {
 				flush()
-				add(dcgmFinding{category: category, test: test.test, gpus: m[2], status: strings.ToLower(m[3])})
+				add(dcgmFinding{category: category, test: test, gpus: m[2], status: strings.ToLower(m[3])})
 				continue
 			}
-			if m := dcgmStatus.FindStringSubmatch(value); m != nil && test != nil && warn == nil {
-				add(dcgmFinding{category: category, test: test.test, gpus: dcgmGPUs(m[2]), status: strings.ToLower(m[1])})
+			if m := dcgmStatus.FindStringSubmatch(value); m != nil && test != "" && warn == nil {
+				add(dcgmFinding{category: category, test: test, gpus: dcgmGPUs(m[2]), status: strings.ToLower(m[1])})
 				continue
 			}
-			if warnIn != nil || text.Len() > 0 {
+			if warnIn >= 0 || text.Len() > 0 {
 				text.WriteString(dcgmChunk(info))
 			}
 			continue
@@ -119,12 +126,13 @@ func parseDCGMText(s *section) (*dcgmRun, error) {
 				text.WriteString(" ")
 				continue
 			}
-			if test == nil {
+			if test == "" {
 				// DCGM 3's deployment errors come without a test row:
 				// the category stands for the test.
-				test = add(dcgmFinding{category: category, test: orWord(category, "Deployment")})
+				test = orWord(category, "Deployment")
+				add(dcgmFinding{category: category, test: test})
 			}
-			owner := dcgmFinding{category: category, test: test.test, gpus: m[3]}
+			owner := dcgmFinding{category: category, test: test, gpus: m[3]}
 			if strings.EqualFold(m[1], "error") {
 				owner.status = "fail"
 			}
@@ -137,9 +145,14 @@ func parseDCGMText(s *section) (*dcgmRun, error) {
 		if m := dcgmStatus.FindStringSubmatch(value); m != nil {
 			f.status, f.gpus = strings.ToLower(m[1]), dcgmGPUs(m[2])
 		}
-		test = add(f)
+		add(f)
+		test = label
 	}
 	flush()
+	failed := false
+	for _, f := range run.findings {
+		failed = failed || f.status == "fail"
+	}
 	switch {
 	case runErr != "" && len(run.findings) == 0:
 		return nil, fmt.Errorf("%s", runErr)
@@ -147,6 +160,10 @@ func parseDCGMText(s *section) (*dcgmRun, error) {
 		return run, fmt.Errorf("%s", runErr)
 	case !table || len(run.findings) == 0:
 		return nil, fmt.Errorf("%s: no test result in the dcgmi diag table", s.where())
+	case !closed && !failed:
+		// A failure seen is one whatever followed; a table of passes
+		// cut short may have lost the test that failed.
+		return run, fmt.Errorf("%s:%d: the dcgmi diag table is cut short (no closing border after this row): the tests after it were not seen", s.file, lastNo)
 	}
 	return run, nil
 }

@@ -153,3 +153,20 @@ func TestCollectedDCGMTable(t *testing.T) {
 	assert.Assert(t, ok, "%+v", p.Checks)
 	assert.Equal(t, f.Host, "n1")
 }
+
+// DCGM 4's table (a row per GPU under each test) is read GPU by GPU; a
+// table without its closing border is cut short: an error naming the
+// line, never a pass of the tests seen.
+func TestDCGM4TableCutShort(t *testing.T) {
+	b, err := os.ReadFile(field + "/dcgm-4.2.3-kubectl-exec-cut-dcgm-253/dcgmi-diag.txt")
+	assert.NilError(t, err)
+	s := sectionOf(b)
+	run, err := parseDCGMText(s)
+	assert.ErrorContains(t, err, "fuzz:17: the dcgmi diag table is cut short")
+	assert.Equal(t, run.version, "4.2.3")
+	var got []string
+	for _, f := range run.findings {
+		got = append(got, f.test+"/"+f.gpus+"/"+f.status)
+	}
+	assert.DeepEqual(t, got, []string{"software//pass", "software/0/pass", "software/1/pass", "software/2/pass", "software/3/pass", "memory//pass"})
+}
