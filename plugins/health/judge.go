@@ -547,24 +547,32 @@ func judgeNVLink(c checks, nd node, s settings) {
 		}
 		return
 	}
-	var probs []string
+	var probs, unbridged []string
 	links := 0
 	for _, g := range nd.nvlink {
 		links += len(g.active)
 		switch {
-		case g.allInactive:
+		case g.allInactive && (s.nvlinks > 0 || nvlinkModule(g.name)):
 			probs = append(probs, fmt.Sprintf("GPU %d: all links inactive", g.index))
+		case g.allInactive:
+			unbridged = append(unbridged, fmt.Sprintf("GPU %d (%s)", g.index, g.name))
 		case len(g.inactive) > 0:
 			probs = append(probs, fmt.Sprintf("GPU %d: %s %s inactive (%d active)", g.index, result.Noun(len(g.inactive), "link"), ints(g.inactive), len(g.active)))
 		case s.nvlinks > 0 && len(g.active) < s.nvlinks:
 			probs = append(probs, fmt.Sprintf("GPU %d: %s, %d expected", g.index, result.Count(len(g.active), "active link"), s.nvlinks))
 		}
 	}
-	if len(probs) > 0 {
+	switch {
+	case len(probs) > 0:
 		c.add("NVLink", false, "GA-NVLINK-INACTIVE", strings.Join(probs, "; "))
-		return
+	case len(unbridged) > 0:
+		// A board GPU with NVLink bridges but none fitted says the same
+		// as a module whose links are down; without nvlinks set, which
+		// cannot be told.
+		c.warn("NVLink", "GA-NVLINK-INACTIVE", fmt.Sprintf("all links inactive on %s: a GPU whose NVLink bridge is not fitted says so too; nvlinks not set, so none are expected", strings.Join(unbridged, ", ")))
+	default:
+		c.add("NVLink", true, "", fmt.Sprintf("%s, %s, none inactive", result.Count(len(nd.nvlink), "GPU"), result.Count(links, "active link")))
 	}
-	c.add("NVLink", true, "", fmt.Sprintf("%s, %s, none inactive", result.Count(len(nd.nvlink), "GPU"), result.Count(links, "active link")))
 }
 
 func ints(v []int) string {

@@ -64,6 +64,26 @@ func parseNVLink(s *section) []nvlinkGPU {
 	return out
 }
 
+// nvlinkSocketed matches the names nvidia-smi gives the GPUs that sit on
+// an NVLink baseboard or superchip (SXM and OAM modules, Grace
+// superchips): "Tesla V100-SXM2-32GB", "NVIDIA A100-SXM4-80GB", "NVIDIA
+// H100 80GB HBM3" (the H100 SXM), "NVIDIA H200", "NVIDIA H800", "NVIDIA
+// B200", "NVIDIA GB200", "NVIDIA GH200 480GB"; nvlinkBoard the board parts among them ("NVIDIA
+// H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H200 NVL", "NVIDIA A800 80GB
+// PCIe"), whose NVLink is a bridge that may not be fitted.
+var (
+	nvlinkSocketed = regexp.MustCompile(`SXM|HBM3|^NVIDIA (G?B[0-9]{3}|GH[0-9]{3}|H[0-9]{3}|H20|A[0-9]{3})\b`)
+	nvlinkBoard    = regexp.MustCompile(`(?i)PCIe|\bNVL\b`)
+)
+
+// nvlinkModule says a GPU of that name always has NVLink peers: "all
+// links are inactive" on it is a fault whatever the SKU says. On a board
+// GPU (an RTX A6000 or an A100 PCIe without its bridge) drivers of 2024
+// on print the same line, and only a SKU's nvlinks can tell.
+func nvlinkModule(name string) bool {
+	return nvlinkSocketed.MatchString(name) && !nvlinkBoard.MatchString(name)
+}
+
 // xid is one NVRM Xid line of the kernel log.
 type xid struct {
 	code  int

@@ -170,3 +170,31 @@ func TestDCGM4TableCutShort(t *testing.T) {
 	}
 	assert.DeepEqual(t, got, []string{"software//pass", "software/0/pass", "software/1/pass", "software/2/pass", "software/3/pass", "memory//pass"})
 }
+
+// "All links are inactive" fails on a GPU that always has NVLink peers
+// (a module), and on any GPU where the SKU sets nvlinks; on a board GPU
+// without nvlinks it only warns (its bridge may not be fitted).
+func TestNVLinkModuleNames(t *testing.T) {
+	for name, module := range map[string]bool{
+		"Tesla V100-SXM2-32GB": true, "NVIDIA A100-SXM4-80GB": true, "NVIDIA A800-SXM4-80GB": true,
+		"NVIDIA H100 80GB HBM3": true, "NVIDIA H200": true, "NVIDIA H800": true, "NVIDIA H20": true,
+		"NVIDIA B200": true, "NVIDIA GB200": true, "NVIDIA GH200 480GB": true,
+		"NVIDIA A100-PCIE-40GB": false, "NVIDIA A100 80GB PCIe": false, "NVIDIA H100 PCIe": false,
+		"NVIDIA H100 NVL": false, "NVIDIA H200 NVL": false, "NVIDIA A10": false, "NVIDIA A40": false,
+		"NVIDIA L40S": false, "NVIDIA RTX A6000": false, "NVIDIA GeForce RTX 3090": false,
+	} {
+		assert.Equal(t, nvlinkModule(name), module, name)
+	}
+	// A board GPU's line (the B200 field output, its name made a board
+	// part's: a named edit) warns without nvlinks and fails with it.
+	b, err := os.ReadFile(field + "/nvlink-b200-all-links-inActive-gpud-1085/nvlink-status.txt")
+	assert.NilError(t, err)
+	s := sectionOf([]byte(strings.Replace(string(b), "NVIDIA B200", "NVIDIA H100 PCIe", 1)))
+	for _, nvlinks := range []int{0, 18} {
+		var p result.Parsed
+		judgeNVLink(checks{&p, ""}, node{nvlink: parseNVLink(s), nvlinkSeen: true}, settings{nvlinks: nvlinks})
+		assert.Equal(t, len(p.Checks), 1)
+		assert.Equal(t, p.Checks[0].Code, "GA-NVLINK-INACTIVE")
+		assert.Equal(t, p.Checks[0].Warn, nvlinks == 0, "nvlinks=%d: %+v", nvlinks, p.Checks[0])
+	}
+}
