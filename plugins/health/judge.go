@@ -741,11 +741,20 @@ func judgeDCGM(c checks, run *dcgmRun) {
 		case v.status == "warn":
 			c.warn(name, "GA-DCGM-WARN", fmt.Sprintf("warned%s: %s", sev, detail))
 		case v.idle == v.n:
-			c.add(name, true, "", "skipped, not failed (DCGM "+run.version+")")
+			c.add(name, true, "", "skipped, not failed ("+dcgmLabel(run.version)+")")
 		default:
-			c.add(name, true, "", "passed (DCGM "+run.version+")")
+			c.add(name, true, "", "passed ("+dcgmLabel(run.version)+")")
 		}
 	}
+}
+
+// dcgmLabel names the DCGM that wrote a run: "DCGM 3.3.8", or "DCGM,
+// version not printed" (a table without its Metadata rows).
+func dcgmLabel(version string) string {
+	if version == "" {
+		return "DCGM, version not printed"
+	}
+	return "DCGM " + version
 }
 
 func judgeIB(c checks, nd node, s settings) {
