@@ -198,3 +198,23 @@ func TestNVLinkModuleNames(t *testing.T) {
 		assert.Equal(t, p.Checks[0].Warn, nvlinks == 0, "nvlinks=%d: %+v", nvlinks, p.Checks[0])
 	}
 }
+
+// collect.sh keeps every NVRM line of the kernel log, not only XIDs: a
+// GPU that fell off the bus with no XID (the driver's multi-line message
+// of NVSentinel#155, as dmesg prints it) fails its node through a real
+// collection.
+func TestCollectKeepsLostGPU(t *testing.T) {
+	tmp := t.TempDir()
+	lost, err := filepath.Abs(field + "/kernel-l40-fallen-off-bus-multiline-nvsentinel-155/dmesg.txt")
+	assert.NilError(t, err)
+	lines := collect(t, tmp, "0", "node-a", filepath.Join(h200, "nvidia-smi-q-x.xml"), [2]string{"dmesg", "cat '" + lost + "'\n"})
+	path := filepath.Join(tmp, "node.log")
+	assert.NilError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	p := parse(t, nil, 1, 1, path)
+	assert.Equal(t, p.Error, "")
+	f, ok := failed(p)["GPU lost"]
+	assert.Assert(t, ok, "%+v", p.Checks)
+	assert.Equal(t, f.Code, "GA-GPU-OFFBUS")
+	assert.Equal(t, f.Host, "node-a")
+	assert.Assert(t, strings.Contains(f.Message, "PCI 0000:b3:00.0: has fallen off the bus"), f.Message)
+}
