@@ -218,3 +218,30 @@ func TestCollectKeepsLostGPU(t *testing.T) {
 	assert.Equal(t, f.Host, "node-a")
 	assert.Assert(t, strings.Contains(f.Message, "PCI 0000:b3:00.0: has fallen off the bus"), f.Message)
 }
+
+// The prompt lines of real pastes are dropped; the lines of the outputs
+// read are kept, whatever they start with.
+func TestPastedLine(t *testing.T) {
+	for line, keep := range map[string]bool{
+		"sh-5.1# /usr/bin/dcgmi diag --run 3 --fail-early":                              false, // nccl-tests#264
+		"root@5128e2f4e9d5:/# sudo dcgmi diag -r 1":                                     false,
+		"[root@test nccl-tests-master]# ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 8": false,
+		"$ dcgmi diag -r 3":                                                false, // DCGM#55
+		"jdh4@traverse-k05g9:~$ lscpu":                                     false,
+		"+ nvidia-smi -q":                                                  false,
+		"+---------------------------+-----------+":                        true,
+		"| Denylist                  | Pass      |":                        true,
+		"    Pending Page Blacklist            : Yes":                      true,
+		"[   49.261458] NVRM: GPU at 0000:01:00.0 has fallen off the bus.": true,
+		"[ 1157.036170] PKCS#7 signature not signed with a trusted key":    true,
+		"Dec  2 11:49:53 worker4 kernel: [  885.242168] NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)": true,
+		"index, name, pci.bus_id":                 true,
+		"0, NVIDIA H200, 00000000:00:06.0, 100 %": true,
+		"==============NVSMI LOG==============":   true,
+	} {
+		_, kept := pastedLine(line)
+		assert.Equal(t, kept, keep, line)
+	}
+	got, _ := pastedLine("2026-12-01T09:33:56.912345Z     Product Name : NVIDIA H200")
+	assert.Equal(t, got, "    Product Name : NVIDIA H200")
+}
