@@ -16,8 +16,10 @@ Judges existing output of any test a plugin offers (nccl-tests and
 rccl-tests text or -J JSON, ib_write_bw text or JSON, Mori-EP logs;
 torchbench.py, hipblaslt-bench/rocblas-bench CSV and RVS gst for
 gemm.matmul; nvbandwidth and TransferBench for hostlink.pcie/p2p;
-nvidia-smi -q -x, --query-gpu CSV, nvlink --status, dmesg, dcgmi diag -j,
-ibstat, amd-smi static/metric --json and rocm-smi --json for health.node; see gpuaccept list tests) against the SKU's
+nvidia-smi -q -x or -q text, --query-gpu CSV, nvlink --status, dmesg,
+dcgmi diag -j or its table, ibstat, amd-smi static/metric --json and
+rocm-smi --json for health.node, pasted with a shell prompt or kubectl's
+labels or not; see gpuaccept list tests) against the SKU's
 baseline without running anything. One --test per check.
 
 LOGFILEs are grouped into runs, each judged as one test result:

@@ -32,7 +32,11 @@ type fieldCase struct {
 		Message []string `yaml:"message"`
 		// NotMessage holds substrings it must not contain.
 		NotMessage []string `yaml:"not_message"`
-		Metric     *struct {
+		// Codes holds fault codes (docs/FAULTS.md) that checks which did
+		// not hold must carry: a health verdict is asserted by its code,
+		// not only by its words.
+		Codes  []string `yaml:"codes"`
+		Metric *struct {
 			Name   string            `yaml:"name"`
 			Labels map[string]string `yaml:"labels"`
 			Size   int64             `yaml:"size"`
@@ -95,7 +99,11 @@ func TestFieldCorpus(t *testing.T) {
 				Status string
 				Tests  []struct {
 					Name, Status, Message string
-					Metrics               []struct {
+					Checks                []struct {
+						Name, Message, Code string
+						OK                  bool
+					}
+					Metrics []struct {
 						Name   string
 						Value  float64
 						Size   int64
@@ -112,6 +120,13 @@ func TestFieldCorpus(t *testing.T) {
 			}
 			for _, m := range c.Expect.NotMessage {
 				assert.Assert(t, !strings.Contains(got.Message, m), "%s: message %q has %q", cf, got.Message, m)
+			}
+			for _, code := range c.Expect.Codes {
+				found := false
+				for _, ch := range got.Checks {
+					found = found || !ch.OK && ch.Code == code
+				}
+				assert.Assert(t, found, "%s: no failed check carries %s: %+v", cf, code, got.Checks)
 			}
 			if want := c.Expect.Metric; want != nil {
 				found := false

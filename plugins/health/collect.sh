@@ -40,12 +40,16 @@ if have nvidia-smi; then
 else
 	absent nvsmi-xml nvidia-smi
 fi
+# Every NVRM line, not only the XIDs: a GPU that fell off the bus or that
+# the driver could not take says so in NVRM lines without an XID, some of
+# several lines; "nvidia ... probe" lines name the address of a failed
+# probe (gpulost.go).
 if have dmesg && dmesg >/dev/null 2>&1; then
-	sec kernel-log sh -c 'dmesg | grep "NVRM: Xid"; true'
+	sec kernel-log sh -c 'dmesg | grep -e "NVRM" -e "nvidia.*probe"; true'
 elif have journalctl && journalctl -k -b -q --no-pager -n 1 2>/dev/null | grep -v -e '^-- ' -e 'No journal files' | grep -q .; then
 	# Only a journal that shows kernel lines counts: "No journal files
 	# were found" with nothing matched would pass every node.
-	sec kernel-log sh -c 'journalctl -k -b --no-pager | grep "NVRM: Xid"; true'
+	sec kernel-log sh -c 'journalctl -k -b --no-pager | grep -e "NVRM" -e "nvidia.*probe"; true'
 else
 	absent kernel-log dmesg
 fi

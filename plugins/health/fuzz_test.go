@@ -122,3 +122,44 @@ func FuzzParseAMD(f *testing.F) {
 		sniff(b)
 	})
 }
+
+func FuzzParseDCGMText(f *testing.F) {
+	seeds(f, field+"/dcgm-3.3.8-r3-cuda-init-fail-nccl-tests-264/dcgmi-diag-r3.txt", field+"/dcgm3-r2-gpu-memory-thermal-stas00/dcgmi-diag-r2.txt",
+		field+"/dcgm3-deployment-error-rowremap-stas00/dcgmi-diag.txt", field+"/dcgm-2.4.6-r2-pcie-fail-nvlink-down-dcgm-49/dcgmi-diag-r2.txt")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		run, _ := parseDCGMText(sectionOf(b))
+		if run != nil {
+			var p result.Parsed
+			judgeDCGM(checks{&p, "h"}, run)
+		}
+	})
+}
+
+func FuzzParseSMIText(f *testing.F) {
+	seeds(f, filepath.Join(h200, "nvidia-smi-q.txt"), "testdata/gpud/nvidia-smi-q-a10-hw-slowdown.txt", "testdata/azurehpc/bad_nvsmi8_output.txt",
+		field+"/a100-q-rowremap-pending-stas00/nvidia-smi-q.txt")
+	f.Fuzz(func(t *testing.T, b []byte) { _, _ = parseSMIText(sectionOf(b)) })
+}
+
+func FuzzParseLostGPUs(f *testing.F) {
+	seeds(f, field+"/kernel-3050ti-not-supported-open-gpu-kernel-modules-393/dmesg.txt", field+"/kernel-l40-fallen-off-bus-multiline-nvsentinel-155/dmesg.txt",
+		field+"/kernel-rminitadapter-syslog-gpu-operator-1146/kern.log", field+"/kernel-probe-not-called-nouveau-bigdata-133/dmesg.txt")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var p result.Parsed
+		judgeLost(checks{&p, "h"}, node{lost: parseLostGPUs(sectionOf(b)), gpus: []gpu{newGPU(0, "f")}})
+	})
+}
+
+// The paste cleaning and the sniffing take any line without panicking.
+func FuzzPastedSniff(f *testing.F) {
+	seeds(f, "testdata/h200/query-gpu-pasted.csv", "testdata/h200/nvidia-smi-q-pasted.txt", field+"/nvlink-v100-links-inactive-azhpc-diagnostics-73/nvlink-status.txt")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var head []byte
+		_ = readLines(bytes.NewReader(b), func(text string, no int) {
+			if l, ok := pastedLine(text); ok {
+				head = append(append(head, l...), '\n')
+			}
+		})
+		sniff(head)
+	})
+}

@@ -178,8 +178,9 @@ func splitTagged(r io.Reader, file string) (nodes []*nodeInput, strays []line, o
 }
 
 // sniff says which section a tool's own output is, from its content:
-// "nvsmi-xml", "nvsmi-csv", "nvlink", "kernel-log", "dcgm", "ibstat",
-// "amdsmi-static", "amdsmi-metric", "rocmsmi"; "" for none of them.
+// "nvsmi-xml", "nvsmi-text", "nvsmi-csv", "nvlink", "kernel-log", "dcgm",
+// "dcgm-text", "ibstat", "amdsmi-static", "amdsmi-metric", "rocmsmi"; ""
+// for none of them.
 func sniff(head []byte) string {
 	t := bytes.TrimLeft(head, " \t\r\n\ufeff")
 	first, _, _ := bytes.Cut(t, []byte("\n"))
@@ -188,6 +189,10 @@ func sniff(head []byte) string {
 		return "nvsmi-xml"
 	case bytes.Contains(head, []byte(`"DCGM GPU Diagnostic"`)) || bytes.Contains(head, []byte(`"DCGM Diagnostic"`)):
 		return "dcgm"
+	case dcgmTableHead.Match(head) || dcgmRunError.Match(head):
+		return "dcgm-text"
+	case smiTextHead.Match(head):
+		return "nvsmi-text"
 	case bytes.Contains(head, []byte(`"market_name"`)) && bytes.Contains(head, []byte(`"asic"`)):
 		return "amdsmi-static"
 	case bytes.HasPrefix(t, []byte("[")) || bytes.HasPrefix(t, []byte("{")) && bytes.Contains(head, []byte(`"gpu_data"`)):
@@ -200,7 +205,7 @@ func sniff(head []byte) string {
 	switch {
 	case csvHeader(string(first)):
 		return "nvsmi-csv"
-	case nvlinkHead.Match(t) || bytes.Contains(head, []byte("Unable to retrieve NVLink information")):
+	case nvlinkHead.Match(head) || bytes.Contains(head, []byte("Unable to retrieve NVLink information")):
 		return "nvlink"
 	case ibTextMark.Match(head):
 		return "ibdevinfo"
@@ -236,7 +241,7 @@ var amdMetricKey = regexp.MustCompile(`"(pcie|ecc|xgmi_err|ecc_blocks)"\s*:`)
 // the keys it names the GPU or its bus by.
 var rocmCard = regexp.MustCompile(`(?s)^\s*\{\s*"card\d+"\s*:\s*\{.*"(Card Series|Card series|Device Name|PCI Bus)"`)
 
-var nvlinkHead = regexp.MustCompile(`^GPU \d+: .*\(UUID: [^)]*\)\s*\n\s*Link \d+:`)
+var nvlinkHead = regexp.MustCompile(`(?m)^GPU \d+: .*\(UUID: [^)]*\)[ \t\r]*\n\s*Link \d+:`)
 
 // queryField is one header cell of nvidia-smi --query-gpu CSV: a field
 // name, with its unit in brackets when nounits was not asked for.

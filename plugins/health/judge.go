@@ -22,6 +22,7 @@ type node struct {
 	nvlinkSeen bool
 	nvlinkFile string // an empty file taken for nvlink --status (section.emptyFile)
 	xids       []xid
+	lost       []lostGPU
 	kernelSeen bool
 	dcgm       *dcgmRun
 	ports      []ibPort
@@ -74,7 +75,7 @@ func (c checks) addCheck(ch result.Check) {
 func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 	nd := node{host: n.host, absent: map[string]string{}, sections: n.order}
 	var errs []string
-	var xmlGPUs, csvGPUs, amdStatic, amdMetric, rocm, amdText []gpu
+	var xmlGPUs, textGPUs, csvGPUs, amdStatic, amdMetric, rocm, amdText []gpu
 	amdRead := false
 	for _, name := range n.order {
 		s := n.sections[name]
@@ -83,13 +84,16 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Message: fmt.Sprintf("%s%s is not installed: its checks are not made", hostPrefix(n.host), s.absent), Source: s.file})
 			continue
 		}
-		if s.exit > 0 && name != "kernel-log" && name != "dcgm" {
+		if s.exit > 0 && name != "kernel-log" && name != "dcgm" && name != "dcgm-text" {
 			p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("%s%s exited with status %d: %s", hostPrefix(n.host), name, s.exit, clip(firstText(s))), Source: s.where()})
 		}
 		var err error
 		switch name {
 		case "nvsmi-xml":
 			xmlGPUs, err = parseXML(s)
+			nd.gpuSource = nd.gpuSource || err == nil
+		case "nvsmi-text":
+			textGPUs, err = parseSMIText(s)
 			nd.gpuSource = nd.gpuSource || err == nil
 		case "nvsmi-csv":
 			csvGPUs, err = parseCSV(s)
@@ -127,9 +131,18 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 				}
 			}
 		case "kernel-log":
-			nd.xids, nd.kernelSeen = parseXIDs(s), true
+			nd.xids, nd.lost, nd.kernelSeen = parseXIDs(s), parseLostGPUs(s), true
 		case "dcgm":
 			nd.dcgm, err = parseDCGM(s)
+			if nd.dcgm == nil {
+				// A dcgmi that printed its table, or only its "Error:
+				// ..." line, where -j was asked for.
+				if t := s.text(); dcgmTableHead.MatchString(t) || dcgmRunError.MatchString(t) {
+					nd.dcgm, err = parseDCGMText(s)
+				}
+			}
+		case "dcgm-text":
+			nd.dcgm, err = parseDCGMText(s)
 		case "ibstat", "ibdevinfo":
 			// People paste ibstat and ibv_devinfo (or ibstatus) into one
 			// file: both readers run on it, and a port both list is one.
@@ -157,6 +170,10 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 		if err != nil {
 			errs = append(errs, err.Error())
 		}
+	}
+	if len(xmlGPUs) == 0 {
+		// -q text is the same document as -q -x (gpusOf).
+		xmlGPUs = textGPUs
 	}
 	nd.gpus = merge(xmlGPUs, csvGPUs)
 	nd.nvidia = len(nd.gpus) > 0 || nd.gpuSource
@@ -363,6 +380,7 @@ func judgeNode(p *result.Parsed, nd node, s settings) {
 		c.p.Diagnostics = append(c.p.Diagnostics, result.Diagnostic{Level: result.Info, Message: hostPrefix(nd.host) + "XIDs are NVIDIA's: not looked for on a node of AMD GPUs"})
 	} else if nd.kernelSeen {
 		judgeXIDs(c, nd, s)
+		judgeLost(c, nd)
 	} else if _, ok := nd.absent["kernel-log"]; ok && nd.gpuSource && !amdOnly {
 		// No readable kernel log (an unprivileged pod: dmesg denied, no
 		// journal): XIDs were not looked for, which is no pass.
@@ -549,24 +567,32 @@ func judgeNVLink(c checks, nd node, s settings) {
 		}
 		return
 	}
-	var probs []string
+	var probs, unbridged []string
 	links := 0
 	for _, g := range nd.nvlink {
 		links += len(g.active)
 		switch {
-		case g.allInactive:
+		case g.allInactive && (s.nvlinks > 0 || nvlinkModule(g.name)):
 			probs = append(probs, fmt.Sprintf("GPU %d: all links inactive", g.index))
+		case g.allInactive:
+			unbridged = append(unbridged, fmt.Sprintf("GPU %d (%s)", g.index, g.name))
 		case len(g.inactive) > 0:
 			probs = append(probs, fmt.Sprintf("GPU %d: %s %s inactive (%d active)", g.index, result.Noun(len(g.inactive), "link"), ints(g.inactive), len(g.active)))
 		case s.nvlinks > 0 && len(g.active) < s.nvlinks:
 			probs = append(probs, fmt.Sprintf("GPU %d: %s, %d expected", g.index, result.Count(len(g.active), "active link"), s.nvlinks))
 		}
 	}
-	if len(probs) > 0 {
+	switch {
+	case len(probs) > 0:
 		c.add("NVLink", false, "GA-NVLINK-INACTIVE", strings.Join(probs, "; "))
-		return
+	case len(unbridged) > 0:
+		// A board GPU with NVLink bridges but none fitted says the same
+		// as a module whose links are down; without nvlinks set, which
+		// cannot be told.
+		c.warn("NVLink", "GA-NVLINK-INACTIVE", fmt.Sprintf("all links inactive on %s: a GPU whose NVLink bridge is not fitted says so too; nvlinks not set, so none are expected", strings.Join(unbridged, ", ")))
+	default:
+		c.add("NVLink", true, "", fmt.Sprintf("%s, %s, none inactive", result.Count(len(nd.nvlink), "GPU"), result.Count(links, "active link")))
 	}
-	c.add("NVLink", true, "", fmt.Sprintf("%s, %s, none inactive", result.Count(len(nd.nvlink), "GPU"), result.Count(links, "active link")))
 }
 
 func ints(v []int) string {
@@ -610,26 +636,65 @@ func judgeXIDs(c checks, nd node, s settings) {
 	c.add("XID", true, "", fmt.Sprintf("no fatal XID in the kernel log (%s)", result.Count(len(nd.xids), "XID line")))
 }
 
+// judgeLost fails a node whose kernel log says a GPU fell off the bus
+// (GA-GPU-OFFBUS) or that the driver could not take it (RmInitAdapter
+// failed, probe failed, a GPU the driver does not support: GA-GPU-INIT),
+// though no XID line says so; either GPU is lost to jobs.
+func judgeLost(c checks, nd node) {
+	if len(nd.lost) == 0 {
+		c.add("GPU lost", true, "", "no GPU fell off the bus or failed to initialise (kernel log)")
+		return
+	}
+	code := "GA-GPU-INIT"
+	var probs []string
+	for _, l := range nd.lost {
+		name := "a GPU"
+		if l.pci != "" {
+			name = "PCI " + l.pci
+			for _, g := range nd.gpus {
+				if sameBus(l.pci, g.busID) {
+					name = g.label()
+				}
+			}
+		}
+		if l.offBus {
+			code = "GA-GPU-OFFBUS"
+		}
+		probs = append(probs, fmt.Sprintf("%s: %s (%s)", name, l.what, l.where))
+	}
+	c.add("GPU lost", false, code, strings.Join(probs, "; "))
+}
+
 // dcgmRank orders the severity names from worst: the verdict is made on
 // the name.
 var dcgmRank = map[string]int{"DCGM_ERROR_RESET": 6, "DCGM_ERROR_ISOLATE": 5, "DCGM_ERROR_TRIAGE": 4, "DCGM_ERROR_UNKNOWN": 3, "DCGM_ERROR_CONFIG": 2, "DCGM_ERROR_MONITOR": 1, "DCGM_ERROR_NONE": 0, "": 0}
 
 func judgeDCGM(c checks, run *dcgmRun) {
 	type verdict struct {
-		status   string
-		worst    string
-		messages []string
+		status string
+		worst  string
+		// texts are the warnings in their order; gpus the GPUs that
+		// printed each (dcgmi repeats one text for every GPU).
+		texts []string
+		gpus  map[string][]string
+		// n counts the test's findings, idle those that did not run
+		// (skip, not run): a test that never ran passes as skipped,
+		// never as passed.
+		n, idle int
 	}
 	tests := map[string]*verdict{}
 	var order []string
 	for _, f := range run.findings {
 		v := tests[f.test]
 		if v == nil {
-			v = &verdict{status: "pass"}
+			v = &verdict{status: "pass", gpus: map[string][]string{}}
 			tests[f.test] = v
 			order = append(order, f.test)
 		}
+		v.n++
 		switch f.status {
+		case "skip", "", "not run":
+			v.idle++
 		case "fail":
 			v.status = "fail"
 		case "warn", "warning":
@@ -645,18 +710,37 @@ func judgeDCGM(c checks, run *dcgmRun) {
 			if w.reason != "" {
 				msg = w.reason + ": " + msg
 			}
-			if f.gpus != "" {
-				msg = "GPU " + f.gpus + ": " + msg
+			if _, ok := v.gpus[msg]; !ok {
+				v.texts = append(v.texts, msg)
 			}
-			if len(v.messages) < 5 {
-				v.messages = append(v.messages, clip(msg))
+			if f.gpus != "" {
+				v.gpus[msg] = append(v.gpus[msg], f.gpus)
+			} else if v.gpus[msg] == nil {
+				v.gpus[msg] = []string{}
 			}
 		}
 	}
 	for _, t := range order {
 		v := tests[t]
 		name := "DCGM diag " + t
-		detail := strings.Join(v.messages, "; ")
+		var msgs []string
+		for i, m := range v.texts {
+			if i == 5 {
+				msgs = append(msgs, fmt.Sprintf("%d more %s", len(v.texts)-5, result.Noun(len(v.texts)-5, "warning")))
+				break
+			}
+			// DCGM's texts open with advice boilerplate: the cause
+			// comes late, so more of each is kept than clip keeps.
+			g := v.gpus[m]
+			if len(m) > 320 {
+				m = m[:320] + "..."
+			}
+			if len(g) > 0 {
+				m = result.Noun(len(g), "GPU") + " " + strings.Join(g, ",") + ": " + m
+			}
+			msgs = append(msgs, m)
+		}
+		detail := strings.Join(msgs, "; ")
 		sev := ""
 		if v.worst != "" {
 			sev = " (" + v.worst + ")"
@@ -676,10 +760,21 @@ func judgeDCGM(c checks, run *dcgmRun) {
 			c.add(name, false, code, fmt.Sprintf("failed%s: %s", sev, detail))
 		case v.status == "warn":
 			c.warn(name, "GA-DCGM-WARN", fmt.Sprintf("warned%s: %s", sev, detail))
+		case v.idle == v.n:
+			c.add(name, true, "", "skipped, not failed ("+dcgmLabel(run.version)+")")
 		default:
-			c.add(name, true, "", "passed (DCGM "+run.version+")")
+			c.add(name, true, "", "passed ("+dcgmLabel(run.version)+")")
 		}
 	}
+}
+
+// dcgmLabel names the DCGM that wrote a run: "DCGM 3.3.8", or "DCGM,
+// version not printed" (a table without its Metadata rows).
+func dcgmLabel(version string) string {
+	if version == "" {
+		return "DCGM, version not printed"
+	}
+	return "DCGM " + version
 }
 
 func judgeIB(c checks, nd node, s settings) {

@@ -15,7 +15,7 @@ type nvlinkGPU struct {
 	name             string
 	active, inactive []int
 	// allInactive: "NVML: Unable to retrieve NVLink information as all
-	// links are inactive" under the GPU.
+	// links are inactive" (or "inActive") under the GPU.
 	allInactive bool
 	where       string
 }
@@ -44,7 +44,8 @@ func parseNVLink(s *section) []nvlinkGPU {
 			continue
 		}
 		g := &out[len(out)-1]
-		if strings.Contains(t, "all links are inactive") {
+		// Drivers of 2024 on spell it "inActive" (gpud#1085, a B200).
+		if strings.Contains(strings.ToLower(t), "all links are inactive") {
 			g.allInactive = true
 			continue
 		}
@@ -61,6 +62,26 @@ func parseNVLink(s *section) []nvlinkGPU {
 		}
 	}
 	return out
+}
+
+// nvlinkSocketed matches the names nvidia-smi gives the GPUs that sit on
+// an NVLink baseboard or superchip (SXM and OAM modules, Grace
+// superchips): "Tesla V100-SXM2-32GB", "NVIDIA A100-SXM4-80GB", "NVIDIA
+// H100 80GB HBM3" (the H100 SXM), "NVIDIA H200", "NVIDIA H800", "NVIDIA
+// B200", "NVIDIA GB200", "NVIDIA GH200 480GB"; nvlinkBoard the board parts among them ("NVIDIA
+// H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H200 NVL", "NVIDIA A800 80GB
+// PCIe"), whose NVLink is a bridge that may not be fitted.
+var (
+	nvlinkSocketed = regexp.MustCompile(`SXM|HBM3|^NVIDIA (G?B[0-9]{3}|GH[0-9]{3}|H[0-9]{3}|H20|A[0-9]{3})\b`)
+	nvlinkBoard    = regexp.MustCompile(`(?i)PCIe|\bNVL\b`)
+)
+
+// nvlinkModule says a GPU of that name always has NVLink peers: "all
+// links are inactive" on it is a fault whatever the SKU says. On a board
+// GPU (an RTX A6000 or an A100 PCIe without its bridge) drivers of 2024
+// on print the same line, and only a SKU's nvlinks can tell.
+func nvlinkModule(name string) bool {
+	return nvlinkSocketed.MatchString(name) && !nvlinkBoard.MatchString(name)
 }
 
 // xid is one NVRM Xid line of the kernel log.

@@ -137,22 +137,25 @@ type smiGPU struct {
 	Throttle smiReasons `xml:"clocks_throttle_reasons"`
 }
 
-// smiECC holds both shapes of an ECC counter block: per memory kind
-// (drivers of Hopper's time: dram_uncorrectable, sram_uncorrectable_*) and
+// smiECC holds the shapes of an ECC counter block: per memory kind
+// (drivers of Hopper's time: dram_uncorrectable, sram_uncorrectable_*;
+// the 510-535 drivers of A100/H100 one sram_uncorrectable, as
+// stas00/ml-engineering's A100 -q output prints "SRAM Uncorrectable") and
 // per bit count (older: double_bit/total).
 type smiECC struct {
 	DRAMUncorr   string `xml:"dram_uncorrectable"`
+	SRAMUncorr   string `xml:"sram_uncorrectable"`
 	SRAMParity   string `xml:"sram_uncorrectable_parity"`
 	SRAMSECDED   string `xml:"sram_uncorrectable_secded"`
 	DoubleBitTot string `xml:"double_bit>total"`
 }
 
 func (e smiECC) uncorrected() int64 {
-	if e.DRAMUncorr == "" && e.SRAMParity == "" && e.SRAMSECDED == "" {
+	if e.DRAMUncorr == "" && e.SRAMUncorr == "" && e.SRAMParity == "" && e.SRAMSECDED == "" {
 		return num(e.DoubleBitTot)
 	}
 	var sum int64 = -1
-	for _, v := range []string{e.DRAMUncorr, e.SRAMParity, e.SRAMSECDED} {
+	for _, v := range []string{e.DRAMUncorr, e.SRAMUncorr, e.SRAMParity, e.SRAMSECDED} {
 		if n := num(v); n >= 0 {
 			sum = max(sum, 0) + n
 		}
@@ -161,10 +164,14 @@ func (e smiECC) uncorrected() int64 {
 }
 
 type smiReasons struct {
-	Items []struct {
-		XMLName xml.Name
-		Value   string `xml:",chardata"`
-	} `xml:",any"`
+	Items []smiReason `xml:",any"`
+}
+
+// smiReason is one clocks_event_reason_NAME element ("Active" or "Not
+// Active").
+type smiReason struct {
+	XMLName xml.Name
+	Value   string `xml:",chardata"`
 }
 
 // num reads a count as nvidia-smi prints it; -1 for N/A, [N/A], Not
@@ -196,9 +203,16 @@ func parseXML(s *section) ([]gpu, error) {
 	if err := xml.Unmarshal([]byte(s.text()), &doc); err != nil {
 		return nil, fmt.Errorf("%s: nvidia-smi -q -x output is not XML: %w", s.where(), err)
 	}
+	return gpusOf(doc, s.where()), nil
+}
+
+// gpusOf turns nvidia-smi's document, read from -q -x (parseXML) or from
+// -q text (parseSMIText), into gpu: both views go through here, so that
+// the same GPU gives the same checks whichever was handed over.
+func gpusOf(doc smiLog, where string) []gpu {
 	out := make([]gpu, 0, len(doc.GPUs))
 	for i, x := range doc.GPUs {
-		g := newGPU(i, s.where())
+		g := newGPU(i, where)
 		g.name, g.busID = strings.TrimSpace(x.Name), strings.TrimSpace(x.PCI.BusID)
 		if g.busID == "" {
 			g.busID = strings.TrimSpace(x.ID)
@@ -234,7 +248,7 @@ func parseXML(s *section) ([]gpu, error) {
 		g.widthCur, g.widthMax = int(num(x.PCI.Width.Cur)), int(num(x.PCI.Width.Max))
 		out = append(out, g)
 	}
-	return out, nil
+	return out
 }
 
 // parseCSV reads nvidia-smi --query-gpu=... --format=csv (with or without

@@ -249,9 +249,24 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 	if _, err := f.Seek(0, 0); err != nil {
 		return nil, append(errs, fmt.Sprintf("read %s: %v", name, err))
 	}
-	head := make([]byte, 64<<10)
-	k, _ := f.Read(head)
-	kind := sniff(head[:k])
+	// The file's lines as the tool printed them (pastedLine: no prompt,
+	// no collector's labels) are what is sniffed and parsed.
+	var lines []line
+	var head []byte
+	if err := readLines(f, func(text string, no int) {
+		t, ok := pastedLine(text)
+		if !ok || len(lines) >= maxLines {
+			return
+		}
+		lines = append(lines, line{t, no})
+		if len(head) < 64<<10 {
+			head = append(append(head, t...), '\n')
+		}
+	}); err != nil {
+		return nil, append(errs, fmt.Sprintf("read %s: %v", name, err))
+	}
+	k := len(head)
+	kind := sniff(head)
 	if kind == "" && k == 0 {
 		// Of the outputs read, only nvidia-smi nvlink --status is empty on
 		// a healthy node (a GPU without NVLink peers); the others always
@@ -263,20 +278,10 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 		return []*nodeInput{n}, errs
 	}
 	if kind == "" {
-		return nil, append(errs, fmt.Sprintf("%s: not an output health.node reads (nvidia-smi -q -x, nvidia-smi --query-gpu CSV, nvidia-smi nvlink --status, dmesg, dcgmi diag -j, ibstat, ibv_devinfo, ibstatus, amd-smi static/metric --json or text, amd-smi list/monitor, rocm-smi --json or text, or collect.sh's tagged log)", name))
-	}
-	if _, err := f.Seek(0, 0); err != nil {
-		return nil, append(errs, fmt.Sprintf("read %s: %v", name, err))
+		return nil, append(errs, fmt.Sprintf("%s: not an output health.node reads (nvidia-smi -q -x, nvidia-smi -q, nvidia-smi --query-gpu CSV, nvidia-smi nvlink --status, dmesg, dcgmi diag -j or its table, ibstat, ibv_devinfo, ibstatus, amd-smi static/metric --json or text, amd-smi list/monitor, rocm-smi --json or text, or collect.sh's tagged log)", name))
 	}
 	n := &nodeInput{sections: map[string]*section{}, begun: true, ended: true}
-	sec := n.section(kind, name)
-	if err := readLines(f, func(text string, no int) {
-		if len(sec.lines) < maxLines {
-			sec.lines = append(sec.lines, line{strings.TrimSuffix(text, "\r"), no})
-		}
-	}); err != nil {
-		return nil, append(errs, fmt.Sprintf("read %s: %v", name, err))
-	}
+	n.section(kind, name).lines = lines
 	return []*nodeInput{n}, errs
 }
 
