@@ -122,13 +122,17 @@ func TestComplete(t *testing.T) {
 		seen.Add(g.Host, g.GPU, g.DType)
 	}
 	items := []string{"bf16", "fp16"}
-	for _, c := range Complete(topo, o, o.Hosts(), items, seen, "gemm") {
+	cs, cause := Complete(topo, o, o.Hosts(), items, seen, "gemm")
+	assert.Equal(t, cause, "")
+	for _, c := range cs {
 		assert.Assert(t, c.OK, "%+v", c)
 	}
 	// Two GPUs per node: GPU 1 is missing, and torch saw only one.
 	topo.GPUsPerNode = 2
 	var failed []string
-	for _, c := range Complete(topo, o, o.Hosts(), items, seen, "gemm") {
+	cs, cause = Complete(topo, o, o.Hosts(), items, seen, "gemm")
+	assert.Equal(t, cause, "", "a missing GPU with no setup error is a failure")
+	for _, c := range cs {
 		if !c.OK {
 			failed = append(failed, c.Name+": "+c.Message)
 		}
@@ -139,7 +143,7 @@ func TestComplete(t *testing.T) {
 	})
 	// Two nodes, one reported.
 	topo = plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}}
-	cs := Complete(topo, o, o.Hosts(), items, seen, "gemm")
+	cs, _ = Complete(topo, o, o.Hosts(), items, seen, "gemm")
 	assert.Equal(t, cs[0].Name, "node count")
 	assert.Equal(t, cs[0].OK, false)
 	assert.Equal(t, cs[0].Message, "1 node(s) reported (host unknown), the topology has 2")
