@@ -448,7 +448,11 @@ func judgeTorch(p *result.Parsed, test string, topo plan.Topology, o torchbench.
 			e := o.Errors[0]
 			errs = append(errs, fmt.Sprintf("no %s result; %s:%d: %s", test, name, e.Line, e.Message))
 		} else {
-			errs = append(errs, fmt.Sprintf("no %s record in %s: not torchbench.py, nvbandwidth or TransferBench output", test, name))
+			where := "in " + name
+			if name == "" {
+				where = "(no output file)"
+			}
+			errs = append(errs, fmt.Sprintf("no %s record %s: not torchbench.py, nvbandwidth or TransferBench output", test, where))
 		}
 	}
 	return errs

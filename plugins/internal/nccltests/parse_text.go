@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/toolfail"
 )
 
 // The text parser reads the input line by line with bufio.Reader.ReadSlice,
@@ -789,13 +790,21 @@ func (p *textParser) infoCounts(head, rest []byte) {
 	p.run.InfoHosts[rank] = p.intern(head[:c])
 }
 
-// errorLine records s when it is a tool error.
+// errorLine records s when it is a tool error: one of nccl-tests' own
+// reports, or a line that says the binary could not run at all (the
+// loader's "error while loading shared libraries", "Cuda failure
+// common.cu:891 'CUDA driver version is insufficient ...'" of nccl-tests
+// before its "Test " prefix, the shell's "command not found":
+// toolfail.Setup), so that a run with no row says why.
 func (p *textParser) errorLine(s []byte) {
 	for _, m := range parseTextErrorMarks {
 		if bytes.Contains(s, m) {
 			p.errs.Add(p.line, string(s))
 			return
 		}
+	}
+	if k, _ := toolfail.Classify(string(s)); k == toolfail.Setup {
+		p.errs.Add(p.line, string(s))
 	}
 }
 
