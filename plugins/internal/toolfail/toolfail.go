@@ -168,13 +168,3 @@ func Classify(msg string) (Kind, *Pattern) {
 	}
 	return Unknown, nil
 }
-
-// ExitKind is what a tool's exit status says: 127 (the shell found no
-// such command) and 126 (found, not executable) are Setup; any other
-// status is Unknown.
-func ExitKind(code int) Kind {
-	if code == 126 || code == 127 {
-		return Setup
-	}
-	return Unknown
-}

@@ -149,6 +149,49 @@ func TestComplete(t *testing.T) {
 	assert.Equal(t, cs[0].Message, "1 node(s) reported (host unknown), the topology has 2")
 }
 
+// Lines that are no record but say why the script did not measure: a
+// traceback's exception (recorded: python3 -c 'import torch' without
+// torch), the shell's exec failure (testdata/field/torchbench). The gates
+// take them for a setup error: a warning and a cause, never a fail.
+func TestParseCouldNotRun(t *testing.T) {
+	topo := plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}
+	for _, c := range []struct {
+		name, out, want string
+	}{
+		{"traceback", "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nModuleNotFoundError: No module named 'torch'\n",
+			"Python traceback: ModuleNotFoundError: No module named 'torch'"},
+		{"no interpreter", readFile(t, "../../../testdata/field/torchbench/bash-python-command-not-found-hbm/nopython.log"),
+			"bash: line 1: nosuchpython3: command not found"},
+		{"no torch", readFile(t, "../../../testdata/field/torchbench/no-torch-gemm/alone.jsonl"),
+			"import torch: No module named 'torch'"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o, err := Parse(strings.NewReader(c.out), "x.log")
+			assert.NilError(t, err)
+			assert.Equal(t, len(o.Errors), 1, "%+v", o.Errors)
+			assert.Equal(t, o.Errors[0].Message, c.want)
+			cs, cause := Complete(topo, o, o.Hosts(), []string{"bf16"}, Seen{}, "gemm")
+			assert.Equal(t, len(cs), 1)
+			assert.Assert(t, !cs[0].OK && cs[0].Warn, "%+v", cs[0])
+			assert.Assert(t, strings.Contains(cause, "the tool could not run (setup, not hardware)") && strings.Contains(cause, c.want), cause)
+		})
+	}
+	// A device fault during the measurement stays a fail (the exception
+	// line of vllm-project/vllm#5222 after a real traceback's frame).
+	o, err := Parse(strings.NewReader("Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nRuntimeError: CUDA error: uncorrectable ECC error encountered\n"), "x.log")
+	assert.NilError(t, err)
+	cs, cause := Complete(topo, o, o.Hosts(), []string{"bf16"}, Seen{}, "gemm")
+	assert.Equal(t, cause, "")
+	assert.Assert(t, !cs[0].OK && !cs[0].Warn && strings.Contains(cs[0].Message, "the device failed"), "%+v", cs[0])
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	assert.NilError(t, err)
+	return string(b)
+}
+
 func TestFacts(t *testing.T) {
 	o := parseFile(t, rec+"default.jsonl")
 	info, checks := Facts(o, nil)
