@@ -23,6 +23,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/toolfail"
 )
 
 // PluginName is the plugin's name: its test is "health.node".
@@ -263,6 +264,17 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 		return []*nodeInput{n}, errs
 	}
 	if kind == "" {
+		// A GPU tool's own "could not run" message ("NVIDIA-SMI has
+		// failed because it couldn't communicate with the NVIDIA
+		// driver"), saved as its output: say so, not just "not an output".
+		for i, l := range strings.Split(string(head[:k]), "\n") {
+			if k, _ := toolfail.Classify(l); k == toolfail.Setup {
+				return nil, append(errs, fmt.Sprintf("%s:%d: the tool could not run (setup, not hardware): %s", name, i+1, clip(strings.TrimSpace(l))))
+			}
+			if i >= 20 {
+				break
+			}
+		}
 		return nil, append(errs, fmt.Sprintf("%s: not an output health.node reads (nvidia-smi -q -x, nvidia-smi --query-gpu CSV, nvidia-smi nvlink --status, dmesg, dcgmi diag -j, ibstat, amd-smi static/metric --json, rocm-smi --json, or collect.sh's tagged log)", name))
 	}
 	if _, err := f.Seek(0, 0); err != nil {
