@@ -52,6 +52,8 @@ const parseTextLongMark = "\u2026"
 // parseTextErrorMarks are the texts that mark a line as a tool error.
 var parseTextErrorMarks = [][]byte{
 	[]byte("Test failure"), []byte("Test NCCL failure"), []byte("Test CUDA failure"),
+	// rccl-tests' HIPCHECK: "Test HIP failure common.cu:1129 'hipErrorInvalidDevice'" (ROCm/rccl-tests#16).
+	[]byte("Test HIP failure"),
 	[]byte("Test timeout"), []byte("Invalid number of GPUs"), []byte("invalid option"),
 	[]byte("USAGE:"), []byte("Incompatible NCCL versions"), []byte("invalid size"),
 }
