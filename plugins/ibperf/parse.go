@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/toolfail"
 )
 
 // Output is what one perftest bandwidth output (ib_write_bw, ib_read_bw,
@@ -253,8 +254,13 @@ var (
 )
 
 // isError says whether a trimmed output line is one of perftest's failure
-// reports.
+// reports, or says the binary could not start at all ("bash: ib_write_bw:
+// command not found", the loader's "error while loading shared
+// libraries": toolfail.Setup).
 func isError(t string) bool {
+	if k, _ := toolfail.Classify(t); k == toolfail.Setup {
+		return true
+	}
 	for _, m := range errorStarts {
 		if strings.HasPrefix(t, m) {
 			return true

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/toolfail"
 )
 
 // Output is what one Mori-EP dispatch/combine benchmark output says: the
@@ -198,11 +199,18 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 					}
 					continue
 				}
+				marked := false
 				for _, m := range errorMarks {
 					if strings.Contains(t, m) {
-						errs.Add(line, clip(t))
+						marked = true
 						break
 					}
+				}
+				// What says the benchmark could not start ("ModuleNotFoundError:
+				// No module named 'mori'", "bash: python3: command not found")
+				// or that the device failed: toolfail's table.
+				if k, _ := toolfail.Classify(t); marked || k != toolfail.Unknown {
+					errs.Add(line, clip(t))
 				}
 			}
 		}
