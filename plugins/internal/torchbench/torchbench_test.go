@@ -185,6 +185,36 @@ func TestParseCouldNotRun(t *testing.T) {
 	assert.Assert(t, !cs[0].OK && !cs[0].Warn && strings.Contains(cs[0].Message, "the device failed"), "%+v", cs[0])
 }
 
+// Two nodes' logs in one (as the rank starter interleaves them): the
+// H200's real default.jsonl, and a node without torch. The missing node
+// is explained by its own error record: a warning and a cause (ERROR),
+// while a GPU missing on the node that ran stays a failure.
+func TestCompleteOneNodeWithoutTorch(t *testing.T) {
+	log := readFile(t, rec+"default.jsonl") + readFile(t, "../../../testdata/field/torchbench/no-torch-gemm/alone.jsonl")
+	o, err := Parse(strings.NewReader(log), "alone.log")
+	assert.NilError(t, err)
+	seen := Seen{}
+	for _, g := range o.GEMM {
+		seen.Add(g.Host, g.GPU, g.DType)
+	}
+	topo := plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}}
+	cs, cause := Complete(topo, o, o.Hosts(), []string{"bf16"}, seen, "gemm")
+	assert.Equal(t, cs[0].Name, "node count")
+	assert.Assert(t, !cs[0].OK && cs[0].Warn, "%+v", cs[0])
+	assert.Equal(t, cause, "the tool could not run (setup, not hardware): host vm, line 11: import torch: No module named 'torch'")
+	// Two GPUs per node: GPU 1 of the node that ran is missing, which its
+	// own output does not explain.
+	topo.GPUsPerNode = 2
+	cs, _ = Complete(topo, o, o.Hosts(), []string{"bf16"}, seen, "gemm")
+	var fails []string
+	for _, c := range cs {
+		if !c.OK && !c.Warn {
+			fails = append(fails, c.Name)
+		}
+	}
+	assert.DeepEqual(t, fails, []string{"gemm results host unknown", "GPUs seen host unknown"})
+}
+
 func readFile(t *testing.T, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
