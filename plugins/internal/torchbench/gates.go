@@ -187,12 +187,16 @@ func names(hosts []string) []string {
 }
 
 // ErrorChecks returns a warning check per node whose output has error
-// records or tracebacks: the script said it could not measure something,
+// records or tracebacks (not Stray lines): the script said it could not
+// measure something,
 // which a sign-off shows but which is no measured failure (a missing
 // result fails Complete's gates). name names the output ("default.jsonl").
 func ErrorChecks(o Output, name string) []result.Check {
 	byHost := map[string][]string{}
 	for _, e := range o.Errors {
+		if e.Stray {
+			continue
+		}
 		byHost[e.Host] = append(byHost[e.Host], fmt.Sprintf("%s:%d: %s", name, e.Line, e.Message))
 	}
 	hosts := make([]string, 0, len(byHost))

@@ -105,6 +105,11 @@ type Info struct {
 type Error struct {
 	At
 	Message string
+	// Stray marks a line of another program that says the tool could
+	// not run (toolfail: "bash: python3: command not found"): it explains
+	// missing results (Complete) but is no warning of its own, since a
+	// login profile's stray line may stand in a complete log.
+	Stray bool
 }
 
 // Output is what one output of the script holds, in line order.
@@ -198,7 +203,7 @@ func Parse(r io.Reader, name string) (Output, error) {
 				// ("bash: python3: command not found") or that the device
 				// failed: an error the gates read (toolfail).
 				if k, _ := toolfail.Classify(text); k != toolfail.Unknown {
-					o.Errors = append(o.Errors, Error{At: At{Line: n}, Message: textdiag.Clip(text, 500)})
+					o.Errors = append(o.Errors, Error{At: At{Line: n}, Message: textdiag.Clip(text, 500), Stray: true})
 				}
 			}
 		default:

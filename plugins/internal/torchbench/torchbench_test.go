@@ -215,6 +215,24 @@ func TestCompleteOneNodeWithoutTorch(t *testing.T) {
 	assert.DeepEqual(t, fails, []string{"gemm results host unknown", "GPUs seen host unknown"})
 }
 
+// A shell's stray "command not found" (a login profile's) in a complete
+// log: no warning, no failure, nothing to explain.
+func TestStrayLineInCompleteLog(t *testing.T) {
+	log := readFile(t, "../../../testdata/field/torchbench/bash-python-command-not-found-hbm/nopython.log") + readFile(t, rec+"default.jsonl")
+	o, err := Parse(strings.NewReader(log), "default.jsonl")
+	assert.NilError(t, err)
+	seen := Seen{}
+	for _, g := range o.GEMM {
+		seen.Add(g.Host, g.GPU, g.DType)
+	}
+	cs, cause := Complete(plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}}, o, o.Hosts(), []string{"bf16"}, seen, "gemm")
+	assert.Equal(t, cause, "")
+	for _, c := range cs {
+		assert.Assert(t, c.OK, "%+v", c)
+	}
+	assert.Equal(t, len(ErrorChecks(o, "default.jsonl")), 0)
+}
+
 func readFile(t *testing.T, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
