@@ -807,6 +807,12 @@ func (p *textParser) errorLine(s []byte) {
 			return
 		}
 	}
+	// NCCL INFO lines, the bulk of a debug log, are never one (and
+	// some name a missing optional plugin's "cannot open shared object
+	// file"): they are kept off the table's searches.
+	if bytes.Contains(s, parseTextInfoMark) {
+		return
+	}
 	if k, _ := toolfail.Classify(string(s)); k == toolfail.Setup {
 		p.setup.Add(p.line, string(s))
 	}
