@@ -274,7 +274,8 @@ func judgeTorch(p *result.Parsed, topo plan.Topology, s settings, o torchbench.O
 	if len(items) == 0 {
 		items = []string{"bf16 alone"}
 	}
-	p.Checks = append(p.Checks, torchbench.Complete(topo, o, hosts, items, seen, "gemm")...)
+	complete, cause := torchbench.Complete(topo, o, hosts, items, seen, "gemm")
+	p.Checks = append(p.Checks, complete...)
 	var sk []string
 	for d := range skipped {
 		sk = append(sk, d)
@@ -295,7 +296,12 @@ func judgeTorch(p *result.Parsed, topo plan.Topology, s settings, o torchbench.O
 			p.Info[k] = v
 		}
 	}
-	if len(p.Metrics) == 0 && len(o.Errors) > 0 {
+	switch {
+	case cause != "" && len(p.Metrics) == 0:
+		errs = append(errs, fmt.Sprintf("no gemm result; %s: %s", name, cause))
+	case cause != "":
+		errs = append(errs, fmt.Sprintf("%s: %s", name, cause))
+	case len(p.Metrics) == 0 && len(o.Errors) > 0:
 		e := o.Errors[0]
 		errs = append(errs, fmt.Sprintf("no gemm result; %s:%d: %s", name, e.Line, e.Message))
 	}

@@ -135,9 +135,11 @@ func TestParseRecordings(t *testing.T) {
 	assert.DeepEqual(t, failed(p), []string(nil))
 
 	p = parse(t, "check", topo(1, 1), rec+"no-gpu.jsonl")
-	assert.Equal(t, p.Error, "no gemm result; no-gpu.jsonl:1: torch sees no GPU (torch.cuda.is_available() is False)")
+	// CUDA_VISIBLE_DEVICES= on the H200: torch reaches no GPU, a setup
+	// error (exit 3), never a failed GPU.
+	assert.Equal(t, p.Error, "no gemm result; no-gpu.jsonl: the tool could not run (setup, not hardware): line 1: torch sees no GPU (torch.cuda.is_available() is False)")
 	assert.DeepEqual(t, failed(p), []string{
-		"fail gemm results []: no gemm result from any node (1x1 expected 1 nodes x 1 GPUs)",
+		"warn gemm results []: no gemm result from any node (1x1 expected 1 nodes x 1 GPUs): nothing was measured; the tool could not run (setup, not hardware): line 1: torch sees no GPU (torch.cuda.is_available() is False)",
 		"warn torchbench errors host unknown []: no-gpu.jsonl:1: torch sees no GPU (torch.cuda.is_available() is False)",
 	})
 }

@@ -151,14 +151,20 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	if len(o.HBM) > 0 || len(o.Errors) > 0 {
 		hosts = o.Hosts()
 	}
-	p.Checks = append(p.Checks, torchbench.Complete(req.Topology, o, hosts, ops, seen, "hbm")...)
+	complete, cause := torchbench.Complete(req.Topology, o, hosts, ops, seen, "hbm")
+	p.Checks = append(p.Checks, complete...)
 	p.Checks = append(p.Checks, torchbench.ErrorChecks(o, name)...)
 	info, checks := torchbench.Facts(o, nil)
 	p.Checks = append(p.Checks, checks...)
 	if len(info) > 0 {
 		p.Info = info
 	}
-	if len(p.Metrics) == 0 {
+	switch {
+	case cause != "" && len(p.Metrics) == 0:
+		errs = append(errs, fmt.Sprintf("no hbm result; %s: %s", name, cause))
+	case cause != "":
+		errs = append(errs, fmt.Sprintf("%s: %s", name, cause))
+	case len(p.Metrics) == 0:
 		if len(o.Errors) > 0 {
 			e := o.Errors[0]
 			errs = append(errs, fmt.Sprintf("no hbm result; %s:%d: %s", name, e.Line, e.Message))

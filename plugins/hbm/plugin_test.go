@@ -96,7 +96,7 @@ func TestParse(t *testing.T) {
 			"GPUs seen host unknown: host unknown: torch sees 1 GPU(s), the topology has 2 per node (line 1)",
 		}, ""},
 		{"the host test's output", rec + "host-256M.jsonl", topo(1, 1), func(s string) string { return s + "\n" }, []string{
-			"hbm results: no hbm result from any node (1x1 expected 1 nodes x 1 GPUs)",
+			"hbm results: no hbm result from any node (1x1 expected 1 nodes x 1 GPUs): nothing was measured",
 		}, "no hbm record in host-256M.jsonl: not torchbench.py --tests hbm output"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

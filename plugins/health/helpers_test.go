@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -40,4 +41,11 @@ func failed(p result.Parsed) map[string]result.Check {
 		}
 	}
 	return out
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	assert.NilError(t, err)
+	return string(b)
 }

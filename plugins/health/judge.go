@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/toolfail"
 )
 
 // node is what the sections of one node say, parsed.
@@ -29,6 +30,9 @@ type node struct {
 	ibSeen     bool
 	absent     map[string]string // section -> tool
 	sections   []string          // the sections the node printed, absent ones included
+	// toolFailed is the first GPU tool section that could not reach the
+	// driver (toolfail.Setup): "nvsmi-xml: NVIDIA-SMI has failed ...".
+	toolFailed string
 }
 
 // amdTool names the AMD GPU tool whose sections the node printed
@@ -86,6 +90,19 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 		}
 		if s.exit > 0 && name != "kernel-log" && name != "dcgm" && name != "dcgm-text" {
 			p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("%s%s exited with status %d: %s", hostPrefix(n.host), name, s.exit, clip(firstText(s))), Source: s.where()})
+			if k, _ := toolfail.Classify(firstText(s)); k == toolfail.Setup {
+				// The tool could not reach the driver ("NVIDIA-SMI has
+				// failed because it couldn't communicate with the NVIDIA
+				// driver", "Failed to initialize NVML: Driver/library
+				// version mismatch"): its text is no output to judge (an
+				// nvlink --status that printed only this lists no link,
+				// which must not pass), and the error says why.
+				errs = append(errs, fmt.Sprintf("%s: %s%s could not run (setup, not hardware): %s", s.where(), hostPrefix(n.host), name, clip(firstText(s))))
+				if name != "nvlink" && !strings.HasPrefix(name, "ib") && nd.toolFailed == "" {
+					nd.toolFailed = name + ": " + clip(firstText(s))
+				}
+				continue
+			}
 		}
 		var err error
 		switch name {
@@ -358,6 +375,13 @@ func judgeNode(p *result.Parsed, nd node, s settings) {
 	if nd.gpuSource {
 		judgeGPUs(c, nd, s)
 		judgeAMD(c, nd.gpus)
+	} else if nd.toolFailed != "" && s.gpus > 0 {
+		// The GPU tool is there but could not reach the driver: no GPU
+		// is known bad, the check could not be made (a warning; the
+		// parse error makes the test an error): fix the driver, then
+		// check again. Not a failed check: a node a check fails is a bad
+		// node, and a run with one fails (result.Run.Finish).
+		c.warn("GPU count", "", fmt.Sprintf("no GPU could be counted, %s expected: %s", result.Count(s.gpus, "GPU", "GPUs"), nd.toolFailed))
 	} else if t, ok := nd.absent["nvsmi-xml"]; ok && s.gpus > 0 {
 		if amd := nd.amdTool(); amd != "" {
 			// amd-smi or rocm-smi is there but printed nothing readable

@@ -23,6 +23,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/toolfail"
 )
 
 // PluginName is the plugin's name: its test is "health.node".
@@ -278,6 +279,17 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 		return []*nodeInput{n}, errs
 	}
 	if kind == "" {
+		// A GPU tool's own "could not run" message ("NVIDIA-SMI has
+		// failed because it couldn't communicate with the NVIDIA
+		// driver"), saved as its output: say so, not just "not an output".
+		for i, l := range lines {
+			if k, _ := toolfail.Classify(l.text); k == toolfail.Setup {
+				return nil, append(errs, fmt.Sprintf("%s:%d: the tool could not run (setup, not hardware): %s", name, l.no, clip(strings.TrimSpace(l.text))))
+			}
+			if i >= 20 {
+				break
+			}
+		}
 		return nil, append(errs, fmt.Sprintf("%s: not an output health.node reads (nvidia-smi -q -x, nvidia-smi -q, nvidia-smi --query-gpu CSV, nvidia-smi nvlink --status, dmesg, dcgmi diag -j or its table, ibstat, ibv_devinfo, ibstatus, amd-smi static/metric --json or text, amd-smi list/monitor, rocm-smi --json or text, or collect.sh's tagged log)", name))
 	}
 	n := &nodeInput{sections: map[string]*section{}, begun: true, ended: true}

@@ -482,3 +482,38 @@ func TestCollectNamesTheNode(t *testing.T) {
 		assert.Assert(t, strings.HasPrefix(l, "gpu-node-7|"), l)
 	}
 }
+
+// collect.sh on a node whose driver nvidia-smi cannot reach: each
+// nvidia-smi section holds nvidia-smi's real message
+// (testdata/field/health/nvidia-smi-driver-not-loaded) and exit status 9,
+// as collect.sh's sec() tags them; the H200 node log's other sections
+// are the recorded ones. No GPU is known bad: the test errs (fix the
+// driver), the GPU count is a warning that names the message, and the
+// nvlink section's message is no empty link list that passes.
+func TestDriverNotReachableIsError(t *testing.T) {
+	msg := strings.TrimSpace(readFile(t, "../../testdata/field/health/nvidia-smi-driver-not-loaded/nvidia-smi.txt"))
+	rec := "../../testdata/recordings/h200x1-2026-12-01/node/baselined/suite/raw/health.node/node.log"
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimSuffix(readFile(t, rec), "\n"), "\n") {
+		switch sec := strings.SplitN(l, "|", 3)[1]; sec {
+		case "nvsmi-xml", "nvsmi-csv", "nvlink":
+			if strings.HasSuffix(l, "|@exit 0") {
+				b.WriteString("vm|" + sec + "|" + msg + "\nvm|" + sec + "|@exit 9\n")
+			}
+		default:
+			b.WriteString(l + "\n")
+		}
+	}
+	log := filepath.Join(t.TempDir(), "node.log")
+	assert.NilError(t, os.WriteFile(log, []byte(b.String()), 0o644))
+	p := parse(t, nil, 1, 1, log)
+	assert.Assert(t, strings.Contains(p.Error, "nvsmi-xml could not run (setup, not hardware): NVIDIA-SMI has failed"), p.Error)
+	fs := failed(p)
+	c, ok := fs["GPU count"]
+	assert.Assert(t, ok, "%+v", p.Checks)
+	assert.Assert(t, c.Warn && strings.Contains(c.Message, "no GPU could be counted, 1 GPU expected: nvsmi-xml: NVIDIA-SMI has failed"), "%+v", c)
+	for _, c := range p.Checks {
+		assert.Assert(t, c.Name != "NVLink", "nvlink --status printed only the failure: %+v", c)
+		assert.Assert(t, c.OK || c.Warn, "no check fails: %+v", c)
+	}
+}

@@ -418,7 +418,8 @@ func judgeTorch(p *result.Parsed, test string, topo plan.Topology, o torchbench.
 	if found || len(o.Errors) > 0 {
 		hosts = o.Hosts()
 	}
-	p.Checks = append(p.Checks, torchbench.Complete(topo, o, hosts, items, seen, test)...)
+	complete, cause := torchbench.Complete(topo, o, hosts, items, seen, test)
+	p.Checks = append(p.Checks, complete...)
 	if len(unpinned) > 0 {
 		p.Checks = append(p.Checks, result.Check{Name: "pinned host memory", OK: false, Warn: true,
 			Message: "copies from pageable host memory, which measure the CPU's copy and not the link: " + strings.Join(unpinned, ", ")})
@@ -437,12 +438,21 @@ func judgeTorch(p *result.Parsed, test string, topo plan.Topology, o torchbench.
 		}
 		p.Info[k] = v
 	}
-	if !found {
+	switch {
+	case cause != "" && !found:
+		errs = append(errs, fmt.Sprintf("no %s result; %s: %s", test, name, cause))
+	case cause != "":
+		errs = append(errs, fmt.Sprintf("%s: %s", name, cause))
+	case !found:
 		if len(o.Errors) > 0 {
 			e := o.Errors[0]
 			errs = append(errs, fmt.Sprintf("no %s result; %s:%d: %s", test, name, e.Line, e.Message))
 		} else {
-			errs = append(errs, fmt.Sprintf("no %s record in %s: not torchbench.py, nvbandwidth or TransferBench output", test, name))
+			where := "in " + name
+			if name == "" {
+				where = "(no output file)"
+			}
+			errs = append(errs, fmt.Sprintf("no %s record %s: not torchbench.py, nvbandwidth or TransferBench output", test, where))
 		}
 	}
 	return errs

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/toolfail"
 )
 
 // Output is what one perftest bandwidth output (ib_write_bw, ib_read_bw,
@@ -78,6 +79,12 @@ type Output struct {
 	// whose bandwidth fits no unit; Warnings are a table header whose unit
 	// the values contradict. NamedDevice tells which HCA an error names.
 	Errors, Warnings []Diag
+	// Setup are lines that say the binary could not start at all ("bash:
+	// ib_write_bw: command not found", the loader's "error while loading
+	// shared libraries": toolfail.Setup); the plugin names them when the
+	// output has no result row only (a login profile's stray line in a
+	// complete log says nothing of the run).
+	Setup []Diag
 	// headerLine is the line of the table header (0: none seen).
 	headerLine int
 }
@@ -395,6 +402,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 	o := &Output{GIDIndex: -1, GPUID: -1}
 	errs := textdiag.List{Max: diagMax}
 	warns := textdiag.List{Max: diagMax}
+	setup := textdiag.List{Max: diagMax}
 	br := bufio.NewReaderSize(io.LimitReader(r, textLimit), 64<<10)
 	var cols []string
 	// reopen: a table closed with rows; a row after its rule is read as
@@ -469,6 +477,8 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 				if isError(t) {
 					errs.Add(line, clip(t))
 					w.answer(true)
+				} else if k, _ := toolfail.Classify(t); k == toolfail.Setup {
+					setup.Add(line, clip(t))
 				} else if strings.HasPrefix(t, "local address:") || strings.HasPrefix(t, "remote address:") {
 					w.answer(true)
 				}
@@ -490,7 +500,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 		o.GPUMemory = false
 	}
 	o.checkUnit(&errs, &warns)
-	o.Errors, o.Warnings = errs.Done(), warns.Done()
+	o.Errors, o.Warnings, o.Setup = errs.Done(), warns.Done(), setup.Done()
 	return o, rerr
 }
 

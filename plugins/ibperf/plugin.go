@@ -696,6 +696,11 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 				if !waited[src] {
 					// A server no client reached has said so above.
 					errs = append(errs, fmt.Sprintf("pair %s: no result rows in %s", label, filepath.Base(src.out.Log)))
+					if src.text != nil {
+						for _, e := range src.text.Setup {
+							errs = append(errs, fmt.Sprintf("%s:%d: %s", filepath.Base(src.out.Log), e.Line, e.Text))
+						}
+					}
 				}
 				continue
 			}

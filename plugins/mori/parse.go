@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/toolfail"
 )
 
 // Output is what one Mori-EP dispatch/combine benchmark output says: the
@@ -29,6 +30,11 @@ type Output struct {
 	// Errors are failures the output reports (Python tracebacks, HIP and
 	// RCCL errors, aborts) and lines of a section cut short.
 	Errors []Diag
+	// Setup are lines that say the benchmark could not start
+	// ("ModuleNotFoundError: No module named 'mori'", "bash: python3:
+	// command not found": toolfail.Setup), named when no table came (a
+	// login profile's stray line in a complete log says nothing).
+	Setup []Diag
 	// Mismatches are the benchmark's own correctness check failing:
 	// "Result mismatch for token N:" lines (ROCm/mori
 	// tests/python/ops/bench_dispatch_combine*.py compare what combine
@@ -98,6 +104,7 @@ var (
 func ParseText(r io.Reader, name string) (*Output, error) {
 	o := &Output{}
 	errs := textdiag.List{Max: diagMax}
+	setup := textdiag.List{Max: diagMax}
 	warns := textdiag.List{Max: diagMax}
 	gloo := textdiag.List{Max: diagMax}
 	mism := textdiag.List{Max: diagMax, What: "mismatches"}
@@ -198,11 +205,16 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 					}
 					continue
 				}
+				marked := false
 				for _, m := range errorMarks {
 					if strings.Contains(t, m) {
 						errs.Add(line, clip(t))
+						marked = true
 						break
 					}
+				}
+				if k, _ := toolfail.Classify(t); !marked && k == toolfail.Setup {
+					setup.Add(line, clip(t))
 				}
 			}
 		}
@@ -213,7 +225,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 			break
 		}
 	}
-	o.Errors, o.Warnings, o.Gloo, o.Mismatches = errs.Done(), warns.Done(), gloo.Done(), mism.Done()
+	o.Errors, o.Warnings, o.Gloo, o.Mismatches, o.Setup = errs.Done(), warns.Done(), gloo.Done(), mism.Done(), setup.Done()
 	return o, rerr
 }
 

@@ -348,11 +348,24 @@ func median(v []float64) float64 {
 // printed with 2 decimals.
 func near(a, b float64) bool { return math.Abs(a-b) <= 0.011+1e-6*math.Abs(a) }
 
+// setupLines are text's lines saying the benchmark could not start
+// (Output.Setup), "log:line: text", for an output without results.
+func setupLines(text *Output, logName string) []string {
+	if text == nil {
+		return nil
+	}
+	var out []string
+	for _, e := range text.Setup {
+		out = append(out, fmt.Sprintf("%s:%d: %s", logName, e.Line, e.Text))
+	}
+	return out
+}
+
 func intranode(p *result.Parsed, topo plan.Topology, s settings, text *Output, rec *Record, logName string) []string {
 	var errs []string
 	if text == nil || len(text.Configs) == 0 {
 		if rec == nil {
-			return append(errs, fmt.Sprintf("no \"Dispatch result:\" in %s: not a Mori-EP intra-node output, or cut short", logName))
+			return append(append(errs, fmt.Sprintf("no \"Dispatch result:\" in %s: not a Mori-EP intra-node output, or cut short", logName)), setupLines(text, logName)...)
 		}
 		for _, ph := range []string{"dispatch", "combine"} {
 			bw, ok1 := rec.Metrics[ph+"_bw_gbps"]
@@ -558,6 +571,9 @@ func internode(p *result.Parsed, s settings, text *Output, rec *Record, logName 
 		}
 		if rec == nil {
 			errs = append(errs, fmt.Sprintf("no %s table in %s: not a Mori-EP inter-node output, or cut short", ph, logName))
+			if ph == "dispatch" {
+				errs = append(errs, setupLines(text, logName)...)
+			}
 			continue
 		}
 		for _, c := range []struct{ key, col, stat, unit string }{{"_rdma_bw_gbps", "rdma_bw", "best", "GB/s"}, {"_xgmi_bw_gbps", "xgmi_bw", "best", "GB/s"}, {"_ll_bw_gbps", "ll_bw", "best", "GB/s"}, {"_lat_us", "lat", "average", "us"}} {

@@ -77,6 +77,13 @@ type Output struct {
 	// timeout", "Invalid number of GPUs", "# error: ...", usage errors, JSON
 	// errors[] strings) and rows cut short by a truncated output.
 	Errors []Diag
+	// Setup are the lines that say the binary could not run at all
+	// (toolfail.Setup: "error while loading shared libraries", "Cuda
+	// failure common.cu:891 'CUDA driver version is insufficient for
+	// CUDA runtime version'"). They are errors of an output with no row
+	// only: a login profile's stray "bash: module: command not found" in
+	// a complete run's log says nothing of the run.
+	Setup []Diag
 	// Warnings are NCCL WARN lines (the text after "NCCL WARN"), row-like
 	// lines that could not be parsed, and other oddities worth a look.
 	Warnings []Diag
@@ -322,6 +329,11 @@ func (o *Output) Select(collective string) (*Output, []Part) {
 	for _, d := range o.Errors {
 		if in(d.Line) {
 			sel.Errors = append(sel.Errors, d)
+		}
+	}
+	for _, d := range o.Setup {
+		if in(d.Line) {
+			sel.Setup = append(sel.Setup, d)
 		}
 	}
 	for _, d := range o.Warnings {

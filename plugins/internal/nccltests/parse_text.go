@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/toolfail"
 )
 
 // The text parser reads the input line by line with bufio.Reader.ReadSlice,
@@ -51,6 +52,8 @@ const parseTextLongMark = "\u2026"
 // parseTextErrorMarks are the texts that mark a line as a tool error.
 var parseTextErrorMarks = [][]byte{
 	[]byte("Test failure"), []byte("Test NCCL failure"), []byte("Test CUDA failure"),
+	// rccl-tests' HIPCHECK: "Test HIP failure common.cu:1129 'hipErrorInvalidDevice'" (ROCm/rccl-tests#16).
+	[]byte("Test HIP failure"),
 	[]byte("Test timeout"), []byte("Invalid number of GPUs"), []byte("invalid option"),
 	[]byte("USAGE:"), []byte("Incompatible NCCL versions"), []byte("invalid size"),
 }
@@ -82,7 +85,7 @@ func ParseText(r io.Reader, name string) (*Output, error) {
 // parseTextSized is ParseText with a given read buffer size in bytes (at
 // least 16), so that tests can check that results do not depend on it.
 func parseTextSized(r io.Reader, name string, bufSize int) (out *Output, err error) {
-	p := &textParser{out: newOutput("text"), errs: newDiags("errors"), warn: newDiags("warnings"), lay: textDefaultLayout, strs: map[string]string{}, run: newPart(1, 0, 0)}
+	p := &textParser{out: newOutput("text"), errs: newDiags("errors"), warn: newDiags("warnings"), setup: newDiags("could-not-run lines"), lay: textDefaultLayout, strs: map[string]string{}, run: newPart(1, 0, 0)}
 	p.set.NewPerf = p.slabPerf
 	defer func() {
 		// A bug must not take the caller down: report it, keep what was
@@ -305,6 +308,8 @@ type textParser struct {
 	out  *Output
 	errs textdiag.List
 	warn textdiag.List
+	// setup holds the lines that say the binary could not run (Output.Setup).
+	setup textdiag.List
 
 	line   int      // current line number, 1-based
 	inLine bool     // the last piece did not end its line
@@ -789,13 +794,27 @@ func (p *textParser) infoCounts(head, rest []byte) {
 	p.run.InfoHosts[rank] = p.intern(head[:c])
 }
 
-// errorLine records s when it is a tool error.
+// errorLine records s when it is a tool error (one of nccl-tests' own
+// reports), or in Output.Setup when it says the binary could not run at
+// all (the loader's "error while loading shared libraries", "Cuda failure
+// common.cu:891 'CUDA driver version is insufficient ...'" of nccl-tests
+// before its "Test " prefix, the shell's "command not found":
+// toolfail.Setup), so that a run with no row says why.
 func (p *textParser) errorLine(s []byte) {
 	for _, m := range parseTextErrorMarks {
 		if bytes.Contains(s, m) {
 			p.errs.Add(p.line, string(s))
 			return
 		}
+	}
+	// NCCL INFO lines, the bulk of a debug log, are never one (and
+	// some name a missing optional plugin's "cannot open shared object
+	// file"): they are kept off the table's searches.
+	if bytes.Contains(s, parseTextInfoMark) {
+		return
+	}
+	if k, _ := toolfail.Classify(string(s)); k == toolfail.Setup {
+		p.setup.Add(p.line, string(s))
 	}
 }
 
@@ -1706,6 +1725,7 @@ func (p *textParser) result() *Output {
 	o.Rows = append(p.prev, p.set.Rows()...)
 	o.Errors = p.errs.Done()
 	o.Warnings = p.warn.Done()
+	o.Setup = p.setup.Done()
 	o.RankCount = len(o.Ranks)
 	o.Groups = outputGroups(o.Ranks)
 	o.setScalars(parts)

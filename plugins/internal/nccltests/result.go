@@ -211,6 +211,16 @@ func Result(o plan.Output, opt Options) result.Parsed {
 			where = jsName
 		}
 		errs = append(errs, fmt.Sprintf("%s in %s", what, where))
+		// Why nothing ran, where the output says it (Output.Setup).
+		for _, out := range []*Output{text, js} {
+			if out != nil {
+				file := filepath.Base(o.Log)
+				if out == js {
+					file = jsName
+				}
+				errs = append(errs, foldErrors(file, out.Setup)...)
+			}
+		}
 	} else {
 		last := src.Rows[len(src.Rows)-1].Size
 		// The sizes asked for: from the plan when gpuaccept ran it, else from

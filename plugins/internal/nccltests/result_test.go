@@ -509,3 +509,24 @@ func TestResultUnusableJSON(t *testing.T) {
 		})
 	}
 }
+
+// Lines that say the binary could not run are the error of an output with
+// no row only. Inputs: the real 1x2 H200 all_reduce with a shell's
+// "command not found" (recorded: testdata/field/torchbench/
+// bash-python-command-not-found-hbm) before its header, as a login
+// profile leaves one in a job's log: still no error; and the real
+// libnccl-not-found output of NVIDIA/nccl-tests#85: the error names it.
+func TestResultSetupLines(t *testing.T) {
+	noise, err := os.ReadFile("../../../testdata/field/torchbench/bash-python-command-not-found-hbm/nopython.log")
+	assert.NilError(t, err)
+	healthy, err := os.ReadFile("../../../testdata/recordings/h200-1x2-healthy/nccl.all_reduce/all_reduce.log")
+	assert.NilError(t, err)
+	log := filepath.Join(t.TempDir(), "all_reduce.log")
+	assert.NilError(t, os.WriteFile(log, append(noise, healthy...), 0o644))
+	p := ntResult(t, log, "all_reduce", 1, 2)
+	assert.Equal(t, p.Error, "")
+	assert.Assert(t, len(p.Metrics) > 0)
+
+	p = ntResult(t, "../../../../testdata/field/nccl-tests/longhorn-1x4-libnccl-not-found/all_reduce.log", "all_reduce", 1, 4)
+	assert.Assert(t, strings.Contains(p.Error, "no result rows in all_reduce.log; all_reduce.log:1: ./build/all_reduce_perf: error while loading shared libraries: libnccl.so.2"), p.Error)
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/toolfail"
 )
 
 // Seen holds which results each GPU of each node gave: host → GPU index →
@@ -40,19 +41,56 @@ func hostName(h string) string {
 // Check.Host naming the node; a failed check when fewer nodes reported
 // than the topology has, or when torch on a node sees fewer GPUs than the
 // topology's GPUs per node. hosts are the nodes the output names (Output.
-// Hosts, "" for records without a host); o gives the info records. A node
-// that reported nothing at all is in no record and is named by the node
-// count check only. what names the results in messages ("gemm").
-func Complete(topo plan.Topology, o Output, hosts []string, items []string, seen Seen, what string) []result.Check {
-	var checks []result.Check
+// Hosts, "" for records without a host); o gives the info and error
+// records. A node that reported nothing at all is in no record and is
+// named by the node count check only. what names the results in
+// messages ("gemm").
+//
+// A gap the output explains as a setup error (toolfail.Setup: "import
+// torch: No module named 'torch'", "torch sees no GPU", "bash: python3:
+// command not found") is no measured failure: its check is a warning and
+// cause says why, for the plugin's Parsed.Error, so the test ends ERROR
+// (fix the setup) unless the hardware failed elsewhere. The gaps setup
+// explains: a node's missing GPUs when that node's own records say it
+// could not run; missing nodes when an error naming no node present
+// (another node's, or one naming none) says so; and no result from any
+// node unless a hardware error (toolfail.Hardware: "uncorrectable ECC
+// error encountered") says the device failed — an output that holds no
+// result of the script at all (empty, another tool's, cut before its
+// first record) measured nothing, which is an error whatever it says.
+// cause is "" when no gap is left to setup.
+func Complete(topo plan.Topology, o Output, hosts []string, items []string, seen Seen, what string) (checks []result.Check, cause string) {
 	g := topo.GPUsPerNode
-	if len(hosts) == 0 {
-		return []result.Check{{Name: what + " results", OK: false,
-			Message: fmt.Sprintf("no %s result from any node (%s expected %d nodes x %d GPUs)", what, topo.Scope, topo.Nodes, g)}}
+	setup, hardware := blame(o)
+	present := map[string]bool{}
+	for _, h := range hosts {
+		present[h] = true
 	}
+	if len(hosts) == 0 {
+		msg := fmt.Sprintf("no %s result from any node (%s expected %d nodes x %d GPUs)", what, topo.Scope, topo.Nodes, g)
+		if e, ok := anyOf(hardware, nil); ok {
+			return []result.Check{{Name: what + " results", OK: false, Message: msg + "; the device failed: " + e.String()}}, ""
+		}
+		c := result.Check{Name: what + " results", OK: false, Warn: true, Message: msg + ": nothing was measured"}
+		if e, ok := anyOf(setup, nil); ok {
+			cause = "the tool could not run (setup, not hardware): " + e.String()
+			c.Message += "; " + cause
+		}
+		return []result.Check{c}, cause
+	}
+	var causes []string
 	nodes := result.Check{Name: "node count", OK: len(hosts) >= topo.Nodes}
 	if !nodes.OK {
 		nodes.Message = fmt.Sprintf("%d node(s) reported (%s), the topology has %d", len(hosts), strings.Join(names(hosts), ", "), topo.Nodes)
+		// Errors of nodes with no result: theirs explain the gap.
+		if _, hw := anyOf(hardware, present); !hw {
+			if e, ok := anyOf(setup, present); ok {
+				nodes.Warn = true
+				why := "the tool could not run (setup, not hardware): " + e.String()
+				nodes.Message += "; " + why
+				causes = append(causes, why)
+			}
+		}
 	}
 	checks = append(checks, nodes)
 	for _, h := range hosts {
@@ -73,6 +111,12 @@ func Complete(topo plan.Topology, o Output, hosts []string, items []string, seen
 		c := result.Check{Name: what + " results " + hostName(h), OK: len(lost) == 0, Host: h}
 		if !c.OK {
 			c.Message = fmt.Sprintf("%s: %s (every GPU 0..%d must have each of: %s)", hostName(h), strings.Join(lost, "; "), g-1, strings.Join(items, ", "))
+			if e, ok := setup[h]; ok && h != "" && len(hardware[h]) == 0 {
+				c.Warn = true
+				why := "the tool could not run (setup, not hardware): " + e[0].String()
+				c.Message += "; " + why
+				causes = append(causes, why)
+			}
 		}
 		checks = append(checks, c)
 	}
@@ -82,7 +126,53 @@ func Complete(topo plan.Topology, o Output, hosts []string, items []string, seen
 				Message: fmt.Sprintf("%s: torch sees %d GPU(s), the topology has %d per node (line %d)", hostName(in.Host), in.GPUs, g, in.Line)})
 		}
 	}
-	return checks
+	return checks, strings.Join(causes, "; ")
+}
+
+// classed is an error record read by toolfail.
+type classed struct {
+	Error
+	pattern *toolfail.Pattern
+}
+
+// String renders the error for messages: "host a, line 3: import torch:
+// No module named 'torch'", "line 3: ..." when the record names no host.
+func (c classed) String() string {
+	if c.Host == "" {
+		return fmt.Sprintf("line %d: %s", c.Line, c.Message)
+	}
+	return fmt.Sprintf("host %s, line %d: %s", c.Host, c.Line, c.Message)
+}
+
+// blame sorts o's error records by toolfail's kind, per host ("" for
+// records that name none), in line order.
+func blame(o Output) (setup, hardware map[string][]classed) {
+	setup, hardware = map[string][]classed{}, map[string][]classed{}
+	for _, e := range o.Errors {
+		switch k, p := toolfail.Classify(e.Message); k {
+		case toolfail.Setup:
+			setup[e.Host] = append(setup[e.Host], classed{e, p})
+		case toolfail.Hardware:
+			hardware[e.Host] = append(hardware[e.Host], classed{e, p})
+		}
+	}
+	return setup, hardware
+}
+
+// anyOf returns the first error (by line) of a host not in except; nil
+// except: of any host.
+func anyOf(by map[string][]classed, except map[string]bool) (classed, bool) {
+	var best classed
+	found := false
+	for h, es := range by {
+		if except[h] && h != "" {
+			continue
+		}
+		if !found || es[0].Line < best.Line {
+			best, found = es[0], true
+		}
+	}
+	return best, found
 }
 
 func names(hosts []string) []string {
@@ -97,12 +187,16 @@ func names(hosts []string) []string {
 }
 
 // ErrorChecks returns a warning check per node whose output has error
-// records or tracebacks: the script said it could not measure something,
+// records or tracebacks (not Stray lines): the script said it could not
+// measure something,
 // which a sign-off shows but which is no measured failure (a missing
 // result fails Complete's gates). name names the output ("default.jsonl").
 func ErrorChecks(o Output, name string) []result.Check {
 	byHost := map[string][]string{}
 	for _, e := range o.Errors {
+		if e.Stray {
+			continue
+		}
 		byHost[e.Host] = append(byHost[e.Host], fmt.Sprintf("%s:%d: %s", name, e.Line, e.Message))
 	}
 	hosts := make([]string, 0, len(byHost))

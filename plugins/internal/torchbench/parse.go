@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/toolfail"
 )
 
 // lineMax bounds the bytes of one line kept: a record is a few hundred
@@ -104,6 +105,11 @@ type Info struct {
 type Error struct {
 	At
 	Message string
+	// Stray marks a line of another program that says the tool could
+	// not run (toolfail: "bash: python3: command not found"): it explains
+	// missing results (Complete) but is no warning of its own, since a
+	// login profile's stray line may stand in a complete log.
+	Stray bool
 }
 
 // Output is what one output of the script holds, in line order.
@@ -158,11 +164,15 @@ type record struct {
 // that is not a JSON object, or an object that is no record of the
 // script, is a diagnostic, not an error: a combined log holds the
 // script's stderr too. A "Traceback (most recent call last):" line is an
-// Error: the script died there. The error is r's read error only.
+// Error: the script died there, of the exception its first line not
+// indented names. A line that is no record but says the tool could not
+// run or the device failed (toolfail.Classify: "bash: python3: command
+// not found") is an Error too. The error is r's read error only.
 func Parse(r io.Reader, name string) (Output, error) {
 	var o Output
 	diags := textdiag.List{Max: diagMax, TextMax: 200, What: "lines that are no record"}
 	br := bufio.NewReaderSize(r, 64<<10)
+	tb := -1 // the Error of a traceback whose exception line is still to come
 	for n := 1; ; n++ {
 		line, read, err := textdiag.ReadLine(br, lineMax)
 		if !read {
@@ -171,13 +181,31 @@ func Parse(r io.Reader, name string) (Output, error) {
 			}
 			break
 		}
-		text := strings.TrimSpace(line[textdiag.PrefixLen(line):])
+		rest := line[textdiag.PrefixLen(line):]
+		text := strings.TrimSpace(rest)
 		switch {
 		case text == "":
 		case strings.HasPrefix(text, "Traceback (most recent call last)"):
 			o.Errors = append(o.Errors, Error{At: At{Line: n}, Message: "Python traceback: the script died"})
+			tb = len(o.Errors) - 1
 		case text[0] != '{':
 			diags.Add(n, "not a JSON object: "+text)
+			indented := rest[0] == ' ' || rest[0] == '\t'
+			switch {
+			case tb >= 0 && !indented:
+				// The traceback's first line not indented is the exception
+				// ("RuntimeError: CUDA error: uncorrectable ECC error
+				// encountered"): what the script died of.
+				o.Errors[tb].Message = "Python traceback: " + textdiag.Clip(text, 500)
+				tb = -1
+			case tb < 0:
+				// A line of the tool's stderr that says it could not run
+				// ("bash: python3: command not found") or that the device
+				// failed: an error the gates read (toolfail).
+				if k, _ := toolfail.Classify(text); k != toolfail.Unknown {
+					o.Errors = append(o.Errors, Error{At: At{Line: n}, Message: textdiag.Clip(text, 500), Stray: true})
+				}
+			}
 		default:
 			if why := o.add(text, n); why != "" {
 				diags.Add(n, why)

@@ -122,13 +122,17 @@ func TestComplete(t *testing.T) {
 		seen.Add(g.Host, g.GPU, g.DType)
 	}
 	items := []string{"bf16", "fp16"}
-	for _, c := range Complete(topo, o, o.Hosts(), items, seen, "gemm") {
+	cs, cause := Complete(topo, o, o.Hosts(), items, seen, "gemm")
+	assert.Equal(t, cause, "")
+	for _, c := range cs {
 		assert.Assert(t, c.OK, "%+v", c)
 	}
 	// Two GPUs per node: GPU 1 is missing, and torch saw only one.
 	topo.GPUsPerNode = 2
 	var failed []string
-	for _, c := range Complete(topo, o, o.Hosts(), items, seen, "gemm") {
+	cs, cause = Complete(topo, o, o.Hosts(), items, seen, "gemm")
+	assert.Equal(t, cause, "", "a missing GPU with no setup error is a failure")
+	for _, c := range cs {
 		if !c.OK {
 			failed = append(failed, c.Name+": "+c.Message)
 		}
@@ -139,10 +143,101 @@ func TestComplete(t *testing.T) {
 	})
 	// Two nodes, one reported.
 	topo = plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}}
-	cs := Complete(topo, o, o.Hosts(), items, seen, "gemm")
+	cs, _ = Complete(topo, o, o.Hosts(), items, seen, "gemm")
 	assert.Equal(t, cs[0].Name, "node count")
 	assert.Equal(t, cs[0].OK, false)
 	assert.Equal(t, cs[0].Message, "1 node(s) reported (host unknown), the topology has 2")
+}
+
+// Lines that are no record but say why the script did not measure: a
+// traceback's exception (recorded: python3 -c 'import torch' without
+// torch), the shell's exec failure (testdata/field/torchbench). The gates
+// take them for a setup error: a warning and a cause, never a fail.
+func TestParseCouldNotRun(t *testing.T) {
+	topo := plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 8}}
+	for _, c := range []struct {
+		name, out, want string
+	}{
+		{"traceback", "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nModuleNotFoundError: No module named 'torch'\n",
+			"Python traceback: ModuleNotFoundError: No module named 'torch'"},
+		{"no interpreter", readFile(t, "../../../testdata/field/torchbench/bash-python-command-not-found-hbm/nopython.log"),
+			"bash: line 1: nosuchpython3: command not found"},
+		{"no torch", readFile(t, "../../../testdata/field/torchbench/no-torch-gemm/alone.jsonl"),
+			"import torch: No module named 'torch'"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o, err := Parse(strings.NewReader(c.out), "x.log")
+			assert.NilError(t, err)
+			assert.Equal(t, len(o.Errors), 1, "%+v", o.Errors)
+			assert.Equal(t, o.Errors[0].Message, c.want)
+			cs, cause := Complete(topo, o, o.Hosts(), []string{"bf16"}, Seen{}, "gemm")
+			assert.Equal(t, len(cs), 1)
+			assert.Assert(t, !cs[0].OK && cs[0].Warn, "%+v", cs[0])
+			assert.Assert(t, strings.Contains(cause, "the tool could not run (setup, not hardware)") && strings.Contains(cause, c.want), cause)
+		})
+	}
+	// A device fault during the measurement stays a fail (the exception
+	// line of vllm-project/vllm#5222 after a real traceback's frame).
+	o, err := Parse(strings.NewReader("Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nRuntimeError: CUDA error: uncorrectable ECC error encountered\n"), "x.log")
+	assert.NilError(t, err)
+	cs, cause := Complete(topo, o, o.Hosts(), []string{"bf16"}, Seen{}, "gemm")
+	assert.Equal(t, cause, "")
+	assert.Assert(t, !cs[0].OK && !cs[0].Warn && strings.Contains(cs[0].Message, "the device failed"), "%+v", cs[0])
+}
+
+// Two nodes' logs in one (as the rank starter interleaves them): the
+// H200's real default.jsonl, and a node without torch. The missing node
+// is explained by its own error record: a warning and a cause (ERROR),
+// while a GPU missing on the node that ran stays a failure.
+func TestCompleteOneNodeWithoutTorch(t *testing.T) {
+	log := readFile(t, rec+"default.jsonl") + readFile(t, "../../../testdata/field/torchbench/no-torch-gemm/alone.jsonl")
+	o, err := Parse(strings.NewReader(log), "alone.log")
+	assert.NilError(t, err)
+	seen := Seen{}
+	for _, g := range o.GEMM {
+		seen.Add(g.Host, g.GPU, g.DType)
+	}
+	topo := plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}}
+	cs, cause := Complete(topo, o, o.Hosts(), []string{"bf16"}, seen, "gemm")
+	assert.Equal(t, cs[0].Name, "node count")
+	assert.Assert(t, !cs[0].OK && cs[0].Warn, "%+v", cs[0])
+	assert.Equal(t, cause, "the tool could not run (setup, not hardware): host vm, line 11: import torch: No module named 'torch'")
+	// Two GPUs per node: GPU 1 of the node that ran is missing, which its
+	// own output does not explain.
+	topo.GPUsPerNode = 2
+	cs, _ = Complete(topo, o, o.Hosts(), []string{"bf16"}, seen, "gemm")
+	var fails []string
+	for _, c := range cs {
+		if !c.OK && !c.Warn {
+			fails = append(fails, c.Name)
+		}
+	}
+	assert.DeepEqual(t, fails, []string{"gemm results host unknown", "GPUs seen host unknown"})
+}
+
+// A shell's stray "command not found" (a login profile's) in a complete
+// log: no warning, no failure, nothing to explain.
+func TestStrayLineInCompleteLog(t *testing.T) {
+	log := readFile(t, "../../../testdata/field/torchbench/bash-python-command-not-found-hbm/nopython.log") + readFile(t, rec+"default.jsonl")
+	o, err := Parse(strings.NewReader(log), "default.jsonl")
+	assert.NilError(t, err)
+	seen := Seen{}
+	for _, g := range o.GEMM {
+		seen.Add(g.Host, g.GPU, g.DType)
+	}
+	cs, cause := Complete(plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}}, o, o.Hosts(), []string{"bf16"}, seen, "gemm")
+	assert.Equal(t, cause, "")
+	for _, c := range cs {
+		assert.Assert(t, c.OK, "%+v", c)
+	}
+	assert.Equal(t, len(ErrorChecks(o, "default.jsonl")), 0)
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	assert.NilError(t, err)
+	return string(b)
 }
 
 func TestFacts(t *testing.T) {
