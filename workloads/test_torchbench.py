@@ -1,7 +1,9 @@
 """Tests of torchbench.py's placement functions on fake sysfs trees (no
 torch, no GPU needed): python3 -m unittest discover -s workloads."""
+import atexit
 import ctypes
 import os
+import shutil
 import sys
 import tempfile
 import unittest
@@ -17,6 +19,7 @@ def tree(files):
     """A temporary root holding files (path -> text); a path ending in /
     is an empty folder."""
     root = tempfile.mkdtemp(prefix="tbroot")
+    atexit.register(shutil.rmtree, root, True)
     for path, text in files.items():
         full = os.path.join(root, path.lstrip("/"))
         if path.endswith("/"):
@@ -91,7 +94,8 @@ class Bind(unittest.TestCase):
     def test_binds_to_the_gpus_node(self):
         root = tree(TWO_NODES)
         got, numa = [], FakeNuma()
-        p = torchbench.bind(root, BDF, "on", sched=lambda pid, cpus: got.append((pid, list(cpus))), numa=numa)
+        p = torchbench.bind(root, BDF, "on", sched=lambda pid, cpus: got.append((pid, list(cpus))), numa=numa,
+                            getaff=lambda pid: got[-1][1])
         self.assertEqual(p["numa_node"], 1)
         self.assertEqual(p["cpus"], "48-95,144-191")
         self.assertNotIn("unbound", p)
@@ -103,8 +107,16 @@ class Bind(unittest.TestCase):
         self.assertEqual(numa.calls[-1], ("localalloc",))
 
     def test_first_touch_without_libnuma(self):
-        p = torchbench.bind(tree(TWO_NODES), BDF, "on", sched=lambda pid, cpus: None, numa=False)
+        p = torchbench.bind(tree(TWO_NODES), BDF, "on", sched=lambda pid, cpus: None, numa=False,
+                            getaff=lambda pid: set(range(48, 96)) | set(range(144, 192)))
         self.assertEqual((p["cpus"], p["mempolicy"]), ("48-95,144-191", "first touch"))
+
+    def test_records_the_cpus_granted(self):
+        # A container's cpuset holds only part of the node: the kernel
+        # grants the intersection, and that is what was bound.
+        p = torchbench.bind(tree(TWO_NODES), BDF, "on", sched=lambda pid, cpus: None, numa=False,
+                            getaff=lambda pid: {48, 49, 50, 51})
+        self.assertEqual(p["cpus"], "48-51")
 
     def test_unbound(self):
         calls = []
@@ -131,7 +143,9 @@ class Bind(unittest.TestCase):
         files = dict(TWO_NODES)
         files["/sys/bus/pci/devices/%s/local_cpulist" % BDF] = "\n"
         files["/sys/devices/system/node/node1/cpulist"] = "48-95\n"
-        p = torchbench.bind(tree(files), BDF, "on", sched=lambda pid, cpus: None, numa=False)
+        got = []
+        p = torchbench.bind(tree(files), BDF, "on", sched=lambda pid, cpus: got.append(cpus), numa=False,
+                            getaff=lambda pid: got[-1])
         self.assertEqual(p["cpus"], "48-95")
 
 

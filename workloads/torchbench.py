@@ -343,14 +343,15 @@ def libnuma():
     return None
 
 
-def bind(root, bdf, mode, sched=None, numa=None):
+def bind(root, bdf, mode, sched=None, numa=None, getaff=None):
     """Binds the calling thread (the one that allocates the pinned buffer
     and issues the copies) to the GPU's NUMA node, so that the buffer's
     pages are first-touched there; with libnuma it also prefers that node's
     memory. Returns the placement so far: "numa_node", "cpus" (bound
     cpulist, "" when unbound), "unbound" (why not), "mempolicy". mode
-    "off" binds nothing. sched and numa stand in for os.sched_setaffinity
-    and libnuma in tests."""
+    "off" binds nothing. The cpus recorded are those the kernel granted
+    (a container's cpuset may hold fewer). sched, getaff and numa stand in
+    for os.sched_setaffinity, os.sched_getaffinity and libnuma in tests."""
     node, cpus, why = gpu_numa(root, bdf)
     out = {"bdf": bdf or "", "numa_node": node, "cpus": "", "mempolicy": "default"}
     if mode == "off":
@@ -368,7 +369,12 @@ def bind(root, bdf, mode, sched=None, numa=None):
     except OSError as e:
         out["unbound"] = "sched_setaffinity to CPUs %s: %s" % (format_cpulist(cpus), e)
         return out
-    out["cpus"] = format_cpulist(cpus)
+    getaff = getaff or getattr(os, "sched_getaffinity", None)
+    try:
+        granted = sorted(getaff(0)) if getaff else cpus
+    except OSError:
+        granted = cpus
+    out["cpus"] = format_cpulist(granted)
     out["mempolicy"] = "first touch"
     lib = numa if numa is not None else libnuma()
     if lib:
@@ -433,6 +439,17 @@ def locate(root, addr, nbytes, numa):
     return {"buffer_unknown": "; ".join(whys)}
 
 
+def complete(place, root, addr, nbytes, numa):
+    """bind's placement completed after the copies from the buffer at
+    addr: its NUMA nodes, the link as it stands then (an idle GPU trains
+    its link down), the IOMMU and the host's NUMA nodes."""
+    p = dict(place)
+    p["link"] = pci_link(root, p.get("bdf"))
+    p.update(locate(root, addr, nbytes, numa))
+    p.update(host_facts(root, p.get("bdf")))
+    return p
+
+
 def host(torch, dev, kind, nbytes, iters, repeats, place=None, root="/", numa=None):
     """One direction's copies of GPU dev; place is bind's placement,
     completed here with the buffer's node, the IOMMU, the NUMA nodes and
@@ -445,14 +462,11 @@ def host(torch, dev, kind, nbytes, iters, repeats, place=None, root="/", numa=No
     else:
         fn = lambda: hostbuf.copy_(devbuf, non_blocking=True)
     s = timed(torch, dev, fn, iters, 2, repeats)
+    torch.cuda.synchronize(dev)
     rec = {"kind": kind, "gpu": dev, "bytes": nbytes, "pinned": True, "iters": iters, "seconds": s,
            "gbps": float(nbytes) * iters / s / 1e9}
     if place is not None:
-        p = dict(place)
-        p["link"] = pci_link(root, p.get("bdf"))
-        p.update(locate(root, hostbuf.data_ptr(), nbytes, numa))
-        p.update(host_facts(root, p.get("bdf")))
-        rec["placement"] = p
+        rec["placement"] = complete(place, root, hostbuf.data_ptr(), nbytes, numa)
     del hostbuf
     empty_host_cache(torch)
     return rec

@@ -255,7 +255,7 @@ func linkText(l torchbench.Link) string {
 }
 
 // nodesText says the host's NUMA nodes and their memory in GiB: "2 NUMA
-// nodes: node0 1007 GiB (955 free), node1 1008 GiB (11.8 free)".
+// nodes: node0 1007 GiB (955 free), node1 1008 GiB (12 free)".
 func nodesText(ns []torchbench.NodeMemory) string {
 	if len(ns) == 0 {
 		return "NUMA nodes unknown"
