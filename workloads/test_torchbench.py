@@ -63,9 +63,6 @@ class FakeNuma:
     def __init__(self):
         self.calls = []
 
-    def numa_run_on_node(self, n):
-        self.calls.append(("run_on_node", n))
-        return 0
 
     def numa_set_preferred(self, n):
         self.calls.append(("set_preferred", n))
@@ -101,7 +98,7 @@ class Bind(unittest.TestCase):
         self.assertNotIn("unbound", p)
         self.assertEqual(p["mempolicy"], "preferred 1 (libnuma)")
         self.assertEqual(got, [(0, list(range(48, 96)) + list(range(144, 192)))])
-        self.assertEqual(numa.calls, [("run_on_node", 1), ("set_preferred", 1)])
+        self.assertEqual(numa.calls, [("set_preferred", 1)])
         torchbench.unbind([0, 1, 2], sched=lambda pid, cpus: got.append((pid, list(cpus))), numa=numa)
         self.assertEqual(got[-1], (0, [0, 1, 2]))
         self.assertEqual(numa.calls[-1], ("localalloc",))

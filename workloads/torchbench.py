@@ -369,21 +369,20 @@ def bind(root, bdf, mode, sched=None, numa=None, getaff=None):
     except OSError as e:
         out["unbound"] = "sched_setaffinity to CPUs %s: %s" % (format_cpulist(cpus), e)
         return out
+    out["mempolicy"] = "first touch"
+    lib = numa if numa is not None else libnuma()
+    if lib:
+        try:
+            lib.numa_set_preferred(node)
+            out["mempolicy"] = "preferred %d (libnuma)" % node
+        except (OSError, AttributeError):
+            pass
     getaff = getaff or getattr(os, "sched_getaffinity", None)
     try:
         granted = sorted(getaff(0)) if getaff else cpus
     except OSError:
         granted = cpus
     out["cpus"] = format_cpulist(granted)
-    out["mempolicy"] = "first touch"
-    lib = numa if numa is not None else libnuma()
-    if lib:
-        try:
-            lib.numa_run_on_node(node)
-            lib.numa_set_preferred(node)
-            out["mempolicy"] = "preferred %d (libnuma)" % node
-        except (OSError, AttributeError):
-            pass
     return out
 
 
