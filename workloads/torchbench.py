@@ -19,12 +19,13 @@ Every object also carries "host": the node's host name (socket.gethostname()).
 
 "placement" says where the copy ran, so that a low figure can be told from a
 badly placed process: the GPU's PCI address ("bdf"), its NUMA node
-("numa_node", -1 where the host exposes none), the CPUs the process was bound
-to ("cpus", a cpulist; "" when unbound, "unbound" then says why), how its
-memory was steered ("mempolicy": "preferred N (libnuma)" or "first touch"),
+("numa_node", -1 where the host exposes none), the CPUs the copying thread
+was bound to, as the kernel granted them ("cpus", a cpulist; "" when
+unbound, "unbound" then says why), how its memory was steered ("mempolicy": "preferred N (libnuma)" or "first touch"),
 the NUMA nodes holding the pinned buffer's pages ("buffer_nodes", node ->
-pages, from /proc/self/numa_maps; absent when unknown, "buffer_unknown" then
-says why), the IOMMU ("iommu": on|off|unknown, "iommu_cmdline": the kernel's
+pages, from libnuma's move_pages on sampled pages, else /proc/self/numa_maps:
+"buffer_source" says which; absent when unknown, "buffer_unknown" then says
+why), the IOMMU ("iommu": on|off|unknown, "iommu_cmdline": the kernel's
 iommu flags, "iommu_domain": the GPU's IOMMU group type, e.g. identity for
 passthrough), the host's NUMA nodes ("nodes": [{"node", "total_kb",
 "free_kb"}]) and the GPU's PCIe link right after the copies ("link":

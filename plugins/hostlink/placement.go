@@ -208,7 +208,9 @@ func iommuText(p *torchbench.Placement) string {
 		d = append(d, "GPU's group "+p.IOMMUDomain)
 	}
 	flags := strings.Fields(p.IOMMUCmdline)
-	pt := false
+	// An identity domain is passthrough whatever the command line says
+	// (CONFIG_IOMMU_DEFAULT_PASSTHROUGH).
+	pt := p.IOMMUDomain == "identity"
 	for _, f := range flags {
 		pt = pt || f == "iommu=pt" || f == "iommu.passthrough=1"
 	}

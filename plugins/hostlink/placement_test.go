@@ -81,6 +81,8 @@ func TestPlacementText(t *testing.T) {
 	facts := "IOMMU on (GPU's group identity; iommu=pt); PCIe Gen5 x16; 2 NUMA nodes: node0 4.0 GiB (1.0 free), node1 4.0 GiB (2.0 free)"
 	downtrained := bound(1, "48-95", map[string]int64{"1": 64})
 	downtrained.Link.CurrentSpeed, downtrained.Link.CurrentWidth = "16.0 GT/s PCIe", "8"
+	defaultPT := bound(1, "48-95", map[string]int64{"1": 64})
+	defaultPT.IOMMUCmdline = ""
 	vm := &torchbench.Placement{NUMANode: -1, Unbound: "the host gives 0000:00:04.0 no NUMA node (numa_node -1)", BufferUnknown: "numa_maps lists no node for the mapping at 0x7f2a40000000",
 		IOMMU: "off", Nodes: []torchbench.NodeMemory{{Node: 0, TotalKB: 240 << 20, FreeKB: 200 << 20}}}
 	for _, c := range []struct {
@@ -101,6 +103,9 @@ func TestPlacementText(t *testing.T) {
 		{"link trained down", []torchbench.Copy{cp("", 0, "h2d", downtrained)},
 			"placement: GPU0 on NUMA node 1, process bound to CPUs 48-95 (node 1), buffer on node 1; " +
 				"IOMMU on (GPU's group identity; iommu=pt); PCIe Gen4 x8 (max Gen5 x16); 2 NUMA nodes: node0 4.0 GiB (1.0 free), node1 4.0 GiB (2.0 free)"},
+		{"passthrough by the kernel's default, no flag", []torchbench.Copy{cp("", 0, "h2d", defaultPT)},
+			"placement: GPU0 on NUMA node 1, process bound to CPUs 48-95 (node 1), buffer on node 1; " +
+				"IOMMU on (GPU's group identity); PCIe Gen5 x16; 2 NUMA nodes: node0 4.0 GiB (1.0 free), node1 4.0 GiB (2.0 free)"},
 		{"VM: no node, buffer unknown", []torchbench.Copy{cp("vm", 0, "h2d", vm), cp("vm", 0, "d2h", vm)},
 			"placement: GPU0 on no NUMA node, process unbound (the host gives 0000:00:04.0 no NUMA node (numa_node -1)), " +
 				"buffer node unknown (numa_maps lists no node for the mapping at 0x7f2a40000000); IOMMU off; PCIe link unknown; 1 NUMA node: node0 240 GiB (200 free)"},
