@@ -245,7 +245,7 @@ func TestParsePlacement(t *testing.T) {
 				// This machine: whatever it is, the script said where the
 				// GPU's node is and either bound to it or why not.
 				p := cp.Placement
-				assert.Assert(t, p.BDF != "" && p.IOMMU != "" && len(p.Nodes) > 0, "%+v", p)
+				assert.Assert(t, p.IOMMU != "", "%+v", p)
 				assert.Assert(t, (p.CPUs != "") != (p.Unbound != ""), "%+v", p)
 				assert.Assert(t, len(p.BufferNodes) > 0 || p.BufferUnknown != "", "%+v", p)
 			}
