@@ -57,6 +57,25 @@ VM = {
 }
 
 
+# The 1-GPU H100 VM of the device machine (2026-12-07, KVM, 16 vCPUs, one
+# node, no IOMMU): the GPU's sysfs files and node0's meminfo as cat printed
+# them there, and the numa_maps line of a 256 MiB torch pinned buffer
+# (torch.empty(1 << 28, pin_memory=True), data_ptr 0x7f6aaa000000), whose
+# sampled pages move_pages also put on node 0.
+H100_BDF = "0000:00:06.0"
+H100_VM = {
+    "/sys/bus/pci/devices/%s/numa_node" % H100_BDF: "-1\n",
+    "/sys/bus/pci/devices/%s/local_cpulist" % H100_BDF: "0-15\n",
+    "/sys/bus/pci/devices/%s/current_link_speed" % H100_BDF: "32.0 GT/s PCIe\n",
+    "/sys/bus/pci/devices/%s/current_link_width" % H100_BDF: "16\n",
+    "/sys/bus/pci/devices/%s/max_link_speed" % H100_BDF: "32.0 GT/s PCIe\n",
+    "/sys/bus/pci/devices/%s/max_link_width" % H100_BDF: "16\n",
+    "/sys/class/iommu/": "",
+    "/sys/devices/system/node/node0/meminfo": "Node 0 MemTotal:       131961972 kB\nNode 0 MemFree:        129653104 kB\nNode 0 MemUsed:         2308868 kB\n",
+    "/proc/self/numa_maps": "7f6aaa000000 default file=/dev/zero\\040(deleted) dirty=65536 active=0 N0=65536 kernelpagesize_kB=4\n",
+}
+
+
 class FakeNuma:
     """libnuma's calls bind makes, recorded."""
 
@@ -144,6 +163,23 @@ class Bind(unittest.TestCase):
         p = torchbench.bind(tree(files), BDF, "on", sched=lambda pid, cpus: got.append(cpus), numa=False,
                             getaff=lambda pid: got[-1])
         self.assertEqual(p["cpus"], "48-95")
+
+
+class H100VM(unittest.TestCase):
+    def test_unbound_one_node(self):
+        root = tree(H100_VM)
+        calls = []
+        p = torchbench.bind(root, H100_BDF, "on", sched=lambda pid, cpus: calls.append(cpus), numa=FakeNuma())
+        self.assertEqual(p, {"bdf": H100_BDF, "numa_node": -1, "cpus": "", "mempolicy": "default",
+                             "unbound": "the host gives 0000:00:06.0 no NUMA node (numa_node -1)"})
+        self.assertEqual(calls, [])
+        p = torchbench.complete(p, root, 0x7f6aaa000000, 1 << 28, None)
+        self.assertEqual(p["buffer_nodes"], {"0": 65536})
+        self.assertEqual(p["link"], {"current_speed": "32.0 GT/s PCIe", "current_width": "16",
+                                     "max_speed": "32.0 GT/s PCIe", "max_width": "16"})
+        self.assertEqual((p["iommu"], p["iommu_cmdline"]), ("off", ""))
+        self.assertNotIn("iommu_domain", p)
+        self.assertEqual(p["nodes"], [{"node": 0, "total_kb": 131961972, "free_kb": 129653104}])
 
 
 class HostFacts(unittest.TestCase):

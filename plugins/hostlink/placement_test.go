@@ -20,7 +20,8 @@ const nodeLog = "../../testdata/recordings/h200x1-2026-12-01/node/node-1/raw/hos
 
 // placementLog writes nodeLog's copy lines as the script prints them now,
 // with the placement its functions give for kase
-// (workloads/testdata/placement_lines.py: two-nodes, numa-off, here), and
+// (workloads/testdata/placement_lines.py: two-nodes, numa-off, h100-vm,
+// here), and
 // returns the file. Skipped without python3.
 func placementLog(t *testing.T, kase string) string {
 	t.Helper()
@@ -48,6 +49,9 @@ func TestParsePCIePlacement(t *testing.T) {
 			"IOMMU on (GPU's group DMA-FQ; intel_iommu=on; iommu=pt absent); PCIe Gen5 x16; 2 NUMA nodes: node0 1007 GiB (955 free), node1 1008 GiB (12 free)"},
 		{"numa-off", "placement: GPU0 on NUMA node 1, process unbound (--numa off), buffer on node 1; " +
 			"IOMMU on (GPU's group DMA-FQ; intel_iommu=on; iommu=pt absent); PCIe Gen5 x16; 2 NUMA nodes: node0 1007 GiB (955 free), node1 1008 GiB (12 free)"},
+		// What the 1-GPU H100 VM will say: a VM gives its GPU no node.
+		{"h100-vm", "placement: GPU0 on no NUMA node, process unbound (the host gives 0000:00:06.0 no NUMA node (numa_node -1)), " +
+			"buffer on node 0; IOMMU off; PCIe Gen5 x16; 1 NUMA node: node0 126 GiB (124 free)"},
 		{"here", "placement: GPU0 on "},
 	} {
 		t.Run(c.kase, func(t *testing.T) {

@@ -5,6 +5,8 @@ the case argv[1] names:
   two-nodes  a fake two-socket tree (test_torchbench.TWO_NODES): GPU on node
              1, bound to CPUs 48-95, buffer pages on node 1 (numa_maps);
   numa-off   the same tree, --numa off;
+  h100-vm    the sysfs and numa_maps of the 1-GPU H100 VM as read there
+             (test_torchbench.H100_VM): no NUMA node, so unbound;
   here       this machine's own /sys and /proc, its first PCI device standing
              in for the GPU, a buffer of this process located for real.
 
@@ -32,6 +34,10 @@ def main():
         ctypes.memset(buf, 1, 1 << 22)
         addr, nbytes, numa = ctypes.addressof(buf), 1 << 22, tb.libnuma()
         place = tb.bind(root, bdf, "on", numa=numa or False)
+    elif case == "h100-vm":
+        root, bdf, nbytes, numa = tt.tree(tt.H100_VM), tt.H100_BDF, 1 << 28, None
+        addr = 0x7f6aaa000000
+        place = tb.bind(root, bdf, "on", sched=lambda pid, c: None, numa=False)
     else:
         files = dict(tt.TWO_NODES)
         files["/proc/self/numa_maps"] = tt.BufferNodes.MAPS.replace("N1=262100 N0=44", "N1=262144")
