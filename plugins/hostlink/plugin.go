@@ -3,7 +3,10 @@
 // (hostlink.pcie) and the GPU↔GPU copy matrix (hostlink.p2p). It runs
 // workloads/torchbench.py, or nvbandwidth or TransferBench where a site
 // has them (parameter tool), and reads the outputs of all three by their
-// content, so that gpuaccept check takes any of them.
+// content, so that gpuaccept check takes any of them. With torchbench.py,
+// pcie's copies run bound to each GPU's NUMA node, and where they ran (the
+// placement) goes to Info "context", which the judge adds to the verdict
+// of a low figure (placement.go).
 package hostlink
 
 import (
