@@ -8,13 +8,30 @@ JSON object per line on stdout, each a measurement of one GPU (or GPU pair):
    "m": 8192, "n": 8192, "k": 8192, "iters": 50, "seconds": 0.0219,
    "tflops": 1004.1}
   {"kind": "hbm", "gpu": 0, "op": "copy"|"triad", "bytes": N, "gbps": ...}
-  {"kind": "h2d"|"d2h", "gpu": 0, "bytes": N, "pinned": true, "gbps": ...}
+  {"kind": "h2d"|"d2h", "gpu": 0, "bytes": N, "pinned": true, "gbps": ...,
+   "placement": {...}}
   {"kind": "p2p", "src": 0, "dst": 1, "bytes": N, "gbps": ...}
   {"kind": "info", "torch": "2.11.0", "cuda": "13.0", "hip": null,
    "gpus": 8, "names": [...]}
   {"kind": "error", "message": "..."}
 
 Every object also carries "host": the node's host name (socket.gethostname()).
+
+"placement" says where the copy ran, so that a low figure can be told from a
+badly placed process: the GPU's PCI address ("bdf"), its NUMA node
+("numa_node", -1 where the host exposes none), the CPUs the copying thread
+was bound to, as the kernel granted them ("cpus", a cpulist; "" when
+unbound, "unbound" then says why), how its memory was steered ("mempolicy": "preferred N (libnuma)" or "first touch"),
+the NUMA nodes holding the pinned buffer's pages ("buffer_nodes", node ->
+pages, from libnuma's move_pages on sampled pages, else /proc/self/numa_maps:
+"buffer_source" says which; absent when unknown, "buffer_unknown" then says
+why), the IOMMU ("iommu": on|off|unknown, "iommu_cmdline": the kernel's
+iommu flags, "iommu_domain": the GPU's IOMMU group type, e.g. identity for
+passthrough), the host's NUMA nodes ("nodes": [{"node", "total_kb",
+"free_kb"}]) and the GPU's PCIe link right after the copies ("link":
+current_speed, current_width, max_speed, max_width as sysfs prints them).
+Each GPU's copies bind to that GPU's node (--numa on, the default);
+--numa off measures wherever the process landed.
 
 TFLOPS is 2*m*n*k*iters / seconds / 1e12 (dense matmul). Bandwidth is in
 GB/s (1e9 bytes/s): copy moves 2x bytes (read + write), triad 3x (a = b +
@@ -25,13 +42,17 @@ repeats is reported, as SuperBench and nvbandwidth do.
 Usage: torchbench.py [--tests gemm,hbm,h2d,d2h,p2p] [--gpus 0,1|all]
                      [--dtypes bf16,fp16,fp8,tf32,fp32] [--size 8192]
                      [--bytes 1073741824] [--iters 50] [--repeats 5]
-                     [--concurrent]
+                     [--concurrent] [--numa on|off]
 --concurrent runs the GEMM on every listed GPU at once (one thread each),
 so that power and thermal limits of a full node show; without it, each GPU
 runs alone in turn.
 """
 import argparse
+import ctypes
+import ctypes.util
+import glob
 import json
+import os
 import socket
 import sys
 import threading
@@ -117,7 +138,323 @@ def hbm(torch, dev, nbytes, iters, repeats):
     return out
 
 
-def host(torch, dev, kind, nbytes, iters, repeats):
+# Placement of the host copies. The functions read sysfs and procfs under
+# root ("/" on a node) so that tests can hand them a fake tree.
+
+
+def read_text(root, path):
+    """The stripped text of root/path, None when it cannot be read."""
+    try:
+        with open(os.path.join(root, path.lstrip("/"))) as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def parse_cpulist(text):
+    """The CPU numbers of a sysfs cpulist ("0-3,8,10-11"), sorted; [] for
+    an empty or malformed list."""
+    cpus = set()
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        try:
+            lo, hi = int(lo), int(hi or lo)
+        except ValueError:
+            return []
+        if lo < 0 or hi < lo:
+            return []
+        cpus.update(range(lo, hi + 1))
+    return sorted(cpus)
+
+
+def format_cpulist(cpus):
+    """The cpulist of a set of CPU numbers, runs joined: [0,1,2,5] -> "0-2,5"."""
+    out = []
+    for c in sorted(cpus):
+        if out and out[-1][1] == c - 1:
+            out[-1][1] = c
+        else:
+            out.append([c, c])
+    return ",".join("%d" % a if a == b else "%d-%d" % (a, b) for a, b in out)
+
+
+def gpu_bdf(torch, dev):
+    """The GPU's PCI address, sysfs form ("0000:19:00.0"), from torch's
+    device properties; None when torch does not give it."""
+    try:
+        p = torch.cuda.get_device_properties(dev)
+        return "%04x:%02x:%02x.0" % (p.pci_domain_id, p.pci_bus_id, p.pci_device_id)
+    except (AttributeError, TypeError, RuntimeError):
+        return None
+
+
+def iommu_state(root, bdf):
+    """The IOMMU as the host shows it: on when /sys/class/iommu has a unit,
+    the kernel command line's iommu flags, and the type of the GPU's IOMMU
+    group (identity: passthrough; DMA, DMA-FQ: translated)."""
+    units = glob.glob(os.path.join(root, "sys/class/iommu/*"))
+    have_class = os.path.isdir(os.path.join(root, "sys/class/iommu"))
+    cmdline = read_text(root, "/proc/cmdline") or ""
+    flags = [w for w in cmdline.split() if w.split("=")[0] in ("iommu", "intel_iommu", "amd_iommu", "iommu.passthrough", "iommu.strict")]
+    out = {"iommu": "on" if units else ("off" if have_class else "unknown"), "iommu_cmdline": " ".join(flags)}
+    if bdf:
+        t = read_text(root, "/sys/bus/pci/devices/%s/iommu_group/type" % bdf)
+        if t:
+            out["iommu_domain"] = t
+    return out
+
+
+def numa_nodes(root):
+    """The host's NUMA nodes: [{"node": N, "total_kb": KB, "free_kb": KB}]
+    from /sys/devices/system/node/nodeN/meminfo, by node number."""
+    out = []
+    for d in glob.glob(os.path.join(root, "sys/devices/system/node/node[0-9]*")):
+        try:
+            n = int(os.path.basename(d)[4:])
+        except ValueError:
+            continue
+        rec = {"node": n}
+        try:
+            with open(os.path.join(d, "meminfo")) as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        for line in text.splitlines():
+            # "Node 0 MemTotal:       527939776 kB"
+            f = line.split()
+            if len(f) >= 4 and f[2] in ("MemTotal:", "MemFree:"):
+                try:
+                    rec["total_kb" if f[2] == "MemTotal:" else "free_kb"] = int(f[3])
+                except ValueError:
+                    pass
+        out.append(rec)
+    return sorted(out, key=lambda r: r["node"])
+
+
+def pci_link(root, bdf):
+    """The GPU's PCIe link as sysfs prints it ("32.0 GT/s PCIe", width
+    "16"); {} when unreadable. Read right after the copies: an idle GPU
+    trains its link down."""
+    out = {}
+    if not bdf:
+        return out
+    for k in ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width"):
+        v = read_text(root, "/sys/bus/pci/devices/%s/%s" % (bdf, k))
+        if v:
+            out[k.replace("_link", "")] = v
+    return out
+
+
+def gpu_numa(root, bdf):
+    """The GPU's NUMA node and its local CPUs: (node, cpus, why). node is
+    -1 with why set where the host exposes none (one-node hosts, VMs) or
+    the GPU's address is unknown."""
+    if not bdf:
+        return -1, [], "the GPU's PCI address is unknown"
+    text = read_text(root, "/sys/bus/pci/devices/%s/numa_node" % bdf)
+    if text is None:
+        return -1, [], "no /sys/bus/pci/devices/%s/numa_node" % bdf
+    try:
+        node = int(text)
+    except ValueError:
+        return -1, [], "numa_node of %s reads %r" % (bdf, text)
+    if node < 0:
+        return -1, [], "the host gives %s no NUMA node (numa_node -1)" % bdf
+    cpus = parse_cpulist(read_text(root, "/sys/bus/pci/devices/%s/local_cpulist" % bdf))
+    if not cpus:
+        cpus = parse_cpulist(read_text(root, "/sys/devices/system/node/node%d/cpulist" % node))
+    if not cpus:
+        return node, [], "no CPU list for NUMA node %d" % node
+    return node, cpus, ""
+
+
+def buffer_nodes(root, addr, pid="self"):
+    """The NUMA nodes holding the pages of the mapping that contains addr,
+    node -> pages, from /proc/PID/numa_maps ("7f2a... default anon=262144
+    N1=262144 kernelpagesize_kB=4"); (None, why) when unknown."""
+    text = read_text(root, "/proc/%s/numa_maps" % pid)
+    if text is None:
+        return None, "no /proc/%s/numa_maps" % pid
+    best = None
+    for line in text.splitlines():
+        f = line.split()
+        try:
+            start = int(f[0], 16)
+        except (ValueError, IndexError):
+            continue
+        if start <= addr and (best is None or start > best[0]):
+            best = (start, f)
+    if best is None:
+        return None, "no mapping of address 0x%x in numa_maps" % addr
+    nodes = {}
+    for w in best[1][1:]:
+        k, _, v = w.partition("=")
+        if len(k) > 1 and k[0] == "N" and k[1:].isdigit():
+            try:
+                nodes[k[1:]] = int(v)
+            except ValueError:
+                pass
+    if not nodes:
+        return None, "numa_maps lists no node for the mapping at 0x%x" % best[0]
+    return nodes, ""
+
+
+def pages_nodes(lib, addr, nbytes, samples=64, page=4096):
+    """The NUMA nodes of samples pages spread over [addr, addr+nbytes),
+    node -> pages, by libnuma's numa_move_pages with no target (it only
+    reports); (None, why) when the kernel places none of them (pinned
+    memory the driver maps itself)."""
+    n = max(1, min(samples, nbytes // page))
+    step = max(page, (nbytes // n) // page * page)
+    first = (addr + page - 1) // page * page
+    ptrs = (ctypes.c_void_p * n)(*[first + i * step for i in range(n)])
+    status = (ctypes.c_int * n)()
+    try:
+        lib.numa_move_pages.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.POINTER(ctypes.c_void_p),
+                                        ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+        rc = lib.numa_move_pages(0, n, ptrs, None, status, 0)
+    except (OSError, AttributeError, ctypes.ArgumentError) as e:
+        return None, "numa_move_pages: %s" % e
+    if rc < 0:
+        return None, "numa_move_pages failed (%d)" % rc
+    nodes = {}
+    for st in status:
+        if st >= 0:
+            nodes[str(st)] = nodes.get(str(st), 0) + 1
+    if not nodes:
+        return None, "numa_move_pages placed none of %d pages (status %d)" % (n, status[0])
+    return nodes, ""
+
+
+def libnuma():
+    """libnuma through ctypes, None where it is absent or says NUMA is not
+    available."""
+    name = ctypes.util.find_library("numa")
+    for n in ([name] if name else []) + ["libnuma.so.1"]:
+        try:
+            lib = ctypes.CDLL(n)
+            if lib.numa_available() < 0:
+                return None
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def bind(root, bdf, mode, sched=None, numa=None, getaff=None):
+    """Binds the calling thread (the one that allocates the pinned buffer
+    and issues the copies) to the GPU's NUMA node, so that the buffer's
+    pages are first-touched there; with libnuma it also prefers that node's
+    memory. Returns the placement so far: "numa_node", "cpus" (bound
+    cpulist, "" when unbound), "unbound" (why not), "mempolicy". mode
+    "off" binds nothing. The cpus recorded are those the kernel granted
+    (a container's cpuset may hold fewer). sched, getaff and numa stand in
+    for os.sched_setaffinity, os.sched_getaffinity and libnuma in tests."""
+    node, cpus, why = gpu_numa(root, bdf)
+    out = {"bdf": bdf or "", "numa_node": node, "cpus": "", "mempolicy": "default"}
+    if mode == "off":
+        out["unbound"] = "--numa off"
+        return out
+    if why:
+        out["unbound"] = why
+        return out
+    sched = sched or getattr(os, "sched_setaffinity", None)
+    if sched is None:
+        out["unbound"] = "no sched_setaffinity on this platform"
+        return out
+    try:
+        sched(0, cpus)
+    except OSError as e:
+        out["unbound"] = "sched_setaffinity to CPUs %s: %s" % (format_cpulist(cpus), e)
+        return out
+    out["mempolicy"] = "first touch"
+    lib = numa if numa is not None else libnuma()
+    if lib:
+        try:
+            lib.numa_set_preferred(node)
+            out["mempolicy"] = "preferred %d (libnuma)" % node
+        except (OSError, AttributeError):
+            pass
+    getaff = getaff or getattr(os, "sched_getaffinity", None)
+    try:
+        granted = sorted(getaff(0)) if getaff else cpus
+    except OSError:
+        granted = cpus
+    out["cpus"] = format_cpulist(granted)
+    return out
+
+
+def unbind(cpus, sched=None, numa=None):
+    """Undoes bind for the next GPU: the affinity the process started with,
+    and local allocation."""
+    sched = sched or getattr(os, "sched_setaffinity", None)
+    if sched and cpus:
+        try:
+            sched(0, cpus)
+        except OSError:
+            pass
+    lib = numa if numa is not None else libnuma()
+    if lib:
+        try:
+            lib.numa_set_localalloc()
+        except (OSError, AttributeError):
+            pass
+
+
+def host_facts(root, bdf):
+    """What the host shows beside a placement: IOMMU and NUMA nodes."""
+    out = iommu_state(root, bdf)
+    out["nodes"] = numa_nodes(root)
+    return out
+
+
+def empty_host_cache(torch):
+    """Frees torch's cached pinned blocks, so that the next pinned buffer
+    is allocated anew under the current binding instead of reusing one
+    placed for another GPU."""
+    f = getattr(torch._C, "_host_emptyCache", None)
+    if f:
+        try:
+            f()
+        except RuntimeError:
+            pass
+
+
+def locate(root, addr, nbytes, numa):
+    """Where the buffer at addr is: {"buffer_nodes": {node: pages},
+    "buffer_source": how} or {"buffer_unknown": why}."""
+    whys = []
+    if numa:
+        nodes, why = pages_nodes(numa, addr, nbytes)
+        if nodes:
+            return {"buffer_nodes": nodes, "buffer_source": "move_pages, sampled pages"}
+        whys.append(why)
+    nodes, why = buffer_nodes(root, addr)
+    if nodes:
+        return {"buffer_nodes": nodes, "buffer_source": "numa_maps, pages of the mapping"}
+    whys.append(why)
+    return {"buffer_unknown": "; ".join(whys)}
+
+
+def complete(place, root, addr, nbytes, numa):
+    """bind's placement completed after the copies from the buffer at
+    addr: its NUMA nodes, the link as it stands then (an idle GPU trains
+    its link down), the IOMMU and the host's NUMA nodes."""
+    p = dict(place)
+    p["link"] = pci_link(root, p.get("bdf"))
+    p.update(locate(root, addr, nbytes, numa))
+    p.update(host_facts(root, p.get("bdf")))
+    return p
+
+
+def host(torch, dev, kind, nbytes, iters, repeats, place=None, root="/", numa=None):
+    """One direction's copies of GPU dev; place is bind's placement,
+    completed here with the buffer's node, the IOMMU, the NUMA nodes and
+    the link as it stands right after the copies."""
+    empty_host_cache(torch)
     hostbuf = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
     devbuf = torch.empty(nbytes, dtype=torch.uint8, device=dev)
     if kind == "h2d":
@@ -125,8 +462,14 @@ def host(torch, dev, kind, nbytes, iters, repeats):
     else:
         fn = lambda: hostbuf.copy_(devbuf, non_blocking=True)
     s = timed(torch, dev, fn, iters, 2, repeats)
-    return {"kind": kind, "gpu": dev, "bytes": nbytes, "pinned": True, "iters": iters, "seconds": s,
-            "gbps": float(nbytes) * iters / s / 1e9}
+    torch.cuda.synchronize(dev)
+    rec = {"kind": kind, "gpu": dev, "bytes": nbytes, "pinned": True, "iters": iters, "seconds": s,
+           "gbps": float(nbytes) * iters / s / 1e9}
+    if place is not None:
+        rec["placement"] = complete(place, root, hostbuf.data_ptr(), nbytes, numa)
+    del hostbuf
+    empty_host_cache(torch)
+    return rec
 
 
 def p2p(torch, src, dst, nbytes, iters, repeats):
@@ -147,6 +490,8 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--concurrent", action="store_true")
+    ap.add_argument("--numa", choices=("on", "off"), default="on",
+                    help="on: bind each GPU's host copies to the GPU's NUMA node; off: measure where the process landed")
     o = ap.parse_args()
     try:
         import torch
@@ -165,6 +510,8 @@ def main():
     emit({"kind": "info", "torch": torch.__version__, "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None),
           "gpus": count, "names": [torch.cuda.get_device_name(i) for i in range(count)]})
     tests = o.tests.split(",")
+    start = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    numa = libnuma() if "h2d" in tests or "d2h" in tests else None
     if "gemm" in tests:
         for dt in o.dtypes.split(","):
             if o.concurrent and len(gpus) > 1:
@@ -185,9 +532,16 @@ def main():
         if "hbm" in tests:
             for r in hbm(torch, g, o.bytes, max(5, o.iters // 5), o.repeats):
                 emit(r)
-        for k in ("h2d", "d2h"):
-            if k in tests:
-                emit(host(torch, g, k, o.bytes, max(5, o.iters // 5), o.repeats))
+        dirs = [k for k in ("h2d", "d2h") if k in tests]
+        if dirs:
+            # Per GPU: each GPU's copies run from its own NUMA node.
+            place = bind("/", gpu_bdf(torch, g), o.numa, numa=numa or False)
+            try:
+                for k in dirs:
+                    emit(host(torch, g, k, o.bytes, max(5, o.iters // 5), o.repeats, place, "/", numa))
+            finally:
+                if place.get("cpus"):
+                    unbind(start, numa=numa or False)
     if "p2p" in tests:
         for s in gpus:
             for d in gpus:

@@ -32,6 +32,13 @@ type Options struct {
 	Defaults map[string]map[string]string
 }
 
+// ContextKey is the Info key in which a plugin says, in words, what the
+// host showed while it measured ("placement: GPU0 on NUMA node 1, ...").
+// The judge adds it to the message of a test a measured point warns or
+// fails ("; " + context), so the verdict says what a low figure may owe
+// to the host; the judge reads nothing in it.
+const ContextKey = "context"
+
 // Test judges one test's parsed output against the baseline entries of its
 // scope: Judge with Options{Entries: entries, NoBaseline: noBaseline}.
 func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test {
@@ -54,7 +61,8 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 // measured less than the baseline asks for). The message puts
 // what decided the verdict first, then the rest from worst to least;
 // "baseline points not measured" and skip notes come last; no finding is
-// said twice.
+// said twice. When a point warns or fails, the plugin's Info context
+// (ContextKey) ends the message.
 func Judge(p result.Parsed, o Options) result.Test {
 	t := result.Test{Diagnostics: append([]result.Diagnostic(nil), p.Diagnostics...), Info: p.Info}
 	judged := make([]result.Judged, len(p.Metrics))
@@ -199,7 +207,20 @@ func Judge(p result.Parsed, o Options) result.Test {
 		ps.add(result.Skip, catNoBaseline, o.NoBaseline)
 	}
 	t.Message = ps.message(t.Status, passed)
+	if c := p.Info[ContextKey]; c != "" && ps.pointOutside() {
+		t.Message += "; " + c
+	}
 	return t
+}
+
+// pointOutside says a measured point (or dip) warns or fails.
+func (ps problems) pointOutside() bool {
+	for _, p := range ps {
+		if p.cat == catPoint && (p.status == result.Warn || p.status == result.Fail) {
+			return true
+		}
+	}
+	return false
 }
 
 // The kinds of finding, in the order a message lists findings of the same

@@ -320,3 +320,34 @@ func TestReasonFirst(t *testing.T) {
 		})
 	}
 }
+
+// A plugin's Info context ends the message of a test a point warns or
+// fails, and of no other: a pass, a failed gate or a parse error says
+// nothing about a low figure.
+func TestContextFollowsLowPoints(t *testing.T) {
+	e := entry(t, map[int64]float64{1 << 30: 330, 4 << 30: 344})
+	ctx := map[string]string{ContextKey: "placement: GPU0 on NUMA node 1"}
+	cases := []struct {
+		name    string
+		metrics []result.Metric
+		checks  []result.Check
+		status  result.Status
+		msg     string
+	}{
+		{"fail", []result.Metric{busbw(1<<30, 329, "out-of-place"), busbw(4<<30, 28.7, "out-of-place")}, nil, result.Fail,
+			"busbw out-of-place 28.7 GB/s at 4 GiB below 309.6 (baseline 344.0 -10%); placement: GPU0 on NUMA node 1"},
+		{"warn", []result.Metric{busbw(1<<30, 329, "out-of-place"), busbw(4<<30, 320, "out-of-place")}, nil, result.Warn,
+			"busbw out-of-place 320.0 GB/s at 4 GiB below 326.8 (baseline 344.0 -5%); placement: GPU0 on NUMA node 1"},
+		{"pass", []result.Metric{busbw(1<<30, 329, "out-of-place"), busbw(4<<30, 343, "out-of-place")}, nil, result.Pass,
+			"2 points inside their bands"},
+		{"failed gate, points fine", []result.Metric{busbw(1<<30, 329, "out-of-place"), busbw(4<<30, 343, "out-of-place")},
+			[]result.Check{{Name: "rank count", Message: "1, expected 2"}}, result.Fail, "rank count: 1, expected 2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Test(result.Parsed{Metrics: c.metrics, Checks: c.checks, Info: ctx}, []*sku.Entry{e}, "")
+			assert.Equal(t, got.Status, c.status, got.Message)
+			assert.Equal(t, got.Message, c.msg)
+		})
+	}
+}

@@ -3,7 +3,10 @@
 // (hostlink.pcie) and the GPU↔GPU copy matrix (hostlink.p2p). It runs
 // workloads/torchbench.py, or nvbandwidth or TransferBench where a site
 // has them (parameter tool), and reads the outputs of all three by their
-// content, so that gpuaccept check takes any of them.
+// content, so that gpuaccept check takes any of them. With torchbench.py,
+// pcie's copies run bound to each GPU's NUMA node, and where they ran (the
+// placement) goes to Info "context", which the judge adds to the verdict
+// of a low figure (placement.go).
 package hostlink
 
 import (
@@ -41,6 +44,7 @@ var Params = append([]pluginapi.Param{
 	{Name: "bytes", Default: "1073741824", Unit: "bytes", Description: "torch: bytes per copy"},
 	{Name: "iters", Default: "50", Unit: "iterations", Description: "torch: the script's --iters; it times max(5, iters/5) copies per repeat"},
 	{Name: "repeats", Default: "5", Description: "torch: repeats; the best is reported"},
+	{Name: "numa", Default: "on", Description: "torch, hostlink.pcie: on binds each GPU's copies and pinned buffer to the GPU's NUMA node where the host exposes one; off measures wherever the process landed (to compare both placements on one host). Either way the placement is recorded (Info context)"},
 }, append(torchbench.Params,
 	pluginapi.Param{Name: "env.NAME", Description: "environment variable NAME for the tool"})...)
 
@@ -80,7 +84,9 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 type settings struct {
 	torchbench.Settings
 	tool, bindir string
-	env          map[string]string
+	// numaOff passes --numa off: the copies run unbound.
+	numaOff bool
+	env     map[string]string
 }
 
 func parseParams(p map[string]string) (settings, error) {
@@ -110,6 +116,11 @@ func parseParams(p map[string]string) (settings, error) {
 			s.tool = v
 		case "bindir":
 			s.bindir = v
+		case "numa":
+			if v != "on" && v != "off" {
+				return s, fmt.Errorf("parameter numa: %q is not on or off", v)
+			}
+			s.numaOff = v == "off"
 		}
 	}
 	return s, nil
@@ -160,10 +171,15 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 		step.Argv = []string{bin("TransferBench"), "p2p"}
 	default:
 		tests := []string{"h2d", "d2h"}
+		args := s.CountArgs()
 		if req.Test == "p2p" {
 			tests = []string{"p2p"}
+		} else if s.numaOff {
+			// Only when asked: a script= copy older than --numa refuses
+			// the flag, and on is its default.
+			args = append(args, "--numa", "off")
 		}
-		step = torchbench.Step(torchbench.StepOptions{Name: req.Test, Python: s.Python, Script: s.Script, Tests: tests, Args: s.CountArgs(), Env: s.env, Nodes: t.Nodes})
+		step = torchbench.Step(torchbench.StepOptions{Name: req.Test, Python: s.Python, Script: s.Script, Tests: tests, Args: args, Env: s.env, Nodes: t.Nodes})
 	}
 	return plan.Plan{Steps: []plan.Step{step}}, nil
 }
@@ -432,6 +448,13 @@ func judgeTorch(p *result.Parsed, test string, topo plan.Topology, o torchbench.
 	p.Checks = append(p.Checks, torchbench.ErrorChecks(o, name)...)
 	info, checks := torchbench.Facts(o, nil)
 	p.Checks = append(p.Checks, checks...)
+	if test == "pcie" {
+		// Where the copies ran: the judge adds it to a verdict a low
+		// figure warns or fails, and results.json keeps it either way.
+		if t := placementText(o.Copies); t != "" {
+			info[placementInfo] = t
+		}
+	}
 	for k, v := range info {
 		if p.Info == nil {
 			p.Info = map[string]string{}

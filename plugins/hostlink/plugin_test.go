@@ -148,6 +148,8 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	f.Add([]byte(`{"gbps": 55.4, "gpu": 0, "kind": "h2d", "pinned": true, "placement": {"buffer_nodes": {"1": -3, "0": 3}, "nodes": [{"node": -1}], "numa_node": -7, "link": {"current_speed": "x"}}}` + "\n" +
+		`{"gbps": 55.4, "gpu": 0, "kind": "d2h", "pinned": true, "placement": {"buffer_nodes": {}, "iommu": "on"}}`))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(dir, "fuzz.log")

@@ -76,6 +76,65 @@ type Copy struct {
 	Pinned bool
 	// GBps is the bandwidth in GB/s (1e9 bytes/s).
 	GBps float64
+	// Placement is where the copy ran; nil in outputs of script versions
+	// before the field (placement not recorded) or when it was unreadable
+	// (a diagnostic says why).
+	Placement *Placement
+}
+
+// Placement is the "placement" of an h2d or d2h record: where the process
+// and its pinned buffer were, and the state of the GPU's host link, so
+// that a low figure can be told from a badly placed process.
+type Placement struct {
+	// BDF is the GPU's PCI address ("0000:19:00.0"); "" when unknown.
+	BDF string `json:"bdf"`
+	// NUMANode is the GPU's NUMA node; -1 where the host exposes none
+	// (one-node hosts, VMs).
+	NUMANode int `json:"numa_node"`
+	// CPUs is the cpulist the copying thread was bound to ("48-95");
+	// "" when unbound, Unbound then says why ("--numa off", "the host
+	// gives 0000:19:00.0 no NUMA node (numa_node -1)").
+	CPUs    string `json:"cpus"`
+	Unbound string `json:"unbound"`
+	// MemPolicy is how the buffer's memory was steered: "preferred N
+	// (libnuma)", "first touch" (binding only) or "default".
+	MemPolicy string `json:"mempolicy"`
+	// BufferNodes are the NUMA nodes holding the pinned buffer's pages,
+	// node number -> pages; BufferSource says how they were found
+	// ("move_pages, sampled pages", "numa_maps, pages of the mapping").
+	// Empty when unknown, BufferUnknown then says why.
+	BufferNodes   map[string]int64 `json:"buffer_nodes"`
+	BufferSource  string           `json:"buffer_source"`
+	BufferUnknown string           `json:"buffer_unknown"`
+	// IOMMU is "on" (/sys/class/iommu has a unit), "off" or "unknown";
+	// IOMMUCmdline the kernel command line's iommu flags ("intel_iommu=on
+	// iommu=pt"); IOMMUDomain the type of the GPU's IOMMU group
+	// ("identity": passthrough; "DMA", "DMA-FQ": translated), "" unknown.
+	IOMMU        string `json:"iommu"`
+	IOMMUCmdline string `json:"iommu_cmdline"`
+	IOMMUDomain  string `json:"iommu_domain"`
+	// Nodes are the host's NUMA nodes with their memory.
+	Nodes []NodeMemory `json:"nodes"`
+	// Link is the GPU's PCIe link as sysfs printed it right after the
+	// copies; its fields are "" when unreadable.
+	Link Link `json:"link"`
+}
+
+// NodeMemory is one NUMA node's memory, in KiB as
+// /sys/devices/system/node/nodeN/meminfo prints it ("kB").
+type NodeMemory struct {
+	Node    int   `json:"node"`
+	TotalKB int64 `json:"total_kb"`
+	FreeKB  int64 `json:"free_kb"`
+}
+
+// Link is a PCIe link's state as sysfs prints it: speeds "32.0 GT/s
+// PCIe", widths "16".
+type Link struct {
+	CurrentSpeed string `json:"current_speed"`
+	CurrentWidth string `json:"current_width"`
+	MaxSpeed     string `json:"max_speed"`
+	MaxWidth     string `json:"max_width"`
 }
 
 // P2P is a "p2p" record: a copy from GPU Src to GPU Dst of one node.
@@ -156,6 +215,9 @@ type record struct {
 	GPUs       int      `json:"gpus"`
 	Names      []string `json:"names"`
 	Message    string   `json:"message"`
+	// Placement is decoded apart, so that a malformed one costs the
+	// placement and not the figure.
+	Placement json.RawMessage `json:"placement"`
 }
 
 // Parse reads the script's output from r (name names it in diagnostics,
@@ -227,16 +289,26 @@ func Parse(r io.Reader, name string) (Output, error) {
 // add reads one JSON line into o; it returns why the line is no record,
 // "" when it is one.
 func (o *Output) add(text string, line int) string {
+	why, placementWhy := o.addRecord(text, line)
+	if why == "" && placementWhy != "" {
+		return placementWhy
+	}
+	return why
+}
+
+// addRecord reads one JSON line into o; it returns why the line is no
+// record, "" when it is one, and why a record's placement was dropped.
+func (o *Output) addRecord(text string, line int) (string, string) {
 	var r record
 	dec := json.NewDecoder(strings.NewReader(text))
 	if err := dec.Decode(&r); err != nil {
-		return fmt.Sprintf("not JSON (%v): %s", err, textdiag.Clip(text, 120))
+		return fmt.Sprintf("not JSON (%v): %s", err, textdiag.Clip(text, 120)), ""
 	}
 	if dec.More() {
-		return "more than one JSON value on the line: " + textdiag.Clip(text, 120)
+		return "more than one JSON value on the line: " + textdiag.Clip(text, 120), ""
 	}
 	if r.Kind == nil {
-		return "a JSON object without \"kind\": " + textdiag.Clip(text, 120)
+		return "a JSON object without \"kind\": " + textdiag.Clip(text, 120), ""
 	}
 	at := At{Line: line, Host: r.Host}
 	need := func(what string, ok bool) string {
@@ -250,14 +322,14 @@ func (o *Output) add(text string, line int) string {
 	switch *r.Kind {
 	case "gemm":
 		if why := need("a GPU index", gpuOK); why != "" {
-			return why
+			return why, ""
 		}
 		if why := need("a dtype", r.DType != ""); why != "" {
-			return why
+			return why, ""
 		}
 		if r.Skipped == "" {
 			if why := need("a positive tflops", positive(r.TFLOPS)); why != "" {
-				return why
+				return why, ""
 			}
 		}
 		g := GEMM{At: at, GPU: *r.GPU, Name: r.Name, DType: r.DType, M: r.M, N: r.N, K: r.K, Iters: r.Iters,
@@ -268,30 +340,42 @@ func (o *Output) add(text string, line int) string {
 		o.GEMM = append(o.GEMM, g)
 	case "hbm":
 		if why := need("a GPU index", gpuOK); why != "" {
-			return why
+			return why, ""
 		}
 		if why := need("op copy or triad", r.Op == "copy" || r.Op == "triad"); why != "" {
-			return why
+			return why, ""
 		}
 		if why := need("a positive gbps", positive(r.GBps)); why != "" {
-			return why
+			return why, ""
 		}
 		o.HBM = append(o.HBM, HBM{At: at, GPU: *r.GPU, Op: r.Op, Bytes: r.Bytes, GBps: *r.GBps})
 	case "h2d", "d2h":
 		if why := need("a GPU index", gpuOK); why != "" {
-			return why
+			return why, ""
 		}
 		if why := need("a positive gbps", positive(r.GBps)); why != "" {
-			return why
+			return why, ""
 		}
-		o.Copies = append(o.Copies, Copy{At: at, GPU: *r.GPU, Direction: *r.Kind, Bytes: r.Bytes, Pinned: r.Pinned, GBps: *r.GBps})
+		c := Copy{At: at, GPU: *r.GPU, Direction: *r.Kind, Bytes: r.Bytes, Pinned: r.Pinned, GBps: *r.GBps}
+		var placementWhy string
+		if len(r.Placement) > 0 && string(r.Placement) != "null" {
+			var p Placement
+			if err := json.Unmarshal(r.Placement, &p); err != nil {
+				placementWhy = fmt.Sprintf("a %s record's placement is unreadable (%v); the figure is kept", *r.Kind, err)
+			} else {
+				c.Placement = &p
+			}
+		}
+		o.Copies = append(o.Copies, c)
+		o.Records++
+		return "", placementWhy
 	case "p2p":
 		ok := r.Src != nil && r.Dst != nil && *r.Src >= 0 && *r.Dst >= 0 && *r.Src < 1<<20 && *r.Dst < 1<<20
 		if why := need("src and dst GPU indices", ok); why != "" {
-			return why
+			return why, ""
 		}
 		if why := need("a positive gbps", positive(r.GBps)); why != "" {
-			return why
+			return why, ""
 		}
 		o.P2P = append(o.P2P, P2P{At: at, Src: *r.Src, Dst: *r.Dst, Bytes: r.Bytes, PeerAccess: r.PeerAccess, GBps: *r.GBps})
 	case "info":
@@ -310,10 +394,10 @@ func (o *Output) add(text string, line int) string {
 		}
 		o.Errors = append(o.Errors, Error{At: at, Message: textdiag.Clip(msg, 500)})
 	default:
-		return fmt.Sprintf("a record of unknown kind %q", textdiag.Clip(*r.Kind, 40))
+		return fmt.Sprintf("a record of unknown kind %q", textdiag.Clip(*r.Kind, 40)), ""
 	}
 	o.Records++
-	return ""
+	return "", ""
 }
 
 // Hosts returns the hosts the records name, sorted, "" (unknown) included

@@ -2,6 +2,7 @@ package torchbench
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -264,6 +265,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"kind": "p2p", "src": -1, "dst": 1e30, "gbps": 1e400}` + "\n{\"kind\":null}\n{}{}\n[1,0]<stdout>:{"))
+	f.Add([]byte(`{"gbps": 55.4, "gpu": 0, "kind": "h2d", "pinned": true, "placement": {"buffer_nodes": {"1": -3}, "nodes": [{"node": -1}], "link": []}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o, err := Parse(strings.NewReader(string(data)), "fuzz")
 		if err != nil {
@@ -282,4 +284,78 @@ func FuzzParse(f *testing.F) {
 		ErrorChecks(o, "fuzz")
 		Facts(o, nil)
 	})
+}
+
+// placementLines are the h2d and d2h lines of the H200 node recording as
+// the script prints them now, with the placement its own functions give
+// for kase (workloads/testdata/placement_lines.py: two-nodes, numa-off,
+// here); no GPU run has recorded them yet. Skipped without python3.
+func placementLines(t *testing.T, kase string) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 to run torchbench.py's placement functions")
+	}
+	out, err := exec.Command(py, "../../../workloads/testdata/placement_lines.py", kase,
+		"../../../testdata/recordings/h200x1-2026-12-01/node/node-1/raw/hostlink.pcie/pcie.log").Output()
+	assert.NilError(t, err)
+	return string(out)
+}
+
+func TestParsePlacement(t *testing.T) {
+	// The recording predates placements: none is read, and nothing is
+	// diagnosed.
+	old := parseFile(t, "../../../testdata/recordings/h200x1-2026-12-01/node/node-1/raw/hostlink.pcie/pcie.log")
+	assert.Equal(t, len(old.Copies), 2)
+	assert.Assert(t, old.Copies[0].Placement == nil && old.Copies[1].Placement == nil)
+	assert.Equal(t, len(old.Diags), 0)
+
+	twoNodes := Placement{BDF: "0000:19:00.0", NUMANode: 1, CPUs: "48-95,144-191", MemPolicy: "first touch",
+		BufferNodes: map[string]int64{"1": 262144}, BufferSource: "numa_maps, pages of the mapping",
+		IOMMU: "on", IOMMUCmdline: "intel_iommu=on", IOMMUDomain: "DMA-FQ",
+		Nodes: []NodeMemory{{Node: 0, TotalKB: 1056355408, FreeKB: 1001234560}, {Node: 1, TotalKB: 1056964608, FreeKB: 12345678}},
+		Link:  Link{CurrentSpeed: "32.0 GT/s PCIe", CurrentWidth: "16", MaxSpeed: "32.0 GT/s PCIe", MaxWidth: "16"}}
+	off := twoNodes
+	off.CPUs, off.Unbound, off.MemPolicy = "", "--numa off", "default"
+	for _, c := range []struct {
+		kase string
+		want *Placement
+	}{
+		{"two-nodes", &twoNodes},
+		{"numa-off", &off},
+		{"here", nil},
+	} {
+		t.Run(c.kase, func(t *testing.T) {
+			o, err := Parse(strings.NewReader(placementLines(t, c.kase)), "pcie.log")
+			assert.NilError(t, err)
+			assert.Equal(t, len(o.Diags), 0, "%v", o.Diags)
+			assert.Equal(t, len(o.Copies), 2)
+			for _, cp := range o.Copies {
+				assert.Assert(t, cp.Placement != nil, "line %d: no placement", cp.Line)
+				assert.Assert(t, cp.GBps > 55)
+				if c.want != nil {
+					assert.DeepEqual(t, *cp.Placement, *c.want)
+					continue
+				}
+				// This machine: whatever it is, the script said where the
+				// GPU's node is and either bound to it or why not.
+				p := cp.Placement
+				assert.Assert(t, p.IOMMU != "", "%+v", p)
+				assert.Assert(t, (p.CPUs != "") != (p.Unbound != ""), "%+v", p)
+				assert.Assert(t, len(p.BufferNodes) > 0 || p.BufferUnknown != "", "%+v", p)
+			}
+		})
+	}
+}
+
+// A placement of the wrong shape costs the placement, not the figure.
+func TestParseBadPlacement(t *testing.T) {
+	line := `{"bytes": 1073741824, "gbps": 55.43040955167523, "gpu": 0, "host": "vm", "kind": "h2d", "pinned": true, "placement": {"numa_node": "one"}}`
+	o, err := Parse(strings.NewReader(line+"\n"), "pcie.log")
+	assert.NilError(t, err)
+	assert.Equal(t, len(o.Copies), 1)
+	assert.Assert(t, o.Copies[0].Placement == nil)
+	assert.Equal(t, o.Copies[0].GBps, 55.43040955167523)
+	assert.Equal(t, len(o.Diags), 1)
+	assert.Assert(t, strings.Contains(o.Diags[0], "pcie.log:1: a h2d record's placement is unreadable"), o.Diags[0])
 }
