@@ -53,6 +53,14 @@ func TestReference(t *testing.T) {
 		// GB200 NVL72: NVLink spans the rack's trays, up to 72 GPUs.
 		{"gb200-a4x", "nccl.all_gather", sc(8, 4), 900, "NVLink 5, one way"},
 		{"gb200-a4x", "nccl.all_gather", sc(32, 4), 200, "ConnectX-7 400 Gb/s per GPU, the 4 of a node: all_gather across 32 nodes"},
+		// The catalog of issue 30: the generic SKUs' links.
+		{"gb300", "nccl.all_reduce", sc(18, 4), 900, "NVLink 5, one way"},
+		{"gb300", "nccl.all_reduce", sc(32, 4), 400, "ConnectX-8 800 Gb/s per GPU, the 4 of a node: all_reduce across 32 nodes"},
+		{"b300", "nccl.all_gather", sc(2, 8), 800, "ConnectX-8 800 Gb/s per GPU, the 8 of a node: all_gather across 2 nodes"},
+		{"a100-40gb", "nccl.all_reduce", sc(1, 8), 300, "NVLink 3, one way"},
+		{"h100-nvl", "nccl.all_reduce", sc(1, 2), 300, "NVLink bridge, one way (bridged pairs; others cross PCIe)"},
+		{"mi300x", "rccl.all_reduce", sc(1, 8), 448, "Infinity Fabric (xGMI), 7 links, one way"},
+		{"mi350x", "rccl.alltoall", sc(1, 8), 537.6, "Infinity Fabric (xGMI), 7 links, one way"},
 	}
 	for _, c := range cases {
 		t.Run(c.sku+" "+c.test+" "+c.scope.String(), func(t *testing.T) {

@@ -142,7 +142,7 @@ func TestShippedBaselines(t *testing.T) {
 		}
 	}
 	_, err = cat.Get("h999")
-	assert.ErrorContains(t, err, `unknown SKU "h999" (known: a100-ndmv4, b200-a4, gb200-a4x, h100, h200`)
+	assert.ErrorContains(t, err, `unknown SKU "h999" (known: a100-40gb, a100-80gb, a100-ndmv4, b200, b200-a4, b300, gb200, gb200-a4x, gb300, h100, h100-nvl, h100-pcie, h200, h200-nvl, mi300x, mi325x, mi350x, mi355x, volcengine-hpcpni)`)
 }
 
 func TestLoadErrors(t *testing.T) {
