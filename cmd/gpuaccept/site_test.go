@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,7 +148,7 @@ func TestExamplesHaveABaseline(t *testing.T) {
 	assert.Assert(t, strings.Contains(readFile(t, "../../examples/slurm/gpuaccept.sbatch"), "#SBATCH --nodes=1\n"))
 
 	var c common
-	cat, err := c.catalog()
+	cat, err := c.catalog(io.Discard)
 	assert.NilError(t, err)
 	for name, args := range map[string][]string{"README headline": headline, "gpuaccept.sbatch": sbatch} {
 		s, err := cat.Get(after(args, "--sku"))
