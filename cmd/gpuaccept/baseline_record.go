@@ -23,7 +23,7 @@ import (
 )
 
 const baselineUsage = `Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]
-  gpuaccept baseline show SKU
+  gpuaccept baseline show SKU [--yaml]     (--yaml: the SKU file itself, to start a site's own)
   gpuaccept baseline record --sku SKU [--out FILE] [--nodes N --gpus-per-node G] RUN...
   gpuaccept baseline record --sku SKU --repeat N [--out FILE] [--results DIR] -- RUN-FLAGS...
   gpuaccept baseline diff OLD NEW          (SKU files, or SKU names)
@@ -315,7 +315,7 @@ func regularFile(p string) bool {
 
 func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
-	fs := newFlags("baseline diff", "Usage: gpuaccept baseline diff OLD NEW\n\nShows what moved between two SKU files: values per size (with the move in percent), bands, units, entries and points added or removed, and how many values stayed. OLD and NEW are SKU files, or names of SKUs (the built-in ones, or --baselines DIR's). Both must pass baseline validate.\n", stderr)
+	fs := newFlags("baseline diff", "Usage: gpuaccept baseline diff OLD NEW\n\nShows what changed between two SKU files: suites and tests added or removed, a suite's nodes and params, a test's params, min_gpus, skip and timeout; values per size (with the move in percent), bands, units, entries and points added or removed, and how many values stayed. OLD and NEW are SKU files, or names of SKUs (the built-in ones, or --baselines DIR's). Both must pass baseline validate.\n", stderr)
 	fs.StringVar(&c.baselinesDir, "baselines", "", baselinesUsage+" (for SKU names)")
 	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders searched for external plugins")
 	if err := fs.Parse(args); err != nil {

@@ -98,15 +98,29 @@ func TestSiteParams(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, "/flag/build/all_reduce_perf"), out)
 }
 
-// No image is built in: a k8s run of a SKU without one (a100-ndmv4 names
-// none since its seed's was private) says where to give it.
+// No image is built in: a k8s run of a SKU without one says where to give
+// it. a100-ndmv4 names none since its seed's was private, mi355x none
+// since its seed's is an individual's Docker Hub repository (seed 004's
+// site file, examples/sites/mi355x-k8s.yaml, gives it).
 func TestK8sImageRequired(t *testing.T) {
-	code, _, errs := cli(t, "--sku", "a100-ndmv4", "--suite", "multinode", "--launcher", "k8s", "--dry-run")
-	assert.Equal(t, code, 2, errs)
-	assert.Assert(t, strings.Contains(errs, "launcher k8s needs a container image holding the benchmarks, mpirun and sshd, and none is given: give --image, or a site file (--site) with kubernetes.image, or kubernetes.image in baselines/a100-ndmv4.yaml"), errs)
-	code, out, errs := cli(t, "--sku", "a100-ndmv4", "--suite", "multinode", "--launcher", "k8s", "--image", "registry.example/nccl:1", "--dry-run")
-	assert.Equal(t, code, 0, errs)
-	assert.Assert(t, strings.Contains(out, "image: registry.example/nccl:1"), out)
+	for _, c := range []struct{ sku, site, siteImage string }{
+		{"a100-ndmv4", "", ""},
+		{"mi355x", "../../examples/sites/mi355x-k8s.yaml", "prasadnairamd/rocm-multinode:7.2.2-complete"},
+	} {
+		t.Run(c.sku, func(t *testing.T) {
+			code, _, errs := cli(t, "--sku", c.sku, "--suite", "multinode", "--launcher", "k8s", "--dry-run")
+			assert.Equal(t, code, 2, errs)
+			assert.Assert(t, strings.Contains(errs, "launcher k8s needs a container image holding the benchmarks, mpirun and sshd, and none is given: give --image, or a site file (--site) with kubernetes.image, or kubernetes.image in baselines/"+c.sku+".yaml"), errs)
+			code, out, errs := cli(t, "--sku", c.sku, "--suite", "multinode", "--launcher", "k8s", "--image", "registry.example/nccl:1", "--dry-run")
+			assert.Equal(t, code, 0, errs)
+			assert.Assert(t, strings.Contains(out, "image: registry.example/nccl:1"), out)
+			if c.site != "" {
+				code, out, errs := cli(t, "--sku", c.sku, "--suite", "multinode", "--launcher", "k8s", "--site", c.site, "--dry-run")
+				assert.Equal(t, code, 0, errs)
+				assert.Assert(t, strings.Contains(out, "image: "+c.siteImage), out)
+			}
+		})
+	}
 }
 
 // The MPIJob launcher pod holds no rank: it gets none of the rank pods'
