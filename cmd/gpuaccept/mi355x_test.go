@@ -55,8 +55,11 @@ func TestMI355XSeedReplayPasses(t *testing.T) {
 		t.Run(c.suite, func(t *testing.T) {
 			// T8 on the seed's one pair: the SKU's default is every NIC
 			// (TestMI355XWriteBWEveryNIC), the recording has this one.
-			code, r, errs := runJSON(t, "--sku", "mi355x", "--suite", c.suite, "--launcher", "replay",
-				"--replay-dir", filepath.Join(mi355x, c.suite), "--param", seedPair, "--out", t.TempDir())
+			args := []string{"--sku", "mi355x", "--suite", c.suite, "--launcher", "replay", "--replay-dir", filepath.Join(mi355x, c.suite), "--out", t.TempDir()}
+			if c.suite == "multinode" {
+				args = append(args, "--param", seedPair)
+			}
+			code, r, errs := runJSON(t, args...)
 			assert.Equal(t, code, 0, errs)
 			assert.Equal(t, r.Status, "pass")
 			got := map[string]string{}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -181,5 +182,46 @@ func TestExamplesHaveABaseline(t *testing.T) {
 					"%s: %s has no baseline at %dx%d (it has %v)", name, st.Test, nodes, gpus, s.Scopes(st.Test))
 			}
 		}
+	}
+}
+
+// A run keeps where its SKU came from, in results.json and in the
+// journal's first line: built-in, or the site's file that replaced it
+// (--baselines), which is also the file kept in baseline/.
+func TestRunKeepsSKUSource(t *testing.T) {
+	dir := t.TempDir()
+	const mark = "# the site's copy\n"
+	site := filepath.Join(dir, "h200.yaml")
+	assert.NilError(t, os.WriteFile(site, []byte(mark+readFile(t, "../../baselines/h200.yaml")), 0o644))
+	for _, c := range []struct {
+		name, source string
+		args         []string
+		note         bool
+	}{
+		{"built-in", "built-in", nil, false},
+		{"site", site, []string{"--baselines", dir}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "results")
+			args := append([]string{"--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--launcher", "replay",
+				"--replay-dir", "../../testdata/recordings/h200x2-2026-11-30-final/single", "--out", out}, c.args...)
+			code, stdout, errs := cli(t, args...)
+			assert.Equal(t, code, 0, stdout+errs)
+			assert.Equal(t, strings.Count(errs, "note: SKU h200 from "+site+" overrides the built-in one\n"), map[bool]int{true: 1, false: 0}[c.note], errs)
+			var res struct {
+				SKUSource string `json:"sku_source"`
+			}
+			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &res))
+			assert.Equal(t, res.SKUSource, c.source)
+			var head struct {
+				Run struct {
+					SKUSource string `json:"sku_source"`
+				} `json:"run"`
+			}
+			first, _, _ := strings.Cut(readFile(t, filepath.Join(out, "journal.jsonl")), "\n")
+			assert.NilError(t, json.Unmarshal([]byte(first), &head))
+			assert.Equal(t, head.Run.SKUSource, c.source)
+			assert.Equal(t, strings.HasPrefix(readFile(t, filepath.Join(out, "baseline", "h200.yaml")), mark), c.note)
+		})
 	}
 }
