@@ -51,7 +51,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		return cmdBaselineDiff(args[1:], stdout, stderr)
 	case "validate":
 		var c common
-		fs := newFlags("baseline validate", "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n\nChecks SKU files (default: every file of the built-in or --baselines folder) and lists every problem, up to 20 a file, each with its file, line and field.\n", stderr)
+		fs := newFlags("baseline validate", "Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]\n\nChecks SKU files (default: every built-in one, or with --baselines every file of DIR, the site's) and lists every problem, up to 20 a file, each with its file, line and field.\n", stderr)
 		c.addOnly(fs, "baselines", "plugin-path")
 		if err := fs.Parse(args[1:]); err != nil {
 			return exitUsage, usageError{err}
@@ -114,21 +114,30 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitOK, nil
 	case "show":
 		var c common
-		fs := newFlags("baseline show", "Usage: gpuaccept baseline show SKU\n", stderr)
+		fs := newFlags("baseline show", "Usage: gpuaccept baseline show SKU [--yaml] [--baselines DIR]\n\nShows a SKU's baseline, entry by entry, with the sources; --yaml prints its SKU file instead, byte for byte (the built-in one, or --baselines DIR's that replaces it), to start a site's own from.\n", stderr)
 		c.addOnly(fs, "baselines")
+		asYAML := fs.Bool("yaml", false, "print the SKU file itself, as gpuaccept carries it (or as --baselines DIR holds it)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return exitUsage, usageError{err}
 		}
 		if fs.NArg() != 1 {
 			return exitUsage, usageError{errors.New("baseline show: want one SKU")}
 		}
-		cat, err := c.catalog()
+		cat, err := c.catalog(stderr)
 		if err != nil {
 			return exitUsage, err
 		}
 		s, err := cat.Get(fs.Arg(0))
 		if err != nil {
 			return exitUsage, usageError{err}
+		}
+		if *asYAML {
+			data, err := cat.File(s.Name)
+			if err != nil {
+				return exitError, err
+			}
+			_, err = stdout.Write(data)
+			return exitOK, err
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "TEST\tSCOPE\tMETRIC\tLABELS\tSIZE\tVALUE\tUNIT\tBAND")

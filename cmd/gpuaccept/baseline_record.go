@@ -23,7 +23,7 @@ import (
 )
 
 const baselineUsage = `Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]
-  gpuaccept baseline show SKU
+  gpuaccept baseline show SKU [--yaml]     (--yaml: the SKU file itself, to start a site's own)
   gpuaccept baseline record --sku SKU [--out FILE] [--nodes N --gpus-per-node G] RUN...
   gpuaccept baseline record --sku SKU --repeat N [--out FILE] [--results DIR] -- RUN-FLAGS...
   gpuaccept baseline diff OLD NEW          (SKU files, or SKU names)
@@ -58,7 +58,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	opt := record.DefaultOptions()
 	fs := newFlags("baseline record", recordUsage, stderr)
 	fs.StringVar(&c.sku, "sku", "", "SKU whose file the entries go into (gpuaccept list skus)")
-	fs.StringVar(&c.baselinesDir, "baselines", "", "folder of SKU files to use instead of the built-in ones")
+	fs.StringVar(&c.baselinesDir, "baselines", "", baselinesUsage)
 	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders searched for external plugins")
 	fs.StringVar(&outFile, "out", "", "write the SKU file here (default: standard output)")
 	fs.IntVar(&nodes, "nodes", 0, "nodes the raw outputs and logs ran on")
@@ -79,7 +79,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if c.sku == "" {
 		return exitUsage, usageError{errors.New("baseline record: --sku is required: the entries go into that SKU's file")}
 	}
-	cat, err := c.catalog()
+	cat, err := c.catalog(stderr)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -315,8 +315,8 @@ func regularFile(p string) bool {
 
 func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
-	fs := newFlags("baseline diff", "Usage: gpuaccept baseline diff OLD NEW\n\nShows what moved between two SKU files: values per size (with the move in percent), bands, units, entries and points added or removed, and how many values stayed. OLD and NEW are SKU files, or names of SKUs (the built-in ones, or --baselines DIR's). Both must pass baseline validate.\n", stderr)
-	fs.StringVar(&c.baselinesDir, "baselines", "", "folder of SKU files to use instead of the built-in ones, for SKU names")
+	fs := newFlags("baseline diff", "Usage: gpuaccept baseline diff OLD NEW\n\nShows what changed between two SKU files: suites and tests added or removed, a suite's nodes and params, a test's params, min_gpus, skip and timeout; values per size (with the move in percent), bands, units, entries and points added or removed, and how many values stayed. OLD and NEW are SKU files, or names of SKUs (the built-in ones, or --baselines DIR's). Both must pass baseline validate.\n", stderr)
+	fs.StringVar(&c.baselinesDir, "baselines", "", baselinesUsage+" (for SKU names)")
 	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders searched for external plugins")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
@@ -331,7 +331,7 @@ func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
 	var problems []string
 	for i, f := range fs.Args() {
 		if !strings.ContainsAny(f, "/.") && !regularFile(f) {
-			cat, err := c.catalog()
+			cat, err := c.catalog(stderr)
 			if err != nil {
 				return exitUsage, err
 			}

@@ -308,7 +308,9 @@ func TestShippedSKUsKubernetesManifests(t *testing.T) {
 		{"gb200-a4x", "multinode", nil, []string{`nvidia.com/gpu: "4"`, `"interfaceName":"eth5","network":"rdma-3"`, "kueue.x-k8s.io/queue-name: a4x", "cloud.google.com/gke-accelerator: nvidia-gb200", "value: arm64", "sizeLimit: 250Gi", "nccl-plugin-gib-diagnostic-arm64:v1.0.4"}},
 		{"b200-a4", "multinode", nil, []string{`nvidia.com/gpu: "8"`, "nccl-plugin-gib-diagnostic:latest"}},
 		{"h200", "singlenode", []string{"--image", "nvcr.io/nvidia/pytorch:25.01-py3", "--gpus-per-node", "2"}, []string{`nvidia.com/gpu: "2"`, "sizeLimit: 8Gi"}},
-		{"mi355x", "multinode", nil, []string{`amd.com/gpu: "8"`, "hostNetwork: true", "- IPC_LOCK", "image: prasadnairamd/rocm-multinode:7.2.2-complete"}},
+		// seed 004's image is its site's (an individual's repository), not
+		// the SKU's: mi355x names none (TestK8sImageRequired).
+		{"mi355x", "multinode", []string{"--site", "../../examples/sites/mi355x-k8s.yaml"}, []string{`amd.com/gpu: "8"`, "hostNetwork: true", "- IPC_LOCK", "image: prasadnairamd/rocm-multinode:7.2.2-complete"}},
 	}
 	for _, c := range cases {
 		t.Run(c.sku, func(t *testing.T) {
@@ -373,4 +375,82 @@ func TestBaselineShowRanges(t *testing.T) {
 	}
 	assert.Assert(t, !strings.Contains(out, "-.."), out)
 	assert.Assert(t, !strings.Contains(out, "..-"), out)
+}
+
+// show --yaml prints a SKU's file byte for byte: every built-in one as
+// gpuaccept carries it (a site's starting point), and with --baselines
+// the site's file that replaces it.
+func TestBaselineShowYAML(t *testing.T) {
+	code, out, errs := cli(t, "list", "skus", "--format", "json")
+	assert.Equal(t, code, 0, errs)
+	var skus []struct{ Name string }
+	assert.NilError(t, json.Unmarshal([]byte(out), &skus))
+	assert.Assert(t, len(skus) > 0)
+	for _, s := range skus {
+		t.Run(s.Name, func(t *testing.T) {
+			code, out, errs := cli(t, "baseline", "show", s.Name, "--yaml")
+			assert.Equal(t, code, 0, errs)
+			assert.Equal(t, out, readFile(t, "../../baselines/"+s.Name+".yaml"))
+		})
+	}
+	dir := siteBaselines(t)
+	for _, c := range []struct{ sku, file string }{
+		{"h100", filepath.Join(dir, "h100.yaml")},
+		{"site-h100", filepath.Join(dir, "site-h100.yaml")},
+		{"h200", "../../baselines/h200.yaml"},
+	} {
+		t.Run("--baselines "+c.sku, func(t *testing.T) {
+			code, out, errs := cli(t, "baseline", "show", "--baselines", dir, c.sku, "--yaml")
+			assert.Equal(t, code, 0, errs)
+			assert.Equal(t, out, readFile(t, c.file))
+		})
+	}
+}
+
+// diff reports what changed in the suites, not only in the baseline
+// entries: a suite added or removed, a test added to or removed from a
+// suite, a test's params or min_gpus changed. Each is a change of its own
+// and nothing is reported the other way round that was not changed.
+func TestBaselineDiffSuites(t *testing.T) {
+	h100 := readFile(t, "../../baselines/h100.yaml")
+	const test = "      - test: nccl.all_reduce\n"
+	assert.Assert(t, strings.Count(h100, test) == 1 && strings.Contains(h100, "\nbaselines:\n"))
+	cases := []struct {
+		name string
+		edit func(string) string
+		want []string // lines of the diff, old -> new
+	}{
+		{"suite added", func(s string) string {
+			return strings.Replace(s, "\nbaselines:\n", "\n  multinode:\n    nodes: 2\n    tests:\n      - test: nccl.all_gather\nbaselines:\n", 1)
+		}, []string{"suite multinode ", "suite added (1 test: nccl.all_gather)"}},
+		{"test added", func(s string) string { return strings.Replace(s, test, test+"      - test: nccl.broadcast\n", 1) },
+			[]string{"suite singlenode nccl.broadcast ", "test added"}},
+		{"params", func(s string) string { return strings.Replace(s, test, test+"        params: {maxbytes: 1G}\n", 1) },
+			[]string{"suite singlenode nccl.all_reduce ", "params maxbytes none -> 1G"}},
+		{"min_gpus", func(s string) string { return strings.Replace(s, test, test+"        min_gpus: 4\n", 1) },
+			[]string{"suite singlenode nccl.all_reduce ", "min_gpus 0 -> 4"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			oldF, newF := filepath.Join(dir, "old.yaml"), filepath.Join(dir, "new.yaml")
+			assert.NilError(t, os.WriteFile(oldF, []byte(h100), 0o644))
+			assert.NilError(t, os.WriteFile(newF, []byte(c.edit(h100)), 0o644))
+			code, out, errs := cli(t, "baseline", "diff", oldF, newF)
+			assert.Equal(t, code, 0, errs)
+			assert.Assert(t, !strings.Contains(out, "no differences"), out)
+			for _, w := range c.want {
+				assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)
+			}
+			assert.Assert(t, strings.Contains(out, "1 change;"), "one change only:\n%s", out)
+			// The other way round, the same change undone.
+			code, back, errs := cli(t, "baseline", "diff", newF, oldF)
+			assert.Equal(t, code, 0, errs)
+			undone := strings.NewReplacer("added", "removed", "none -> 1G", "1G -> none", "0 -> 4", "4 -> 0").Replace(c.want[1])
+			assert.Assert(t, strings.Contains(back, undone), "want %q in\n%s", undone, back)
+		})
+	}
+	code, out, errs := cli(t, "baseline", "diff", "h100", "h100")
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.HasPrefix(out, "no differences;"), out)
 }

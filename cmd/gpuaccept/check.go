@@ -77,7 +77,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := c.loadKey(); err != nil {
 		return exitUsage, err
 	}
-	s, err := c.getSKU()
+	s, err := c.getSKU(stderr)
 	if err != nil {
 		return exitUsage, err
 	}

@@ -26,9 +26,9 @@ func TestConventions(t *testing.T) {
 		{"no arguments: usage", nil, 2, "", "Usage:\n  gpuaccept [run] --sku SKU"},
 		{"list suites --sku filters", []string{"list", "suites", "--sku", "mi355x"}, 0, "mi355x  multinode", ""},
 		{"list suites --sku unknown", []string{"list", "suites", "--sku", "h999"}, 2, "", `unknown SKU "h999"`},
-		{"list skus --format", []string{"list", "skus", "--format", "json"}, 2, "", "unknown flag: --format"},
-		{"list tests --sku", []string{"list", "tests", "--sku", "h200"}, 2, "", "list tests does not take --sku (it takes: --plugin-path)"},
-		{"list launchers --baselines", []string{"list", "launchers", "--baselines", "."}, 2, "", "list launchers does not take --baselines (it takes: no flags)"},
+		{"list skus --format yaml", []string{"list", "skus", "--format", "yaml"}, 2, "", `list: unknown --format "yaml" (known: table, json)`},
+		{"list tests --sku", []string{"list", "tests", "--sku", "h200"}, 2, "", "list tests does not take --sku (it takes: --plugin-path, --format)"},
+		{"list launchers --baselines", []string{"list", "launchers", "--baselines", "."}, 2, "", "list launchers does not take --baselines (it takes: --format)"},
 		{"demo --sku", []string{"demo", "--sku", "mi355x"}, 2, "", "unknown flag: --sku"},
 		{"baseline show --junit", []string{"baseline", "show", "h200", "--junit", "x.xml"}, 2, "", "unknown flag: --junit"},
 		{"baseline validate --format", []string{"baseline", "validate", "--format", "json"}, 2, "", "unknown flag: --format"},
@@ -62,10 +62,10 @@ func TestHostsSlotsNoteOnlyWhenIgnored(t *testing.T) {
 func TestListHelpShowsItsFlags(t *testing.T) {
 	code, _, errs := cli(t, "list", "--help")
 	assert.Equal(t, code, 0)
-	for _, f := range []string{"--sku", "--baselines", "--plugin-path"} {
+	for _, f := range []string{"--sku", "--baselines", "--plugin-path", "--format"} {
 		assert.Assert(t, strings.Contains(errs, f), "list --help lacks %s:\n%s", f, errs)
 	}
-	for _, f := range []string{"--junit", "--html", "--out", "--format"} {
+	for _, f := range []string{"--junit", "--html", "--out"} {
 		assert.Assert(t, !strings.Contains(errs, f), "list --help offers %s, which list ignores:\n%s", f, errs)
 	}
 }

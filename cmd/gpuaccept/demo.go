@@ -37,7 +37,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := validFormat(c.format); err != nil {
 		return exitUsage, err
 	}
-	cat, err := c.catalog()
+	cat, err := c.catalog(stderr)
 	if err != nil {
 		return exitUsage, err
 	}

@@ -91,7 +91,7 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	if c.sku == "" {
 		return exitUsage, usageError{errors.New("--sku is required (gpuaccept list skus)")}
 	}
-	s, err := c.getSKU()
+	s, err := c.getSKU(stderr)
 	if err != nil {
 		return exitUsage, err
 	}

@@ -140,11 +140,15 @@ func TestCleanNothingHintsNamespace(t *testing.T) {
 	assert.Assert(t, strings.Contains(errs, "give the run's --namespace"), errs)
 }
 
+// rocmImage stands for a site's image: mi355x names none (seed 004's is
+// its site file's, examples/sites/mi355x-k8s.yaml).
+const rocmImage = "registry.example/rocm-multinode:1"
+
 // Paired and rendezvous steps planned without host names (the pods do not
 // exist yet) reach each other by the pods' DNS names: the ib_write_bw
 // client names its server's pod, Mori's MASTER_ADDR is node 0's pod.
 func TestK8sDryRunResolvesHosts(t *testing.T) {
-	code, out, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--launcher", "k8s", "--dry-run",
+	code, out, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--image", rocmImage, "--launcher", "k8s", "--dry-run",
 		"--test", "ibperf.write_bw", "--test", "mori.ep_internode")
 	assert.Equal(t, code, 0, errs)
 	assert.Assert(t, !strings.Contains(out, "@host"), out)
@@ -160,7 +164,7 @@ func TestK8sDryRunResolvesHosts(t *testing.T) {
 // its own server) and what follows a failure. A host that is no
 // Kubernetes node name is refused, named.
 func TestK8sLocalisesOnHostsGiven(t *testing.T) {
-	code, out, errs := cli(t, "localise", "--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce",
+	code, out, errs := cli(t, "localise", "--sku", "mi355x", "--suite", "multinode", "--image", rocmImage, "--test", "rccl.all_reduce",
 		"--launcher", "k8s", "--hosts", "gpu-node-0,gpu-node-1", "--dry-run")
 	assert.Equal(t, code, 0, errs)
 	for _, want := range []string{"# localise rccl.all_reduce on 2 nodes", "per-node: suite singlenode on each node at once: gpu-node-0 gpu-node-1",
@@ -169,7 +173,7 @@ func TestK8sLocalisesOnHostsGiven(t *testing.T) {
 		assert.Assert(t, strings.Contains(out, want), "missing %q in\n%s", want, out)
 	}
 
-	code, out, errs = cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "ibperf.write_bw", "--launcher", "k8s",
+	code, out, errs = cli(t, "--sku", "mi355x", "--suite", "multinode", "--image", rocmImage, "--test", "ibperf.write_bw", "--launcher", "k8s",
 		"--param", "ibperf:pairs=ionic_7:ionic_1,ionic_6:ionic_2", "--hosts", "gpu-node-0,gpu-node-1", "--dry-run")
 	assert.Equal(t, code, 0, errs)
 	assert.Assert(t, !strings.Contains(out, "would not be localised"), out)
@@ -185,7 +189,7 @@ func TestK8sLocalisesOnHostsGiven(t *testing.T) {
 	}
 	assert.DeepEqual(t, got, map[string]string{"server.0": "gpu-node-0", "server.1": "gpu-node-0", "client.0": "gpu-node-1", "client.1": "gpu-node-1"})
 
-	code, _, errs = cli(t, "localise", "--sku", "mi355x", "--suite", "multinode", "--launcher", "k8s", "--hosts", "gpu-node-0,GPU_1", "--dry-run")
+	code, _, errs = cli(t, "localise", "--sku", "mi355x", "--suite", "multinode", "--image", rocmImage, "--launcher", "k8s", "--hosts", "gpu-node-0,GPU_1", "--dry-run")
 	assert.Equal(t, code, 2)
 	assert.Assert(t, strings.Contains(errs, `host "GPU_1" is not a Kubernetes node name`), errs)
 }

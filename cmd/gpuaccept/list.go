@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"reflect"
@@ -21,6 +22,7 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlags("list", listUsage, stderr)
 	c.addOnly(fs, "sku", "baselines", "plugin-path")
 	fs.Lookup("sku").Usage = "list skus, list suites: only this SKU's"
+	fs.StringVar(&c.format, "format", "table", "table, or json (an array of objects, the fields README.md lists)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}
@@ -34,11 +36,18 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := listFlagsUsed(fs, what); err != nil {
 		return exitUsage, err
 	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	defer w.Flush()
+	if c.format != "table" && c.format != "json" {
+		return exitUsage, usageError{fmt.Errorf("list: unknown --format %q (known: table, json)", c.format)}
+	}
+	var rows []any // what --format json prints
+	table := stdout
+	if c.format == "json" {
+		table = io.Discard
+	}
+	w := tabwriter.NewWriter(table, 0, 4, 2, ' ', 0)
 	switch what {
 	case "skus", "suites":
-		cat, err := c.catalog()
+		cat, err := c.catalog(stderr)
 		if err != nil {
 			return exitUsage, err
 		}
@@ -52,15 +61,22 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 		for _, n := range names {
 			s := cat.SKUs[n]
 			if what == "skus" {
-				fmt.Fprintf(w, "%s\t%s\tsuites: %s\n", n, s.Description, strings.Join(s.SuiteNames(), ", "))
+				rows = append(rows, listedSKU{Name: n, Description: s.Description, Source: s.Source, File: s.File, GPU: s.GPU, GPUsPerNode: s.GPUsPerNode, Suites: s.SuiteNames()})
+				fmt.Fprintf(w, "%s\t%s\t%s\tsuites: %s\n", n, s.Source, s.Description, strings.Join(s.SuiteNames(), ", "))
 				continue
 			}
 			for _, sn := range s.SuiteNames() {
 				su := s.Suites[sn]
 				names := make([]string, len(su.Tests))
+				ls := listedSuite{SKU: n, Suite: sn, Description: su.Description, Nodes: su.Nodes, Params: su.Params, Tests: []listedSuiteTest{}}
 				for i, t := range su.Tests {
 					names[i] = t.Test
+					ls.Tests = append(ls.Tests, listedSuiteTest{Test: t.Test, Params: t.Params, MinGPUs: t.MinGPUs, Skip: t.Skip, Timeout: t.Timeout.String()})
+					if t.Timeout == 0 {
+						ls.Tests[i].Timeout = ""
+					}
 				}
+				rows = append(rows, ls)
 				fmt.Fprintf(w, "%s\t%s\t%s\n", n, sn, strings.Join(names, " "))
 			}
 		}
@@ -70,37 +86,120 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 		for _, p := range host.Names() {
 			d, err := host.Describe(context.Background(), p)
 			if err != nil {
+				rows = append(rows, listedTest{Plugin: p, Error: err.Error()})
 				fmt.Fprintf(w, "%s\terror: %v\n", p, err)
 				continue
 			}
 			if what == "plugins" {
+				rows = append(rows, listedPlugin{Name: d.Name, Version: d.Version, Tests: len(d.Tests)})
 				fmt.Fprintf(w, "%s\t%s\t%s\n", d.Name, d.Version, result.Count(len(d.Tests), "test"))
 				continue
+			}
+			for _, t := range d.Tests {
+				lt := listedTest{Test: d.Name + "." + t.Name, Plugin: d.Name, PluginVersion: d.Version, Description: t.Description, Params: []listedParam{}}
+				for _, p := range t.Params {
+					lt.Params = append(lt.Params, listedParam(p))
+				}
+				rows = append(rows, lt)
 			}
 			listTests(w, d)
 		}
 	case "launchers":
 		for _, n := range launch.Names() {
+			rows = append(rows, listedLauncher{Name: n})
 			fmt.Fprintln(w, n)
 		}
 	default:
 		return exitUsage, usageError{fmt.Errorf("list %q: want skus, suites, tests, plugins or launchers", what)}
 	}
-	return exitOK, nil
+	if c.format == "json" {
+		if rows == nil {
+			rows = []any{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return exitOK, enc.Encode(rows)
+	}
+	return exitOK, w.Flush()
 }
+
+// The objects list --format json prints, one per row of the table: their
+// field names are a contract with scripts (README.md, "Listing the
+// catalog"), kept when the table changes. Empty fields are left out.
+type (
+	// listedSKU is a SKU of list skus.
+	listedSKU struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		// Source is "built-in" or the path of the site's file (--baselines).
+		Source string `json:"source"`
+		// File names the file as messages do (baselines/h200.yaml for a
+		// built-in one).
+		File        string   `json:"file"`
+		GPU         string   `json:"gpu,omitempty"`
+		GPUsPerNode int      `json:"gpus_per_node"`
+		Suites      []string `json:"suites"`
+	}
+	// listedSuite is a suite of list suites.
+	listedSuite struct {
+		SKU         string            `json:"sku"`
+		Suite       string            `json:"suite"`
+		Description string            `json:"description,omitempty"`
+		Nodes       int               `json:"nodes,omitempty"`
+		Params      map[string]string `json:"params,omitempty"`
+		Tests       []listedSuiteTest `json:"tests"`
+	}
+	// listedSuiteTest is one test of a suite, as the SKU file gives it.
+	listedSuiteTest struct {
+		Test    string            `json:"test"`
+		Params  map[string]string `json:"params,omitempty"`
+		MinGPUs int               `json:"min_gpus,omitempty"`
+		Skip    string            `json:"skip,omitempty"`
+		// Timeout is a Go duration ("45m0s").
+		Timeout string `json:"timeout,omitempty"`
+	}
+	// listedTest is a test of list tests, or a plugin that could not
+	// describe its tests (Plugin and Error only).
+	listedTest struct {
+		Test          string        `json:"test,omitempty"`
+		Plugin        string        `json:"plugin"`
+		PluginVersion string        `json:"plugin_version,omitempty"`
+		Description   string        `json:"description,omitempty"`
+		Params        []listedParam `json:"params,omitempty"`
+		Error         string        `json:"error,omitempty"`
+	}
+	// listedParam is a test parameter (--param KEY=VALUE).
+	listedParam struct {
+		Name        string `json:"name"`
+		Default     string `json:"default,omitempty"`
+		Unit        string `json:"unit,omitempty"`
+		Description string `json:"description"`
+	}
+	// listedPlugin is a plugin of list plugins; Tests counts its tests.
+	listedPlugin struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+		Tests   int    `json:"tests"`
+	}
+	// listedLauncher is a launcher of list launchers.
+	listedLauncher struct {
+		Name string `json:"name"`
+	}
+)
 
 const listUsage = `Usage: gpuaccept list [skus|suites|tests|plugins|launchers] [flags]
 
-Lists the SKUs (the default) with their suites, each SKU's suites with
-their tests, the tests plugins offer with their parameters, the plugins,
-or the launchers.
+Lists the SKUs (the default) with where each comes from (built-in, or the
+file of --baselines DIR) and their suites, each SKU's suites with their
+tests, the tests plugins offer with their parameters, the plugins, or the
+launchers. --format json prints the same as a JSON array of objects.
 `
 
 // listFlags are the flags each list takes: the SKU lists read SKU files,
 // the test lists plugins, and launchers neither.
 var listFlags = map[string][]string{
-	"skus": {"sku", "baselines"}, "suites": {"sku", "baselines"},
-	"tests": {"plugin-path"}, "plugins": {"plugin-path"}, "launchers": nil,
+	"skus": {"sku", "baselines", "format"}, "suites": {"sku", "baselines", "format"},
+	"tests": {"plugin-path", "format"}, "plugins": {"plugin-path", "format"}, "launchers": {"format"},
 }
 
 // listFlagsUsed refuses a flag given to a list that would ignore it.

@@ -14,7 +14,6 @@ import (
 	iofs "io/fs"
 	"os"
 	"os/signal"
-	"path"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
@@ -187,8 +186,8 @@ func newFlags(name, usage string, stderr io.Writer) *pflag.FlagSet {
 type common struct {
 	sku, baselinesDir, out, junit, format, pluginPath string
 	html                                              string
-	// fsys is where the SKU files were loaded from (set by catalog).
-	fsys iofs.FS
+	// cat is the SKU catalog, once catalog has loaded it.
+	cat *sku.Catalog
 	// outDeleted says the results folder is removed when the command ends
 	// (the demo without --out), so no message may send the user to it.
 	outDeleted bool
@@ -242,7 +241,7 @@ func (c *common) addOnly(fs *pflag.FlagSet, names ...string) {
 		case "sku":
 			fs.StringVar(&c.sku, "sku", "", "SKU whose baseline judges the results (gpuaccept list skus)")
 		case "baselines":
-			fs.StringVar(&c.baselinesDir, "baselines", "", "folder of SKU files to use instead of the built-in ones")
+			fs.StringVar(&c.baselinesDir, "baselines", "", baselinesUsage)
 		case "out":
 			fs.StringVar(&c.out, "out", "", "results folder (default gpuaccept-results/SKU-SUITE-TIME for runs; none for check)")
 		case "junit":
@@ -259,8 +258,11 @@ func (c *common) addOnly(fs *pflag.FlagSet, names ...string) {
 	}
 }
 
-// skuFiles is the folder of SKU files to use, --baselines or the built-in
-// one, and its name for messages.
+// baselinesUsage is --baselines' help.
+const baselinesUsage = "folder of the site's SKU files (SKU.yaml), used beside the built-in ones; a file named after a built-in SKU takes its place"
+
+// skuFiles is the folder of SKU files baseline validate checks,
+// --baselines or the built-in one, and its name for messages.
 func (c *common) skuFiles() (iofs.FS, string) {
 	if c.baselinesDir != "" {
 		return os.DirFS(c.baselinesDir), c.baselinesDir
@@ -286,35 +288,48 @@ func (c *common) baselinesFolder() error {
 	return nil
 }
 
-func (c *common) catalog() (*sku.Catalog, error) {
+// catalog loads the SKU files once: the built-in ones, and --baselines
+// DIR's over them, a site's file taking the place of the built-in SKU of
+// its name. Each built-in SKU a site's file replaces is said on stderr,
+// once, so that nobody takes a site's bands for the built-in ones.
+func (c *common) catalog(stderr io.Writer) (*sku.Catalog, error) {
+	if c.cat != nil {
+		return c.cat, nil
+	}
 	if err := c.baselinesFolder(); err != nil {
 		return nil, err
 	}
-	fsys, dir := c.skuFiles()
-	cat, err := sku.Load(fsys, dir)
+	cat, err := sku.LoadBuiltIn(baselines.FS)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, err // a broken build, not the user's input
 	}
-	c.fsys = fsys
+	if c.baselinesDir != "" {
+		site, err := sku.Load(os.DirFS(c.baselinesDir), c.baselinesDir)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		var over []string
+		cat, over = cat.Overlay(site)
+		for _, n := range over {
+			fmt.Fprintf(stderr, "note: SKU %s from %s overrides the built-in one\n", n, cat.SKUs[n].File)
+		}
+	}
+	c.cat = cat
 	return cat, nil
 }
 
 // skuFile returns the content of the SKU file s was loaded from, to keep a
 // copy in the results folder.
 func (c *common) skuFile(s *sku.SKU) ([]byte, error) {
-	if c.fsys == nil {
+	if c.cat == nil {
 		return nil, fmt.Errorf("SKU %s: no SKU files loaded", s.Name)
 	}
-	data, err := iofs.ReadFile(c.fsys, path.Base(filepath.ToSlash(s.File)))
-	if err != nil {
-		return nil, fmt.Errorf("read SKU file of %s: %w", s.Name, err)
-	}
-	return data, nil
+	return c.cat.File(s.Name)
 }
 
 // getSKU loads the catalog and returns the --sku one.
-func (c *common) getSKU() (*sku.SKU, error) {
-	cat, err := c.catalog()
+func (c *common) getSKU(stderr io.Writer) (*sku.SKU, error) {
+	cat, err := c.catalog(stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +17,11 @@ import (
 
 // mi355x is the replay folder of seed 004's MI355X outputs.
 const mi355x = "../../testdata/recordings/mi355x-seed004"
+
+// seedPair is seed 004's one T8 NIC pair (lines 205-207, 278), as --param:
+// mi355x's write_bw tests every NIC by default, and a replay of the seed
+// has a recording of this pair only.
+const seedPair = "ibperf.write_bw:pairs=ionic_7:ionic_1"
 
 type jsonRun struct {
 	Status string `json:"status"`
@@ -45,8 +53,13 @@ func TestMI355XSeedReplayPasses(t *testing.T) {
 		{"multinode", map[string]string{"ibperf.write_bw": "pass", "ibperf.write_bw_gdr": "pass", "mori.ep_internode": "pass", "rccl.all_reduce": "pass", "rccl.alltoall": "pass"}},
 	} {
 		t.Run(c.suite, func(t *testing.T) {
-			code, r, errs := runJSON(t, "--sku", "mi355x", "--suite", c.suite, "--launcher", "replay",
-				"--replay-dir", filepath.Join(mi355x, c.suite), "--out", t.TempDir())
+			// T8 on the seed's one pair: the SKU's default is every NIC
+			// (TestMI355XWriteBWEveryNIC), the recording has this one.
+			args := []string{"--sku", "mi355x", "--suite", c.suite, "--launcher", "replay", "--replay-dir", filepath.Join(mi355x, c.suite), "--out", t.TempDir()}
+			if c.suite == "multinode" {
+				args = append(args, "--param", seedPair)
+			}
+			code, r, errs := runJSON(t, args...)
 			assert.Equal(t, code, 0, errs)
 			assert.Equal(t, r.Status, "pass")
 			got := map[string]string{}
@@ -321,8 +334,9 @@ func TestCheckPairsServerAndClient(t *testing.T) {
 	for test, pair := range map[string]string{"ibperf.write_bw": "ionic_7:ionic_1", "ibperf.write_bw_gdr": "ionic_1:ionic_1"} {
 		t.Run(test, func(t *testing.T) {
 			raw := filepath.Join(mi355x, "multinode/raw", test)
+			// The seed's own pair: the SKU's default is every NIC.
 			replay := decode("--sku", "mi355x", "--suite", "multinode", "--launcher", "replay", "--replay-dir", filepath.Join(mi355x, "multinode"),
-				"--test", test, "--out", t.TempDir())
+				"--test", test, "--param", test+":pairs="+pair, "--out", t.TempDir())
 			for _, files := range [][]string{{"server.0.log", "client.0.log"}, {"client.0.log", "server.0.log"}} {
 				check := decode("check", "--sku", "mi355x", "--test", test, "--nodes", "2", "--gpus-per-node", "8",
 					filepath.Join(raw, files[0]), filepath.Join(raw, files[1]))
@@ -401,6 +415,44 @@ func TestMI355XHoleFailsCheck(t *testing.T) {
 			assert.Equal(t, len(r.Tests), 1, errs)
 			assert.Equal(t, r.Tests[0].Status, c.status, r.Tests[0].Message)
 			assert.Assert(t, strings.Contains(r.Tests[0].Message, c.want), r.Tests[0].Message)
+		})
+	}
+}
+
+// mi355x's write_bw tests every NIC of the node by default, ionic_N of
+// the first node with ionic_N of the second, each pair on its own port;
+// the seed's one pair (ionic_7 with ionic_1) comes back with its site file
+// or --param.
+func TestMI355XWriteBWEveryNIC(t *testing.T) {
+	var every []string
+	for i := range 8 {
+		every = append(every, fmt.Sprintf("server ionic_%d %d", i, 10000+i), fmt.Sprintf("client ionic_%d %d", i, 10000+i))
+	}
+	seed := []string{"server ionic_7 10000", "client ionic_1 10000"}
+	cases := []struct {
+		name string
+		args []string
+		want []string // "ROLE HCA PORT" of each ib_write_bw, in order
+	}{
+		{"default", nil, every},
+		{"seed's site file", []string{"--site", "../../examples/sites/seed004-mi355x-hosts.yaml"}, seed},
+		{"--param", []string{"--param", "ibperf.write_bw:pairs=ionic_7:ionic_1"}, seed},
+	}
+	step := regexp.MustCompile(`ibperf\.write_bw\.(server|client)\.\d+ .*exec ib_write_bw -d (\S+) -p (\d+) `)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := cli(t, append([]string{"--sku", "mi355x", "--suite", "multinode", "--test", "ibperf.write_bw", "--launcher", "ssh",
+				"--hosts", "192.0.2.11,192.0.2.12", "--dry-run"}, c.args...)...)
+			assert.Equal(t, code, 0, errs)
+			var got []string
+			for _, m := range step.FindAllStringSubmatch(out, -1) {
+				got = append(got, m[1]+" "+m[2]+" "+m[3])
+			}
+			// Servers first, then clients: compare as sets of lines.
+			sort.Strings(got)
+			want := slices.Clone(c.want)
+			sort.Strings(want)
+			assert.DeepEqual(t, got, want)
 		})
 	}
 }

@@ -396,7 +396,7 @@ func TestEveryRecordingVerifies(t *testing.T) {
 		{"h200x2-2026-11-30-final/mpi", h200, 0},
 		{"h200x2-2026-11-30-final/p2poff", append(h200, "--test", "nccl.all_reduce", "--test", "nccl.alltoall"), 1},
 		{"mi355x-seed004/singlenode", []string{"--sku", "mi355x", "--suite", "singlenode"}, 0},
-		{"mi355x-seed004/multinode", []string{"--sku", "mi355x", "--suite", "multinode"}, 0},
+		{"mi355x-seed004/multinode", []string{"--sku", "mi355x", "--suite", "multinode", "--param", seedPair}, 0},
 	} {
 		t.Run(c.dir, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "results")

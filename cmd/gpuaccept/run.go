@@ -100,7 +100,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if c.sku == "" || suite == "" {
 		return exitUsage, usageError{errors.New("--sku and --suite are required (gpuaccept list suites)")}
 	}
-	s, err := c.getSKU()
+	s, err := c.getSKU(stderr)
 	if err != nil {
 		return exitUsage, err
 	}

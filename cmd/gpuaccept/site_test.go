@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,15 +99,29 @@ func TestSiteParams(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, "/flag/build/all_reduce_perf"), out)
 }
 
-// No image is built in: a k8s run of a SKU without one (a100-ndmv4 names
-// none since its seed's was private) says where to give it.
+// No image is built in: a k8s run of a SKU without one says where to give
+// it. a100-ndmv4 names none since its seed's was private, mi355x none
+// since its seed's is an individual's Docker Hub repository (seed 004's
+// site file, examples/sites/mi355x-k8s.yaml, gives it).
 func TestK8sImageRequired(t *testing.T) {
-	code, _, errs := cli(t, "--sku", "a100-ndmv4", "--suite", "multinode", "--launcher", "k8s", "--dry-run")
-	assert.Equal(t, code, 2, errs)
-	assert.Assert(t, strings.Contains(errs, "launcher k8s needs a container image holding the benchmarks, mpirun and sshd, and none is given: give --image, or a site file (--site) with kubernetes.image, or kubernetes.image in baselines/a100-ndmv4.yaml"), errs)
-	code, out, errs := cli(t, "--sku", "a100-ndmv4", "--suite", "multinode", "--launcher", "k8s", "--image", "registry.example/nccl:1", "--dry-run")
-	assert.Equal(t, code, 0, errs)
-	assert.Assert(t, strings.Contains(out, "image: registry.example/nccl:1"), out)
+	for _, c := range []struct{ sku, site, siteImage string }{
+		{"a100-ndmv4", "", ""},
+		{"mi355x", "../../examples/sites/mi355x-k8s.yaml", "prasadnairamd/rocm-multinode:7.2.2-complete"},
+	} {
+		t.Run(c.sku, func(t *testing.T) {
+			code, _, errs := cli(t, "--sku", c.sku, "--suite", "multinode", "--launcher", "k8s", "--dry-run")
+			assert.Equal(t, code, 2, errs)
+			assert.Assert(t, strings.Contains(errs, "launcher k8s needs a container image holding the benchmarks, mpirun and sshd, and none is given: give --image, or a site file (--site) with kubernetes.image, or kubernetes.image in baselines/"+c.sku+".yaml"), errs)
+			code, out, errs := cli(t, "--sku", c.sku, "--suite", "multinode", "--launcher", "k8s", "--image", "registry.example/nccl:1", "--dry-run")
+			assert.Equal(t, code, 0, errs)
+			assert.Assert(t, strings.Contains(out, "image: registry.example/nccl:1"), out)
+			if c.site != "" {
+				code, out, errs := cli(t, "--sku", c.sku, "--suite", "multinode", "--launcher", "k8s", "--site", c.site, "--dry-run")
+				assert.Equal(t, code, 0, errs)
+				assert.Assert(t, strings.Contains(out, "image: "+c.siteImage), out)
+			}
+		})
+	}
 }
 
 // The MPIJob launcher pod holds no rank: it gets none of the rank pods'
@@ -147,7 +163,7 @@ func TestExamplesHaveABaseline(t *testing.T) {
 	assert.Assert(t, strings.Contains(readFile(t, "../../examples/slurm/gpuaccept.sbatch"), "#SBATCH --nodes=1\n"))
 
 	var c common
-	cat, err := c.catalog()
+	cat, err := c.catalog(io.Discard)
 	assert.NilError(t, err)
 	for name, args := range map[string][]string{"README headline": headline, "gpuaccept.sbatch": sbatch} {
 		s, err := cat.Get(after(args, "--sku"))
@@ -166,5 +182,46 @@ func TestExamplesHaveABaseline(t *testing.T) {
 					"%s: %s has no baseline at %dx%d (it has %v)", name, st.Test, nodes, gpus, s.Scopes(st.Test))
 			}
 		}
+	}
+}
+
+// A run keeps where its SKU came from, in results.json and in the
+// journal's first line: built-in, or the site's file that replaced it
+// (--baselines), which is also the file kept in baseline/.
+func TestRunKeepsSKUSource(t *testing.T) {
+	dir := t.TempDir()
+	const mark = "# the site's copy\n"
+	site := filepath.Join(dir, "h200.yaml")
+	assert.NilError(t, os.WriteFile(site, []byte(mark+readFile(t, "../../baselines/h200.yaml")), 0o644))
+	for _, c := range []struct {
+		name, source string
+		args         []string
+		note         bool
+	}{
+		{"built-in", "built-in", nil, false},
+		{"site", site, []string{"--baselines", dir}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "results")
+			args := append([]string{"--sku", "h200", "--suite", "singlenode", "--gpus-per-node", "2", "--launcher", "replay",
+				"--replay-dir", "../../testdata/recordings/h200x2-2026-11-30-final/single", "--out", out}, c.args...)
+			code, stdout, errs := cli(t, args...)
+			assert.Equal(t, code, 0, stdout+errs)
+			assert.Equal(t, strings.Count(errs, "note: SKU h200 from "+site+" overrides the built-in one\n"), map[bool]int{true: 1, false: 0}[c.note], errs)
+			var res struct {
+				SKUSource string `json:"sku_source"`
+			}
+			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &res))
+			assert.Equal(t, res.SKUSource, c.source)
+			var head struct {
+				Run struct {
+					SKUSource string `json:"sku_source"`
+				} `json:"run"`
+			}
+			first, _, _ := strings.Cut(readFile(t, filepath.Join(out, "journal.jsonl")), "\n")
+			assert.NilError(t, json.Unmarshal([]byte(first), &head))
+			assert.Equal(t, head.Run.SKUSource, c.source)
+			assert.Equal(t, strings.HasPrefix(readFile(t, filepath.Join(out, "baseline", "h200.yaml")), mark), c.note)
+		})
 	}
 }

@@ -85,7 +85,7 @@ func Localise(ctx context.Context, o LocaliseOptions) (*result.Run, error) {
 	if err := safefs.MkdirAll(o.Dir, "."); err != nil {
 		return nil, fmt.Errorf("create results folder: %w", err)
 	}
-	run := &result.Run{SKU: o.SKU.Name, Suite: o.Suite, Launcher: o.LauncherName, Scope: topo.Scope, Hosts: topo.Hosts,
+	run := &result.Run{SKU: o.SKU.Name, SKUSource: o.SKU.Source, Suite: o.Suite, Launcher: o.LauncherName, Scope: topo.Scope, Hosts: topo.Hosts,
 		Started: time.Now().UTC(), Version: o.Version, Dir: o.Dir, Tests: []result.Test{}}
 	// The journal (no test planned) and the baseline copy make the folder
 	// one that gpuaccept report rebuilds and gpuaccept verify checks.

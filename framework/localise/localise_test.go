@@ -444,6 +444,24 @@ func TestOneBadNodeAnySize(t *testing.T) {
 	}
 }
 
+// An HCA map's sides, in order of first mention; a lone name pairs with
+// itself, as ibperf's pairs parameter takes it.
+func TestHCASides(t *testing.T) {
+	for _, c := range []struct {
+		m                string
+		servers, clients []string
+	}{
+		{"ionic_7:ionic_1", []string{"ionic_7"}, []string{"ionic_1"}},
+		{"ionic_0,ionic_1", []string{"ionic_0", "ionic_1"}, []string{"ionic_0", "ionic_1"}},
+		{"mlx5_0:mlx5_1, mlx5_2", []string{"mlx5_0", "mlx5_2"}, []string{"mlx5_1", "mlx5_2"}},
+		{":,a:,:b,,", nil, nil},
+	} {
+		s, cl := hcaSides(c.m)
+		assert.DeepEqual(t, s, c.servers)
+		assert.DeepEqual(t, cl, c.clients)
+	}
+}
+
 func FuzzHCASides(f *testing.F) {
 	f.Add("ionic_7:ionic_1")
 	f.Add("mlx5_0:mlx5_0,mlx5_1:mlx5_1, mlx5_2:mlx5_3")

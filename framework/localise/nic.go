@@ -15,12 +15,17 @@ import (
 const maxNICNodePairs = 4
 
 // hcaSides splits an HCA map "S:C,S:C" into its server and client HCAs, in
-// order of first mention.
+// order of first mention. A lone name pairs with itself, as ibperf's map
+// takes it (mi355x's "ionic_0,ionic_1,...": every NIC with its namesake).
 func hcaSides(m string) (servers, clients []string) {
 	seenS, seenC := map[string]bool{}, map[string]bool{}
 	for _, p := range strings.Split(m, ",") {
-		s, c, ok := strings.Cut(strings.TrimSpace(p), ":")
-		if !ok || s == "" || c == "" {
+		p = strings.TrimSpace(p)
+		s, c, ok := strings.Cut(p, ":")
+		if !ok {
+			s, c = p, p
+		}
+		if s == "" || c == "" {
 			continue
 		}
 		if !seenS[s] {

@@ -79,12 +79,151 @@ func flatten(s *sku.SKU) (map[string]flat, []string) {
 	return m, order
 }
 
-// Diff lists what moved from old to new: per entry (test, scope, metric,
+// Diff lists what changed from old to new: first the suites (suites and
+// tests added or removed, parameters, min_gpus, skip, timeout and nodes
+// changed: suiteChanges), then per baseline entry (test, scope, metric,
 // labels, summary) and per size, values, bands and units; entries and
 // points present on one side only. Unchanged points are left out of the
 // list and counted: unchanged is how many values (points and single
 // values) are on both sides with the same value and band.
 func Diff(old, new *sku.SKU) (changes []Change, unchanged int) {
+	suites := suiteChanges(old, new)
+	changes, unchanged = baselineChanges(old, new)
+	return append(suites, changes...), unchanged
+}
+
+// suiteChanges lists what changed in the suites, what a run runs: suites
+// added or removed; per suite, its nodes and params, tests added or
+// removed, and per test its params, min_gpus and skip. A test a suite
+// lists twice is matched by its place among those of its name.
+func suiteChanges(old, new *sku.SKU) []Change {
+	var out []Change
+	names := old.SuiteNames()
+	for _, n := range new.SuiteNames() {
+		if old.Suites[n] == nil {
+			names = append(names, n)
+		}
+	}
+	for _, n := range names {
+		sa, sb := old.Suites[n], new.Suites[n]
+		entry := "suite " + n
+		switch {
+		case sb == nil:
+			out = append(out, Change{Entry: entry, What: fmt.Sprintf("suite removed (%s: %s)", result.Count(len(sa.Tests), "test"), testNames(sa))})
+			continue
+		case sa == nil:
+			out = append(out, Change{Entry: entry, What: fmt.Sprintf("suite added (%s: %s)", result.Count(len(sb.Tests), "test"), testNames(sb))})
+			continue
+		}
+		if sa.Nodes != sb.Nodes {
+			out = append(out, Change{Entry: entry, What: fmt.Sprintf("nodes %d -> %d", sa.Nodes, sb.Nodes)})
+		}
+		if d := paramsDiff(sa.Params, sb.Params); d != "" {
+			out = append(out, Change{Entry: entry, What: "params " + d})
+		}
+		ta, orderA := suiteTests(sa)
+		tb, orderB := suiteTests(sb)
+		order := orderA
+		for _, k := range orderB {
+			if ta[k] == nil {
+				order = append(order, k)
+			}
+		}
+		for _, k := range order {
+			a, b := ta[k], tb[k]
+			e := entry + " " + k
+			switch {
+			case b == nil:
+				out = append(out, Change{Entry: e, What: "test removed"})
+				continue
+			case a == nil:
+				out = append(out, Change{Entry: e, What: "test added"})
+				continue
+			}
+			var parts []string
+			if d := paramsDiff(a.Params, b.Params); d != "" {
+				parts = append(parts, "params "+d)
+			}
+			if a.MinGPUs != b.MinGPUs {
+				parts = append(parts, fmt.Sprintf("min_gpus %d -> %d", a.MinGPUs, b.MinGPUs))
+			}
+			if a.Skip != b.Skip {
+				parts = append(parts, fmt.Sprintf("skip %q -> %q", a.Skip, b.Skip))
+			}
+			if a.Timeout != b.Timeout {
+				parts = append(parts, fmt.Sprintf("timeout %s -> %s", a.Timeout, b.Timeout))
+			}
+			if len(parts) > 0 {
+				out = append(out, Change{Entry: e, What: strings.Join(parts, "; ")})
+			}
+		}
+	}
+	return out
+}
+
+// testNames are a suite's tests, space-separated, in order.
+func testNames(su *sku.Suite) string {
+	names := make([]string, len(su.Tests))
+	for i, t := range su.Tests {
+		names[i] = t.Test
+	}
+	return strings.Join(names, " ")
+}
+
+// suiteTests keys a suite's tests by name, the second of a name as
+// "NAME#2", and gives the keys in the suite's order.
+func suiteTests(su *sku.Suite) (map[string]*sku.SuiteTest, []string) {
+	m := map[string]*sku.SuiteTest{}
+	var order []string
+	seen := map[string]int{}
+	for _, t := range su.Tests {
+		seen[t.Test]++
+		k := t.Test
+		if n := seen[t.Test]; n > 1 {
+			k = fmt.Sprintf("%s#%d", t.Test, n)
+		}
+		m[k] = t
+		order = append(order, k)
+	}
+	return m, order
+}
+
+// paramsDiff renders what changed between two parameter maps, by key in
+// order: "pairs ionic_7:ionic_1 -> ionic_0,ionic_1, qps none -> 4"; ""
+// when nothing did.
+func paramsDiff(a, b map[string]string) string {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	ks := make([]string, 0, len(keys))
+	for k := range keys {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var parts []string
+	for _, k := range ks {
+		va, inA := a[k]
+		vb, inB := b[k]
+		if inA == inB && va == vb {
+			continue
+		}
+		if !inA {
+			va = "none"
+		}
+		if !inB {
+			vb = "none"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s -> %s", k, va, vb))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// baselineChanges is Diff's part of the baseline entries.
+func baselineChanges(old, new *sku.SKU) (changes []Change, unchanged int) {
 	a, order := flatten(old)
 	b, orderB := flatten(new)
 	for _, k := range orderB {

@@ -244,13 +244,18 @@ type Test struct {
 
 // Run is the verdict of a whole suite run.
 type Run struct {
-	Status   Status     `json:"status"`
-	SKU      string     `json:"sku"`
-	Suite    string     `json:"suite"`
-	Launcher string     `json:"launcher"`
-	Scope    plan.Scope `json:"scope"`
-	Hosts    []string   `json:"hosts,omitempty"`
-	Started  time.Time  `json:"started"`
+	Status Status `json:"status"`
+	SKU    string `json:"sku"`
+	// SKUSource is where the SKU file that judged the run came from:
+	// "built-in" (a file gpuaccept carries), or the path of a site's file
+	// given with --baselines. Empty in results folders written before it
+	// was kept.
+	SKUSource string     `json:"sku_source,omitempty"`
+	Suite     string     `json:"suite"`
+	Launcher  string     `json:"launcher"`
+	Scope     plan.Scope `json:"scope"`
+	Hosts     []string   `json:"hosts,omitempty"`
+	Started   time.Time  `json:"started"`
 	// Duration is the wall time of the whole run.
 	Duration time.Duration `json:"duration_ns"`
 	Version  string        `json:"gpuaccept_version"`

@@ -63,7 +63,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 		return nil, err
 	}
 	groups = pairByMarker(groups, roles, readyMarkers(ctx, plugins, s, pluginName, test, topo))
-	run := &result.Run{SKU: s.Name, Suite: "check", Launcher: "check", Scope: topo.Scope, Started: time.Now().UTC(), Version: version, Dir: dir, Tests: []result.Test{}}
+	run := &result.Run{SKU: s.Name, SKUSource: s.Source, Suite: "check", Launcher: "check", Scope: topo.Scope, Started: time.Now().UTC(), Version: version, Dir: dir, Tests: []result.Test{}}
 	names := make([]string, len(groups))
 	for i, g := range groups {
 		names[i] = name
@@ -315,7 +315,8 @@ func groupFiles(files []string, tmp string, roles []string) ([]fileGroup, error)
 // plan.Step.ReadyMarker: ib_write_bw's server prints "Waiting for client
 // to connect"), from the plugin's plan of the test at topo: with its
 // default parameters, else with those of the first suite of s that runs
-// it and plans; nil when none plans or the plan marks no role.
+// it and plans; only the roles whose every step has the same mark; nil
+// when none plans or the plan marks no role so.
 func readyMarkers(ctx context.Context, plugins Plugins, s *sku.SKU, plugin, test string, topo plan.Topology) map[string]string {
 	tries := []map[string]string{nil}
 	for _, sn := range s.SuiteNames() {
@@ -335,13 +336,28 @@ func readyMarkers(ctx context.Context, plugins Plugins, s *sku.SKU, plugin, test
 	if err != nil {
 		return nil
 	}
-	var m map[string]string
+	// A role's ready line is one every step of the role prints: with
+	// several pairs ib_write_bw's clients but the last also mark theirs
+	// (to start the next pair), and the last does not, so a log without
+	// the client's mark is no proof it is a server's.
+	marks := map[string]string{}
+	unmarked := map[string]bool{}
 	for _, st := range p.Steps {
-		if st.Role != "" && st.ReadyMarker != "" {
+		switch {
+		case st.Role == "":
+		case st.ReadyMarker == "" || marks[st.Role] != "" && marks[st.Role] != st.ReadyMarker:
+			unmarked[st.Role] = true
+		default:
+			marks[st.Role] = st.ReadyMarker
+		}
+	}
+	var m map[string]string
+	for role, mark := range marks {
+		if !unmarked[role] {
 			if m == nil {
 				m = map[string]string{}
 			}
-			m[st.Role] = st.ReadyMarker
+			m[role] = mark
 		}
 	}
 	return m

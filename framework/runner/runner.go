@@ -109,7 +109,7 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 	if err := r.checkOnly(su); err != nil {
 		return nil, err
 	}
-	run := &result.Run{SKU: r.SKU.Name, Suite: suiteName, Launcher: r.Launcher.Name(), Scope: topo.Scope,
+	run := &result.Run{SKU: r.SKU.Name, SKUSource: r.SKU.Source, Suite: suiteName, Launcher: r.Launcher.Name(), Scope: topo.Scope,
 		Hosts: topo.Hosts, Started: time.Now().UTC(), Version: r.Version, Dir: r.Dir, Tests: []result.Test{}}
 	if len(r.Only) > 0 {
 		run.Selected = append([]string(nil), r.Only...)

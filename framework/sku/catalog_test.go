@@ -1,8 +1,10 @@
 package sku
 
 import (
+	"io/fs"
 	"regexp"
 	"testing"
+	"testing/fstest"
 
 	"gotest.tools/v3/assert"
 
@@ -60,5 +62,104 @@ func TestCatalogCeilings(t *testing.T) {
 			assert.Assert(t, hbm, "no per-GPU HBM ceiling")
 			assert.Assert(t, bf16, "no per-GPU BF16 matmul ceiling")
 		})
+	}
+}
+
+// skuYAML is a SKU file of name whose description is desc.
+func skuYAML(name, desc string) *fstest.MapFile {
+	return &fstest.MapFile{Data: []byte("sku: " + name + "\ndescription: " + desc + "\nbaselines:\n  - {test: a.b, scope: {nodes: 1, gpus_per_node: 1}, metric: m, unit: us, source: s, value: 1, band: {max: '+5%'}}\n")}
+}
+
+// A site's folder adds its SKUs to the built-in ones and replaces the
+// built-in SKU of a name it also has; each SKU says where it comes from,
+// and its file is read back byte for byte from there.
+func TestCatalogOverlay(t *testing.T) {
+	builtin := fstest.MapFS{"a.yaml": skuYAML("a", "built-in a"), "b.yaml": skuYAML("b", "built-in b")}
+	cases := []struct {
+		name       string
+		site       fstest.MapFS
+		wantDesc   map[string]string // SKU -> description
+		wantSource map[string]string
+		overridden []string
+	}{
+		{"adds", fstest.MapFS{"c.yaml": skuYAML("c", "site c")},
+			map[string]string{"a": "built-in a", "b": "built-in b", "c": "site c"},
+			map[string]string{"a": BuiltIn, "b": BuiltIn, "c": "site/c.yaml"}, nil},
+		{"overrides", fstest.MapFS{"b.yaml": skuYAML("b", "site b")},
+			map[string]string{"a": "built-in a", "b": "site b"},
+			map[string]string{"a": BuiltIn, "b": "site/b.yaml"}, []string{"b"}},
+		{"both", fstest.MapFS{"b.yaml": skuYAML("b", "site b"), "a.yaml": skuYAML("a", "site a"), "d.yaml": skuYAML("d", "site d")},
+			map[string]string{"a": "site a", "b": "site b", "d": "site d"},
+			map[string]string{"a": "site/a.yaml", "b": "site/b.yaml", "d": "site/d.yaml"}, []string{"a", "b"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			base, err := LoadBuiltIn(builtin)
+			assert.NilError(t, err)
+			site, err := Load(c.site, "site")
+			assert.NilError(t, err)
+			got, over := base.Overlay(site)
+			assert.DeepEqual(t, over, c.overridden)
+			desc, source := map[string]string{}, map[string]string{}
+			for _, n := range got.Names() {
+				desc[n], source[n] = got.SKUs[n].Description, got.SKUs[n].Source
+				data, err := got.File(n)
+				assert.NilError(t, err)
+				from := fs.FS(builtin)
+				if source[n] != BuiltIn {
+					from = c.site
+				}
+				want, err := fs.ReadFile(from, n+".yaml")
+				assert.NilError(t, err)
+				assert.Equal(t, string(data), string(want), "%s: the file of its source", n)
+			}
+			assert.DeepEqual(t, desc, c.wantDesc)
+			assert.DeepEqual(t, source, c.wantSource)
+			// The built-in catalog is not changed by the overlay.
+			assert.Equal(t, base.SKUs["b"].Description, "built-in b")
+			assert.Equal(t, len(base.SKUs), 2)
+		})
+	}
+}
+
+// A bad site file fails the load with its name (it is not skipped, which
+// would fall back on the built-in SKU of its name unsaid); File of a SKU
+// not in the catalog is an error naming it.
+func TestCatalogSiteErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		site fstest.MapFS
+		want string
+	}{
+		{"misnamed", fstest.MapFS{"x.yaml": skuYAML("y", "d")}, `site/x.yaml: holds sku "y": name the file after its SKU (y.yaml)`},
+		{"not YAML", fstest.MapFS{"h100.yaml": {Data: []byte("sku: [h100\n")}}, "site/h100.yaml: line 1: yaml:"},
+		{"empty", fstest.MapFS{}, "no SKU files (*.yaml) in site"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(c.site, "site")
+			assert.ErrorContains(t, err, c.want)
+		})
+	}
+	cat, err := LoadBuiltIn(fstest.MapFS{"a.yaml": skuYAML("a", "d")})
+	assert.NilError(t, err)
+	_, err = cat.File("z")
+	assert.ErrorContains(t, err, "SKU z: no SKU file loaded")
+}
+
+// Every shipped SKU loads as built-in, its File the embedded file itself.
+func TestBuiltInSources(t *testing.T) {
+	cat, err := LoadBuiltIn(baselines.FS)
+	assert.NilError(t, err)
+	assert.Assert(t, len(cat.SKUs) > 0)
+	for _, n := range cat.Names() {
+		s := cat.SKUs[n]
+		assert.Equal(t, s.Source, BuiltIn, n)
+		assert.Equal(t, s.File, "baselines/"+n+".yaml")
+		data, err := cat.File(n)
+		assert.NilError(t, err)
+		want, err := baselines.FS.ReadFile(n + ".yaml")
+		assert.NilError(t, err)
+		assert.Equal(t, string(data), string(want), n)
 	}
 }

@@ -51,6 +51,11 @@ type SKU struct {
 	Kubernetes *Kubernetes `yaml:"kubernetes"`
 	// File is where the SKU was read from (for messages).
 	File string `yaml:"-"`
+	// Source says where the SKU comes from, for people and for the
+	// results folder (result.Run.SKUSource): BuiltIn for a file gpuaccept
+	// carries, else the path of the site's file (--baselines DIR/NAME.yaml);
+	// "" for a file parsed on its own (Parse).
+	Source string `yaml:"-"`
 	// lines are the lines of the file's top-level keys ("suites"), of each
 	// suite's key ("suite NAME") and of each baselines item ("entry N",
 	// from 1), for problems of things that decoded to nothing.
