@@ -412,7 +412,10 @@ func TestBaselineShowYAML(t *testing.T) {
 // suite, a test's params or min_gpus changed. Each is a change of its own
 // and nothing is reported the other way round that was not changed.
 func TestBaselineDiffSuites(t *testing.T) {
-	h100 := readFile(t, "../../baselines/h100.yaml")
+	// The h100 SKU as it shipped before the catalog gave it more suites:
+	// one suite of one test, then its one entry (a fixed file, so that the
+	// edits below each make exactly one change whatever h100.yaml holds).
+	h100 := diffSKU
 	const test = "      - test: nccl.all_reduce\n"
 	assert.Assert(t, strings.Count(h100, test) == 1 && strings.Contains(h100, "\nbaselines:\n"))
 	cases := []struct {
@@ -454,3 +457,42 @@ func TestBaselineDiffSuites(t *testing.T) {
 	assert.Equal(t, code, 0, errs)
 	assert.Assert(t, strings.HasPrefix(out, "no differences;"), out)
 }
+
+// diffSKU is baselines/h100.yaml as it shipped at 14128b6, its comments
+// left out.
+const diffSKU = `sku: h100
+description: NVIDIA H100 SXM5 80 GB, 8 per node, NVLink 4 / NVSwitch (900 GB/s bidirectional per GPU)
+gpus_per_node: 8
+gpu: H100
+gpu_variant:
+  names: ["NVIDIA H100 80GB HBM3"]
+  other: fail
+ceilings:
+  - metric: busbw
+    unit: GB/s
+    value: 1000
+    link: "NVLink 4 (450 GB/s each way) and a 400 Gb/s NIC per GPU"
+    tests: ["nccl.*"]
+    source: "NVIDIA H100 Tensor Core GPU datasheet (SXM): NVLink 900 GB/s (450 each way); ConnectX-7 400 Gb/s"
+suites:
+  singlenode:
+    description: nccl-tests all_reduce on the 8 GPUs of one node, 8 B to 8 GiB, as the cited page runs it
+    nodes: 1
+    params:
+      minbytes: "8"
+      maxbytes: 8G
+      stepfactor: "2"
+    tests:
+      - test: nccl.all_reduce
+baselines:
+  - test: nccl.all_reduce
+    scope: {nodes: 1, gpus_per_node: 8}
+    metric: busbw
+    unit: GB/s
+    labels: {placement: out-of-place}
+    summary: largest
+    range: {from: 1G, to: 8G}
+    band: {min: "-20%", warn_min: "-10%", warn_max: "+50%"}
+    source: "https://docs.alayanew.com/en/docs/tech-blog/2026-05-06-nccl-tests (2026-05-06): 8xH100 SXM5 NVLink-only, all_reduce_perf -b 8 -e 8G -f 2 -g 8, busbw at large sizes 460-480 GB/s; more than 20% below is off"
+    value: 460.0
+`
