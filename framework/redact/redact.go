@@ -4,6 +4,11 @@
 // and parameters, reports, the journal, and what the commands print. It is
 // the one masking path: files are written through Writer or Bytes, printed
 // output through Stream, structures (a run's results) through Value.
+// It also owns the one escaping of what is shown (Printable): the
+// commands' stdout and stderr go through Printed, the text reports
+// (table.txt, summary.md) through Printable, JSON through PrintableJSON,
+// so that no control or format character from a file name, a node or a
+// benchmark's output reaches a terminal or a text report as it is.
 //
 // It masks
 //   - values of variables, keys, headers, flags and XML elements whose

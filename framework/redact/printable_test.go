@@ -1,0 +1,62 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+func TestPrintable(t *testing.T) {
+	for _, c := range []struct{ in, want, line string }{
+		{"nccl.all_reduce PASS", "nccl.all_reduce PASS", "nccl.all_reduce PASS"},
+		{"two\nlines\tand a tab", "two\nlines\tand a tab", `two\nlines\tand a tab`},
+		// A carriage return and an erase-line CSI write over the row.
+		{"FAIL\r\x1b[2KALL PASS", `FAIL\r\x1b[2KALL PASS`, `FAIL\r\x1b[2KALL PASS`},
+		// OSC (a window title, a hyperlink) ended by BEL or ST.
+		{"\x1b]0;title\x07\x1b]8;;http://x\x1b\\", `\x1b]0;title\a\x1b]8;;http://x\x1b\`, `\x1b]0;title\a\x1b]8;;http://x\x1b\`},
+		{"back\bspace\x7f", `back\bspace\x7f`, `back\bspace\x7f`},
+		// C1 CSI as a rune, and as a byte that is not UTF-8.
+		{"\u009b2K", `\u009b2K`, `\u009b2K`},
+		{"a\x9bb\xff", `a\x9bb\xff`, `a\x9bb\xff`},
+		// Bidi overrides, isolates and marks, invisible format characters.
+		{"PASS\u202eLIAF", `PASS\u202eLIAF`, `PASS\u202eLIAF`},
+		{"\u2066x\u2069\u200e\u200f\u061c", `\u2066x\u2069\u200e\u200f\u061c`, `\u2066x\u2069\u200e\u200f\u061c`},
+		{"zero\u200bwidth\ufeff\u2060", `zero\u200bwidth\ufeff\u2060`, `zero\u200bwidth\ufeff\u2060`},
+		{"line\u2028sep", `line\u2028sep`, `line\u2028sep`},
+		// What a GPU or a unit name holds stays as it reads.
+		{"NVIDIA H200 µs ± 3 °C GB/s ≥ 310.1 — ok", "NVIDIA H200 µs ± 3 °C GB/s ≥ 310.1 — ok", "NVIDIA H200 µs ± 3 °C GB/s ≥ 310.1 — ok"},
+	} {
+		got := Printable(c.in)
+		assert.Equal(t, got, c.want, "%q", c.in)
+		assert.Equal(t, Printable(got), got, "escaping twice changes %q", c.in)
+		assert.Equal(t, PrintableLine(c.in), c.line, "%q", c.in)
+	}
+}
+
+func TestPrintableJSON(t *testing.T) {
+	v := map[string]string{"name": "x\u202e\u009b\u200b\U000e0001y", "plain": "µs ≥ 1"}
+	doc, err := json.Marshal(v)
+	assert.NilError(t, err)
+	got := PrintableJSON(doc)
+	assert.Assert(t, !bytes.ContainsFunc(got, Unprintable), "%q", got)
+	assert.Assert(t, bytes.Contains(got, []byte(`\u202e\u009b\u200b\udb40\udc01`)), "%s", got)
+	var back map[string]string
+	assert.NilError(t, json.Unmarshal(got, &back))
+	assert.DeepEqual(t, back, v)
+}
+
+// Printed escapes the text it is given, masked, and writes Control's
+// sequences as they are.
+func TestPrintedWriter(t *testing.T) {
+	var b bytes.Buffer
+	w := New("s3cr3tvalue").Printed(&b)
+	_, err := w.Write([]byte("run\r\x1b[2K ALL PASS s3cr3tvalue\n"))
+	assert.NilError(t, err)
+	assert.NilError(t, w.Control("\x1b[1A\x1b[2K\r"))
+	_, err = w.Write([]byte("partial \u202e"))
+	assert.NilError(t, err)
+	assert.NilError(t, w.Close())
+	assert.Equal(t, b.String(), `run\r\x1b[2K ALL PASS `+Mask+"\n\x1b[1A\x1b[2K\rpartial \\u202e")
+}
