@@ -14,10 +14,12 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/hosts"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
+	"github.com/gpuaccept/gpuaccept/launchers/local"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -218,6 +220,9 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	setup := acceptance.Setup{SKU: s, Suite: suite, Topology: topo, Params: pm, Timeout: timeout, DryRun: dryRun, Dir: c.out,
 		LauncherName: launcherName, NewLauncher: newLauncher, Plugins: host, Version: getVersion(), Baseline: baseline,
 		Localise: ls, Stdout: stdout, Stderr: stderr}
+	if !dryRun {
+		setup.Notes = containmentNotes(launcherName, stderr)
+	}
 	if cmd == "localise" {
 		return localiseOnly(ctx, &c, setup, tests, stdout, stderr)
 	}
@@ -269,6 +274,22 @@ func resultsDir(out, name string) (string, error) {
 		}
 		dir = fmt.Sprintf("%s-%d", base, i)
 	}
+}
+
+// containmentNotes says, once on w and as the run's notes, that the steps
+// the local launcher starts on this host are held less than fully
+// (proc.Weaker: no pid namespace, as in a pod without CAP_SYS_ADMIN),
+// naming what is missing; none when they are held fully or run elsewhere.
+func containmentNotes(launcherName string, w io.Writer) []string {
+	if launcherName != local.Name {
+		return nil
+	}
+	n := proc.Weaker()
+	if n == "" {
+		return nil
+	}
+	fmt.Fprintf(w, "warning: %s\n", n)
+	return []string{n}
 }
 
 // resultsParentDir is the folder, in the working directory, that holds

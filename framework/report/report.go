@@ -211,6 +211,9 @@ func table(w io.Writer, run *result.Run) error {
 		fmt.Fprintln(w)
 	}
 	writeFaults(w, run, false)
+	for _, n := range run.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 	_, err := fmt.Fprintln(w, Summary(run))
 	return err
 }
@@ -224,6 +227,9 @@ func Markdown(w io.Writer, run *result.Run) error {
 
 func markdown(w io.Writer, run *result.Run) error {
 	fmt.Fprintf(w, "**gpuaccept %s**\n\n", mdInline(Summary(run)))
+	for _, n := range run.Notes {
+		fmt.Fprintf(w, "> note: %s\n\n", mdEscape(n))
+	}
 	if len(run.Tests) == 0 && len(run.Localisations) > 0 {
 		return mdLocalisations(w, run)
 	}

@@ -463,3 +463,19 @@ func TestInjectedTextEscaped(t *testing.T) {
 		}
 	}
 }
+
+// A run's notes (how it was held, framework/proc) show in the text
+// reports, where the verdicts alone would not say it.
+func TestRunNotesShown(t *testing.T) {
+	note := "weaker containment: steps get no pid namespace of their own"
+	run := &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Status: result.Pass, Notes: []string{note},
+		Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Pass, Message: "ok"}}}
+	for _, format := range Formats {
+		var b strings.Builder
+		assert.NilError(t, Write(&b, format, run))
+		assert.Assert(t, strings.Contains(b.String(), note), "%s:\n%s", format, b.String())
+	}
+	var b strings.Builder
+	assert.NilError(t, HTML(&b, run, nil))
+	assert.Assert(t, strings.Contains(b.String(), note), "html")
+}
