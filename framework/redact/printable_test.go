@@ -60,3 +60,30 @@ func TestPrintedWriter(t *testing.T) {
 	assert.NilError(t, w.Close())
 	assert.Equal(t, b.String(), `run\r\x1b[2K ALL PASS `+Mask+"\n\x1b[1A\x1b[2K\rpartial \\u202e")
 }
+
+// A known secret value is masked in the other forms a log writes it:
+// URL-encoded (a query, a path), quoted by Go's %q, by bash's printf %q
+// and by Python's repr(), and with NUL bytes or escape sequences put
+// between its characters (a terminal shows it whole; the escaped reports
+// show it around \x00).
+func TestKnownValueOtherForms(t *testing.T) {
+	const v = `pl@nted pw/1'2"3`
+	r := New(v)
+	for _, c := range []struct{ what, in string }{
+		{"query", "GET /login?user=ops&pw=pl%40nted+pw%2F1%272%223 HTTP/1.1"},
+		{"path", "https://h/pl@nted%20pw%2F1%272%223/x"},
+		{"go %q", `config: password="pl@nted pw/1'2\"3"`},
+		{"printf %q", `+ export DB=pl@nted\ pw/1\'2\"3`},
+		{"python repr", `{'password': 'pl@nted pw/1\'2"3'}`},
+		{"NUL between", "pw: pl@nt\x00ed pw/1'2\"3 done"},
+		{"ESC between", "pw: pl@n\x1b[0mted pw/1'\x1b[1m2\"3 done"},
+	} {
+		out := r.String(c.in)
+		for _, piece := range []string{"pl@n", "nted", "pl%40nted", `pw/1\'`, "ted pw"} {
+			assert.Assert(t, !bytes.Contains([]byte(out), []byte(piece)), "%s: %q survives in %q", c.what, piece, out)
+		}
+		assert.Assert(t, bytes.Contains([]byte(out), []byte(Mask)), "%s: %q", c.what, out)
+	}
+	// A word that is no known value keeps its NULs and escapes.
+	assert.Equal(t, r.String("a\x00b \x1b[1mbold\x1b[0m"), "a\x00b \x1b[1mbold\x1b[0m")
+}
