@@ -38,7 +38,8 @@
 //     the MySQL clients' -pPASSWORD, docker and az login -p, ipmitool -P,
 //     smbclient -U user%password, ldapsearch -w, redis-cli -a, htpasswd
 //     -b's password, echo PASSWORD | docker login --password-stdin, zip
-//     and unzip -P, openssl's
+//     and unzip -P, a Dockerfile's ENV NAME value and csh's setenv NAME
+//     value (a blank, no "="), openssl's
 //     pass:PASSWORD, SQL's IDENTIFIED BY and PASSWORD '...', .netrc's
 //     password;
 //   - values named in code and data: a pod spec's env (name, then value,

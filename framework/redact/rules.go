@@ -324,6 +324,16 @@ var rules = []*rule{
 			}
 			return group(2)(line, m)
 		}},
+	// NAME value with a blank, no "=": a Dockerfile's ENV and ARG in their
+	// space-separated form (as docker build prints the step), csh's setenv.
+	{name: "env-space", hints: []string{"env ", "arg "},
+		re: regexp.MustCompile(`(?:^|[\s;&|('"=])(?:ENV|ARG|setenv)[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+('[^']*(?:'|$)|"[^"]*(?:"|$)|[^\s'"\\]+)`),
+		mask: func(line []byte, m []int) []byte {
+			if !SecretName(string(line[m[2]:m[3]])) {
+				return nil
+			}
+			return group(2)(line, m)
+		}},
 	// zip -P PASSWORD and unzip -P PASSWORD (zip(1), unzip(1)); elsewhere
 	// -P is often a port (mysql, ssh's -P in scp).
 	{name: "zip-password", hints: []string{"zip"},
