@@ -317,7 +317,7 @@ var rules = []*rule{
 	// echo PASSWORD | docker login --password-stdin (docker login(1)): the
 	// echo's word is the password.
 	{name: "password-stdin", hints: []string{"password-stdin"},
-		re:   regexp.MustCompile(`\b(?:echo|printf)((?:[ \t]+-[neE]+|[ \t]+'%s\\?n?'|[ \t]+"%s\\?n?")*)[ \t]+('[^']*'|"[^"]*"|\\"[^"\\]*\\"|[^\s'"|\\]+)[ \t]*\|[ \t]*(?:sudo[ \t]+)?(?:docker|podman|nerdctl|helm[ \t]+registry)[ \t]+login\b[^|;&\n]*--password-stdin`),
+		re: regexp.MustCompile(`\b(?:echo|printf)((?:[ \t]+-[neE]+|[ \t]+'%s\\?n?'|[ \t]+"%s\\?n?")*)[ \t]+('[^']*'|"[^"]*"|\\"[^"\\]*\\"|[^\s'"|\\]+)[ \t]*\|[ \t]*(?:sudo[ \t]+)?(?:docker|podman|nerdctl|helm[ \t]+registry)[ \t]+login\b[^|;&\n]*--password-stdin`),
 		mask: func(line []byte, m []int) []byte {
 			if bytes.HasPrefix(bytes.TrimLeft(line[m[4]:m[5]], `"'\`), []byte("$")) {
 				return nil // echo $TOKEN: a variable's name, no secret
