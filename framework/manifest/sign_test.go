@@ -254,3 +254,23 @@ func TestSignatureArmourAsSSHKeygen(t *testing.T) {
 		})
 	}
 }
+
+// dearmor reads any bytes without panicking, and takes only what starts
+// with the BEGIN line and holds the END line after a newline, as
+// ssh-keygen does.
+func FuzzDearmor(f *testing.F) {
+	f.Add([]byte(sigBegin + "U1NIU0lH\n" + sigEnd[1:] + "\n"))
+	f.Add([]byte(sigBegin + "  \n" + sigEnd[1:]))
+	f.Add([]byte("note\n" + sigBegin + "U1NIU0lH" + sigEnd))
+	f.Add([]byte(sigBegin + "Comment: x\n\nU1NIU0lH" + sigEnd))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		blob, err := dearmor(data)
+		if err != nil {
+			return
+		}
+		if !bytes.HasPrefix(data, []byte(sigBegin)) || !bytes.Contains(data[len(sigBegin):], []byte(sigEnd)) {
+			t.Fatalf("took %q", data)
+		}
+		_ = blob
+	})
+}

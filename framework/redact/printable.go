@@ -50,6 +50,8 @@ func Printable(s string) string {
 		switch {
 		case r == utf8.RuneError && n <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == utf8.RuneError:
+			b.WriteString(`\ufffd`) // QuoteRune would write it as it is
 		case Unprintable(r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
