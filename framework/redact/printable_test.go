@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -58,7 +59,9 @@ func TestPrintedWriter(t *testing.T) {
 	_, err = w.Write([]byte("partial \u202e"))
 	assert.NilError(t, err)
 	assert.NilError(t, w.Close())
-	assert.Equal(t, b.String(), `run\r\x1b[2K ALL PASS `+Mask+"\n\x1b[1A\x1b[2K\rpartial \\u202e")
+	// The line holding a secret is written without its escape sequences
+	// (segmentSplit), its CR escaped.
+	assert.Equal(t, b.String(), `run\r ALL PASS `+Mask+"\n\x1b[1A\x1b[2K\rpartial \\u202e")
 }
 
 // A known secret value is masked in the other forms a log writes it:
@@ -86,4 +89,23 @@ func TestKnownValueOtherForms(t *testing.T) {
 	}
 	// A word that is no known value keeps its NULs and escapes.
 	assert.Equal(t, r.String("a\x00b \x1b[1mbold\x1b[0m"), "a\x00b \x1b[1mbold\x1b[0m")
+}
+
+// A name or a secret split by NULs or escape sequences (what a terminal
+// shows as HF_TOKEN=hf_...) is masked as the line reads on a terminal;
+// a line whose split text holds no secret keeps its bytes.
+func TestSplitSecretsMasked(t *testing.T) {
+	for _, in := range []string{
+		"HF_TO\x00KEN=plantedSplitValue61 next",
+		"export GH_\x1b[1mTOKEN\x1b[0m=plantedSplitValue61",
+		"DB_PASSWORD=planted\x00SplitValue61",
+		"curl -u ops:plantedSplit\x1b[31mValue61 https://h",
+	} {
+		out := String(in)
+		assert.Assert(t, !strings.Contains(out, "Value61"), "%q gave %q", in, out)
+		assert.Assert(t, strings.Contains(out, Mask), "%q gave %q", in, out)
+	}
+	for _, in := range []string{"\x1b[32mPASS\x1b[0m busbw 344.0", "nccl\x00 all_reduce 8 GB/s"} {
+		assert.Equal(t, String(in), in)
+	}
 }

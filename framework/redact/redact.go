@@ -51,7 +51,10 @@
 //   - any literal value the caller knows to be secret (the environment's),
 //     also as JSON, HTML and XML escape it, URL-encoded, quoted by Go's %q,
 //     bash's printf %q and Python's repr(), and split by NULs or escape
-//     sequences a terminal does not show.
+//     sequences a terminal does not show;
+//   - a line as a terminal shows it: a name or value split by NULs or
+//     escape sequences (HF_TO\x00KEN=...) is masked, the line then written
+//     without them.
 //
 // Names stay (a reader sees that a secret was set); the value becomes
 // Mask. Masking is idempotent. Real benchmark outputs pass through byte

@@ -1405,9 +1405,11 @@ func (r *Redactor) quiet(st *state, data []byte) bool {
 				return false
 			}
 		}
-		if len(r.known) > 0 && bytes.ContainsAny(data, "\x00\x1b") {
-			return false // a known value may lie split (maskSplit)
-		}
+	}
+	if bytes.ContainsAny(data, "\x00\x1b") {
+		// A name or a value may lie split (segmentSplit): quiet as the
+		// text reads on a terminal.
+		return r.quiet(st, splitter.ReplaceAll(data, nil))
 	}
 	return !allHints.in(data)
 }
@@ -1448,7 +1450,7 @@ func (r *Redactor) chunk(st *state, out *bytes.Buffer, data []byte) {
 				line = piece[:i+1]
 			}
 			piece = piece[len(line):]
-			out.Write(r.segment(st, line))
+			out.Write(r.segmentSplit(st, line))
 		}
 	}
 }
@@ -1687,6 +1689,23 @@ func (r *Redactor) spans(st *state, text []byte) []span {
 		}
 	}
 	return out
+}
+
+// segmentSplit is segment for a line that may hold NULs or escape
+// sequences (splitter) inside a secret's name or value, which a terminal
+// shows joined (HF_TO\x00KEN=...): when the line without them holds a
+// secret, that line is masked and written, its NULs and escapes dropped;
+// else the line is masked as it is.
+func (r *Redactor) segmentSplit(st *state, line []byte) []byte {
+	if !bytes.ContainsAny(line, "\x00\x1b") {
+		return r.segment(st, line)
+	}
+	joined := splitter.ReplaceAll(line, nil)
+	probe := *st
+	if bytes.Equal(r.segment(&probe, joined), joined) {
+		return r.segment(st, line)
+	}
+	return r.segment(st, joined)
 }
 
 // splitter matches what a log may put between a known value's characters

@@ -263,7 +263,7 @@ func (r *Redactor) Clear(src io.Reader) (int, error) {
 					l = block[:i+1]
 				}
 				block = block[len(l):]
-				if !bytes.Equal(r.segment(&st, l), l) {
+				if !bytes.Equal(r.segmentSplit(&st, l), l) {
 					return line, nil
 				}
 				line++
