@@ -101,7 +101,10 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	inputs := fs.Args()
 	if repeat > 0 {
 		if resultsRoot == "" {
-			resultsRoot = filepath.Join("gpuaccept-results", fmt.Sprintf("record-%s-%s", s.Name, opt.Now.Format("20060102-150405")))
+			if err := resultsParent(); err != nil {
+				return exitUsage, err
+			}
+			resultsRoot = filepath.Join(resultsParentDir, fmt.Sprintf("record-%s-%s", s.Name, opt.Now.Format("20060102-150405")))
 		}
 		runArgs := append([]string{"--sku", s.Name}, fs.Args()...)
 		if c.baselinesDir != "" {

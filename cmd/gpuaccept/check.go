@@ -41,7 +41,9 @@ A log from a results folder is judged with how its step ended there (exit
 code, host: raw/TEST/outputs.json). With --out DIR the results folder gets
 the logs under raw/ as they were read (decompressed; standard input as
 raw/TEST/stdin), a manifest, the baseline copy and a journal, so that
-gpuaccept verify DIR checks it like a run's.
+gpuaccept verify DIR checks it like a run's; it keeps at most 1 GiB of
+logs in all, as read (past that, check --out stops before copying
+anything, exit 2: judge them without --out).
 `
 
 func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {

@@ -184,7 +184,7 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	c.out = dir
 	setup := acceptance.Setup{SKU: s, Suite: suite, Topology: topo, Params: pm, Timeout: timeout, Dir: c.out,
 		LauncherName: launcherName, NewLauncher: newLauncher, Plugins: host, Version: getVersion(), Baseline: baseline,
-		Stdout: stdout, Stderr: progress}
+		Stdout: stdout, Stderr: progress, Notes: containmentNotes(launcherName, progress)}
 	res, err := acceptance.Health(ctx, acceptance.RunOptions{Setup: setup, Launcher: l})
 	if err != nil {
 		return exitUsage, usageError{err}

@@ -96,7 +96,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 // variables, of the secret parameters args give (--param
 // env.HF_TOKEN=...), and whatever of args looks secret (--hosts
 // admin:pw@host1), wherever they show: an error quoting a piece of an
-// argument included.
+// argument included; and with every control and format character
+// escaped (redact.Printed): a file name, host name or benchmark output
+// holding an ESC, a CR or a U+202E shows as \x1b, \r, \u202e.
 func printedThrough(args []string, stdout, stderr io.Writer) (*redact.Writer, *redact.Writer) {
 	params := map[string]string{}
 	var known []string
@@ -111,7 +113,7 @@ func printedThrough(args []string, stdout, stderr io.Writer) (*redact.Writer, *r
 	}
 	known = append(known, siteSecrets(args)...)
 	red := redact.FromEnv(os.Environ(), params).With(known...)
-	return red.Stream(stdout), red.Stream(stderr)
+	return red.Printed(stdout), red.Printed(stderr)
 }
 
 func runMasked(args []string, stdout, stderr io.Writer) int {
@@ -141,7 +143,7 @@ func runMasked(args []string, stdout, stderr io.Writer) int {
 		}
 		// An error may quote a file name from a folder someone handed
 		// over: its escape sequences must not reach the terminal.
-		fmt.Fprintln(stderr, "gpuaccept:", printable(err.Error()))
+		fmt.Fprintln(stderr, "gpuaccept:", redact.Printable(err.Error()))
 		var ue usageError
 		if errors.As(err, &ue) {
 			return exitUsage

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +14,12 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/hosts"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
+	"github.com/gpuaccept/gpuaccept/launchers/local"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -217,6 +220,9 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	setup := acceptance.Setup{SKU: s, Suite: suite, Topology: topo, Params: pm, Timeout: timeout, DryRun: dryRun, Dir: c.out,
 		LauncherName: launcherName, NewLauncher: newLauncher, Plugins: host, Version: getVersion(), Baseline: baseline,
 		Localise: ls, Stdout: stdout, Stderr: stderr}
+	if !dryRun {
+		setup.Notes = containmentNotes(launcherName, stderr)
+	}
 	if cmd == "localise" {
 		return localiseOnly(ctx, &c, setup, tests, stdout, stderr)
 	}
@@ -252,14 +258,62 @@ func resultsDir(out, name string) (string, error) {
 		}
 		return out, nil
 	}
-	base := filepath.Join("gpuaccept-results", name)
+	if err := resultsParent(); err != nil {
+		return "", err
+	}
+	base := filepath.Join(resultsParentDir, name)
 	dir := base
 	for i := 2; ; i++ {
-		if _, err := os.Stat(dir); os.IsNotExist(err) {
+		// Lstat: a name a link holds, even one pointing nowhere, is taken.
+		_, err := os.Lstat(dir)
+		if errors.Is(err, iofs.ErrNotExist) {
 			return dir, nil
+		}
+		if err != nil {
+			return "", usageError{fmt.Errorf("results folder %s: %w", dir, err)}
 		}
 		dir = fmt.Sprintf("%s-%d", base, i)
 	}
+}
+
+// containmentNotes says, once on w and as the run's notes, that the steps
+// the local launcher starts on this host are held less than fully
+// (proc.Weaker: no pid namespace, as in a pod without CAP_SYS_ADMIN),
+// naming what is missing; none when they are held fully or run elsewhere.
+func containmentNotes(launcherName string, w io.Writer) []string {
+	if launcherName != local.Name {
+		return nil
+	}
+	n := proc.Weaker()
+	if n == "" {
+		return nil
+	}
+	fmt.Fprintf(w, "warning: %s\n", n)
+	return []string{n}
+}
+
+// resultsParentDir is the folder, in the working directory, that holds
+// the results folders of runs given no --out.
+const resultsParentDir = "gpuaccept-results"
+
+// resultsParent refuses a resultsParentDir that is a symbolic link or not
+// a folder: one planted in a shared working directory would have root
+// write its results (and the raw outputs, the journal) wherever its owner
+// points it. A usage error (exit 2); nothing is followed.
+func resultsParent() error {
+	fi, err := os.Lstat(resultsParentDir)
+	switch {
+	case errors.Is(err, iofs.ErrNotExist):
+		return nil
+	case err != nil:
+		return usageError{fmt.Errorf("results parent %s: %w", resultsParentDir, err)}
+	case fi.Mode()&os.ModeSymlink != 0:
+		to, _ := os.Readlink(resultsParentDir)
+		return usageError{fmt.Errorf("%s in the working directory is a symbolic link (to %s): results are not written through a link; remove it, or give a real folder as --out", resultsParentDir, to)}
+	case !fi.IsDir():
+		return usageError{fmt.Errorf("%s in the working directory is not a folder; remove it, or give a folder as --out", resultsParentDir)}
+	}
+	return nil
 }
 
 func parseParams(kvs []string) (map[string]string, error) {

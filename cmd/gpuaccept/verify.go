@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
@@ -90,7 +89,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, err
 	}
 	for _, l := range res.Lines {
-		fmt.Fprintln(stdout, printable(l.String()))
+		fmt.Fprintln(stdout, redact.Printable(l.String()))
 	}
 	if ctx.Err() != nil {
 		// Re-judging stopped half way: its differences say nothing.
@@ -98,7 +97,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	findings := res.Findings
 	for _, p := range clearSecrets(dir) {
-		fmt.Fprintf(stdout, "MISMATCH %s\n", printable(p))
+		fmt.Fprintf(stdout, "MISMATCH %s\n", redact.Printable(p))
 		findings++
 	}
 	if findings > 0 {
@@ -154,25 +153,4 @@ func sealed(res *signoff.Result) string {
 		return ""
 	}
 	return "; " + strings.Join(parts, ", ")
-}
-
-// printable writes the control characters of s but line breaks and tabs
-// (a file name in a folder someone handed over may hold a carriage return
-// and escape sequences that would print a false "verify: OK" over the
-// real verdict) as Go escapes: \r, \x1b.
-func printable(s string) string {
-	control := func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }
-	if !strings.ContainsFunc(s, control) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if control(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

@@ -87,6 +87,9 @@ type Setup struct {
 	Plugins Plugins
 	// Version is gpuaccept's version, recorded in every run.
 	Version string
+	// Notes are recorded in the run (result.Run.Notes): how its steps are
+	// held, when less than fully (proc.Weaker).
+	Notes []string
 	// Baseline is the content of the SKU file, kept in every results
 	// folder so that it verifies against what judged it.
 	Baseline []byte
@@ -266,7 +269,7 @@ func Run(ctx context.Context, o RunOptions) (*result.Run, error) {
 	sr := newSubRunner(o.Setup)
 	lc := sr.config(ctx)
 	r := &runner.Runner{Plugins: o.Plugins, Launcher: o.Launcher, SKU: s, Dir: o.Dir, Timeout: o.Timeout, Params: o.Params, Only: o.Only,
-		DryRun: o.DryRun, Progress: o.Stderr, Version: o.Version, Retries: o.Retries, Baseline: o.Baseline}
+		DryRun: o.DryRun, Progress: o.Stderr, Version: o.Version, Retries: o.Retries, Baseline: o.Baseline, Notes: o.Notes}
 	if o.DryRun {
 		r.Progress = o.Stdout
 	} else {

@@ -176,7 +176,7 @@ func (sr *subRunner) exec(ctx context.Context, req localise.Request) (*result.Ru
 	}
 	params := runner.Params(sr.Params, req.Params)
 	r := &runner.Runner{Plugins: sr.Plugins, Launcher: l, SKU: sr.SKU, Dir: req.Dir, Timeout: sr.Timeout, Params: params,
-		Only: req.Tests, Progress: &prefixWriter{w: sr.Stderr, prefix: "  [" + req.Label + "] "}, Version: sr.Version, Baseline: sr.Baseline}
+		Only: req.Tests, Progress: &prefixWriter{w: sr.Stderr, prefix: "  [" + req.Label + "] "}, Version: sr.Version, Baseline: sr.Baseline, Notes: sr.Notes}
 	run, err := r.Run(ctx, req.Suite, req.Topology)
 	if err != nil {
 		return nil, err

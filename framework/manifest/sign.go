@@ -2,11 +2,13 @@ package manifest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hiddeco/sshsig"
@@ -128,11 +130,52 @@ func readSignature(dir string) (*sshsig.Signature, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read signature: %w", err)
 	}
-	sig, err := sshsig.Unarmor(data)
+	blob, err := dearmor(data)
+	if err != nil {
+		return nil, fmt.Errorf("read signature %s: not an SSH signature: %w", p, err)
+	}
+	sig, err := sshsig.ParseSignature(blob)
 	if err != nil {
 		return nil, fmt.Errorf("read signature %s: not an SSH signature: %w", p, err)
 	}
 	return sig, nil
+}
+
+// The armour of an SSH signature (PROTOCOL.sshsig, "Armored format").
+const (
+	sigBegin = "-----BEGIN SSH SIGNATURE-----\n"
+	sigEnd   = "\n-----END SSH SIGNATURE-----"
+)
+
+// dearmor returns the signature blob of an armoured SSH signature, read
+// as ssh-keygen -Y verify reads it (openssh sshsig.c, sshsig_dearmor): the
+// BEGIN line exactly at the start (no text or blank before it, no blank
+// after it, no CR), the END line after a newline (what follows it is not
+// read), and between them base64 whose blanks and line breaks are
+// skipped. encoding/pem (sshsig.Unarmor) takes more: text before BEGIN,
+// blanks after it, header lines, CRLF; a signature file gpuaccept verify
+// accepted and ssh-keygen refused would make verify say more than the
+// customer's own check.
+func dearmor(data []byte) ([]byte, error) {
+	if !bytes.HasPrefix(data, []byte(sigBegin)) {
+		return nil, fmt.Errorf("does not start with the line %q as ssh-keygen requires", strings.TrimSpace(sigBegin))
+	}
+	body := data[len(sigBegin):]
+	i := bytes.Index(body, []byte(sigEnd))
+	if i < 0 {
+		return nil, fmt.Errorf("no line %q", strings.TrimSpace(sigEnd))
+	}
+	b64 := bytes.Map(func(r rune) rune {
+		if strings.ContainsRune(" \t\n\v\f\r", r) {
+			return -1
+		}
+		return r
+	}, body[:i])
+	blob, err := base64.StdEncoding.Strict().DecodeString(string(b64))
+	if err != nil {
+		return nil, fmt.Errorf("base64: %w", err)
+	}
+	return blob, nil
 }
 
 // VerifySignature checks dir/manifest.json.sig the way ssh-keygen -Y

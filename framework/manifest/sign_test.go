@@ -212,3 +212,65 @@ func TestVerifySignatureMissing(t *testing.T) {
 	_, err = VerifySignature(dir, allowedSigners(t, "x ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGXnI1hT4dW5qGmW6DTVK4/5mw0Mp/4lXIevGiIo3G0o"), "x")
 	assert.ErrorContains(t, err, SigFile)
 }
+
+// The armour of manifest.json.sig is read as ssh-keygen -Y verify reads
+// it (sshsig_dearmor: the BEGIN line at the very start, exactly; the END
+// line after a newline; base64 between, blanks skipped): a signature file
+// one of them takes and the other refuses would make gpuaccept verify say
+// more than a customer's ssh-keygen, or less.
+func TestSignatureArmourAsSSHKeygen(t *testing.T) {
+	key, line := newKey(t, "ed25519", "", "operator@site", "")
+	allowed := allowedSigners(t, line)
+	const begin, end = "-----BEGIN SSH SIGNATURE-----", "-----END SSH SIGNATURE-----"
+	for _, c := range []struct {
+		name string
+		edit func(string) string
+	}{
+		{"as signed", func(s string) string { return s }},
+		{"blanks after BEGIN", func(s string) string { return strings.Replace(s, begin+"\n", begin+"  \n", 1) }},
+		{"tab after BEGIN", func(s string) string { return strings.Replace(s, begin+"\n", begin+"\t\n", 1) }},
+		{"blanks after END", func(s string) string { return strings.Replace(s, end+"\n", end+"   \n", 1) }},
+		{"blanks after the body's lines", func(s string) string {
+			i, j := strings.Index(s, "\n")+1, strings.Index(s, end)
+			return s[:i] + strings.ReplaceAll(s[i:j], "\n", "  \n") + s[j:]
+		}},
+		{"CRLF", func(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }},
+		{"text before BEGIN", func(s string) string { return "note\n" + s }},
+		{"blank line before BEGIN", func(s string) string { return "\n" + s }},
+		{"a header line", func(s string) string { return strings.Replace(s, begin+"\n", begin+"\nComment: x\n\n", 1) }},
+		{"text after END", func(s string) string { return s + "trailing\n" }},
+		{"blank before END", func(s string) string { return strings.Replace(s, "\n"+end, "\n "+end, 1) }},
+		{"no newline at the end", func(s string) string { return strings.TrimSuffix(s, "\n") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := signedFolder(t, key, nil)
+			p := filepath.Join(dir, SigFile)
+			sig, err := os.ReadFile(p)
+			assert.NilError(t, err)
+			assert.NilError(t, os.WriteFile(p, []byte(c.edit(string(sig))), 0o644))
+			kok, kout := keygenVerify(t, dir, allowed, "operator@site")
+			_, err = VerifySignature(dir, allowed, "operator@site")
+			assert.Equal(t, err == nil, kok, "ssh-keygen: %s; gpuaccept: %v", kout, err)
+		})
+	}
+}
+
+// dearmor reads any bytes without panicking, and takes only what starts
+// with the BEGIN line and holds the END line after a newline, as
+// ssh-keygen does.
+func FuzzDearmor(f *testing.F) {
+	f.Add([]byte(sigBegin + "U1NIU0lH\n" + sigEnd[1:] + "\n"))
+	f.Add([]byte(sigBegin + "  \n" + sigEnd[1:]))
+	f.Add([]byte("note\n" + sigBegin + "U1NIU0lH" + sigEnd))
+	f.Add([]byte(sigBegin + "Comment: x\n\nU1NIU0lH" + sigEnd))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		blob, err := dearmor(data)
+		if err != nil {
+			return
+		}
+		if !bytes.HasPrefix(data, []byte(sigBegin)) || !bytes.Contains(data[len(sigBegin):], []byte(sigEnd)) {
+			t.Fatalf("took %q", data)
+		}
+		_ = blob
+	})
+}

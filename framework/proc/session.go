@@ -330,3 +330,27 @@ func (s *session) disableCgroups(err error) {
 		s.cgMode = modeNone
 	}
 }
+
+// Weaker says, in a line, how this process holds its steps less than
+// fully, naming what is missing and what can then outlive a step, kill -9
+// of gpuaccept and gpuaccept clean --local; "" when each step gets a pid
+// namespace (which holds everything it starts). A run prints it once on
+// stderr and keeps it in its notes (result.Run.Notes).
+func Weaker() string {
+	s := defaultSession()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.weaker()
+}
+
+// weaker is Weaker for s. Callers hold s.mu.
+func (s *session) weaker() string {
+	if s.ns != nsOff {
+		return ""
+	}
+	const tail = "; such a process is not killed with its step and outlives kill -9 of gpuaccept and gpuaccept clean --local (framework/proc/README.md, \"What remains possible\")"
+	if s.cgMode != modeNone {
+		return "weaker containment on this host: steps get " + s.nsWhy + "; it needs root or CAP_SYS_ADMIN (a privileged pod). Each step has a " + s.cgMode.String() + " cgroup, but a root process of a step that writes itself into the root cgroup and calls setsid leaves it" + tail
+	}
+	return "weaker containment on this host: steps get " + s.nsWhy + "; it needs root or CAP_SYS_ADMIN (a privileged pod); and " + s.cgWhy + ". A process of a step that leaves its process group (setsid, setpgid) is held by nothing but the subreaper" + tail
+}

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
@@ -85,19 +86,24 @@ func (d *Display) Planned(names []string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, n := range names {
-		d.width = max(d.width, len(n))
+		d.width = max(d.width, len(redact.PrintableLine(n)))
 	}
 }
 
 // name pads a test name to the name column. Callers hold d.mu.
 func (d *Display) name(n string) string {
-	return fmt.Sprintf("%-*s", max(nameWidth, d.width), n)
+	return fmt.Sprintf("%-*s", max(nameWidth, d.width), redact.PrintableLine(n))
 }
 
 // Started implements runner.Events.
 func (d *Display) Started(test, where string, timeout time.Duration, attempt int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// The names, hosts and messages shown come from files, nodes and
+	// logs: a control character in them is escaped, as the escaping
+	// writer in front of a terminal would (redact.Printable), and here
+	// before the columns are padded.
+	where = redact.PrintableLine(where)
 	e := &entry{test: test, where: where, timeout: timeout, expected: d.Expected[test], attempt: attempt, start: d.now()}
 	if !d.live {
 		fmt.Fprintf(d.w, "%s start  %s%s\n", d.name(test), where, e.limit())
@@ -120,7 +126,7 @@ func (d *Display) Started(test, where string, timeout time.Duration, attempt int
 func (d *Display) Finished(t result.Test) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	line := fmt.Sprintf("%s %-5s  %s", d.name(t.Name), strings.ToUpper(string(t.Status)), t.Message)
+	line := fmt.Sprintf("%s %-5s  %s", d.name(t.Name), strings.ToUpper(string(t.Status)), redact.PrintableLine(t.Message))
 	if t.Duration > 0 {
 		line += fmt.Sprintf(" (%s)", t.Duration.Round(time.Millisecond))
 	}
@@ -177,6 +183,12 @@ func (d *Display) redraw(finished string) {
 		b.WriteString("\x1b[1A\x1b[2K")
 	}
 	b.WriteString("\r")
+	if c, ok := d.w.(interface{ Control(string) error }); ok {
+		// A writer that escapes what it shows (redact.Printed) takes
+		// the display's own cursor movements apart from the text.
+		c.Control(b.String())
+		b.Reset()
+	}
 	if finished != "" {
 		b.WriteString(finished + "\n")
 	}

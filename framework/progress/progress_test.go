@@ -150,3 +150,21 @@ func TestLiveRetryReplacesLine(t *testing.T) {
 	assert.Equal(t, d.drawn, 0)
 	assert.Equal(t, screen(b.String()), "nccl.all_reduce          WARN   passed on attempt 2 of 2\n")
 }
+
+// A test's message quotes its log, and a node's name comes from the
+// hosts given: their control characters are escaped, plain and live,
+// so that a log cannot rewrite the verdict lines (the display's own
+// cursor movements stay).
+func TestInjectedControlsEscaped(t *testing.T) {
+	for _, live := range []bool{false, true} {
+		var b bytes.Buffer
+		now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+		d := &Display{w: &b, live: live, now: func() time.Time { return now }}
+		d.Started("nccl.all_reduce[a\x1b[2K.log]", "1x2 via ssh on node\u202e1", 0, 1)
+		d.Finished(result.Test{Name: "nccl.all_reduce[a\x1b[2K.log]", Status: result.Fail, Message: "busbw low\r\x1b[1A\x1b[2KALL PASS"})
+		out := strings.ReplaceAll(b.String(), "\x1b[1A\x1b[2K", "")
+		out = strings.ReplaceAll(out, "\r", "")
+		assert.Assert(t, !strings.ContainsAny(out, "\x1b\r\u202e"), "live %v: %q", live, b.String())
+		assert.Assert(t, strings.Contains(out, `FAIL   busbw low\r\x1b[1A\x1b[2KALL PASS`), "live %v: %q", live, out)
+	}
+}

@@ -2,8 +2,11 @@ package redact
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -43,6 +46,29 @@ func FuzzMask(f *testing.F) {
 		}
 		if again := Bytes(whole); !bytes.Equal(again, whole) {
 			t.Fatalf("masked again:\n%q\nonce:\n%q", again, whole)
+		}
+	})
+}
+
+// Printable leaves nothing a terminal acts on, whatever the bytes, and
+// escaping twice changes nothing; PrintableJSON keeps a document valid.
+func FuzzPrintable(f *testing.F) {
+	f.Add("FAIL\r\x1b[2KALL PASS\u202e\x9b\xff")
+	f.Add("plain µs ≥ 1\n\ttab")
+	f.Fuzz(func(t *testing.T, s string) {
+		p := Printable(s)
+		if strings.ContainsFunc(p, Unprintable) || !utf8.ValidString(p) {
+			t.Fatalf("Printable(%q) = %q", s, p)
+		}
+		if Printable(p) != p {
+			t.Fatalf("not idempotent: %q", s)
+		}
+		doc, err := json.Marshal(s)
+		if err != nil {
+			return
+		}
+		if out := PrintableJSON(doc); !json.Valid(out) || bytes.ContainsFunc(out, Unprintable) {
+			t.Fatalf("PrintableJSON(%s) = %s", doc, out)
 		}
 	})
 }

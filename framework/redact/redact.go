@@ -4,11 +4,17 @@
 // and parameters, reports, the journal, and what the commands print. It is
 // the one masking path: files are written through Writer or Bytes, printed
 // output through Stream, structures (a run's results) through Value.
+// It also owns the one escaping of what is shown (Printable): the
+// commands' stdout and stderr go through Printed, the text reports
+// (table.txt, summary.md) through Printable, JSON through PrintableJSON,
+// so that no control or format character from a file name, a node or a
+// benchmark's output reaches a terminal or a text report as it is.
 //
 // It masks
 //   - values of variables, keys, headers, flags and XML elements whose
 //     names say they are secrets (HF_TOKEN=, "password": , X-Api-Key:,
 //     --auth-token, KEY=, MYSQL_PWD=, REDIS_PW=, PGPASS=, CI_JOB_JWT=,
+//     a name ending in _CREDS, _PSW, _SALT, _OTP or _PIN,
 //     DOCKER_AUTH_CONFIG's "auth", <password>, Open MPI's --mca NAME
 //     VALUE, ~/.aws/credentials' keys, also inside JSON strings, whose
 //     quotes and slashes are escaped); a value runs to a blank, through
@@ -30,7 +36,10 @@
 //     empty or not) and in user:password@host, Authorization headers of
 //     any scheme, every cookie of a Cookie header, sshpass -p, curl -u,
 //     the MySQL clients' -pPASSWORD, docker and az login -p, ipmitool -P,
-//     smbclient -U user%password, ldapsearch -w, redis-cli -a, openssl's
+//     smbclient -U user%password, ldapsearch -w, redis-cli -a, htpasswd
+//     -b's password, echo PASSWORD | docker login --password-stdin, zip
+//     and unzip -P, a Dockerfile's ENV NAME value and csh's setenv NAME
+//     value (a blank, no "="), openssl's
 //     pass:PASSWORD, SQL's IDENTIFIED BY and PASSWORD '...', .netrc's
 //     password;
 //   - values named in code and data: a pod spec's env (name, then value,
@@ -40,7 +49,12 @@
 //     also inside a shell-quoted value that holds single quotes (each
 //     written quote, backslash, quote, quote);
 //   - any literal value the caller knows to be secret (the environment's),
-//     also as JSON, HTML and XML escape it.
+//     also as JSON, HTML and XML escape it, URL-encoded, quoted by Go's %q,
+//     bash's printf %q and Python's repr(), and split by NULs or escape
+//     sequences a terminal does not show;
+//   - a line as a terminal shows it: a name or value split by NULs or
+//     escape sequences (HF_TO\x00KEN=...) is masked, the line then written
+//     without them.
 //
 // Names stay (a reader sees that a secret was set); the value becomes
 // Mask. Masking is idempotent. Real benchmark outputs pass through byte
@@ -51,10 +65,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"html"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -68,9 +85,13 @@ const Mask = "[REDACTED]"
 // component next to another one (GH_PAT, DB_PASS, SSH_KEY, MYSQL_PWD,
 // REDIS_PW; not PATH, PWD or OLDPWD); and a bare KEY or PASS, masked only
 // as KEY=value (Kubernetes manifests name label and toleration keys
-// "key:", verdicts read "PASS: ..."). See also notSecret.
+// "key:", verdicts read "PASS: ..."); and names ending in a CREDS, PSW,
+// SALT, OTP or PIN component (Jenkins' BITBUCKET_CREDS and _PSW,
+// npm_config_otp, HASH_SALT, PKCS11_PIN): only at the end, as pin_memory,
+// otp_enabled and salt_length hold no secret. See also notSecret.
 const secretNameRE = `[A-Za-z0-9_-]*(?i:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|SSHPASS|PGPASS|API[-_]?KEY|ACCESS[-_]?KEY|PRIVATE[-_]?KEY|ACCOUNT[-_]?KEY|CLIENT[-_]KEY|SHARED[-_]?ACCESS[-_]?SIGNATURE|CREDENTIAL|AUTH|COOKIE|JWT|WEBHOOK)[A-Za-z0-9_-]*` +
-	`|(?:[A-Za-z0-9]+[_-])+(?i:PAT|PASS|KEY|PWD|PW|PSK)(?:[_-][A-Za-z0-9]+)*|(?i:PAT|PASS|KEY|PW|PSK)(?:[_-][A-Za-z0-9]+)+|(?i:KEY|PASS|PSK)`
+	`|(?:[A-Za-z0-9]+[_-])+(?i:PAT|PASS|KEY|PWD|PW|PSK)(?:[_-][A-Za-z0-9]+)*|(?i:PAT|PASS|KEY|PW|PSK)(?:[_-][A-Za-z0-9]+)+|(?i:KEY|PASS|PSK)` +
+	`|(?:[A-Za-z0-9]+[_-])+(?i:CREDS|PSW|SALT|OTP|PIN)`
 
 var secretName = regexp.MustCompile(`^(?:` + secretNameRE + `)$`)
 
@@ -85,7 +106,7 @@ func SecretName(name string) bool {
 // secretWords are the words one of which, in any case, every name that
 // secretNameRE matches holds: the quick test before the regular
 // expression, which most names (busbw, NCCL_DEBUG) fail.
-var secretWords = []string{"token", "secret", "pass", "key", "signature", "credential", "auth", "cookie", "jwt", "webhook", "pat", "pw", "psk"}
+var secretWords = []string{"token", "secret", "pass", "key", "signature", "credential", "auth", "cookie", "jwt", "webhook", "pat", "pw", "psk", "creds", "psw", "salt", "otp", "pin"}
 
 // secretInitials are the first letters of secretWords.
 var secretInitials = func() (t [256]bool) {
@@ -210,7 +231,49 @@ func escapedForms(v string) []string {
 		forms = append(forms, b.String())
 	}
 	forms = append(forms, strings.NewReplacer(`&`, "&amp;", `<`, "&lt;", `>`, "&gt;", `"`, "&quot;", `'`, "&apos;").Replace(v))
+	// URL-encoded (a query's value, a path segment), quoted by Go's %q,
+	// by bash's printf %q and by Python's repr() in either of its quotes.
+	forms = append(forms, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(url.QueryEscape(v), "+", "%20"))
+	q := strconv.Quote(v)
+	forms = append(forms, q[1:len(q)-1], shellQuoted(v), pythonRepr(v, '\''), pythonRepr(v, '"'))
 	return forms
+}
+
+// shellQuoted is v as bash's printf %q writes a printable value: each
+// character the shell reads specially after a backslash.
+func shellQuoted(v string) string {
+	var b strings.Builder
+	for _, c := range v {
+		if strings.ContainsRune(" \t!\"#$&'()*,;<=>?[\\]^`{|}~", c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// pythonRepr is the inside of Python's repr() of v in quote q: the
+// backslash, q, and control characters escaped.
+func pythonRepr(v string, q rune) string {
+	var b strings.Builder
+	for _, c := range v {
+		switch {
+		case c == '\\' || c == q:
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
 }
 
 // FromEnv returns a Redactor that knows the values of the secret-named

@@ -154,7 +154,9 @@ var secretFlag = regexp.MustCompile(`(?i)token|password|passwd|passphrase|secret
 
 // nameHints are fragments every secret name holds, lower-cased.
 var nameHints = []string{"token", "secret", "pass", "key", "auth", "credential", "cookie", "jwt", "webhook", "pwd", "signature", "psk",
-	"_pat", "pat_", "-pat", "pat-", "_pw", "pw_", "-pw", "pw-"}
+	"_pat", "pat_", "-pat", "pat-", "_pw", "pw_", "-pw", "pw-",
+	// Components only a name's last one (secretNameRE).
+	"_creds", "-creds", "_psw", "-psw", "_salt", "-salt", "_otp", "-otp", "_pin", "-pin"}
 
 var urlHints = []string{"://", `:\/\/`}
 
@@ -291,6 +293,51 @@ var rules = []*rule{
 		}},
 	{name: "sshpass", hints: []string{"sshpass"},
 		re:   regexp.MustCompile(`\bsshpass\b((?:[ \t]+-[a-oq-zA-Z][^ \t]*)*)([ \t]+-p[ \t]*)('[^']*(?:'|$)|"[^"]*(?:"|$)|[^\s'"\\]+)`),
+		mask: group(3)},
+	// htpasswd -b takes the password as its last argument: FILE USER
+	// PASSWORD, or USER PASSWORD with -n (httpd's htpasswd(1)).
+	{name: "htpasswd", hints: []string{"htpasswd"},
+		re: regexp.MustCompile(`\bhtpasswd((?:[ \t]+-[A-Za-z]+)+)[ \t]+((?:[^\s'"\\]|\\/)+)[ \t]+((?:[^\s'"\\]|\\/)+)(?:[ \t]+('[^']*(?:'|$)|"[^"]*(?:"|$)|[^\s'"\\]+))?`),
+		mask: func(line []byte, m []int) []byte {
+			flags := string(line[m[2]:m[3]])
+			if !strings.Contains(flags, "b") {
+				return nil
+			}
+			pw := 4
+			if strings.Contains(flags, "n") {
+				pw = 3
+			}
+			s, e := m[2*pw], m[2*pw+1]
+			if s < 0 || isMasked(line[s:e]) {
+				return nil
+			}
+			m[1] = e
+			return append(append([]byte{}, line[m[0]:s]...), maskValue(line[s:e])...)
+		}},
+	// echo PASSWORD | docker login --password-stdin (docker login(1)): the
+	// echo's word is the password.
+	{name: "password-stdin", hints: []string{"password-stdin"},
+		re: regexp.MustCompile(`\b(?:echo|printf)((?:[ \t]+-[neE]+|[ \t]+'%s\\?n?'|[ \t]+"%s\\?n?")*)[ \t]+('[^']*'|"[^"]*"|\\"[^"\\]*\\"|[^\s'"|\\]+)[ \t]*\|[ \t]*(?:sudo[ \t]+)?(?:docker|podman|nerdctl|helm[ \t]+registry)[ \t]+login\b[^|;&\n]*--password-stdin`),
+		mask: func(line []byte, m []int) []byte {
+			if bytes.HasPrefix(bytes.TrimLeft(line[m[4]:m[5]], `"'\`), []byte("$")) {
+				return nil // echo $TOKEN: a variable's name, no secret
+			}
+			return group(2)(line, m)
+		}},
+	// NAME value with a blank, no "=": a Dockerfile's ENV and ARG in their
+	// space-separated form (as docker build prints the step), csh's setenv.
+	{name: "env-space", hints: []string{"env ", "arg "},
+		re: regexp.MustCompile(`(?:^|[\s;&|('"=])(?:ENV|ARG|setenv)[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+('[^']*(?:'|$)|"[^"]*(?:"|$)|[^\s'"\\]+)`),
+		mask: func(line []byte, m []int) []byte {
+			if !SecretName(string(line[m[2]:m[3]])) {
+				return nil
+			}
+			return group(2)(line, m)
+		}},
+	// zip -P PASSWORD and unzip -P PASSWORD (zip(1), unzip(1)); elsewhere
+	// -P is often a port (mysql, ssh's -P in scp).
+	{name: "zip-password", hints: []string{"zip"},
+		re:   regexp.MustCompile(`\b(?:un)?zip\b((?:[ \t]+-[a-zA-OQ-Z][^ \t]*)*)([ \t]+-P[ \t]*)('[^']*(?:'|$)|"[^"]*(?:"|$)|[^\s'"\\]+)`),
 		mask: group(3)},
 	// curl -u user:password (and --user, --proxy-user); a uid:gid is no
 	// password.
@@ -1359,6 +1406,11 @@ func (r *Redactor) quiet(st *state, data []byte) bool {
 			}
 		}
 	}
+	if bytes.ContainsAny(data, "\x00\x1b") {
+		// A name or a value may lie split (segmentSplit): quiet as the
+		// text reads on a terminal.
+		return r.quiet(st, splitter.ReplaceAll(data, nil))
+	}
 	return !allHints.in(data)
 }
 
@@ -1398,7 +1450,7 @@ func (r *Redactor) chunk(st *state, out *bytes.Buffer, data []byte) {
 				line = piece[:i+1]
 			}
 			piece = piece[len(line):]
-			out.Write(r.segment(st, line))
+			out.Write(r.segmentSplit(st, line))
 		}
 	}
 }
@@ -1428,6 +1480,9 @@ func (r *Redactor) segment(st *state, seg []byte) []byte {
 			if bytes.Contains(body, k) {
 				body = bytes.ReplaceAll(body, k, []byte(Mask))
 			}
+		}
+		if len(r.known) > 0 && bytes.ContainsAny(body, "\x00\x1b") {
+			body = r.maskSplit(body)
 		}
 	}
 	var head []byte
@@ -1634,4 +1689,57 @@ func (r *Redactor) spans(st *state, text []byte) []span {
 		}
 	}
 	return out
+}
+
+// segmentSplit is segment for a line that may hold NULs or escape
+// sequences (splitter) inside a secret's name or value, which a terminal
+// shows joined (HF_TO\x00KEN=...): when the line without them holds a
+// secret, that line is masked and written, its NULs and escapes dropped;
+// else the line is masked as it is.
+func (r *Redactor) segmentSplit(st *state, line []byte) []byte {
+	if !bytes.ContainsAny(line, "\x00\x1b") {
+		return r.segment(st, line)
+	}
+	joined := splitter.ReplaceAll(line, nil)
+	probe := *st
+	if bytes.Equal(r.segment(&probe, joined), joined) {
+		return r.segment(st, line)
+	}
+	return r.segment(st, joined)
+}
+
+// splitter matches what a log may put between a known value's characters
+// and a terminal does not show: NUL, and ESC with the CSI or OSC sequence
+// it starts (colours, a title).
+var splitter = regexp.MustCompile("\x00|\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|[@-_])?")
+
+// maskSplit masks the known values of r in body that lie split by NULs
+// and escape sequences (splitter): "pass\x00word" shows as "password" on a
+// terminal. Each is masked from its first character to its last.
+func (r *Redactor) maskSplit(body []byte) []byte {
+	for range 64 { // each round masks one value; a line holds few
+		var kept []byte
+		var at []int // at[i]: where kept[i] is in body
+		prev := 0
+		for _, loc := range append(splitter.FindAllIndex(body, -1), []int{len(body), len(body)}) {
+			for i := prev; i < loc[0]; i++ {
+				kept = append(kept, body[i])
+				at = append(at, i)
+			}
+			prev = loc[1]
+		}
+		found := false
+		for _, k := range r.known {
+			if i := bytes.Index(kept, k); i >= 0 {
+				s, e := at[i], at[i+len(k)-1]+1
+				body = append(append(append([]byte{}, body[:s]...), Mask...), body[e:]...)
+				found = true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return body
 }

@@ -28,7 +28,9 @@ type Writer struct {
 	raw    io.Writer
 	dst    *bufio.Writer
 	stream bool
-	st     state
+	// printable escapes what is written (Printable): see Printed.
+	printable bool
+	st        state
 	// pending is the unfinished line.
 	pending []byte
 	masked  bytes.Buffer
@@ -48,6 +50,43 @@ func (r *Redactor) Stream(dst io.Writer) *Writer {
 	w := r.NewWriter(dst)
 	w.stream = true
 	return w
+}
+
+// Printed returns a Stream that also escapes every control and format
+// character of what it writes (Printable; line feeds and tabs kept): for
+// standard output and error, which show file names, host names and
+// benchmark output that may hold an ESC, a CR or a U+202E. A display's
+// own cursor movements go through Control.
+func (r *Redactor) Printed(dst io.Writer) *Writer {
+	w := r.Stream(dst)
+	w.printable = true
+	return w
+}
+
+// Control writes seq to the terminal as it is, after the complete lines
+// written before it: for a caller's own cursor movements (a live progress
+// display's "\x1b[1A\x1b[2K", "\r"), never for text from elsewhere. An
+// unfinished line is held until its end.
+func (w *Writer) Control(seq string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if _, err := w.dst.WriteString(seq); err != nil {
+		w.err = err
+	} else {
+		w.err = w.dst.Flush()
+	}
+	return w.err
+}
+
+// shown is b as w writes it: escaped (Printable) when w is Printed.
+func (w *Writer) shown(b []byte) []byte {
+	if !w.printable {
+		return b
+	}
+	return []byte(Printable(string(b)))
 }
 
 // Unwrap returns the writer w writes to (for a terminal check).
@@ -97,7 +136,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 func (w *Writer) emit(lines []byte) {
 	w.masked.Reset()
 	w.r.chunk(&w.st, &w.masked, lines)
-	if _, err := w.dst.Write(w.masked.Bytes()); err != nil && w.err == nil {
+	if _, err := w.dst.Write(w.shown(w.masked.Bytes())); err != nil && w.err == nil {
 		w.err = err
 	}
 }
@@ -126,7 +165,7 @@ func (w *Writer) cut() {
 	if w.st.skip == skipNone {
 		w.st.skip = maskedToEnd(out)
 	}
-	if _, err := w.dst.Write(out); err != nil && w.err == nil {
+	if _, err := w.dst.Write(w.shown(out)); err != nil && w.err == nil {
 		w.err = err
 	}
 	w.pending = w.pending[:copy(w.pending, w.pending[c:])]
@@ -224,7 +263,7 @@ func (r *Redactor) Clear(src io.Reader) (int, error) {
 					l = block[:i+1]
 				}
 				block = block[len(l):]
-				if !bytes.Equal(r.segment(&st, l), l) {
+				if !bytes.Equal(r.segmentSplit(&st, l), l) {
 					return line, nil
 				}
 				line++

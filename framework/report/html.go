@@ -183,7 +183,8 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 <body>
 <h1>gpuaccept: <span class="badge {{.Run.Status}}">{{.Verdict}}</span> SKU {{.Run.SKU}}, suite {{.Run.Suite}}</h1>
 <p>{{.Summary}}</p>
-<dl>
+{{range .Run.Notes}}<p class="note">note: {{.}}</p>
+{{end}}<dl>
 <dt>scope</dt><dd>{{.Run.Scope}} (nodes x GPUs per node)</dd>
 <dt>launcher</dt><dd>{{.Run.Launcher}}</dd>
 {{if .Run.Hosts}}<dt>hosts</dt><dd>{{range $i, $h := .Run.Hosts}}{{if $i}}, {{end}}{{$h}}{{end}}</dd>{{end}}

@@ -4,6 +4,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -44,10 +45,18 @@ func Write(w io.Writer, format string, run *result.Run) error {
 // top-level "status" and a "tests" list of name/status/metrics). A number
 // JSON cannot hold (NaN, ±Inf) is written as 0, its test an error naming it
 // (result.Run.Finite), so that the report is always written.
+//
+// The C1 controls and format characters (U+202E) encoding/json leaves in
+// its strings are written as \u escapes (redact.PrintableJSON): the
+// document reads the same to a program and cannot act on a terminal.
 func JSON(w io.Writer, run *result.Run) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(run.Finite()); err != nil {
+		return fmt.Errorf("write JSON report: %w", err)
+	}
+	if _, err := w.Write(redact.PrintableJSON(b.Bytes())); err != nil {
 		return fmt.Errorf("write JSON report: %w", err)
 	}
 	return nil
@@ -118,7 +127,13 @@ func rows(run *result.Run) [][]string {
 				band = fmt.Sprintf("%.1f: %s", *h.Expected, h.Band)
 			}
 		}
-		out = append(out, []string{t.Name, strings.ToUpper(string(t.Status)), measured, band, cut(t.Message, maxDetail)})
+		row := []string{t.Name, strings.ToUpper(string(t.Status)), measured, band, cut(t.Message, maxDetail)}
+		for i := range row {
+			// Escaped here, not only on the way out (printable), so
+			// that the columns are as wide as what they show.
+			row[i] = redact.PrintableLine(row[i])
+		}
+		out = append(out, row)
 	}
 	return out
 }
@@ -181,8 +196,27 @@ func Summary(run *result.Run) string {
 var header = []string{"Test", "Status", "Measured", "Baseline: band", "Detail"}
 
 // Table writes the verdict table people read, then each localisation (its
-// suspects, a line per stage and the slow runs), then the one-line summary.
+// suspects, a line per stage and the slow runs), then the one-line summary,
+// every control and format character of it escaped (printable).
 func Table(w io.Writer, run *result.Run) error {
+	return printable(w, func(w io.Writer) error { return table(w, run) })
+}
+
+// printable writes what render writes to w with every control and format
+// character escaped (redact.Printable): test and file names, host names
+// and messages quote what a log, a file name or a node gave, and an ESC,
+// CR or U+202E in them would rewrite what the terminal or a text editor
+// shows (a FAIL row erased, "ALL PASS" written over it).
+func printable(w io.Writer, render func(io.Writer) error) error {
+	var b strings.Builder
+	err := render(&b)
+	if _, werr := io.WriteString(w, redact.Printable(b.String())); err == nil {
+		err = werr
+	}
+	return err
+}
+
+func table(w io.Writer, run *result.Run) error {
 	if len(run.Tests) > 0 || len(run.Localisations) == 0 {
 		t := tablewriter.NewTable(w, tablewriter.WithRowAutoWrap(tw.WrapNone), tablewriter.WithHeaderAutoFormat(tw.Off))
 		t.Header(header)
@@ -203,13 +237,25 @@ func Table(w io.Writer, run *result.Run) error {
 		fmt.Fprintln(w)
 	}
 	writeFaults(w, run, false)
+	for _, n := range run.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 	_, err := fmt.Fprintln(w, Summary(run))
 	return err
 }
 
-// Markdown writes the verdict table as Markdown, for a ticket or PR comment.
+// Markdown writes the verdict table as Markdown, for a ticket or PR comment,
+// every control and format character escaped (printable) and no text from
+// a run able to open a link, an image or HTML (mdCell, mdEscape).
 func Markdown(w io.Writer, run *result.Run) error {
-	fmt.Fprintf(w, "**gpuaccept %s**\n\n", Summary(run))
+	return printable(w, func(w io.Writer) error { return markdown(w, run) })
+}
+
+func markdown(w io.Writer, run *result.Run) error {
+	fmt.Fprintf(w, "**gpuaccept %s**\n\n", mdInline(Summary(run)))
+	for _, n := range run.Notes {
+		fmt.Fprintf(w, "> note: %s\n\n", mdEscape(n))
+	}
 	if len(run.Tests) == 0 && len(run.Localisations) > 0 {
 		return mdLocalisations(w, run)
 	}
@@ -251,7 +297,7 @@ func mdFindings(w io.Writer, run *result.Run) error {
 		if t.Status == result.Pass || t.Status == result.Skip {
 			continue
 		}
-		fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", html.EscapeString(t.Name), strings.ToUpper(string(t.Status)))
+		fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n", mdHTML(t.Name), strings.ToUpper(string(t.Status)))
 		if t.Message != "" {
 			fmt.Fprintf(&b, "- %s\n", mdEscape(t.Message))
 		}
@@ -296,15 +342,33 @@ func mdFindings(w io.Writer, run *result.Run) error {
 var htmlStart = regexp.MustCompile(`<([A-Za-z/!?])`)
 
 // mdCell keeps a table cell (a GPU name, a message from a log) from
-// ending the cell or opening HTML: "|" and every "<" that would start a
-// tag are escaped; "warn < 326.9" stays as it reads.
+// ending the cell or opening a link, an image or HTML: "|", "[", "]" and
+// every "<" that would start a tag are escaped; "warn < 326.9" stays as
+// it reads.
 func mdCell(s string) string {
-	return htmlStart.ReplaceAllString(strings.ReplaceAll(s, "|", `\|`), "&lt;$1")
+	return mdInline(strings.ReplaceAll(s, "|", `\|`))
 }
 
-// mdEscape keeps tool output from turning into Markdown or HTML.
+// mdInline keeps text from a run (a test, file or host name in the
+// summary line) from opening a link or an image ([x](javascript:...),
+// ![x](url), [x][ref]: "[" and "]" escaped) or HTML (a "<" that starts
+// a tag or an autolink).
+func mdInline(s string) string {
+	return htmlStart.ReplaceAllString(strings.NewReplacer("[", `\[`, "]", `\]`).Replace(s), "&lt;$1")
+}
+
+// mdHTML is s as text of an HTML element of the Markdown (a test name in
+// <summary>): HTML-escaped, and "[", "]" as character references, as a
+// renderer that reads Markdown inside the element would otherwise find a
+// link there.
+func mdHTML(s string) string {
+	return strings.NewReplacer("[", "&#91;", "]", "&#93;").Replace(html.EscapeString(s))
+}
+
+// mdEscape keeps tool output from turning into Markdown or HTML (links
+// and images included: "[" and "]" are escaped).
 func mdEscape(s string) string {
-	return strings.NewReplacer("<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "\\`", "|", `\|`).Replace(s)
+	return strings.NewReplacer("<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "\\`", "|", `\|`, "[", `\[`, "]", `\]`).Replace(s)
 }
 
 // Files of a results folder.

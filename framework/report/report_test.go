@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -325,7 +326,7 @@ func TestCycles(t *testing.T) {
 		want  string
 	}{
 		{"table", func(b *bytes.Buffer) error { return Table(b, run) }, "busbw out-of-place 28.7 GB/s @ 4 GiB, min of 20 cycles"},
-		{"markdown", func(b *bytes.Buffer) error { return Markdown(b, run) }, "- busbw[out-of-place] at 4 GiB: " + detail},
+		{"markdown", func(b *bytes.Buffer) error { return Markdown(b, run) }, `- busbw\[out-of-place\] at 4 GiB: ` + detail},
 		{"html", func(b *bytes.Buffer) error { return HTML(b, run, nil) }, "<td>28.70 GB/s<br>" + detail + "</td>"},
 		{"junit", func(b *bytes.Buffer) error { doc := JUnit(run); return doc.WriteXML(b) }, "busbw out-of-place 28.70 GB/s at 4 GiB, " + detail},
 		{"json", func(b *bytes.Buffer) error {
@@ -440,4 +441,41 @@ func TestMeasuredColumnAsREADMESays(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	assert.NilError(t, err)
 	assert.Assert(t, strings.Contains(string(readme), `"Measured" is, for a test that failed or warned, its point furthest from its baseline; for a pass, its point at the largest size`))
+}
+
+// A message quotes a benchmark's output and a test's name a log file's:
+// table, Markdown and JSON show their control and format characters
+// escaped, and Markdown opens no link or image from them.
+func TestInjectedTextEscaped(t *testing.T) {
+	run := &result.Run{SKU: "h200", Suite: "check", Launcher: "check", Status: result.Fail, Tests: []result.Test{{
+		Name: "nccl.all_reduce[x\r\x1b[2K\u202eALL PASS.log]", Status: result.Fail,
+		Message: "out of band\x1b]0;t\x07 ![img](http://evil/x.png) [x](javascript:alert(1))\u009b2K",
+	}}}
+	for _, format := range Formats {
+		var b strings.Builder
+		assert.NilError(t, Write(&b, format, run))
+		out := b.String()
+		for _, r := range out {
+			assert.Assert(t, r == '\n' || r == '\t' || !unicode.IsControl(r) && !unicode.Is(unicode.Cf, r), "%s: %U in %q", format, r, out)
+		}
+		if format == "markdown" {
+			assert.Assert(t, !strings.Contains(out, "[x](") && !strings.Contains(out, "![img]("), "%s", out)
+		}
+	}
+}
+
+// A run's notes (how it was held, framework/proc) show in the text
+// reports, where the verdicts alone would not say it.
+func TestRunNotesShown(t *testing.T) {
+	note := "weaker containment: steps get no pid namespace of their own"
+	run := &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Status: result.Pass, Notes: []string{note},
+		Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Pass, Message: "ok"}}}
+	for _, format := range Formats {
+		var b strings.Builder
+		assert.NilError(t, Write(&b, format, run))
+		assert.Assert(t, strings.Contains(b.String(), note), "%s:\n%s", format, b.String())
+	}
+	var b strings.Builder
+	assert.NilError(t, HTML(&b, run, nil))
+	assert.Assert(t, strings.Contains(b.String(), note), "html")
 }

@@ -266,6 +266,10 @@ type Run struct {
 	Tests    []Test   `json:"tests"`
 	// Dir is the results folder, when one was written.
 	Dir string `json:"results_dir,omitempty"`
+	// Notes say what the verdicts do not about how the run was made: that
+	// its steps were held less than fully on this host (proc.Weaker). Each
+	// is one line; the text reports show them under the table.
+	Notes []string `json:"notes,omitempty"`
 	// Localisations are the narrowing-down of failing multi-node tests
 	// (or of every multi-node test, with --localise), one per test.
 	Localisations []Localisation `json:"localisations,omitempty"`

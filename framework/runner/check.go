@@ -73,6 +73,9 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 	}
 	var jw *journal.Writer
 	if dir != "" {
+		if err := keptSize(groups); err != nil {
+			return nil, err
+		}
 		if err := safefs.MkdirAll(dir, resultsdir.Raw); err != nil {
 			return nil, fmt.Errorf("create results folder: %w", err)
 		}
@@ -123,6 +126,33 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 		}
 	}
 	return run, nil
+}
+
+// keptSize refuses logs that would put more than MaxKeptBytes, all
+// together and as read (decompressed), into a results folder.
+func keptSize(groups []fileGroup) error {
+	var n int64
+	for _, g := range groups {
+		for _, o := range g.outs {
+			paths := []string{o.Log}
+			for _, f := range o.Files {
+				paths = append(paths, f)
+			}
+			for _, p := range paths {
+				if p == "" {
+					continue
+				}
+				fi, err := os.Stat(p)
+				if err != nil {
+					return fmt.Errorf("keep log file %s: %w", p, err)
+				}
+				if n += fi.Size(); n > MaxKeptBytes {
+					return fmt.Errorf("check --out: the logs given are more than the %s check --out keeps (at %s, decompressed): judge them without --out, or give fewer", byteSize(MaxKeptBytes), p)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // keepGroup copies the files of g into dir/folder (resultsdir.CheckDir), the layout of a

@@ -22,6 +22,13 @@ import (
 // memory, and a verdict never rests on part of a file.
 var MaxInputBytes int64 = 4 << 30
 
+// MaxKeptBytes is the most check --out copies into its results folder,
+// every log together as read (a .gz decompressed): 1 GiB, the largest
+// text the plugins read. A few MiB of gzip that decompress to just under
+// MaxInputBytes are judged, but not written out (and hashed) whole. Past
+// it, check --out stops before anything is copied.
+var MaxKeptBytes int64 = 1 << 30
+
 // Stdin is what the check input "-" reads: the process's standard input.
 // Tests replace it.
 var Stdin io.Reader = os.Stdin

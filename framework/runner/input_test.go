@@ -293,3 +293,40 @@ func fifo(t *testing.T, dir, name string) string {
 	assert.NilError(t, syscall.Mkfifo(p, 0o644))
 	return p
 }
+
+// What check --out copies into the results folder is capped apart from
+// what it judges: a .gz a few MiB long that decompresses to just under
+// MaxInputBytes is judged, but not written out whole under raw/ (and
+// hashed) by --out; the error says the limit and nothing is copied.
+func TestCheckOutKeepsAtMostMaxKeptBytes(t *testing.T) {
+	ctx := context.Background()
+	h200 := getSKU(t, "h200")
+	one := plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}}
+	logData, err := os.ReadFile(h200Log)
+	assert.NilError(t, err)
+	old := MaxKeptBytes
+	MaxKeptBytes = 1 << 20
+	t.Cleanup(func() { MaxKeptBytes = old })
+	// The real log, then blank lines to 3 MiB: under MaxInputBytes, over
+	// MaxKeptBytes, a few KiB compressed.
+	big := writeGz(t, append(slices.Clone(logData), bytes.Repeat([]byte("\n"), 3<<20-len(logData))...), t.TempDir(), "all_reduce.log.gz")
+	run, err := Check(ctx, plugins, h200, "nccl.all_reduce", one, []string{big}, "test")
+	assert.NilError(t, err, "judged without --out")
+	assert.Equal(t, len(run.Tests), 1)
+	out := filepath.Join(t.TempDir(), "out")
+	_, err = CheckInto(ctx, plugins, h200, "nccl.all_reduce", one, []string{big}, "test", out, nil)
+	assert.ErrorContains(t, err, "more than the 1 MiB check --out keeps")
+	var kept int64
+	filepath.Walk(out, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			kept += fi.Size()
+		}
+		return nil
+	})
+	assert.Assert(t, kept <= MaxKeptBytes, "wrote %d bytes", kept)
+	// Two logs, each under the cap, over it together.
+	half := writeGz(t, append(slices.Clone(logData), bytes.Repeat([]byte("\n"), 600<<10-len(logData))...), t.TempDir(), "all_reduce.log.gz")
+	half2 := writeGz(t, append(slices.Clone(logData), bytes.Repeat([]byte("\n"), 600<<10-len(logData))...), t.TempDir(), "all_reduce.log.gz")
+	_, err = CheckInto(ctx, plugins, h200, "nccl.all_reduce", one, []string{half, half2}, "test", filepath.Join(t.TempDir(), "out"), nil)
+	assert.ErrorContains(t, err, "more than the 1 MiB check --out keeps")
+}

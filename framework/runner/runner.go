@@ -58,6 +58,9 @@ type Runner struct {
 	Progress io.Writer
 	// Version is gpuaccept's version, recorded in the result.
 	Version string
+	// Notes are recorded as the run's (result.Run.Notes), in its journal
+	// from the start.
+	Notes []string
 	// Events, when set, is told when each test starts and ends (live
 	// progress); Progress lines are then not written, except in a dry run.
 	// Left nil with Progress set, Run writes plain progress lines to
@@ -110,7 +113,7 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 		return nil, err
 	}
 	run := &result.Run{SKU: r.SKU.Name, SKUSource: r.SKU.Source, Suite: suiteName, Launcher: r.Launcher.Name(), Scope: topo.Scope,
-		Hosts: topo.Hosts, Started: time.Now().UTC(), Version: r.Version, Dir: r.Dir, Tests: []result.Test{}}
+		Hosts: topo.Hosts, Started: time.Now().UTC(), Version: r.Version, Dir: r.Dir, Tests: []result.Test{}, Notes: r.Notes}
 	if len(r.Only) > 0 {
 		run.Selected = append([]string(nil), r.Only...)
 		sort.Strings(run.Selected)

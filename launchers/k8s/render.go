@@ -582,6 +582,28 @@ func computeDomain(name, namespace string, lbl map[string]string, nodes int, cha
 	return cd
 }
 
+// kubeEscape keeps Kubernetes from expanding s, a container's command
+// or an env value: the kubelet replaces $(NAME) by the variable NAME of
+// the container and $$ by $ (k8s.io/api core/v1 Container.Command,
+// EnvVar.Value: "Double $$ are reduced to a single $, which allows for
+// escaping the $(VAR_NAME) syntax"), so a parameter holding $(NAME) or
+// $$ would run other than the dry run and the journal show, and could
+// leave the quoting of sh -c. Every $ that starts "$(" or "$$" is
+// doubled; any other $ is left as it is (the kubelet keeps it).
+func kubeEscape(s string) string {
+	if !strings.Contains(s, "$$") && !strings.Contains(s, "$(") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		b.WriteByte(s[i])
+		if s[i] == '$' && i+1 < len(s) && (s[i+1] == '$' || s[i+1] == '(') {
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}
+
 // podTemplate is the pod every flavor runs: one container, the SKU's
 // shape, and role in the labels.
 func (l *Launcher) podTemplate(sh *shape, lbl map[string]string, role, script string, o podOptions) corev1.PodTemplateSpec {
@@ -602,14 +624,14 @@ func (l *Launcher) podTemplate(sh *shape, lbl map[string]string, role, script st
 	c := corev1.Container{
 		Name:    containerName,
 		Image:   sh.image,
-		Command: []string{"/bin/sh", "-c", script},
+		Command: []string{"/bin/sh", "-c", kubeEscape(script)},
 		// The Node's name, so that a health check names the Node it ran
 		// on (the one --taint-on-fail marks), not the pod.
 		Env: []corev1.EnvVar{{Name: "GPUACCEPT_RUN", Value: l.RunID},
 			{Name: "GPUACCEPT_NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
 	}
 	for _, k := range sortedKeys(o.env) {
-		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: o.env[k]})
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: kubeEscape(o.env[k])})
 	}
 	if len(res) > 0 {
 		c.Resources = corev1.ResourceRequirements{Limits: res, Requests: res}

@@ -142,8 +142,13 @@ var word = regexp.MustCompile(`^[A-Za-z0-9_.,+:@%=/\[\]-]+$`)
 
 // slurmTime matches Slurm's time limit forms: minutes, minutes:seconds,
 // hours:minutes:seconds, days-hours[:minutes[:seconds]], and the unlimited
-// spellings.
+// spellings (which jobMinutes refuses).
 var slurmTime = regexp.MustCompile(`^([0-9]+(-[0-9]+)?(:[0-9]+){0,2}|UNLIMITED|unlimited|infinite|INFINITE)$`)
+
+// noLimit matches the time limits Slurm reads as none: the unlimited
+// spellings, and zero in any form (sbatch(1), --time: "A time limit of
+// zero requests that no time limit be imposed").
+var noLimit = regexp.MustCompile(`^(0+(-0+)?(:0+){0,2}|UNLIMITED|unlimited|infinite|INFINITE)$`)
 
 // Validate reports the first setting that cannot work, naming its flag.
 // Values are checked, not quoted: a partition or host holding shell or
@@ -162,6 +167,11 @@ func (c Config) Validate() error {
 	for _, a := range c.SbatchArgs {
 		if !strings.HasPrefix(a, "-") || strings.ContainsAny(a, " \t\r\n\x00\"'\\") {
 			return fmt.Errorf("--sbatch-arg %q: want one sbatch option such as --constraint=ib, without blanks, quotes or backslashes", a)
+		}
+		if a == "-t" || strings.HasPrefix(a, "-t") && !strings.HasPrefix(a, "--") || a == "--time" || strings.HasPrefix(a, "--time=") {
+			// A second --time would override the checked one (a zero
+			// one lifting the limit).
+			return fmt.Errorf("--sbatch-arg %q: give the job's time limit with --time, which is checked", a)
 		}
 		for _, r := range a {
 			if r < 0x20 || r == 0x7f {
@@ -217,7 +227,13 @@ func (c Config) Validate() error {
 
 // jobMinutes turns a --time value into what #SBATCH --time takes: Go
 // durations become whole minutes (rounded up), Slurm's forms pass as given.
+// A limit Slurm reads as none (0, UNLIMITED) is refused: a job that hangs
+// would hold its nodes until someone cancels it, as --timeout has no "no
+// limit" either.
 func jobMinutes(v string) (string, error) {
+	if noLimit.MatchString(v) {
+		return "", fmt.Errorf("--time %q: no time limit (Slurm reads zero and UNLIMITED as none); give a limit such as 2h or 1:00:00, or leave --time out for --timeout plus %s", v, TimeSlack)
+	}
 	if slurmTime.MatchString(v) {
 		return v, nil
 	}

@@ -76,6 +76,15 @@ func TestValidateRejects(t *testing.T) {
 		{"sbatch-arg quote", func(c *Config) { c.SbatchArgs = []string{`--comment="a"`} }, "without blanks, quotes"},
 		{"host", func(c *Config) { c.Hosts = []string{"n1;reboot"} }, `host "n1;reboot"`},
 		{"time", func(c *Config) { c.Time = "soon" }, `--time "soon"`},
+		// Slurm reads a zero limit as none: a hung job would hold its
+		// nodes for ever.
+		{"time zero", func(c *Config) { c.Time = "0" }, `--time "0": no time limit`},
+		{"time zero H:MM:SS", func(c *Config) { c.Time = "00:00:00" }, `--time "00:00:00": no time limit`},
+		{"time zero days", func(c *Config) { c.Time = "0-0" }, `--time "0-0": no time limit`},
+		{"time unlimited", func(c *Config) { c.Time = "UNLIMITED" }, `--time "UNLIMITED": no time limit`},
+		{"time infinite", func(c *Config) { c.Time = "infinite" }, `--time "infinite": no time limit`},
+		{"sbatch-arg time", func(c *Config) { c.SbatchArgs = []string{"--time=0"} }, `--sbatch-arg "--time=0": give the job's time limit with --time`},
+		{"sbatch-arg -t", func(c *Config) { c.SbatchArgs = []string{"-t0"} }, `--sbatch-arg "-t0"`},
 		{"mpi", func(c *Config) { c.MPI = "openmpi" }, `--slurm-mpi "openmpi"`},
 		{"mode", func(c *Config) { c.Mode = "x" }, `--slurm-mode "x"`},
 		{"gpus", func(c *Config) { c.GPUs = "all" }, `--slurm-gpus "all"`},
@@ -121,12 +130,12 @@ func TestRenderRejects(t *testing.T) {
 }
 
 func TestJobMinutes(t *testing.T) {
-	for in, want := range map[string]string{"30m": "30", "90s": "2", "2h": "120", "35": "35", "1:00:00": "1:00:00", "2-0": "2-0", "UNLIMITED": "UNLIMITED"} {
+	for in, want := range map[string]string{"30m": "30", "90s": "2", "2h": "120", "35": "35", "1:00:00": "1:00:00", "2-0": "2-0", "0:30": "0:30"} {
 		got, err := jobMinutes(in)
 		assert.NilError(t, err)
 		assert.Equal(t, got, want, in)
 	}
-	for _, in := range []string{"-5m", "0s", "1h;x", "tomorrow"} {
+	for _, in := range []string{"-5m", "0s", "1h;x", "tomorrow", "0", "0:0", "UNLIMITED", "unlimited"} {
 		_, err := jobMinutes(in)
 		assert.Assert(t, err != nil, in)
 	}
