@@ -3,6 +3,8 @@ package signoff
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"fmt"
 	"reflect"
 	"sort"
@@ -31,13 +33,18 @@ func valueDiffs(have, want []byte) ([]string, error) {
 		dec.UseNumber()
 		var v any
 		if err := dec.Decode(&v); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("not JSON: %w", err)
+		}
+		// A second document appended is read by some readers and not by
+		// others: one file, one run.
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("more than one JSON document: something follows the first, at byte %d", dec.InputOffset())
 		}
 		return v, nil
 	}
 	h, err := decode(have)
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
+		return nil, err
 	}
 	w, err := decode(want)
 	if err != nil {
