@@ -426,24 +426,34 @@ func TestRealGPUResultsVerify(t *testing.T) {
 			assert.Equal(t, code, 1, stdout+errs)
 			assert.Assert(t, strings.Contains(stdout, "MISMATCH report.html: differs from the one this gpuaccept (dev) renders"), stdout)
 			assert.Assert(t, strings.Contains(stdout, "the manifest says format 1 (reports not hashed), but it is not sealed"), stdout)
-			code, stdout, errs = cli(t, "verify", dir, "--digest", digestOf(t, r+c.dir))
-			assert.Equal(t, code, 0, stdout+errs)
-			assert.Assert(t, strings.Contains(stdout, "verify: OK: ") && strings.Contains(stdout, c.run), stdout)
 			// Their manifests (format 1) do not hash the reports: results.json
 			// is re-derived all the same, and the reports that render as
 			// they did are compared byte for byte; report.html (laid out
 			// otherwise since) and, for the failing run, summary.md (its
-			// findings now follow the message, reason first) are said to
-			// be unchecked.
-			rendered := "results.json re-derived value by value, junit.xml, summary.md and table.txt re-rendered byte for byte"
-			notes := []string{"NOTE report.html: not hashed by a format 1 manifest, and this gpuaccept renders it differently"}
+			// findings now follow the message, reason first) are bound by
+			// nothing, even sealed: findings (gpuaccept report makes them
+			// again).
+			code, stdout, errs = cli(t, "verify", dir, "--digest", digestOf(t, r+c.dir))
+			assert.Equal(t, code, 1, stdout+errs)
+			findings := []string{"MISMATCH report.html: not hashed by a format 1 manifest, and this gpuaccept (dev) renders it otherwise"}
 			if c.dir == "p2poff" {
-				rendered = "results.json re-derived value by value, junit.xml and table.txt re-rendered byte for byte"
-				notes = append(notes, "NOTE summary.md: not hashed by a format 1 manifest, and this gpuaccept renders it differently")
+				findings = append(findings, "MISMATCH summary.md: not hashed by a format 1 manifest, and this gpuaccept (dev) renders it otherwise")
 			}
-			for _, w := range append([]string{"format 1: raw outputs, baseline copy and journal only", rendered}, notes...) {
+			for _, w := range append([]string{"format 1: raw outputs, baseline copy and journal only", "verify: FAILED: " + result.Count(len(findings), "finding")}, findings...) {
 				assert.Assert(t, strings.Contains(stdout, w), "want %q in\n%s", w, stdout)
 			}
+			// Made again by gpuaccept report, the reports are this
+			// version's and re-render: the run verifies.
+			rebuilt := filepath.Join(t.TempDir(), c.dir)
+			assert.NilError(t, os.CopyFS(rebuilt, os.DirFS(r+c.dir)))
+			for _, f := range []string{"report.html", "summary.md"} {
+				assert.NilError(t, os.Remove(filepath.Join(rebuilt, f)))
+			}
+			cli(t, "report", rebuilt)
+			code, stdout, errs = cli(t, "verify", rebuilt, "--digest", digestOf(t, r+c.dir))
+			assert.Equal(t, code, 0, stdout+errs)
+			assert.Assert(t, strings.Contains(stdout, "verify: OK: ") && strings.Contains(stdout, c.run), stdout)
+			assert.Assert(t, strings.Contains(stdout, "results.json re-derived value by value, junit.xml, report.html, summary.md and table.txt re-rendered byte for byte"), stdout)
 			edit(t, filepath.Join(dir, "results.json"), `("name": "data validation",\n\s+"ok": )true`, "${1}false")
 			code, stdout, _ = cli(t, "verify", dir, "--digest", digestOf(t, r+c.dir))
 			assert.Equal(t, code, 1, stdout)
