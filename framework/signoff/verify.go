@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/journal"
+	"github.com/gpuaccept/gpuaccept/framework/localise"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
@@ -741,7 +742,27 @@ type subRunDir struct {
 // verdict the localisation recorded from it compared with its journal's.
 // A run that could not start (error) may have no folder.
 func (r *Result) verifySubRuns(ctx context.Context, o Options, s *sku.SKU, dir string, run *result.Run, m *manifest.Manifest, same bool) {
+	listed := map[string]bool{}
+	for _, f := range m.Files {
+		listed[f.Path] = true
+	}
+	// The runs' tests as their raw outputs give them, by folder and name.
+	rejudged := map[string]map[string]result.Test{}
 	for _, sd := range subRunDirs(run) {
+		clean := path.Clean(filepath.ToSlash(sd.dir))
+		if !filepath.IsLocal(sd.dir) || !strings.HasPrefix(clean, resultsdir.Localise+"/") {
+			r.add(Mismatch, "localisation of %s: run %s: not a folder under %s/ of the results folder: what lies there is no part of this sign-off", sd.test, strconv.QuoteToASCII(sd.dir), resultsdir.Localise)
+			continue
+		}
+		if !listed[path.Join(clean, resultsdir.Journal)] {
+			if sd.runs[0].run.Status == result.Error {
+				if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(clean))); errors.Is(err, iofs.ErrNotExist) {
+					continue // a run that could not start may have no folder
+				}
+			}
+			r.add(Mismatch, "localisation of %s: run %s: %s lists no %s for it: its verdicts are no part of this sign-off", sd.test, sd.dir, manifest.File, path.Join(clean, resultsdir.Journal))
+			continue
+		}
 		folder := filepath.Join(dir, filepath.FromSlash(sd.dir))
 		sub, err := journal.Read(folder)
 		if err != nil {
@@ -774,10 +795,126 @@ func (r *Result) verifySubRuns(ctx context.Context, o Options, s *sku.SKU, dir s
 		for _, d := range runner.Rejudge(ctx, o.Plugins, ss, folder, sub) {
 			r.add(Rejudged, "%s: %s", sd.dir, d)
 		}
+		r.checkRawFolders(dir, sd.dir, sub)
+		tests := map[string]result.Test{}
+		for _, t := range sub.Tests {
+			got := t
+			if len(t.Raw) > 0 {
+				if got, err = runner.JudgeAgain(ctx, o.Plugins, ss, folder, sub, t); err != nil {
+					got = t // Rejudge named it
+				}
+			}
+			tests[t.Name] = got
+		}
+		rejudged[sd.dir] = tests
 		recorded := sub.Dir
 		if recorded == "" {
 			recorded = folder
 		}
 		r.checkReports(dir, sd.dir, sub, ss, recorded, m, same, o.Version)
 	}
+	for _, l := range run.Localisations {
+		r.checkLocalisation(s, l, rejudged)
+	}
+}
+
+// checkLocalisation re-derives what localisation l recorded of its runs
+// from their tests as their raw outputs give them (rejudged, by folder
+// and test; a folder not there was named already): each run's status,
+// figure and whether it is slow (localise.Rederive), the references of
+// the stages that compute theirs, the node suspects of the per-node
+// stage and of the pairs stage (strategy pairs), and, for every suspect
+// named, a slow run of its host as evidence.
+func (r *Result) checkLocalisation(s *sku.SKU, l result.Localisation, rejudged map[string]map[string]result.Test) {
+	at := func(st result.Stage, sr result.SubRun) string {
+		return fmt.Sprintf("localisation of %s: %s round %d on %s", l.Test, st.Name, sr.Round, strings.Join(sr.Hosts, ","))
+	}
+	for _, st := range l.Stages {
+		groups := map[string][]result.SubRun{}
+		for _, sr := range st.Runs {
+			key := ""
+			if st.Name == "per-node" {
+				key = sr.Test
+			}
+			groups[key] = append(groups[key], sr)
+			tests, ok := rejudged[sr.Dir]
+			if !ok || sr.NICs != "" {
+				// No folder (a run that could not start), or an HCA-pair
+				// run whose figure is split by pair: its status is held
+				// to its journal above.
+				continue
+			}
+			t, ok := tests[sr.Test]
+			if !ok {
+				continue // named above: its journal has no such test
+			}
+			want := localise.Rederive(s, t, sr, l.Tolerance)
+			var diffs []string
+			if sr.Status != want.Status {
+				diffs = append(diffs, fmt.Sprintf("status %s, re-derived %s", sr.Status, want.Status))
+			}
+			if sr.Figure != want.Figure || sr.FigureName != want.FigureName || sr.Unit != want.Unit {
+				diffs = append(diffs, fmt.Sprintf("figure %q %g %s, re-derived %q %g %s", sr.FigureName, sr.Figure, sr.Unit, want.FigureName, want.Figure, want.Unit))
+			}
+			if sr.Slow != want.Slow || sr.Why != want.Why {
+				diffs = append(diffs, fmt.Sprintf("slow %t (%s), re-derived %t (%s)", sr.Slow, sr.Why, want.Slow, want.Why))
+			}
+			for _, d := range diffs {
+				r.add(Rejudged, "%s: %s recorded %s from its raw outputs (%s)", at(st, sr), sr.Test, d, sr.Dir)
+			}
+		}
+		// Per-node and pairs runs are compared with the upper quartile
+		// of their group; the other stages are given their reference.
+		if st.Name == "per-node" || (st.Name == "pairs" && (l.Strategy == localise.Pairs || l.Strategy == localise.Matching)) {
+			for _, g := range groups {
+				ref := localise.Reference(g)
+				for _, sr := range g {
+					if sr.Reference != ref {
+						r.add(Rejudged, "%s: reference %g recorded, the upper quartile of the stage's figures is %g", at(st, sr), sr.Reference, ref)
+					}
+				}
+			}
+		}
+		names, known := localise.NodeSuspects(st, l.Strategy, l.Hosts)
+		if !known {
+			continue
+		}
+		named := map[string]bool{}
+		for _, sp := range l.Suspects {
+			if sp.Kind == "node" {
+				named[sp.Host] = true
+			}
+		}
+		for _, h := range names {
+			if !named[h] {
+				r.add(Rejudged, "localisation of %s: the runs of its %s stage name node %s a suspect, and the localisation names no such suspect", l.Test, st.Name, h)
+			}
+		}
+	}
+	for _, sp := range l.Suspects {
+		if !slowRunOf(l, sp.Host) {
+			r.add(Rejudged, "localisation of %s: suspect %s (%s stage) has no slow run of its host among the localisation's runs to back it", l.Test, sp.Name(), sp.Stage)
+		}
+	}
+}
+
+// slowRunOf says whether a run of l on host is slow, or one of its HCA
+// pairs.
+func slowRunOf(l result.Localisation, host string) bool {
+	for _, st := range l.Stages {
+		for _, sr := range st.Runs {
+			if !slices.Contains(sr.Hosts, host) {
+				continue
+			}
+			if sr.Slow {
+				return true
+			}
+			for _, f := range sr.NICFigures {
+				if f.Slow {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
