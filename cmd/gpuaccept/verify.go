@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/gpuaccept/gpuaccept"
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/report"
@@ -58,7 +59,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() != 1 {
 		return exitUsage, usageError{errors.New("verify takes one RESULTS_DIR")}
 	}
-	o := signoff.Options{Version: getVersion(), AllowedSigners: allowed, Identity: identity, Builtin: baselines.FS, StrictBaseline: strict}
+	o := signoff.Options{Version: getVersion(), AllowedSigners: allowed, Identity: identity, Builtin: baselines.FS, StrictBaseline: strict, Recordings: gpuaccept.Recordings}
 	if digest != "" {
 		d, err := manifest.ParseDigest(digest)
 		if err != nil {
@@ -115,8 +116,12 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if res.Baseline != "" {
 		whose = " (" + res.Baseline + " " + res.Run.SKU + " baseline)"
 	}
-	fmt.Fprintf(stdout, "verify: OK: %s %s the manifest; %s re-judged against %s%s %s the recorded verdicts%s (run %s)%s%s\n",
-		result.Count(len(res.Manifest.Files), "file"), result.Noun(len(res.Manifest.Files), "matches", "match"), result.Count(len(res.Run.Tests), "test"), res.Manifest.Baseline.Path, whose, result.Noun(len(res.Run.Tests), "gives", "give"), subs, res.Run.Status, rederived(res), sealed(res))
+	replayed := ""
+	if res.Replay {
+		replayed = "; a replay of the recordings gpuaccept ships, no sign-off of hardware"
+	}
+	fmt.Fprintf(stdout, "verify: OK: %s %s the manifest; %s re-judged against %s%s %s the recorded verdicts%s (run %s)%s%s%s\n",
+		result.Count(len(res.Manifest.Files), "file"), result.Noun(len(res.Manifest.Files), "matches", "match"), result.Count(len(res.Run.Tests), "test"), res.Manifest.Baseline.Path, whose, result.Noun(len(res.Run.Tests), "gives", "give"), subs, res.Run.Status, rederived(res), sealed(res), replayed)
 	return exitOK, nil
 }
 

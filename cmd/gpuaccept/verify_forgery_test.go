@@ -109,6 +109,7 @@ func TestVerifyRefusesForgedSignOffs(t *testing.T) {
 			edit(t, filepath.Join(dir, "journal.jsonl"), `"suite":"singlenode"`, `"suite":"`+suite+`"`)
 		}
 	}
+	replayed := replayRun(t)
 	cases := []struct {
 		name   string
 		signed string
@@ -168,6 +169,12 @@ func TestVerifyRefusesForgedSignOffs(t *testing.T) {
 			assert.NilError(t, err)
 			assert.NilError(t, os.WriteFile(filepath.Join(dir, manifest.File), data, 0o644))
 		}, []string{`MISMATCH junit.xml: not hashed by a format 1 manifest`}},
+		// The H200 recordings that ship in the binary, relabelled as a run
+		// on a Slurm cluster.
+		{"the shipped recordings relabelled a slurm run", replayed, func(dir string) {
+			edit(t, filepath.Join(dir, "journal.jsonl"), `"launcher":"replay"`, `"launcher":"slurm"`)
+		}, []string{"MISMATCH 12 files of the raw outputs are byte for byte the recordings this gpuaccept ships (raw/",
+			"they were recorded on the project's own machine, not on the cluster this run (launcher slurm) names"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -192,6 +199,18 @@ func TestVerifyRefusesForgedSignOffs(t *testing.T) {
 				assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)
 			}
 		})
+	}
+}
+
+// A replay of the shipped recordings (the demo, --launcher replay)
+// verifies, saying it is no sign-off of hardware.
+func TestVerifySaysAReplayOfShippedRecordings(t *testing.T) {
+	code, out, errs := cli(t, "verify", replayRun(t))
+	assert.Equal(t, code, 0, out+errs)
+	for _, w := range []string{"NOTE 12 files of the raw outputs are the recordings this gpuaccept ships (raw/",
+		"the run is a replay of them (launcher replay, the demo), no sign-off of any cluster's hardware",
+		"; a replay of the recordings gpuaccept ships, no sign-off of hardware\n"} {
+		assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)
 	}
 }
 

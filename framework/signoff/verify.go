@@ -2,6 +2,8 @@ package signoff
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	iofs "io/fs"
@@ -71,6 +73,11 @@ type Options struct {
 	// StrictBaseline makes a kept copy that is not the built-in SKU file
 	// a finding instead of a note.
 	StrictBaseline bool
+	// Recordings are the real outputs this gpuaccept ships (the root
+	// package's Recordings, which the demo replays): raw outputs that are
+	// byte for byte one of them are no evidence of the cluster a run
+	// names, unless the run says it is a replay. nil checks none.
+	Recordings iofs.FS
 	// AllowedSigners and Identity check manifest.json.sig as ssh-keygen
 	// -Y verify -f ALLOWED_SIGNERS -I IDENTITY -n gpuaccept does; ""
 	// checks none.
@@ -99,6 +106,10 @@ type Result struct {
 	// gpuaccept's built-in SKU file of that name: BaselineBuiltin,
 	// BaselineSite, BaselineOwn, or "" when not compared.
 	Baseline string
+	// Replay says the raw outputs are the recordings this gpuaccept ships
+	// and the run says it is a replay of them (the demo): no sign-off of
+	// hardware.
+	Replay bool
 	// Digest says the sign-off digest was checked and matched; Signer who
 	// signed, when the signature was checked and is good.
 	Digest bool
@@ -191,6 +202,7 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 		r.checkSuite(s, run, preflight)
 	}
 	r.checkRawFolders(dir, "", run)
+	r.checkRecordings(o.Recordings, run, m)
 	if s != nil && o.Builtin != nil {
 		r.checkBuiltin(ctx, dir, o, s, run, recorded)
 	}
@@ -327,6 +339,63 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 	if len(run.Selected) > 0 {
 		r.add(Note, "the run chose %d of suite %s's %s with --test: %s", len(run.Selected), run.Suite, result.Count(len(su.Tests), "test"), strings.Join(run.Selected, ", "))
 	}
+}
+
+// minRecording is the size below which a file of the shipped recordings
+// is not looked for among raw outputs: an empty file or a one-line status
+// may well be a real run's too.
+const minRecording = 256
+
+// replayLauncher is the launcher name of runs replayed from recordings
+// (gpuaccept demo, --launcher replay).
+const replayLauncher = "replay"
+
+// checkRecordings finds the raw outputs of the folder (manifest m's
+// files under raw/ and the localisations' raw/, by their SHA-256) that
+// are byte for byte a file of recs, the recordings this gpuaccept ships:
+// in a run that says it is a replay (the demo) that is said, and the run
+// is no sign-off of hardware (Replay); in any other run it is a finding,
+// for those outputs came from the machine the recording was made on, not
+// from the cluster the run names.
+func (r *Result) checkRecordings(recs iofs.FS, run *result.Run, m *manifest.Manifest) {
+	if recs == nil {
+		return
+	}
+	shipped := map[string]string{} // sha256 -> path in recs
+	_ = iofs.WalkDir(recs, ".", func(p string, d iofs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := iofs.ReadFile(recs, p)
+		if err != nil || len(data) < minRecording {
+			return nil
+		}
+		sum := sha256.Sum256(data)
+		shipped[hex.EncodeToString(sum[:])] = p
+		return nil
+	})
+	var found []string
+	first := ""
+	for _, f := range m.Files {
+		if !strings.HasPrefix(f.Path, resultsdir.Raw+"/") && !(strings.HasPrefix(f.Path, resultsdir.Localise+"/") && strings.Contains(f.Path, "/"+resultsdir.Raw+"/")) {
+			continue
+		}
+		if p, ok := shipped[f.SHA256]; ok {
+			if first == "" {
+				first = f.Path + " is " + p
+			}
+			found = append(found, f.Path)
+		}
+	}
+	if len(found) == 0 {
+		return
+	}
+	if run.Launcher == replayLauncher {
+		r.Replay = true
+		r.add(Note, "%s of the raw outputs are the recordings this gpuaccept ships (%s): the run is a replay of them (launcher %s, the demo), no sign-off of any cluster's hardware", result.Count(len(found), "file"), first, replayLauncher)
+		return
+	}
+	r.add(Mismatch, "%s of the raw outputs are byte for byte the recordings this gpuaccept ships (%s): they were recorded on the project's own machine, not on the cluster this run (launcher %s) names", result.Count(len(found), "file"), first, run.Launcher)
 }
 
 // CheckSuite is the suite, and the launcher, of the run gpuaccept check
