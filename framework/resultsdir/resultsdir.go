@@ -195,8 +195,9 @@ func DecodeOne(data []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
+	end := dec.InputOffset()
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("more than one JSON document: something follows the first, at byte %d", dec.InputOffset())
+		return fmt.Errorf("more than one JSON document: something follows the first, at byte %d", end)
 	}
 	return nil
 }

@@ -37,8 +37,9 @@ func valueDiffs(have, want []byte) ([]string, error) {
 		}
 		// A second document appended is read by some readers and not by
 		// others: one file, one run.
+		end := dec.InputOffset()
 		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("more than one JSON document: something follows the first, at byte %d", dec.InputOffset())
+			return nil, fmt.Errorf("more than one JSON document: something follows the first, at byte %d", end)
 		}
 		return v, nil
 	}
