@@ -41,7 +41,7 @@ func TestJUnitVerdicts(t *testing.T) {
 
 func TestHeadlineOf(t *testing.T) {
 	for in, want := range map[string]string{
-		"**gpuaccept FAIL: SKU h200, suite singlenode, scope 1x2, launcher replay: 5 pass, 1 fail (107ms)**": "FAIL: SKU h200, suite singlenode, scope 1x2, launcher replay: 5 pass, 1 fail",
+		"**gpuaccept FAIL: SKU h200, suite singlenode, scope 1x2, launcher replay: 5 pass, 1 fail (107ms)**":       "FAIL: SKU h200, suite singlenode, scope 1x2, launcher replay: 5 pass, 1 fail",
 		"└──┘\nPASS: SKU h200, suite node (--test nccl.all_reduce only), scope 1x1, launcher local: 1 pass (3s)\n": "PASS: SKU h200, suite node (--test nccl.all_reduce only), scope 1x1, launcher local: 1 pass",
 		"<h1>gpuaccept</h1>": "",
 	} {
