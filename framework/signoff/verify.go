@@ -118,10 +118,13 @@ type Result struct {
 	// judge judges test t of the run again against s, as Rejudge does
 	// (nil: no re-judging, no baseline copy read).
 	judge func(s *sku.SKU, t result.Test) (result.Test, error)
+	// prefix heads every line added: the folder of the localisation's
+	// run being checked, "" for the main one.
+	prefix string
 }
 
 func (r *Result) add(kind, format string, a ...any) {
-	r.Lines = append(r.Lines, Line{kind, fmt.Sprintf(format, a...)})
+	r.Lines = append(r.Lines, Line{kind, r.prefix + fmt.Sprintf(format, a...)})
 	if kind == Mismatch || kind == Rejudged {
 		r.Findings++
 	}
@@ -865,6 +868,18 @@ func (r *Result) verifySubRuns(ctx context.Context, o Options, s *sku.SKU, dir s
 			r.add(Rejudged, "%s: %s", sd.dir, d)
 		}
 		r.checkRawFolders(dir, sd.dir, sub)
+		// A localisation's run is held to its suite as the main run is.
+		saved := r.judge
+		r.judge = func(s *sku.SKU, t result.Test) (result.Test, error) {
+			return runner.JudgeAgain(ctx, o.Plugins, s, folder, sub, t)
+		}
+		r.prefix = sd.dir + ": "
+		preflight, diffs := runner.PreflightCheck(ctx, o.Plugins, ss, folder, sub)
+		for _, d := range diffs {
+			r.add(Rejudged, "%s", d)
+		}
+		r.checkSuite(ss, sub, preflight)
+		r.prefix, r.judge = "", saved
 		tests := map[string]result.Test{}
 		for _, t := range sub.Tests {
 			got := t
