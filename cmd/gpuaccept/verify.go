@@ -127,7 +127,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	replayed := ""
 	if res.Replay {
-		replayed = "; a replay of the recordings gpuaccept ships, no sign-off of hardware"
+		replayed = "; its raw outputs are the recordings gpuaccept ships: no sign-off of hardware"
 	}
 	fmt.Fprintf(stdout, "verify: OK: %s %s the manifest; %s re-judged against %s%s %s the recorded verdicts%s (run %s)%s%s%s\n",
 		result.Count(len(res.Manifest.Files), "file"), result.Noun(len(res.Manifest.Files), "matches", "match"), result.Count(len(res.Run.Tests), "test"), res.Manifest.Baseline.Path, whose, result.Noun(len(res.Run.Tests), "gives", "give"), subs, res.Run.Status, rederived(res), sealed(res), replayed)

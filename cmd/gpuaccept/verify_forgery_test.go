@@ -208,8 +208,8 @@ func TestVerifySaysAReplayOfShippedRecordings(t *testing.T) {
 	code, out, errs := cli(t, "verify", replayRun(t))
 	assert.Equal(t, code, 0, out+errs)
 	for _, w := range []string{"NOTE 12 files of the raw outputs are the recordings this gpuaccept ships (raw/",
-		"the run is a replay of them (launcher replay, the demo), no sign-off of any cluster's hardware",
-		"; a replay of the recordings gpuaccept ships, no sign-off of hardware\n"} {
+		"the run is a replay of them (launcher replay), no sign-off of any cluster's hardware",
+		"; its raw outputs are the recordings gpuaccept ships: no sign-off of hardware\n"} {
 		assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)
 	}
 }

@@ -356,8 +356,9 @@ const replayLauncher = "replay"
 // checkRecordings finds the raw outputs of the folder (manifest m's
 // files under raw/ and the localisations' raw/, by their SHA-256) that
 // are byte for byte a file of recs, the recordings this gpuaccept ships:
-// in a run that says it is a replay (the demo) that is said, and the run
-// is no sign-off of hardware (Replay); in any other run it is a finding,
+// in a run that says it is a replay (the demo) or a check of files that
+// is said, and the run is no sign-off of hardware (Replay); in any other
+// run (one that names a launcher, so a cluster) it is a finding,
 // for those outputs came from the machine the recording was made on, not
 // from the cluster the run names.
 func (r *Result) checkRecordings(recs iofs.FS, run *result.Run, m *manifest.Manifest) {
@@ -366,7 +367,10 @@ func (r *Result) checkRecordings(recs iofs.FS, run *result.Run, m *manifest.Mani
 	}
 	shipped := map[string]string{} // sha256 -> path in recs
 	_ = iofs.WalkDir(recs, ".", func(p string, d iofs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
+		// outputs.json records how the steps ended (exit codes, file
+		// names), the same in every run made alike: no output of the
+		// machine.
+		if err != nil || !d.Type().IsRegular() || path.Base(p) == resultsdir.Outputs {
 			return nil
 		}
 		data, err := iofs.ReadFile(recs, p)
@@ -393,9 +397,11 @@ func (r *Result) checkRecordings(recs iofs.FS, run *result.Run, m *manifest.Mani
 	if len(found) == 0 {
 		return
 	}
-	if run.Launcher == replayLauncher {
+	if run.Launcher == replayLauncher || run.Launcher == CheckSuite {
+		// A replay (the demo) or a check of the files says what it is,
+		// and names no cluster: said, not a finding.
 		r.Replay = true
-		r.add(Note, "%s of the raw outputs are the recordings this gpuaccept ships (%s): the run is a replay of them (launcher %s, the demo), no sign-off of any cluster's hardware", result.Count(len(found), "file"), first, replayLauncher)
+		r.add(Note, "%s of the raw outputs are the recordings this gpuaccept ships (%s): the run is a %s of them (launcher %s), no sign-off of any cluster's hardware", result.Count(len(found), "file"), first, map[bool]string{true: "replay", false: "check"}[run.Launcher == replayLauncher], run.Launcher)
 		return
 	}
 	r.add(Mismatch, "%s of the raw outputs are byte for byte the recordings this gpuaccept ships (%s): they were recorded on the project's own machine, not on the cluster this run (launcher %s) names", result.Count(len(found), "file"), first, run.Launcher)
