@@ -269,8 +269,15 @@ func TestStoppedRunKeepsResults(t *testing.T) {
 			for _, f := range []string{"results.json", "junit.xml", "report.html", "summary.md", "table.txt", "manifest.json"} {
 				assert.Assert(t, fileExists(filepath.Join(out, f)), f)
 			}
+			// A stopped run is no sign-off: verify cannot re-derive the
+			// verdicts of the tests that did not finish, nor of a site's
+			// suite against the built-in SKU rules, and the stand-in
+			// prints the recordings gpuaccept ships. Those, and nothing
+			// else, are its findings.
 			code, vout, _ := cli(t, "verify", out)
-			assert.Equal(t, code, 0, vout)
+			assert.Equal(t, code, 1, vout)
+			onlyFindings(t, vout, "recorded an error with no raw output (not ", "of the raw outputs are byte for byte the recordings this gpuaccept ships",
+				`suite "stops" is not a suite of this gpuaccept's built-in h200 baseline`, ": the raw outputs of a test that did not finish")
 		})
 	}
 }
@@ -350,8 +357,30 @@ func TestRetries(t *testing.T) {
 	assert.Equal(t, suites[0].Name, "nccl.all_reduce (attempt 1 of 2)")
 	assert.Equal(t, suites[0].Tests[0].Status, gojunit.StatusError)
 	assert.Equal(t, suites[1].Name, "nccl.all_reduce (attempt 2 of 2)")
+	// The attempts verify; the stand-in prints the recordings gpuaccept
+	// ships, which verify names.
 	code, vout, _ := cli(t, "verify", out)
-	assert.Equal(t, code, 0, vout)
+	assert.Equal(t, code, 1, vout)
+	onlyFindings(t, vout, "1 file of the raw outputs are byte for byte the recordings this gpuaccept ships")
+}
+
+// onlyFindings wants at least one finding in verify's output out, and
+// each to hold one of allowed.
+func onlyFindings(t *testing.T, out string, allowed ...string) {
+	t.Helper()
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, "MISMATCH ") && !strings.HasPrefix(l, "REJUDGED ") {
+			continue
+		}
+		n++
+		ok := false
+		for _, a := range allowed {
+			ok = ok || strings.Contains(l, a)
+		}
+		assert.Assert(t, ok, "unexpected finding %q in\n%s", l, out)
+	}
+	assert.Assert(t, n > 0, out)
 }
 
 // check takes the report flags of a run: old logs get the same reports.

@@ -535,14 +535,22 @@ func (r *Result) checkRawFolders(dir, rel string, run *result.Run) {
 		return // none; the manifest names what is missing
 	}
 	claimed := map[string]bool{}
+	unfinished := map[string]bool{}
 	for _, t := range run.Tests {
 		for _, a := range append(append([]result.Test(nil), t.Attempts...), t) {
 			if f, err := resultsdir.RawFolder(a); err == nil {
 				claimed[f] = true
 			}
 		}
+		if t.Message == journal.Interrupted && len(t.Raw) == 0 {
+			unfinished[t.Name] = true
+		}
 	}
 	for _, e := range ents {
+		if unfinished[e.Name()] {
+			r.add(Mismatch, "%s: the raw outputs of a test that did not finish (%s): no verdict was made from them", path.Join(rel, resultsdir.Raw, e.Name()), e.Name())
+			continue
+		}
 		if !claimed[e.Name()] {
 			r.add(Mismatch, "%s: no test or attempt of the journal has its raw outputs there: outputs kept with no verdict from them (a test or an attempt dropped)", path.Join(rel, resultsdir.Raw, e.Name()))
 		}
