@@ -203,13 +203,16 @@ func TestVerifyRefusesForgedSignOffs(t *testing.T) {
 }
 
 // A replay of the shipped recordings (the demo, --launcher replay)
-// verifies, saying it is no sign-off of hardware.
+// verifies, saying it is no sign-off of hardware, and which hosts and
+// GPUs its raw outputs name.
 func TestVerifySaysAReplayOfShippedRecordings(t *testing.T) {
 	code, out, errs := cli(t, "verify", replayRun(t))
 	assert.Equal(t, code, 0, out+errs)
 	for _, w := range []string{"NOTE 12 files of the raw outputs are the recordings this gpuaccept ships (raw/",
 		"the run is a replay of them (launcher replay), no sign-off of any cluster's hardware",
-		"; its raw outputs are the recordings gpuaccept ships: no sign-off of hardware\n"} {
+		"; its raw outputs are the recordings gpuaccept ships: no sign-off of hardware\n",
+		// What a customer matches with the machines received.
+		"\nthe raw outputs name hosts vm; GPUs NVIDIA H200\n"} {
 		assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)
 	}
 }

@@ -138,8 +138,17 @@ func (r *Result) add(kind, format string, a ...any) {
 // runs of its localisations the same way, results.json compared value by
 // value with the run re-derived from the journal, and junit.xml,
 // report.html, summary.md and table.txt rendered again and compared byte
-// for byte. Errors are a folder that cannot be read (no manifest, no
-// journal); everything else is a line of the Result.
+// for byte. The run's status is recomputed from its tests (Run.Finish),
+// and what cannot be re-derived from the raw outputs and the SKU rules is
+// a finding, not a note: no journal, a suite the kept copy (or the
+// built-in SKU file) has not, a parameter whose verdict the suite's own
+// would not give, an error with no raw output, a raw folder no test
+// claims, a localisation's figure or suspect its runs do not give, a
+// report of another version whose verdicts differ, a format 1 manifest's
+// report that does not render again, raw outputs that are the shipped
+// recordings in a run that is no replay or check. Errors are a folder
+// that cannot be read (no manifest, neither journal nor results.json);
+// everything else is a line of the Result.
 func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 	m, err := manifest.Read(dir)
 	if err != nil {
@@ -206,6 +215,7 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 	}
 	r.checkRawFolders(dir, "", run)
 	r.checkRecordings(o.Recordings, run, m)
+	r.sayHardware(run)
 	if s != nil && o.Builtin != nil {
 		r.checkBuiltin(ctx, dir, o, s, run, recorded)
 	}
@@ -302,7 +312,7 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 		// Parameters the suite does not give (--param) are the operator's
 		// to choose, but the SKU rules do not give the verdict they
 		// make: a health check with xid_fatal=0 passes a node with XID
-		// 79. So they are a finding, as is a suite parameter dropped.
+		// 79. checkParams judges again with the suite's own.
 		for _, a := range append(append([]result.Test(nil), t.Attempts...), t) {
 			if len(a.Raw) > 0 {
 				r.checkParams(s, a, suiteParams[t.Name], "suite "+run.Suite)
@@ -342,6 +352,46 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 	if len(run.Selected) > 0 {
 		r.add(Note, "the run chose %d of suite %s's %s with --test: %s", len(run.Selected), run.Suite, result.Count(len(su.Tests), "test"), strings.Join(run.Selected, ", "))
 	}
+}
+
+// sayHardware says which hosts and GPU models the raw outputs name (the
+// tests' info, which re-judging holds to them), so that a customer can
+// match them with the machines received; nothing when they name none.
+func (r *Result) sayHardware(run *result.Run) {
+	hosts, gpus := map[string]bool{}, map[string]bool{}
+	for _, t := range run.Tests {
+		for _, a := range append(append([]result.Test(nil), t.Attempts...), t) {
+			if len(a.Raw) == 0 {
+				continue
+			}
+			for _, h := range strings.Split(a.Info["hosts"], ",") {
+				if h = strings.TrimSpace(h); h != "" {
+					hosts[h] = true
+				}
+			}
+			for _, hs := range a.RankHosts {
+				for _, h := range hs {
+					if h != "" {
+						hosts[h] = true
+					}
+				}
+			}
+			if g := a.Info["gpu"]; g != "" {
+				gpus[g] = true
+			}
+		}
+	}
+	if len(hosts) == 0 && len(gpus) == 0 {
+		return
+	}
+	r.add("", "the raw outputs name hosts %s; GPUs %s", listOr(hosts), listOr(gpus))
+}
+
+func listOr(set map[string]bool) string {
+	if len(set) == 0 {
+		return "(none named)"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(set)), ", ")
 }
 
 // minRecording is the size below which a file of the shipped recordings
