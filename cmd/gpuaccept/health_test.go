@@ -96,8 +96,19 @@ func TestHealthWritesAFolder(t *testing.T) {
 	assert.Assert(t, strings.Contains(stdout, "fakehealth.node"), stdout)
 	assert.Assert(t, !strings.Contains(stdout, "nccl.all_reduce"), "the benchmark ran:\n%s", stdout)
 	assert.Assert(t, strings.Contains(stdout, "1 bad node: "), stdout)
+	// The folder verifies against its kept copy, but a site's suite
+	// under the built-in SKU's name is no sign-off the built-in SKU rules
+	// re-derive. The --param made the fake node's output, not its
+	// verdict: a note.
 	code, vout, verrs := cli(t, "verify", out)
-	assert.Equal(t, code, 0, "%s\n%s", vout, verrs)
+	assert.Equal(t, code, 1, "%s\n%s", vout, verrs)
+	for _, w := range []string{
+		`MISMATCH suite "checked" is not a suite of this gpuaccept's built-in h200 baseline`,
+		"NOTE fakehealth.node ran with parameters suite checked does not give: report=local=GA-TEST-XID:XID_79_on_GPU_1 (--param): judged again with the suite's own, the raw outputs give the same verdict",
+	} {
+		assert.Assert(t, strings.Contains(vout, w), "want %q in\n%s", w, vout)
+	}
+	assert.Assert(t, !strings.Contains(vout, "REJUDGED"), vout)
 }
 
 // --taint-on-fail and --label mark the nodes the health check named on

@@ -269,8 +269,15 @@ func TestStoppedRunKeepsResults(t *testing.T) {
 			for _, f := range []string{"results.json", "junit.xml", "report.html", "summary.md", "table.txt", "manifest.json"} {
 				assert.Assert(t, fileExists(filepath.Join(out, f)), f)
 			}
+			// A stopped run is no sign-off: verify cannot re-derive the
+			// verdicts of the tests that did not finish, nor of a site's
+			// suite against the built-in SKU rules, and the stand-in
+			// prints the recordings gpuaccept ships. Those, and nothing
+			// else, are its findings.
 			code, vout, _ := cli(t, "verify", out)
-			assert.Equal(t, code, 0, vout)
+			assert.Equal(t, code, 1, vout)
+			onlyFindings(t, vout, "recorded an error with no raw output (not ", "of the raw outputs are byte for byte the recordings this gpuaccept ships",
+				`suite "stops" is not a suite of this gpuaccept's built-in h200 baseline`, ": the raw outputs of a test that did not finish")
 		})
 	}
 }
@@ -296,8 +303,11 @@ func TestNoSecretInAnyArtifact(t *testing.T) {
 	code, o, e := cli(t, "report", out, "--format", "json")
 	assert.Equal(t, code, 0, o+e)
 	printed += o + e
+	// The stand-in prints the recordings gpuaccept ships, as if on this
+	// machine's GPUs: verify says that, and nothing else.
 	code, o, e = cli(t, "verify", out)
-	assert.Equal(t, code, 0, o+e)
+	assert.Equal(t, code, 1, o+e)
+	assert.Assert(t, strings.Contains(o, "verify: FAILED: 1 finding") && strings.Contains(o, "of the raw outputs are byte for byte the recordings this gpuaccept ships"), o)
 	printed += o + e
 	// The plant took: the token reached the raw JSON, masked.
 	assert.Assert(t, strings.Contains(readFile(t, filepath.Join(out, "raw/nccl.all_reduce/all_reduce.files/all_reduce.json")), "HF_TOKEN=[REDACTED]"))
@@ -347,8 +357,30 @@ func TestRetries(t *testing.T) {
 	assert.Equal(t, suites[0].Name, "nccl.all_reduce (attempt 1 of 2)")
 	assert.Equal(t, suites[0].Tests[0].Status, gojunit.StatusError)
 	assert.Equal(t, suites[1].Name, "nccl.all_reduce (attempt 2 of 2)")
+	// The attempts verify; the stand-in prints the recordings gpuaccept
+	// ships, which verify names.
 	code, vout, _ := cli(t, "verify", out)
-	assert.Equal(t, code, 0, vout)
+	assert.Equal(t, code, 1, vout)
+	onlyFindings(t, vout, "1 file of the raw outputs are byte for byte the recordings this gpuaccept ships")
+}
+
+// onlyFindings wants at least one finding in verify's output out, and
+// each to hold one of allowed.
+func onlyFindings(t *testing.T, out string, allowed ...string) {
+	t.Helper()
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, "MISMATCH ") && !strings.HasPrefix(l, "REJUDGED ") {
+			continue
+		}
+		n++
+		ok := false
+		for _, a := range allowed {
+			ok = ok || strings.Contains(l, a)
+		}
+		assert.Assert(t, ok, "unexpected finding %q in\n%s", l, out)
+	}
+	assert.Assert(t, n > 0, out)
 }
 
 // check takes the report flags of a run: old logs get the same reports.
@@ -426,24 +458,34 @@ func TestRealGPUResultsVerify(t *testing.T) {
 			assert.Equal(t, code, 1, stdout+errs)
 			assert.Assert(t, strings.Contains(stdout, "MISMATCH report.html: differs from the one this gpuaccept (dev) renders"), stdout)
 			assert.Assert(t, strings.Contains(stdout, "the manifest says format 1 (reports not hashed), but it is not sealed"), stdout)
-			code, stdout, errs = cli(t, "verify", dir, "--digest", digestOf(t, r+c.dir))
-			assert.Equal(t, code, 0, stdout+errs)
-			assert.Assert(t, strings.Contains(stdout, "verify: OK: ") && strings.Contains(stdout, c.run), stdout)
 			// Their manifests (format 1) do not hash the reports: results.json
 			// is re-derived all the same, and the reports that render as
 			// they did are compared byte for byte; report.html (laid out
 			// otherwise since) and, for the failing run, summary.md (its
-			// findings now follow the message, reason first) are said to
-			// be unchecked.
-			rendered := "results.json re-derived value by value, junit.xml, summary.md and table.txt re-rendered byte for byte"
-			notes := []string{"NOTE report.html: not hashed by a format 1 manifest, and this gpuaccept renders it differently"}
+			// findings now follow the message, reason first) are bound by
+			// nothing, even sealed: findings (gpuaccept report makes them
+			// again).
+			code, stdout, errs = cli(t, "verify", dir, "--digest", digestOf(t, r+c.dir))
+			assert.Equal(t, code, 1, stdout+errs)
+			findings := []string{"MISMATCH report.html: not hashed by a format 1 manifest, and this gpuaccept (dev) renders it otherwise"}
 			if c.dir == "p2poff" {
-				rendered = "results.json re-derived value by value, junit.xml and table.txt re-rendered byte for byte"
-				notes = append(notes, "NOTE summary.md: not hashed by a format 1 manifest, and this gpuaccept renders it differently")
+				findings = append(findings, "MISMATCH summary.md: not hashed by a format 1 manifest, and this gpuaccept (dev) renders it otherwise")
 			}
-			for _, w := range append([]string{"format 1: raw outputs, baseline copy and journal only", rendered}, notes...) {
+			for _, w := range append([]string{"format 1: raw outputs, baseline copy and journal only", "verify: FAILED: " + result.Count(len(findings), "finding")}, findings...) {
 				assert.Assert(t, strings.Contains(stdout, w), "want %q in\n%s", w, stdout)
 			}
+			// Made again by gpuaccept report, the reports are this
+			// version's and re-render: the run verifies.
+			rebuilt := filepath.Join(t.TempDir(), c.dir)
+			assert.NilError(t, os.CopyFS(rebuilt, os.DirFS(r+c.dir)))
+			for _, f := range []string{"report.html", "summary.md"} {
+				assert.NilError(t, os.Remove(filepath.Join(rebuilt, f)))
+			}
+			cli(t, "report", rebuilt)
+			code, stdout, errs = cli(t, "verify", rebuilt, "--digest", digestOf(t, r+c.dir))
+			assert.Equal(t, code, 0, stdout+errs)
+			assert.Assert(t, strings.Contains(stdout, "verify: OK: ") && strings.Contains(stdout, c.run), stdout)
+			assert.Assert(t, strings.Contains(stdout, "results.json re-derived value by value, junit.xml, report.html, summary.md and table.txt re-rendered byte for byte"), stdout)
 			edit(t, filepath.Join(dir, "results.json"), `("name": "data validation",\n\s+"ok": )true`, "${1}false")
 			code, stdout, _ = cli(t, "verify", dir, "--digest", digestOf(t, r+c.dir))
 			assert.Equal(t, code, 1, stdout)

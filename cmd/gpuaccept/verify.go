@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/gpuaccept/gpuaccept"
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
@@ -28,14 +29,23 @@ judges them against the kept baseline copy, comparing every verdict,
 message, number, check and host with those recorded; compares results.json
 value by value with the run re-derived from the journal; and renders
 junit.xml, report.html, summary.md and table.txt again, comparing them
-byte for byte (a folder made by another gpuaccept version is held to its
-hashes only when its manifest is sealed by --digest or a signature; else
-a report that renders otherwise is a finding). The kept baseline copy is
+byte for byte (a folder made by another gpuaccept version: junit.xml's
+counts and outcomes and each report's verdict line are re-derived, the
+rest held to its hashes only when its manifest is sealed by --digest or a
+signature; else a report that renders otherwise is a finding). The run's
+status is recomputed from its tests. The kept baseline copy is
 compared with this gpuaccept's built-in SKU file of that name: when it is
 a site's own, verify says so and which verdicts and bands the built-in
-one would give (a note; a finding with --strict-baseline). The runs of a localisation (results folders
-under localise/) are checked the same way, and the verdicts the
-localisation recorded from them compared with their journals. Exit 0 when
+one would give (a note; a finding with --strict-baseline), and a suite,
+skip or test the built-in file would not give is a finding. The runs of a
+localisation (results folders under localise/) are checked the same way,
+and what the localisation recorded from them (verdicts, figures, slow
+runs, node suspects) re-derived from them. What verify cannot recompute
+from the raw outputs and the SKU rules is a finding (README.md, "Reports
+and sign-off"): no journal, a suite not in the baseline, a parameter that
+changes the verdict, an error with no raw output, a raw folder no test
+claims, raw outputs that are the recordings gpuaccept ships in a run that
+is no replay. Exit 0 when
 everything matches, 1 when something does not, 2 when the folder cannot be
 read, 130 when interrupted (the exit codes of the verdicts themselves are
 gpuaccept report's).
@@ -57,7 +67,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() != 1 {
 		return exitUsage, usageError{errors.New("verify takes one RESULTS_DIR")}
 	}
-	o := signoff.Options{Version: getVersion(), AllowedSigners: allowed, Identity: identity, Builtin: baselines.FS, StrictBaseline: strict}
+	o := signoff.Options{Version: getVersion(), AllowedSigners: allowed, Identity: identity, Builtin: baselines.FS, StrictBaseline: strict, Recordings: gpuaccept.Recordings}
 	if digest != "" {
 		d, err := manifest.ParseDigest(digest)
 		if err != nil {
@@ -114,8 +124,12 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if res.Baseline != "" {
 		whose = " (" + res.Baseline + " " + res.Run.SKU + " baseline)"
 	}
-	fmt.Fprintf(stdout, "verify: OK: %s %s the manifest; %s re-judged against %s%s %s the recorded verdicts%s (run %s)%s%s\n",
-		result.Count(len(res.Manifest.Files), "file"), result.Noun(len(res.Manifest.Files), "matches", "match"), result.Count(len(res.Run.Tests), "test"), res.Manifest.Baseline.Path, whose, result.Noun(len(res.Run.Tests), "gives", "give"), subs, res.Run.Status, rederived(res), sealed(res))
+	replayed := ""
+	if res.Replay {
+		replayed = "; its raw outputs are the recordings gpuaccept ships: no sign-off of hardware"
+	}
+	fmt.Fprintf(stdout, "verify: OK: %s %s the manifest; %s re-judged against %s%s %s the recorded verdicts%s (run %s)%s%s%s\n",
+		result.Count(len(res.Manifest.Files), "file"), result.Noun(len(res.Manifest.Files), "matches", "match"), result.Count(len(res.Run.Tests), "test"), res.Manifest.Baseline.Path, whose, result.Noun(len(res.Run.Tests), "gives", "give"), subs, res.Run.Status, rederived(res), sealed(res), replayed)
 	return exitOK, nil
 }
 

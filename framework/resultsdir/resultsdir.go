@@ -18,9 +18,11 @@
 package resultsdir
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"os"
 	"path"
@@ -152,10 +154,11 @@ const maxResults = 1 << 30
 // Load reads the run a results folder holds: from its journal, which has
 // every test that finished even when the run was stopped, else from
 // results.json (folders of gpuaccept check --out made before check kept a
-// journal). The run's Dir is dir; recorded is the results folder the run
-// recorded (results_dir), which its results.json shows, or dir when it
-// recorded none. Either way the run's status and bad nodes are derived
-// from its tests and localisations (result.Run.Finish), never read.
+// journal; one JSON document, DecodeOne). Either way the run's status is
+// recomputed from its tests (result.Run.Finish), never the one stored.
+// The run's Dir is dir; recorded is the results folder the run recorded
+// (results_dir), which its results.json shows, or dir when it recorded
+// none.
 func Load(dir string) (run *result.Run, recorded string, err error) {
 	run, err = journal.Read(dir)
 	if errors.Is(err, iofs.ErrNotExist) {
@@ -165,11 +168,12 @@ func Load(dir string) (run *result.Run, recorded string, err error) {
 			return nil, "", fmt.Errorf("results folder %s has neither %s nor a readable %s (%v)", dir, Journal, Results, rerr)
 		}
 		run = &result.Run{}
-		if err := json.Unmarshal(data, run); err != nil {
+		if err := DecodeOne(data, run); err != nil {
 			return nil, "", fmt.Errorf("read %s: %w", p, err)
 		}
-		// The verdict is the tests', as the journal's is: a status
-		// edited in results.json does not come back as a pass.
+		// The status stored is a report's word: the tests are the
+		// evidence, and the run's verdict is theirs (a "pass" over failed
+		// tests must not print PASS nor exit 0).
 		run.Finish()
 	} else if err != nil {
 		return nil, "", err
@@ -180,6 +184,22 @@ func Load(dir string) (run *result.Run, recorded string, err error) {
 	}
 	run.Dir = dir
 	return run, recorded, nil
+}
+
+// DecodeOne decodes data, one JSON document, into v: a second document
+// after it (a results.json with another run appended, which a reader
+// taking the first or the last would see differently) is an error, as is
+// anything but white space after it.
+func DecodeOne(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	end := dec.InputOffset()
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("more than one JSON document: something follows the first, at byte %d", end)
+	}
+	return nil
 }
 
 // KeptBaseline loads the copy of the SKU file name that the results folder

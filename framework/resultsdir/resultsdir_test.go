@@ -82,3 +82,43 @@ func TestReadOutputs(t *testing.T) {
 	_, ok = ReadOutputsBeside(filepath.Join(dir, "all_reduce.log"))
 	assert.Assert(t, !ok, "a FIFO beside a log is not read")
 }
+
+// results.json is one JSON document: a second one appended (read by some
+// readers, not by others) or anything else after it is refused.
+func TestDecodeOne(t *testing.T) {
+	cases := []struct {
+		data string
+		want string // "" or the error's text
+	}{
+		{`{"status":"fail"}`, ""},
+		{"{\"status\":\"fail\"}\n\n  \t", ""},
+		{`{"status":"fail"}{"status":"pass"}`, "more than one JSON document: something follows the first, at byte 17"},
+		{"{\"status\":\"fail\"}\n{\"status\":\"pass\"}\n", "more than one JSON document"},
+		{`{"status":"fail"} x`, "more than one JSON document"},
+		{`{"status":`, "unexpected EOF"},
+	}
+	for _, c := range cases {
+		var run result.Run
+		err := DecodeOne([]byte(c.data), &run)
+		if c.want == "" {
+			assert.NilError(t, err, c.data)
+			assert.Equal(t, run.Status, result.Fail)
+			continue
+		}
+		assert.ErrorContains(t, err, c.want, c.data)
+	}
+}
+
+// A folder read back from results.json (no journal) takes the status its
+// tests give, not the one the file stores.
+func TestLoadRecomputesStatus(t *testing.T) {
+	dir := t.TempDir()
+	data := `{"status":"pass","sku":"h200","suite":"singlenode","scope":"1x2","tests":[{"name":"nccl.all_reduce","status":"fail","scope":"1x2","metrics":[]},{"name":"nccl.all_gather","status":"pass","scope":"1x2","metrics":[]}]}`
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, Results), []byte(data), 0o644))
+	run, _, err := Load(dir)
+	assert.NilError(t, err)
+	assert.Equal(t, run.Status, result.Fail)
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, Results), []byte(data+data), 0o644))
+	_, _, err = Load(dir)
+	assert.ErrorContains(t, err, "more than one JSON document")
+}

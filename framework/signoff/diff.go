@@ -3,7 +3,9 @@ package signoff
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"sort"
 	"strconv"
@@ -31,13 +33,19 @@ func valueDiffs(have, want []byte) ([]string, error) {
 		dec.UseNumber()
 		var v any
 		if err := dec.Decode(&v); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("not JSON: %w", err)
+		}
+		// A second document appended is read by some readers and not by
+		// others: one file, one run.
+		end := dec.InputOffset()
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("more than one JSON document: something follows the first, at byte %d", end)
 		}
 		return v, nil
 	}
 	h, err := decode(have)
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
+		return nil, err
 	}
 	w, err := decode(want)
 	if err != nil {

@@ -86,11 +86,13 @@ func signedFolder(t *testing.T, version string) string {
 	data, err := baselines.FS.ReadFile("h200.yaml")
 	assert.NilError(t, err)
 	assert.NilError(t, journal.SaveBaseline(dir, "h200", data))
-	run := &result.Run{SKU: "h200", Suite: "singlenode", Launcher: "local", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Version: version, Dir: dir, Selected: []string{"nccl.all_reduce"},
+	// The node suite skips the collectives on one GPU (min_gpus: 2).
+	one := plan.Scope{Nodes: 1, GPUsPerNode: 1}
+	run := &result.Run{SKU: "h200", Suite: "node", Launcher: "local", Scope: one, Version: version, Dir: dir, Selected: []string{"nccl.all_reduce"},
 		Started: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Tests: []result.Test{}}
 	w, err := journal.Create(dir, run, []string{"nccl.all_reduce"})
 	assert.NilError(t, err)
-	tst := result.Test{Name: "nccl.all_reduce", Status: result.Error, Message: "launch: no node answered", Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}, Metrics: []result.Judged{}}
+	tst := result.Test{Name: "nccl.all_reduce", Status: result.Skip, Message: "needs at least 2 GPUs, scope 1x1 has 1", Scope: one, Metrics: []result.Judged{}}
 	assert.NilError(t, w.Add(tst))
 	run.Tests = append(run.Tests, tst)
 	run.Duration = 3 * time.Second
@@ -136,7 +138,7 @@ func TestVerifyReportsOfAnotherVersion(t *testing.T) {
 		p := filepath.Join(dir, report.MarkdownFile)
 		data, err := os.ReadFile(p)
 		assert.NilError(t, err)
-		assert.NilError(t, os.WriteFile(p, []byte(strings.Replace(string(data), "ERROR", "PASS", 1)), 0o644))
+		assert.NilError(t, os.WriteFile(p, []byte(strings.Replace(string(data), "SKIP", "PASS", 1)), 0o644))
 		assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
 		_, err = manifest.Write(dir, "v1", "h200")
 		assert.NilError(t, err)
@@ -156,10 +158,30 @@ func TestVerifyReportsOfAnotherVersion(t *testing.T) {
 	assert.Assert(t, strings.Contains(lines(res), "MISMATCH summary.md: differs from the one this gpuaccept (v2) renders, from line 1"), lines(res))
 	assert.Assert(t, strings.Contains(lines(res), "the manifest says gpuaccept v1 made it, but it is not sealed"), lines(res))
 
+	// Sealed, a report of another version is held to its hash, but its
+	// verdict line is re-derived all the same: a SKIP made a PASS is a
+	// finding.
 	res, err = Verify(context.Background(), dir, Options{Version: "v2", Digest: res.Sum})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Findings, 1, lines(res))
+	assert.Assert(t, strings.Contains(lines(res), `MISMATCH summary.md: made by gpuaccept v1: it says "PASS: SKU h200, suite node (--test nccl.all_reduce only), scope 1x1, launcher local: 1 skip", re-derived from raw/ and the journal: "SKIP: SKU h200`), lines(res))
+
+	// A layout of its own with the same verdict line is a note.
+	dir = signedFolder(t, "v1")
+	p := filepath.Join(dir, report.MarkdownFile)
+	data, err := os.ReadFile(p)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(p, append([]byte("# Sign-off\n\n"), data...), 0o644))
+	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	_, err = manifest.Write(dir, "v1", "h200")
+	assert.NilError(t, err)
+	sum, err := manifest.Sum(dir)
+	assert.NilError(t, err)
+	res, err = Verify(context.Background(), dir, Options{Version: "v2", Digest: sum})
 	assert.NilError(t, err)
 	assert.Equal(t, res.Findings, 0, lines(res))
 	assert.Assert(t, strings.Contains(lines(res), "NOTE summary.md: made by gpuaccept v1, which renders it otherwise than this one (v2, from line 1"), lines(res))
+	assert.Assert(t, strings.Contains(lines(res), "its verdict line re-derived"), lines(res))
 }
 
 func TestVerifyVersionAndSKU(t *testing.T) {

@@ -2,6 +2,8 @@ package signoff
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	iofs "io/fs"
@@ -9,11 +11,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/journal"
+	"github.com/gpuaccept/gpuaccept/framework/localise"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
@@ -68,6 +73,11 @@ type Options struct {
 	// StrictBaseline makes a kept copy that is not the built-in SKU file
 	// a finding instead of a note.
 	StrictBaseline bool
+	// Recordings are the real outputs this gpuaccept ships (the root
+	// package's Recordings, which the demo replays): raw outputs that are
+	// byte for byte one of them are no evidence of the cluster a run
+	// names, unless the run says it is a replay. nil checks none.
+	Recordings iofs.FS
 	// AllowedSigners and Identity check manifest.json.sig as ssh-keygen
 	// -Y verify -f ALLOWED_SIGNERS -I IDENTITY -n gpuaccept does; ""
 	// checks none.
@@ -96,14 +106,25 @@ type Result struct {
 	// gpuaccept's built-in SKU file of that name: BaselineBuiltin,
 	// BaselineSite, BaselineOwn, or "" when not compared.
 	Baseline string
+	// Replay says the raw outputs are the recordings this gpuaccept ships
+	// and the run says it is a replay of them (the demo): no sign-off of
+	// hardware.
+	Replay bool
 	// Digest says the sign-off digest was checked and matched; Signer who
 	// signed, when the signature was checked and is good.
 	Digest bool
 	Signer *manifest.Signer
+
+	// judge judges test t of the run again against s, as Rejudge does
+	// (nil: no re-judging, no baseline copy read).
+	judge func(s *sku.SKU, t result.Test) (result.Test, error)
+	// prefix heads every line added: the folder of the localisation's
+	// run being checked, "" for the main one.
+	prefix string
 }
 
 func (r *Result) add(kind, format string, a ...any) {
-	r.Lines = append(r.Lines, Line{kind, fmt.Sprintf(format, a...)})
+	r.Lines = append(r.Lines, Line{kind, r.prefix + fmt.Sprintf(format, a...)})
 	if kind == Mismatch || kind == Rejudged {
 		r.Findings++
 	}
@@ -117,8 +138,17 @@ func (r *Result) add(kind, format string, a ...any) {
 // runs of its localisations the same way, results.json compared value by
 // value with the run re-derived from the journal, and junit.xml,
 // report.html, summary.md and table.txt rendered again and compared byte
-// for byte. Errors are a folder that cannot be read (no manifest, no
-// journal); everything else is a line of the Result.
+// for byte. The run's status is recomputed from its tests (Run.Finish),
+// and what cannot be re-derived from the raw outputs and the SKU rules is
+// a finding, not a note: no journal, a suite the kept copy (or the
+// built-in SKU file) has not, a parameter whose verdict the suite's own
+// would not give, an error with no raw output, a raw folder no test
+// claims, a localisation's figure or suspect its runs do not give, a
+// report of another version whose verdicts differ, a format 1 manifest's
+// report that does not render again, raw outputs that are the shipped
+// recordings in a run that is no replay or check. Errors are a folder
+// that cannot be read (no manifest, neither journal nor results.json);
+// everything else is a line of the Result.
 func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 	m, err := manifest.Read(dir)
 	if err != nil {
@@ -147,6 +177,14 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 		return nil, err
 	}
 	r.Run = run
+	if _, err := os.Lstat(filepath.Join(dir, resultsdir.Journal)); errors.Is(err, iofs.ErrNotExist) {
+		// results.json is a report of the run, rendered from the journal:
+		// read back as the run, it would vouch for itself.
+		r.add(Mismatch, "%s: missing: the run cannot be re-derived from %s, a report of it (every gpuaccept run and check --out keeps a journal)", resultsdir.Journal, resultsdir.Results)
+	}
+	// The run's verdict is its tests' and localisations', recomputed here
+	// (as the journal reader does), never the status a file stores.
+	run.Finish()
 	if run.Version != m.Version {
 		r.add(Mismatch, "%s says gpuaccept %s made the run, the journal says %s", manifest.File, m.Version, run.Version)
 	}
@@ -160,6 +198,9 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 	} else {
 		judged := *run
 		judged.Dir = recorded
+		r.judge = func(s *sku.SKU, t result.Test) (result.Test, error) {
+			return runner.JudgeAgain(ctx, o.Plugins, s, dir, &judged, t)
+		}
 		for _, d := range runner.Rejudge(ctx, o.Plugins, s, dir, &judged) {
 			r.add(Rejudged, "%s", d)
 		}
@@ -178,6 +219,9 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 		// benchmark measured without a baseline entry signs nothing off.
 		r.add(Note, "the run is not signed off (status %s): %s", run.Status, nj)
 	}
+	r.checkRawFolders(dir, "", run)
+	r.checkRecordings(o.Recordings, run, m)
+	r.sayHardware(run)
 	if s != nil && o.Builtin != nil {
 		r.checkBuiltin(ctx, dir, o, s, run, recorded)
 	}
@@ -232,10 +276,19 @@ func (r *Result) checkSeal(dir string, o Options) {
 // dry run's, or, for a test that is no preflight test itself, the bad
 // nodes' that the run's preflight tests found: preflight is that reason
 // as their raw outputs, judged again, give it (runner.PreflightCheck; ""
-// when they found none). Runs of no suite of s (check) are not held.
+// when they found none). A run of a suite s has not is a finding (a
+// look-alike name is another name), and so is a test run with parameters
+// its suite does not give (--param): the SKU rules do not give its
+// verdict. The folders of gpuaccept check (suite check, launcher check)
+// are held to what check writes (checkCheck).
 func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
+	if run.Suite == CheckSuite || run.Launcher == CheckSuite {
+		r.checkCheck(s, run)
+		return
+	}
 	su, ok := s.Suites[run.Suite]
 	if !ok {
+		r.add(Mismatch, "suite %s is not a suite of %s/%s.yaml: the run's tests cannot be held to the suite it names (a name that only looks like one is another name)", strconv.QuoteToASCII(run.Suite), resultsdir.Baseline, s.Name)
 		return
 	}
 	chosen := map[string]bool{}
@@ -262,19 +315,18 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 			r.add(Mismatch, "%s: the run has a result for it, but suite %s of %s/%s.yaml has no such test", t.Name, run.Suite, resultsdir.Baseline, s.Name)
 			continue
 		}
-		// Parameters the suite does not give (--param, a site file) are
-		// the operator's to choose, but a customer must see them: a
-		// health check with xid_fatal=0 passes a node with XID 79.
-		if len(t.Raw) > 0 {
-			var over []string
-			for _, k := range slices.Sorted(maps.Keys(t.Params)) {
-				if sv, ok := suiteParams[t.Name][k]; !ok || sv != t.Params[k] {
-					over = append(over, k+"="+t.Params[k])
-				}
+		// Parameters the suite does not give (--param) are the operator's
+		// to choose, but the SKU rules do not give the verdict they
+		// make: a health check with xid_fatal=0 passes a node with XID
+		// 79. checkParams judges again with the suite's own.
+		for _, a := range append(append([]result.Test(nil), t.Attempts...), t) {
+			if len(a.Raw) > 0 {
+				r.checkParams(s, a, suiteParams[t.Name], "suite "+run.Suite)
 			}
-			if len(over) > 0 {
-				r.add(Note, "%s ran with parameters suite %s does not give (--param or a site file): %s", t.Name, run.Suite, strings.Join(over, " "))
-			}
+		}
+		r.checkAttemptFolders(t)
+		if t.Status == result.Error && len(t.Raw) == 0 {
+			r.add(Rejudged, "%s: recorded an error with no raw output (%s): there is nothing to re-derive its verdict from (a test that ran kept raw outputs, even when they failed it), so the run's verdict is not re-derived either", t.Name, cut(t.Message, 200))
 		}
 		// Every test of a run is judged at the run's scope: a forged
 		// scope would turn min_gpus skips and bands of another scope on.
@@ -305,6 +357,259 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 	}
 	if len(run.Selected) > 0 {
 		r.add(Note, "the run chose %d of suite %s's %s with --test: %s", len(run.Selected), run.Suite, result.Count(len(su.Tests), "test"), strings.Join(run.Selected, ", "))
+	}
+}
+
+// sayHardware says which hosts and GPU models the raw outputs name (the
+// tests' info, which re-judging holds to them), so that a customer can
+// match them with the machines received; nothing when they name none.
+func (r *Result) sayHardware(run *result.Run) {
+	hosts, gpus := map[string]bool{}, map[string]bool{}
+	for _, t := range run.Tests {
+		for _, a := range append(append([]result.Test(nil), t.Attempts...), t) {
+			if len(a.Raw) == 0 {
+				continue
+			}
+			for _, h := range strings.Split(a.Info["hosts"], ",") {
+				if h = strings.TrimSpace(h); h != "" {
+					hosts[h] = true
+				}
+			}
+			for _, hs := range a.RankHosts {
+				for _, h := range hs {
+					if h != "" {
+						hosts[h] = true
+					}
+				}
+			}
+			if g := a.Info["gpu"]; g != "" {
+				gpus[g] = true
+			}
+		}
+	}
+	if len(hosts) == 0 && len(gpus) == 0 {
+		return
+	}
+	r.add("", "the raw outputs name hosts %s; GPUs %s", listOr(hosts), listOr(gpus))
+}
+
+func listOr(set map[string]bool) string {
+	if len(set) == 0 {
+		return "(none named)"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(set)), ", ")
+}
+
+// minRecording is the size below which a file of the shipped recordings
+// is not looked for among raw outputs: an empty file or a one-line status
+// may well be a real run's too.
+const minRecording = 256
+
+// replayLauncher is the launcher name of runs replayed from recordings
+// (gpuaccept demo, --launcher replay).
+const replayLauncher = "replay"
+
+// checkRecordings finds the raw outputs of the folder (manifest m's
+// files under raw/ and the localisations' raw/, by their SHA-256) that
+// are byte for byte a file of recs, the recordings this gpuaccept ships:
+// in a run that says it is a replay (the demo) or a check of files that
+// is said, and the run is no sign-off of hardware (Replay); in any other
+// run (one that names a launcher, so a cluster) it is a finding,
+// for those outputs came from the machine the recording was made on, not
+// from the cluster the run names.
+func (r *Result) checkRecordings(recs iofs.FS, run *result.Run, m *manifest.Manifest) {
+	if recs == nil {
+		return
+	}
+	shipped := map[string]string{} // sha256 -> path in recs
+	_ = iofs.WalkDir(recs, ".", func(p string, d iofs.DirEntry, err error) error {
+		// outputs.json records how the steps ended (exit codes, file
+		// names), the same in every run made alike: no output of the
+		// machine.
+		if err != nil || !d.Type().IsRegular() || path.Base(p) == resultsdir.Outputs {
+			return nil
+		}
+		data, err := iofs.ReadFile(recs, p)
+		if err != nil || len(data) < minRecording {
+			return nil
+		}
+		sum := sha256.Sum256(data)
+		shipped[hex.EncodeToString(sum[:])] = p
+		return nil
+	})
+	var found []string
+	first := ""
+	for _, f := range m.Files {
+		if !strings.HasPrefix(f.Path, resultsdir.Raw+"/") && !(strings.HasPrefix(f.Path, resultsdir.Localise+"/") && strings.Contains(f.Path, "/"+resultsdir.Raw+"/")) {
+			continue
+		}
+		if p, ok := shipped[f.SHA256]; ok {
+			if first == "" {
+				first = f.Path + " is " + p
+			}
+			found = append(found, f.Path)
+		}
+	}
+	if len(found) == 0 {
+		return
+	}
+	if run.Launcher == replayLauncher || run.Launcher == CheckSuite {
+		// A replay (the demo) or a check of the files says what it is,
+		// and names no cluster: said, not a finding.
+		r.Replay = true
+		r.add(Note, "%s of the raw outputs are the recordings this gpuaccept ships (%s): the run is a %s of them (launcher %s), no sign-off of any cluster's hardware", result.Count(len(found), "file"), first, map[bool]string{true: "replay", false: "check"}[run.Launcher == replayLauncher], run.Launcher)
+		return
+	}
+	r.add(Mismatch, "%s of the raw outputs are byte for byte the recordings this gpuaccept ships (%s): they were recorded on the project's own machine, not on the cluster this run (launcher %s) names", result.Count(len(found), "file"), first, run.Launcher)
+}
+
+// CheckSuite is the suite, and the launcher, of the run gpuaccept check
+// writes (runner.CheckInto).
+const CheckSuite = "check"
+
+// checkParams holds test t's parameters to want, those its suite (what,
+// in baseline s) gives. Parameters it does not give (--param), or one of
+// its own left out, are the operator's to choose, and a customer must see
+// them: the raw outputs are judged again with the suite's own, and a
+// verdict or number that differs (a health check with xid_fatal=48
+// passes a node with XID 79) is a finding, for the SKU rules do not give
+// it; else a note (a folder of the binaries, bindir, judges the same).
+func (r *Result) checkParams(s *sku.SKU, t result.Test, want map[string]string, what string) {
+	var over, gone []string
+	for _, k := range slices.Sorted(maps.Keys(t.Params)) {
+		if sv, ok := want[k]; !ok || sv != t.Params[k] {
+			over = append(over, k+"="+t.Params[k])
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if _, ok := t.Params[k]; !ok {
+			gone = append(gone, k+"="+want[k])
+		}
+	}
+	if len(over) == 0 && len(gone) == 0 {
+		return
+	}
+	var parts []string
+	if len(over) > 0 {
+		parts = append(parts, "with parameters "+what+" does not give: "+strings.Join(over, " "))
+	}
+	if len(gone) > 0 {
+		parts = append(parts, "without parameters "+what+" gives: "+strings.Join(gone, " "))
+	}
+	said := t.Name + " ran " + strings.Join(parts, ", and ")
+	if r.judge == nil || len(t.Raw) == 0 {
+		r.add(Mismatch, "%s: its verdict with the suite's parameters cannot be re-derived", said)
+		return
+	}
+	own := t
+	own.Params = want
+	// Both judged now against s, so that only the parameters differ.
+	had, err := r.judge(s, t)
+	if err != nil {
+		return // Rejudge named it
+	}
+	got, err := r.judge(s, own)
+	if err != nil {
+		r.add(Mismatch, "%s: judged again with the suite's parameters: %v", said, err)
+		return
+	}
+	diffs := runner.VerdictDiffs(t.Name, had, got)
+	if len(diffs) == 0 {
+		r.add(Note, "%s (--param): judged again with the suite's own, the raw outputs give the same verdict and numbers", said)
+		return
+	}
+	r.add(Mismatch, "%s (--param or an edited journal): judged with the suite's own, the raw outputs give %s: the SKU rules do not give the verdict recorded", said, strings.Join(diffs, "; "))
+}
+
+// checkAttemptFolders holds the raw outputs of a test of a run and its
+// earlier attempts to the folders the runner writes: the last attempt in
+// raw/TEST, attempt N in raw/TEST.attempt-N, counted from 1 without a gap
+// (an attempt dropped from the journal, its WARN made a PASS, leaves its
+// number missing).
+func (r *Result) checkAttemptFolders(t result.Test) {
+	check := func(a result.Test, want string) {
+		if len(a.Raw) == 0 {
+			return
+		}
+		if got, err := resultsdir.RawFolder(a); err == nil && got != want {
+			r.add(Mismatch, "%s: raw outputs in %s/%s, but the runner keeps them in %s/%s", a.Name, resultsdir.Raw, got, resultsdir.Raw, want)
+		}
+	}
+	for i, a := range t.Attempts {
+		check(a, filepath.Base(resultsdir.AttemptDir(t.Name, i+1)))
+	}
+	check(t, t.Name)
+}
+
+// checkCheck holds a folder of gpuaccept check to what check writes: one
+// test of the SKU, run once per group of files given (TEST, or TEST[FILE]
+// each in raw/TEST.N), with no parameter (check takes none), no attempt,
+// no --test choice and raw outputs for every run.
+func (r *Result) checkCheck(s *sku.SKU, run *result.Run) {
+	if run.Suite != CheckSuite || run.Launcher != CheckSuite {
+		r.add(Mismatch, "suite %s with launcher %s: only gpuaccept check writes suite %q, always with launcher %q; the run's tests cannot be held to a suite", strconv.QuoteToASCII(run.Suite), strconv.QuoteToASCII(run.Launcher), CheckSuite, CheckSuite)
+		return
+	}
+	if len(run.Tests) == 0 {
+		r.add(Mismatch, "suite check: the run has no test: a check judges at least one file")
+		return
+	}
+	if len(run.Selected) > 0 {
+		r.add(Mismatch, "suite check: the run records a --test choice (%s), which check does not make", strings.Join(run.Selected, ", "))
+	}
+	base, _, _ := strings.Cut(run.Tests[0].Name, "[")
+	n := len(run.Tests)
+	for i, t := range run.Tests {
+		name, label, several := strings.Cut(t.Name, "[")
+		switch {
+		case name != base:
+			r.add(Mismatch, "%s: a check judges one test, and this one is of %s too", t.Name, base)
+		case several != (n > 1) || (several && (label == "]" || !strings.HasSuffix(label, "]"))):
+			r.add(Mismatch, "%s: a check of %s names its test TEST[FILE] when it judges several runs, else TEST", t.Name, result.Count(n, "run"))
+		}
+		if len(t.Raw) == 0 {
+			r.add(Mismatch, "%s: check keeps the files it judges, and the run has none for it", t.Name)
+		} else if got, err := resultsdir.RawFolder(t); err == nil && got != filepath.Base(resultsdir.CheckDir(base, i+1, n)) {
+			r.add(Mismatch, "%s: raw outputs in %s/%s, but check keeps run %d of %d in %s", t.Name, resultsdir.Raw, got, i+1, n, resultsdir.CheckDir(base, i+1, n))
+		}
+		if len(t.Attempts) > 0 {
+			r.add(Mismatch, "%s: recorded %s, but check retries nothing", t.Name, result.Count(len(t.Attempts), "earlier attempt"))
+		}
+		r.checkParams(s, t, nil, "suite check")
+		if !t.Scope.IsZero() && t.Scope != run.Scope {
+			r.add(Mismatch, "%s: judged at scope %s, but the run's scope is %s", t.Name, t.Scope, run.Scope)
+		}
+	}
+}
+
+// checkRawFolders names every folder under rel/raw/ (rel "" for dir) that
+// no test or attempt of run has its raw outputs in: outputs kept and no
+// verdict from them (an attempt or a test dropped from the journal).
+func (r *Result) checkRawFolders(dir, rel string, run *result.Run) {
+	ents, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(rel), resultsdir.Raw))
+	if err != nil {
+		return // none; the manifest names what is missing
+	}
+	claimed := map[string]bool{}
+	unfinished := map[string]bool{}
+	for _, t := range run.Tests {
+		for _, a := range append(append([]result.Test(nil), t.Attempts...), t) {
+			if f, err := resultsdir.RawFolder(a); err == nil {
+				claimed[f] = true
+			}
+		}
+		if t.Message == journal.Interrupted && len(t.Raw) == 0 {
+			unfinished[t.Name] = true
+		}
+	}
+	for _, e := range ents {
+		if unfinished[e.Name()] {
+			r.add(Mismatch, "%s: the raw outputs of a test that did not finish (%s): no verdict was made from them", path.Join(rel, resultsdir.Raw, e.Name()), e.Name())
+			continue
+		}
+		if !claimed[e.Name()] {
+			r.add(Mismatch, "%s: no test or attempt of the journal has its raw outputs there: outputs kept with no verdict from them (a test or an attempt dropped)", path.Join(rel, resultsdir.Raw, e.Name()))
+		}
 	}
 }
 
@@ -359,6 +664,7 @@ func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku
 		r.add(Note, "built-in SKU files: %v", err)
 		return
 	}
+	unjudged := r.checkBuiltinSuite(builtin, run)
 	judged := *run
 	judged.Dir = recorded
 	var diffs []string
@@ -385,9 +691,64 @@ func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku
 		}
 		r.add(Note, "against the built-in %s baseline: %s", name, d)
 	}
-	if len(diffs) == 0 {
+	if len(diffs) == 0 && !unjudged {
 		r.add(Note, "against the built-in %s baseline the raw outputs give the same verdicts and bands", name)
 	}
+}
+
+// checkBuiltinSuite holds the run to the suite of the same name in the
+// built-in SKU file builtin, where the kept copy's differs: a suite the
+// built-in file has not, a test it runs that the run skipped by the kept
+// copy's rules (min_gpus, skip) or left out, and parameters it does not
+// give are findings, for the verdict the built-in baseline would give
+// them cannot be re-derived (nothing ran, or ran otherwise). It says
+// whether it found one.
+func (r *Result) checkBuiltinSuite(builtin *sku.SKU, run *result.Run) bool {
+	if run.Suite == CheckSuite {
+		return false
+	}
+	before := r.Findings
+	bsu, ok := builtin.Suites[run.Suite]
+	if !ok {
+		r.add(Mismatch, "suite %s is not a suite of this gpuaccept's built-in %s baseline: the kept copy's suite is a site's own, which the built-in SKU rules do not hold", strconv.QuoteToASCII(run.Suite), builtin.Name)
+		return true
+	}
+	chosen := map[string]bool{}
+	for _, n := range run.Selected {
+		chosen[n] = true
+	}
+	have := map[string]result.Test{}
+	for _, t := range run.Tests {
+		have[t.Name] = t
+	}
+	for _, st := range bsu.Tests {
+		if len(chosen) > 0 && !chosen[st.Test] {
+			continue
+		}
+		t, ok := have[st.Test]
+		reason := st.SkipReason(run.Scope)
+		switch {
+		case !ok && reason == "":
+			r.add(Mismatch, "%s: the built-in %s suite %s runs it, but the run has no result for it (the kept copy's suite leaves it out)", st.Test, builtin.Name, run.Suite)
+		case !ok:
+		case len(t.Raw) == 0 && t.Status == result.Skip && reason == "" && !strings.Contains(t.Message, " failed health: "):
+			r.add(Mismatch, "%s: skipped by the kept copy's suite %s (%s), but the built-in %s suite %s runs it at scope %s: nothing ran, so its verdict against the built-in baseline cannot be re-derived", st.Test, run.Suite, t.Message, builtin.Name, run.Suite, run.Scope)
+		case len(t.Raw) > 0:
+			r.checkParams(builtin, t, runner.Params(bsu.Params, st.Params), "the built-in "+builtin.Name+" suite "+run.Suite)
+		}
+	}
+	return r.Findings > before
+}
+
+// verdictLine finds a report's headline, the run's verdict and its
+// counts: "FAIL: SKU h200, suite singlenode, scope 1x2, launcher replay:
+// 5 pass, 1 fail", without the duration that follows.
+var verdictLine = regexp.MustCompile(`\b(PASS|WARN|FAIL|ERROR|SKIP): SKU [^\n<]*?: [0-9][^\n<(]*`)
+
+// headlineOf is the first verdict line of a rendered report, trimmed; ""
+// when there is none.
+func headlineOf(data []byte) string {
+	return strings.TrimSpace(string(verdictLine.Find(data)))
 }
 
 // madeBy names what made a manifest, as its text claims.
@@ -451,9 +812,30 @@ func (r *Result) checkReports(dir, rel string, run *result.Run, s *sku.SKU, reco
 			// choose, and so is every report.
 			r.add(Mismatch, "%s: differs from the one this gpuaccept (%s) renders, %s; the manifest says %s, but it is not sealed (no --digest, no --allowed-signers), so nothing binds this report to the run: give the sign-off digest or signature, or verify with that version", name, version, d, madeBy(m))
 		case m.Legacy():
-			r.add(Note, "%s: not hashed by a format 1 manifest, and this gpuaccept renders it differently (%s): not checked; %s, which it shows, is", name, d, report.ResultsFile)
+			// Nothing binds it: neither a hash nor a rendering this
+			// version can make.
+			r.add(Mismatch, "%s: not hashed by a format 1 manifest, and this gpuaccept (%s) renders it otherwise (%s): what it says cannot be re-derived; make the reports again with gpuaccept report, or verify with the version that made them", name, version, d)
+		case rep.Name == report.JUnitFile:
+			// CI reads junit.xml's verdicts: they are re-derived, whatever
+			// the layout of the version that made it.
+			diffs := junitDiffs(have, rep.Data)
+			for _, jd := range diffs {
+				r.add(Mismatch, "%s: made by gpuaccept %s: %s", name, m.Version, jd)
+			}
+			if len(diffs) == 0 {
+				r.add(Note, "%s: made by gpuaccept %s, which lays it out otherwise than this one (%s, %s): its counts and every test case's outcome re-derived, the rest checked by its hash in the manifest", name, m.Version, version, d)
+			}
 		default:
-			r.add(Note, "%s: made by gpuaccept %s, which renders it otherwise than this one (%s, %s): checked by its hash in the manifest only", name, m.Version, version, d)
+			// The run's verdict line is re-derived whatever the layout.
+			hl, wl := headlineOf(have), headlineOf(rep.Data)
+			switch {
+			case hl == "":
+				r.add(Mismatch, "%s: made by gpuaccept %s, which renders it otherwise than this one (%s, %s), and no verdict line (STATUS: SKU ...) is found in it to re-derive", name, m.Version, version, d)
+			case hl != wl:
+				r.add(Mismatch, "%s: made by gpuaccept %s: it says %q, %s: %q", name, m.Version, hl, reDerived, wl)
+			default:
+				r.add(Note, "%s: made by gpuaccept %s, which renders it otherwise than this one (%s, %s): its verdict line re-derived, the rest checked by its hash in the manifest", name, m.Version, version, d)
+			}
 		}
 	}
 	sort.Strings(rerendered)
@@ -502,7 +884,27 @@ type subRunDir struct {
 // verdict the localisation recorded from it compared with its journal's.
 // A run that could not start (error) may have no folder.
 func (r *Result) verifySubRuns(ctx context.Context, o Options, s *sku.SKU, dir string, run *result.Run, m *manifest.Manifest, same bool) {
+	listed := map[string]bool{}
+	for _, f := range m.Files {
+		listed[f.Path] = true
+	}
+	// The runs' tests as their raw outputs give them, by folder and name.
+	rejudged := map[string]map[string]result.Test{}
 	for _, sd := range subRunDirs(run) {
+		clean := path.Clean(filepath.ToSlash(sd.dir))
+		if !filepath.IsLocal(sd.dir) || !strings.HasPrefix(clean, resultsdir.Localise+"/") {
+			r.add(Mismatch, "localisation of %s: run %s: not a folder under %s/ of the results folder: what lies there is no part of this sign-off", sd.test, strconv.QuoteToASCII(sd.dir), resultsdir.Localise)
+			continue
+		}
+		if !listed[path.Join(clean, resultsdir.Journal)] {
+			if sd.runs[0].run.Status == result.Error {
+				if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(clean))); errors.Is(err, iofs.ErrNotExist) {
+					continue // a run that could not start may have no folder
+				}
+			}
+			r.add(Mismatch, "localisation of %s: run %s: %s lists no %s for it: its verdicts are no part of this sign-off", sd.test, sd.dir, manifest.File, path.Join(clean, resultsdir.Journal))
+			continue
+		}
 		folder := filepath.Join(dir, filepath.FromSlash(sd.dir))
 		sub, err := journal.Read(folder)
 		if err != nil {
@@ -535,10 +937,138 @@ func (r *Result) verifySubRuns(ctx context.Context, o Options, s *sku.SKU, dir s
 		for _, d := range runner.Rejudge(ctx, o.Plugins, ss, folder, sub) {
 			r.add(Rejudged, "%s: %s", sd.dir, d)
 		}
+		r.checkRawFolders(dir, sd.dir, sub)
+		// A localisation's run is held to its suite as the main run is.
+		saved := r.judge
+		r.judge = func(s *sku.SKU, t result.Test) (result.Test, error) {
+			return runner.JudgeAgain(ctx, o.Plugins, s, folder, sub, t)
+		}
+		r.prefix = sd.dir + ": "
+		preflight, diffs := runner.PreflightCheck(ctx, o.Plugins, ss, folder, sub)
+		for _, d := range diffs {
+			r.add(Rejudged, "%s", d)
+		}
+		r.checkSuite(ss, sub, preflight)
+		r.prefix, r.judge = "", saved
+		tests := map[string]result.Test{}
+		for _, t := range sub.Tests {
+			got := t
+			if len(t.Raw) > 0 {
+				if got, err = runner.JudgeAgain(ctx, o.Plugins, ss, folder, sub, t); err != nil {
+					got = t // Rejudge named it
+				}
+			}
+			tests[t.Name] = got
+		}
+		rejudged[sd.dir] = tests
 		recorded := sub.Dir
 		if recorded == "" {
 			recorded = folder
 		}
 		r.checkReports(dir, sd.dir, sub, ss, recorded, m, same, o.Version)
 	}
+	for _, l := range run.Localisations {
+		r.checkLocalisation(s, l, rejudged)
+	}
+}
+
+// checkLocalisation re-derives what localisation l recorded of its runs
+// from their tests as their raw outputs give them (rejudged, by folder
+// and test; a folder not there was named already): each run's status,
+// figure and whether it is slow (localise.Rederive), the references of
+// the stages that compute theirs, the node suspects of the per-node
+// stage and of the pairs stage (strategy pairs), and, for every suspect
+// named, a slow run of its host as evidence.
+func (r *Result) checkLocalisation(s *sku.SKU, l result.Localisation, rejudged map[string]map[string]result.Test) {
+	at := func(st result.Stage, sr result.SubRun) string {
+		return fmt.Sprintf("localisation of %s: %s round %d on %s", l.Test, st.Name, sr.Round, strings.Join(sr.Hosts, ","))
+	}
+	for _, st := range l.Stages {
+		groups := map[string][]result.SubRun{}
+		for _, sr := range st.Runs {
+			key := ""
+			if st.Name == "per-node" {
+				key = sr.Test
+			}
+			groups[key] = append(groups[key], sr)
+			tests, ok := rejudged[sr.Dir]
+			if !ok || sr.NICs != "" {
+				// No folder (a run that could not start), or an HCA-pair
+				// run whose figure is split by pair: its status is held
+				// to its journal above.
+				continue
+			}
+			t, ok := tests[sr.Test]
+			if !ok {
+				continue // named above: its journal has no such test
+			}
+			want := localise.Rederive(s, t, sr, l.Tolerance)
+			var diffs []string
+			if sr.Status != want.Status {
+				diffs = append(diffs, fmt.Sprintf("status %s, re-derived %s", sr.Status, want.Status))
+			}
+			if sr.Figure != want.Figure || sr.FigureName != want.FigureName || sr.Unit != want.Unit {
+				diffs = append(diffs, fmt.Sprintf("figure %q %g %s, re-derived %q %g %s", sr.FigureName, sr.Figure, sr.Unit, want.FigureName, want.Figure, want.Unit))
+			}
+			if sr.Slow != want.Slow || sr.Why != want.Why {
+				diffs = append(diffs, fmt.Sprintf("slow %t (%s), re-derived %t (%s)", sr.Slow, sr.Why, want.Slow, want.Why))
+			}
+			for _, d := range diffs {
+				r.add(Rejudged, "%s: %s recorded %s from its raw outputs (%s)", at(st, sr), sr.Test, d, sr.Dir)
+			}
+		}
+		// Per-node and pairs runs are compared with the upper quartile
+		// of their group; the other stages are given their reference.
+		if st.Name == "per-node" || (st.Name == "pairs" && (l.Strategy == localise.Pairs || l.Strategy == localise.Matching)) {
+			for _, g := range groups {
+				ref := localise.Reference(g)
+				for _, sr := range g {
+					if sr.Reference != ref {
+						r.add(Rejudged, "%s: reference %g recorded, the upper quartile of the stage's figures is %g", at(st, sr), sr.Reference, ref)
+					}
+				}
+			}
+		}
+		names, known := localise.NodeSuspects(st, l.Strategy, l.Hosts)
+		if !known {
+			continue
+		}
+		named := map[string]bool{}
+		for _, sp := range l.Suspects {
+			if sp.Kind == "node" {
+				named[sp.Host] = true
+			}
+		}
+		for _, h := range names {
+			if !named[h] {
+				r.add(Rejudged, "localisation of %s: the runs of its %s stage name node %s a suspect, and the localisation names no such suspect", l.Test, st.Name, h)
+			}
+		}
+	}
+	for _, sp := range l.Suspects {
+		if !slowRunOf(l, sp.Host) {
+			r.add(Rejudged, "localisation of %s: suspect %s (%s stage) has no slow run of its host among the localisation's runs to back it", l.Test, sp.Name(), sp.Stage)
+		}
+	}
+}
+
+// slowRunOf says whether a run of l on host is slow, or one of its HCA
+// pairs.
+func slowRunOf(l result.Localisation, host string) bool {
+	for _, st := range l.Stages {
+		for _, sr := range st.Runs {
+			if !slices.Contains(sr.Hosts, host) {
+				continue
+			}
+			if sr.Slow {
+				return true
+			}
+			for _, f := range sr.NICFigures {
+				if f.Slow {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
