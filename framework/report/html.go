@@ -96,7 +96,10 @@ func HTML(w io.Writer, run *result.Run, s *sku.SKU) error {
 	if err := pageTmpl.Execute(&b, page); err != nil {
 		return fmt.Errorf("write HTML report: %w", err)
 	}
-	_, err := w.Write(b.Bytes())
+	// html/template escapes markup, not terminal controls: an ESC or OSC
+	// sequence from a node's output would still act on whoever reads the
+	// page with cat or less (redact.Printable, as the text reports).
+	_, err := io.WriteString(w, redact.Printable(b.String()))
 	return err
 }
 
