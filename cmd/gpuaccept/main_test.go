@@ -568,7 +568,7 @@ func TestExitCodes(t *testing.T) {
 		warn    = "some warned, none failed or errored"
 		fail    = "a test FAILed (outside its band, a correctness gate, a suspect named)"
 		failErr = "a FAIL and an ERROR together"
-		errOnly = "ERROR only (a test could not run, its output could not be judged, a broken build such as independent runs)"
+		errOnly = "ERROR only (a test could not run — no PyTorch, no binary or interpreter, a driver or CUDA the tool could not initialise, no recording in a replay folder —, its output could not be judged — empty, cut short, another tool's file —, a broken build such as independent runs)"
 		none    = "everything skipped: nothing judged (no baseline at the scope, no entry for the series measured)"
 		notJud  = "a benchmark measured, not judged (no baseline entry at the scope for it), the rest passed or warned"
 		usage   = "usage or configuration error (bad flag, malformed SKU file, unknown test, results folder not empty, a dry run that cannot be planned; `report` of a folder that no longer matches its manifest)"
