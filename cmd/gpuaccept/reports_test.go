@@ -538,7 +538,8 @@ func TestCheckFolderVerifies(t *testing.T) {
 }
 
 // report never rewrites or signs off a folder whose sign-off it would
-// hide: one that no longer matches its manifest keeps its files (exit 1),
+// hide, and prints no verdict of it on stdout (a CI grepping stdout would
+// read PASS): one that no longer matches its manifest keeps its files (exit 2),
 // a signed one whose manifest is gone is not signed off again, and one
 // signed now with --sign-key is signed only if its raw outputs give the
 // recorded verdicts. verify finds a signature that no longer matches the
@@ -562,6 +563,7 @@ func TestReportNeverHidesATamperedSignOff(t *testing.T) {
 		edit(t, filepath.Join(dir, raw), `343\.5`, "143.5")
 		code, out, errs := cli(t, "report", dir)
 		assert.Equal(t, code, 2, out+errs) // bad input, not faulty hardware
+		assert.Equal(t, out, "", "a verdict printed for a folder report refuses")
 		assert.Assert(t, strings.Contains(errs, "not rebuilt") && strings.Contains(errs, raw+": edited since the run"), errs)
 		assert.Equal(t, readFile(t, filepath.Join(dir, "junit.xml")), junit, "junit.xml rewritten")
 	})
@@ -570,6 +572,7 @@ func TestReportNeverHidesATamperedSignOff(t *testing.T) {
 		assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
 		code, out, errs := cli(t, "report", dir)
 		assert.Equal(t, code, 2, out+errs) // bad input, not faulty hardware
+		assert.Equal(t, out, "", "a verdict printed for a folder report refuses")
 		assert.Assert(t, strings.Contains(errs, "holds manifest.json.sig but no manifest.json"), errs)
 		_, err := os.Stat(filepath.Join(dir, manifest.File))
 		assert.Assert(t, os.IsNotExist(err), "a manifest was written")
@@ -580,6 +583,7 @@ func TestReportNeverHidesATamperedSignOff(t *testing.T) {
 		edit(t, filepath.Join(dir, raw), `343\.5`, "143.5")
 		code, out, errs := cli(t, "report", dir, "--sign-key", key)
 		assert.Equal(t, code, 2, out+errs) // bad input, not faulty hardware
+		assert.Equal(t, out, "", "a verdict printed for a folder report refuses")
 		assert.Assert(t, strings.Contains(errs, "not signed: the raw outputs") && strings.Contains(errs, "REJUDGED nccl.all_reduce"), errs)
 		_, err := os.Stat(filepath.Join(dir, manifest.SigFile))
 		assert.Assert(t, os.IsNotExist(err), "signed")
