@@ -157,12 +157,50 @@ func dipped(e *sku.Entry, ms []result.Metric, mt matcher, done map[string]bool) 
 // of a bandwidth that entry e judges and no entry's own dip check reads
 // (done, which it extends): every measured size, whatever the entry's
 // range or points, so that a summary over 1 to 8 GiB still sees a hole at
-// 256 MiB. Only the bandwidth-bound part is read, from the first size
-// whose value reaches half the curve's peak: below it latency decides and
-// points scatter. Each point there but the first measured is compared
-// with the lower of its neighbours (the point before it, at the largest
-// size); the worst ratio under DefaultHole percent fails. One check per
-// curve, "dip busbw out-of-place", when at least one point was compared.
+// 256 MiB. The points read are holeRatio's; the worst ratio under
+// DefaultHole percent fails. One check per curve, "dip busbw out-of-place",
+// when at least one point was compared.
+// holeRatio is the default dip rule's reading of one curve, pts sorted by
+// size: the worst ratio of a point to the lower of its neighbours (the
+// point before it, at the largest size), its index, and how many points
+// were compared (0: none, worst +Inf). Only the bandwidth-bound part is
+// read, where latency no longer decides and points no longer scatter:
+// from the first size whose value reaches half the curve's peak, and the
+// point before it. That point too, because a hole there (MI355X 1 x 8
+// all_reduce at 8 MiB, 91 GB/s between 153 and 251) drops it under half
+// the peak, which would move the part's start past the hole: a point is
+// read when it or its upper neighbour is in the part, so that where the
+// part starts does not depend on the point under test. The first
+// measured point has no lower neighbour and is never compared.
+func holeRatio(pts []result.Metric) (worst float64, at, compared int) {
+	worst = math.Inf(1)
+	if len(pts) == 0 {
+		return worst, 0, 0
+	}
+	peak := pts[0].Value
+	for _, p := range pts {
+		peak = max(peak, p.Value)
+	}
+	start := 0
+	for start < len(pts) && pts[start].Value < peak/2 {
+		start++
+	}
+	for i := max(start-1, 1); i < len(pts); i++ {
+		lower := pts[i-1].Value
+		if i+1 < len(pts) {
+			lower = min(lower, pts[i+1].Value)
+		}
+		if lower <= 0 {
+			continue
+		}
+		compared++
+		if r := pts[i].Value / lower; r < worst {
+			worst, at = r, i
+		}
+	}
+	return worst, at, compared
+}
+
 func holes(e *sku.Entry, ms []result.Metric, mt matcher, done map[string]bool) []result.Check {
 	if !sku.IsBandwidth(e.Unit) {
 		return nil
@@ -188,28 +226,7 @@ func holes(e *sku.Entry, ms []result.Metric, mt matcher, done map[string]bool) [
 		done[k] = true
 		pts := groups[k]
 		sort.SliceStable(pts, func(i, j int) bool { return pts[i].Size < pts[j].Size })
-		peak := pts[0].Value
-		for _, p := range pts {
-			peak = max(peak, p.Value)
-		}
-		start := 0
-		for start < len(pts) && pts[start].Value < peak/2 {
-			start++
-		}
-		worst, at, compared := math.Inf(1), 0, 0
-		for i := max(start, 1); i < len(pts); i++ {
-			lower := pts[i-1].Value
-			if i+1 < len(pts) {
-				lower = min(lower, pts[i+1].Value)
-			}
-			if lower <= 0 {
-				continue
-			}
-			compared++
-			if r := pts[i].Value / lower; r < worst {
-				worst, at = r, i
-			}
-		}
+		worst, at, compared := holeRatio(pts)
 		if compared == 0 {
 			continue
 		}
