@@ -165,13 +165,16 @@ func dipped(e *sku.Entry, ms []result.Metric, mt matcher, done map[string]bool) 
 // point before it, at the largest size), its index, and how many points
 // were compared (0: none, worst +Inf). Only the bandwidth-bound part is
 // read, where latency no longer decides and points no longer scatter:
-// from the first size whose value reaches half the curve's peak, and the
-// point before it. That point too, because a hole there (MI355X 1 x 8
-// all_reduce at 8 MiB, 91 GB/s between 153 and 251) drops it under half
-// the peak, which would move the part's start past the hole: a point is
-// read when it or its upper neighbour is in the part, so that where the
-// part starts does not depend on the point under test. The first
-// measured point has no lower neighbour and is never compared.
+// from the first size whose value reaches half the curve's peak. Whether
+// a point is in that part is decided without the point itself too: one
+// whose neighbours' mean reaches half the peak is read, for a hole at the
+// knee of the curve (MI355X 1 x 8 all_reduce at 8 MiB, 91 GB/s between
+// 153 and 251: half the peak is 180) drops the point under half the peak,
+// which would move the part's start past the hole. A point lower in the
+// rising part is not read: there healthy curves scatter (a blog's MI300X
+// in-place all_reduce: 56.9 GB/s at 4 MiB between 105.4 and 169.4, a mean
+// of 137 under half of 316). The first measured point has no lower
+// neighbour and is never compared.
 func holeRatio(pts []result.Metric) (worst float64, at, compared int) {
 	worst = math.Inf(1)
 	if len(pts) == 0 {
@@ -185,7 +188,11 @@ func holeRatio(pts []result.Metric) (worst float64, at, compared int) {
 	for start < len(pts) && pts[start].Value < peak/2 {
 		start++
 	}
-	for i := max(start-1, 1); i < len(pts); i++ {
+	for i := 1; i < len(pts); i++ {
+		knee := i+1 < len(pts) && (pts[i-1].Value+pts[i+1].Value)/2 >= peak/2
+		if i < start && !knee {
+			continue
+		}
 		lower := pts[i-1].Value
 		if i+1 < len(pts) {
 			lower = min(lower, pts[i+1].Value)
