@@ -105,7 +105,8 @@ func headline(t result.Test) (result.Judged, bool) {
 }
 
 // unjudgedHeadline is the point a pass would show of metrics none of which
-// was judged: of a curve (sizes), the point at the largest size, the lower
+// was judged, of one metric (busbw where there is one, else the first
+// measured): of a curve (sizes), the point at the largest size, the lower
 // one on a tie; of labelled values (no size: tflops {dtype=bf16}, bw
 // {direction=d2h}), the first one measured, its worst over GPUs and hosts,
 // since a pass would show a judged one and none is. false for none.
@@ -124,10 +125,27 @@ func unjudgedHeadline(ms []result.Judged) (result.Judged, bool) {
 		}
 		return k
 	}
-	first := which(ms[0])
+	// Of a collective's metrics, busbw is the one judged (and what a pass
+	// shows); else the first measured.
+	name := ms[0].Name
+	for _, m := range ms {
+		if m.Name == "busbw" {
+			name = m.Name
+		}
+	}
+	first := ""
+	for _, m := range ms {
+		if m.Name == name {
+			first = which(m)
+			break
+		}
+	}
 	var best result.Judged
 	found := false
 	for _, m := range ms {
+		if m.Name != name {
+			continue
+		}
 		var better bool
 		switch {
 		case m.Size > 0 || best.Size > 0:
