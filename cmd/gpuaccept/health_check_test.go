@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -70,15 +72,42 @@ func TestHealthCheckCommandDegradedCopiesFail(t *testing.T) {
 	}
 }
 
-// The 1-GPU H200's real nvidia-smi nvlink --status is an empty file (no
-// NVLink peers): gpuaccept check judges it (no NVLink links listed, a
-// pass), it is no "empty file" error.
-func TestHealthCheckCommandEmptyNVLinkStatus(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "out")
-	code, out, errs := cli(t, "check", "--sku", "h200", "--test", "health.node", "--nodes", "1", "--gpus-per-node", "1", "--out", dir, h200smi+"/nvlink-status.txt")
-	assert.Equal(t, code, 0, out+errs)
-	assert.Assert(t, strings.Contains(out, "│ 1 check holds"), out)
-	assert.Assert(t, !strings.Contains(out+errs, "empty file"), out+errs)
+// An empty file or stream is no health evidence: the 1-GPU H200's real
+// nvidia-smi nvlink --status (empty: no NVLink peers), an empty .gz and
+// empty stdin (kubectl logs of a pod that never ran piped into check -)
+// are each an ERROR (exit 3), never a pass. Inside collect.sh's tagged log
+// the empty nvlink section is judged (plugins/health TestEmptyNVLinkStatus).
+func TestHealthCheckCommandEmptyInput(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	assert.NilError(t, zw.Close())
+	cases := []struct {
+		name  string
+		file  string
+		stdin bool
+		want  string
+	}{
+		{"real empty nvlink --status", h200smi + "/nvlink-status.txt", false, "nvlink-status.txt is empty: nothing to judge"},
+		{"empty file", writeFile(t, "empty.log", ""), false, "empty.log is empty: nothing to judge"},
+		{"empty gz", writeFile(t, "empty.log.gz", gz.String()), false, "is empty: nothing to judge"},
+		{"empty stdin", "-", true, "stdin is empty: nothing to judge"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"check", "--sku", "h200", "--test", "health.node", "--nodes", "2", "--gpus-per-node", "8", c.file}
+			var code int
+			var out, errs string
+			if c.stdin {
+				code, out, errs = cliStdin(t, nil, args...)
+			} else {
+				code, out, errs = cli(t, args...)
+			}
+			assert.Equal(t, code, 3, out+errs)
+			assert.Assert(t, strings.Contains(out, "ERROR"), out)
+			assert.Assert(t, strings.Contains(out, c.want), out)
+			assert.Assert(t, !strings.Contains(out, "PASS") && !strings.Contains(out, "holds"), out)
+		})
+	}
 }
 
 // gpuaccept check --sku mi355x --test health.node judges amd-smi's own

@@ -596,7 +596,7 @@ func TestExitCodes(t *testing.T) {
 		// volcengine-hpcpni has all_reduce baselines at 1x8 and 2x8 only, and
 		// no GPU model to compare: every gate holds, nothing is judged.
 		{row: none, name: "check", args: checkAs("volcengine-hpcpni", "1x2", good), code: 4, status: "skip"},
-		{row: none, name: "dry run", args: []string{"--sku", "h200", "--suite", "singlenode", "--dry-run"}, code: 4, want: "dry run: nothing would be judged at scope 1x8"},
+		{row: none, name: "dry run", args: []string{"--sku", "h200", "--suite", "singlenode", "--dry-run"}, code: 4, want: "dry run: no benchmark would be judged at scope 1x8"},
 		// Issue 28: a site's SKU file before its first recording; health
 		// passed, gemm, hbm and hostlink measured and judged by nothing.
 		{row: notJud, name: "health passed, no benchmark judged", args: replayNode("--sku", "h200-site", "--baselines", siteSKU(t, "*")), code: 4, status: "skip",

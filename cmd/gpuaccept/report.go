@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
-	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
@@ -60,11 +59,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	s, _ := resultsdir.KeptBaseline(dir, run.SKU) // without it the plots have no bands
 	if code, err := c.mayRebuild(dir, run, s, stderr); err != nil {
-		// Nothing is written: the folder keeps what a customer may still
-		// check against its manifest or signature; stdout shows the run.
-		if werr := report.Write(stdout, c.format, run); werr != nil {
-			return exitUsage, werr
-		}
+		// Nothing is written, nothing printed: the folder keeps what a
+		// customer may still check against its manifest or signature, and
+		// a verdict on stdout (a PASS a CI greps) would read as the
+		// folder's while it is not the sign-off it was.
 		return code, err
 	}
 	return c.finish(run, s, stdout, stderr)

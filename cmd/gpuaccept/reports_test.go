@@ -538,7 +538,8 @@ func TestCheckFolderVerifies(t *testing.T) {
 }
 
 // report never rewrites or signs off a folder whose sign-off it would
-// hide: one that no longer matches its manifest keeps its files (exit 1),
+// hide, and prints no verdict of it on stdout (a CI grepping stdout would
+// read PASS): one that no longer matches its manifest keeps its files (exit 2),
 // a signed one whose manifest is gone is not signed off again, and one
 // signed now with --sign-key is signed only if its raw outputs give the
 // recorded verdicts. verify finds a signature that no longer matches the
@@ -562,6 +563,7 @@ func TestReportNeverHidesATamperedSignOff(t *testing.T) {
 		edit(t, filepath.Join(dir, raw), `343\.5`, "143.5")
 		code, out, errs := cli(t, "report", dir)
 		assert.Equal(t, code, 2, out+errs) // bad input, not faulty hardware
+		assert.Equal(t, out, "", "a verdict printed for a folder report refuses")
 		assert.Assert(t, strings.Contains(errs, "not rebuilt") && strings.Contains(errs, raw+": edited since the run"), errs)
 		assert.Equal(t, readFile(t, filepath.Join(dir, "junit.xml")), junit, "junit.xml rewritten")
 	})
@@ -570,6 +572,7 @@ func TestReportNeverHidesATamperedSignOff(t *testing.T) {
 		assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
 		code, out, errs := cli(t, "report", dir)
 		assert.Equal(t, code, 2, out+errs) // bad input, not faulty hardware
+		assert.Equal(t, out, "", "a verdict printed for a folder report refuses")
 		assert.Assert(t, strings.Contains(errs, "holds manifest.json.sig but no manifest.json"), errs)
 		_, err := os.Stat(filepath.Join(dir, manifest.File))
 		assert.Assert(t, os.IsNotExist(err), "a manifest was written")
@@ -580,6 +583,7 @@ func TestReportNeverHidesATamperedSignOff(t *testing.T) {
 		edit(t, filepath.Join(dir, raw), `343\.5`, "143.5")
 		code, out, errs := cli(t, "report", dir, "--sign-key", key)
 		assert.Equal(t, code, 2, out+errs) // bad input, not faulty hardware
+		assert.Equal(t, out, "", "a verdict printed for a folder report refuses")
 		assert.Assert(t, strings.Contains(errs, "not signed: the raw outputs") && strings.Contains(errs, "REJUDGED nccl.all_reduce"), errs)
 		_, err := os.Stat(filepath.Join(dir, manifest.SigFile))
 		assert.Assert(t, os.IsNotExist(err), "signed")
@@ -615,7 +619,11 @@ func TestForgedPassOfUnjudgedRun(t *testing.T) {
 	code, stdout, errs = cli(t, "verify", out)
 	assert.Equal(t, code, 0, stdout+errs)
 	assert.Assert(t, strings.Contains(stdout, "NOTE the run is not signed off (status skip): measured, not judged: gemm.matmul, hbm.bandwidth, hostlink.pcie"), stdout)
-	assert.Assert(t, strings.Contains(stdout, "(run skip)"), stdout)
+	// OK is the folder's, not a sign-off: the last line says the run is not.
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	last := lines[len(lines)-1]
+	assert.Assert(t, strings.HasPrefix(last, "verify: OK: "), last)
+	assert.Assert(t, strings.Contains(last, "(run skip: NOT SIGNED OFF: measured, not judged: gemm.matmul, hbm.bandwidth, hostlink.pcie (no baseline entry judges them at scope 1x1 in SKU h200-site: gpuaccept baseline show h200-site))"), last)
 
 	// results.json opens with the run's own status.
 	forge := func(dir string) {
@@ -638,6 +646,48 @@ func TestForgedPassOfUnjudgedRun(t *testing.T) {
 			assert.Equal(t, code, exitNothingJudged, stdout+errs)
 			assert.Assert(t, strings.Contains(stdout, "NOT SIGNED OFF: SKU h200-site"), stdout)
 			assert.Assert(t, !strings.Contains(stdout, "PASS: SKU"), stdout)
+		})
+	}
+}
+
+// A check whose only test measured and was not judged is not signed off,
+// and every report says so as the exit code (4) does: the table and
+// summary.md head it NOT SIGNED OFF naming the test (not SKIP, which reads
+// as if nothing ran) and show what it measured, junit.xml ends with the
+// failing "sign-off" case, and verify's OK line says the run it vouches
+// for is not signed off. Real outputs: the H200's 1x1 nccl-tests
+// all_reduce (no 1x1 entry in SKU h200) and the busy H100's gemm (issue
+// 28: no gemm entry in SKU h100).
+func TestCheckMeasuredNotJudgedIsNotSignedOff(t *testing.T) {
+	cases := []struct {
+		name, sku, test, log string
+		measured             string
+	}{
+		{"nccl 1x1", "h200", "nccl.all_reduce", "../../testdata/field/h200/1x1-suite-all_reduce/all_reduce.log", "busbw in-place 0.0 GB/s @ 4 GiB"}, // one rank: nccl-tests prints busbw 0
+		{"busy gemm", "h100", "gemm.matmul", "../../testdata/recordings/h100x1-2026-12-07/issue28/busy/raw/gemm.matmul/alone.log", "tflops {dtype=bf16} 319.7 TFLOPS"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			code, out, errs := cli(t, "check", "--sku", c.sku, "--test", c.test, "--nodes", "1", "--gpus-per-node", "1", "--out", dir, c.log)
+			assert.Equal(t, code, exitNothingJudged, out+errs)
+			nj := fmt.Sprintf("measured, not judged: %s (no baseline entry judges it at scope 1x1 in SKU %s: gpuaccept baseline show %s)", c.test, c.sku, c.sku)
+			head := fmt.Sprintf("NOT SIGNED OFF: SKU %s, suite check, scope 1x1, launcher check: 1 skip; %s", c.sku, nj)
+			assert.Assert(t, strings.Contains(out, head), out)
+			assert.Assert(t, !strings.Contains(out, "SKIP: SKU"), out)
+			assert.Assert(t, strings.Contains(out, "│ SKIP   │ "+c.measured), "measured figure missing:\n%s", out)
+			summary := readFile(t, filepath.Join(dir, "summary.md"))
+			assert.Assert(t, strings.HasPrefix(summary, "**gpuaccept "+head), summary)
+			assert.Assert(t, strings.Contains(summary, "| "+c.measured), summary)
+			junit := readFile(t, filepath.Join(dir, "junit.xml"))
+			assert.Assert(t, strings.Contains(junit, `<testcase name="sign-off" classname="gpuaccept.`+c.sku+`.check">`), junit)
+			assert.Assert(t, strings.Contains(junit, `<failure message="not signed off: `+nj+`" type="not-signed-off">`), junit)
+			code, out, errs = cli(t, "verify", dir)
+			assert.Equal(t, code, 0, out+errs) // the folder is the sign-off its manifest describes
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			last := lines[len(lines)-1]
+			assert.Assert(t, strings.HasPrefix(last, "verify: OK: "), last)
+			assert.Assert(t, strings.Contains(last, "(run skip: NOT SIGNED OFF: "+nj+")"), last)
 		})
 	}
 }

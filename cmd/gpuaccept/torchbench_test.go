@@ -109,9 +109,21 @@ func TestNodeRecordings(t *testing.T) {
 			assert.Assert(t, strings.Contains(stdout, c.want), stdout)
 		})
 	}
+	// Rendered by an earlier build, which headed a run that measured and
+	// judged nothing "SKIP" (and had no failing "sign-off" JUnit case);
+	// today's renders NOT SIGNED OFF. The manifest says the same version
+	// (dev), so verify compares the reports byte for byte and names each
+	// of the four: those, and nothing else (the raw outputs, journal and
+	// verdicts re-derive), are its findings.
 	for _, run := range []string{"busy", "lgc"} {
 		code, stdout, stderr := cli(t, "verify", rec+run)
-		assert.Equal(t, code, 0, "%s: %s%s", run, stdout, stderr)
+		assert.Equal(t, code, 1, "%s: %s%s", run, stdout, stderr)
+		assert.Assert(t, strings.Contains(stdout, "verify: FAILED: 4 findings"), "%s: %s", run, stdout)
+		for _, f := range []string{"table.txt", "summary.md", "junit.xml", "report.html"} {
+			assert.Assert(t, strings.Contains(stdout, "MISMATCH "+f+": differs from the one re-rendered from the journal and the baseline copy"), "%s: %s", run, stdout)
+		}
+		assert.Assert(t, strings.Contains(stdout, `<title>gpuaccept h200 node: SKIP</title>", re-rendered "<title>gpuaccept h200 node: NOT SIGNED OFF</title>"`), "%s: %s", run, stdout)
+		assert.Assert(t, !strings.Contains(stdout, "REJUDGED"), "%s: %s", run, stdout)
 	}
 	// Judged by a build whose health.node made 13 checks: today's reads
 	// the same raw outputs with the GPU-lost check of issue 28 (a GPU

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept"
@@ -129,8 +130,63 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		replayed = "; its raw outputs are the recordings gpuaccept ships: no sign-off of hardware"
 	}
 	fmt.Fprintf(stdout, "verify: OK: %s %s the manifest; %s re-judged against %s%s %s the recorded verdicts%s (run %s)%s%s%s\n",
-		result.Count(len(res.Manifest.Files), "file"), result.Noun(len(res.Manifest.Files), "matches", "match"), result.Count(len(res.Run.Tests), "test"), res.Manifest.Baseline.Path, whose, result.Noun(len(res.Run.Tests), "gives", "give"), subs, res.Run.Status, rederived(res), sealed(res), replayed)
+		result.Count(len(res.Manifest.Files), "file"), result.Noun(len(res.Manifest.Files), "matches", "match"), result.Count(len(res.Run.Tests), "test"), res.Manifest.Baseline.Path, whose, result.Noun(len(res.Run.Tests), "gives", "give"), subs, runVerdict(res.Run), rederived(res), sealed(res), replayed)
 	return exitOK, nil
+}
+
+// runVerdict is the run's status as verify's OK line gives it: "pass" or
+// "warn" alone, and for a run that is not signed off the status, then its
+// verdict word and why ("skip: NOT SIGNED OFF: measured, not judged:
+// ...", "fail: FAIL: failed: hbm.bandwidth"): verify's OK says the folder
+// is the sign-off its manifest describes, which a reader must not take
+// for a signed-off run.
+func runVerdict(run *result.Run) string {
+	names := func(st result.Status) string {
+		var out []string
+		for _, t := range run.Tests {
+			if t.Status == st {
+				out = append(out, t.Name)
+			}
+		}
+		if len(out) > 5 {
+			out = append(out[:5], fmt.Sprintf("and %d more", len(out)-5))
+		}
+		return strings.Join(out, ", ")
+	}
+	why := ""
+	switch run.Status {
+	case result.Pass, result.Warn:
+		return string(run.Status)
+	case result.Skip:
+		why = run.NotJudgedText()
+		if why == "" {
+			why = "nothing was judged"
+		}
+	case result.Fail:
+		switch n := names(result.Fail); {
+		case n != "":
+			why = "failed: " + n
+		case len(run.BadNodes) > 0:
+			var hosts []string
+			for _, b := range run.BadNodes {
+				if !slices.Contains(hosts, b.Host) {
+					hosts = append(hosts, b.Host)
+				}
+			}
+			why = "failed health: " + strings.Join(hosts, ", ")
+		default:
+			var sus []string
+			for _, l := range run.Localisations {
+				for _, x := range l.Suspects {
+					sus = append(sus, x.Name()+" ("+l.Test+")")
+				}
+			}
+			why = "suspects named: " + strings.Join(sus, ", ")
+		}
+	case result.Error:
+		why = "errored: " + names(result.Error)
+	}
+	return fmt.Sprintf("%s: %s: %s", run.Status, report.Verdict(run), why)
 }
 
 // rederived says which reports of the folder were found as they derive

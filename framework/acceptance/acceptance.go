@@ -146,7 +146,8 @@ type RunOptions struct {
 // NothingJudgedError is a dry run's answer when the run would not be
 // signed off for want of baseline entries (exit code
 // result.ExitNothingJudged, as the run would exit): the baseline judges
-// none of the tests at the run's scope, or some benchmark would measure
+// none of the benchmarks at the run's scope (health tests are judged by
+// their checks, so "no benchmark", not "nothing"), or some benchmark would measure
 // with no entry at it while others would be judged (the run's rule,
 // result.Run.Finish).
 type NothingJudgedError struct {
@@ -162,7 +163,7 @@ func (e *NothingJudgedError) Error() string {
 	if len(e.NotJudged) > 0 {
 		return "dry run: the run would not be signed off: " + result.NotJudgedNote(e.NotJudged, e.Scope, e.SKU)
 	}
-	return fmt.Sprintf("dry run: nothing would be judged at scope %s (gpuaccept baseline show %s)", e.Scope, e.SKU)
+	return fmt.Sprintf("dry run: no benchmark would be judged at scope %s (gpuaccept baseline show %s)", e.Scope, e.SKU)
 }
 
 // Validate checks the options, naming the field at fault. The command

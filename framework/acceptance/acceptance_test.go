@@ -195,7 +195,7 @@ func TestDryRun(t *testing.T) {
 		_, err := Run(context.Background(), multi(t))
 		var nj *NothingJudgedError
 		assert.Assert(t, errors.As(err, &nj), "%v", err)
-		assert.Equal(t, err.Error(), "dry run: nothing would be judged at scope 2x8 (gpuaccept baseline show h200)")
+		assert.Equal(t, err.Error(), "dry run: no benchmark would be judged at scope 2x8 (gpuaccept baseline show h200)")
 	})
 	t.Run("localised", func(t *testing.T) {
 		o := multi(t)

@@ -157,12 +157,57 @@ func dipped(e *sku.Entry, ms []result.Metric, mt matcher, done map[string]bool) 
 // of a bandwidth that entry e judges and no entry's own dip check reads
 // (done, which it extends): every measured size, whatever the entry's
 // range or points, so that a summary over 1 to 8 GiB still sees a hole at
-// 256 MiB. Only the bandwidth-bound part is read, from the first size
-// whose value reaches half the curve's peak: below it latency decides and
-// points scatter. Each point there but the first measured is compared
-// with the lower of its neighbours (the point before it, at the largest
-// size); the worst ratio under DefaultHole percent fails. One check per
-// curve, "dip busbw out-of-place", when at least one point was compared.
+// 256 MiB. The points read are holeRatio's; the worst ratio under
+// DefaultHole percent fails. One check per curve, "dip busbw out-of-place",
+// when at least one point was compared.
+// holeRatio is the default dip rule's reading of one curve, pts sorted by
+// size: the worst ratio of a point to the lower of its neighbours (the
+// point before it, at the largest size), its index, and how many points
+// were compared (0: none, worst +Inf). Only the bandwidth-bound part is
+// read, where latency no longer decides and points no longer scatter:
+// from the first size whose value reaches half the curve's peak. Whether
+// a point is in that part is decided without the point itself too: one
+// whose neighbours' mean reaches half the peak is read, for a hole at the
+// knee of the curve (MI355X 1 x 8 all_reduce at 8 MiB, 91 GB/s between
+// 153 and 251: half the peak is 180) drops the point under half the peak,
+// which would move the part's start past the hole. A point lower in the
+// rising part is not read: there healthy curves scatter (a blog's MI300X
+// in-place all_reduce: 56.9 GB/s at 4 MiB between 105.4 and 169.4, a mean
+// of 137 under half of 316). The first measured point has no lower
+// neighbour and is never compared.
+func holeRatio(pts []result.Metric) (worst float64, at, compared int) {
+	worst = math.Inf(1)
+	if len(pts) == 0 {
+		return worst, 0, 0
+	}
+	peak := pts[0].Value
+	for _, p := range pts {
+		peak = max(peak, p.Value)
+	}
+	start := 0
+	for start < len(pts) && pts[start].Value < peak/2 {
+		start++
+	}
+	for i := 1; i < len(pts); i++ {
+		knee := i+1 < len(pts) && (pts[i-1].Value+pts[i+1].Value)/2 >= peak/2
+		if i < start && !knee {
+			continue
+		}
+		lower := pts[i-1].Value
+		if i+1 < len(pts) {
+			lower = min(lower, pts[i+1].Value)
+		}
+		if lower <= 0 {
+			continue
+		}
+		compared++
+		if r := pts[i].Value / lower; r < worst {
+			worst, at = r, i
+		}
+	}
+	return worst, at, compared
+}
+
 func holes(e *sku.Entry, ms []result.Metric, mt matcher, done map[string]bool) []result.Check {
 	if !sku.IsBandwidth(e.Unit) {
 		return nil
@@ -188,28 +233,7 @@ func holes(e *sku.Entry, ms []result.Metric, mt matcher, done map[string]bool) [
 		done[k] = true
 		pts := groups[k]
 		sort.SliceStable(pts, func(i, j int) bool { return pts[i].Size < pts[j].Size })
-		peak := pts[0].Value
-		for _, p := range pts {
-			peak = max(peak, p.Value)
-		}
-		start := 0
-		for start < len(pts) && pts[start].Value < peak/2 {
-			start++
-		}
-		worst, at, compared := math.Inf(1), 0, 0
-		for i := max(start, 1); i < len(pts); i++ {
-			lower := pts[i-1].Value
-			if i+1 < len(pts) {
-				lower = min(lower, pts[i+1].Value)
-			}
-			if lower <= 0 {
-				continue
-			}
-			compared++
-			if r := pts[i].Value / lower; r < worst {
-				worst, at = r, i
-			}
-		}
+		worst, at, compared := holeRatio(pts)
 		if compared == 0 {
 			continue
 		}

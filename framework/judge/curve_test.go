@@ -219,6 +219,15 @@ func TestDefaultDip(t *testing.T) {
 			edited(t, seed004, "16777216 4194304 float sum -1 116.74 143.71 251.49", "16777216 4194304 float sum -1 316.13 53.07 92.88"),
 			mi355x, result.Fail,
 			"dip busbw out-of-place: 92.9 GB/s at 16 MiB is 45.0% of the lower of its neighbours (206.4 GB/s at 8 MiB, 320.1 GB/s at 32 MiB): a hole in the curve (the default dip rule fails a point under 60%)"},
+		// 8 MiB out-of-place, at the knee: busbw 206.40 -> 91.00 (59.4% of
+		// 153.07 at 4 MiB, 251.49 at 16 MiB), algbw and time to match. The
+		// hole drops 8 MiB under half the peak, so the bandwidth-bound part
+		// once started after it (at 16 MiB) and the curve passed; its
+		// neighbours' mean (202) reaches half the peak (180), so it is read.
+		{"degraded copy: a hole at the knee, 8 MiB at 91 of 153, mi355x per size", rccl.Plugin{}, "all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 8},
+			edited(t, seed004, "8388608 2097152 float sum -1 71.12 117.94 206.40", "8388608 2097152 float sum -1 161.32 52.00 91.00"),
+			mi355x, result.Fail,
+			"dip busbw out-of-place: 91.0 GB/s at 8 MiB is 59.4% of the lower of its neighbours (153.1 GB/s at 4 MiB, 251.5 GB/s at 16 MiB): a hole in the curve (the default dip rule fails a point under 60%)"},
 		{"a healthy algorithm switch is no hole: GB200 at 1 GiB, 0.69 of 512 MiB", nccl.Plugin{}, "all_reduce", plan.Scope{Nodes: 32, GPUsPerNode: 4}, gb200, largest(660.36), result.Pass, "1 point inside its band"},
 	}
 	for _, c := range cases {

@@ -212,6 +212,7 @@ func Efficiencies(s *sku.SKU, test string, scope plan.Scope, ms []result.Metric)
 		}
 		e.Curve = len(sizes) > 1
 		e.Lowest = result.VaryingLabels(e.Worst, limited)
+		e.Over = c.Over(test, scope, e.Ratio(e.Best.Value))
 		out = append(out, e)
 	}
 	return out

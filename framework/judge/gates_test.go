@@ -295,3 +295,39 @@ func TestEfficiencies(t *testing.T) {
 	assert.Equal(t, len(Efficiencies(h200, "nccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 1}, p.Metrics)), 0, "one GPU crosses no link")
 	assert.Equal(t, len(Efficiencies(shipped(t, "mi355x"), "nccl.all_reduce", plan.Scope{Nodes: 1, GPUsPerNode: 2}, p.Metrics)), 0, "no ceiling of the SKU names the test")
 }
+
+// An efficiency over 100% says why it can be, or that it cannot: the real
+// 2 x 8 all_reduce curves of Google A4 (B200, 8 x 400 Gb/s ConnectX-7 a
+// VM: 683.5 GB/s, 170.9% of the NICs' 400 GB/s) and AWS p5 (H100, 32 x
+// 100 Gb/s EFA a node, 400 Gb/s a GPU: 121.8%) are under the 187.5% NCCL's
+// tree algorithms can reach across 2 nodes; the same A4 curve taken for
+// 4 x 4 GPUs (the NICs' figure halves to 200 GB/s: 341.8%) is over it, and
+// says the figure or the scope is wrong. A run at 100% or less says
+// nothing more.
+func TestEfficiencyOver100(t *testing.T) {
+	const a4 = "../../testdata/field/nccl-tests/b200-a4-2x8-dstack-hash-stripped/all_reduce.log"
+	cases := []struct {
+		name, sku, file string
+		scope           plan.Scope
+		text            string
+	}{
+		{"A4 2 x 8: tree", "b200-a4", a4, plan.Scope{Nodes: 2, GPUsPerNode: 8},
+			"peak 683.5 GB/s at 8 GiB, 170.9% of 400 GB/s (ConnectX-7 400 Gb/s per GPU, the 8 of a node: all_reduce across 2 nodes); over 100%: NCCL's tree algorithms send a node's data across the NICs about once, not 2(n-1)/n times as its rings do, so busbw can read up to 187.5% of the NICs' figure at 16 ranks"},
+		{"p5 2 x 8: tree", "h100", h100P5AllReduce, plan.Scope{Nodes: 2, GPUsPerNode: 8}, "121.8% of 400 GB/s"},
+		{"A4 taken for 4 x 4: no algorithm", "b200-a4", a4, plan.Scope{Nodes: 4, GPUsPerNode: 4},
+			"341.8% of 200 GB/s (ConnectX-7 400 Gb/s per GPU, the 4 of a node: all_reduce across 4 nodes); over the 187.5% a tree algorithm can reach at 16 ranks: the NIC figure (nic_gbps) is too low for these nodes, or the output is not of this scope"},
+		{"A4 inside one node's link: 75.9%, nothing more", "b200-a4", a4, plan.Scope{Nodes: 1, GPUsPerNode: 16}, "75.9% of 900 GB/s (NVLink 5, one way)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := parse(t, nccl.Plugin{}, "all_reduce", plan.Topology{Scope: c.scope}, read(t, c.file))
+			es := Efficiencies(shipped(t, c.sku), "nccl.all_reduce", c.scope, p.Metrics)
+			assert.Equal(t, len(es), 1, "%+v", es)
+			text := es[0].Text()
+			assert.Assert(t, strings.Contains(text, c.text), text)
+			over := es[0].Ratio(es[0].Best.Value) > 1
+			assert.Equal(t, es[0].Over != "", over, text)
+			assert.Equal(t, strings.Contains(text, "over 100%") || strings.Contains(text, "a tree algorithm can reach"), over, text)
+		})
+	}
+}

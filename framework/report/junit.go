@@ -41,12 +41,15 @@ const MaxRawOutput = 256 << 10
 //     <error>: an infrastructure problem is not a hardware failure;
 //   - a skipped test is one case with <skipped> and its reason, which
 //     starts "not signed off: measured, not judged: " for a test that
-//     measured without a baseline entry in a run that judged others
-//     (Verdict NotSignedOff);
+//     measured without a baseline entry (Verdict NotSignedOff);
 //   - an earlier attempt of a retried test is a testsuite of its own
 //     ("nccl.all_reduce (attempt 1 of 2)"), so a flaky pass shows;
 //   - each localisation is a testsuite "localise TEST" with a failing
-//     testcase per suspect (see locSuite).
+//     testcase per suspect (see locSuite);
+//   - a run that is not signed off (status skip, exit code 4) ends with a
+//     testsuite SignOffSuite holding one testcase of that name whose
+//     <failure type="not-signed-off"> says why (signOffSuite): its other
+//     cases are passes and skips only, which CI reads as green.
 //
 // Raw outputs are read from run.Dir (or as given, for check runs without a
 // results folder); one that cannot be read is named in system-out.
@@ -74,6 +77,9 @@ func JUnit(run *result.Run) junit.Testsuites {
 		doc.AddSuite(locSuite(run, l, id, host))
 		id++
 	}
+	if s, ok := signOffSuite(run, id, host); ok {
+		doc.AddSuite(s)
+	}
 	for i := range doc.Suites {
 		sanitize(&doc.Suites[i])
 	}
@@ -81,6 +87,38 @@ func JUnit(run *result.Run) junit.Testsuites {
 	// <testsuite> carries its own.
 	doc.Skipped, doc.Disabled = 0, 0
 	return doc
+}
+
+// SignOffSuite names the testsuite, and its one testcase, that junit.xml
+// ends with when the run is not signed off (signOffSuite).
+const SignOffSuite = "sign-off"
+
+// signOffSuite is the testsuite SignOffSuite of a run whose status is skip
+// (exit code 4: measured and not judged, or nothing judged): one testcase
+// with a <failure type="not-signed-off">, so that CI, which reads the
+// cases, sees red as the exit code does. false for any other status: a
+// fail or an error shows in its own cases.
+func signOffSuite(run *result.Run, id int, host string) (junit.Testsuite, bool) {
+	if run.Status != result.Skip {
+		return junit.Testsuite{}, false
+	}
+	msg := "not signed off: "
+	if nj := run.NotJudgedText(); nj != "" {
+		msg += nj
+	} else {
+		msg += "nothing was judged (every test skipped: see their reasons)"
+	}
+	s := junit.Testsuite{Name: SignOffSuite, ID: id, Package: fmt.Sprintf("gpuaccept.%s.%s", run.SKU, run.Suite), Hostname: host}
+	if !run.Started.IsZero() {
+		s.Timestamp = run.Started.Format(time.RFC3339)
+	}
+	s.AddProperty("sku", run.SKU)
+	s.AddProperty("suite", run.Suite)
+	s.AddProperty("scope", scopeText(run.Scope))
+	s.AddProperty("status", string(run.Status))
+	s.AddTestcase(junit.Testcase{Name: SignOffSuite, Classname: fmt.Sprintf("gpuaccept.%s.%s", run.SKU, run.Suite),
+		Failure: &junit.Result{Message: msg, Type: "not-signed-off", Data: Summary(run)}})
+	return s, true
 }
 
 func suiteOf(run *result.Run, t result.Test, name string, id int, host string, red *redact.Redactor) junit.Testsuite {

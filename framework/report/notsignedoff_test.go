@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,8 +44,9 @@ func unjudgedRun() *result.Run {
 // No report of a run with a benchmark measured and not judged reads as
 // signed off: the table, Markdown and HTML head it NOT SIGNED OFF and name
 // the tests; JSON says skip; JUnit skips the unjudged tests, saying they
-// keep the run from sign-off, and the not applicable one as before. A run that judged nothing keeps its SKIP line, as results
-// folders already signed render it.
+// keep the run from sign-off, and the not applicable one as before, and
+// ends with the failing testcase "sign-off" (CI reads cases, not exit
+// codes).
 func TestNotSignedOffInEveryReport(t *testing.T) {
 	r := unjudgedRun()
 	want := "NOT SIGNED OFF: SKU h100-sxm, suite node, scope 1x1, launcher local: 1 pass, 4 skip; measured, not judged: gemm.matmul, hbm.bandwidth, hostlink.pcie (no baseline entry judges them at scope 1x1 in SKU h100-sxm: gpuaccept baseline show h100-sxm) (27s)"
@@ -85,12 +87,79 @@ func TestNotSignedOffInEveryReport(t *testing.T) {
 		"gemm.matmul":     "skipped: not signed off: measured, not judged: no baseline for gemm.matmul in SKU h100-sxm",
 		"hbm.bandwidth":   "skipped: not signed off: measured, not judged: no baseline for hbm.bandwidth in SKU h100-sxm",
 		"hostlink.pcie":   "skipped: not signed off: measured, not judged: no baseline for hostlink.pcie in SKU h100-sxm",
-		"nccl.all_reduce": "skipped: needs at least 2 GPUs, scope 1x1 has 1"})
+		"nccl.all_reduce": "skipped: needs at least 2 GPUs, scope 1x1 has 1",
+		"sign-off":        "failed: not signed off: measured, not judged: gemm.matmul, hbm.bandwidth, hostlink.pcie (no baseline entry judges them at scope 1x1 in SKU h100-sxm: gpuaccept baseline show h100-sxm)"})
+}
 
-	// Nothing judged at all: the run's own word, as before.
-	none := unjudgedRun()
-	none.Tests = none.Tests[1:]
-	none.Finish()
-	assert.Equal(t, Verdict(none), "SKIP")
-	assert.Assert(t, strings.HasPrefix(Summary(none), "SKIP: SKU h100-sxm, suite node, scope 1x1, launcher local: 4 skip (27s)"), Summary(none))
+// A run that judged nothing is not signed off either (exit 4): where every
+// test measured and none was judged (check of a 1x1 nccl-tests output, a
+// replay of gemm alone) every report says NOT SIGNED OFF and names them,
+// not SKIP, which reads as if nothing ran; only a run that ran nothing it
+// could judge (every test not applicable at the scope) says SKIP. JUnit
+// ends with the failing "sign-off" case in both.
+func TestNothingJudgedIsNotSignedOff(t *testing.T) {
+	cases := []struct {
+		name    string
+		tests   func([]result.Test) []result.Test
+		verdict string
+		summary string
+		junit   string
+	}{
+		{"every test measured, none judged", func(ts []result.Test) []result.Test { return ts[1:4] }, NotSignedOff,
+			"NOT SIGNED OFF: SKU h100-sxm, suite node, scope 1x1, launcher local: 3 skip; measured, not judged: gemm.matmul, hbm.bandwidth, hostlink.pcie (no baseline entry judges them at scope 1x1 in SKU h100-sxm: gpuaccept baseline show h100-sxm) (27s)",
+			"not signed off: measured, not judged: gemm.matmul, hbm.bandwidth, hostlink.pcie (no baseline entry judges them at scope 1x1 in SKU h100-sxm: gpuaccept baseline show h100-sxm)"},
+		{"one measured, one not applicable", func(ts []result.Test) []result.Test { return []result.Test{ts[1], ts[4]} }, NotSignedOff,
+			"NOT SIGNED OFF: SKU h100-sxm, suite node, scope 1x1, launcher local: 2 skip; measured, not judged: gemm.matmul (no baseline entry judges it at scope 1x1 in SKU h100-sxm: gpuaccept baseline show h100-sxm) (27s)",
+			"not signed off: measured, not judged: gemm.matmul (no baseline entry judges it at scope 1x1 in SKU h100-sxm: gpuaccept baseline show h100-sxm)"},
+		{"nothing ran", func(ts []result.Test) []result.Test { return ts[4:] }, "SKIP",
+			"SKIP: SKU h100-sxm, suite node, scope 1x1, launcher local: 1 skip (27s)",
+			"not signed off: nothing was judged (every test skipped: see their reasons)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := unjudgedRun()
+			r.Tests = c.tests(r.Tests)
+			r.Finish()
+			assert.Equal(t, r.Status, result.Skip)
+			assert.Equal(t, Verdict(r), c.verdict)
+			assert.Equal(t, Summary(r), c.summary)
+			for name, render := range map[string]func(*bytes.Buffer) error{
+				"table":    func(b *bytes.Buffer) error { return Table(b, r) },
+				"markdown": func(b *bytes.Buffer) error { return Markdown(b, r) },
+			} {
+				var b bytes.Buffer
+				assert.NilError(t, render(&b))
+				assert.Assert(t, strings.Contains(b.String(), c.summary), "%s:\n%s", name, b.String())
+			}
+			p := filepath.Join(t.TempDir(), "junit.xml")
+			assert.NilError(t, WriteJUnit(p, r))
+			suites, err := gojunit.IngestFile(p)
+			assert.NilError(t, err)
+			last := suites[len(suites)-1]
+			assert.Equal(t, last.Name, SignOffSuite)
+			assert.Equal(t, len(last.Tests), 1)
+			tc := last.Tests[0]
+			assert.Equal(t, tc.Name, "sign-off")
+			assert.Equal(t, tc.Classname, "gpuaccept.h100-sxm.node")
+			assert.Equal(t, string(tc.Status), "failed")
+			assert.Equal(t, tc.Message, c.junit)
+			raw, err := os.ReadFile(p)
+			assert.NilError(t, err)
+			assert.Assert(t, strings.Contains(string(raw), `type="not-signed-off"`), string(raw))
+		})
+	}
+}
+
+// A run that is signed off, or failed or errored, has no "sign-off" case:
+// its own cases say it.
+func TestNoSignOffCaseWhenSignedOffOrFailed(t *testing.T) {
+	for _, st := range []result.Status{result.Pass, result.Fail, result.Error} {
+		r := unjudgedRun()
+		r.Tests = r.Tests[:1]
+		r.Tests[0].Status = st
+		r.Finish()
+		for _, s := range JUnit(r).Suites {
+			assert.Assert(t, s.Name != SignOffSuite, "%s run has a sign-off suite", st)
+		}
+	}
 }

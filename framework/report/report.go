@@ -65,10 +65,16 @@ func JSON(w io.Writer, run *result.Run) error {
 // headline picks the metric a table row shows: among the judged metrics of
 // the worst status, the one furthest from its baseline; when all pass, the
 // point at the largest size (the bandwidth people quote), the lower one on a
-// tie. Error rows show none: their numbers are not to be trusted.
+// tie. A test that measured and was not judged (result.Test.Unjudged)
+// shows what it measured all the same (unjudgedHeadline): the figure is
+// what its reader must judge by hand. Error rows show none: their numbers
+// are not to be trusted.
 func headline(t result.Test) (result.Judged, bool) {
 	if t.Status == result.Error {
 		return result.Judged{}, false
+	}
+	if t.Unjudged() {
+		return unjudgedHeadline(t.Metrics)
 	}
 	sev := map[result.Status]int{result.Pass: 1, result.Warn: 2, result.Fail: 3}
 	off := func(m result.Judged) float64 {
@@ -90,6 +96,62 @@ func headline(t result.Test) (result.Judged, bool) {
 			} else {
 				better = off(m) > off(best)
 			}
+		}
+		if better {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+// unjudgedHeadline is the point a pass would show of metrics none of which
+// was judged, of one metric (busbw where there is one, else the first
+// measured): of a curve (sizes), the point at the largest size, the lower
+// one on a tie; of labelled values (no size: tflops {dtype=bf16}, bw
+// {direction=d2h}), the first one measured, its worst over GPUs and hosts,
+// since a pass would show a judged one and none is. false for none.
+func unjudgedHeadline(ms []result.Judged) (result.Judged, bool) {
+	if len(ms) == 0 {
+		return result.Judged{}, false
+	}
+	// which names a value apart from the GPU, host or rank it was
+	// measured on.
+	which := func(m result.Judged) string {
+		k := m.Name
+		for _, l := range sortedKeys(m.Labels) {
+			if l != "gpu" && l != "host" && l != "rank" {
+				k += "\x00" + l + "=" + m.Labels[l]
+			}
+		}
+		return k
+	}
+	// Of a collective's metrics, busbw is the one judged (and what a pass
+	// shows); else the first measured.
+	name := ms[0].Name
+	for _, m := range ms {
+		if m.Name == "busbw" {
+			name = m.Name
+		}
+	}
+	first := ""
+	for _, m := range ms {
+		if m.Name == name {
+			first = which(m)
+			break
+		}
+	}
+	var best result.Judged
+	found := false
+	for _, m := range ms {
+		if m.Name != name {
+			continue
+		}
+		var better bool
+		switch {
+		case m.Size > 0 || best.Size > 0:
+			better = !found || m.Size > best.Size || m.Size == best.Size && m.Value < best.Value
+		default:
+			better = which(m) == first && (!found || m.Value < best.Value)
 		}
 		if better {
 			best, found = m, true
@@ -138,22 +200,19 @@ func rows(run *result.Run) [][]string {
 	return out
 }
 
-// NotSignedOff is the verdict word of a run that judged some of its tests
-// but measured others without judging them (result.Run.Unjudged): its
-// status is skip, but "SKIP" would read as if it ran nothing.
+// NotSignedOff is the verdict word of a run that measured benchmarks
+// without judging them (result.Run.Unjudged), whether or not it judged
+// others beside them: its status is skip, but "SKIP" would read as if it
+// ran nothing (README, Exit codes: 4 is NOT SIGNED OFF).
 const NotSignedOff = "NOT SIGNED OFF"
 
 // Verdict is the word a report heads the run with: its status in capitals
-// ("PASS", "FAIL", "SKIP" for a run that judged nothing), or NotSignedOff
-// for a skip in which some test was judged and some benchmark measured
-// without a baseline entry.
+// ("PASS", "FAIL", "SKIP" for a run that ran nothing it could judge), or
+// NotSignedOff for a skip in which some benchmark measured without a
+// baseline entry, every test such or not.
 func Verdict(run *result.Run) string {
 	if run.Status == result.Skip && len(run.Unjudged()) > 0 {
-		for _, t := range run.Tests {
-			if t.Status != result.Skip {
-				return NotSignedOff
-			}
-		}
+		return NotSignedOff
 	}
 	return strings.ToUpper(string(run.Status))
 }

@@ -42,6 +42,10 @@ type Efficiency struct {
 	// Lowest names the lowest point by the labels that tell it from the
 	// others ("gpu=3 mode=concurrent"); "" when none differ.
 	Lowest string `json:"lowest,omitempty"`
+	// Over says, where Best is above Peak (over 100%), why it can be (a
+	// tree algorithm across nodes, in-switch reduction) or that it cannot
+	// (sku.Ceiling.Over); "" at 100% or less.
+	Over string `json:"over,omitempty"`
 }
 
 // Ratio is value / Peak: 0.75 for 741 of 989 TFLOPS; 0 when Peak is 0.
@@ -73,16 +77,23 @@ func (e Efficiency) Text() string {
 		if e.Best.Size > 0 {
 			at = " at " + FormatBytes(e.Best.Size)
 		}
-		return fmt.Sprintf("peak %s%s, %.1f%% %s", best, at, 100*e.Ratio(e.Best.Value), of)
+		return fmt.Sprintf("peak %s%s, %.1f%% %s%s", best, at, 100*e.Ratio(e.Best.Value), of, e.overText())
 	case e.Points <= 1 || e.Worst.Value == e.Best.Value:
-		return fmt.Sprintf("%s, %.1f%% %s", best, 100*e.Ratio(e.Best.Value), of)
+		return fmt.Sprintf("%s, %.1f%% %s%s", best, 100*e.Ratio(e.Best.Value), of, e.overText())
 	}
 	lowest := ""
 	if e.Lowest != "" {
 		lowest = " (lowest: " + e.Lowest + ")"
 	}
-	return fmt.Sprintf("%.1f to %s, %.1f%% to %.1f%% %s%s", e.Worst.Value, best,
-		100*e.Ratio(e.Worst.Value), 100*e.Ratio(e.Best.Value), of, lowest)
+	return fmt.Sprintf("%.1f to %s, %.1f%% to %.1f%% %s%s%s", e.Worst.Value, best,
+		100*e.Ratio(e.Worst.Value), 100*e.Ratio(e.Best.Value), of, lowest, e.overText())
+}
+
+func (e Efficiency) overText() string {
+	if e.Over == "" {
+		return ""
+	}
+	return "; " + e.Over
 }
 
 // LabelText is labels as "k=v k=v" in key order, leaving out the keys of

@@ -64,7 +64,8 @@ type Dip struct {
 
 // DefaultHole is the dip rule every judged bandwidth curve gets where no
 // entry judging it sets dip: a point of the curve's bandwidth-bound part
-// (from the first size whose value reaches half the curve's peak) below
+// (from the first size whose value reaches half the curve's peak, and a
+// point whose neighbours' mean reaches it: a hole at the knee) below
 // DefaultHole percent of the lower of its two neighbours (of the one
 // before it, at the largest size) fails. The lower neighbour, not the
 // highest point before: a curve that steps down and stays down (NCCL

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -225,6 +226,41 @@ func (c *Ceiling) Reference(test string, sc plan.Scope) (float64, string, bool) 
 		return peak, link, true
 	}
 	return ref, how, true
+}
+
+// Over says why an efficiency of ratio (value / Reference, over 1) can be
+// above 100% of the Reference figure for test at scope, or that it cannot:
+// "" for a ratio of 1 or less. baselines/README.md, "Collectives" and
+// "Physical ceilings":
+//   - all_reduce across nodes against the NICs: the rings cross them with
+//     2(n-1)/n x S per node, the busbw factor, but NCCL's tree algorithms
+//     with about S, so busbw can read up to 2(n-1)/n of g x B (187.5% on
+//     2 x 8 GPUs: Google A4's B200 2 x 8 reads 683.5 GB/s, 170.9% of 400);
+//     above that no algorithm explains it;
+//   - all_reduce inside a node (or against the GPU's link): in-switch
+//     reduction (NVLink SHARP) lifts busbw above the one-way link rate,
+//     up to twice it (the physical ceiling);
+//   - any other: no algorithm passes the link it crosses.
+func (c *Ceiling) Over(test string, sc plan.Scope, ratio float64) string {
+	if ratio <= 1 {
+		return ""
+	}
+	_, coll, _ := strings.Cut(test, ".")
+	ranks := sc.Nodes * sc.GPUsPerNode
+	pct := func(f float64) string { return strconv.FormatFloat(100*f, 'f', 1, 64) + "%" }
+	_, how, _ := c.Reference(test, sc)
+	acrossNICs := how != "" && how != c.Link && how != c.PeakLink
+	switch {
+	case coll == "all_reduce" && acrossNICs && ranks > 1:
+		tree := 2 * float64(ranks-1) / float64(ranks)
+		if ratio <= tree {
+			return fmt.Sprintf("over 100%%: NCCL's tree algorithms send a node's data across the NICs about once, not 2(n-1)/n times as its rings do, so busbw can read up to %s of the NICs' figure at %d ranks", pct(tree), ranks)
+		}
+		return fmt.Sprintf("over the %s a tree algorithm can reach at %d ranks: the NIC figure (nic_gbps) is too low for these nodes, or the output is not of this scope", pct(tree), ranks)
+	case coll == "all_reduce" && ratio <= 2:
+		return "over 100%: in-switch reduction (NVLink SHARP, NVLS) lifts all_reduce busbw above the one-way link rate, up to twice it"
+	}
+	return "over 100%: no algorithm moves more than the link it crosses: the figure is too low for this hardware, or the output is not of this scope"
 }
 
 // gbpsIn converts a rate in Gb/s to unit (GB/s, Gb/s, MB/s); false for

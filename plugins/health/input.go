@@ -46,9 +46,6 @@ type section struct {
 	absent string
 	// exit is the tool's exit status ("@exit N"); -1: not printed.
 	exit int
-	// emptyFile: the section is an empty file given to gpuaccept check,
-	// taken for the one output that may be empty (nvlink --status).
-	emptyFile bool
 }
 
 // text is the section's lines joined, for the parsers of whole documents

@@ -21,7 +21,6 @@ type node struct {
 	nvidia     bool // an nvidia-smi source was read
 	nvlink     []nvlinkGPU
 	nvlinkSeen bool
-	nvlinkFile string // an empty file taken for nvlink --status (section.emptyFile)
 	xids       []xid
 	lost       []lostGPU
 	kernelSeen bool
@@ -117,9 +116,6 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			nd.gpuSource = nd.gpuSource || err == nil
 		case "nvlink":
 			nd.nvlink, nd.nvlinkSeen = parseNVLink(s), true
-			if s.emptyFile {
-				nd.nvlinkFile = s.file
-			}
 		case "amdsmi-static":
 			amdStatic, err = parseAMDStatic(s)
 			amdRead = amdRead || err == nil
@@ -581,9 +577,6 @@ func countText(n int64) string {
 func judgeNVLink(c checks, nd node, s settings) {
 	if len(nd.nvlink) == 0 {
 		switch {
-		case s.nvlinks > 0 && nd.nvlinkFile != "":
-			// An empty file may be another tool's output cut short.
-			c.warn("NVLink", "GA-NVLINK-INACTIVE", fmt.Sprintf("%s is empty: taken for nvidia-smi nvlink --status listing no NVLink links, %s per GPU expected", nd.nvlinkFile, result.Count(s.nvlinks, "active link")))
 		case s.nvlinks > 0:
 			c.add("NVLink", false, "GA-NVLINK-INACTIVE", fmt.Sprintf("nvidia-smi nvlink --status lists no GPU with NVLink, %s per GPU expected", result.Count(s.nvlinks, "active link")))
 		default:

@@ -24,12 +24,17 @@ import (
 // a date, XML with <, JSON with { or [ or a quote).
 var promptLine = regexp.MustCompile(`^(?:(?:\[[^\]\n]{1,80}\]|[\w.@:~/-]{0,80})\s?[#$%]|\++)\s+\S`)
 
+// barePrompt is a shell prompt with no command: the line a paste ends with
+// when the prompt after the output was copied too ("root@vm:~# "). No line
+// of the outputs read is only a word ending in $, # or %.
+var barePrompt = regexp.MustCompile(`^(?:\[[^\]\n]{1,80}\]|[\w.@:~/-]{0,80})\s?[#$%]\s*$`)
+
 // pastedLine is the program's own text of a line of a pasted file, and
 // false for a shell prompt line.
 func pastedLine(text string) (string, bool) {
 	t := strings.TrimSuffix(text, "\r")
 	t = t[textdiag.PrefixLen(t):]
-	if promptLine.MatchString(t) {
+	if promptLine.MatchString(t) || barePrompt.MatchString(t) {
 		return "", false
 	}
 	return t, true

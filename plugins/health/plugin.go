@@ -269,14 +269,12 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 	k := len(head)
 	kind := sniff(head)
 	if kind == "" && k == 0 {
-		// Of the outputs read, only nvidia-smi nvlink --status is empty on
-		// a healthy node (a GPU without NVLink peers); the others always
-		// print something. Which tool wrote an empty file cannot be
-		// told, so judgeNVLink only warns where links were expected.
-		p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Message: name + " is empty: read as nvidia-smi nvlink --status listing no NVLink links", Source: name})
-		n := &nodeInput{sections: map[string]*section{}, begun: true, ended: true}
-		n.section("nvlink", name).emptyFile = true
-		return []*nodeInput{n}, errs
+		// Nothing to judge: an empty file or stream is what a failed
+		// collection leaves (kubectl logs of a pod that never ran, a cut
+		// ssh), never evidence of health. A real empty nvlink --status (a
+		// GPU without NVLink peers) is told apart only inside collect.sh's
+		// tagged log, where its section names the tool.
+		return nil, append(errs, name+" is empty: nothing to judge")
 	}
 	if kind == "" {
 		// A GPU tool's own "could not run" message ("NVIDIA-SMI has

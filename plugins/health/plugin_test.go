@@ -406,34 +406,56 @@ func TestNotAHealthOutput(t *testing.T) {
 }
 
 // The H200 machine's real nvidia-smi nvlink --status is empty (one GPU,
-// no NVLink peers): no NVLink links listed, a pass; where links are
-// expected a warn, since an empty file may be another tool's output.
+// no NVLink peers). Given alone, an empty file is an ERROR whatever the
+// parameters: which tool wrote it (or whether one ran at all: a failed
+// kubectl logs, a cut ssh) cannot be told, and nothing is no evidence.
+// Inside collect.sh's tagged log the empty section is known to be
+// nvlink --status: no links listed, a pass, and a fail where links are
+// expected.
 func TestEmptyNVLinkStatus(t *testing.T) {
 	file := filepath.Join(h200, "nvlink-status.txt")
 	st, err := os.Stat(file)
 	assert.NilError(t, err)
 	assert.Equal(t, st.Size(), int64(0), "the recorded nvlink status is no longer empty")
+	tmp := t.TempDir()
+	tagged := filepath.Join(tmp, "node.log")
+	assert.NilError(t, os.WriteFile(tagged, []byte(strings.Join(collect(t, tmp, "0", "node-a", filepath.Join(h200, "nvidia-smi-q-x.xml")), "\n")+"\n"), 0o644))
 	cases := []struct {
+		name   string
+		file   string
 		params map[string]string
+		err    string // the ERROR; "" where the NVLink check is judged
 		ok     bool
 		msg    string
 	}{
-		{nil, true, "no NVLink links listed"},
-		{map[string]string{"nvlinks": "18"}, false, "nvlink-status.txt is empty: taken for nvidia-smi nvlink --status listing no NVLink links, 18 active links per GPU expected"},
-		{map[string]string{"nvlinks": "1"}, false, "1 active link per GPU expected"},
+		{"alone", file, nil, "nvlink-status.txt is empty: nothing to judge", false, ""},
+		{"alone, links expected", file, map[string]string{"nvlinks": "18"}, "nvlink-status.txt is empty: nothing to judge", false, ""},
+		{"collect.sh section", tagged, nil, "", true, "no NVLink links listed"},
+		{"collect.sh section, links expected", tagged, map[string]string{"nvlinks": "18"}, "", false, "nvidia-smi nvlink --status lists no GPU with NVLink, 18 active links per GPU expected"},
 	}
 	for _, c := range cases {
-		p := parse(t, c.params, 1, 1, file)
-		assert.Equal(t, p.Error, "")
-		assert.Equal(t, len(p.Checks), 1, "%+v", p.Checks)
-		ch := p.Checks[0]
-		assert.Equal(t, ch.Name, "NVLink")
-		assert.Equal(t, ch.OK, c.ok)
-		assert.Equal(t, ch.Warn, !c.ok)
-		if !c.ok {
-			assert.Equal(t, ch.Code, "GA-NVLINK-INACTIVE")
-		}
-		assert.Assert(t, strings.Contains(ch.Message, c.msg), ch.Message)
+		t.Run(c.name, func(t *testing.T) {
+			p := parse(t, c.params, 1, 1, c.file)
+			if c.err != "" {
+				assert.Assert(t, strings.Contains(p.Error, c.err), p.Error)
+				assert.Equal(t, len(p.Checks), 0, "%+v", p.Checks)
+				return
+			}
+			assert.Equal(t, p.Error, "")
+			var ch *result.Check
+			for i := range p.Checks {
+				if p.Checks[i].Name == "NVLink" {
+					ch = &p.Checks[i]
+				}
+			}
+			assert.Assert(t, ch != nil, "%+v", p.Checks)
+			assert.Equal(t, ch.OK, c.ok, ch.Message)
+			assert.Equal(t, ch.Warn, false)
+			if !c.ok {
+				assert.Equal(t, ch.Code, "GA-NVLINK-INACTIVE")
+			}
+			assert.Assert(t, strings.Contains(ch.Message, c.msg), ch.Message)
+		})
 	}
 }
 

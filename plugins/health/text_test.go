@@ -29,12 +29,27 @@ func TestSMITextSameAsXML(t *testing.T) {
 
 // A --query-gpu CSV pasted after a shell prompt and a blank line, each
 // line under kubectl logs --prefix --timestamps labels, is read as the
-// CSV itself.
+// CSV itself; so is the paste that also caught the prompt after the
+// output (a bare prompt, no command: it once erred "1 cells, the header
+// has 15").
 func TestPastedCSVRead(t *testing.T) {
 	want := parse(t, nil, 1, 1, filepath.Join(h200, "query-gpu.csv"))
-	got := parse(t, nil, 1, 1, "testdata/h200/query-gpu-pasted.csv")
-	assert.Equal(t, got.Error, "")
-	assert.DeepEqual(t, got.Checks, want.Checks)
+	pasted := readFile(t, "testdata/h200/query-gpu-pasted.csv")
+	for name, text := range map[string]string{
+		"prompt before":            pasted,
+		"bare prompt after":        pasted + "root@vm:~# \n",
+		"bare $ after, no newline": pasted + "$ ",
+		"bracketed prompt after":   pasted + "[root@vm ~]#\n",
+		"prompts before and after": "root@vm:~# \n" + pasted + "root@vm:~#\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "csv.prompt")
+			assert.NilError(t, os.WriteFile(file, []byte(text), 0o644))
+			got := parse(t, nil, 1, 1, file)
+			assert.Equal(t, got.Error, "")
+			assert.DeepEqual(t, got.Checks, want.Checks)
+		})
+	}
 }
 
 // Real outputs (and degraded copies, testdata/README.md) of the text
@@ -223,18 +238,21 @@ func TestPastedLine(t *testing.T) {
 		"sh-5.1# /usr/bin/dcgmi diag --run 3 --fail-early":                              false, // nccl-tests#264
 		"root@5128e2f4e9d5:/# sudo dcgmi diag -r 1":                                     false,
 		"[root@test nccl-tests-master]# ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 8": false,
-		"$ dcgmi diag -r 3":                                                false, // DCGM#55
-		"jdh4@traverse-k05g9:~$ lscpu":                                     false,
-		"+ nvidia-smi -q":                                                  false,
-		"+---------------------------+-----------+":                        true,
-		"| Denylist                  | Pass      |":                        true,
-		"    Pending Page Blacklist            : Yes":                      true,
-		"[   49.261458] NVRM: GPU at 0000:01:00.0 has fallen off the bus.": true,
-		"[ 1157.036170] PKCS#7 signature not signed with a trusted key":    true,
+		"$ dcgmi diag -r 3":              false, // DCGM#55
+		"jdh4@traverse-k05g9:~$ lscpu":   false,
+		"+ nvidia-smi -q":                false,
+		"root@vm:~# ":                    false, // the prompt after a pasted output
+		"$":                              false,
+		"[root@test nccl-tests-master]#": false,
+		"+---------------------------+-----------+":                                                                     true,
+		"| Denylist                  | Pass      |":                                                                     true,
+		"    Pending Page Blacklist            : Yes":                                                                   true,
+		"[   49.261458] NVRM: GPU at 0000:01:00.0 has fallen off the bus.":                                              true,
+		"[ 1157.036170] PKCS#7 signature not signed with a trusted key":                                                 true,
 		"Dec  2 11:49:53 worker4 kernel: [  885.242168] NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)": true,
-		"index, name, pci.bus_id":                 true,
-		"0, NVIDIA H200, 00000000:00:06.0, 100 %": true,
-		"==============NVSMI LOG==============":   true,
+		"index, name, pci.bus_id":                                                                                       true,
+		"0, NVIDIA H200, 00000000:00:06.0, 100 %":                                                                       true,
+		"==============NVSMI LOG==============":                                                                         true,
 	} {
 		_, kept := pastedLine(line)
 		assert.Equal(t, kept, keep, line)
