@@ -114,8 +114,12 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			xmlGPUs = mergeWorse(xmlGPUs, gs)
 			nd.gpuSource = nd.gpuSource || err == nil
 		case "nvsmi-text":
-			gs, err = parseSMIText(s)
+			var notes []string
+			gs, notes, err = parseSMITextNotes(s)
 			textGPUs = mergeWorse(textGPUs, gs)
+			for _, m := range notes {
+				p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: hostPrefix(n.host) + m, Source: s.where()})
+			}
 			nd.gpuSource = nd.gpuSource || err == nil
 		case "nvsmi-csv":
 			gs, err = parseCSV(s)
