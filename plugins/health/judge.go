@@ -204,6 +204,12 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			errs = append(errs, err.Error())
 		}
 	}
+	if len(nd.ports) > maxIBPorts {
+		// A hostile or broken log: that node's error, not a stall of the
+		// parse, and the other nodes are still judged.
+		errs = append(errs, fmt.Sprintf("%s%sover %d InfiniBand/RoCE ports listed (a real node has tens): its ports are not judged", ibWhere(n), nodeLabel(n.host), maxIBPorts))
+		nd.ports, nd.ibSeen = nil, false
+	}
 	if len(xmlGPUs) == 0 {
 		// -q text is the same document as -q -x (gpusOf).
 		xmlGPUs = textGPUs
@@ -286,6 +292,25 @@ func mergeWorse(a, b []gpu) []gpu {
 		}
 	}
 	return out
+}
+
+// ibWhere is "FILE: " of n's first IB section, for its error.
+func ibWhere(n *nodeInput) string {
+	for _, name := range n.order {
+		switch kindOf(name) {
+		case "ibstat", "ibdevinfo", "ib-sysfs":
+			return n.sections[name].file + ": "
+		}
+	}
+	return ""
+}
+
+// nodeLabel is "node HOST: ", or "" for a file of no node's name.
+func nodeLabel(h string) string {
+	if h == "" {
+		return ""
+	}
+	return "node " + h + ": "
 }
 
 func hostPrefix(h string) string {
