@@ -1,6 +1,9 @@
 package health
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -98,6 +101,68 @@ func TestSMITextIndentationLost(t *testing.T) {
 			if tc.warn != "" {
 				assert.Assert(t, strings.Contains(warnings(p), tc.warn), "warnings: %s", warnings(p))
 			}
+		})
+	}
+}
+
+// taggedNode is the H100 recording's collect.sh log of one node under
+// host (its "vm" renamed), with extra lines of sections added before
+// its end line.
+func taggedNode(t *testing.T, host string, extra []string) string {
+	t.Helper()
+	var out []string
+	for _, l := range strings.Split(strings.TrimSuffix(readFile(t, h100Node), "\n"), "\n") {
+		l = host + strings.TrimPrefix(l, "vm")
+		if strings.HasSuffix(l, "|end|@end") {
+			out = append(out, extra...)
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// h100Node is a real collect.sh log of one H100 node (recorded on the
+// H100 machine, issue 28).
+const h100Node = "../../testdata/recordings/h100x1-2026-12-07/issue28/node-2/raw/health.node/node.log"
+
+// TestNodeOfTooManyIBPortsIsItsError: one node listing thousands of IB
+// ports (the real ConnectX-3 ibstat repeated under new HCA names) is an
+// error naming that node (read in linear time: BenchmarkIBParse), and another node's XID
+// still fails it; a node of real size is judged as before.
+func TestNodeOfTooManyIBPortsIsItsError(t *testing.T) {
+	ibstat := strings.Split(strings.TrimSuffix(readFile(t, "testdata/ib/heioy-ibstat-mlx4.txt"), "\n"), "\n")[1:]
+	xid := []string{"bad|kernel-log|[ 8123.4] NVRM: Xid (PCI:0000:00:06.0): 79, pid=1, GPU has fallen off the bus."}
+	for _, tc := range []struct {
+		name   string
+		copies int    // copies of the 2-HCA, 4-port ibstat on node evil
+		err    string // in the parse error; "" none
+	}{
+		{"real size", 1, ""},
+		{"past the cap", 1000, "node evil: over 1024 InfiniBand/RoCE ports listed (a real node has tens): its ports are not judged"},
+		{"far past the cap", 5000, "node evil: over 1024 InfiniBand/RoCE ports listed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ib []string
+			for i := range tc.copies {
+				for _, l := range ibstat {
+					ib = append(ib, "evil|ibstat|"+strings.ReplaceAll(l, "'mlx4_", fmt.Sprintf("'x%d_", i)))
+				}
+			}
+			log := filepath.Join(t.TempDir(), "tagged.log")
+			assert.NilError(t, os.WriteFile(log, []byte(taggedNode(t, "bad", xid)+taggedNode(t, "evil", ib)), 0o644))
+			p := parse(t, map[string]string{"gpus": "1"}, 2, 1, log)
+			if tc.err == "" {
+				assert.Equal(t, p.Error, "")
+			} else {
+				assert.Assert(t, strings.Contains(p.Error, tc.err), "error: %s", p.Error)
+			}
+			c, ok := failed(p)["XID"]
+			assert.Assert(t, ok && c.Host == "bad" && c.Code == "GA-GPU-OFFBUS", "%+v", p.Checks)
+			judged := false
+			for _, c := range p.Checks {
+				judged = judged || c.Host == "evil" && c.Name == "IB port state"
+			}
+			assert.Equal(t, judged, tc.err == "", "evil's ports judged: %v; %+v", judged, p.Checks)
 		})
 	}
 }
