@@ -166,3 +166,24 @@ func TestNodeOfTooManyIBPortsIsItsError(t *testing.T) {
 		})
 	}
 }
+
+// TestLostGPUAddressNotRead: a kernel line with the driver's words of a
+// lost GPU in a form the address patterns do not read fails all the
+// same, naming the line.
+func TestLostGPUAddressNotRead(t *testing.T) {
+	for _, tc := range []struct {
+		file, code, msg string
+	}{
+		{"offbus_attacker.txt", "GA-GPU-OFFBUS", "a GPU: has fallen off the bus (address not read): [ 1.0] NVRM: GPU at PCI:0000:3b:00: GPU has fallen off the bus. (offbus_attacker.txt:1)"},
+		{"offbus_no_function.txt", "GA-GPU-OFFBUS", "has fallen off the bus (address not read): [   49.261458] NVRM: GPU at 0000:01:00 has fallen off the bus."},
+		{"rminit_no_address.txt", "GA-GPU-INIT", "RmInitAdapter failed (address not read): [  903.610907] NVRM: RmInitAdapter failed! (0x62:0x65:1792)"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			p := parse(t, map[string]string{"gpus": "0"}, 1, 1, attack+tc.file)
+			c, ok := failed(p)["GPU lost"]
+			assert.Assert(t, ok && !c.Warn, "%+v", p.Checks)
+			assert.Equal(t, c.Code, tc.code)
+			assert.Assert(t, strings.Contains(c.Message, tc.msg), "%s", c.Message)
+		})
+	}
+}
