@@ -84,6 +84,7 @@ func TestSMITextIndentationLost(t *testing.T) {
 		warn string // in a warning
 	}{
 		{"q_ecc_flat.txt", true, ""},
+		{"q_ecc_flat_nobanner.txt", true, ""},
 		{"q_ecc_section_flat.txt", false, "GPU 0 (00000000:00:06.0): the nvidia-smi -q text prints ECC error counters (ECC Errors), remapped rows (Remapped Rows), but no value under it was read"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

@@ -15,8 +15,9 @@ var smiTextGPU = regexp.MustCompile(`^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A
 
 // smiTextHead is nvidia-smi -q's banner, or a GPU line followed by an
 // indented "key : value" line (a page that kept the GPU but not the
-// banner): what sniff takes for -q text.
-var smiTextHead = regexp.MustCompile(`(?m)^(==============NVSMI LOG==============|GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7][ \t\r]*\n[ \t]+[A-Za-z][^:\n]*:)`)
+// banner), or by its "Product Name" line flush left (such a page that
+// lost its indentation too): what sniff takes for -q text.
+var smiTextHead = regexp.MustCompile(`(?m)^(==============NVSMI LOG==============|GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7][ \t\r]*\n([ \t]+[A-Za-z][^:\n]*|Product Name[ \t]*):)`)
 
 // smiTextReasons maps -q's clock event reason labels to the names -q -x
 // gives them after its clocks_event_reason_ prefix (reasonBits' keys).
