@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,5 +58,21 @@ func BenchmarkIBParse(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkMergeIB joins two tools' lists of n ports each (ibstat's and
+// ibv_devinfo's of one node), past the readers' cap: linear in n.
+func BenchmarkMergeIB(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		ports := make([]ibPort, n)
+		for i := range ports {
+			ports[i] = ibPort{hca: fmt.Sprintf("x%d_0", i/2), port: i%2 + 1, state: "ACTIVE", rate: 400}
+		}
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for b.Loop() {
+				mergeIB(mergeIB(nil, ports), ports)
+			}
+		})
 	}
 }
