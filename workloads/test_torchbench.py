@@ -100,10 +100,52 @@ class CPUList(unittest.TestCase):
             ("3-1", [], ""),
             ("a-b", [], ""),
             (None, [], ""),
+            ("0-65535", list(range(65536)), "0-65535"),
+            # No host has CPU 65536: refused, not a range of 4e9 built.
+            ("0-4000000000", [], ""),
+            ("0,65536", [], ""),
         ]:
             with self.subTest(text=text):
                 self.assertEqual(torchbench.parse_cpulist(text), cpus)
                 self.assertEqual(torchbench.format_cpulist(cpus), back)
+
+
+class FakeProps:
+    def __init__(self, domain, bus, device, **more):
+        self.pci_domain_id, self.pci_bus_id, self.pci_device_id = domain, bus, device
+        self.__dict__.update(more)
+
+
+class FakeTorch:
+    """torch.cuda.get_device_properties as torch gives it: domain, bus,
+    device; no function."""
+
+    def __init__(self, props):
+        self.cuda = self
+        self.props = props
+
+    def get_device_properties(self, dev):
+        if self.props is None:
+            raise RuntimeError("no CUDA GPUs are available")
+        return self.props
+
+
+class GPUBDF(unittest.TestCase):
+    def test_function_of_the_display_controller(self):
+        dev = "/sys/bus/pci/devices/0000:3b:00.%d/class"
+        for name, props, files, want in [
+            ("function 0", FakeProps(0, 0x3b, 0), {dev % 0: "0x030200\n"}, "0000:3b:00.0"),
+            # A virtual function: the GPU at .4, nothing at .0.
+            ("virtual function", FakeProps(0, 0x3b, 0), {dev % 4: "0x030200\n"}, "0000:3b:00.4"),
+            # .0 an audio function, the GPU at .1.
+            ("not at .0", FakeProps(0, 0x3b, 0), {dev % 0: "0x040300\n", dev % 1: "0x030000\n"}, "0000:3b:00.1"),
+            ("no display function", FakeProps(0, 0x3b, 0), {dev % 0: "0x040300\n"}, None),
+            ("no sysfs", FakeProps(0, 0x3b, 0), {}, "0000:3b:00.0"),
+            ("torch gives the function", FakeProps(0, 0x3b, 0, pci_function_id=2), {dev % 0: "0x030200\n"}, "0000:3b:00.2"),
+            ("no GPU", None, {}, None),
+        ]:
+            with self.subTest(name):
+                self.assertEqual(torchbench.gpu_bdf(FakeTorch(props), 0, root=tree(files)), want)
 
 
 class Bind(unittest.TestCase):

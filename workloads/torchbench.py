@@ -151,9 +151,16 @@ def read_text(root, path):
         return None
 
 
+# MAX_CPUS bounds the CPU numbers a cpulist may name: the kernel's
+# NR_CPUS is at most 8192 on x86_64 and arm64 (CONFIG_NR_CPUS), so a list
+# naming CPU 65536 or past is no host's, and building its full range
+# ("0-4000000000") must not exhaust the memory.
+MAX_CPUS = 65536
+
+
 def parse_cpulist(text):
     """The CPU numbers of a sysfs cpulist ("0-3,8,10-11"), sorted; [] for
-    an empty or malformed list."""
+    an empty or malformed list, or one naming a CPU of MAX_CPUS or past."""
     cpus = set()
     for part in (text or "").split(","):
         part = part.strip()
@@ -164,7 +171,7 @@ def parse_cpulist(text):
             lo, hi = int(lo), int(hi or lo)
         except ValueError:
             return []
-        if lo < 0 or hi < lo:
+        if lo < 0 or hi < lo or hi >= MAX_CPUS:
             return []
         cpus.update(range(lo, hi + 1))
     return sorted(cpus)
@@ -181,14 +188,30 @@ def format_cpulist(cpus):
     return ",".join("%d" % a if a == b else "%d-%d" % (a, b) for a, b in out)
 
 
-def gpu_bdf(torch, dev):
-    """The GPU's PCI address, sysfs form ("0000:19:00.0"), from torch's
-    device properties; None when torch does not give it."""
+def gpu_bdf(torch, dev, root="/"):
+    """The GPU's PCI address, sysfs form ("0000:19:00.0"); None when torch
+    does not give it. torch gives domain, bus and device but no function
+    (a virtual function or a GPU of a multi-function device is not at
+    .0): its function where this torch gives one, else the function under
+    root's /sys/bus/pci/devices of that domain:bus:device whose class is a
+    display or 3D controller (0x03xxxx), else .0 where sysfs lists none of
+    that address (a container without sysfs: nothing is read there)."""
     try:
         p = torch.cuda.get_device_properties(dev)
-        return "%04x:%02x:%02x.0" % (p.pci_domain_id, p.pci_bus_id, p.pci_device_id)
+        prefix = "%04x:%02x:%02x" % (p.pci_domain_id, p.pci_bus_id, p.pci_device_id)
     except (AttributeError, TypeError, RuntimeError):
         return None
+    fn = getattr(p, "pci_function_id", None)
+    if isinstance(fn, int) and 0 <= fn <= 7:
+        return "%s.%d" % (prefix, fn)
+    found = sorted(glob.glob(os.path.join(root, "sys/bus/pci/devices", prefix + ".[0-7]")))
+    if not found:
+        return prefix + ".0"
+    for d in found:
+        cls = read_text(root, "/sys/bus/pci/devices/%s/class" % os.path.basename(d)) or ""
+        if cls.lower().startswith("0x03"):
+            return os.path.basename(d)
+    return None
 
 
 def iommu_state(root, bdf):

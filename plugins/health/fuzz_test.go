@@ -97,7 +97,8 @@ func FuzzParseAMDText(f *testing.F) {
 
 // The whole Parse, tagged log or sniffed file.
 func FuzzParse(f *testing.F) {
-	seeds(f, filepath.Join(h200, "nvidia-smi-q-x.xml"), "testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", "testdata/dcgm/dcgm-4.2.3-gb10-software-fail.json", "testdata/amd/rx6600-amd-smi-static.json", "testdata/amd/rx6600-amd-smi-metric.json", "testdata/amd/rx6600-rocm-smi-showallinfo.json", "../../testdata/field/health/ibv-devinfo-v-port2-polling/ibv_devinfo-v.txt", "../../testdata/field/health/amdsmi-static-mi300a-apu/amd-smi-static.txt", "../../testdata/field/health/rocmsmi-rasinfo-mi50/rocm-smi-showrasinfo.txt")
+	seeds(f, filepath.Join(h200, "nvidia-smi-q-x.xml"), "testdata/gpud/ibstat.39.0.a100.failed.ibpanic.exit-255.0", "testdata/dcgm/dcgm-4.2.3-gb10-software-fail.json", "testdata/amd/rx6600-amd-smi-static.json", "testdata/amd/rx6600-amd-smi-metric.json", "testdata/amd/rx6600-rocm-smi-showallinfo.json", "../../testdata/field/health/ibv-devinfo-v-port2-polling/ibv_devinfo-v.txt", "../../testdata/field/health/amdsmi-static-mi300a-apu/amd-smi-static.txt", "../../testdata/field/health/rocmsmi-rasinfo-mi50/rocm-smi-showrasinfo.txt",
+		"testdata/attack/paste_combo.txt", "testdata/attack/paste_q_twice.txt", "testdata/attack/paste_topo.txt")
 	f.Add([]byte("a|begin|@begin gpuaccept-health 1\na|amdsmi-static|[{\"gpu\": 0, \"asic\": {\"market_name\": \"x\"}}]\na|amdsmi-metric|[{\"gpu\": 0, \"xgmi_err\": \"AMDSMI_XGMI_STATUS_ERROR\"}]\na|end|@end\n"))
 	f.Add([]byte("a|begin|@begin gpuaccept-health 1\na|nvsmi-csv|index, name\na|nvsmi-csv|0, x\na|nvlink|GPU 0: X (UUID: y)\na|nvlink|Link 0: <inactive>\na|end|@end\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -137,13 +138,13 @@ func FuzzParseDCGMText(f *testing.F) {
 
 func FuzzParseSMIText(f *testing.F) {
 	seeds(f, filepath.Join(h200, "nvidia-smi-q.txt"), "testdata/gpud/nvidia-smi-q-a10-hw-slowdown.txt", "testdata/azurehpc/bad_nvsmi8_output.txt",
-		field+"/a100-q-rowremap-pending-stas00/nvidia-smi-q.txt")
-	f.Fuzz(func(t *testing.T, b []byte) { _, _ = parseSMIText(sectionOf(b)) })
+		field+"/a100-q-rowremap-pending-stas00/nvidia-smi-q.txt", "testdata/attack/q_ecc_flat.txt", "testdata/attack/q_ecc_section_flat.txt")
+	f.Fuzz(func(t *testing.T, b []byte) { _, _, _ = parseSMITextNotes(sectionOf(b)) })
 }
 
 func FuzzParseLostGPUs(f *testing.F) {
 	seeds(f, field+"/kernel-3050ti-not-supported-open-gpu-kernel-modules-393/dmesg.txt", field+"/kernel-l40-fallen-off-bus-multiline-nvsentinel-155/dmesg.txt",
-		field+"/kernel-rminitadapter-syslog-gpu-operator-1146/kern.log", field+"/kernel-probe-not-called-nouveau-bigdata-133/dmesg.txt")
+		field+"/kernel-rminitadapter-syslog-gpu-operator-1146/kern.log", field+"/kernel-probe-not-called-nouveau-bigdata-133/dmesg.txt", "testdata/attack/offbus_attacker.txt", "testdata/attack/rminit_no_address.txt")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p result.Parsed
 		judgeLost(checks{&p, "h"}, node{lost: parseLostGPUs(sectionOf(b)), gpus: []gpu{newGPU(0, "f")}})

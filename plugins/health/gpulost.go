@@ -32,10 +32,31 @@ var (
 	lostNone   = regexp.MustCompile(`NVRM: (The NVIDIA probe routine (?:failed|was not called) for \d+ device\(s\)|None of the NVIDIA (?:devices|graphics adapters) (?:were|was) initialized)`)
 )
 
+// lostWords are what the driver says of a lost GPU, whatever else the
+// line holds: a line with them that no address pattern read is still a
+// lost GPU (lostUnread).
+var lostWords = regexp.MustCompile(`(?i)(fallen off the bus)|(rm_?init_?adapter failed)|\bprobe\b.*\bfailed\b`)
+
+// lostUnread says a kernel line holds lostWords: what it says, and
+// whether that is off the bus (else not initialised).
+func lostUnread(t string) (what string, offBus, ok bool) {
+	m := lostWords.FindStringSubmatch(t)
+	switch {
+	case m == nil:
+		return "", false, false
+	case m[1] != "":
+		return "has fallen off the bus", true, true
+	case m[2] != "":
+		return "RmInitAdapter failed", false, true
+	}
+	return "probe failed", false, true
+}
+
 // parseLostGPUs finds the GPUs the kernel log says were lost or not
 // initialised, one entry per bus address (the first line that says so);
 // a probe failure that names no address is kept only when no line names
-// one.
+// one. A line with the driver's words of a lost GPU (lostWords) that no
+// pattern read is a lost GPU whose address was not read (at most 8 such).
 func parseLostGPUs(s *section) []lostGPU {
 	var out []lostGPU
 	seen := map[string]int{}
@@ -54,9 +75,14 @@ func parseLostGPUs(s *section) []lostGPU {
 		seen[pci] = len(out)
 		out = append(out, lostGPU{pci: pci, offBus: offBus, what: what, where: where})
 	}
+	read := -1 // the last continuation line of a multi-line message read
+	unread := 0
 	for i, l := range s.lines {
 		t := l.text
 		if !strings.Contains(t, "NVRM") && !strings.Contains(t, "nvidia") {
+			continue
+		}
+		if i <= read {
 			continue
 		}
 		if xidLine.MatchString(t) {
@@ -91,6 +117,9 @@ func parseLostGPUs(s *section) []lostGPU {
 			for j := i + 1; j < len(s.lines) && j <= i+3; j++ {
 				rest += " " + s.lines[j].text
 			}
+			if strings.Contains(rest, "fallen off the bus") || strings.Contains(rest, "is not supported") {
+				read = min(i+3, len(s.lines)-1)
+			}
 			switch {
 			case strings.Contains(rest, "fallen off the bus"):
 				addAt(m[1], true, "has fallen off the bus", l.no)
@@ -103,8 +132,18 @@ func parseLostGPUs(s *section) []lostGPU {
 			}
 			continue
 		}
-		if m := lostNone.FindStringSubmatch(t); m != nil && anon == nil {
-			anon = &lostGPU{what: m[1], where: s.file + ":" + strconv.Itoa(l.no)}
+		if m := lostNone.FindStringSubmatch(t); m != nil {
+			if anon == nil {
+				anon = &lostGPU{what: m[1], where: s.file + ":" + strconv.Itoa(l.no)}
+			}
+			continue
+		}
+		if what, offBus, ok := lostUnread(t); ok && unread < 8 {
+			// The driver's words for a lost GPU in a form the patterns
+			// above do not read ("GPU at PCI:0000:3b:00: GPU has fallen
+			// off the bus", no function): still a lost GPU, never a pass.
+			unread++
+			out = append(out, lostGPU{offBus: offBus, what: what + " (address not read): " + clip(strings.TrimSpace(t)), where: s.file + ":" + strconv.Itoa(l.no)})
 		}
 	}
 	if len(out) == 0 && anon != nil {

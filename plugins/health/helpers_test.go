@@ -43,7 +43,7 @@ func failed(p result.Parsed) map[string]result.Check {
 	return out
 }
 
-func readFile(t *testing.T, p string) string {
+func readFile(t testing.TB, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
 	assert.NilError(t, err)

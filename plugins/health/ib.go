@@ -9,6 +9,13 @@ import (
 	"strings"
 )
 
+// maxIBPorts bounds the InfiniBand/RoCE ports read of one node. A real
+// node has tens (8 HCAs of 1-2 ports, plus a few for storage; the hcas
+// parameter goes to 1024): the readers stop one past it, and readNode
+// makes a node over it an error naming that node, its IB not judged,
+// while the other nodes are.
+const maxIBPorts = 1024
+
 // ibPort is one port of one HCA.
 type ibPort struct {
 	hca       string
@@ -59,6 +66,9 @@ func parseIBStat(s *section) (ports []ibPort, notes []line) {
 			continue
 		}
 		if m := ibstatPort.FindStringSubmatch(t); m != nil {
+			if len(ports) > maxIBPorts {
+				break
+			}
 			n, _ := strconv.Atoi(m[1])
 			ports = append(ports, ibPort{hca: hca, port: n, part: part, rate: -1, where: s.file + ":" + strconv.Itoa(l.no)})
 			continue
@@ -123,6 +133,9 @@ func parseIBSysfs(s *section) []ibPort {
 		}
 		key := f[0] + " " + f[1]
 		i, ok := idx[key]
+		if !ok && len(ports) > maxIBPorts {
+			break
+		}
 		if !ok {
 			i = len(ports)
 			idx[key] = i

@@ -66,6 +66,9 @@ func parseIBDevinfo(s *section) (ports []ibPort, notes []line) {
 		}
 		if m := ibstatusDevice.FindStringSubmatch(t); m != nil {
 			n, _ := strconv.Atoi(m[2])
+			if len(ports) > maxIBPorts {
+				break
+			}
 			ports = append(ports, ibPort{hca: m[1], port: n, rate: -1, where: s.file + ":" + strconv.Itoa(l.no)})
 			cur, hca = len(ports)-1, ""
 			continue
@@ -81,6 +84,9 @@ func parseIBDevinfo(s *section) (ports []ibPort, notes []line) {
 		}
 		if hca != "" {
 			if m := devinfoPort.FindStringSubmatch(t); m != nil {
+				if len(ports) > maxIBPorts {
+					break
+				}
 				n, _ := strconv.Atoi(m[1])
 				ports = append(ports, ibPort{hca: hca, port: n, part: part, rate: -1, where: s.file + ":" + strconv.Itoa(l.no)})
 				cur = len(ports) - 1
@@ -185,15 +191,25 @@ func (p *ibPort) fillRate() {
 // the first tool's port is kept, the others fill what it lacks or show
 // it worse (down, slower, narrower); a port only a later tool lists is
 // added.
+//
+// Ports are found by a map: comparing every port with every other made
+// a node listing 100,000 ports take a minute, stalling the parse of all
+// nodes.
 func mergeIB(ports []ibPort, more []ibPort) []ibPort {
+	type key struct {
+		hca  string
+		port int
+	}
+	at := make(map[key]int, len(ports)+len(more))
+	for i, p := range ports {
+		if _, ok := at[key{p.hca, p.port}]; !ok {
+			at[key{p.hca, p.port}] = i
+		}
+	}
 	for _, q := range more {
-		found := false
-		for i := range ports {
+		i, found := at[key{q.hca, q.port}]
+		if found {
 			p := &ports[i]
-			if p.hca != q.hca || p.port != q.port {
-				continue
-			}
-			found = true
 			// Tools that disagree on a port (outputs of two moments pasted
 			// together) never make it healthier: a state other than
 			// ACTIVE, and the lower rate and width, win.
@@ -226,6 +242,7 @@ func mergeIB(ports []ibPort, more []ibPort) []ibPort {
 			}
 		}
 		if !found {
+			at[key{q.hca, q.port}] = len(ports)
 			ports = append(ports, q)
 		}
 	}

@@ -90,6 +90,39 @@ func (n *nodeInput) section(name, file string) *section {
 	return s
 }
 
+// lineKinds are the sections whose parts may be joined line by line: a
+// paste of two dmesg greps, or of ibstat twice, reads as one output.
+var lineKinds = map[string]bool{"kernel-log": true, "ibstat": true, "ibdevinfo": true, "nvlink": true, "rocmsmi-text": true, "amdsmi-text": true}
+
+// addPart adds one part of a pasted file, sniffed as kind, to n. A kind
+// already read is joined: line by line where its reader reads lines
+// (lineKinds), else as a further section "KIND#N" whose document
+// readNode merges with the first (nvidia-smi -q twice: one GPU list,
+// the worse of each value).
+func (n *nodeInput) addPart(kind, file string, lines []line) {
+	name := kind
+	if s, ok := n.sections[kind]; ok {
+		if lineKinds[kind] {
+			s.lines = append(s.lines, lines...)
+			return
+		}
+		for i := 2; ; i++ {
+			name = fmt.Sprintf("%s#%d", kind, i)
+			if _, ok := n.sections[name]; !ok {
+				break
+			}
+		}
+	}
+	n.section(name, file).lines = lines
+}
+
+// kindOf is the section kind of a section name: "nvsmi-text" of
+// "nvsmi-text#2" (addPart).
+func kindOf(name string) string {
+	k, _, _ := strings.Cut(name, "#")
+	return k
+}
+
 // readLines calls fn for each line of r (no line end, at most maxLine
 // bytes kept of it), numbered from 1.
 func readLines(r io.Reader, fn func(text string, no int)) error {

@@ -104,29 +104,41 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			}
 		}
 		var err error
-		switch name {
+		var gs []gpu
+		// A second output of one kind (a paste of two commands: addPart's
+		// "KIND#2") is merged with the first, the worse value winning.
+		switch kindOf(name) {
 		case "nvsmi-xml":
-			xmlGPUs, err = parseXML(s)
+			gs, err = parseXML(s)
+			xmlGPUs = mergeWorse(xmlGPUs, gs)
 			nd.gpuSource = nd.gpuSource || err == nil
 		case "nvsmi-text":
-			textGPUs, err = parseSMIText(s)
+			var notes []string
+			gs, notes, err = parseSMITextNotes(s)
+			textGPUs = mergeWorse(textGPUs, gs)
+			for _, m := range notes {
+				p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: hostPrefix(n.host) + m, Source: s.where()})
+			}
 			nd.gpuSource = nd.gpuSource || err == nil
 		case "nvsmi-csv":
-			csvGPUs, err = parseCSV(s)
+			gs, err = parseCSV(s)
+			csvGPUs = mergeWorse(csvGPUs, gs)
 			nd.gpuSource = nd.gpuSource || err == nil
 		case "nvlink":
 			nd.nvlink, nd.nvlinkSeen = parseNVLink(s), true
 		case "amdsmi-static":
-			amdStatic, err = parseAMDStatic(s)
+			gs, err = parseAMDStatic(s)
+			amdStatic = fillAMD(amdStatic, gs)
 			amdRead = amdRead || err == nil
 		case "amdsmi-metric":
-			amdMetric, err = parseAMDMetric(s)
+			gs, err = parseAMDMetric(s)
+			amdMetric = fillAMD(amdMetric, gs)
 			amdRead = amdRead || err == nil
 		case "rocmsmi":
-			rocm, err = parseROCmSMI(s)
+			gs, err = parseROCmSMI(s)
+			rocm = fillAMD(rocm, gs)
 			amdRead = amdRead || err == nil
 		case "amdsmi-text", "rocmsmi-text":
-			var gs []gpu
 			var notes []line
 			gs, notes, err = parseAMDText(s)
 			amdText = fillAMD(amdText, gs)
@@ -146,16 +158,20 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 		case "kernel-log":
 			nd.xids, nd.lost, nd.kernelSeen = parseXIDs(s), parseLostGPUs(s), true
 		case "dcgm":
-			nd.dcgm, err = parseDCGM(s)
-			if nd.dcgm == nil {
+			var run *dcgmRun
+			run, err = parseDCGM(s)
+			if run == nil {
 				// A dcgmi that printed its table, or only its "Error:
 				// ..." line, where -j was asked for.
 				if t := s.text(); dcgmTableHead.MatchString(t) || dcgmRunError.MatchString(t) {
-					nd.dcgm, err = parseDCGMText(s)
+					run, err = parseDCGMText(s)
 				}
 			}
+			nd.dcgm = joinDCGM(nd.dcgm, run)
 		case "dcgm-text":
-			nd.dcgm, err = parseDCGMText(s)
+			var run *dcgmRun
+			run, err = parseDCGMText(s)
+			nd.dcgm = joinDCGM(nd.dcgm, run)
 		case "ibstat", "ibdevinfo":
 			// People paste ibstat and ibv_devinfo (or ibstatus) into one
 			// file: both readers run on it, and a port both list is one.
@@ -165,7 +181,7 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			for _, l := range append(notes, notes2...) {
 				p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: hostPrefix(n.host) + clip(l.text), Source: fmt.Sprintf("%s:%d", s.file, l.no)})
 			}
-			if len(ports)+len(more) == 0 && len(notes)+len(notes2) == 0 && name == "ibdevinfo" {
+			if len(ports)+len(more) == 0 && len(notes)+len(notes2) == 0 && kindOf(name) == "ibdevinfo" {
 				err = fmt.Errorf("%s: no InfiniBand port could be read (ibv_devinfo's hca_id/port blocks, ibstatus's or ibstat's)", s.where())
 			}
 		case "ib-sysfs":
@@ -183,6 +199,12 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 		if err != nil {
 			errs = append(errs, err.Error())
 		}
+	}
+	if len(nd.ports) > maxIBPorts {
+		// A hostile or broken log: that node's error, not a stall of the
+		// parse, and the other nodes are still judged.
+		errs = append(errs, fmt.Sprintf("%s%sover %d InfiniBand/RoCE ports listed (a real node has tens): its ports are not judged", ibWhere(n), nodeLabel(n.host), maxIBPorts))
+		nd.ports, nd.ibSeen = nil, false
 	}
 	if len(xmlGPUs) == 0 {
 		// -q text is the same document as -q -x (gpusOf).
@@ -203,6 +225,88 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 		nd.gpuSource = true
 	}
 	return nd, errs
+}
+
+// joinDCGM is the findings of two dcgmi diag runs of one node pasted
+// into one file: every test's findings of both, so that a Fail in
+// either fails it.
+func joinDCGM(a, b *dcgmRun) *dcgmRun {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	out := *a
+	out.findings = append(append([]dcgmFinding(nil), a.findings...), b.findings...)
+	return &out
+}
+
+// mergeWorse joins two lists of one node's GPUs read by the same tool
+// (nvidia-smi -q pasted twice: two moments, or -i 0 and -i 1): a GPU of
+// both, by bus id (else index), keeps the worse of each value (the
+// higher error count, a pending or failed remap, the narrower link,
+// ECC off, more clock event reasons), so that a paste never hides a
+// fault one of its outputs shows; a GPU only the second lists is added.
+func mergeWorse(a, b []gpu) []gpu {
+	if len(a) == 0 {
+		return b
+	}
+	out := merge(a, b)
+	for _, c := range b {
+		found := false
+		for i := range out {
+			g := &out[i]
+			if !(c.busID != "" && strings.EqualFold(c.busID, g.busID) || c.busID == "" && c.index == g.index) {
+				continue
+			}
+			found = true
+			g.uncorrVol, g.uncorrAgg = max(g.uncorrVol, c.uncorrVol), max(g.uncorrAgg, c.uncorrAgg)
+			for _, v := range []struct {
+				dst *string
+				src string
+			}{{&g.retiredPending, c.retiredPending}, {&g.remapPending, c.remapPending}, {&g.remapFail, c.remapFail}} {
+				if v.src == "Yes" {
+					*v.dst = "Yes"
+				}
+			}
+			if known(c.eccMode) && c.eccMode != "Enabled" {
+				g.eccMode = c.eccMode
+			}
+			if c.widthCur >= 0 && c.widthCur < g.widthCur {
+				g.widthCur = c.widthCur
+			}
+			if c.genMax >= 0 && c.genMax < g.genMax {
+				g.genMax = c.genMax
+			}
+			if c.hasReasons {
+				g.reasons |= c.reasons
+			}
+		}
+		if !found {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ibWhere is "FILE: " of n's first IB section, for its error.
+func ibWhere(n *nodeInput) string {
+	for _, name := range n.order {
+		switch kindOf(name) {
+		case "ibstat", "ibdevinfo", "ib-sysfs":
+			return n.sections[name].file + ": "
+		}
+	}
+	return ""
+}
+
+// nodeLabel is "node HOST: ", or "" for a file of no node's name.
+func nodeLabel(h string) string {
+	if h == "" {
+		return ""
+	}
+	return "node " + h + ": "
 }
 
 func hostPrefix(h string) string {

@@ -251,24 +251,39 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 		return nil, append(errs, fmt.Sprintf("read %s: %v", name, err))
 	}
 	// The file's lines as the tool printed them (pastedLine: no prompt,
-	// no collector's labels) are what is sniffed and parsed.
-	var lines []line
-	var head []byte
+	// no collector's labels) are what is sniffed and parsed. A paste of
+	// several commands ("$ nvidia-smi -q", its output, "$ dmesg | grep
+	// NVRM", its lines) is split at each prompt line into parts, each
+	// sniffed and read as its own section of the one node: sniffing the
+	// whole file once would read it as its first tool and drop the rest
+	// (an Xid 79 after a healthy -q passed).
+	var parts []*pastePart
+	cur := &pastePart{}
+	parts = append(parts, cur)
+	total := 0
 	if err := readLines(f, func(text string, no int) {
 		t, ok := pastedLine(text)
-		if !ok || len(lines) >= maxLines {
+		if !ok {
+			cur = &pastePart{prompt: line{strings.TrimSpace(text), no}, hasPrompt: true}
+			parts = append(parts, cur)
 			return
 		}
-		lines = append(lines, line{t, no})
-		if len(head) < 64<<10 {
-			head = append(append(head, t...), '\n')
+		if total >= maxLines {
+			return
+		}
+		total++
+		cur.lines = append(cur.lines, line{t, no})
+		if len(cur.head) < 64<<10 {
+			cur.head = append(append(cur.head, t...), '\n')
 		}
 	}); err != nil {
 		return nil, append(errs, fmt.Sprintf("read %s: %v", name, err))
 	}
-	k := len(head)
-	kind := sniff(head)
-	if kind == "" && k == 0 {
+	k := 0
+	for _, pt := range parts {
+		k += len(pt.head)
+	}
+	if k == 0 {
 		// Nothing to judge: an empty file or stream is what a failed
 		// collection leaves (kubectl logs of a pod that never ran, a cut
 		// ssh), never evidence of health. A real empty nvlink --status (a
@@ -276,23 +291,69 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 		// tagged log, where its section names the tool.
 		return nil, append(errs, name+" is empty: nothing to judge")
 	}
-	if kind == "" {
+	n := &nodeInput{sections: map[string]*section{}, begun: true, ended: true}
+	var unknown []*pastePart
+	for _, pt := range parts {
+		if strings.TrimSpace(string(pt.head)) == "" {
+			if pt.hasPrompt && len(parts) > 1 {
+				// A command that printed nothing (grep finding no line):
+				// said, since nothing of it is judged.
+				p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Message: fmt.Sprintf("%q printed nothing", clip(pt.prompt.text)), Source: fmt.Sprintf("%s:%d", name, pt.prompt.no)})
+			}
+			continue
+		}
+		kind := sniff(pt.head)
+		if kind == "" {
+			unknown = append(unknown, pt)
+			continue
+		}
+		n.addPart(kind, name, pt.lines)
+	}
+	for _, pt := range unknown {
 		// A GPU tool's own "could not run" message ("NVIDIA-SMI has
 		// failed because it couldn't communicate with the NVIDIA
 		// driver"), saved as its output: say so, not just "not an output".
-		for i, l := range lines {
+		for i, l := range pt.lines {
 			if k, _ := toolfail.Classify(l.text); k == toolfail.Setup {
-				return nil, append(errs, fmt.Sprintf("%s:%d: the tool could not run (setup, not hardware): %s", name, l.no, clip(strings.TrimSpace(l.text))))
+				errs = append(errs, fmt.Sprintf("%s:%d: the tool could not run (setup, not hardware): %s", name, l.no, clip(strings.TrimSpace(l.text))))
+				pt.setup = true
+				break
 			}
 			if i >= 20 {
 				break
 			}
 		}
+	}
+	if len(n.order) == 0 {
+		if len(unknown) > 0 && unknown[0].setup {
+			return nil, errs
+		}
 		return nil, append(errs, fmt.Sprintf("%s: not an output health.node reads (nvidia-smi -q -x, nvidia-smi -q, nvidia-smi --query-gpu CSV, nvidia-smi nvlink --status, dmesg, dcgmi diag -j or its table, ibstat, ibv_devinfo, ibstatus, amd-smi static/metric --json or text, amd-smi list/monitor, rocm-smi --json or text, or collect.sh's tagged log)", name))
 	}
-	n := &nodeInput{sections: map[string]*section{}, begun: true, ended: true}
-	n.section(kind, name).lines = lines
+	for _, pt := range unknown {
+		if pt.setup {
+			continue
+		}
+		// Never dropped in silence: a part no reader knows may be the
+		// one that shows the fault.
+		what := "the text"
+		at := pt.lines[0].no
+		if pt.hasPrompt {
+			what, at = fmt.Sprintf("the output of %q", clip(pt.prompt.text)), pt.prompt.no
+		}
+		p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Warning, Message: fmt.Sprintf("%s (lines %d-%d) is not an output health.node reads: not judged", what, pt.lines[0].no, pt.lines[len(pt.lines)-1].no), Source: fmt.Sprintf("%s:%d", name, at)})
+	}
 	return []*nodeInput{n}, errs
+}
+
+// pastePart is the text of one command of a paste: the lines after a
+// prompt line (or before the first).
+type pastePart struct {
+	prompt    line
+	hasPrompt bool
+	lines     []line
+	head      []byte
+	setup     bool // a GPU tool's could-not-run line, said as an error
 }
 
 func clip(s string) string {

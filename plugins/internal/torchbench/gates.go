@@ -52,8 +52,10 @@ func hostName(h string) string {
 // cause says why, for the plugin's Parsed.Error, so the test ends ERROR
 // (fix the setup) unless the hardware failed elsewhere. The gaps setup
 // explains: a node's missing GPUs when that node's own records say it
-// could not run; missing nodes when an error naming no node present
-// (another node's, or one naming none) says so; and no result from any
+// could not run (records naming no node: only in a topology of one
+// node); missing nodes when an error record of a node not present says
+// so (a line naming no node, a stray "bash: ...: command not found",
+// may be the present node's own: it explains no missing node); and no result from any
 // node unless a hardware error (toolfail.Hardware: "uncorrectable ECC
 // error encountered") says the device failed — an output that holds no
 // result of the script at all (empty, another tool's, cut before its
@@ -82,9 +84,12 @@ func Complete(topo plan.Topology, o Output, hosts []string, items []string, seen
 	nodes := result.Check{Name: "node count", OK: len(hosts) >= topo.Nodes}
 	if !nodes.OK {
 		nodes.Message = fmt.Sprintf("%d node(s) reported (%s), the topology has %d", len(hosts), strings.Join(names(hosts), ", "), topo.Nodes)
-		// Errors of nodes with no result: theirs explain the gap.
+		// Errors of nodes with no result: theirs explain the gap. A line
+		// that names no node (a stray "bash: ...: command not found") may
+		// be any node's, the one that ran included: it explains no other
+		// node's silence.
 		if _, hw := anyOf(hardware, present); !hw {
-			if e, ok := anyOf(setup, present); ok {
+			if e, ok := anyOf(named(setup), present); ok {
 				nodes.Warn = true
 				why := "the tool could not run (setup, not hardware): " + e.String()
 				nodes.Message += "; " + why
@@ -111,7 +116,10 @@ func Complete(topo plan.Topology, o Output, hosts []string, items []string, seen
 		c := result.Check{Name: what + " results " + hostName(h), OK: len(lost) == 0, Host: h}
 		if !c.OK {
 			c.Message = fmt.Sprintf("%s: %s (every GPU 0..%d must have each of: %s)", hostName(h), strings.Join(lost, "; "), g-1, strings.Join(items, ", "))
-			if e, ok := setup[h]; ok && h != "" && len(hardware[h]) == 0 {
+			// A node's own error records explain its gaps; records that
+			// name no node only where the topology has one node (then
+			// they can be no other node's).
+			if e, ok := setup[h]; ok && (h != "" || topo.Nodes == 1) && len(hardware[h]) == 0 {
 				c.Warn = true
 				why := "the tool could not run (setup, not hardware): " + e[0].String()
 				c.Message += "; " + why
@@ -173,6 +181,17 @@ func anyOf(by map[string][]classed, except map[string]bool) (classed, bool) {
 		}
 	}
 	return best, found
+}
+
+// named is by without the errors that name no host.
+func named(by map[string][]classed) map[string][]classed {
+	out := make(map[string][]classed, len(by))
+	for h, es := range by {
+		if h != "" {
+			out[h] = es
+		}
+	}
+	return out
 }
 
 func names(hosts []string) []string {

@@ -359,3 +359,53 @@ func TestParseBadPlacement(t *testing.T) {
 	assert.Equal(t, len(o.Diags), 1)
 	assert.Assert(t, strings.Contains(o.Diags[0], "pcie.log:1: a h2d record's placement is unreadable"), o.Diags[0])
 }
+
+// TestStrayLineExplainsNoOtherNode: a line that names no node (a
+// shell's "command not found", testdata/field/torchbench's real one)
+// may be the node that ran's own: it never turns another node's missing
+// results into a setup error, and explains a gap only where the
+// topology has one node. The H100 recording's gemm log of host vm is
+// the node that ran (the attacker's two.log / two_stray.log, its host
+// renamed a).
+func TestStrayLineExplainsNoOtherNode(t *testing.T) {
+	h100 := readFile(t, "../../../testdata/recordings/h100x1-2026-12-07/issue28/node-1/raw/gemm.matmul/alone.log")
+	stray := readFile(t, "../../../testdata/field/torchbench/bash-python-command-not-found-hbm/nopython.log")
+	for _, tc := range []struct {
+		name     string
+		log      string
+		nodes    int
+		gpus     int
+		check    string // the check that does not hold
+		warn     bool   // ... and is a warning (setup), not a failure
+		causeHas string // in the cause; "" none
+	}{
+		{"missing node, no stray", h100, 2, 1, "node count", false, ""},
+		{"missing node, stray before", stray + h100, 2, 1, "node count", false, ""},
+		{"missing node, stray after", h100 + stray, 2, 1, "node count", false, ""},
+		// One node: the stray line can be no other node's.
+		{"one node, missing GPU, stray", stray + readFile(t, rec+"default.jsonl"), 1, 2, "gemm results host unknown", true, "nosuchpython3: command not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := Parse(strings.NewReader(tc.log), "two.log")
+			assert.NilError(t, err)
+			seen := Seen{}
+			for _, g := range o.GEMM {
+				seen.Add(g.Host, g.GPU, g.DType)
+			}
+			cs, cause := Complete(plan.Topology{Scope: plan.Scope{Nodes: tc.nodes, GPUsPerNode: tc.gpus}}, o, o.Hosts(), []string{"bf16"}, seen, "gemm")
+			found := false
+			for _, c := range cs {
+				if c.Name == tc.check {
+					found = true
+					assert.Assert(t, !c.OK && c.Warn == tc.warn, "%+v", c)
+				}
+			}
+			assert.Assert(t, found, "%+v", cs)
+			if tc.causeHas == "" {
+				assert.Equal(t, cause, "")
+			} else {
+				assert.Assert(t, strings.Contains(cause, tc.causeHas), cause)
+			}
+		})
+	}
+}
