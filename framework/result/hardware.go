@@ -50,11 +50,47 @@ const (
 	NICDevice = "nic"
 )
 
-// key identifies a device across outputs: its UUID, serial or GUID when
-// the output shows one, else its bus id, else its name.
-func (d Device) key() string {
-	id := cmp.Or(d.UUID, d.Serial, d.GUID, d.BusID, d.Name)
-	return d.Host + "\x00" + d.Kind + "\x00" + id
+// busKey is a PCI bus id as domain:bus:device in lower-case hex without
+// leading zeros, whichever way the output prints it ("00000000:18:00.0"
+// nvidia-smi, "0000:18:00" nccl-tests, "0x18" older nccl-tests: bus only),
+// so that one GPU seen by two tools is one device; the id as printed when
+// it reads as none of these.
+func busKey(id string) string {
+	id = strings.ToLower(strings.TrimSpace(id))
+	if b, ok := strings.CutPrefix(id, "0x"); ok {
+		return "0:" + trimZeros(b) + ":0"
+	}
+	parts := strings.Split(strings.SplitN(id, ".", 2)[0], ":")
+	if len(parts) != 3 {
+		return id
+	}
+	for i := range parts {
+		parts[i] = trimZeros(parts[i])
+	}
+	return strings.Join(parts, ":")
+}
+
+func trimZeros(h string) string {
+	h = strings.TrimLeft(h, "0")
+	if h == "" {
+		return "0"
+	}
+	return h
+}
+
+// same says a and b are one device: one host and kind, and the same
+// UUID, serial, GUID or bus id, the first that both show; devices that
+// show none of them are one by their name.
+func same(a, b Device) bool {
+	if a.Host != b.Host || a.Kind != b.Kind {
+		return false
+	}
+	for _, f := range []struct{ x, y string }{{a.UUID, b.UUID}, {a.Serial, b.Serial}, {a.GUID, b.GUID}, {busKey(a.BusID), busKey(b.BusID)}} {
+		if f.x != "" && f.y != "" {
+			return f.x == f.y
+		}
+	}
+	return a.Name == b.Name
 }
 
 // String names the device in one line: "host gpu NAME uuid U serial S
@@ -118,14 +154,14 @@ func HardwareValue(ds []Device) string {
 }
 
 // MergeHardware adds the devices test's outputs show to list: a device
-// already listed (same host, kind and UUID, serial, GUID, bus id or name,
-// the first that it shows) gets the fields it lacked and test among its
-// Tests. The list stays sorted by host, kind, bus id and key, so the same
+// already listed (same host and kind, and the same UUID, serial, GUID or
+// bus id, the first that both show) gets the fields it lacked and test
+// among its Tests. The list stays sorted by host, kind, bus id and key, so the same
 // outputs give the same list whatever the order of the tests.
 func MergeHardware(list []Device, test string, ds []Device) []Device {
 	for _, d := range ds {
 		d.Tests = nil
-		i := slices.IndexFunc(list, func(x Device) bool { return x.key() == d.key() })
+		i := slices.IndexFunc(list, func(x Device) bool { return same(x, d) })
 		if i < 0 {
 			d.Tests = []string{test}
 			list = append(list, d)
@@ -145,7 +181,8 @@ func MergeHardware(list []Device, test string, ds []Device) []Device {
 		}
 	}
 	slices.SortStableFunc(list, func(a, b Device) int {
-		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.BusID, b.BusID), cmp.Compare(a.key(), b.key()))
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Kind, b.Kind), cmp.Compare(busKey(a.BusID), busKey(b.BusID)),
+			cmp.Compare(a.Name, b.Name), cmp.Compare(a.UUID, b.UUID), cmp.Compare(a.Serial, b.Serial), cmp.Compare(a.GUID, b.GUID))
 	})
 	return list
 }
