@@ -116,6 +116,9 @@ func writeHardware(ctx context.Context, run *result.Run, o FinishOptions) error 
 	}
 	// The context of a run stopped by Ctrl-C is done: the list is still
 	// made, from the outputs already on disk.
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	devices, problems := runner.Hardware(context.WithoutCancel(ctx), o.Plugins, run.Dir, run)
 	for _, p := range problems {
 		fmt.Fprintf(o.Stderr, "warning: hardware list: %s\n", p)
