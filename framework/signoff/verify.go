@@ -224,7 +224,7 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 	r.checkRecordings(o.Recordings, run, m)
 	r.sayHardware(run)
 	r.checkHardware(ctx, dir, o.Plugins, run)
-	r.checkAttempts(dir, run)
+	r.checkAttempts(run)
 	if s != nil && o.Builtin != nil {
 		r.checkBuiltin(ctx, dir, o, s, run, recorded)
 	}
@@ -470,7 +470,7 @@ func (r *Result) checkHardware(ctx context.Context, dir string, plugins runner.P
 // of a test (its raw folder and its place in Attempts deleted, a WARN
 // made a PASS) leaves its journal line and the last attempt's number
 // behind. Runs made before attempts were recorded have neither.
-func (r *Result) checkAttempts(dir string, run *result.Run) {
+func (r *Result) checkAttempts(run *result.Run) {
 	ended := map[string][]result.Test{}
 	for _, a := range run.Ended {
 		ended[a.Name] = append(ended[a.Name], a)
