@@ -26,6 +26,8 @@ func TestHardwareOfRealOutputs(t *testing.T) {
 			[]result.Device{{Kind: "gpu", Name: "NVIDIA H200", UUID: "GPU-27fdb23e-a805-5229-28cc-714065f360d7", Serial: "1654024199393", BusID: "00000000:00:06.0"}}},
 		{"h200 query CSV", []string{h200 + "/query-gpu.csv"},
 			[]result.Device{{Kind: "gpu", Name: "NVIDIA H200", BusID: "00000000:00:06.0"}}},
+		{"h100 query CSV with serial and uuid", []string{"../../testdata/recordings/h100x1-2026-12-07/smi/query-gpu.csv"},
+			[]result.Device{{Kind: "gpu", Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-a1d26965-b5f5-b2d8-762f-baa6674e4cb6", Serial: "1651924066533", BusID: "00000000:00:06.0"}}},
 		{"ibstat (gpud, A100)", []string{"testdata/gpud/ibstat.39.0.a100-mlx5_3-down"}, nil},
 		{"ibv_devinfo mlx4", []string{"../../testdata/field/health/ibv-devinfo-mlx4-port2-down/ibv_devinfo.txt"},
 			[]result.Device{{Kind: "nic", Name: "mlx4_1", GUID: "7cfe:9003:00a5:95c0"}, {Kind: "nic", Name: "mlx4_0", GUID: "e41d:2d03:00e0:c740"}}},
