@@ -50,30 +50,32 @@ const (
 	NICDevice = "nic"
 )
 
-// busKey is a PCI bus id as domain:bus:device in lower-case hex without
-// leading zeros, whichever way the output prints it ("00000000:18:00.0"
+// busKey is a PCI bus id as domain:bus:device in lower-case hex, each
+// eight digits wide, whichever way the output prints it ("00000000:18:00.0"
 // nvidia-smi, "0000:18:00" nccl-tests, "0x18" older nccl-tests: bus only),
 // so that one GPU seen by two tools is one device; the id as printed when
 // it reads as none of these.
 func busKey(id string) string {
 	id = strings.ToLower(strings.TrimSpace(id))
 	if b, ok := strings.CutPrefix(id, "0x"); ok {
-		return "0:" + trimZeros(b) + ":0"
+		return hexWidth("0") + ":" + hexWidth(b) + ":" + hexWidth("0")
 	}
 	parts := strings.Split(strings.SplitN(id, ".", 2)[0], ":")
 	if len(parts) != 3 {
 		return id
 	}
 	for i := range parts {
-		parts[i] = trimZeros(parts[i])
+		parts[i] = hexWidth(parts[i])
 	}
 	return strings.Join(parts, ":")
 }
 
-func trimZeros(h string) string {
+// hexWidth writes a hex number of a bus id eight digits wide, so that
+// bus ids of any printed width compare equal and sort in bus order.
+func hexWidth(h string) string {
 	h = strings.TrimLeft(h, "0")
-	if h == "" {
-		return "0"
+	if len(h) < 8 {
+		h = strings.Repeat("0", 8-len(h)) + h
 	}
 	return h
 }

@@ -69,3 +69,17 @@ func TestStripHardware(t *testing.T) {
 		})
 	}
 }
+
+// The list is in bus order whatever width the tool prints bus ids in
+// (rccl-tests' 0000:05:00 before 0000:15:00).
+func TestMergeHardwareBusOrder(t *testing.T) {
+	var list []Device
+	for _, b := range []string{"0000:15:00", "0000:05:00", "0000:f5:00", "0000:65:00"} {
+		list = MergeHardware(list, "rccl.all_reduce", []Device{{Host: "Aliyun1", Kind: GPUDevice, Name: "AMD Radeon Graphics", BusID: b}})
+	}
+	var got []string
+	for _, d := range list {
+		got = append(got, d.BusID)
+	}
+	assert.DeepEqual(t, got, []string{"0000:05:00", "0000:15:00", "0000:65:00", "0000:f5:00"})
+}
