@@ -147,7 +147,10 @@ func (r *Result) add(kind, format string, a ...any) {
 // claims, a localisation's figure or suspect its runs do not give, a
 // report of another version whose verdicts differ, a format 1 manifest's
 // report that does not render again, raw outputs that are the shipped
-// recordings in a run that is no replay or check. Errors are a folder
+// recordings in a run that is no replay or check, a hardware list
+// (hardware.json) other than the one the raw outputs give, a retried
+// test's attempts other than the ones the journal recorded as each
+// ended. Errors are a folder
 // that cannot be read (no manifest, neither journal nor results.json);
 // everything else is a line of the Result.
 func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
