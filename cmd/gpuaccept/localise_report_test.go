@@ -121,9 +121,10 @@ func TestVerifyLocalisation(t *testing.T) {
 		code   int
 		want   []string
 	}{
-		// 25 files of the main run (20 and 5 reports), 11 of each of the 3
-		// sub-runs (3 raw, baseline, journal, 5 reports, its own manifest).
-		{"untouched", func(string) {}, 0, []string{"verify: OK: 58 files match the manifest; 6 tests re-judged against baseline/h200.yaml (built-in h200 baseline) give the recorded verdicts, as do the 3 runs of 1 localisation (run fail: FAIL: suspects named: vm2 (nccl.all_reduce))"}},
+		// 26 files of the main run (20, hardware.json and 5 reports), 12 of
+		// each of the 3 sub-runs (3 raw, baseline, journal, hardware.json, 5
+		// reports, its own manifest).
+		{"untouched", func(string) {}, 0, []string{"verify: OK: 62 files match the manifest; 6 tests re-judged against baseline/h200.yaml (built-in h200 baseline) give the recorded verdicts, as do the 3 runs of 1 localisation (run fail: FAIL: suspects named: vm2 (nccl.all_reduce))"}},
 		// The forgeries of issue 29: the journal edited and every report
 		// and the manifest made again by gpuaccept report. The suspects
 		// and figures are re-derived from the runs' raw outputs.

@@ -361,9 +361,12 @@ func (c *common) host() *pluginapi.Host {
 // unknown) and signs its results folder off (signoff.Finish), with the
 // command's --junit, --html, --format and --sign-key.
 func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (int, error) {
+	// The hardware list is read from the raw outputs by the plugins.
+	host := c.host()
+	defer host.Close()
 	return signoff.Finish(c.ctx, run, s, signoff.FinishOptions{
 		Recorded: c.recorded, JUnit: c.junit, HTML: c.html, Format: c.format,
-		Key: c.key, OutDeleted: c.outDeleted, Stdout: stdout, Stderr: stderr,
+		Key: c.key, OutDeleted: c.outDeleted, Stdout: stdout, Stderr: stderr, Plugins: host,
 	})
 }
 

@@ -88,7 +88,7 @@ func TestVerify(t *testing.T) {
 		want   []string
 	}{
 		// 20 raw outputs, baseline copy and journal; 5 reports.
-		{"untouched", func(string) {}, 0, []string{"verify: OK: 25 files match the manifest; 6 tests re-judged against baseline/h200.yaml (built-in h200 baseline) give the recorded verdicts (run pass)"}},
+		{"untouched", func(string) {}, 0, []string{"verify: OK: 26 files match the manifest; 6 tests re-judged against baseline/h200.yaml (built-in h200 baseline) give the recorded verdicts (run pass)"}},
 		{"reports rebuilt", func(dir string) {
 			code, out, errs := cli(t, "report", dir)
 			assert.Equal(t, code, 0, out+errs)

@@ -253,3 +253,90 @@ func TestVerifySkipByKeptBaselineOnly(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, "MISMATCH nccl.all_reduce: skipped by the kept copy's suite singlenode (needs at least 4 GPUs"), out)
 	assert.Assert(t, !strings.Contains(out, "the raw outputs give the same verdicts"), out)
 }
+
+// retriedRun makes the results folder of a run with --retries 2 in which
+// nccl.all_reduce errors on its first attempt (as a flaky node does) and
+// passes on the second: a WARN, its first attempt kept in
+// raw/nccl.all_reduce.attempt-1 and in the journal.
+func retriedRun(t *testing.T) string {
+	t.Helper()
+	bin := standin(t)
+	rec, _ := filepath.Abs(healthy)
+	t.Setenv("STANDIN_RECORDINGS", rec)
+	flaky := t.TempDir()
+	mark := filepath.Join(flaky, "failed-once")
+	script := "#!/bin/bash\nif [ ! -e " + mark + " ]; then touch " + mark + "; echo 'NCCL WARN transport failure'; exit 3; fi\nexec -a \"$0\" " + filepath.Join(bin, "all_reduce_perf") + " \"$@\"\n"
+	assert.NilError(t, os.WriteFile(filepath.Join(flaky, "all_reduce_perf"), []byte(script), 0o755))
+	out := filepath.Join(t.TempDir(), "results")
+	code, stdout, errs := cli(t, "--sku", "h200", "--suite", "singlenode", "--launcher", "local", "--gpus-per-node", "2",
+		"--test", "nccl.all_reduce", "--retries", "2", "--param", "bindir="+flaky, "--out", out)
+	assert.Equal(t, code, 0, stdout+errs)
+	return out
+}
+
+// Issue 29: a retried test's first attempt deleted (its raw folder and
+// its place in the test's attempts) and the WARN made a PASS, re-signed.
+// The run records the retries it allowed and every attempt as it ends
+// (a journal line of its own, and each attempt's number), so the
+// attempt taken out is found.
+func TestVerifyDeletedAttempt(t *testing.T) {
+	dir := retriedRun(t)
+	run, _, err := resultsdir.Load(dir)
+	assert.NilError(t, err)
+	assert.Assert(t, run.Retries != nil && *run.Retries == 2)
+	assert.Equal(t, run.Tests[0].Status, result.Warn)
+	assert.Equal(t, run.Tests[0].Attempt, 2)
+	assert.Equal(t, len(run.Ended), 1)
+	assert.Equal(t, run.Ended[0].Attempt, 1)
+	assert.Equal(t, run.Ended[0].Status, result.Error)
+	// The shipped recordings replayed by the stand-in are named whatever
+	// the forgery.
+	shipped := "of the raw outputs are byte for byte the recordings this gpuaccept ships"
+	code, out, _ := cli(t, "verify", dir)
+	assert.Equal(t, code, 1, out)
+	onlyFindings(t, out, shipped)
+
+	deleteAttempt := func(renumber bool) func(string) {
+		return func(dir string) {
+			assert.NilError(t, os.RemoveAll(filepath.Join(dir, "raw/nccl.all_reduce.attempt-1")))
+			rejudgedAs(t, dir, "nccl.all_reduce", nil)
+			editJournalTest(t, dir, "nccl.all_reduce", func(tt *result.Test) {
+				tt.Attempts, tt.Attempt = nil, 2
+				if renumber {
+					tt.Attempt = 1
+				}
+			})
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		change func(string)
+		want   []string
+	}{
+		{"first attempt deleted, WARN made PASS", deleteAttempt(false), []string{
+			"MISMATCH nccl.all_reduce: its last attempt is attempt 2, but the run keeps 0 earlier attempts",
+			"MISMATCH nccl.all_reduce: the journal recorded 1 attempt ending before its last (1 error), the test keeps 0"}},
+		{"first attempt deleted, last renumbered 1", deleteAttempt(true), []string{
+			"MISMATCH nccl.all_reduce: the journal recorded 1 attempt ending before its last (1 error), the test keeps 0"}},
+		{"more attempts than the run allowed", func(dir string) {
+			edit(t, filepath.Join(dir, resultsdir.Journal), `"retries":2`, `"retries":0`)
+		}, []string{"MISMATCH nccl.all_reduce: 2 attempts, but the run allowed 0 retries (--retries)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			forged := copyDir(t, dir)
+			c.change(forged)
+			digest := resign(t, forged)
+			run, _, err := resultsdir.Load(forged)
+			assert.NilError(t, err)
+			code, out, _ := cli(t, append([]string{"verify", forged}, digest...)...)
+			assert.Equal(t, code, 1, out)
+			for _, w := range c.want {
+				assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)
+			}
+			onlyFindings(t, out, append(c.want, shipped)...)
+			if c.name != "more attempts than the run allowed" {
+				assert.Equal(t, run.Tests[0].Status, result.Pass) // the forgery is a PASS
+			}
+		})
+	}
+}

@@ -91,12 +91,12 @@ func TestVerifyTampering(t *testing.T) {
 		want, notWant []string
 	}{
 		{"untouched", func(string) {}, nil, 0, []string{
-			"verify: OK: 25 files match the manifest; 6 tests re-judged against baseline/h200.yaml (built-in h200 baseline) give the recorded verdicts (run pass)",
+			"verify: OK: 26 files match the manifest; 6 tests re-judged against baseline/h200.yaml (built-in h200 baseline) give the recorded verdicts (run pass)",
 			"results.json re-derived value by value, junit.xml, report.html, summary.md and table.txt re-rendered byte for byte",
 			"NOTE no --digest and no --allowed-signers: a manifest made again after the run cannot be told from the one signed off",
 		}, nil},
 		{"untouched, with the sign-off digest", func(string) {}, []string{"--digest", digest}, 0, []string{
-			"sign-off digest " + digest + " matches --digest", "verify: OK: 25 files"}, []string{"NOTE no --digest"}},
+			"sign-off digest " + digest + " matches --digest", "verify: OK: 26 files"}, []string{"NOTE no --digest"}},
 		{"reports rebuilt in a moved folder", func(dir string) {
 			code, out, errs := cli(t, "report", dir)
 			assert.Equal(t, code, 0, out+errs)
@@ -341,7 +341,7 @@ func TestSignOff(t *testing.T) {
 
 	signed := []string{"--allowed-signers", edAllowed, "--identity", "operator@site"}
 	verifyArgs(t, dir, func(string) {}, signed, 0, []string{
-		"signature: manifest.json.sig is good for operator@site (ssh-ed25519 SHA256:", "verify: OK: 25 files"}, []string{"NOTE no --digest"})
+		"signature: manifest.json.sig is good for operator@site (ssh-ed25519 SHA256:", "verify: OK: 26 files"}, []string{"NOTE no --digest"})
 	verifyArgs(t, dir, func(string) {}, nil, 0, []string{"NOTE manifest.json.sig: signed with ssh-ed25519 SHA256:", "over this manifest.json; who holds that key is not checked: give --allowed-signers FILE --identity ID"}, nil)
 	verifyArgs(t, dir, func(string) {}, []string{"--allowed-signers", edAllowed, "--identity", "intruder@site"}, 1,
 		[]string{"MISMATCH manifest.json.sig: allowed signers " + edAllowed + " do not list the key ssh-ed25519 SHA256:"}, nil)

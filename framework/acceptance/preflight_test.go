@@ -102,7 +102,7 @@ func preflightRun(t *testing.T, report string) (*result.Run, *healthLauncher, st
 	run, err := Run(context.Background(), o)
 	assert.NilError(t, err)
 	var out bytes.Buffer
-	_, err = signoff.Finish(context.Background(), run, s, signoff.FinishOptions{Format: "table", Stdout: &out, Stderr: &stderr})
+	_, err = signoff.Finish(context.Background(), run, s, signoff.FinishOptions{Format: "table", Stdout: &out, Stderr: &stderr, Plugins: withHealth})
 	assert.NilError(t, err)
 	return run, l, out.String()
 }

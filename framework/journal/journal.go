@@ -40,6 +40,13 @@ type record struct {
 	Planned []string `json:"planned,omitempty"`
 	// Test is a finished test.
 	Test *result.Test `json:"test,omitempty"`
+	// Attempt is an attempt of a retried test that ended and is to be run
+	// again (its Attempt numbered), written as it ends: the test's own
+	// line, when its last attempt ends, lists it again among its
+	// Attempts, and verify holds the two to each other. Journals of
+	// gpuaccept versions that did not record them have none; versions
+	// from before then refuse a journal holding one.
+	Attempt *result.Test `json:"attempt,omitempty"`
 	// Localisation is a finished localisation of a multi-node test (its
 	// sub-runs keep journals of their own in their folders). Journals
 	// written before localisations existed have none; gpuaccept versions
@@ -76,6 +83,12 @@ func Create(dir string, run *result.Run, planned []string) (*Writer, error) {
 	return w, nil
 }
 
+// AddAttempt records an attempt of a retried test that ended (t.Attempt
+// its number) and syncs it to disk before it returns.
+func (w *Writer) AddAttempt(t result.Test) error {
+	return w.write(record{Attempt: &t})
+}
+
 // Add records a finished test and syncs it to disk before it returns.
 func (w *Writer) Add(t result.Test) error {
 	return w.write(record{Test: &t})
@@ -87,6 +100,10 @@ func (w *Writer) write(r record) error {
 	if r.Test != nil {
 		t := result.FiniteTest(*r.Test)
 		r.Test = &t
+	}
+	if r.Attempt != nil {
+		t := result.FiniteTest(*r.Attempt)
+		r.Attempt = &t
 	}
 	if r.Localisation != nil {
 		l := result.FiniteLocalisation(*r.Localisation)
@@ -213,6 +230,8 @@ func Read(dir string) (*result.Run, error) {
 		case r.Test != nil:
 			run.Tests = append(run.Tests, *r.Test)
 			done[r.Test.Name] = true
+		case r.Attempt != nil:
+			run.Ended = append(run.Ended, *r.Attempt)
 		case r.Localisation != nil:
 			run.Localisations = append(run.Localisations, *r.Localisation)
 		case r.End != nil:
@@ -236,7 +255,15 @@ func Read(dir string) (*result.Run, error) {
 	}
 	for _, name := range planned {
 		if !done[name] {
-			run.Tests = append(run.Tests, result.Test{Name: name, Status: result.Error, Scope: run.Scope, Message: Interrupted, Metrics: []result.Judged{}})
+			t := result.Test{Name: name, Status: result.Error, Scope: run.Scope, Message: Interrupted, Metrics: []result.Judged{}}
+			// The attempts that ended before the stop are kept, with
+			// their raw outputs; the one cut short is this error.
+			for _, a := range run.Ended {
+				if a.Name == name {
+					t.Attempts = append(t.Attempts, a)
+				}
+			}
+			run.Tests = append(run.Tests, t)
 		}
 	}
 	if run.Duration == 0 {

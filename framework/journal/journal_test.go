@@ -267,3 +267,35 @@ func TestAppendEnd(t *testing.T) {
 	err = AppendEnd(t.TempDir(), time.Second)
 	assert.ErrorContains(t, err, "journal the end of the run: ")
 }
+
+// An attempt of a retried test is journalled as it ends: read back, it is
+// among the run's Ended, and a run stopped during the next attempt keeps
+// it as the attempt of its interrupted test (its raw folder is backed).
+func TestReadAttempts(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		last     *result.Test
+		want     result.Status
+		attempts int
+	}{
+		{"retried to a pass", &result.Test{Name: "nccl.all_reduce", Status: result.Warn, Attempt: 2, Attempts: []result.Test{{Name: "nccl.all_reduce", Status: result.Error, Attempt: 1}}}, result.Warn, 1},
+		{"stopped during the retry", nil, result.Error, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w, err := Create(dir, header(), []string{"nccl.all_reduce"})
+			assert.NilError(t, err)
+			assert.NilError(t, w.AddAttempt(result.Test{Name: "nccl.all_reduce", Status: result.Error, Attempt: 1, Raw: []string{"raw/nccl.all_reduce.attempt-1/all_reduce.log"}}))
+			if c.last != nil {
+				assert.NilError(t, w.Add(*c.last))
+			}
+			assert.NilError(t, w.Close())
+			run, err := Read(dir)
+			assert.NilError(t, err)
+			assert.Equal(t, len(run.Ended), 1)
+			assert.Equal(t, run.Ended[0].Attempt, 1)
+			assert.Equal(t, run.Tests[0].Status, c.want)
+			assert.Equal(t, len(run.Tests[0].Attempts), c.attempts)
+		})
+	}
+}

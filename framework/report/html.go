@@ -203,7 +203,11 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 <tr><th>Test</th><th>Against the datasheet</th><th>Efficiency</th></tr>
 {{range .Efficiency}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td><td>{{index . 2}}</td></tr>
 {{end}}</table>{{end}}
-{{if .Locs}}<p id="localisations">Localisations: {{range .Locs}}<a href="#{{.ID}}">{{.Test}}: {{len .Suspects}} suspect{{if ne (len .Suspects) 1}}s{{end}}</a> {{end}}</p>{{end}}
+{{if .Run.Hardware}}<table id="hardware"><caption>Hardware the raw outputs show</caption>
+<tr><th>Host</th><th>Kind</th><th>Name</th><th>UUID</th><th>Serial</th><th>Bus id</th><th>GUID</th><th>Seen by</th></tr>
+{{range .Run.Hardware}}<tr><td>{{.Host}}</td><td>{{.Kind}}</td><td>{{.Name}}</td><td>{{.UUID}}</td><td>{{.Serial}}</td><td>{{.BusID}}</td><td>{{.GUID}}{{range .PortGUIDs}} port {{.}}{{end}}</td><td>{{range $i, $t := .Tests}}{{if $i}}, {{end}}{{$t}}{{end}}</td></tr>
+{{end}}</table>
+{{end}}{{if .Locs}}<p id="localisations">Localisations: {{range .Locs}}<a href="#{{.ID}}">{{.Test}}: {{len .Suspects}} suspect{{if ne (len .Suspects) 1}}s{{end}}</a> {{end}}</p>{{end}}
 {{range .Tests}}
 <h2 id="{{.ID}}">{{.Name}} <span class="badge {{.Status}}">{{upper .Status}}</span></h2>
 <p>{{.Message}}</p>

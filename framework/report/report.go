@@ -339,7 +339,21 @@ func markdown(w io.Writer, run *result.Run) error {
 		return err
 	}
 	writeFaults(w, run, true)
+	mdHardware(w, run)
 	return mdLocalisations(w, run)
+}
+
+// mdHardware lists the GPUs and NICs the run's raw outputs show (the
+// results folder's hardware.json), one line each, for the customer to
+// match against the hardware received; nothing when there is no list.
+func mdHardware(w io.Writer, run *result.Run) {
+	if len(run.Hardware) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n### Hardware\n\n")
+	for _, d := range run.Hardware {
+		fmt.Fprintf(w, "- %s (%s)\n", mdEscape(d.String()), mdEscape(strings.Join(d.Tests, ", ")))
+	}
 }
 
 // maxFindings bounds the points listed per test in the Markdown findings.

@@ -236,6 +236,10 @@ type Test struct {
 	// oldest first, each with its own verdict and raw outputs; the Test
 	// itself is the last attempt.
 	Attempts []Test `json:"attempts,omitempty"`
+	// Attempt is which attempt this is (1-based; of a test that ran, the
+	// last is 1 + len(Attempts)); 0 for tests that did not run and in runs
+	// made before it was recorded.
+	Attempt int `json:"attempt,omitempty"`
 	// Preflight says the test's plugin declares it a health check
 	// (pluginapi.TestInfo.Preflight): it ran before the others, and its
 	// failed checks naming a host make Run.BadNodes.
@@ -278,6 +282,21 @@ type Run struct {
 	// derives them from Tests (BadNodesOf), so a journal read back has
 	// them too.
 	BadNodes []BadNode `json:"bad_nodes,omitempty"`
+	// Hardware are the GPUs and NICs the raw outputs show, as the results
+	// folder's hardware.json lists them (framework/resultsdir.Hardware),
+	// for the reports to show; not part of results.json nor the journal
+	// (verify re-derives the file itself). Nil: no list.
+	Hardware []Device `json:"-"`
+	// Retries is how many more attempts --retries allowed each failed or
+	// errored test, recorded in the journal's first line so that verify
+	// can find an attempt taken out; nil in runs made before it was
+	// recorded.
+	Retries *int `json:"retries,omitempty"`
+	// Ended are the earlier attempts of retried tests as the journal
+	// recorded each when it ended (before the test's last attempt), in
+	// journal order, for verify to hold the tests' Attempts to; not part
+	// of results.json.
+	Ended []Test `json:"-"`
 }
 
 // BadNode is a node a preflight test found unhealthy: one failed check

@@ -9,6 +9,7 @@
 //	raw/TEST.attempt-N/      an earlier attempt of a retried test (AttemptDir)
 //	raw/TEST.N/              the Nth of several runs given to check (CheckDir)
 //	localise/...             the results folders of a localisation's runs
+//	hardware.json            the GPUs and NICs the raw outputs show, per host (Hardware)
 //	results.json, junit.xml, report.html, summary.md, table.txt
 //	                         the reports (framework/report renders them)
 //
@@ -54,7 +55,56 @@ const (
 	Outputs = "outputs.json"
 	// Localise is the folder of a localisation's runs.
 	Localise = "localise"
+	// Hardware lists the GPUs and NICs the run's raw outputs show (GPU
+	// UUIDs and serials, models, PCI bus ids, HCA names and GUIDs, by
+	// host), as the plugins read them (result.HardwareInfo): written at
+	// sign-off, covered by the manifest, re-derived by verify, so that a
+	// customer can match the evidence to the hardware received. Folders
+	// made before gpuaccept listed hardware have none.
+	Hardware = "hardware.json"
 )
+
+// HardwareList is the content of hardware.json.
+type HardwareList struct {
+	// Devices are the GPUs and NICs, sorted by host, kind and bus id
+	// (result.MergeHardware).
+	Devices []result.Device `json:"devices"`
+}
+
+// WriteHardware writes hardware.json into the results folder dir through
+// safefs (a link or special file at the name is refused). Errors name the
+// file.
+func WriteHardware(dir string, devices []result.Device) error {
+	if devices == nil {
+		devices = []result.Device{}
+	}
+	data, err := json.MarshalIndent(HardwareList{Devices: devices}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, Hardware), err)
+	}
+	if err := safefs.WriteFile(dir, Hardware, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write hardware list: %w", err)
+	}
+	return nil
+}
+
+// ReadHardware reads the hardware.json of the results folder dir: ok is
+// false (and err nil) when the folder has none; err names the file that
+// does not read as one (one JSON document, DecodeOne).
+func ReadHardware(dir string) (devices []result.Device, ok bool, err error) {
+	data, err := safefs.ReadFile(dir, Hardware, maxResults)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, fmt.Errorf("read hardware list: %w", err)
+	}
+	var l HardwareList
+	if err := DecodeOne(data, &l); err != nil {
+		return nil, true, fmt.Errorf("read %s: %w", filepath.Join(dir, Hardware), err)
+	}
+	return l.Devices, true, nil
+}
 
 // TestDir is the raw folder of test, relative to the results folder:
 // raw/TEST.

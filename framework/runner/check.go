@@ -63,7 +63,10 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 		return nil, err
 	}
 	groups = pairByMarker(groups, roles, readyMarkers(ctx, plugins, s, pluginName, test, topo))
-	run := &result.Run{SKU: s.Name, SKUSource: s.Source, Suite: "check", Launcher: "check", Scope: topo.Scope, Started: time.Now().UTC(), Version: version, Dir: dir, Tests: []result.Test{}}
+	// check runs each output once: no retries, recorded so that verify
+	// knows the folder is of a gpuaccept that lists its hardware.
+	none := 0
+	run := &result.Run{SKU: s.Name, SKUSource: s.Source, Suite: "check", Launcher: "check", Scope: topo.Scope, Started: time.Now().UTC(), Version: version, Dir: dir, Tests: []result.Test{}, Retries: &none}
 	names := make([]string, len(groups))
 	for i, g := range groups {
 		names[i] = name

@@ -54,6 +54,10 @@ func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) re
 // baseline entries of that scope, or skip naming the scopes that exist.
 // defaults are the plugin's label defaults per metric (LabelDefaults).
 func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed, defaults map[string]map[string]string) result.Test {
+	// The hardware a plugin names is the results folder's list
+	// (Hardware), no fact of the verdict: a folder made before plugins
+	// named it re-judges the same.
+	parsed, _, _ = result.StripHardware(parsed)
 	parsed = dropNonFinite(parsed)
 	t := judge.SKUTest(s, name, topo.Scope, parsed, defaults)
 	t.Name, t.Scope = name, topo.Scope

@@ -116,14 +116,61 @@ func VerdictDiffs(label string, had, got result.Test) []string {
 }
 
 func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run, t result.Test) (result.Test, error) {
-	rawName, err := resultsdir.RawFolder(t)
+	parsed, topo, err := parseAgain(ctx, plugins, dir, run, t)
 	if err != nil {
 		return result.Test{}, err
+	}
+	name, _, _ := strings.Cut(t.Name, "[")
+	pluginName, test, _ := SplitName(name)
+	got := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test))
+	if IsPreflight(ctx, plugins, pluginName, test) {
+		got = preflightVerdict(s, name, t.Scope, got)
+	}
+	got.Name = t.Name
+	return got, nil
+}
+
+// Hardware parses the raw outputs of every test and attempt of run (a
+// results folder at dir) again and merges the devices the plugins say
+// they show (result.HardwareInfo, result.MergeHardware): the hardware
+// list a results folder keeps (resultsdir.Hardware). problems name each
+// test whose outputs could not be read or whose plugin's list does not
+// read; its devices are left out. A plugin that names no hardware adds
+// none.
+func Hardware(ctx context.Context, plugins Plugins, dir string, run *result.Run) (list []result.Device, problems []string) {
+	for _, final := range run.Tests {
+		for _, t := range append(append([]result.Test(nil), final.Attempts...), final) {
+			if len(t.Raw) == 0 {
+				continue
+			}
+			parsed, _, err := parseAgain(ctx, plugins, dir, run, t)
+			if err == nil {
+				var ds []result.Device
+				if _, ds, err = result.StripHardware(parsed); err == nil {
+					list = result.MergeHardware(list, t.Name, ds)
+					continue
+				}
+			}
+			problems = append(problems, fmt.Sprintf("%s: %v", t.Name, err))
+		}
+	}
+	return list, problems
+}
+
+// parseAgain parses the raw outputs of test t of run (a results folder at
+// dir) again, as they were parsed when it ran, and returns what the
+// plugin made of them and the topology it was given; the error says why
+// its outputs cannot be read. A plugin's failure is a parse error of the
+// result, as when it ran.
+func parseAgain(ctx context.Context, plugins Plugins, dir string, run *result.Run, t result.Test) (result.Parsed, plan.Topology, error) {
+	rawName, err := resultsdir.RawFolder(t)
+	if err != nil {
+		return result.Parsed{}, plan.Topology{}, err
 	}
 	folder := filepath.Join(dir, resultsdir.Raw, rawName)
 	outs, err := resultsdir.ReadOutputs(dir, rawName)
 	if err != nil {
-		return result.Test{}, err
+		return result.Parsed{}, plan.Topology{}, err
 	}
 	// The plugin opens what it is handed, out of process: only regular
 	// files of this test's folder, reached through no link (safefs).
@@ -139,35 +186,30 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 	for i := range outs {
 		if outs[i].Log != "" {
 			if outs[i].Log, err = inFolder(outs[i].Log); err != nil {
-				return result.Test{}, err
+				return result.Parsed{}, plan.Topology{}, err
 			}
 		}
 		for k, v := range outs[i].Files {
 			if outs[i].Files[k], err = inFolder(v); err != nil {
-				return result.Test{}, err
+				return result.Parsed{}, plan.Topology{}, err
 			}
 		}
 	}
 	if err := t.Scope.Check(); err != nil {
-		return result.Test{}, fmt.Errorf("scope %s: %w", t.Scope, err)
+		return result.Parsed{}, plan.Topology{}, fmt.Errorf("scope %s: %w", t.Scope, err)
 	}
 	topo := plan.Topology{Scope: t.Scope, Hosts: run.Hosts}
 	// check names run N of several "TEST[FILE]"; the baseline knows TEST.
 	name, _, _ := strings.Cut(t.Name, "[")
 	pluginName, test, err := SplitName(name)
 	if err != nil {
-		return result.Test{}, err
+		return result.Parsed{}, plan.Topology{}, err
 	}
 	parsed, err := plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Params: t.Params, Topology: topo, Outputs: outs})
 	if err != nil {
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
-	got := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test))
-	if IsPreflight(ctx, plugins, pluginName, test) {
-		got = preflightVerdict(s, name, t.Scope, got)
-	}
-	got.Name = t.Name
-	return got, nil
+	return parsed, topo, nil
 }
 
 func metricDiffs(label string, recorded, got []result.Judged) []string {

@@ -112,8 +112,9 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 	if err := r.checkOnly(su); err != nil {
 		return nil, err
 	}
+	retries := max(r.Retries, 0)
 	run := &result.Run{SKU: r.SKU.Name, SKUSource: r.SKU.Source, Suite: suiteName, Launcher: r.Launcher.Name(), Scope: topo.Scope,
-		Hosts: topo.Hosts, Started: time.Now().UTC(), Version: r.Version, Dir: r.Dir, Tests: []result.Test{}, Notes: r.Notes}
+		Hosts: topo.Hosts, Started: time.Now().UTC(), Version: r.Version, Dir: r.Dir, Tests: []result.Test{}, Notes: r.Notes, Retries: &retries}
 	if len(r.Only) > 0 {
 		run.Selected = append([]string(nil), r.Only...)
 		sort.Strings(run.Selected)
@@ -179,7 +180,11 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 			t = skippedForBadNodes(result.Test{Name: st.Test, Scope: topo.Scope, Metrics: []result.Judged{}}, bad)
 			r.progress("%-24s skip  %s", st.Test, bad)
 		default:
-			t = r.runWithRetries(ctx, su, st, topo, pre[st.Test])
+			t = r.runWithRetries(ctx, su, st, topo, pre[st.Test], func(a result.Test) {
+				if jw != nil {
+					journalErr(jw.AddAttempt(a))
+				}
+			})
 		}
 		t.Preflight = pre[st.Test]
 		run.Tests = append(run.Tests, t)
@@ -200,8 +205,10 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 
 // runWithRetries runs a test, and again up to r.Retries times while it
 // fails or errors. Earlier attempts keep their raw outputs under
-// raw/TEST.attempt-N and are listed in the last attempt's Attempts.
-func (r *Runner) runWithRetries(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology, preflight bool) result.Test {
+// raw/TEST.attempt-N and are listed in the last attempt's Attempts;
+// ended is told each of them as it ends (the journal records it then).
+// Every attempt is numbered (result.Test.Attempt).
+func (r *Runner) runWithRetries(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, topo plan.Topology, preflight bool, ended func(result.Test)) result.Test {
 	var earlier []result.Test
 	// What is recorded and shown of a test (messages and diagnostics
 	// quoting its output, commands) is masked with what this test's
@@ -209,6 +216,9 @@ func (r *Runner) runWithRetries(ctx context.Context, su *sku.Suite, st *sku.Suit
 	red := redact.FromEnv(os.Environ(), Params(su.Params, st.Params, ScopedParams(r.Params, st.Test)))
 	for attempt := 1; ; attempt++ {
 		t := redact.Value(red, r.runTest(ctx, su, st, topo, attempt, preflight))
+		if !r.DryRun {
+			t.Attempt = attempt
+		}
 		again := attempt <= r.Retries && (t.Status == result.Fail || t.Status == result.Error) && ctx.Err() == nil && !r.DryRun
 		if !again {
 			if len(earlier) > 0 {
@@ -224,6 +234,7 @@ func (r *Runner) runWithRetries(ctx context.Context, su *sku.Suite, st *sku.Suit
 		if err := r.keepAttempt(&t, attempt); err != nil {
 			t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Warning, Message: err.Error()})
 		}
+		ended(t)
 		earlier = append(earlier, t)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -35,6 +36,9 @@ type FinishOptions struct {
 	OutDeleted bool
 	// Stdout receives the report, Stderr the sign-off digest and notes.
 	Stdout, Stderr io.Writer
+	// Plugins parse the raw outputs again for the hardware list
+	// (resultsdir.Hardware) written at sign-off; nil writes none.
+	Plugins runner.Plugins
 }
 
 // Finish writes the reports of a finished run (s judged it; nil when
@@ -49,6 +53,9 @@ type FinishOptions struct {
 // with its code and an error saying so.
 func Finish(ctx context.Context, run *result.Run, s *sku.SKU, o FinishOptions) (int, error) {
 	stdout := o.Stdout
+	if err := writeHardware(ctx, run, o); err != nil {
+		return result.ExitUsage, err
+	}
 	if err := WriteReports(run, s, o.Recorded); err != nil {
 		return result.ExitUsage, err
 	}
@@ -89,6 +96,34 @@ func Finish(ctx context.Context, run *result.Run, s *sku.SKU, o FinishOptions) (
 		return code, fmt.Errorf("nothing was judged: every test skipped (%s); check --sku, --nodes and --gpus-per-node against gpuaccept baseline show %s", run.Tests[0].Message, run.SKU)
 	}
 	return code, nil
+}
+
+// writeHardware writes the hardware list of a results folder about to be
+// signed off (a journal, no manifest yet): the devices its raw outputs
+// show, as the plugins read them (runner.Hardware), which the reports
+// then show and verify re-derives. A folder already signed off keeps the
+// list it has; outputs that cannot be read again are said on o.Stderr
+// and left out of it.
+func writeHardware(ctx context.Context, run *result.Run, o FinishOptions) error {
+	if run.Dir == "" || o.Plugins == nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(run.Dir, journal.File)); err != nil {
+		return nil
+	}
+	if _, err := os.Lstat(filepath.Join(run.Dir, manifest.File)); !errors.Is(err, iofs.ErrNotExist) {
+		return nil
+	}
+	// The context of a run stopped by Ctrl-C is done: the list is still
+	// made, from the outputs already on disk.
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	devices, problems := runner.Hardware(context.WithoutCancel(ctx), o.Plugins, run.Dir, run)
+	for _, p := range problems {
+		fmt.Fprintf(o.Stderr, "warning: hardware list: %s\n", p)
+	}
+	return resultsdir.WriteHardware(run.Dir, devices)
 }
 
 // signOff writes the manifest of the results folder run.Dir when it has

@@ -34,7 +34,8 @@ type Report struct {
 }
 
 // Render renders the reports of run, as WriteReports writes them into
-// run.Dir: results.json (showing recorded as results_dir, the folder the
+// run.Dir, with the hardware list run.Dir keeps (resultsdir.Hardware)
+// unless run has one: results.json (showing recorded as results_dir, the folder the
 // run wrote), table.txt, summary.md, junit.xml (with the raw outputs read
 // from run.Dir) and report.html (plots against the bands of s; nil draws
 // curves only). The same run and SKU file give the same bytes.
@@ -44,6 +45,14 @@ func Render(run *result.Run, s *sku.SKU, recorded string) ([]Report, error) {
 	// its bytes are masked once more: the escaping of JSON, HTML and XML
 	// can hide a pattern. verify renders the same way, so it compares like
 	// with like.
+	if run.Hardware == nil && run.Dir != "" {
+		// The folder's hardware list is shown as the file has it; one
+		// that does not read is verify's to name (checkHardware).
+		hw, _, _ := resultsdir.ReadHardware(run.Dir)
+		withHW := *run
+		withHW.Hardware = hw
+		run = &withHW
+	}
 	red := redact.Env()
 	run = redact.Value(red, run)
 	shown := *run

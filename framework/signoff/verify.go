@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	iofs "io/fs"
@@ -146,7 +147,10 @@ func (r *Result) add(kind, format string, a ...any) {
 // claims, a localisation's figure or suspect its runs do not give, a
 // report of another version whose verdicts differ, a format 1 manifest's
 // report that does not render again, raw outputs that are the shipped
-// recordings in a run that is no replay or check. Errors are a folder
+// recordings in a run that is no replay or check, a hardware list
+// (hardware.json) other than the one the raw outputs give, a retried
+// test's attempts other than the ones the journal recorded as each
+// ended. Errors are a folder
 // that cannot be read (no manifest, neither journal nor results.json);
 // everything else is a line of the Result.
 func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
@@ -222,6 +226,8 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 	r.checkRawFolders(dir, "", run)
 	r.checkRecordings(o.Recordings, run, m)
 	r.sayHardware(run)
+	r.checkHardware(ctx, dir, o.Plugins, run)
+	r.checkAttempts(run)
 	if s != nil && o.Builtin != nil {
 		r.checkBuiltin(ctx, dir, o, s, run, recorded)
 	}
@@ -391,6 +397,136 @@ func (r *Result) sayHardware(run *result.Run) {
 		return
 	}
 	r.add("", "the raw outputs name hosts %s; GPUs %s", listOr(hosts), listOr(gpus))
+}
+
+// maxHardwareLines bounds the devices verify prints one a line; the
+// rest are counted (hardware.json lists them all).
+const maxHardwareLines = 64
+
+// checkHardware re-derives the hardware list (resultsdir.Hardware) from
+// the raw outputs (runner.Hardware) and compares it with the folder's,
+// device by device: a device the file lists that the outputs do not show,
+// or shows otherwise, and one the outputs show that the file leaves out,
+// are findings; the list is printed for the customer to match with what
+// was received. A folder without the file is a note when its journal is
+// of a gpuaccept that did not list hardware yet (no retries recorded,
+// result.Run.Retries), a finding when it is of one that did.
+func (r *Result) checkHardware(ctx context.Context, dir string, plugins runner.Plugins, run *result.Run) {
+	have, ok, err := resultsdir.ReadHardware(dir)
+	switch {
+	case err != nil:
+		r.add(Mismatch, "%v", err)
+		return
+	case !ok && run.Retries == nil:
+		r.add(Note, "no hardware list (%s): made before gpuaccept listed hardware; the hosts and GPU models above are all the raw outputs are checked to name", resultsdir.Hardware)
+		return
+	case !ok:
+		r.add(Mismatch, "%s: missing, but the journal is of a gpuaccept that lists the hardware at sign-off: the GPUs and NICs the raw outputs show are no part of the sign-off", resultsdir.Hardware)
+	}
+	if plugins == nil {
+		return
+	}
+	want, problems := runner.Hardware(ctx, plugins, dir, run)
+	for _, p := range problems {
+		r.add(Rejudged, "hardware list: %s", p)
+	}
+	if !ok {
+		return
+	}
+	key := func(d result.Device) string {
+		data, _ := json.Marshal(d)
+		return string(data)
+	}
+	shown := map[string]bool{}
+	for _, d := range want {
+		shown[key(d)] = true
+	}
+	listed := map[string]bool{}
+	for _, d := range have {
+		listed[key(d)] = true
+		if !shown[key(d)] {
+			r.add(Mismatch, "%s lists %s (seen by %s), which the raw outputs, parsed again, do not show so", resultsdir.Hardware, d, strings.Join(d.Tests, ", "))
+		}
+	}
+	for _, d := range want {
+		if !listed[key(d)] {
+			r.add(Mismatch, "the raw outputs show %s (seen by %s), which %s does not list so", d, strings.Join(d.Tests, ", "), resultsdir.Hardware)
+		}
+	}
+	if len(want) == 0 {
+		r.add(Note, "%s: the raw outputs show no GPU UUID, serial, bus id or NIC GUID (no test whose plugin names hardware ran): nothing binds the evidence to the machines received", resultsdir.Hardware)
+		return
+	}
+	r.add("", "hardware the raw outputs show (%s, re-derived; match it with the machines received):", resultsdir.Hardware)
+	for i, d := range want {
+		if i == maxHardwareLines {
+			r.add("", "  ... and %d more (%s lists every one)", len(want)-i, resultsdir.Hardware)
+			break
+		}
+		r.add("", "  %s", d)
+	}
+}
+
+// checkAttempts holds each retried test's attempts to what the journal
+// recorded as they ended (journal attempt lines, result.Run.Ended) and to
+// the retries the run allowed (result.Run.Retries): an attempt taken out
+// of a test (its raw folder and its place in Attempts deleted, a WARN
+// made a PASS) leaves its journal line and the last attempt's number
+// behind. Runs made before attempts were recorded have neither.
+func (r *Result) checkAttempts(run *result.Run) {
+	ended := map[string][]result.Test{}
+	for _, a := range run.Ended {
+		ended[a.Name] = append(ended[a.Name], a)
+	}
+	for _, t := range run.Tests {
+		kept := len(t.Attempts)
+		if t.Attempt > 0 && t.Attempt != kept+1 {
+			r.add(Mismatch, "%s: its last attempt is attempt %d, but the run keeps %s before it: an attempt was taken out (or made up)", t.Name, t.Attempt, result.Count(kept, "earlier attempt"))
+		}
+		for i, a := range t.Attempts {
+			if a.Attempt > 0 && a.Attempt != i+1 {
+				r.add(Mismatch, "%s: attempt %d of the run's list says it is attempt %d", t.Name, i+1, a.Attempt)
+			}
+		}
+		if run.Retries != nil && kept > *run.Retries {
+			r.add(Mismatch, "%s: %s, but the run allowed %s (--retries)", t.Name, result.Count(kept+1, "attempt"), result.Count(*run.Retries, "retry"))
+		}
+		j := ended[t.Name]
+		if run.Retries == nil && len(j) == 0 {
+			continue
+		}
+		if len(j) != kept {
+			r.add(Mismatch, "%s: the journal recorded %s ending before its last (%s), the test keeps %d: an attempt's verdict was taken out or added", t.Name, result.Count(len(j), "attempt"), attemptsSaid(j), kept)
+			continue
+		}
+		for i, a := range j {
+			k := t.Attempts[i]
+			if a.Status != k.Status || a.Message != k.Message || !slices.Equal(a.Raw, k.Raw) {
+				r.add(Mismatch, "%s: attempt %d ended %s (%s) as the journal recorded it then, the test keeps %s (%s)", t.Name, i+1, a.Status, cut(a.Message, 120), k.Status, cut(k.Message, 120))
+			}
+		}
+	}
+	names := map[string]bool{}
+	for _, t := range run.Tests {
+		names[t.Name] = true
+	}
+	for _, n := range slices.Sorted(maps.Keys(ended)) {
+		if j := ended[n]; !names[n] {
+			r.add(Mismatch, "%s: the journal recorded %s of it ending (%s), but the run has no such test", n, result.Count(len(j), "attempt"), attemptsSaid(j))
+		}
+	}
+}
+
+// attemptsSaid lists attempts as "1 error, 2 fail".
+func attemptsSaid(as []result.Test) string {
+	var out []string
+	for _, a := range as {
+		out = append(out, fmt.Sprintf("%d %s", a.Attempt, a.Status))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 func listOr(set map[string]bool) string {

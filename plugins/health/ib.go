@@ -38,6 +38,10 @@ type ibPort struct {
 	// lane is the active speed of one lane in Gb/s (ibv_devinfo's
 	// active_speed); 0 unknown.
 	lane float64
+	// nodeGUID is the HCA's node GUID (ibstat's "Node GUID", ibv_devinfo's
+	// node_guid), portGUID the port's (ibstat's "Port GUID"), as printed;
+	// "" unknown. They name the adapter in the hardware list.
+	nodeGUID, portGUID string
 }
 
 var (
@@ -51,11 +55,11 @@ var (
 // line ibstat prints on a failing device ("ibpanic: ...") is returned as a
 // note.
 func parseIBStat(s *section) (ports []ibPort, notes []line) {
-	hca, part := "", ""
+	hca, part, guid := "", "", ""
 	for _, l := range s.lines {
 		t := stripPaste(l.text)
 		if m := ibstatCA.FindStringSubmatch(t); m != nil {
-			hca, part = m[1], ""
+			hca, part, guid = m[1], "", ""
 			continue
 		}
 		if strings.HasPrefix(t, "ibpanic:") || strings.HasPrefix(t, "ibwarn:") {
@@ -70,11 +74,15 @@ func parseIBStat(s *section) (ports []ibPort, notes []line) {
 				break
 			}
 			n, _ := strconv.Atoi(m[1])
-			ports = append(ports, ibPort{hca: hca, port: n, part: part, rate: -1, where: s.file + ":" + strconv.Itoa(l.no)})
+			ports = append(ports, ibPort{hca: hca, port: n, part: part, nodeGUID: guid, rate: -1, where: s.file + ":" + strconv.Itoa(l.no)})
 			continue
 		}
 		if v, ok := strings.CutPrefix(t, "CA type:"); ok {
 			part = partOf(v)
+			continue
+		}
+		if v, ok := strings.CutPrefix(t, "Node GUID:"); ok && (len(ports) == 0 || ports[len(ports)-1].hca != hca) {
+			guid = strings.TrimSpace(v)
 			continue
 		}
 		if len(ports) == 0 || ports[len(ports)-1].hca != hca {
@@ -94,6 +102,8 @@ func parseIBStat(s *section) (ports []ibPort, notes []line) {
 			p.rate = rateOf(m[2])
 		case "Link layer":
 			p.linkLayer = strings.TrimSpace(m[2])
+		case "Port GUID":
+			p.portGUID = strings.TrimSpace(m[2])
 		}
 	}
 	return ports, notes

@@ -53,7 +53,7 @@ func stripPaste(t string) string {
 // prints when it cannot list devices ("Failed to get IB devices list",
 // "No IB devices found") are returned as notes.
 func parseIBDevinfo(s *section) (ports []ibPort, notes []line) {
-	hca, part := "", ""
+	hca, part, guid := "", "", ""
 	cur := -1 // index in ports of the port being read; -1 none
 	for _, l := range s.lines {
 		t := stripPaste(l.text)
@@ -61,7 +61,7 @@ func parseIBDevinfo(s *section) (ports []ibPort, notes []line) {
 			continue
 		}
 		if m := devinfoHCA.FindStringSubmatch(t); m != nil {
-			hca, part, cur = m[1], "", -1
+			hca, part, guid, cur = m[1], "", "", -1
 			continue
 		}
 		if m := ibstatusDevice.FindStringSubmatch(t); m != nil {
@@ -88,7 +88,7 @@ func parseIBDevinfo(s *section) (ports []ibPort, notes []line) {
 					break
 				}
 				n, _ := strconv.Atoi(m[1])
-				ports = append(ports, ibPort{hca: hca, port: n, part: part, rate: -1, where: s.file + ":" + strconv.Itoa(l.no)})
+				ports = append(ports, ibPort{hca: hca, port: n, part: part, nodeGUID: guid, rate: -1, where: s.file + ":" + strconv.Itoa(l.no)})
 				cur = len(ports) - 1
 				continue
 			}
@@ -100,6 +100,10 @@ func parseIBDevinfo(s *section) (ports []ibPort, notes []line) {
 		key, val := m[1], strings.TrimSpace(m[2])
 		if key == "vendor_part_id" && hca != "" && cur < 0 {
 			part = val
+			continue
+		}
+		if key == "node_guid" && hca != "" && cur < 0 {
+			guid = val
 			continue
 		}
 		if cur < 0 {
@@ -236,6 +240,12 @@ func mergeIB(ports []ibPort, more []ibPort) []ibPort {
 			}
 			if p.part == "" {
 				p.part = q.part
+			}
+			if p.nodeGUID == "" {
+				p.nodeGUID = q.nodeGUID
+			}
+			if p.portGUID == "" {
+				p.portGUID = q.portGUID
 			}
 			if !p.hasGID && q.hasGID {
 				p.gid, p.hasGID = q.gid, true

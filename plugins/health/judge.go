@@ -4,6 +4,7 @@ package health
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -364,6 +365,12 @@ func judgeNodes(p *result.Parsed, inputs []*nodeInput, s settings, topo plan.Top
 			p.Info["driver_version"] = g.driver
 			break
 		}
+	}
+	if hw := result.HardwareValue(hardwareOf(nodes)); hw != "" {
+		if p.Info == nil {
+			p.Info = map[string]string{}
+		}
+		p.Info[result.HardwareInfo] = hw
 	}
 	sameAcross(p, nodes, "driver version", "GA-DRIVER-MISMATCH", func(g gpu) string { return g.driver })
 	sameAcross(p, nodes, "VBIOS version", "GA-VBIOS-MISMATCH", func(g gpu) string { return g.vbios })
@@ -1017,4 +1024,42 @@ func orUnknown(s string) string {
 		return "in no state ibstat printed"
 	}
 	return s
+}
+
+// hardwareOf lists the GPUs and HCAs the nodes' outputs show, with the
+// UUIDs, serials, bus ids and GUIDs they print (result.HardwareInfo): the
+// results folder's hardware list, which a customer matches to what they
+// received. A value printed as N/A is none.
+func hardwareOf(nodes []node) []result.Device {
+	shown := func(v string) string {
+		if v = strings.TrimSpace(v); strings.EqualFold(v, "N/A") || strings.EqualFold(v, "[N/A]") {
+			return ""
+		}
+		return v
+	}
+	var out []result.Device
+	for _, nd := range nodes {
+		for _, g := range nd.gpus {
+			d := result.Device{Host: nd.host, Kind: result.GPUDevice, Name: shown(g.name), UUID: shown(g.uuid), Serial: shown(g.serial), BusID: shown(g.busID)}
+			if d.Name != "" || d.UUID != "" || d.Serial != "" || d.BusID != "" {
+				out = append(out, d)
+			}
+		}
+		at := map[string]int{}
+		for _, pt := range nd.ports {
+			i, ok := at[pt.hca]
+			if !ok {
+				i = len(out)
+				at[pt.hca] = i
+				out = append(out, result.Device{Host: nd.host, Kind: result.NICDevice, Name: pt.hca})
+			}
+			if out[i].GUID == "" {
+				out[i].GUID = shown(pt.nodeGUID)
+			}
+			if g := shown(pt.portGUID); g != "" && !slices.Contains(out[i].PortGUIDs, g) {
+				out[i].PortGUIDs = append(out[i].PortGUIDs, g)
+			}
+		}
+	}
+	return out
 }

@@ -15,6 +15,7 @@ import (
 type gpu struct {
 	index                   int
 	name, busID             string
+	uuid, serial            string // as printed; "" or "N/A" when not
 	driver, vbios           string
 	persistence, eccMode    string
 	uncorrVol, uncorrAgg    int64
@@ -103,6 +104,8 @@ type smiLog struct {
 type smiGPU struct {
 	ID          string `xml:"id,attr"`
 	Name        string `xml:"product_name"`
+	UUID        string `xml:"uuid"`
+	Serial      string `xml:"serial"`
 	VBIOS       string `xml:"vbios_version"`
 	Persistence string `xml:"persistence_mode"`
 	PCI         struct {
@@ -214,6 +217,7 @@ func gpusOf(doc smiLog, where string) []gpu {
 	for i, x := range doc.GPUs {
 		g := newGPU(i, where)
 		g.name, g.busID = strings.TrimSpace(x.Name), strings.TrimSpace(x.PCI.BusID)
+		g.uuid, g.serial = strings.TrimSpace(x.UUID), strings.TrimSpace(x.Serial)
 		if g.busID == "" {
 			g.busID = strings.TrimSpace(x.ID)
 		}
@@ -291,6 +295,10 @@ func parseCSV(s *section) ([]gpu, error) {
 				g.name = v
 			case "pci.bus_id":
 				g.busID = v
+			case "uuid":
+				g.uuid = v
+			case "serial":
+				g.serial = v
 			case "driver_version":
 				g.driver = v
 			case "vbios_version":

@@ -242,6 +242,10 @@ func setSMIText(g *smiGPU, path []string, v string) {
 	switch p {
 	case "product name":
 		g.Name = v
+	case "gpu uuid":
+		g.UUID = v
+	case "serial number":
+		g.Serial = v
 	case "vbios version":
 		g.VBIOS = v
 	case "persistence mode":

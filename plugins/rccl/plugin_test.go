@@ -104,7 +104,11 @@ func render(p result.Parsed) string {
 	fmt.Fprintf(&b, "error: %q\n", p.Error)
 	keys := make([]string, 0, len(p.Info))
 	for k := range p.Info {
-		keys = append(keys, k)
+		// The hardware list is the framework's, not the verdict's
+		// (result.HardwareInfo): nccltests' TestDevicesOfRankLines holds it.
+		if k != result.HardwareInfo {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	for _, k := range keys {

@@ -1,12 +1,14 @@
 package nccltests
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -62,6 +64,10 @@ func Results(outs []plan.Output, opt Options) result.Parsed {
 		for k, v := range one.Info {
 			if p.Info == nil {
 				p.Info = map[string]string{}
+			}
+			if k == result.HardwareInfo {
+				// Every step's devices, not the last step's.
+				v = joinHardware(p.Info[k], v)
 			}
 			p.Info[k] = v
 		}
@@ -200,6 +206,9 @@ func Result(o plan.Output, opt Options) result.Parsed {
 	}
 	if ranks > 0 {
 		p.Info["ranks"] = strconv.Itoa(ranks)
+	}
+	if hw := result.HardwareValue(devicesOf(text, js)); hw != "" {
+		p.Info[result.HardwareInfo] = hw
 	}
 	if len(src.Rows) == 0 {
 		what := "no result rows"
@@ -738,4 +747,43 @@ func foldErrors(file string, ds []Diag) []string {
 		out[len(out)-1] += fmt.Sprintf(" (%d call-stack lines of nccl-tests not quoted)", frames)
 	}
 	return out
+}
+
+// devicesOf lists the GPUs the rank lines of the text output show (else
+// the JSON's devices): host, device name and PCI bus id as printed, each
+// device once (ranks of one process share it), for the results folder's
+// hardware list (result.HardwareInfo).
+func devicesOf(text, js *Output) []result.Device {
+	src := text
+	if src == nil || len(src.Ranks) == 0 {
+		src = js
+	}
+	if src == nil {
+		return nil
+	}
+	var out []result.Device
+	for _, r := range src.Ranks {
+		d := result.Device{Host: r.Host, Kind: result.GPUDevice, Name: r.DeviceName, BusID: r.BusID}
+		if (d.Name != "" || d.BusID != "") && !slices.ContainsFunc(out, func(x result.Device) bool { return x.Host == d.Host && x.Name == d.Name && x.BusID == d.BusID }) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// joinHardware joins two values of the hardware info key (JSON lists of
+// devices) into one list; a value that does not read is kept as it is, for
+// the framework to name.
+func joinHardware(a, b string) string {
+	if a == "" {
+		return b
+	}
+	var x, y []result.Device
+	if json.Unmarshal([]byte(a), &x) != nil {
+		return a
+	}
+	if json.Unmarshal([]byte(b), &y) != nil {
+		return b
+	}
+	return result.HardwareValue(append(x, y...))
 }
