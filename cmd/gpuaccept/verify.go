@@ -98,8 +98,10 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
+	// Every line printed is one line (redact.PrintableLine): a name with
+	// a line feed in it cannot print a "verify: OK" of its own.
 	for _, l := range res.Lines {
-		fmt.Fprintln(stdout, redact.Printable(l.String()))
+		fmt.Fprintln(stdout, redact.PrintableLine(l.String()))
 	}
 	if ctx.Err() != nil {
 		// Re-judging stopped half way: its differences say nothing.
@@ -107,7 +109,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	findings := res.Findings
 	for _, p := range clearSecrets(dir) {
-		fmt.Fprintf(stdout, "MISMATCH %s\n", redact.Printable(p))
+		fmt.Fprintf(stdout, "MISMATCH %s\n", redact.PrintableLine(p))
 		findings++
 	}
 	if findings > 0 {
@@ -128,8 +130,9 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if res.Replay {
 		replayed = "; its raw outputs are the recordings gpuaccept ships: no sign-off of hardware"
 	}
-	fmt.Fprintf(stdout, "verify: OK: %s %s the manifest; %s re-judged against %s%s %s the recorded verdicts%s (run %s)%s%s%s\n",
+	ok := fmt.Sprintf("verify: OK: %s %s the manifest; %s re-judged against %s%s %s the recorded verdicts%s (run %s)%s%s%s",
 		result.Count(len(res.Manifest.Files), "file"), result.Noun(len(res.Manifest.Files), "matches", "match"), result.Count(len(res.Run.Tests), "test"), res.Manifest.Baseline.Path, whose, result.Noun(len(res.Run.Tests), "gives", "give"), subs, res.Run.Status, rederived(res), sealed(res), replayed)
+	fmt.Fprintln(stdout, redact.PrintableLine(ok))
 	return exitOK, nil
 }
 
