@@ -30,6 +30,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
+	"github.com/gpuaccept/gpuaccept/framework/strictjson"
 )
 
 // File is the manifest's name in a results folder.
@@ -269,6 +270,9 @@ func Read(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
 	var m Manifest
+	if err := strictjson.DuplicateKey(data); errors.Is(err, strictjson.ErrDuplicateKey) {
+		return nil, fmt.Errorf("read manifest %s: %w", p, err)
+	}
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("read manifest %s: %w", p, err)
 	}

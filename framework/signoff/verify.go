@@ -181,6 +181,11 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 		return nil, err
 	}
 	r.Run = run
+	// A results.json that readers read differently (a key given twice)
+	// is malformed input, as a journal line with one is.
+	if err := resultsdir.CheckResults(dir); err != nil {
+		return nil, err
+	}
 	if _, err := os.Lstat(filepath.Join(dir, resultsdir.Journal)); errors.Is(err, iofs.ErrNotExist) {
 		// results.json is a report of the run, rendered from the journal:
 		// read back as the run, it would vouch for itself.
