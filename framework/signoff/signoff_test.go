@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 )
 
 func TestValueDiffs(t *testing.T) {
@@ -189,4 +191,24 @@ func TestVerifyVersionAndSKU(t *testing.T) {
 	for _, w := range []string{`MISMATCH manifest.json says gpuaccept "v0" made the run, the journal says "v1"`, "MISMATCH manifest.json is of SKU h100, the journal of SKU h200"} {
 		assert.Assert(t, strings.Contains(lines(res), w), "want %q in\n%s", w, lines(res))
 	}
+}
+
+// The reports the layout of a results folder defines
+// (resultsdir.Reports, which verify holds every file to) are those Render
+// writes: a report added there and not here would be a finding in every
+// folder.
+func TestRenderedReportsAreTheLayouts(t *testing.T) {
+	dir := signedFolder(t, "v1")
+	run, recorded, err := resultsdir.Load(dir)
+	assert.NilError(t, err)
+	reports, err := Render(run, nil, recorded)
+	assert.NilError(t, err)
+	var names []string
+	for _, r := range reports {
+		names = append(names, r.Name)
+	}
+	sort.Strings(names)
+	want := append([]string(nil), resultsdir.Reports...)
+	sort.Strings(want)
+	assert.DeepEqual(t, names, want)
 }

@@ -229,6 +229,7 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 		r.add(Note, "the run is not signed off (status %s): %s", run.Status, nj)
 	}
 	r.checkRawFolders(dir, "", run)
+	r.checkLayout(dir, run, m)
 	r.checkRecordings(o.Recordings, run, m)
 	r.sayHardware(run)
 	if s != nil && o.Builtin != nil {
@@ -619,6 +620,38 @@ func (r *Result) checkRawFolders(dir, rel string, run *result.Run) {
 		if !claimed[e.Name()] {
 			r.add(Mismatch, "%s: no test or attempt of the journal has its raw outputs there: outputs kept with no verdict from them (a test or an attempt dropped)", path.Join(rel, resultsdir.Raw, e.Name()))
 		}
+	}
+}
+
+// checkLayout names every file manifest m lists that the layout of a
+// results folder does not define (resultsdir.Strays): a report's
+// look-alike (Report.html, results.json with a zero-width space), a file
+// beside the reports or a raw output no step wrote is no part of what
+// verify re-derives, yet a reader of the folder takes it for one. run is
+// the main run; the localisations' runs are read from their journals.
+func (r *Result) checkLayout(dir string, run *result.Run, m *manifest.Manifest) {
+	runs := map[string]*result.Run{"": run}
+	for _, sd := range subRunDirs(run) {
+		clean := path.Clean(filepath.ToSlash(sd.dir))
+		if !filepath.IsLocal(sd.dir) || !strings.HasPrefix(clean, resultsdir.Localise+"/") {
+			continue // verifySubRuns names it
+		}
+		sub, err := journal.Read(filepath.Join(dir, filepath.FromSlash(clean)))
+		if err != nil {
+			sub = nil // verifySubRuns names it; its files are not judged
+		}
+		runs[clean] = sub
+	}
+	files := make([]string, len(m.Files))
+	for i, f := range m.Files {
+		files[i] = f.Path
+	}
+	for _, s := range resultsdir.Strays(dir, files, runs) {
+		if s.LooksLike != "" {
+			r.add(Mismatch, "%s: not a file of a results folder's layout, and it looks like %s (the same name once case, Unicode compatibility forms and invisible characters are folded): a reader takes it for what gpuaccept wrote", strconv.Quote(s.Path), s.LooksLike)
+			continue
+		}
+		r.add(Mismatch, "%s: not a file of a results folder's layout (reports, journal, baseline/SKU.yaml, raw outputs the journal or outputs.json names, localise/ runs): nothing gpuaccept writes, and nothing verify re-derives", strconv.Quote(s.Path))
 	}
 }
 
