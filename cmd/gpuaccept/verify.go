@@ -29,11 +29,12 @@ judges them against the kept baseline copy, comparing every verdict,
 message, number, check and host with those recorded; compares results.json
 value by value with the run re-derived from the journal; and renders
 junit.xml, report.html, summary.md and table.txt again, comparing them
-byte for byte (a folder made by another gpuaccept version: junit.xml's
-counts and outcomes and each report's verdict line are re-derived, the
-rest held to its hashes only when its manifest is sealed by --digest or a
-signature; else a report that renders otherwise is a finding). The run's
-status is recomputed from its tests. The kept baseline copy is
+byte for byte: a report that renders otherwise is a finding whatever
+version the folder says made it (gpuaccept report DIR renders them
+again). Every file the manifest lists must be one of a results folder's
+layout (look-alike names are named as such), and results.json, journal
+lines and the manifest must give no key twice. The run's status is
+recomputed from its tests. The kept baseline copy is
 compared with this gpuaccept's built-in SKU file of that name: when it is
 a site's own, verify says so and which verdicts and bands the built-in
 one would give (a note; a finding with --strict-baseline), and a suite,
