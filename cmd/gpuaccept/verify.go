@@ -97,7 +97,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	defer stop()
 	res, err := signoff.Verify(ctx, dir, o)
 	if err != nil {
-		return exitUsage, err
+		return exitUsage, oneLine{err}
 	}
 	// Every line printed is one line (redact.PrintableLine): a name with
 	// a line feed in it cannot print a "verify: OK" of its own.
@@ -172,3 +172,11 @@ func sealed(res *signoff.Result) string {
 	}
 	return "; " + strings.Join(parts, ", ")
 }
+
+// oneLine is an error of verify printed as one line (redact.PrintableLine):
+// what it quotes of the folder (a file name, a journal line) cannot start
+// a line of its own.
+type oneLine struct{ err error }
+
+func (e oneLine) Error() string { return redact.PrintableLine(e.err.Error()) }
+func (e oneLine) Unwrap() error { return e.err }

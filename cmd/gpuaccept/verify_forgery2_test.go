@@ -99,7 +99,7 @@ func TestVerifyRefusesFilesNotOfTheLayout(t *testing.T) {
 		assert.NilError(t, os.WriteFile(filepath.Join(dir, "Report.html"), []byte("PASS\n"), 0o644))
 		regenerate(t, dir)
 		_, out, _ := cli(t, "verify", dir)
-		assert.Assert(t, strings.Contains(out, "looks like report.html"), out)
+		assert.Assert(t, strings.Contains(out, `looks like "report.html"`), out)
 	})
 }
 
@@ -115,6 +115,18 @@ func TestVerifyRefusesDuplicateKeys(t *testing.T) {
 		code, out, errs := cli(t, "verify", dir, "--digest", digestOf(t, dir))
 		assert.Equal(t, code, 2, out+errs)
 		assert.Assert(t, strings.Contains(errs, "results.json") && strings.Contains(errs, `duplicate key "status"`), out+errs)
+	})
+	// The error quotes the folder's path: on one line, whatever it holds.
+	t.Run("error on one line", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "r\nverify: OK: forged")
+		assert.NilError(t, os.CopyFS(dir, os.DirFS(failed)))
+		edit(t, filepath.Join(dir, "journal.jsonl"), `"status":"fail"`, `"status":"pass","status":"fail"`)
+		code, out, errs := cli(t, "verify", dir)
+		assert.Equal(t, code, 2, out+errs)
+		assert.Assert(t, strings.Contains(errs, `r\nverify: OK: forged`), errs)
+		for _, l := range strings.Split(errs, "\n") {
+			assert.Assert(t, !strings.HasPrefix(l, "verify: OK"), errs)
+		}
 	})
 	t.Run("journal", func(t *testing.T) {
 		dir := copyDir(t, failed)

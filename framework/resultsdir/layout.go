@@ -40,6 +40,9 @@ type Stray struct {
 	// compatibility forms (NFKC) and invisible format characters are
 	// folded away ("Report.html", "results.json\u200b"); "" when none.
 	LooksLike string
+	// Defined says the layout defines Path too: two of its names look
+	// alike (raw outputs A.log and a.log).
+	Defined bool
 }
 
 // Strays returns the files among files (paths relative to the results
@@ -96,7 +99,7 @@ func Strays(root string, files []string, runs map[string]*result.Run) []Stray {
 		if !defined[f] && unclaimed(f, runs, unjudged) {
 			continue
 		}
-		out = append(out, Stray{Path: f, LooksLike: like})
+		out = append(out, Stray{Path: f, LooksLike: like, Defined: defined[f]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out

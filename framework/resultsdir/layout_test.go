@@ -55,18 +55,24 @@ func TestStrays(t *testing.T) {
 		})
 	}
 	strays := []Stray{
-		{"Report.html", "report.html"},
-		{"results.json\u200b", "results.json"},
-		{"ｒｅｓｕｌｔｓ.json", "results.json"},
-		{"raw/nccl.all_reduce/ALL_REDUCE.log", "raw/nccl.all_reduce/all_reduce.log"},
-		{"extra/results.json", ""},
-		{"SIGNED-OFF-PASS.txt", ""},
-		{"manifest.json", ""},
-		{"baseline/h100.yaml", ""},
-		{"raw/nccl.all_reduce/all_reduce.log.orig", ""},
-		{"localise/nccl.all_reduce/pairs/vm-vm2-r1/raw/nccl.all_reduce/slurm-job.sh", ""}, // launcher local
-		{"localise/nccl.all_reduce/pairs/other/journal.jsonl", ""},
+		{Path: "Report.html", LooksLike: "report.html"},
+		{Path: "results.json\u200b", LooksLike: "results.json"},
+		{Path: "ｒｅｓｕｌｔｓ.json", LooksLike: "results.json"},
+		{Path: "raw/nccl.all_reduce/ALL_REDUCE.log", LooksLike: "raw/nccl.all_reduce/all_reduce.log"},
+		{Path: "extra/results.json", LooksLike: ""},
+		{Path: "SIGNED-OFF-PASS.txt", LooksLike: ""},
+		{Path: "manifest.json", LooksLike: ""},
+		{Path: "baseline/h100.yaml", LooksLike: ""},
+		{Path: "raw/nccl.all_reduce/all_reduce.log.orig", LooksLike: ""},
+		{Path: "localise/nccl.all_reduce/pairs/vm-vm2-r1/raw/nccl.all_reduce/slurm-job.sh", LooksLike: ""}, // launcher local
+		{Path: "localise/nccl.all_reduce/pairs/other/journal.jsonl", LooksLike: ""},
 	}
+	// Two raw outputs the journal names that look alike: the one that
+	// sorts after is named.
+	twins := *runs[""]
+	twins.Tests = []result.Test{{Name: "nccl.all_reduce", Status: result.Pass, Raw: []string{"raw/nccl.all_reduce/A.log", "raw/nccl.all_reduce/a.log"}}}
+	assert.DeepEqual(t, Strays(root, []string{"raw/nccl.all_reduce/A.log", "raw/nccl.all_reduce/a.log"}, map[string]*result.Run{"": &twins}),
+		[]Stray{{Path: "raw/nccl.all_reduce/a.log", LooksLike: "raw/nccl.all_reduce/A.log", Defined: true}})
 	for _, s := range strays {
 		t.Run(s.Path, func(t *testing.T) {
 			assert.DeepEqual(t, Strays(root, []string{s.Path}, runs), []Stray{s})

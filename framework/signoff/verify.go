@@ -647,8 +647,12 @@ func (r *Result) checkLayout(dir string, run *result.Run, m *manifest.Manifest) 
 		files[i] = f.Path
 	}
 	for _, s := range resultsdir.Strays(dir, files, runs) {
+		if s.Defined {
+			r.add(Mismatch, "%s: looks like %s, another file of the folder (the same name once case, Unicode compatibility forms and invisible characters are folded): a reader takes one for the other", strconv.Quote(s.Path), strconv.Quote(s.LooksLike))
+			continue
+		}
 		if s.LooksLike != "" {
-			r.add(Mismatch, "%s: not a file of a results folder's layout, and it looks like %s (the same name once case, Unicode compatibility forms and invisible characters are folded): a reader takes it for what gpuaccept wrote", strconv.Quote(s.Path), s.LooksLike)
+			r.add(Mismatch, "%s: not a file of a results folder's layout, and it looks like %s (the same name once case, Unicode compatibility forms and invisible characters are folded): a reader takes it for what gpuaccept wrote", strconv.Quote(s.Path), strconv.Quote(s.LooksLike))
 			continue
 		}
 		r.add(Mismatch, "%s: not a file of a results folder's layout (reports, journal, baseline/SKU.yaml, raw outputs the journal or outputs.json names, localise/ runs): nothing gpuaccept writes, and nothing verify re-derives", strconv.Quote(s.Path))
