@@ -451,13 +451,11 @@ func TestRealGPUResultsVerify(t *testing.T) {
 			// verify writes nothing, but work on a copy all the same.
 			dir := filepath.Join(t.TempDir(), c.dir)
 			assert.NilError(t, os.CopyFS(dir, os.DirFS(r+c.dir)))
-			// Unsealed, the reports this gpuaccept renders otherwise are
-			// bound by nothing: findings. With the sign-off digest (the
-			// manifest as committed), they are notes.
+			// The reports this gpuaccept renders otherwise are findings,
+			// sealed or not (issue 29, F1: they were notes when sealed).
 			code, stdout, errs := cli(t, "verify", dir)
 			assert.Equal(t, code, 1, stdout+errs)
-			assert.Assert(t, strings.Contains(stdout, "MISMATCH report.html: differs from the one this gpuaccept (dev) renders"), stdout)
-			assert.Assert(t, strings.Contains(stdout, "the manifest says format 1 (reports not hashed), but it is not sealed"), stdout)
+			assert.Assert(t, strings.Contains(stdout, `MISMATCH report.html: not hashed by a format 1 manifest, and this gpuaccept ("dev") renders it otherwise`), stdout)
 			// Their manifests (format 1) do not hash the reports: results.json
 			// is re-derived all the same, and the reports that render as
 			// they did are compared byte for byte; report.html (laid out
@@ -467,9 +465,9 @@ func TestRealGPUResultsVerify(t *testing.T) {
 			// again).
 			code, stdout, errs = cli(t, "verify", dir, "--digest", digestOf(t, r+c.dir))
 			assert.Equal(t, code, 1, stdout+errs)
-			findings := []string{"MISMATCH report.html: not hashed by a format 1 manifest, and this gpuaccept (dev) renders it otherwise"}
+			findings := []string{`MISMATCH report.html: not hashed by a format 1 manifest, and this gpuaccept ("dev") renders it otherwise`}
 			if c.dir == "p2poff" {
-				findings = append(findings, "MISMATCH summary.md: not hashed by a format 1 manifest, and this gpuaccept (dev) renders it otherwise")
+				findings = append(findings, `MISMATCH summary.md: not hashed by a format 1 manifest, and this gpuaccept ("dev") renders it otherwise`)
 			}
 			for _, w := range append([]string{"format 1: raw outputs, baseline copy and journal only", "verify: FAILED: " + result.Count(len(findings), "finding")}, findings...) {
 				assert.Assert(t, strings.Contains(stdout, w), "want %q in\n%s", w, stdout)

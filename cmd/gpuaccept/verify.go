@@ -30,11 +30,12 @@ judges them against the kept baseline copy, comparing every verdict,
 message, number, check and host with those recorded; compares results.json
 value by value with the run re-derived from the journal; and renders
 junit.xml, report.html, summary.md and table.txt again, comparing them
-byte for byte (a folder made by another gpuaccept version: junit.xml's
-counts and outcomes and each report's verdict line are re-derived, the
-rest held to its hashes only when its manifest is sealed by --digest or a
-signature; else a report that renders otherwise is a finding). The run's
-status is recomputed from its tests. The kept baseline copy is
+byte for byte: a report that renders otherwise is a finding whatever
+version the folder says made it (gpuaccept report DIR renders them
+again). Every file the manifest lists must be one of a results folder's
+layout (look-alike names are named as such), and results.json, journal
+lines and the manifest must give no key twice. The run's status is
+recomputed from its tests. The kept baseline copy is
 compared with this gpuaccept's built-in SKU file of that name: when it is
 a site's own, verify says so and which verdicts and bands the built-in
 one would give (a note; a finding with --strict-baseline), and a suite,
@@ -97,10 +98,12 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	defer stop()
 	res, err := signoff.Verify(ctx, dir, o)
 	if err != nil {
-		return exitUsage, err
+		return exitUsage, oneLine{err}
 	}
+	// Every line printed is one line (redact.PrintableLine): a name with
+	// a line feed in it cannot print a "verify: OK" of its own.
 	for _, l := range res.Lines {
-		fmt.Fprintln(stdout, redact.Printable(l.String()))
+		fmt.Fprintln(stdout, redact.PrintableLine(l.String()))
 	}
 	if ctx.Err() != nil {
 		// Re-judging stopped half way: its differences say nothing.
@@ -108,7 +111,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	findings := res.Findings
 	for _, p := range clearSecrets(dir) {
-		fmt.Fprintf(stdout, "MISMATCH %s\n", redact.Printable(p))
+		fmt.Fprintf(stdout, "MISMATCH %s\n", redact.PrintableLine(p))
 		findings++
 	}
 	if findings > 0 {
@@ -129,8 +132,9 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if res.Replay {
 		replayed = "; its raw outputs are the recordings gpuaccept ships: no sign-off of hardware"
 	}
-	fmt.Fprintf(stdout, "verify: OK: %s %s the manifest; %s re-judged against %s%s %s the recorded verdicts%s (run %s)%s%s%s\n",
+	ok := fmt.Sprintf("verify: OK: %s %s the manifest; %s re-judged against %s%s %s the recorded verdicts%s (run %s)%s%s%s",
 		result.Count(len(res.Manifest.Files), "file"), result.Noun(len(res.Manifest.Files), "matches", "match"), result.Count(len(res.Run.Tests), "test"), res.Manifest.Baseline.Path, whose, result.Noun(len(res.Run.Tests), "gives", "give"), subs, runVerdict(res.Run), rederived(res), sealed(res), replayed)
+	fmt.Fprintln(stdout, redact.PrintableLine(ok))
 	return exitOK, nil
 }
 
@@ -224,3 +228,11 @@ func sealed(res *signoff.Result) string {
 	}
 	return "; " + strings.Join(parts, ", ")
 }
+
+// oneLine is an error of verify printed as one line (redact.PrintableLine):
+// what it quotes of the folder (a file name, a journal line) cannot start
+// a line of its own.
+type oneLine struct{ err error }
+
+func (e oneLine) Error() string { return redact.PrintableLine(e.err.Error()) }
+func (e oneLine) Unwrap() error { return e.err }

@@ -21,6 +21,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
+	"github.com/gpuaccept/gpuaccept/framework/strictjson"
 )
 
 // File is the journal's name in a results folder.
@@ -220,6 +221,11 @@ func Read(dir string) (*result.Run, error) {
 			// Only the last line may be cut short (killed mid-write).
 			pending = fmt.Errorf("%s line %d: %w", p, line, err)
 			continue
+		}
+		// A key given twice is read as its last value here, as its first
+		// by other readers: one line, one reading.
+		if err := strictjson.DuplicateKey(sc.Bytes()); errors.Is(err, strictjson.ErrDuplicateKey) {
+			return nil, fmt.Errorf("%s line %d: %w", p, line, err)
 		}
 		switch {
 		case line == 1 && r.Run != nil:

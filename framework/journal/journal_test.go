@@ -91,6 +91,8 @@ func TestReadErrors(t *testing.T) {
 		"empty":           {"", "empty journal"},
 		"no header":       {`{"test":{"name":"a"}}` + "\n", "line 1: not a journal header"},
 		"bad middle line": {`{"run":{"sku":"h200"}}` + "\n" + "garbage\n" + `{"test":{"name":"a"}}` + "\n", "line 2:"},
+		// Go keeps the last value, other readers the first (issue 29, F5).
+		"key given twice": {`{"run":{"sku":"h200"}}` + "\n" + `{"test":{"name":"a","status":"pass","status":"fail"}}` + "\n", `line 2: duplicate key "status" in test`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -30,14 +30,15 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
+	"github.com/gpuaccept/gpuaccept/framework/strictjson"
 )
 
 // File is the manifest's name in a results folder.
-const File = "manifest.json"
+const File = resultsdir.Manifest
 
 // SigFile is the name of the manifest's signature (Sign): the file
 // ssh-keygen -Y sign writes for manifest.json.
-const SigFile = File + ".sig"
+const SigFile = resultsdir.SigFile
 
 // Format is the manifest format this package writes: 2 lists every file
 // of the folder. Manifests without a format field (format 1, gpuaccept
@@ -53,7 +54,7 @@ var LegacyCovered = []string{resultsdir.Raw, resultsdir.Baseline, resultsdir.Jou
 // results folder and in each one nested in it: Check does not call them
 // added (gpuaccept verify re-derives them instead). They are the names
 // framework/report writes.
-var LegacyReports = []string{resultsdir.Results, "junit.xml", "report.html", "summary.md", "table.txt"}
+var LegacyReports = resultsdir.Reports
 
 // maxManifest bounds the manifest and signature read back (a folder of
 // 100k files makes a manifest of ~20 MB).
@@ -269,6 +270,9 @@ func Read(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
 	var m Manifest
+	if err := strictjson.DuplicateKey(data); errors.Is(err, strictjson.ErrDuplicateKey) {
+		return nil, fmt.Errorf("read manifest %s: %w", p, err)
+	}
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("read manifest %s: %w", p, err)
 	}

@@ -326,3 +326,15 @@ func TestReadRefusesSpecialManifest(t *testing.T) {
 	_, err := Sum(dir)
 	assert.ErrorContains(t, err, "manifest.json is a symbolic link")
 }
+
+// A manifest that gives a key twice (two "files" lists: Go keeps the
+// last, other readers the first) is refused, naming the key (issue 29,
+// F5).
+func TestReadRefusesDuplicateKey(t *testing.T) {
+	dir := t.TempDir()
+	doc := `{"format":2,"gpuaccept_version":"dev","sku":"h200","created":"2026-12-07T00:00:00Z","files":[],"files":[]}`
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, File), []byte(doc), 0o644))
+	_, err := Read(dir)
+	assert.ErrorContains(t, err, `duplicate key "files" in the top-level object`)
+	assert.ErrorContains(t, err, File)
+}

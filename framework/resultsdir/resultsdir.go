@@ -36,6 +36,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/framework/strictjson"
 )
 
 // Names in a results folder.
@@ -239,8 +240,13 @@ func Load(dir string) (run *result.Run, recorded string, err error) {
 // DecodeOne decodes data, one JSON document, into v: a second document
 // after it (a results.json with another run appended, which a reader
 // taking the first or the last would see differently) is an error, as is
-// anything but white space after it.
+// anything but white space after it, and so is a key an object gives
+// twice (strictjson.DuplicateKey: Go keeps the last value, other readers
+// the first).
 func DecodeOne(data []byte, v any) error {
+	if err := strictjson.DuplicateKey(data); errors.Is(err, strictjson.ErrDuplicateKey) {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
 		return err
@@ -248,6 +254,26 @@ func DecodeOne(data []byte, v any) error {
 	end := dec.InputOffset()
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fmt.Errorf("more than one JSON document: something follows the first, at byte %d", end)
+	}
+	return nil
+}
+
+// CheckResults reads the results.json of the results folder dir, if it
+// has one, and refuses a key an object gives twice
+// (strictjson.DuplicateKey): malformed input, which readers read
+// differently. The error names the file and the key; a folder without
+// results.json (its journal is the run) is no error.
+func CheckResults(dir string) error {
+	data, err := safefs.ReadFile(dir, Results, maxResults)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// Other malformed JSON is verify's to name when it compares the file.
+	if err := strictjson.DuplicateKey(data); errors.Is(err, strictjson.ErrDuplicateKey) {
+		return fmt.Errorf("read %s: %w", filepath.Join(dir, Results), err)
 	}
 	return nil
 }

@@ -96,6 +96,10 @@ func TestDecodeOne(t *testing.T) {
 		{"{\"status\":\"fail\"}\n{\"status\":\"pass\"}\n", "more than one JSON document"},
 		{`{"status":"fail"} x`, "more than one JSON document"},
 		{`{"status":`, "unexpected EOF"},
+		// Go keeps the last value of a key given twice, other readers the
+		// first (issue 29, F5).
+		{`{"status":"pass","tests":[],"status":"fail"}`, `duplicate key "status" in the top-level object`},
+		{`{"status":"fail","tests":[{"name":"a","status":"pass","status":"fail"}]}`, `duplicate key "status" in tests[0]`},
 	}
 	for _, c := range cases {
 		var run result.Run

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/strictjson"
 )
 
 // maxDiffs is how many differences of one file are listed; the rest are
@@ -29,6 +30,11 @@ const reDerived = "re-derived from raw/ and the journal"
 // position.
 func valueDiffs(have, want []byte) ([]string, error) {
 	decode := func(data []byte) (any, error) {
+		// A key given twice: Go keeps the last value, other readers the
+		// first.
+		if err := strictjson.DuplicateKey(data); errors.Is(err, strictjson.ErrDuplicateKey) {
+			return nil, err
+		}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.UseNumber()
 		var v any

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 )
 
 func TestValueDiffs(t *testing.T) {
@@ -130,9 +132,11 @@ func TestWriteReportsRenderAgain(t *testing.T) {
 	assert.DeepEqual(t, res.Rerendered, []string{report.JUnitFile, report.HTMLFile, report.MarkdownFile, report.TableFile})
 }
 
-// A report that renders otherwise is a finding when this gpuaccept made
-// the folder; made by another version, the report is held to its hash in
-// a sealed manifest only, and verify says so.
+// A report that renders otherwise is a finding, whoever made the folder:
+// before issue 29's F1, one of another version was held to its hash in a
+// sealed manifest with only its verdict line re-derived, and a folder
+// claiming "dev " had every report say PASS over a hidden FAIL. Now the
+// version a folder states changes only the remedy verify gives.
 func TestVerifyReportsOfAnotherVersion(t *testing.T) {
 	forge := func(t *testing.T, dir string) {
 		p := filepath.Join(dir, report.MarkdownFile)
@@ -150,23 +154,17 @@ func TestVerifyReportsOfAnotherVersion(t *testing.T) {
 	assert.Equal(t, res.Findings, 1, lines(res))
 	assert.Assert(t, strings.Contains(lines(res), "MISMATCH summary.md: differs from the one re-rendered from the journal and the baseline copy, from line 1"), lines(res))
 
-	// A version claimed by a manifest nothing seals is the forger's to
-	// choose: the report is still a finding.
-	res, err = Verify(context.Background(), dir, Options{Version: "v2"})
-	assert.NilError(t, err)
-	assert.Equal(t, res.Findings, 1, lines(res))
-	assert.Assert(t, strings.Contains(lines(res), "MISMATCH summary.md: differs from the one this gpuaccept (v2) renders, from line 1"), lines(res))
-	assert.Assert(t, strings.Contains(lines(res), "the manifest says gpuaccept v1 made it, but it is not sealed"), lines(res))
+	for _, o := range []Options{{Version: "v2"}, {Version: "v2", Digest: res.Sum}} {
+		res, err = Verify(context.Background(), dir, o)
+		assert.NilError(t, err)
+		assert.Equal(t, res.Findings, 1, lines(res))
+		assert.Assert(t, strings.Contains(lines(res), `MISMATCH summary.md: differs from the one this gpuaccept ("v2") renders from the journal and the baseline copy, from line 1`), lines(res))
+		assert.Assert(t, strings.Contains(lines(res), `the manifest says gpuaccept "v1" made it`), lines(res))
+		assert.Assert(t, strings.Contains(lines(res), "gpuaccept report DIR with this version"), lines(res))
+	}
 
-	// Sealed, a report of another version is held to its hash, but its
-	// verdict line is re-derived all the same: a SKIP made a PASS is a
-	// finding.
-	res, err = Verify(context.Background(), dir, Options{Version: "v2", Digest: res.Sum})
-	assert.NilError(t, err)
-	assert.Equal(t, res.Findings, 1, lines(res))
-	assert.Assert(t, strings.Contains(lines(res), `MISMATCH summary.md: made by gpuaccept v1: it says "PASS: SKU h200, suite node (--test nccl.all_reduce only), scope 1x1, launcher local: 1 skip", re-derived from raw/ and the journal: "SKIP: SKU h200`), lines(res))
-
-	// A layout of its own with the same verdict line is a note.
+	// A layout of its own with the same verdict line, sealed, is a
+	// finding all the same (it was a note).
 	dir = signedFolder(t, "v1")
 	p := filepath.Join(dir, report.MarkdownFile)
 	data, err := os.ReadFile(p)
@@ -179,9 +177,8 @@ func TestVerifyReportsOfAnotherVersion(t *testing.T) {
 	assert.NilError(t, err)
 	res, err = Verify(context.Background(), dir, Options{Version: "v2", Digest: sum})
 	assert.NilError(t, err)
-	assert.Equal(t, res.Findings, 0, lines(res))
-	assert.Assert(t, strings.Contains(lines(res), "NOTE summary.md: made by gpuaccept v1, which renders it otherwise than this one (v2, from line 1"), lines(res))
-	assert.Assert(t, strings.Contains(lines(res), "its verdict line re-derived"), lines(res))
+	assert.Equal(t, res.Findings, 1, lines(res))
+	assert.Assert(t, strings.Contains(lines(res), `MISMATCH summary.md: differs from the one this gpuaccept ("v2") renders`), lines(res))
 }
 
 func TestVerifyVersionAndSKU(t *testing.T) {
@@ -191,7 +188,27 @@ func TestVerifyVersionAndSKU(t *testing.T) {
 	assert.NilError(t, err)
 	res, err := Verify(context.Background(), dir, Options{Version: "v1"})
 	assert.NilError(t, err)
-	for _, w := range []string{"MISMATCH manifest.json says gpuaccept v0 made the run, the journal says v1", "MISMATCH manifest.json is of SKU h100, the journal of SKU h200"} {
+	for _, w := range []string{`MISMATCH manifest.json says gpuaccept "v0" made the run, the journal says "v1"`, "MISMATCH manifest.json is of SKU h100, the journal of SKU h200"} {
 		assert.Assert(t, strings.Contains(lines(res), w), "want %q in\n%s", w, lines(res))
 	}
+}
+
+// The reports the layout of a results folder defines
+// (resultsdir.Reports, which verify holds every file to) are those Render
+// writes: a report added there and not here would be a finding in every
+// folder.
+func TestRenderedReportsAreTheLayouts(t *testing.T) {
+	dir := signedFolder(t, "v1")
+	run, recorded, err := resultsdir.Load(dir)
+	assert.NilError(t, err)
+	reports, err := Render(run, nil, recorded)
+	assert.NilError(t, err)
+	var names []string
+	for _, r := range reports {
+		names = append(names, r.Name)
+	}
+	sort.Strings(names)
+	want := append([]string(nil), resultsdir.Reports...)
+	sort.Strings(want)
+	assert.DeepEqual(t, names, want)
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -21,6 +20,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/localise"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
@@ -124,8 +124,12 @@ type Result struct {
 	prefix string
 }
 
+// add appends a line of the account. Every line is one line of text as
+// a terminal shows it (redact.PrintableLine): a file name or a message
+// with a line feed or an escape sequence in it (a file added after the
+// run named "x\nverify: OK ...") can start no line of its own.
 func (r *Result) add(kind, format string, a ...any) {
-	r.Lines = append(r.Lines, Line{kind, r.prefix + fmt.Sprintf(format, a...)})
+	r.Lines = append(r.Lines, Line{kind, redact.PrintableLine(r.prefix + fmt.Sprintf(format, a...))})
 	if kind == Mismatch || kind == Rejudged {
 		r.Findings++
 	}
@@ -167,7 +171,7 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 	if m.Legacy() {
 		format = "format 1: raw outputs, baseline copy and journal only"
 	}
-	r.add("", "manifest %s: sha256 %s, made by gpuaccept %s (this is %s), SKU %s, %d files, %s", dir, sum, m.Version, o.Version, m.SKU, len(m.Files), format)
+	r.add("", "manifest %s: sha256 %s, made by gpuaccept %s (this is %s), SKU %s, %d files, %s", dir, sum, quoteVersion(m.Version), quoteVersion(o.Version), m.SKU, len(m.Files), format)
 	r.checkSeal(dir, o)
 	problems, err := manifest.Check(dir, m)
 	if err != nil {
@@ -181,6 +185,11 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 		return nil, err
 	}
 	r.Run = run
+	// A results.json that readers read differently (a key given twice)
+	// is malformed input, as a journal line with one is.
+	if err := resultsdir.CheckResults(dir); err != nil {
+		return nil, err
+	}
 	if _, err := os.Lstat(filepath.Join(dir, resultsdir.Journal)); errors.Is(err, iofs.ErrNotExist) {
 		// results.json is a report of the run, rendered from the journal:
 		// read back as the run, it would vouch for itself.
@@ -190,7 +199,7 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 	// (as the journal reader does), never the status a file stores.
 	run.Finish()
 	if run.Version != m.Version {
-		r.add(Mismatch, "%s says gpuaccept %s made the run, the journal says %s", manifest.File, m.Version, run.Version)
+		r.add(Mismatch, "%s says gpuaccept %s made the run, the journal says %s", manifest.File, quoteVersion(m.Version), quoteVersion(run.Version))
 	}
 	if run.SKU != m.SKU {
 		r.add(Mismatch, "%s is of SKU %s, the journal of SKU %s", manifest.File, m.SKU, run.SKU)
@@ -224,6 +233,7 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 		r.add(Note, "the run is not signed off (status %s): %s", run.Status, nj)
 	}
 	r.checkRawFolders(dir, "", run)
+	r.checkLayout(dir, run, m)
 	r.checkRecordings(o.Recordings, run, m)
 	r.sayHardware(run)
 	r.checkHardware(ctx, dir, o.Plugins, run)
@@ -749,6 +759,42 @@ func (r *Result) checkRawFolders(dir, rel string, run *result.Run) {
 	}
 }
 
+// checkLayout names every file manifest m lists that the layout of a
+// results folder does not define (resultsdir.Strays): a report's
+// look-alike (Report.html, results.json with a zero-width space), a file
+// beside the reports or a raw output no step wrote is no part of what
+// verify re-derives, yet a reader of the folder takes it for one. run is
+// the main run; the localisations' runs are read from their journals.
+func (r *Result) checkLayout(dir string, run *result.Run, m *manifest.Manifest) {
+	runs := map[string]*result.Run{"": run}
+	for _, sd := range subRunDirs(run) {
+		clean := path.Clean(filepath.ToSlash(sd.dir))
+		if !filepath.IsLocal(sd.dir) || !strings.HasPrefix(clean, resultsdir.Localise+"/") {
+			continue // verifySubRuns names it
+		}
+		sub, err := journal.Read(filepath.Join(dir, filepath.FromSlash(clean)))
+		if err != nil {
+			sub = nil // verifySubRuns names it; its files are not judged
+		}
+		runs[clean] = sub
+	}
+	files := make([]string, len(m.Files))
+	for i, f := range m.Files {
+		files[i] = f.Path
+	}
+	for _, s := range resultsdir.Strays(dir, files, runs) {
+		if s.Defined {
+			r.add(Mismatch, "%s: looks like %s, another file of the folder (the same name once case, Unicode compatibility forms and invisible characters are folded): a reader takes one for the other", strconv.Quote(s.Path), strconv.Quote(s.LooksLike))
+			continue
+		}
+		if s.LooksLike != "" {
+			r.add(Mismatch, "%s: not a file of a results folder's layout, and it looks like %s (the same name once case, Unicode compatibility forms and invisible characters are folded): a reader takes it for what gpuaccept wrote", strconv.Quote(s.Path), strconv.Quote(s.LooksLike))
+			continue
+		}
+		r.add(Mismatch, "%s: not a file of a results folder's layout (reports, journal, baseline/SKU.yaml, raw outputs the journal or outputs.json names, localise/ runs): nothing gpuaccept writes, and nothing verify re-derives", strconv.Quote(s.Path))
+	}
+}
+
 // How a kept baseline copy compares with the built-in SKU file
 // (Result.Baseline).
 const (
@@ -876,33 +922,32 @@ func (r *Result) checkBuiltinSuite(builtin *sku.SKU, run *result.Run) bool {
 	return r.Findings > before
 }
 
-// verdictLine finds a report's headline, the run's verdict and its
-// counts: "FAIL: SKU h200, suite singlenode, scope 1x2, launcher replay:
-// 5 pass, 1 fail", without the duration that follows.
-var verdictLine = regexp.MustCompile(`\b(PASS|WARN|FAIL|ERROR|SKIP): SKU [^\n<]*?: [0-9][^\n<(]*`)
-
-// headlineOf is the first verdict line of a rendered report, trimmed; ""
-// when there is none.
-func headlineOf(data []byte) string {
-	return strings.TrimSpace(string(verdictLine.Find(data)))
+// unrendered says why a report that differs from its rendering by this
+// gpuaccept (version), d, is a finding, and the remedy.
+func unrendered(d string, m *manifest.Manifest, same bool, version string) string {
+	switch {
+	case same:
+		return "differs from the one re-rendered from the journal and the baseline copy, " + d
+	case m.Legacy():
+		return fmt.Sprintf("not hashed by a format 1 manifest, and this gpuaccept (%s) renders it otherwise (%s): what it says cannot be re-derived; run gpuaccept report DIR with this version to render the reports again from the journal, or verify with the version that made them", quoteVersion(version), d)
+	}
+	return fmt.Sprintf("differs from the one this gpuaccept (%s) renders from the journal and the baseline copy, %s; the manifest says gpuaccept %s made it, but a report this version cannot render byte for byte is not re-derived, whatever version made it: run gpuaccept report DIR with this version to render the reports again from the journal, or verify with the version that made them", quoteVersion(version), d, quoteVersion(m.Version))
 }
 
-// madeBy names what made a manifest, as its text claims.
-func madeBy(m *manifest.Manifest) string {
-	if m.Legacy() {
-		return "format 1 (reports not hashed)"
-	}
-	return "gpuaccept " + m.Version + " made it"
+// quoteVersion shows a gpuaccept version as a folder states it, quoted
+// with every byte that does not show itself escaped: "dev " and
+// "dev\u200b" are not "dev".
+func quoteVersion(v string) string {
+	return strconv.QuoteToGraphic(v)
 }
 
 // checkReports re-derives the reports of the results folder at rel (""
 // for dir itself) from its run and baseline s: results.json value by
 // value, the others byte for byte. A report that renders differently is
-// a finding when the same gpuaccept made the folder and its manifest
-// hashes reports (same); else a note when the manifest is sealed (the
-// digest or signature checked), since another version may lay reports
-// out otherwise and the sealed hash still binds them, and a finding when
-// it is not: the version an unsealed manifest names proves nothing.
+// a finding whatever version the manifest claims made it (same: this
+// one): a version is a string the folder states, which a forger chooses
+// ("dev " for "dev"), and a report another layout is allowed would be
+// re-derived only in part (a verdict line hidden, another shown).
 // Absent reports are the manifest's to name. It returns what matched.
 func (r *Result) checkReports(dir, rel string, run *result.Run, s *sku.SKU, recorded string, m *manifest.Manifest, same bool, version string) (rederived, rerendered []string) {
 	folder := filepath.Join(dir, filepath.FromSlash(rel))
@@ -936,43 +981,11 @@ func (r *Result) checkReports(dir, rel string, run *result.Run, s *sku.SKU, reco
 			}
 			continue
 		}
-		d := byteDiff(have, rep.Data)
-		switch {
-		case d == "":
-			rerendered = append(rerendered, rep.Name)
-		case same:
-			r.add(Mismatch, "%s: differs from the one re-rendered from the journal and the baseline copy, %s", name, d)
-		case !r.Digest && r.Signer == nil:
-			// Only a sealed manifest binds a report this version cannot
-			// render: else the version it claims is the forger's to
-			// choose, and so is every report.
-			r.add(Mismatch, "%s: differs from the one this gpuaccept (%s) renders, %s; the manifest says %s, but it is not sealed (no --digest, no --allowed-signers), so nothing binds this report to the run: give the sign-off digest or signature, or verify with that version", name, version, d, madeBy(m))
-		case m.Legacy():
-			// Nothing binds it: neither a hash nor a rendering this
-			// version can make.
-			r.add(Mismatch, "%s: not hashed by a format 1 manifest, and this gpuaccept (%s) renders it otherwise (%s): what it says cannot be re-derived; make the reports again with gpuaccept report, or verify with the version that made them", name, version, d)
-		case rep.Name == report.JUnitFile:
-			// CI reads junit.xml's verdicts: they are re-derived, whatever
-			// the layout of the version that made it.
-			diffs := junitDiffs(have, rep.Data)
-			for _, jd := range diffs {
-				r.add(Mismatch, "%s: made by gpuaccept %s: %s", name, m.Version, jd)
-			}
-			if len(diffs) == 0 {
-				r.add(Note, "%s: made by gpuaccept %s, which lays it out otherwise than this one (%s, %s): its counts and every test case's outcome re-derived, the rest checked by its hash in the manifest", name, m.Version, version, d)
-			}
-		default:
-			// The run's verdict line is re-derived whatever the layout.
-			hl, wl := headlineOf(have), headlineOf(rep.Data)
-			switch {
-			case hl == "":
-				r.add(Mismatch, "%s: made by gpuaccept %s, which renders it otherwise than this one (%s, %s), and no verdict line (STATUS: SKU ...) is found in it to re-derive", name, m.Version, version, d)
-			case hl != wl:
-				r.add(Mismatch, "%s: made by gpuaccept %s: it says %q, %s: %q", name, m.Version, hl, reDerived, wl)
-			default:
-				r.add(Note, "%s: made by gpuaccept %s, which renders it otherwise than this one (%s, %s): its verdict line re-derived, the rest checked by its hash in the manifest", name, m.Version, version, d)
-			}
+		if d := byteDiff(have, rep.Data); d != "" {
+			r.add(Mismatch, "%s: %s", name, unrendered(d, m, same, version))
+			continue
 		}
+		rerendered = append(rerendered, rep.Name)
 	}
 	sort.Strings(rerendered)
 	return rederived, rerendered

@@ -12,21 +12,24 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
-// Files the launcher leaves in a test's raw folder beside the steps' logs.
+// Files the launcher leaves in a test's raw folder beside the steps' logs
+// (their names are framework/resultsdir's, the layout verify holds a
+// results folder to).
 const (
 	// JobScriptFile is the script that ran (secrets masked).
-	JobScriptFile = "slurm-job.sh"
+	JobScriptFile = resultsdir.SlurmJobScript
 	// JobOutputFile is the job's own output (#SBATCH --output, or the
 	// script's output inside an allocation) with the job's final state.
-	JobOutputFile = "slurm-job.out"
+	JobOutputFile = resultsdir.SlurmJobOutput
 )
 
 // RanksFile names the file that lists, one "RANK HOST" line per rank in
 // rank order, the node each rank of a step ran on.
-func RanksFile(step string) string { return step + ".ranks" }
+func RanksFile(step string) string { return step + resultsdir.SlurmRanksExt }
 
 // collect copies what the job left in the staging folder into the test's
 // raw folder through redaction: per step the log, the files it wrote, its
