@@ -73,6 +73,9 @@ func Strays(root string, files []string, runs map[string]*result.Run) []Stray {
 			continue
 		}
 		defined[p+Journal] = true
+		// Written at sign-off beside the reports; verify re-derives it
+		// from raw/ (ReadHardware).
+		defined[p+Hardware] = true
 		for _, r := range Reports {
 			defined[p+r] = true
 		}

@@ -791,7 +791,7 @@ func (r *Result) checkLayout(dir string, run *result.Run, m *manifest.Manifest) 
 			r.add(Mismatch, "%s: not a file of a results folder's layout, and it looks like %s (the same name once case, Unicode compatibility forms and invisible characters are folded): a reader takes it for what gpuaccept wrote", strconv.Quote(s.Path), strconv.Quote(s.LooksLike))
 			continue
 		}
-		r.add(Mismatch, "%s: not a file of a results folder's layout (reports, journal, baseline/SKU.yaml, raw outputs the journal or outputs.json names, localise/ runs): nothing gpuaccept writes, and nothing verify re-derives", strconv.Quote(s.Path))
+		r.add(Mismatch, "%s: not a file of a results folder's layout (reports, journal, hardware.json, baseline/SKU.yaml, raw outputs the journal or outputs.json names, localise/ runs): nothing gpuaccept writes, and nothing verify re-derives", strconv.Quote(s.Path))
 	}
 }
 
