@@ -166,6 +166,8 @@ func notSecret(name string) bool {
 type Redactor struct {
 	known   [][]byte // longest first, so a value that contains another goes whole
 	longest int
+	values  []string // the values New was given, minKnown bytes or more
+	views   [][]byte // each value as normalView reads it, to find in a line's view
 }
 
 // minKnown is the shortest known value masked literally: shorter ones
@@ -179,10 +181,15 @@ func New(known ...string) *Redactor {
 	r := &Redactor{}
 	seen := map[string]bool{}
 	for _, k := range known {
-		if len(k) < minKnown || k == Mask {
+		if len(k) < minKnown || k == Mask || seen["value:"+k] {
 			continue
 		}
-		for _, f := range escapedForms(k) {
+		seen["value:"+k] = true
+		r.values = append(r.values, k)
+		if v, _, _ := normalView([]byte(k)); len(v) >= minKnown {
+			r.views = append(r.views, v)
+		}
+		for _, f := range append(escapedForms(k), encodedForms(k)...) {
 			if !seen[f] {
 				seen[f] = true
 				r.known = append(r.known, []byte(f))
@@ -198,9 +205,7 @@ func New(known ...string) *Redactor {
 // too (as New takes them).
 func (r *Redactor) With(known ...string) *Redactor {
 	if r != nil {
-		for _, k := range r.known {
-			known = append(known, string(k))
-		}
+		known = append(known, r.values...)
 	}
 	return New(known...)
 }
@@ -236,6 +241,8 @@ func escapedForms(v string) []string {
 	forms = append(forms, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(url.QueryEscape(v), "+", "%20"))
 	q := strconv.Quote(v)
 	forms = append(forms, q[1:len(q)-1], shellQuoted(v), pythonRepr(v, '\''), pythonRepr(v, '"'))
+	// Other encodings, each character's or the whole value's: see
+	// normalView and encodedForms.
 	return forms
 }
 

@@ -1411,6 +1411,9 @@ func (r *Redactor) quiet(st *state, data []byte) bool {
 		// text reads on a terminal.
 		return r.quiet(st, splitter.ReplaceAll(data, nil))
 	}
+	if hasTrigger(data) && r.viewHolds(data) {
+		return false
+	}
 	return !allHints.in(data)
 }
 
@@ -1481,10 +1484,10 @@ func (r *Redactor) segment(st *state, seg []byte) []byte {
 				body = bytes.ReplaceAll(body, k, []byte(Mask))
 			}
 		}
-		if len(r.known) > 0 && bytes.ContainsAny(body, "\x00\x1b") {
-			body = r.maskSplit(body)
-		}
 	}
+	// Known values and tokens in other forms than their bytes: each
+	// character encoded, split by what a reader does not see.
+	body = r.maskViewed(body)
 	var head []byte
 	switch {
 	case st.inPEM:
@@ -1712,34 +1715,3 @@ func (r *Redactor) segmentSplit(st *state, line []byte) []byte {
 // and a terminal does not show: NUL, and ESC with the CSI or OSC sequence
 // it starts (colours, a title).
 var splitter = regexp.MustCompile("\x00|\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|[@-_])?")
-
-// maskSplit masks the known values of r in body that lie split by NULs
-// and escape sequences (splitter): "pass\x00word" shows as "password" on a
-// terminal. Each is masked from its first character to its last.
-func (r *Redactor) maskSplit(body []byte) []byte {
-	for range 64 { // each round masks one value; a line holds few
-		var kept []byte
-		var at []int // at[i]: where kept[i] is in body
-		prev := 0
-		for _, loc := range append(splitter.FindAllIndex(body, -1), []int{len(body), len(body)}) {
-			for i := prev; i < loc[0]; i++ {
-				kept = append(kept, body[i])
-				at = append(at, i)
-			}
-			prev = loc[1]
-		}
-		found := false
-		for _, k := range r.known {
-			if i := bytes.Index(kept, k); i >= 0 {
-				s, e := at[i], at[i+len(k)-1]+1
-				body = append(append(append([]byte{}, body[:s]...), Mask...), body[e:]...)
-				found = true
-				break
-			}
-		}
-		if !found {
-			break
-		}
-	}
-	return body
-}
