@@ -331,12 +331,12 @@ const minEncoded = 8
 // and URL alphabets at each of the three alignments it can start at in a
 // longer encoded text: at each, the characters that only v's bytes
 // determine (RFC 4648 sections 4, 5 and 8).
-func encodedForms(v string) []string {
+func encodedForms(v string) (hexForms, forms []string) {
 	if len(v) < minEncoded {
-		return nil
+		return nil, nil
 	}
 	h := hex.EncodeToString([]byte(v))
-	forms := []string{h, string(bytes.ToUpper([]byte(h)))}
+	hexForms = []string{h, strings.ToUpper(h)}
 	for a := range 3 {
 		enc := base64.StdEncoding.EncodeToString(append(make([]byte, a), v...))
 		// Bits [8a, 8a+8n) are v's; character c holds bits [6c, 6c+6).
@@ -345,5 +345,34 @@ func encodedForms(v string) []string {
 		std := enc[first:last]
 		forms = append(forms, std, strings.NewReplacer("+", "-", "/", "_").Replace(std))
 	}
-	return forms
+	return hexForms, forms
+}
+
+func base64Char(c byte) bool { return isBase64(c) || c == '-' || c == '_' }
+
+// maskInRun is body with each occurrence of k and the base64 run it lies
+// in (its padding too) replaced by Mask: the characters next to k's hold
+// bits of the value.
+func maskInRun(body, k []byte) []byte {
+	var out []byte
+	last := 0
+	for off := 0; ; {
+		i := bytes.Index(body[off:], k)
+		if i < 0 {
+			break
+		}
+		s, e := off+i, off+i+len(k)
+		for s > last && base64Char(body[s-1]) {
+			s--
+		}
+		for e < len(body) && base64Char(body[e]) {
+			e++
+		}
+		for e < len(body) && body[e] == '=' {
+			e++
+		}
+		out = append(append(out, body[last:s]...), Mask...)
+		last, off = e, e
+	}
+	return append(out, body[last:]...)
 }

@@ -70,6 +70,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,6 +169,9 @@ type Redactor struct {
 	longest int
 	values  []string // the values New was given, minKnown bytes or more
 	views   [][]byte // each value as normalView reads it, to find in a line's view
+	// inRun: forms of known (base64) whose match is masked with the run of
+	// base64 around it, whose edge characters hold bits of the value.
+	inRun map[string]bool
 }
 
 // minKnown is the shortest known value masked literally: shorter ones
@@ -189,7 +193,16 @@ func New(known ...string) *Redactor {
 		if v, _, _ := normalView([]byte(k)); len(v) >= minKnown {
 			r.views = append(r.views, v)
 		}
-		for _, f := range append(escapedForms(k), encodedForms(k)...) {
+		hexForms, b64Forms := encodedForms(k)
+		for _, f := range b64Forms {
+			if !seen[f] {
+				if r.inRun == nil {
+					r.inRun = map[string]bool{}
+				}
+				r.inRun[f] = true
+			}
+		}
+		for _, f := range slices.Concat(escapedForms(k), hexForms, b64Forms) {
 			if !seen[f] {
 				seen[f] = true
 				r.known = append(r.known, []byte(f))

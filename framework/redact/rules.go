@@ -1481,7 +1481,11 @@ func (r *Redactor) segment(st *state, seg []byte) []byte {
 	if r != nil {
 		for _, k := range r.known {
 			if bytes.Contains(body, k) {
-				body = bytes.ReplaceAll(body, k, []byte(Mask))
+				if r.inRun[string(k)] {
+					body = maskInRun(body, k)
+				} else {
+					body = bytes.ReplaceAll(body, k, []byte(Mask))
+				}
 			}
 		}
 	}
