@@ -376,3 +376,77 @@ func maskInRun(body, k []byte) []byte {
 	}
 	return append(out, body[last:]...)
 }
+
+// tokenPrefixes are the fixed starts of the token formats (the
+// token-formats rule) long enough that their encodings make hints.
+var tokenPrefixes = []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xoxb-", "xoxp-", "xoxa-", "xoxo-", "xoxr-", "xoxs-", "xoxe-", "xapp-",
+	"AKIA", "ASIA", "glpat-", "npm_", "AIza", "sk-proj-", "sk-ant-", "sk_live_", "rk_live_", "ya29.", "nvapi-", "pypi-AgE", "dckr_pat_", "dckr_oat_", "hvs.", "hvb.", "hvr."}
+
+// encodedTokenHints are the hex and base64 (standard and URL, at each
+// alignment) of tokenPrefixes, lower-cased as hints are: what a token so
+// encoded starts with. Forms shorter than 4 characters would meet
+// ordinary text too often and are left out.
+var encodedTokenHints = func() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(f string) {
+		f = strings.ToLower(f)
+		if len(f) >= 4 && !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	for _, p := range tokenPrefixes {
+		add(hex.EncodeToString([]byte(p)))
+		for a := range 3 {
+			enc := base64.StdEncoding.EncodeToString(append(make([]byte, a), p...))
+			f := enc[(8*a+5)/6 : (8*a+8*len(p))/6]
+			add(f)
+			add(strings.NewReplacer("+", "-", "/", "_").Replace(f))
+		}
+	}
+	return out
+}()
+
+func init() {
+	for _, ru := range rules {
+		if ru.name == "encoded-token" {
+			ru.mask = encodedToken
+		}
+	}
+}
+
+// encodedToken masks match m of line, a run of base64 or hex, when it
+// decodes to text holding a token by its shape: hex, or base64 in either
+// alphabet starting at any of the run's first 4 characters.
+func encodedToken(line []byte, m []int) []byte {
+	run := bytes.TrimRight(line[m[0]:m[1]], "=")
+	var decoded [][]byte
+	h := run
+	if len(h) > 2 && h[0] == '0' && (h[1] == 'x' || h[1] == 'X') {
+		h = h[2:] // C's and the shells' 0x
+	}
+	for a := range 2 {
+		if d, err := hex.DecodeString(string(h[a : a+(len(h)-a)/2*2])); err == nil {
+			decoded = append(decoded, d)
+		}
+	}
+	for a := range 4 {
+		if a >= len(run) {
+			break
+		}
+		r := run[a:]
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			n := len(r) / 4 * 4
+			if d, err := enc.DecodeString(string(r[:n])); err == nil {
+				decoded = append(decoded, d)
+			}
+		}
+	}
+	for _, d := range decoded {
+		if tokenRule.re.Match(d) {
+			return []byte(Mask)
+		}
+	}
+	return nil
+}

@@ -205,6 +205,10 @@ var rules = []*rule{
 			`|[rs]k_(?:live|test)_[A-Za-z0-9]{20,}|ya29\.[0-9A-Za-z_-]{20,}|nvapi-[A-Za-z0-9_-]{20,}|pypi-AgE[A-Za-z0-9_-]{40,}` +
 			`|dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}|hv[sbr]\.[A-Za-z0-9_-]{20,})`),
 		mask: group(0)},
+	// A token by its shape written as base64 or hex (a blob in a config,
+	// a dump): found by the encodings of its prefix, masked when the run
+	// decodes to a token (encodedToken, set in init).
+	{name: "encoded-token", hints: encodedTokenHints, re: regexp.MustCompile(`[A-Za-z0-9+/_-]{24,}={0,2}`)},
 	// The base64 of a JSON or YAML document that holds a secret: a
 	// Kubernetes Secret's .dockerconfigjson and .dockercfg ("eyJ" is
 	// base64 of `{"`), a kubeconfig ("YXBpVmVyc2lvbj" of "apiVersion").
