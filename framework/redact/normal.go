@@ -437,7 +437,10 @@ func encodedToken(line []byte, m []int) []byte {
 		}
 		r := run[a:]
 		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
-			n := len(r) / 4 * 4
+			n := len(r)
+			if n%4 == 1 {
+				n-- // no whole byte in a last character alone
+			}
 			if d, err := enc.DecodeString(string(r[:n])); err == nil {
 				decoded = append(decoded, d)
 			}

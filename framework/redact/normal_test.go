@@ -120,6 +120,19 @@ func TestShapeTokenEncodings(t *testing.T) {
 	}
 }
 
+// A token by its shape inside base64 (either alphabet, any alignment,
+// padded or not) or hex (either case) is masked with its run.
+func TestShapeTokenEncoded(t *testing.T) {
+	const tok = "ghp_plantedShapeToken000000000000000000001"
+	for a := range 3 {
+		plain := []byte(strings.Repeat("{", a) + tok + `"}`)
+		for _, in := range []string{base64.StdEncoding.EncodeToString(plain), base64.RawURLEncoding.EncodeToString(plain),
+			hex.EncodeToString(plain), strings.ToUpper(hex.EncodeToString(plain))} {
+			assert.Equal(t, String("blob "+in+" end"), "blob "+Mask+" end", "%d: %s", a, in)
+		}
+	}
+}
+
 // normalView never panics and maps each byte of its view into the line.
 func FuzzNormalView(f *testing.F) {
 	for _, s := range []string{"%5A%7", "&#90;&#x;&#99999999;", "\\u00", "a\b\b\bb", "\x1b[", "\xef\xbc", "\u200bｇ"} {
