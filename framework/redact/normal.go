@@ -22,22 +22,36 @@ import (
 // byte of it knowing where in the line it came from, so a match in the
 // view masks the bytes it came from.
 
-// triggers are the bytes without one of which a line has no form the view
-// changes: NUL, BS, CR, ESC, '%', and the lead bytes of U+00AD (C2),
-// U+200B-U+206F (E2) and U+FEFF and the fullwidth forms (EF); and "\\u"
-// and "&#" (a -J JSON escapes every "/" with a backslash, and an HTML
-// escaping of a whole value is one of its literal forms).
-var triggers = []byte{0x00, '\b', '\r', 0x1b, '%', 0xc2, 0xe2, 0xef}
-
-// hasTrigger reports whether data holds a form the view may change: one
-// SIMD scan per trigger, so that a log of numbers pays almost nothing.
+// hasTrigger reports whether data holds a form the view may change: NUL,
+// BS, ESC, a CR not ending a line, "%" and two hex digits, "\\u", "&#", or
+// the UTF-8 of U+00AD, U+2000-U+207F or U+FEFF-U+FF7F (the invisible and
+// fullwidth characters). Each byte is looked for with IndexByte (SIMD),
+// so that a log of numbers pays almost nothing; a "%" or a CR of a
+// progress line is looked at one by one.
 func hasTrigger(data []byte) bool {
-	for _, c := range triggers {
-		if bytes.IndexByte(data, c) >= 0 {
-			return true
+	if bytes.IndexByte(data, 0) >= 0 || bytes.IndexByte(data, '\b') >= 0 || bytes.IndexByte(data, 0x1b) >= 0 {
+		return true
+	}
+	follows := func(c byte, ok func(next byte) bool) bool {
+		for off := 0; ; {
+			i := bytes.IndexByte(data[off:], c)
+			if i < 0 {
+				return false
+			}
+			off += i + 1
+			if off < len(data) && ok(data[off]) {
+				return true
+			}
 		}
 	}
-	return bytes.Contains(data, []byte(`\u`)) || bytes.Contains(data, []byte("&#"))
+	hexDigit := func(b byte) bool { _, ok := unhex(b); return ok }
+	return follows('%', hexDigit) ||
+		follows('\r', func(b byte) bool { return b != '\n' }) ||
+		follows('\\', func(b byte) bool { return b == 'u' }) ||
+		follows('&', func(b byte) bool { return b == '#' }) ||
+		follows(0xc2, func(b byte) bool { return b == 0xad }) ||
+		follows(0xe2, func(b byte) bool { return b == 0x80 || b == 0x81 }) ||
+		follows(0xef, func(b byte) bool { return b == 0xbb || b == 0xbc || b == 0xbd })
 }
 
 // escapeAt matches, at the start of a text, an escape sequence a terminal
@@ -155,14 +169,24 @@ func decodeAt(body []byte, i int) (r rune, raw bool, n int) {
 // of its bytes the range [from, to) of body it stands for. Most lines
 // need none of it: callers ask first with hasTrigger.
 func normalView(body []byte) (view []byte, from, to []int) {
+	return normalize(body, true)
+}
+
+// normalize is normalView, the ranges left out when mapped is false (a
+// chunk's quick test needs the text only).
+func normalize(body []byte, mapped bool) (view []byte, from, to []int) {
 	view = make([]byte, 0, len(body))
-	from = make([]int, 0, len(body))
-	to = make([]int, 0, len(body))
+	if mapped {
+		from = make([]int, 0, len(body))
+		to = make([]int, 0, len(body))
+	}
 	put := func(b []byte, s, e int) {
-		for _, c := range b {
-			view = append(view, c)
-			from = append(from, s)
-			to = append(to, e)
+		view = append(view, b...)
+		if mapped {
+			for range b {
+				from = append(from, s)
+				to = append(to, e)
+			}
 		}
 	}
 	var enc [utf8.UTFMax]byte
@@ -194,7 +218,10 @@ func normalView(body []byte) (view []byte, from, to []int) {
 				for k > 0 && view[k]&0xc0 == 0x80 {
 					k--
 				}
-				view, from, to = view[:k], from[:k], to[:k]
+				view = view[:k]
+				if mapped {
+					from, to = from[:k], to[:k]
+				}
 			}
 			i++
 			continue
@@ -300,7 +327,7 @@ func (r *Redactor) maskViewed(body []byte) []byte {
 // known value of r or a hint of a token's shape: what quiet asks of a
 // chunk that holds a trigger.
 func (r *Redactor) viewHolds(data []byte) bool {
-	view, _, _ := normalView(data)
+	view, _, _ := normalize(data, false)
 	if r != nil {
 		for _, k := range r.views {
 			if bytes.Contains(view, k) {
@@ -308,7 +335,7 @@ func (r *Redactor) viewHolds(data []byte) bool {
 			}
 		}
 	}
-	return allHints.present(view)&tokenRule.hintBits != 0
+	return allHints.in(view)
 }
 
 // tokenRule is the rule of tokens by their shape (ghp_, glpat-, AKIA...),

@@ -1346,6 +1346,11 @@ type state struct {
 	// midLine: the last segment was a piece of a line cut short, so the
 	// next one goes on with that line.
 	midLine bool
+	// plain: the lines being masked are of a chunk without a trigger
+	// (hasTrigger), so none needs its view.
+	plain bool
+	// noKnown: the chunk holds no form of a known value (r.known).
+	noKnown bool
 	// yaml: a secret's YAML block scalar is open. Its lines are those
 	// indented deeper than yamlMin, the key's indentation, and as deep as
 	// yamlIndent, its first line's (0 before that line).
@@ -1415,10 +1420,25 @@ func (r *Redactor) quiet(st *state, data []byte) bool {
 		// text reads on a terminal.
 		return r.quiet(st, splitter.ReplaceAll(data, nil))
 	}
-	if hasTrigger(data) && r.viewHolds(data) {
+	if allHints.in(data) {
 		return false
 	}
-	return !allHints.in(data)
+	// Quiet as a reader reads it: the view only where the chunk holds
+	// what the view changes.
+	return !hasTrigger(data) || !r.viewHolds(data)
+}
+
+// anyKnown reports whether data holds a form of a known value of r.
+func (r *Redactor) anyKnown(data []byte) bool {
+	if r == nil {
+		return false
+	}
+	for _, k := range r.known {
+		if bytes.Contains(data, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // chunkSize is how much masking looks at at once: long enough that a
@@ -1451,6 +1471,8 @@ func (r *Redactor) chunk(st *state, out *bytes.Buffer, data []byte) {
 			out.Write(piece)
 			continue
 		}
+		st.plain = !hasTrigger(piece)
+		st.noKnown = !r.anyKnown(piece)
 		for len(piece) > 0 {
 			line := piece
 			if i := bytes.IndexByte(piece, '\n'); i >= 0 {
@@ -1459,6 +1481,7 @@ func (r *Redactor) chunk(st *state, out *bytes.Buffer, data []byte) {
 			piece = piece[len(line):]
 			out.Write(r.segmentSplit(st, line))
 		}
+		st.plain, st.noKnown = false, false
 	}
 }
 
@@ -1482,7 +1505,7 @@ func (r *Redactor) segment(st *state, seg []byte) []byte {
 		body = body[i:]
 		st.skip = skipNone
 	}
-	if r != nil {
+	if r != nil && !st.noKnown {
 		for _, k := range r.known {
 			if bytes.Contains(body, k) {
 				if r.inRun[string(k)] {
@@ -1495,7 +1518,9 @@ func (r *Redactor) segment(st *state, seg []byte) []byte {
 	}
 	// Known values and tokens in other forms than their bytes: each
 	// character encoded, split by what a reader does not see.
-	body = r.maskViewed(body)
+	if !st.plain {
+		body = r.maskViewed(body)
+	}
 	var head []byte
 	switch {
 	case st.inPEM:
