@@ -63,7 +63,7 @@ func BenchmarkLongLogKnown(b *testing.B) {
 	head, rest, _ := strings.Cut(string(data), "#       size")
 	rows := rest[strings.Index(rest, "\n")+1:]
 	rows = rows[:strings.Index(rows, "# Out of bounds")]
-	rows += "# progress 100% done & saved to C:\\runs\\x, https://h/a%2Fb\n"
+	rows += "# progress 50%2F100 &#160; \\u00e9\n"
 	log := []byte(head + strings.Repeat(rows, 20000))
 	r := FromEnv([]string{"HF_TOKEN=hf_plantedBenchToken0000000000000000", "DB_PASSWORD=plantedBenchPw1"}, nil)
 	b.SetBytes(int64(len(log)))

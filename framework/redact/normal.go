@@ -324,19 +324,58 @@ func (r *Redactor) maskViewed(body []byte) []byte {
 }
 
 // viewHolds reports whether the view of data (several lines) holds a
-// known value of r or a hint of a token's shape: what quiet asks of a
-// chunk that holds a trigger.
+// known value of r or a hint of any rule: what quiet asks of a chunk that
+// holds a trigger. Only the lines that hold a trigger are viewed.
 func (r *Redactor) viewHolds(data []byte) bool {
-	view, _, _ := normalize(data, false)
-	if r != nil {
-		for _, k := range r.views {
-			if bytes.Contains(view, k) {
+	// next[k]: where the next triggerLeads[k] is at or after the line
+	// looked at (len(data) for none): each byte is looked for with
+	// IndexByte (SIMD), once over the chunk.
+	var next [len(triggerLeads)]int
+	find := func(k, from int) {
+		next[k] = len(data)
+		if j := bytes.IndexByte(data[from:], triggerLeads[k]); j >= 0 {
+			next[k] = from + j
+		}
+	}
+	for k := range triggerLeads {
+		find(k, 0)
+	}
+	for {
+		i := len(data)
+		for _, n := range next {
+			i = min(i, n)
+		}
+		if i == len(data) {
+			return false
+		}
+		s := bytes.LastIndexByte(data[:i], '\n') + 1
+		e := len(data)
+		if j := bytes.IndexByte(data[i:], '\n'); j >= 0 {
+			e = i + j
+		}
+		if line := data[s:e]; hasTrigger(line) {
+			view, _, _ := normalize(line, false)
+			if allHints.in(view) {
 				return true
+			}
+			if r != nil {
+				for _, k := range r.views {
+					if bytes.Contains(view, k) {
+						return true
+					}
+				}
+			}
+		}
+		for k, n := range next {
+			if n <= e {
+				find(k, min(len(data), e+1))
 			}
 		}
 	}
-	return allHints.in(view)
 }
+
+// triggerLeads are the first bytes of what hasTrigger looks for.
+var triggerLeads = [...]byte{0, '\b', '\r', 0x1b, '%', '\\', '&', 0xc2, 0xe2, 0xef}
 
 // tokenRule is the rule of tokens by their shape (ghp_, glpat-, AKIA...),
 // which the view is matched against too.
