@@ -50,8 +50,15 @@
 //     written quote, backslash, quote, quote);
 //   - any literal value the caller knows to be secret (the environment's),
 //     also as JSON, HTML and XML escape it, URL-encoded, quoted by Go's %q,
-//     bash's printf %q and Python's repr(), and split by NULs or escape
-//     sequences a terminal does not show;
+//     bash's printf %q and Python's repr(); as hex and as base64 (either
+//     alphabet, any alignment; the base64 run masked whole); and in a
+//     line's view (normal.go): each character percent-encoded or not, an
+//     HTML numeric entity, a JSON \uXXXX escape or fullwidth, with NULs,
+//     escape sequences, CRs, overstrikes (X\b) or invisible characters
+//     (ZWSP, ZWNJ, ZWJ, soft hyphen, BOM, bidi marks) between them: the
+//     bytes the match came from are masked;
+//   - tokens by their shape in the same view, and inside a base64 or hex
+//     run (found by the encodings of their prefixes);
 //   - a line as a terminal shows it: a name or value split by NULs or
 //     escape sequences (HF_TO\x00KEN=...) is masked, the line then written
 //     without them.
