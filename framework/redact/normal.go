@@ -450,14 +450,16 @@ var tokenPrefixes = []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat
 
 // encodedTokenHints are the hex and base64 (standard and URL, at each
 // alignment) of tokenPrefixes, lower-cased as hints are: what a token so
-// encoded starts with. Forms shorter than 4 characters would meet
-// ordinary text too often and are left out.
+// encoded starts with. Forms shorter than 5 characters, or all digits,
+// would meet ordinary text and numbers too often (hints are matched in
+// any case) and are left out: such a prefix is found at the alignments
+// where its form is longer.
 var encodedTokenHints = func() []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(f string) {
 		f = strings.ToLower(f)
-		if len(f) >= 4 && !seen[f] {
+		if len(f) >= 5 && strings.Trim(f, "0123456789") != "" && !seen[f] {
 			seen[f] = true
 			out = append(out, f)
 		}
