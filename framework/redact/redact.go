@@ -176,6 +176,10 @@ type Redactor struct {
 	longest int
 	values  []string // the values New was given, minKnown bytes or more
 	views   [][]byte // each value as normalView reads it, to find in a line's view
+	// anchor[i]: where in known[i] its first byte other than a digit, a
+	// dot or a blank is: a chunk is searched from there (a table of
+	// numbers holds a hex form's leading digits everywhere).
+	anchor []int
 	// inRun: forms of known (base64) whose match is masked with the run of
 	// base64 around it, whose edge characters hold bits of the value.
 	inRun map[string]bool
@@ -218,6 +222,10 @@ func New(known ...string) *Redactor {
 		}
 	}
 	sort.Slice(r.known, func(i, j int) bool { return len(r.known[i]) > len(r.known[j]) })
+	r.anchor = make([]int, len(r.known))
+	for i, k := range r.known {
+		r.anchor[i] = max(0, bytes.IndexFunc(k, func(c rune) bool { return !('0' <= c && c <= '9' || c == '.' || c == ' ') }))
+	}
 	return r
 }
 

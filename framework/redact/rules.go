@@ -1408,12 +1408,8 @@ func (r *Redactor) quiet(st *state, data []byte) bool {
 	if st.inPEM || st.skip != skipNone || st.midLine || st.yaml || st.b64 || st.next != nextNone || st.quote != 0 || st.ppk != 0 {
 		return false
 	}
-	if r != nil {
-		for _, k := range r.known {
-			if bytes.Contains(data, k) {
-				return false
-			}
-		}
+	if r.anyKnown(data) {
+		return false
 	}
 	if bytes.ContainsAny(data, "\x00\x1b") {
 		// A name or a value may lie split (segmentSplit): quiet as the
@@ -1433,10 +1429,28 @@ func (r *Redactor) anyKnown(data []byte) bool {
 	if r == nil {
 		return false
 	}
-	for _, k := range r.known {
-		if bytes.Contains(data, k) {
+	for i, k := range r.known {
+		if r.holds(data, k, r.anchor[i]) {
 			return true
 		}
+	}
+	return false
+}
+
+// holds reports whether data holds k, looked for from k[a:].
+func (r *Redactor) holds(data, k []byte, a int) bool {
+	if a == 0 {
+		return bytes.Contains(data, k)
+	}
+	for off := a; off < len(data); {
+		j := bytes.Index(data[off:], k[a:])
+		if j < 0 {
+			return false
+		}
+		if p := off + j - a; bytes.Equal(data[p:p+a], k[:a]) {
+			return true
+		}
+		off += j + 1
 	}
 	return false
 }
