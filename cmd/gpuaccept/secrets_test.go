@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -296,4 +300,42 @@ func TestVerifyFindsUnmaskedSecret(t *testing.T) {
 	assert.Equal(t, code, 1, out+errs)
 	assert.Assert(t, strings.Contains(out, "MISMATCH raw/nccl.all_reduce/all_reduce.log: line 2 holds a secret in clear"), out)
 	assert.Assert(t, !strings.Contains(out+errs, "hf_plantedUnmasked"), out+errs)
+}
+
+// A secret in clear in another form than its bytes (a token split by
+// invisible characters, fullwidth, as HTML entities; a known value as
+// base64 or hex; any of them in a .gz file) fails verify too.
+func TestVerifyFindsEncodedSecret(t *testing.T) {
+	const known = "Zq9xPLmW3vTr7Ka2"
+	t.Setenv("MY_API_TOKEN", known)
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		_, _ = w.Write([]byte(s))
+		_ = w.Close()
+		return b.Bytes()
+	}
+	for _, c := range []struct {
+		what, file string
+		data       []byte
+	}{
+		{"ZWSP", "notes.txt", []byte("token: ghp_\u200bplantedVerifyToken0000000000000000000001\n")},
+		{"fullwidth", "notes.txt", []byte("token: ｇｈｐ＿plantedVerifyToken0000000000000000000001\n")},
+		{"entities", "notes.txt", []byte("token: &#103;&#104;&#112;&#95;plantedVerifyToken0000000000000000000001\n")},
+		{"base64 of a known value", "notes.txt", []byte("blob: " + base64.StdEncoding.EncodeToString([]byte("x="+known)) + "\n")},
+		{"hex of a known value", "notes.txt", []byte("blob: " + hex.EncodeToString([]byte(known)) + "\n")},
+		{"gz", "notes.txt.gz", gz("ok\ntoken: ghp_plantedVerifyToken0000000000000000000001\n")},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			dir := replayRun(t)
+			assert.NilError(t, os.WriteFile(filepath.Join(dir, c.file), c.data, 0o644))
+			assert.NilError(t, os.Remove(filepath.Join(dir, "manifest.json")))
+			_, err := manifest.Write(dir, "test", "h200")
+			assert.NilError(t, err)
+			code, out, errs := cli(t, "verify", dir)
+			assert.Equal(t, code, 1, out+errs)
+			assert.Assert(t, strings.Contains(out, c.file+": line "), out)
+			assert.Assert(t, strings.Contains(out, "holds a secret in clear"), out)
+		})
+	}
 }

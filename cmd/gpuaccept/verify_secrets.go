@@ -1,21 +1,27 @@
 package main
 
 import (
+	"compress/gzip"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 )
 
 // clearSecrets names, with the line, each file of the results folder dir
-// that holds a secret in clear (framework/redact's patterns; a folder goes
-// to customers, and gpuaccept masks everything it writes): one written by
-// a gpuaccept from before it masked that format, or edited. Only regular
+// that holds a secret in clear (framework/redact's patterns, and the
+// values of this environment's secret-named variables, in every form
+// redact masks; a folder goes to customers, and gpuaccept masks
+// everything it writes): one written by a gpuaccept from before it masked
+// that format, or edited. A .gz file is read decompressed. Only regular
 // files are read; links and special files are not followed or opened.
 func clearSecrets(dir string) []string {
 	var out []string
+	known := redact.Env()
 	err := filepath.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return err
@@ -27,7 +33,17 @@ func clearSecrets(dir string) []string {
 			return nil
 		}
 		defer f.Close()
-		line, err := (*redact.Redactor)(nil).Clear(f)
+		var src io.Reader = f
+		if strings.HasSuffix(p, ".gz") {
+			zr, err := gzip.NewReader(f)
+			if err != nil {
+				out = append(out, fmt.Sprintf("%s: cannot be decompressed to look for secrets: %v", filepath.ToSlash(rel), err))
+				return nil
+			}
+			defer zr.Close()
+			src = zr
+		}
+		line, err := known.Clear(src)
 		switch {
 		case err != nil:
 			out = append(out, fmt.Sprintf("%s: cannot be read to look for secrets: %v", filepath.ToSlash(rel), err))

@@ -50,8 +50,15 @@
 //     written quote, backslash, quote, quote);
 //   - any literal value the caller knows to be secret (the environment's),
 //     also as JSON, HTML and XML escape it, URL-encoded, quoted by Go's %q,
-//     bash's printf %q and Python's repr(), and split by NULs or escape
-//     sequences a terminal does not show;
+//     bash's printf %q and Python's repr(); as hex and as base64 (either
+//     alphabet, any alignment; the base64 run masked whole); and in a
+//     line's view (normal.go): each character percent-encoded or not, an
+//     HTML numeric entity, a JSON \uXXXX escape or fullwidth, with NULs,
+//     escape sequences, CRs, overstrikes (X\b) or invisible characters
+//     (ZWSP, ZWNJ, ZWJ, soft hyphen, BOM, bidi marks) between them: the
+//     bytes the match came from are masked;
+//   - tokens by their shape in the same view, and inside a base64 or hex
+//     run (found by the encodings of their prefixes);
 //   - a line as a terminal shows it: a name or value split by NULs or
 //     escape sequences (HF_TO\x00KEN=...) is masked, the line then written
 //     without them.
@@ -70,6 +77,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -166,6 +174,15 @@ func notSecret(name string) bool {
 type Redactor struct {
 	known   [][]byte // longest first, so a value that contains another goes whole
 	longest int
+	values  []string // the values New was given, minKnown bytes or more
+	views   [][]byte // each value as normalView reads it, to find in a line's view
+	// anchor[i]: where in known[i] its first byte other than a digit, a
+	// dot or a blank is: a chunk is searched from there (a table of
+	// numbers holds a hex form's leading digits everywhere).
+	anchor []int
+	// inRun: forms of known (base64) whose match is masked with the run of
+	// base64 around it, whose edge characters hold bits of the value.
+	inRun map[string]bool
 }
 
 // minKnown is the shortest known value masked literally: shorter ones
@@ -179,10 +196,24 @@ func New(known ...string) *Redactor {
 	r := &Redactor{}
 	seen := map[string]bool{}
 	for _, k := range known {
-		if len(k) < minKnown || k == Mask {
+		if len(k) < minKnown || k == Mask || seen["value:"+k] {
 			continue
 		}
-		for _, f := range escapedForms(k) {
+		seen["value:"+k] = true
+		r.values = append(r.values, k)
+		if v, _, _ := normalView([]byte(k)); len(v) >= minKnown {
+			r.views = append(r.views, v)
+		}
+		hexForms, b64Forms := encodedForms(k)
+		for _, f := range b64Forms {
+			if !seen[f] {
+				if r.inRun == nil {
+					r.inRun = map[string]bool{}
+				}
+				r.inRun[f] = true
+			}
+		}
+		for _, f := range slices.Concat(escapedForms(k), hexForms, b64Forms) {
 			if !seen[f] {
 				seen[f] = true
 				r.known = append(r.known, []byte(f))
@@ -191,6 +222,10 @@ func New(known ...string) *Redactor {
 		}
 	}
 	sort.Slice(r.known, func(i, j int) bool { return len(r.known[i]) > len(r.known[j]) })
+	r.anchor = make([]int, len(r.known))
+	for i, k := range r.known {
+		r.anchor[i] = max(0, bytes.IndexFunc(k, func(c rune) bool { return !('0' <= c && c <= '9' || c == '.' || c == ' ') }))
+	}
 	return r
 }
 
@@ -198,9 +233,7 @@ func New(known ...string) *Redactor {
 // too (as New takes them).
 func (r *Redactor) With(known ...string) *Redactor {
 	if r != nil {
-		for _, k := range r.known {
-			known = append(known, string(k))
-		}
+		known = append(known, r.values...)
 	}
 	return New(known...)
 }
@@ -236,6 +269,8 @@ func escapedForms(v string) []string {
 	forms = append(forms, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(url.QueryEscape(v), "+", "%20"))
 	q := strconv.Quote(v)
 	forms = append(forms, q[1:len(q)-1], shellQuoted(v), pythonRepr(v, '\''), pythonRepr(v, '"'))
+	// Other encodings, each character's or the whole value's: see
+	// normalView and encodedForms.
 	return forms
 }
 

@@ -205,6 +205,10 @@ var rules = []*rule{
 			`|[rs]k_(?:live|test)_[A-Za-z0-9]{20,}|ya29\.[0-9A-Za-z_-]{20,}|nvapi-[A-Za-z0-9_-]{20,}|pypi-AgE[A-Za-z0-9_-]{40,}` +
 			`|dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}|hv[sbr]\.[A-Za-z0-9_-]{20,})`),
 		mask: group(0)},
+	// A token by its shape written as base64 or hex (a blob in a config,
+	// a dump): found by the encodings of its prefix, masked when the run
+	// decodes to a token (encodedToken, set in init).
+	{name: "encoded-token", hints: encodedTokenHints, re: regexp.MustCompile(`[A-Za-z0-9+/_-]{24,}={0,2}`)},
 	// The base64 of a JSON or YAML document that holds a secret: a
 	// Kubernetes Secret's .dockerconfigjson and .dockercfg ("eyJ" is
 	// base64 of `{"`), a kubeconfig ("YXBpVmVyc2lvbj" of "apiVersion").
@@ -1342,6 +1346,11 @@ type state struct {
 	// midLine: the last segment was a piece of a line cut short, so the
 	// next one goes on with that line.
 	midLine bool
+	// plain: the lines being masked are of a chunk without a trigger
+	// (hasTrigger), so none needs its view.
+	plain bool
+	// noKnown: the chunk holds no form of a known value (r.known).
+	noKnown bool
 	// yaml: a secret's YAML block scalar is open. Its lines are those
 	// indented deeper than yamlMin, the key's indentation, and as deep as
 	// yamlIndent, its first line's (0 before that line).
@@ -1399,19 +1408,51 @@ func (r *Redactor) quiet(st *state, data []byte) bool {
 	if st.inPEM || st.skip != skipNone || st.midLine || st.yaml || st.b64 || st.next != nextNone || st.quote != 0 || st.ppk != 0 {
 		return false
 	}
-	if r != nil {
-		for _, k := range r.known {
-			if bytes.Contains(data, k) {
-				return false
-			}
-		}
+	if r.anyKnown(data) {
+		return false
 	}
 	if bytes.ContainsAny(data, "\x00\x1b") {
 		// A name or a value may lie split (segmentSplit): quiet as the
 		// text reads on a terminal.
 		return r.quiet(st, splitter.ReplaceAll(data, nil))
 	}
-	return !allHints.in(data)
+	if allHints.in(data) {
+		return false
+	}
+	// Quiet as a reader reads it: the view only where the chunk holds
+	// what the view changes.
+	return !hasTrigger(data) || !r.viewHolds(data)
+}
+
+// anyKnown reports whether data holds a form of a known value of r.
+func (r *Redactor) anyKnown(data []byte) bool {
+	if r == nil {
+		return false
+	}
+	for i, k := range r.known {
+		if r.holds(data, k, r.anchor[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// holds reports whether data holds k, looked for from k[a:].
+func (r *Redactor) holds(data, k []byte, a int) bool {
+	if a == 0 {
+		return bytes.Contains(data, k)
+	}
+	for off := a; off < len(data); {
+		j := bytes.Index(data[off:], k[a:])
+		if j < 0 {
+			return false
+		}
+		if p := off + j - a; bytes.Equal(data[p:p+a], k[:a]) {
+			return true
+		}
+		off += j + 1
+	}
+	return false
 }
 
 // chunkSize is how much masking looks at at once: long enough that a
@@ -1444,6 +1485,8 @@ func (r *Redactor) chunk(st *state, out *bytes.Buffer, data []byte) {
 			out.Write(piece)
 			continue
 		}
+		st.plain = !hasTrigger(piece)
+		st.noKnown = !r.anyKnown(piece)
 		for len(piece) > 0 {
 			line := piece
 			if i := bytes.IndexByte(piece, '\n'); i >= 0 {
@@ -1452,6 +1495,7 @@ func (r *Redactor) chunk(st *state, out *bytes.Buffer, data []byte) {
 			piece = piece[len(line):]
 			out.Write(r.segmentSplit(st, line))
 		}
+		st.plain, st.noKnown = false, false
 	}
 }
 
@@ -1475,15 +1519,21 @@ func (r *Redactor) segment(st *state, seg []byte) []byte {
 		body = body[i:]
 		st.skip = skipNone
 	}
-	if r != nil {
+	if r != nil && !st.noKnown {
 		for _, k := range r.known {
 			if bytes.Contains(body, k) {
-				body = bytes.ReplaceAll(body, k, []byte(Mask))
+				if r.inRun[string(k)] {
+					body = maskInRun(body, k)
+				} else {
+					body = bytes.ReplaceAll(body, k, []byte(Mask))
+				}
 			}
 		}
-		if len(r.known) > 0 && bytes.ContainsAny(body, "\x00\x1b") {
-			body = r.maskSplit(body)
-		}
+	}
+	// Known values and tokens in other forms than their bytes: each
+	// character encoded, split by what a reader does not see.
+	if !st.plain {
+		body = r.maskViewed(body)
 	}
 	var head []byte
 	switch {
@@ -1712,34 +1762,3 @@ func (r *Redactor) segmentSplit(st *state, line []byte) []byte {
 // and a terminal does not show: NUL, and ESC with the CSI or OSC sequence
 // it starts (colours, a title).
 var splitter = regexp.MustCompile("\x00|\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|[@-_])?")
-
-// maskSplit masks the known values of r in body that lie split by NULs
-// and escape sequences (splitter): "pass\x00word" shows as "password" on a
-// terminal. Each is masked from its first character to its last.
-func (r *Redactor) maskSplit(body []byte) []byte {
-	for range 64 { // each round masks one value; a line holds few
-		var kept []byte
-		var at []int // at[i]: where kept[i] is in body
-		prev := 0
-		for _, loc := range append(splitter.FindAllIndex(body, -1), []int{len(body), len(body)}) {
-			for i := prev; i < loc[0]; i++ {
-				kept = append(kept, body[i])
-				at = append(at, i)
-			}
-			prev = loc[1]
-		}
-		found := false
-		for _, k := range r.known {
-			if i := bytes.Index(kept, k); i >= 0 {
-				s, e := at[i], at[i+len(k)-1]+1
-				body = append(append(append([]byte{}, body[:s]...), Mask...), body[e:]...)
-				found = true
-				break
-			}
-		}
-		if !found {
-			break
-		}
-	}
-	return body
-}
