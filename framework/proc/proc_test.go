@@ -386,7 +386,16 @@ func TestStepEnds(t *testing.T) {
 				assert.Error(t, g.Err(), c.err)
 			}
 			assert.Equal(t, ExitCode(g.Err()), c.code)
-			assert.Equal(t, out.String(), strings.ReplaceAll(c.out, "PID", strconv.Itoa(g.Pid())))
+			got := out.String()
+			if c.stop {
+				// A process out of the group is reached both through its
+				// group and through the namespace's sweep: when both
+				// SIGTERMs land before its handler runs, sh runs the trap
+				// twice (seen under load in the full suite). That it got
+				// SIGTERM before any SIGKILL is what the case asserts.
+				got = strings.ReplaceAll(got, "got TERM\ngot TERM\n", "got TERM\n")
+			}
+			assert.Equal(t, got, strings.ReplaceAll(c.out, "PID", strconv.Itoa(g.Pid())))
 		})
 	}
 }
