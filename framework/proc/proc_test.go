@@ -388,11 +388,12 @@ func TestStepEnds(t *testing.T) {
 			assert.Equal(t, ExitCode(g.Err()), c.code)
 			got := out.String()
 			if c.stop {
-				// A process out of the group is reached both through its
-				// group and through the namespace's sweep: when both
-				// SIGTERMs land before its handler runs, sh runs the trap
-				// twice (seen under load in the full suite). That it got
-				// SIGTERM before any SIGKILL is what the case asserts.
+				// signal means a SIGTERM to come once, but under load (the
+				// full suite with the test services up, 2026-12-07) this
+				// process out of the group ran its trap twice, in
+				// pidns-auto mode: a second delivery that is still to be
+				// found (the closing note of that day says so). The case
+				// holds what the grace needs: SIGTERM came before SIGKILL.
 				got = strings.ReplaceAll(got, "got TERM\ngot TERM\n", "got TERM\n")
 			}
 			assert.Equal(t, got, strings.ReplaceAll(c.out, "PID", strconv.Itoa(g.Pid())))
