@@ -40,6 +40,10 @@ func TestLine(t *testing.T) {
 		{`nccl parameters (--param KEY=VALUE):`, `nccl parameters (--param KEY=VALUE):`},
 		{`PASS: SKU h200, suite singlenode`, `PASS: SKU h200, suite singlenode`},
 		{`KEY=k3yV4lue PASS=p4ss`, `KEY=[REDACTED] PASS=[REDACTED]`},
+		// Python's key argument (torchbench.py's sorted(..., key=lambda
+		// r: ...), as a results folder keeps the command) is code.
+		{`    return sorted(out, key=lambda r: r["node"])`, `    return sorted(out, key=lambda r: r["node"])`},
+		{`key=lambdaPlanted9 pass=x`, `key=[REDACTED] pass=[REDACTED]`},
 		{`Running benchmark with max_tokens_per_rank: 256`, `Running benchmark with max_tokens_per_rank: 256`},
 		// Directories are no passwords; -p is a port or a flag outside the
 		// MySQL clients; --mca and aws configure set take plain values too.
