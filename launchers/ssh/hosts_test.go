@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,7 +49,7 @@ func TestRanksSeeHosts(t *testing.T) {
 		for _, o := range outs {
 			assert.Equal(t, o.ExitCode, 0, "%s: %s", o.LaunchError, read(t, o.Log))
 		}
-		lines := strings.Split(strings.TrimSpace(read(t, outs[0].Log)), "\n")
+		lines := strings.Split(strings.TrimSpace(withoutSetpgidWarning(read(t, outs[0].Log))), "\n")
 		sort.Strings(lines)
 		var wantLines []string
 		for r := 0; r < 2*nodes; r++ {
@@ -80,8 +81,20 @@ func TestStandinDegradesOnBadHost(t *testing.T) {
 		outs, err := l.Launch(context.Background(), request(t, c.nodes, s))
 		assert.NilError(t, err)
 		o := outs[0]
-		log := read(t, o.Log)
+		log := withoutSetpgidWarning(read(t, o.Log))
 		assert.Equal(t, o.ExitCode, 0, "%s\n%s", o.LaunchError, log)
 		assert.Equal(t, log, read(t, c.want+"/nccl.all_reduce/all_reduce.log"), "%d nodes", c.nodes)
 	}
+}
+
+// setpgidWarning is Open MPI's own line when mpirun's setpgid on a
+// child it forked comes after the child already exec'd ssh ("[vm:06570]
+// plm:rsh: Warning: setpgid(6576,6576) failed in parent with
+// errno=Permission denied(13)"): a race of the rsh launcher on a loaded
+// machine, seen in the full suite on 2026-12-07, and no output of a rank.
+var setpgidWarning = regexp.MustCompile(`(?m)^\[[^\]]*\] plm:rsh: Warning: setpgid\(\d+,\d+\) failed in parent with errno=.*\n?`)
+
+// withoutSetpgidWarning is log without setpgidWarning's lines.
+func withoutSetpgidWarning(log string) string {
+	return setpgidWarning.ReplaceAllString(log, "")
 }
