@@ -96,20 +96,10 @@ func summary(e *sku.Entry, ms []result.Metric, mt matcher) (result.Judged, []str
 // placement, data type, ...): the worst fall of a point below the highest
 // value at a smaller size. It returns one check per curve.
 func dips(e *sku.Entry, ms []result.Metric, mt matcher) []result.Check {
-	groups := map[string][]result.Metric{}
-	var keys []string
-	for _, m := range curve(e, ms, mt) {
-		k := sku.LabelText(m.Labels)
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], m)
-	}
-	sort.Strings(keys)
+	keys, groups := curves(curve(e, ms, mt), func(m result.Metric) string { return sku.LabelText(m.Labels) })
 	var out []result.Check
 	for _, k := range keys {
 		pts := groups[k]
-		sort.SliceStable(pts, func(i, j int) bool { return pts[i].Size < pts[j].Size })
 		top := pts[0]
 		worst, from, to := 0.0, pts[0], pts[0]
 		for _, p := range pts[1:] {
@@ -122,11 +112,7 @@ func dips(e *sku.Entry, ms []result.Metric, mt matcher) []result.Check {
 				top = p
 			}
 		}
-		name := "dip " + to.Name
-		if pl := to.Labels["placement"]; pl != "" {
-			name += " " + pl
-		}
-		c := result.Check{Name: name, OK: true}
+		c := result.Check{Name: dipName(to), OK: true}
 		fall := func(limit float64, what string) string {
 			return fmt.Sprintf("falls %.1f%% from %s %s at %s to %s %s at %s as size grows (%s above %g%%)",
 				worst, num(from.Value), from.Unit, result.FormatBytes(from.Size), num(to.Value), to.Unit, result.FormatBytes(to.Size), what, limit)
@@ -144,6 +130,35 @@ func dips(e *sku.Entry, ms []result.Metric, mt matcher) []result.Check {
 
 // curveKey names one labelled curve of a metric: "busbw placement=out-of-place".
 func curveKey(m result.Metric) string { return m.Name + " " + sku.LabelText(m.Labels) }
+
+// curves groups ms into curves by key, each curve sorted by message size:
+// the keys sorted, and the points of each.
+func curves(ms []result.Metric, key func(result.Metric) string) ([]string, map[string][]result.Metric) {
+	groups := map[string][]result.Metric{}
+	var keys []string
+	for _, m := range ms {
+		k := key(m)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], m)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		pts := groups[k]
+		sort.SliceStable(pts, func(i, j int) bool { return pts[i].Size < pts[j].Size })
+	}
+	return keys, groups
+}
+
+// dipName is a dip check's name on the curve of p: "dip busbw
+// out-of-place", the same for an entry's own dip rule and the default one.
+func dipName(p result.Metric) string {
+	if pl := p.Labels["placement"]; pl != "" {
+		return "dip " + p.Name + " " + pl
+	}
+	return "dip " + p.Name
+}
 
 // dipped marks the curves entry e's own dip check reads (curve: its
 // range), so that the default rule (holes) leaves them to it.
@@ -212,37 +227,24 @@ func holes(e *sku.Entry, ms []result.Metric, mt matcher, done map[string]bool) [
 	if !sku.IsBandwidth(e.Unit) {
 		return nil
 	}
-	groups := map[string][]result.Metric{}
-	var keys []string
+	var read []result.Metric
 	for _, m := range ms {
-		if m.Size <= 0 || m.Unit != e.Unit || !mt.match(e, m) || math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+		if m.Size <= 0 || m.Unit != e.Unit || !mt.match(e, m) || math.IsNaN(m.Value) || math.IsInf(m.Value, 0) || done[curveKey(m)] {
 			continue
 		}
-		k := curveKey(m)
-		if done[k] {
-			continue
-		}
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], m)
+		read = append(read, m)
 	}
-	sort.Strings(keys)
+	keys, groups := curves(read, curveKey)
 	var out []result.Check
 	for _, k := range keys {
 		done[k] = true
 		pts := groups[k]
-		sort.SliceStable(pts, func(i, j int) bool { return pts[i].Size < pts[j].Size })
 		worst, at, compared := holeRatio(pts)
 		if compared == 0 {
 			continue
 		}
 		p := pts[at]
-		name := "dip " + p.Name
-		if pl := p.Labels["placement"]; pl != "" {
-			name += " " + pl
-		}
-		c := result.Check{Name: name, OK: 100*worst >= sku.DefaultHole}
+		c := result.Check{Name: dipName(p), OK: 100*worst >= sku.DefaultHole}
 		if !c.OK {
 			prev := pts[at-1]
 			of := fmt.Sprintf("the point before it (%s %s at %s)", num(prev.Value), prev.Unit, result.FormatBytes(prev.Size))
