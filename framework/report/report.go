@@ -422,18 +422,12 @@ func mdCell(s string) string {
 	return mdInline(strings.ReplaceAll(s, "|", `\|`))
 }
 
-// mdOneLine keeps a line feed in text from a run (a message a plugin
-// built from a node's output) from ending the list item or table row it
-// is written in: "PASS" on a line of its own would read as a verdict. It
-// is written as the two characters \n, as redact.PrintableLine writes it.
-var mdOneLine = strings.NewReplacer("\r\n", `\n`, "\n", `\n`)
-
 // mdInline keeps text from a run (a test, file or host name in the
 // summary line) from opening a link or an image ([x](javascript:...),
 // ![x](url), [x][ref]: "[" and "]" escaped) or HTML (a "<" that starts
 // a tag or an autolink).
 func mdInline(s string) string {
-	return htmlStart.ReplaceAllString(strings.NewReplacer("[", `\[`, "]", `\]`).Replace(mdOneLine.Replace(s)), "&lt;$1")
+	return htmlStart.ReplaceAllString(strings.NewReplacer("[", `\[`, "]", `\]`).Replace(redact.PrintableLine(s)), "&lt;$1")
 }
 
 // mdHTML is s as text of an HTML element of the Markdown (a test name in
@@ -441,13 +435,13 @@ func mdInline(s string) string {
 // renderer that reads Markdown inside the element would otherwise find a
 // link there.
 func mdHTML(s string) string {
-	return strings.NewReplacer("[", "&#91;", "]", "&#93;").Replace(html.EscapeString(mdOneLine.Replace(s)))
+	return strings.NewReplacer("[", "&#91;", "]", "&#93;").Replace(html.EscapeString(redact.PrintableLine(s)))
 }
 
 // mdEscape keeps tool output from turning into Markdown or HTML (links
 // and images included: "[" and "]" are escaped).
 func mdEscape(s string) string {
-	return strings.NewReplacer("<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "\\`", "|", `\|`, "[", `\[`, "]", `\]`).Replace(mdOneLine.Replace(s))
+	return strings.NewReplacer("<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "\\`", "|", `\|`, "[", `\[`, "]", `\]`).Replace(redact.PrintableLine(s))
 }
 
 // Files of a results folder.
