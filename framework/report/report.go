@@ -447,10 +447,10 @@ func mdEscape(s string) string {
 // Files of a results folder.
 const (
 	ResultsFile  = resultsdir.Results
-	JUnitFile    = "junit.xml"
-	TableFile    = "table.txt"
-	HTMLFile     = "report.html"
-	MarkdownFile = "summary.md"
+	JUnitFile    = resultsdir.JUnit
+	TableFile    = resultsdir.Table
+	HTMLFile     = resultsdir.HTML
+	MarkdownFile = resultsdir.Markdown
 )
 
 // masked is run with every string masked (framework/redact, knowing the

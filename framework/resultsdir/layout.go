@@ -19,9 +19,17 @@ const (
 	SigFile  = Manifest + ".sig"
 )
 
-// Reports are the reports framework/report writes in a results folder
-// (results.json, junit.xml, report.html, summary.md, table.txt).
-var Reports = []string{Results, "junit.xml", "report.html", "summary.md", "table.txt"}
+// The reports framework/report writes in a results folder beside
+// Results (report takes these names from here).
+const (
+	JUnit    = "junit.xml"
+	HTML     = "report.html"
+	Markdown = "summary.md"
+	Table    = "table.txt"
+)
+
+// Reports are the reports framework/report writes in a results folder.
+var Reports = []string{Results, JUnit, HTML, Markdown, Table}
 
 // What the slurm launcher keeps in a test's raw folder beside the steps'
 // logs: the batch script that ran, the job's own output, and per step the
