@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -46,7 +47,7 @@ type job struct {
 func stepLog(dir, step string) string   { return filepath.Join(dir, step+".log") }
 func stepExit(dir, step string) string  { return filepath.Join(dir, step+".exit") }
 func stepWork(dir, step string) string  { return filepath.Join(dir, step+".work") }
-func stepRanks(dir, step string) string { return filepath.Join(dir, step+".ranks") }
+func stepRanks(dir, step string) string { return filepath.Join(dir, step+resultsdir.SlurmRanksExt) }
 
 // Names of the staging folder's job-level files.
 const (
@@ -217,7 +218,7 @@ func jobName(test string) string { return "gpuaccept-" + test }
 
 // stepLine is the rank starter's command line for one step.
 func stepLine(j job, s plan.Step) (string, error) {
-	wrapped := append([]string{"/bin/sh", "-c", rankWrapper, "$job/" + s.Name + ".ranks"}, s.Argv...)
+	wrapped := append([]string{"/bin/sh", "-c", rankWrapper, "$job/" + s.Name + resultsdir.SlurmRanksExt}, s.Argv...)
 	mpi := rankstart.NeedsStarter(s) && s.MPI
 	if mpi && j.MPI == MPIMpirun {
 		var hs []string
