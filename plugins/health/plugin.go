@@ -315,7 +315,7 @@ func readOutput(p *result.Parsed, o plan.Output) ([]*nodeInput, []string) {
 		// driver"), saved as its output: say so, not just "not an output".
 		for i, l := range pt.lines {
 			if k, _ := toolfail.Classify(l.text); k == toolfail.Setup {
-				errs = append(errs, fmt.Sprintf("%s:%d: the tool could not run (setup, not hardware): %s", name, l.no, clip(strings.TrimSpace(l.text))))
+				errs = append(errs, fmt.Sprintf("%s:%d: %s%s", name, l.no, toolfail.CouldNotRun, clip(strings.TrimSpace(l.text))))
 				pt.setup = true
 				break
 			}

@@ -34,6 +34,11 @@ const (
 	Hardware
 )
 
+// CouldNotRun heads the message of a test that a Setup line explains:
+// every plugin words it alike, so a reader (and a search in a results
+// folder) finds the setup failures of any tool by it.
+const CouldNotRun = "the tool could not run (setup, not hardware): "
+
 // String names the kind in messages: "setup", "hardware" or "unknown".
 func (k Kind) String() string {
 	switch k {

@@ -75,7 +75,7 @@ func Complete(topo plan.Topology, o Output, hosts []string, items []string, seen
 		}
 		c := result.Check{Name: what + " results", OK: false, Warn: true, Message: msg + ": nothing was measured"}
 		if e, ok := anyOf(setup, nil); ok {
-			cause = "the tool could not run (setup, not hardware): " + e.String()
+			cause = toolfail.CouldNotRun + e.String()
 			c.Message += "; " + cause
 		}
 		return []result.Check{c}, cause
@@ -91,7 +91,7 @@ func Complete(topo plan.Topology, o Output, hosts []string, items []string, seen
 		if _, hw := anyOf(hardware, present); !hw {
 			if e, ok := anyOf(named(setup), present); ok {
 				nodes.Warn = true
-				why := "the tool could not run (setup, not hardware): " + e.String()
+				why := toolfail.CouldNotRun + e.String()
 				nodes.Message += "; " + why
 				causes = append(causes, why)
 			}
@@ -121,7 +121,7 @@ func Complete(topo plan.Topology, o Output, hosts []string, items []string, seen
 			// they can be no other node's).
 			if e, ok := setup[h]; ok && (h != "" || topo.Nodes == 1) && len(hardware[h]) == 0 {
 				c.Warn = true
-				why := "the tool could not run (setup, not hardware): " + e[0].String()
+				why := toolfail.CouldNotRun + e[0].String()
 				c.Message += "; " + why
 				causes = append(causes, why)
 			}
