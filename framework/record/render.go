@@ -52,6 +52,9 @@ func Render(entries []*sku.Entry) string {
 			fmt.Fprintf(&b, "    ceiling: %s\n", num(e.Ceiling))
 		}
 		fmt.Fprintf(&b, "    source: %s\n", quote(e.Source))
+		if e.Authority != "" {
+			fmt.Fprintf(&b, "    authority: %s\n", e.Authority)
+		}
 		if e.Value != nil {
 			if e.Size != 0 {
 				fmt.Fprintf(&b, "    size: %s\n", sizeText(int64(e.Size)))

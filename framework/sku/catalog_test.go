@@ -34,6 +34,24 @@ func TestShippedCeilingsCited(t *testing.T) {
 	assert.Assert(t, n > 100, "only %d ceilings: the catalog lost its SKUs", n)
 }
 
+// Every baseline entry gpuaccept ships was measured on someone else's
+// hardware (a seed's cluster, a public page, this project's machines): it
+// judges a site's nodes as a reference, never as the site's own golden
+// recording, and says where it comes from.
+func TestShippedEntriesAreReference(t *testing.T) {
+	cat, err := Load(baselines.FS, "baselines")
+	assert.NilError(t, err)
+	n := 0
+	for _, name := range cat.Names() {
+		for _, e := range cat.SKUs[name].Baselines {
+			n++
+			assert.Equal(t, e.Kind(), AuthorityReference, "%s line %d: %s entry is not marked authority: reference", name, e.Line, e.Test)
+			assert.Assert(t, e.Source != "", "%s line %d: %s entry has no source", name, e.Line, e.Test)
+		}
+	}
+	assert.Assert(t, n >= 70, "only %d entries: the catalog lost its baselines", n)
+}
+
 // The generic data-centre SKUs (issue 30) each name their GPU family and
 // carry the per-GPU datasheet ceilings their node suite is judged against:
 // a busbw gate with the GPU link's peak, the HBM bandwidth and at least the

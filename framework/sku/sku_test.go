@@ -254,6 +254,14 @@ func TestProblemsNameFieldLineAndAll(t *testing.T) {
 			count: 1,
 		},
 		{
+			name: "an authority other than golden or reference",
+			edit: func(t *testing.T, s string) string {
+				return editLine(t, s, 148, `unit: GB/s`, "unit: GB/s\n    authority: datasheet")
+			},
+			want:  []string{`mi355x.yaml: line 149: field authority: "datasheet" is not golden (recorded on this site's hardware) or reference (a cited public measurement)`},
+			count: 1,
+		},
+		{
 			name: "absolute floor above the reference and the warn zone both reported",
 			edit: func(t *testing.T, s string) string {
 				return editLine(t, s, 212, `band: {min: "-10%", warn_min: "-5%"}`, `band: {min: ">= 900 GB/s", warn_min: "-5%"}`)
@@ -272,7 +280,7 @@ func TestProblemsNameFieldLineAndAll(t *testing.T) {
 			},
 			want: []string{
 				`mi355x.yaml: line 148: field unit: "GBps" is not one of GB/s (bytes), Gb/s (bits), MB/s, TFLOPS, us, ms, count, %`,
-				`mi355x.yaml: line 150: field "fieldlines" is not known here (known: band, ceiling, dip, labels, metric, points, range, scope, size, source, summary, test, unit, value)`,
+				`mi355x.yaml: line 150: field "fieldlines" is not known here (known: authority, band, ceiling, dip, labels, metric, points, range, scope, size, source, summary, test, unit, value)`,
 			},
 			count: 2,
 		},

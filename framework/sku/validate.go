@@ -94,6 +94,9 @@ func (e *Entry) validate() []error {
 	if e.Source == "" {
 		add(e.Line, "source", "missing (say where the numbers come from)")
 	}
+	if a := e.Authority; a != "" && a != AuthorityGolden && a != AuthorityReference {
+		add(e.FieldLine("authority"), "authority", "%q is not golden (recorded on this site's hardware) or reference (a cited public measurement)", a)
+	}
 	if (e.Value == nil) == (len(e.Points) == 0) {
 		add(e.Line, "", "fields value/points: give exactly one of a single value or a list of points")
 	}
