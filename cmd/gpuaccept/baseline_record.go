@@ -71,7 +71,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.Float64Var(&opt.SteepWarn, "steep-warn", opt.SteepWarn, "least warn distance, percent, on the steep part")
 	fs.Float64Var(&opt.SteepFraction, "steep-fraction", opt.SteepFraction, "sizes whose median is below this fraction of the highest are on the steep part")
 	fs.Float64Var(&opt.WarnMax, "warn-max", opt.WarnMax, "warn this many percent above the median (fewer ranks, another path)")
-	fs.StringVar(&opt.Authority, "authority", "", "write the entries as this authority: golden (the default: this site's own hardware) or reference (to judge other sites' hardware of the SKU, as the built-in files do)")
+	fs.StringVar(&opt.Basis, "basis", "", "write the entries as this authority: golden (the default: this site's own hardware) or reference (to judge other sites' hardware of the SKU, as the built-in files do)")
 	fs.IntVar(&repeat, "repeat", 0, "run the suite this many times and record from those runs (run flags after --)")
 	fs.StringVar(&resultsRoot, "results", "", "with --repeat: folder for the runs' results folders (default gpuaccept-results/record-SKU-TIME)")
 	if err := fs.Parse(args); err != nil {
@@ -80,12 +80,12 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if c.sku == "" {
 		return exitUsage, usageError{errors.New("baseline record: --sku is required: the entries go into that SKU's file")}
 	}
-	switch opt.Authority {
-	case "", sku.AuthorityGolden:
-		opt.Authority = ""
-	case sku.AuthorityReference:
+	switch opt.Basis {
+	case "", result.BasisGolden:
+		opt.Basis = ""
+	case result.BasisReference:
 	default:
-		return exitUsage, usageError{fmt.Errorf("baseline record: --authority %q: want golden or reference", opt.Authority)}
+		return exitUsage, usageError{fmt.Errorf("baseline record: --basis %q: want golden or reference", opt.Basis)}
 	}
 	cat, err := c.catalog(stderr)
 	if err != nil {

@@ -460,14 +460,16 @@ func TestRealGPUResultsVerify(t *testing.T) {
 			// is re-derived all the same, and the reports that render as
 			// they did are compared byte for byte; report.html (laid out
 			// otherwise since) and, for the failing run, summary.md (its
-			// findings now follow the message, reason first) are bound by
+			// findings now follow the message, reason first), table.txt
+			// and summary.md (a Basis column since issue 30) are bound by
 			// nothing, even sealed: findings (gpuaccept report makes them
 			// again).
 			code, stdout, errs = cli(t, "verify", dir, "--digest", digestOf(t, r+c.dir))
 			assert.Equal(t, code, 1, stdout+errs)
-			findings := []string{`MISMATCH report.html: not hashed by a format 1 manifest, and this gpuaccept ("dev") renders it otherwise`}
-			if c.dir == "p2poff" {
-				findings = append(findings, `MISMATCH summary.md: not hashed by a format 1 manifest, and this gpuaccept ("dev") renders it otherwise`)
+			findings := []string{
+				`MISMATCH table.txt: not hashed by a format 1 manifest, and this gpuaccept ("dev") renders it otherwise`,
+				`MISMATCH summary.md: not hashed by a format 1 manifest, and this gpuaccept ("dev") renders it otherwise`,
+				`MISMATCH report.html: not hashed by a format 1 manifest, and this gpuaccept ("dev") renders it otherwise`,
 			}
 			for _, w := range append([]string{"format 1: raw outputs, baseline copy and journal only", "verify: FAILED: " + result.Count(len(findings), "finding")}, findings...) {
 				assert.Assert(t, strings.Contains(stdout, w), "want %q in\n%s", w, stdout)
@@ -653,16 +655,16 @@ func TestForgedPassOfUnjudgedRun(t *testing.T) {
 // summary.md head it NOT SIGNED OFF naming the test (not SKIP, which reads
 // as if nothing ran) and show what it measured, junit.xml ends with the
 // failing "sign-off" case, and verify's OK line says the run it vouches
-// for is not signed off. Real outputs: the H200's 1x1 nccl-tests
-// all_reduce (no 1x1 entry in SKU h200) and the busy H100's gemm (issue
-// 28: no gemm entry in SKU h100).
+// for is not signed off. Real output: the H200's 1x1 nccl-tests
+// all_reduce (no 1x1 entry in SKU h200, and a collective has no datasheet
+// floor). The busy H100's gemm of issue 28, measured and not judged then,
+// fails the datasheet floor now (TestCheckOnTheDatasheetFloor).
 func TestCheckMeasuredNotJudgedIsNotSignedOff(t *testing.T) {
 	cases := []struct {
 		name, sku, test, log string
 		measured             string
 	}{
 		{"nccl 1x1", "h200", "nccl.all_reduce", "../../testdata/field/h200/1x1-suite-all_reduce/all_reduce.log", "busbw in-place 0.0 GB/s @ 4 GiB"}, // one rank: nccl-tests prints busbw 0
-		{"busy gemm", "h100", "gemm.matmul", "../../testdata/recordings/h100x1-2026-12-07/issue28/busy/raw/gemm.matmul/alone.log", "tflops {dtype=bf16} 319.7 TFLOPS"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -673,7 +675,7 @@ func TestCheckMeasuredNotJudgedIsNotSignedOff(t *testing.T) {
 			head := fmt.Sprintf("NOT SIGNED OFF: SKU %s, suite check, scope 1x1, launcher check: 1 skip; %s", c.sku, nj)
 			assert.Assert(t, strings.Contains(out, head), out)
 			assert.Assert(t, !strings.Contains(out, "SKIP: SKU"), out)
-			assert.Assert(t, strings.Contains(out, "│ SKIP   │ "+c.measured), "measured figure missing:\n%s", out)
+			assert.Assert(t, strings.Contains(out, "│ SKIP   │       │ "+c.measured), "measured figure missing:\n%s", out)
 			summary := readFile(t, filepath.Join(dir, "summary.md"))
 			assert.Assert(t, strings.HasPrefix(summary, "**gpuaccept "+head), summary)
 			assert.Assert(t, strings.Contains(summary, "| "+c.measured), summary)
@@ -686,6 +688,57 @@ func TestCheckMeasuredNotJudgedIsNotSignedOff(t *testing.T) {
 			last := lines[len(lines)-1]
 			assert.Assert(t, strings.HasPrefix(last, "verify: OK: "), last)
 			assert.Assert(t, strings.Contains(last, "(run skip: NOT SIGNED OFF: "+nj+")"), last)
+		})
+	}
+}
+
+// With no baseline entry, the SKU's datasheet floors judge a benchmark,
+// and every report names that basis (issue 30): the 1-GPU H100's idle
+// matmul passes and the same GPU held busy by a competing matmul fails
+// (testdata/recordings/h100x1-2026-12-07, issue28), the table's Basis
+// column, results.json per test and per point, the JUnit property and
+// the summary line saying "floor"; verify re-derives the basis, and a
+// results.json that claims a golden basis for floor-judged points is a
+// finding.
+func TestCheckOnTheDatasheetFloor(t *testing.T) {
+	const rec = "../../testdata/recordings/h100x1-2026-12-07/issue28/"
+	cases := []struct {
+		name, log string
+		code      int
+		first     string
+	}{
+		{"idle", rec + "node-1/raw/gemm.matmul/alone.log", exitOK, "PASS: SKU h100, suite check, scope 1x1, launcher check: 1 pass; judged on: 1 floor"},
+		{"busy", rec + "busy/raw/gemm.matmul/alone.log", exitFail, "FAIL: SKU h100, suite check, scope 1x1, launcher check: 1 fail; judged on: 1 floor"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			code, out, errs := cli(t, "check", "--sku", "h100", "--test", "gemm.matmul", "--nodes", "1", "--gpus-per-node", "1", "--out", dir, c.log)
+			assert.Equal(t, code, c.code, out+errs)
+			assert.Assert(t, strings.Contains(out, c.first), out)
+			assert.Assert(t, regexp.MustCompile(`│ gemm\.matmul │ (PASS|FAIL) +│ floor │`).MatchString(out), out)
+			var res struct {
+				Tests []struct {
+					Basis   []string `json:"basis"`
+					Metrics []struct {
+						Basis string `json:"basis"`
+					} `json:"metrics"`
+				} `json:"tests"`
+			}
+			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "results.json"))), &res))
+			assert.DeepEqual(t, res.Tests[0].Basis, []string{"floor"})
+			for _, m := range res.Tests[0].Metrics {
+				assert.Equal(t, m.Basis, "floor")
+			}
+			assert.Assert(t, strings.Contains(readFile(t, filepath.Join(dir, "junit.xml")), `<property name="basis" value="floor">`))
+			code, out, errs = cli(t, "verify", dir)
+			assert.Equal(t, code, 0, out+errs)
+
+			forged := copyDir(t, dir)
+			edit(t, filepath.Join(forged, "results.json"), `"basis": \[\n\s*"floor"\n\s*\]`, `"basis": ["golden"]`)
+			code, out, errs = cli(t, "verify", forged)
+			assert.Equal(t, code, 1, out+errs)
+			assert.Assert(t, strings.Contains(out, `MISMATCH results.json: tests[gemm.matmul].basis[0] is "golden", re-derived from raw/ and the journal: "floor"`), out)
 		})
 	}
 }

@@ -84,7 +84,7 @@ func summary(e *sku.Entry, ms []result.Metric, mt matcher) (result.Judged, []str
 		}
 	}
 	ref := *e.Value
-	j := result.Judged{Metric: m, Summary: summaryName(e), Expected: &ref, Source: e.Source}
+	j := result.Judged{Metric: m, Summary: summaryName(e), Expected: &ref, Source: e.Source, Basis: e.Kind()}
 	// The message names the summary: "busbw peak out-of-place 180.0 GB/s at 8 GiB below ...".
 	shown := m
 	shown.Name = e.Metric + " " + summaryName(e)

@@ -13,13 +13,15 @@ import (
 // SKUTest judges the parsed output of test (full name, "nccl.all_reduce")
 // run at scope against SKU s: the framework's gates (Gates) and the
 // plugin's checks first, whatever the baseline holds, then the baseline
-// entries of that scope, or skip naming the scopes the SKU has. defaults
+// entries of that scope, the SKU's datasheet floors (sku.SKU.Floors) on
+// the points no entry judged, or skip naming the scopes the SKU has. defaults
 // are the plugin's label defaults per metric name (Options.Defaults; nil:
 // none). Metrics come back sorted (SortMetrics), with the efficiency
 // against the SKU's datasheet figures (Efficiencies).
 func SKUTest(s *sku.SKU, test string, scope plan.Scope, p result.Parsed, defaults map[string]map[string]string) result.Test {
 	t := Judge(p, Options{
 		Entries:    s.Entries(test, scope),
+		Floors:     s.Floors(test, scope),
 		NoBaseline: NoBaseline(s, test, scope),
 		Gates:      Gates(s, test, scope, p),
 		Defaults:   defaults,

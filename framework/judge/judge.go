@@ -23,6 +23,12 @@ type Options struct {
 	// Gates are correctness gates made outside the plugin (Gates: GPU
 	// model, physical ceilings); they count as the plugin's checks.
 	Gates []result.Check
+	// Floors are the SKU's datasheet floors at the test's scope
+	// (sku.SKU.Floors): each judges the points of its metric and labels
+	// that no entry judged, so a benchmark with no baseline is still
+	// judged, on the authority of the datasheet (result.BasisFloor). A
+	// floor that matches nothing is no finding: it is no baseline.
+	Floors []*sku.Entry
 	// Defaults are the plugin's label defaults per metric name
 	// (pluginapi.MetricInfo.LabelDefaults: busbw -> type=float,
 	// redop=sum). Where a run's points differ in such a label (-d all -o
@@ -109,6 +115,10 @@ func Judge(p result.Parsed, o Options) result.Test {
 			unmatched = append(unmatched, fmt.Sprintf("baseline entry at line %d (%s) matches no measured point", e.Line, describe(e, 0)))
 		}
 	}
+	floored := 0
+	for _, f := range o.Floors {
+		floored += judgeFloor(f, judged, mt)
+	}
 	errGate, failGate := false, false
 	for _, c := range gates {
 		switch {
@@ -169,16 +179,16 @@ func Judge(p result.Parsed, o Options) result.Test {
 		t.Status = result.Fail
 	case p.Error != "":
 		t.Status = result.Error
-	case len(o.Entries) == 0:
+	case len(o.Entries) == 0 && floored == 0:
 		t.Status = result.Skip
 	case len(p.Metrics) == 0:
 		t.Status = result.Error
 		ps.add(result.Error, catParse, "no metrics in the output")
-	case !matchedAny && allUnjudged:
+	case len(o.Entries) > 0 && !matchedAny && allUnjudged && floored == 0:
 		// The baseline has entries here, but none for the labels this run
 		// measured: nothing compared, as without a baseline.
 		t.Status = result.Skip
-	case !matchedAny:
+	case len(o.Entries) > 0 && !matchedAny && !allUnjudged:
 		// A baseline exists for this scope but judged nothing: the run did
 		// not measure what the baseline expects (sizes, metric, labels).
 		// That signs nothing off, so it must not read as a skip.
@@ -204,8 +214,13 @@ func Judge(p result.Parsed, o Options) result.Test {
 		}
 	}
 	if len(o.Entries) == 0 && o.NoBaseline != "" {
-		ps.add(result.Skip, catNoBaseline, o.NoBaseline)
+		note := o.NoBaseline
+		if floored > 0 {
+			note = "judged against the datasheet floor only (" + note + ")"
+		}
+		ps.add(result.Skip, catNoBaseline, note)
 	}
+	t.Basis = result.Bases(judged)
 	t.Message = ps.message(t.Status, passed)
 	if c := p.Info[ContextKey]; c != "" && ps.pointOutside() {
 		t.Message += "; " + c
@@ -363,6 +378,21 @@ func judgeEntry(e *sku.Entry, judged []result.Judged, mt matcher) (int, []string
 	return n, missing
 }
 
+// judgeFloor judges, against floor f (sku.SKU.Floors), the points of its
+// metric and labels that no entry judged, whatever their size; it returns
+// how many.
+func judgeFloor(f *sku.Entry, judged []result.Judged, mt matcher) int {
+	n := 0
+	ctx := contextOf(f, judged, mt)
+	for i := range judged {
+		if judged[i].Status == result.Skip && judged[i].Expected == nil && mt.match(f, judged[i].Metric) {
+			apply(&judged[i], f, *f.Value, f.Band, ctx.labels(judged[i].Metric))
+			n++
+		}
+	}
+	return n
+}
+
 // pointContext names, in the finding of a point an entry judged, what
 // the entry is of and which point it is where one entry judges many: the
 // entry's labels beyond placement (dtype=bf16) and the labels that differ
@@ -445,18 +475,24 @@ func apply(j *result.Judged, e *sku.Entry, ref float64, b sku.Band, labels strin
 	ref64 := ref
 	j.Expected = &ref64
 	j.Source = e.Source
-	j.Status, j.Band, j.Message = against(labelledText(j.Metric, e.Unit, labels), j.Value, ref, b)
+	j.Basis = e.Kind()
+	origin := "baseline"
+	if e.Kind() == result.BasisFloor {
+		origin = "datasheet"
+	}
+	j.Status, j.Band, j.Message = against(labelledText(j.Metric, e.Unit, labels), j.Value, ref, b, origin)
 }
 
 // Value judges one value v (in unit) against reference ref and band b. It
 // returns the status, the band rendered for reports, and for warn or fail a
 // message such as "busbw 28.7 GB/s at 4 GiB below 310.9 (baseline 345.5 -10%)".
 func Value(m result.Metric, unit string, ref float64, b sku.Band) (result.Status, string, string) {
-	return against(valueText(m, unit), m.Value, ref, b)
+	return against(valueText(m, unit), m.Value, ref, b, "baseline")
 }
 
-// against is Value of v, named what in the finding.
-func against(what string, v, ref float64, b sku.Band) (result.Status, string, string) {
+// against is Value of v, named what in the finding, the reference named
+// by its origin ("baseline", or "datasheet" for a floor).
+func against(what string, v, ref float64, b sku.Band, origin string) (result.Status, string, string) {
 	bandText := renderBand(ref, b)
 	if math.IsNaN(v) {
 		return result.Fail, bandText, what + ": not a number"
@@ -476,7 +512,7 @@ func against(what string, v, ref float64, b sku.Band) (result.Status, string, st
 			if !ed.lower {
 				dir = "above"
 			}
-			return ed.status, bandText, fmt.Sprintf("%s %s %s (%s)", what, dir, num(lim), boundOrigin(ref, ed.bound))
+			return ed.status, bandText, fmt.Sprintf("%s %s %s (%s)", what, dir, num(lim), boundOrigin(origin, ref, ed.bound))
 		}
 	}
 	return result.Pass, bandText, ""
@@ -503,11 +539,11 @@ func labelledText(m result.Metric, unit, labels string) string {
 	return what
 }
 
-func boundOrigin(ref float64, b sku.Bound) string {
+func boundOrigin(origin string, ref float64, b sku.Bound) string {
 	if b.Relative {
-		return fmt.Sprintf("baseline %s %s", num(ref), b.Text)
+		return fmt.Sprintf("%s %s %s", origin, num(ref), b.Text)
 	}
-	return fmt.Sprintf("baseline %s, limit %s", num(ref), b.Text)
+	return fmt.Sprintf("%s %s, limit %s", origin, num(ref), b.Text)
 }
 
 // renderBand renders the pass range for a reference: ">= 310.9 (345.5 -10%)",

@@ -156,10 +156,10 @@ type Options struct {
 	WarnMax float64
 	// Now is the recording time, written into the source.
 	Now time.Time
-	// Authority is written into every recorded entry: "" (golden, the
-	// site's own hardware) or sku.AuthorityReference for a recording
+	// Basis is written into every recorded entry: "" (golden, the
+	// site's own hardware) or sku.BasisReference for a recording
 	// meant to judge other sites' hardware of the SKU (a built-in file).
-	Authority string
+	Basis string
 }
 
 // DefaultOptions are the values documented in baselines/README.md.
@@ -357,7 +357,7 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 			peak = math.Max(peak, Median(vs))
 		}
 		sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
-		e := &sku.Entry{Test: k.test, Scope: k.scope, Metric: k.metric, Unit: c.unit, Labels: c.labels, Authority: opt.Authority,
+		e := &sku.Entry{Test: k.test, Scope: k.scope, Metric: k.metric, Unit: c.unit, Labels: c.labels, Basis: opt.Basis,
 			Source: source(k.test, k.scope, runsOf[curveKey{test: k.test, scope: k.scope}], len(c.runs), cycles[curveKey{test: k.test, scope: k.scope}], opt)}
 		e.Band = mustBand(opt.Fail, opt.Warn, opt.WarnMax)
 		if vs, ok := c.values[0]; ok && len(sizes) == 1 {

@@ -52,8 +52,8 @@ func Render(entries []*sku.Entry) string {
 			fmt.Fprintf(&b, "    ceiling: %s\n", num(e.Ceiling))
 		}
 		fmt.Fprintf(&b, "    source: %s\n", quote(e.Source))
-		if e.Authority != "" {
-			fmt.Fprintf(&b, "    authority: %s\n", e.Authority)
+		if e.Basis != "" {
+			fmt.Fprintf(&b, "    basis: %s\n", e.Basis)
 		}
 		if e.Value != nil {
 			if e.Size != 0 {

@@ -69,7 +69,7 @@ type htmlPage struct {
 func HTML(w io.Writer, run *result.Run, s *sku.SKU) error {
 	page := htmlPage{Run: run, Verdict: Verdict(run), Summary: Summary(run), Rows: rows(run), Efficiency: efficiencyRows(run), Locs: htmlLocalisations(run)}
 	for i, t := range run.Tests {
-		page.Rows[i][4] = t.Message // a page wraps its cells: the text table's cut is not needed
+		page.Rows[i][5] = t.Message // a page wraps its cells: the text table's cut is not needed
 	}
 	if s != nil {
 		page.Baseline = s.File
@@ -196,8 +196,8 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 {{if .Baseline}}<dt>baseline</dt><dd>{{.Baseline}}</dd>{{end}}
 </dl>
 {{if or .Rows (not .Locs)}}<table id="verdicts">
-<tr><th>Test</th><th>Status</th><th>Measured</th><th>Baseline: band</th><th>Detail</th></tr>
-{{range $i, $r := .Rows}}<tr class="{{status (index $r 1)}}"><td><a href="#t{{$i}}">{{index $r 0}}</a></td><td>{{index $r 1}}</td><td>{{index $r 2}}</td><td>{{index $r 3}}</td><td>{{index $r 4}}</td></tr>
+<tr><th>Test</th><th>Status</th><th>Basis</th><th>Measured</th><th>Baseline: band</th><th>Detail</th></tr>
+{{range $i, $r := .Rows}}<tr class="{{status (index $r 1)}}"><td><a href="#t{{$i}}">{{index $r 0}}</a></td><td>{{index $r 1}}</td><td>{{index $r 2}}</td><td>{{index $r 3}}</td><td>{{index $r 4}}</td><td>{{index $r 5}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Efficiency}}<table id="efficiency">
 <tr><th>Test</th><th>Against the datasheet</th><th>Efficiency</th></tr>
@@ -217,8 +217,8 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 {{if .Attempts}}<p>Earlier attempts: {{range .Test.Attempts}}<span class="badge {{.Status}}">{{upper .Status}}</span> {{.Message}}; {{end}}</p>{{end}}
 {{range .Figures}}<div class="plot" data-metric="{{.Metric}}" data-curves="{{len .Curves}}" data-bands="{{.Bands}}">{{.Inline}}</div>
 {{end}}
-{{if .Judged}}<table class="outside"><tr><th>Point</th><th>Size</th><th>Measured</th><th>Baseline</th><th>Band</th><th>Status</th><th>Finding</th></tr>
-{{range .Judged}}<tr class="{{.Status}}"><td>{{.Curve}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}{{with .CyclesText}}<br>{{.}}{{end}}</td><td>{{deref .Expected}}</td><td>{{.Band}}</td><td>{{upper .Status}}</td><td>{{.Message}}</td></tr>
+{{if .Judged}}<table class="outside"><tr><th>Point</th><th>Size</th><th>Measured</th><th>Baseline</th><th>Basis</th><th>Band</th><th>Status</th><th>Finding</th></tr>
+{{range .Judged}}<tr class="{{.Status}}"><td>{{.Curve}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}{{with .CyclesText}}<br>{{.}}{{end}}</td><td>{{deref .Expected}}</td><td>{{.Basis}}</td><td>{{.Band}}</td><td>{{upper .Status}}</td><td>{{.Message}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Tables}}<h3>per {{.Key}}</h3>
 <table class="per"><tr><th>{{.Key}}</th><th>Metric</th><th>Size</th><th>Measured</th><th>Baseline</th><th>Status</th></tr>

@@ -185,6 +185,10 @@ func properties(run *result.Run, t result.Test) [][2]string {
 	for _, k := range sortedKeys(t.Params) {
 		props = append(props, [2]string{"param." + k, t.Params[k]})
 	}
+	if len(t.Basis) > 0 {
+		// On what authority the verdict rests (golden, reference, floor).
+		props = append(props, [2]string{"basis", strings.Join(t.Basis, ",")})
+	}
 	if t.Status != result.Error {
 		props = append(props, efficiencyProperties(t)...)
 	}
@@ -338,12 +342,26 @@ func pointLine(p result.Judged) string {
 		s += ", " + c
 	}
 	if p.Expected != nil {
-		s += fmt.Sprintf(", baseline %.2f", *p.Expected)
+		s += fmt.Sprintf(", %s %.2f", expectedName(p.Basis), *p.Expected)
 	}
 	if p.Band != "" {
 		s += ", band " + p.Band
 	}
 	return s
+}
+
+// expectedName names the figure a point was judged against by its basis:
+// the site's "golden baseline", a "reference baseline" measured elsewhere,
+// the "datasheet" figure of a floor; "baseline" where no basis is stored
+// (a folder from before gpuaccept kept one).
+func expectedName(basis string) string {
+	switch basis {
+	case result.BasisGolden, result.BasisReference:
+		return basis + " baseline"
+	case result.BasisFloor:
+		return "datasheet"
+	}
+	return "baseline"
 }
 
 func firstAndMore(msgs []string) string {

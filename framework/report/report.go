@@ -189,7 +189,7 @@ func rows(run *result.Run) [][]string {
 				band = fmt.Sprintf("%.1f: %s", *h.Expected, h.Band)
 			}
 		}
-		row := []string{t.Name, strings.ToUpper(string(t.Status)), measured, band, cut(t.Message, maxDetail)}
+		row := []string{t.Name, strings.ToUpper(string(t.Status)), strings.Join(t.Basis, ", "), measured, band, cut(t.Message, maxDetail)}
 		for i := range row {
 			// Escaped here, not only on the way out (printable), so
 			// that the columns are as wide as what they show.
@@ -245,6 +245,9 @@ func Summary(run *result.Run) string {
 	}
 	verdict := Verdict(run)
 	tally := strings.Join(parts, ", ")
+	if b := basisTally(run); b != "" {
+		tally += "; " + b
+	}
 	if verdict == NotSignedOff {
 		tally += "; " + run.NotJudgedText()
 	}
@@ -252,7 +255,34 @@ func Summary(run *result.Run) string {
 		run.SKU, suite, scope, run.Launcher, tally, run.Duration.Round(time.Millisecond), suspectsSummary(run)+badNodesSummary(run))
 }
 
-var header = []string{"Test", "Status", "Measured", "Baseline: band", "Detail"}
+// header: Basis is on what authority a verdict rests (result.Test.Basis:
+// golden, reference, floor; empty where nothing judged the test).
+// basisTally says, for a run any of whose verdicts rests on less than
+// the site's own recording, on what: "judged on: 1 reference, 3 floor"
+// (tests per basis; a test judged on two counts in both); "" when every
+// judged test is golden or nothing was judged.
+func basisTally(run *result.Run) string {
+	counts := map[string]int{}
+	weaker := false
+	for _, t := range run.Tests {
+		for _, b := range t.Basis {
+			counts[b]++
+			weaker = weaker || b != result.BasisGolden
+		}
+	}
+	if !weaker {
+		return ""
+	}
+	var parts []string
+	for _, b := range []string{result.BasisGolden, result.BasisReference, result.BasisFloor} {
+		if counts[b] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[b], b))
+		}
+	}
+	return "judged on: " + strings.Join(parts, ", ")
+}
+
+var header = []string{"Test", "Status", "Basis", "Measured", "Baseline: band", "Detail"}
 
 // Table writes the verdict table people read, then each localisation (its
 // suspects, a line per stage and the slow runs), then the one-line summary,

@@ -305,7 +305,7 @@ func TestDetailCutKeepsUTF8(t *testing.T) {
 	for _, pad := range []int{maxDetail - 4, maxDetail - 3, maxDetail - 2} {
 		msg := strings.Repeat("a", pad) + "× 2 ranks, µs " + strings.Repeat("b", 20)
 		run := &result.Run{Tests: []result.Test{{Name: "nccl.all_reduce", Status: result.Error, Message: msg}}}
-		detail := rows(run)[0][4]
+		detail := rows(run)[0][5]
 		assert.Assert(t, utf8.ValidString(detail), "pad %d: %q", pad, detail)
 		assert.Assert(t, strings.HasSuffix(detail, "..."), detail)
 		assert.Assert(t, len(detail) <= maxDetail, "pad %d: %d bytes", pad, len(detail))

@@ -5,6 +5,7 @@ package result
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -198,6 +199,11 @@ type Judged struct {
 	Message string `json:"message,omitempty"`
 	// Source is where the baseline number came from.
 	Source string `json:"source,omitempty"`
+	// Basis is what judged the point, "" for a point nothing judged:
+	// "golden" (the site's own recorded baseline), "reference" (a cited
+	// public measurement) or "floor" (a fraction of the datasheet figure)
+	// (framework/sku, BasisGolden ...).
+	Basis string `json:"basis,omitempty"`
 	// Summary, when set, says this is not a measured point but one number
 	// computed from the curve: "peak", "largest" or "mean 64 MiB..4 GiB"
 	// (see the baseline semantics in baselines/README.md). Size is then the
@@ -219,6 +225,10 @@ type Test struct {
 	Checks      []Check           `json:"checks,omitempty"`
 	Diagnostics []Diagnostic      `json:"diagnostics,omitempty"`
 	Info        map[string]string `json:"info,omitempty"`
+	// Basis lists what judged the test's points (Bases): the
+	// authority of each verdict, strongest first ("golden", "reference",
+	// "floor"); none for a test nothing judged by a baseline or floor.
+	Basis []string `json:"basis,omitempty"`
 	// Efficiency is how close the test came to its SKU's datasheet
 	// figures, one per ceiling that limits its points (reports show it
 	// whatever the verdict; none when the SKU gives no ceiling for it).
@@ -556,4 +566,47 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q: want bytes, or a number with K, M, G or T (binary)", s)
 	}
 	return v * mult, nil
+}
+
+// The authorities a judged point can rest on (Judged.Basis), the
+// strongest first.
+const (
+	// BasisGolden: a baseline the site recorded from good runs of its
+	// own hardware (gpuaccept baseline record).
+	BasisGolden = "golden"
+	// BasisReference: a cited public measurement of healthy hardware
+	// of the SKU (vendor pages, papers, public nccl-tests outputs, runs of
+	// this project), not of the site's own nodes.
+	BasisReference = "reference"
+	// BasisFloor: no baseline entry judged the point; the SKU's
+	// datasheet floor did (at least a stated fraction of the datasheet
+	// figure: framework/sku, Ceiling.Floor).
+	BasisFloor = "floor"
+)
+
+// basisOrder ranks the authorities, the strongest first.
+var basisOrder = []string{BasisGolden, BasisReference, BasisFloor}
+
+// Bases are the authorities the judged points of ms rest on, each
+// once, strongest first; an authority not in that order comes last.
+func Bases(ms []Judged) []string {
+	seen := map[string]bool{}
+	for _, m := range ms {
+		if m.Basis != "" && m.Status != Skip {
+			seen[m.Basis] = true
+		}
+	}
+	var out []string
+	for _, a := range basisOrder {
+		if seen[a] {
+			out = append(out, a)
+			delete(seen, a)
+		}
+	}
+	var rest []string
+	for a := range seen {
+		rest = append(rest, a)
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,6 +32,11 @@ func verdictDiffs(label string, recorded, got result.Test, rewritten bool, recor
 		diffs = append(diffs, fmt.Sprintf("%s: message recorded %q, re-judged %q", label, recorded.Message, got.Message))
 	}
 	diffs = append(diffs, checkDiffs(label, recorded.Checks, got.Checks)...)
+	if b := result.Bases(recorded.Metrics); !slices.Equal(recorded.Basis, b) {
+		// The reports show the test's basis: it must be its points' (a
+		// "golden" over points a floor judged would claim more).
+		diffs = append(diffs, fmt.Sprintf("%s: basis recorded %q, its points rest on %q", label, recorded.Basis, b))
+	}
 	keys := map[string]bool{}
 	for k := range recorded.Info {
 		keys[k] = true
@@ -121,6 +127,11 @@ func checkDiffs(label string, recorded, got []result.Check) []string {
 // judgedDiffs compares a metric recorded and re-judged whose value and
 // status agree: unit, band, expected value, message, summary.
 func judgedDiffs(label, key string, recorded, got result.Judged) []string {
+	if recorded.Basis == "" {
+		// A folder made before gpuaccept named the basis of a verdict: it
+		// claims none, and the reports show none.
+		got.Basis = ""
+	}
 	switch {
 	case recorded.Unit != got.Unit:
 		return []string{fmt.Sprintf("%s: %s recorded in %s, raw output says %s", label, key, recorded.Unit, got.Unit)}

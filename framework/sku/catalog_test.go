@@ -9,6 +9,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/baselines"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
 // citation is what a ceiling's source must name: a vendor datasheet, data
@@ -45,7 +46,7 @@ func TestShippedEntriesAreReference(t *testing.T) {
 	for _, name := range cat.Names() {
 		for _, e := range cat.SKUs[name].Baselines {
 			n++
-			assert.Equal(t, e.Kind(), AuthorityReference, "%s line %d: %s entry is not marked authority: reference", name, e.Line, e.Test)
+			assert.Equal(t, e.Kind(), result.BasisReference, "%s line %d: %s entry is not marked basis: reference", name, e.Line, e.Test)
 			assert.Assert(t, e.Source != "", "%s line %d: %s entry has no source", name, e.Line, e.Test)
 		}
 	}

@@ -133,6 +133,14 @@ type Ceiling struct {
 	// run of at most that many ranks is measured against Peak at any node
 	// count.
 	PeakDomain int `yaml:"peak_domain"`
+	// Floor, on a PerGPU ceiling, is the least fraction of Value (or Peak)
+	// a healthy GPU of the SKU reaches, 0 < Floor < 1: where no baseline
+	// entry judges a point the ceiling limits, the datasheet floor does
+	// (Floors, result.BasisFloor), so a first run on new hardware judges
+	// something. Each SKU's fractions and the runs they rest on (healthy
+	// versus busy or degraded GPUs) are in baselines/README.md, "Datasheet
+	// floors". 0: no floor.
+	Floor float64 `yaml:"floor"`
 	// Line is the line of the ceiling's first key.
 	Line       int `yaml:"-"`
 	fieldLines map[string]int
@@ -297,6 +305,34 @@ func (c *Ceiling) Limits(name, unit string, labels map[string]string, ranks int)
 // (result.LabelText); "" for none.
 func (c *Ceiling) LabelText() string { return result.LabelText(c.Labels, nil) }
 
+// Floors are the datasheet floors of test (full name) at scope: one entry
+// per PerGPU ceiling of the SKU that limits test and has a Floor, judging
+// Metric in Unit with the ceiling's Labels against the datasheet figure
+// (Peak, else Value) with the band min -(1-Floor) (a floor of 0.5 is
+// "-50%"), Basis result.BasisFloor, and the ceiling's source. The judge
+// applies them to the points no baseline entry judged (judge.Options).
+func (s *SKU) Floors(test string, scope plan.Scope) []*Entry {
+	var out []*Entry
+	for _, c := range s.CeilingsFor(test) {
+		if !c.PerGPU || c.Floor <= 0 || c.Floor >= 1 {
+			continue
+		}
+		ref, link, _ := c.Reference(test, scope)
+		pct := -100 * (1 - c.Floor)
+		text := strconv.FormatFloat(pct, 'f', -1, 64) + "%"
+		v := ref
+		out = append(out, &Entry{
+			Test: test, Scope: scope, Metric: c.Metric, Unit: c.Unit, Labels: c.Labels,
+			Band:   Band{Min: Bound{Relative: true, Percent: pct, Text: text, set: true}},
+			Value:  &v,
+			Basis:  result.BasisFloor,
+			Source: fmt.Sprintf("datasheet floor: %s of %s (%s, %s); baselines/README.md, Datasheet floors", strconv.FormatFloat(100*c.Floor, 'f', -1, 64)+"%", link, strconv.FormatFloat(ref, 'f', -1, 64)+" "+c.Unit, c.Source),
+			Line:   c.fieldLine("floor"),
+		})
+	}
+	return out
+}
+
 // CeilingsFor returns the SKU's ceilings that limit test (full name).
 func (s *SKU) CeilingsFor(test string) []*Ceiling {
 	var out []*Ceiling
@@ -365,6 +401,12 @@ func (s *SKU) validateHardware() []error {
 		}
 		if c.PeakDomain < 0 {
 			add(c.fieldLine("peak_domain"), "ceilings.peak_domain", "%d: want the GPUs the peak's link joins, or leave it out", c.PeakDomain)
+		}
+		if math.IsNaN(c.Floor) || c.Floor < 0 || c.Floor >= 1 {
+			add(c.fieldLine("floor"), "ceilings.floor", "%g: want the least fraction of the datasheet figure a healthy GPU reaches, more than 0 and less than 1 (0.5), or leave it out", c.Floor)
+		}
+		if c.Floor > 0 && !c.PerGPU {
+			add(c.fieldLine("floor"), "ceilings.floor", "a floor needs per_gpu: true (a link's figure depends on the scope and the collective; its baselines judge it)")
 		}
 		if c.Peak > 0 && strings.TrimSpace(c.PeakLink) == "" {
 			add(c.fieldLine("peak"), "ceilings.peak_link", "missing (what the peak is the figure of, for reports: \"NVLink 4, one way\")")

@@ -158,13 +158,13 @@ type Entry struct {
 	// Source says where the numbers came from (seed file and line, measured
 	// run with date, machine and versions).
 	Source string `yaml:"source"`
-	// Authority is on what authority the entry judges (Kind): "golden"
+	// Basis is the authority the entry judges on (Kind): "golden"
 	// (or empty) for a baseline the site recorded on its own hardware
-	// (gpuaccept baseline record), AuthorityReference for a cited public
+	// (gpuaccept baseline record), result.BasisReference for a cited public
 	// measurement of healthy hardware of the SKU (every entry gpuaccept
 	// ships). Reports, JUnit and results.json name it per verdict.
-	Authority string `yaml:"authority"`
-	Line      int    `yaml:"-"`
+	Basis string `yaml:"basis"`
+	Line  int    `yaml:"-"`
 	// fieldLines are the lines of the entry's keys, so that an error about
 	// a field names the field's own line.
 	fieldLines map[string]int
@@ -173,29 +173,13 @@ type Entry struct {
 	unknown []error
 }
 
-// The authorities a judged number can rest on (result.Judged.Authority),
-// strongest first.
-const (
-	// AuthorityGolden: a baseline the site recorded from good runs of its
-	// own hardware.
-	AuthorityGolden = "golden"
-	// AuthorityReference: a cited public measurement of healthy hardware
-	// of the SKU (vendor pages, papers, public nccl-tests outputs, runs of
-	// this project), not of the site's own nodes.
-	AuthorityReference = "reference"
-	// AuthorityFloor: no entry judged the number; the SKU's datasheet
-	// floor did (Ceiling.Floor): at least that fraction of the datasheet
-	// figure.
-	AuthorityFloor = "floor"
-)
-
-// Kind is the entry's authority: Authority, or AuthorityGolden when the
+// Kind is the entry's authority: Basis, or result.BasisGolden when the
 // file does not say (a site's own recording).
 func (e *Entry) Kind() string {
-	if e.Authority == "" {
-		return AuthorityGolden
+	if e.Basis == "" {
+		return result.BasisGolden
 	}
-	return e.Authority
+	return e.Basis
 }
 
 // FieldLine is the line of the entry's key field ("unit", "labels",

@@ -256,9 +256,9 @@ func TestProblemsNameFieldLineAndAll(t *testing.T) {
 		{
 			name: "an authority other than golden or reference",
 			edit: func(t *testing.T, s string) string {
-				return editLine(t, s, 148, `unit: GB/s`, "unit: GB/s\n    authority: datasheet")
+				return editLine(t, s, 148, `unit: GB/s`, "unit: GB/s\n    basis: datasheet")
 			},
-			want:  []string{`mi355x.yaml: line 149: field authority: "datasheet" is not golden (recorded on this site's hardware) or reference (a cited public measurement)`},
+			want:  []string{`mi355x.yaml: line 149: field basis: "datasheet" is not golden (recorded on this site's hardware) or reference (a cited public measurement)`},
 			count: 1,
 		},
 		{
@@ -280,7 +280,7 @@ func TestProblemsNameFieldLineAndAll(t *testing.T) {
 			},
 			want: []string{
 				`mi355x.yaml: line 148: field unit: "GBps" is not one of GB/s (bytes), Gb/s (bits), MB/s, TFLOPS, us, ms, count, %`,
-				`mi355x.yaml: line 150: field "fieldlines" is not known here (known: authority, band, ceiling, dip, labels, metric, points, range, scope, size, source, summary, test, unit, value)`,
+				`mi355x.yaml: line 150: field "fieldlines" is not known here (known: band, basis, ceiling, dip, labels, metric, points, range, scope, size, source, summary, test, unit, value)`,
 			},
 			count: 2,
 		},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
 // knownUnits are the units baselines may use. GB/s is 1e9 bytes/s (NCCL
@@ -94,8 +95,8 @@ func (e *Entry) validate() []error {
 	if e.Source == "" {
 		add(e.Line, "source", "missing (say where the numbers come from)")
 	}
-	if a := e.Authority; a != "" && a != AuthorityGolden && a != AuthorityReference {
-		add(e.FieldLine("authority"), "authority", "%q is not golden (recorded on this site's hardware) or reference (a cited public measurement)", a)
+	if a := e.Basis; a != "" && a != result.BasisGolden && a != result.BasisReference {
+		add(e.FieldLine("basis"), "basis", "%q is not golden (recorded on this site's hardware) or reference (a cited public measurement)", a)
 	}
 	if (e.Value == nil) == (len(e.Points) == 0) {
 		add(e.Line, "", "fields value/points: give exactly one of a single value or a list of points")
