@@ -179,8 +179,8 @@ func Resolve(cat *sku.Catalog, nodes []Node, gpus int) (*Choice, error) {
 		}
 	}
 	if gpus > 0 && gpus != first.GPUs {
-		return nil, fmt.Errorf("--sku auto: --gpus-per-node %d, but %s %s %d GPUs: leave --gpus-per-node out, or give --sku", gpus,
-			result.Count(len(nodes), "node"), result.Noun(len(nodes), "shows", "each show"), first.GPUs)
+		return nil, fmt.Errorf("--sku auto: --gpus-per-node %d, but %s %s %s: leave --gpus-per-node out, or give --sku", gpus,
+			result.Count(len(nodes), "node"), result.Noun(len(nodes), "shows", "each show"), result.Count(first.GPUs, "GPU"))
 	}
 	s, also, err := cat.PickForGPU(first.Models[0])
 	if err != nil {

@@ -112,7 +112,7 @@ func TestResolveOnRealOutputs(t *testing.T) {
 		{name: "recorded health log", files: []string{h100 + "/issue28/node-1/raw/health.node/node.log"}, want: "h100", count: 1},
 		{name: "--gpus-per-node as the nodes show", files: []string{h100 + "/issue28/node-2/raw/health.node/node.log"}, gpus: 1, want: "h100", count: 1},
 		{name: "--gpus-per-node other than the nodes show", files: []string{h100 + "/issue28/node-1/raw/health.node/node.log"}, gpus: 8,
-			err: "--sku auto: --gpus-per-node 8, but 1 node shows 1 GPUs: leave --gpus-per-node out, or give --sku"},
+			err: "--sku auto: --gpus-per-node 8, but 1 node shows 1 GPU: leave --gpus-per-node out, or give --sku"},
 		{name: "two hosts of one model", tagged: [][3]string{{"", "", h100 + "/issue28/node-1/raw/health.node/node.log"}, {"h100b", "nvsmi-xml", h100 + "/smi/nvidia-smi-q.xml"}},
 			want: "h100", count: 1, line: "--sku auto: h100 (2 nodes, each 1 x NVIDIA H100 80GB HBM3: listed in SKU h100's gpu_variant; built-in)"},
 		{name: "two hosts, two models", tagged: [][3]string{{"", "", h100 + "/issue28/node-1/raw/health.node/node.log"}, {"h200node", "nvsmi-xml", h200 + "/smi/nvidia-smi-q-x.xml"}},
