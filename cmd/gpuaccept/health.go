@@ -109,6 +109,9 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		ch, err := c.resolveAuto(ctx, host, autoProbe{launcherName: launcherName, launchers: launchers,
 			opts: launch.Options{MPIFlavor: mpiFlavor, MPIArgs: mpiArgs}, hosts: hosts, nodes: probeNodes, gpus: gpus, timeout: timeout}, stderr)
+		if err != nil && ctx.Err() != nil {
+			return exitInterrupted, fmt.Errorf("--sku auto: interrupted (Ctrl-C or SIGTERM) while %s read the nodes' GPUs", skuauto.ProbeTest)
+		}
 		if err != nil {
 			return exitUsage, err
 		}

@@ -128,6 +128,9 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		ch, err := c.resolveAuto(ctx, host, autoProbe{launcherName: launcherName, launchers: launchers,
 			opts: launch.Options{MPIFlavor: mpiFlavor, MPIArgs: mpiArgs, Site: st}, hosts: hosts, nodes: nodes, gpus: gpus,
 			timeout: timeout, dryRun: dryRun}, stderr)
+		if err != nil && ctx.Err() != nil {
+			return exitInterrupted, fmt.Errorf("--sku auto: interrupted (Ctrl-C or SIGTERM) while %s read the nodes' GPUs", skuauto.ProbeTest)
+		}
 		if err != nil {
 			return exitUsage, err
 		}
