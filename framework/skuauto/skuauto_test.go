@@ -119,6 +119,12 @@ func TestResolveOnRealOutputs(t *testing.T) {
 			err: "--sku auto: the nodes disagree: h200node: 1 x NVIDIA H200; vm: 1 x NVIDIA H100 80GB HBM3; one run signs off one SKU"},
 		{name: "a model no SKU lists", files: []string{root + "/field/health/a10-q-550-healthy-gpud/nvidia-smi-q.txt"},
 			err: `--sku auto: (no host named): 1 x NVIDIA A10: no SKU lists GPU "NVIDIA A10" in its gpu_variant.names: give --sku`},
+		{name: "AMD amd-smi static JSON of a Radeon", files: []string{"../../plugins/health/testdata/amd/rx6600-amd-smi-static.json"},
+			err: `no SKU lists GPU "Navi 23 [Radeon RX 6600/6600 XT" in its gpu_variant.names`}, // amd-smi's own truncation
+		{name: "AMD rocm-smi JSON of an MI250X", files: []string{"../../plugins/health/testdata/amd/mi250x-rocm-smi-productname.json"},
+			err: `no SKU lists GPU "AMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2" in its gpu_variant.names`},
+		{name: "AMD amd-smi static text of an MI308X", files: []string{root + "/field/health/amdsmi-static-asic-mi308x/amd-smi-static-asic.txt"},
+			err: `(no host named): 1 x MI308X: no SKU lists GPU "MI308X" in its gpu_variant.names`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files := tc.files
