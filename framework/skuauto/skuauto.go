@@ -253,26 +253,48 @@ func Probe(ctx context.Context, o ProbeOptions) ([]Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--sku auto: parse %s: %w", ProbeTest, err)
 	}
-	_, ds, err := result.StripHardware(parsed)
-	if err != nil {
-		return nil, fmt.Errorf("--sku auto: %s: %w", ProbeTest, err)
+	for _, out := range outs {
+		if parsed.Error == "" && out.LaunchError != "" {
+			parsed.Error = out.LaunchError
+		}
 	}
-	nodes := NodesOf(ds, o.Topology.Hosts)
+	parsed.Error = redact.PrintableLine(red.String(parsed.Error))
+	nodes, err := NodesOfParsed(parsed, o.Topology.Hosts)
+	if err != nil {
+		return nil, fmt.Errorf("--sku auto: %s through launcher %s %w", ProbeTest, o.Launcher.Name(), err)
+	}
+	return nodes, nil
+}
+
+// NodesOfParsed is NodesOf the devices p, the probe's parsed outputs,
+// names (result.HardwareInfo), hosts being the nodes it ran on. An error
+// (worded to follow "health.node through launcher L") when p names no
+// GPU, or when its plugin could not read all of them (p.Error: a node
+// that did not report, a tool that could not run, an output cut short or
+// elided), since the GPUs seen may then not be all the nodes have.
+func NodesOfParsed(p result.Parsed, hosts []string) ([]Node, error) {
+	_, ds, err := result.StripHardware(p)
+	if err != nil {
+		return nil, fmt.Errorf("named its hardware wrongly: %w", err)
+	}
+	nodes := NodesOf(ds, hosts)
 	gpus := 0
 	for _, n := range nodes {
 		gpus += n.GPUs
 	}
-	if gpus == 0 {
-		why := parsed.Error
-		for _, out := range outs {
-			if why == "" && out.LaunchError != "" {
-				why = out.LaunchError
-			}
-		}
+	switch {
+	case gpus == 0:
+		why := p.Error
 		if why == "" {
 			why = "its outputs name no GPU"
 		}
-		return nil, fmt.Errorf("--sku auto: %s through launcher %s showed no GPU (%s): give --sku (gpuaccept list skus)", ProbeTest, o.Launcher.Name(), redact.PrintableLine(red.String(why)))
+		return nil, fmt.Errorf("showed no GPU (%s): give --sku (gpuaccept list skus)", why)
+	case p.Error != "":
+		seen := make([]string, len(nodes))
+		for i, n := range nodes {
+			seen[i] = n.String()
+		}
+		return nil, fmt.Errorf("could not read every output (%s), so the GPUs seen (%s) may not be all the nodes have: give --sku (gpuaccept list skus)", p.Error, strings.Join(seen, "; "))
 	}
 	return nodes, nil
 }

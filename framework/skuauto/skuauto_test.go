@@ -37,8 +37,8 @@ const root = "../../testdata"
 
 // nodesOfFiles parses files with the health plugin as gpuaccept check
 // does (each a tool's own output, or a tagged health log) and groups the
-// GPUs it names by host.
-func nodesOfFiles(t *testing.T, files ...string) []Node {
+// GPUs it names by host (NodesOfParsed).
+func nodesOfFiles(t *testing.T, files ...string) ([]Node, error) {
 	t.Helper()
 	var outs []plan.Output
 	for _, f := range files {
@@ -46,9 +46,7 @@ func nodesOfFiles(t *testing.T, files ...string) []Node {
 	}
 	p, err := health.Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "node", Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}}, Outputs: outs})
 	assert.NilError(t, err)
-	_, ds, err := result.StripHardware(p)
-	assert.NilError(t, err)
-	return NodesOf(ds, nil)
+	return NodesOfParsed(p, nil)
 }
 
 // tagged writes a health log of hosts, each given as the tagged log
@@ -106,6 +104,10 @@ func TestResolveOnRealOutputs(t *testing.T) {
 		{name: "H100 SXM query CSV", files: []string{h100 + "/smi/query-gpu.csv"}, want: "h100", count: 1},
 		{name: "H200 nvidia-smi -q -x", files: []string{h200 + "/smi/nvidia-smi-q-x.xml"}, want: "h200", count: 1},
 		{name: "H200 nvidia-smi -q", files: []string{h200 + "/smi/nvidia-smi-q.txt"}, want: "h200", count: 1},
+		{name: "H100 SXM nvidia-smi table", files: []string{h100 + "/smi/nvidia-smi.txt"}, want: "h100", count: 1},
+		{name: "H200 NVL nvidia-smi table", files: []string{root + "/field/skus-names/h200-nvl.nvidia-smi.txt"}, want: "h200-nvl", count: 2},
+		{name: "B300 nvidia-smi table, GPUs elided", files: []string{root + "/field/skus-names/b300.nvidia-smi.txt"},
+			err: `the nvidia-smi table elides GPUs ("..."): 3 GPUs listed, the node's GPU count is not known), so the GPUs seen ((no host named): 3 x NVIDIA B300 SXM6 AC) may not be all the nodes have: give --sku`},
 		{name: "MI350X amd-smi static text", files: []string{root + "/field/skus-names/mi350x.amd-smi-static.txt"}, want: "mi350x", count: 1},
 		{name: "A100 80GB nvidia-smi -q: also the Azure SKU", files: []string{root + "/field/health/a100-q-rowremap-pending-stas00/nvidia-smi-q.txt"}, want: "a100-80gb", count: 1,
 			line: "--sku auto: a100-80gb (1 node, each 1 x NVIDIA A100-SXM4-80GB: listed in SKU a100-80gb's gpu_variant; built-in); also matches a100-ndmv4 (built-in, Azure NDm A100 v4 (Standard_ND96amsr_A100_v4)): give --sku a100-ndmv4 for it"},
@@ -131,7 +133,11 @@ func TestResolveOnRealOutputs(t *testing.T) {
 			if tc.tagged != nil {
 				files = []string{tagged(t, tc.tagged...)}
 			}
-			ch, err := Resolve(cat, nodesOfFiles(t, files...), tc.gpus)
+			nodes, err := nodesOfFiles(t, files...)
+			var ch *Choice
+			if err == nil {
+				ch, err = Resolve(cat, nodes, tc.gpus)
+			}
 			if tc.err != "" {
 				assert.ErrorContains(t, err, tc.err)
 				return
