@@ -285,6 +285,13 @@ func NodesOfParsed(p result.Parsed, hosts []string) ([]Node, error) {
 	switch {
 	case gpus == 0:
 		why := p.Error
+		for _, c := range p.Checks {
+			// The plugin's own word on the node (health.node: "no GPU
+			// tool ... found") says more than that none was named.
+			if why == "" && !c.OK && !c.Warn {
+				why = c.Name + ": " + c.Message
+			}
+		}
 		if why == "" {
 			why = "its outputs name no GPU"
 		}

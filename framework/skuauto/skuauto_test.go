@@ -220,3 +220,31 @@ func TestProbeReplay(t *testing.T) {
 		})
 	}
 }
+
+// What the probe's parsed outputs refuse, before any SKU is looked at:
+// no GPU named (saying the plugin's failed check, else its error), GPUs
+// named beside an error (the list may be short), a hardware list that is
+// no list of devices.
+func TestNodesOfParsed(t *testing.T) {
+	h100 := `[{"host":"a","kind":"gpu","name":"NVIDIA H100 80GB HBM3"}]`
+	for _, tc := range []struct {
+		name string
+		p    result.Parsed
+		err  string
+	}{
+		{"no GPU tool", result.Parsed{Checks: []result.Check{{Name: "GPU count", Message: "a: no GPU tool (nvidia-smi, amd-smi, rocm-smi) found"}}},
+			"showed no GPU (GPU count: a: no GPU tool (nvidia-smi, amd-smi, rocm-smi) found): give --sku"},
+		{"nothing at all", result.Parsed{}, "showed no GPU (its outputs name no GPU): give --sku"},
+		{"a node that did not report", result.Parsed{Error: "node b: no @end line", Info: map[string]string{result.HardwareInfo: h100}},
+			"could not read every output (node b: no @end line), so the GPUs seen (a: 1 x NVIDIA H100 80GB HBM3) may not be all the nodes have: give --sku"},
+		{"hardware not a list", result.Parsed{Info: map[string]string{result.HardwareInfo: "{}"}}, "named its hardware wrongly"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NodesOfParsed(tc.p, nil)
+			assert.ErrorContains(t, err, tc.err)
+		})
+	}
+	nodes, err := NodesOfParsed(result.Parsed{Info: map[string]string{result.HardwareInfo: h100}}, []string{"a", "b"})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, nodes, []Node{{Host: "a", Models: []string{"NVIDIA H100 80GB HBM3"}, GPUs: 1}, {Host: "b"}})
+}
