@@ -160,7 +160,7 @@ func Resolve(cat *sku.Catalog, nodes []Node, gpus int) (*Choice, error) {
 	for _, n := range nodes {
 		switch {
 		case n.GPUs == 0:
-			bad = append(bad, n.String()+" (no GPU seen)")
+			bad = append(bad, n.String())
 		case n.Unnamed > 0 || len(n.Models) != 1:
 			bad = append(bad, n.String())
 		}

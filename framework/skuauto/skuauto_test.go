@@ -164,7 +164,7 @@ func TestResolveRefusesUnknownNodes(t *testing.T) {
 	}{
 		{"none", nil, "--sku auto: the probe's outputs name no node and no GPU: give --sku"},
 		{"a host without GPU", []Node{{Host: "a", Models: []string{"NVIDIA H200"}, GPUs: 8}, {Host: "b"}},
-			"--sku auto: cannot tell one GPU model on every node: b: no GPU (no GPU seen); give --sku"},
+			"--sku auto: cannot tell one GPU model on every node: b: no GPU; give --sku"},
 		{"GPUs without a name", []Node{{Host: "a", Models: []string{"NVIDIA H200"}, GPUs: 8, Unnamed: 1}},
 			"--sku auto: cannot tell one GPU model on every node: a: 8 GPUs (NVIDIA H200, 1 without a model name); give --sku"},
 		{"two models on a host", []Node{{Host: "a", Models: []string{"NVIDIA H200", "NVIDIA H200 NVL"}, GPUs: 2}},
