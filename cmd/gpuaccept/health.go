@@ -16,12 +16,13 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/framework/skuauto"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 	"github.com/gpuaccept/gpuaccept/launchers/local"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
-const healthUsage = `Usage: gpuaccept health --sku SKU [--suite SUITE] [flags]
+const healthUsage = `Usage: gpuaccept health --sku SKU|auto [--suite SUITE] [flags]
 
 Runs only the preflight tests (health checks) of the SKU's suite on every
 node through a launcher, judges them, prints a table and writes a results
@@ -91,14 +92,6 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	if c.sku == "" {
 		return exitUsage, usageError{errors.New("--sku is required (gpuaccept list skus)")}
 	}
-	s, err := c.getSKU(stderr)
-	if err != nil {
-		return exitUsage, err
-	}
-	pm, err := parseParams(params)
-	if err != nil {
-		return exitUsage, err
-	}
 	hosts, _, err := readHosts(hostsFlag, hostfile)
 	if err != nil {
 		return exitUsage, err
@@ -108,6 +101,30 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	ctx, stop := signalContext()
 	defer stop()
 	c.ctx = ctx
+	var autoNote []string
+	if c.sku == skuauto.Auto {
+		probeNodes := nodes
+		if slurmCheck {
+			probeNodes = 1
+		}
+		ch, err := c.resolveAuto(ctx, host, autoProbe{launcherName: launcherName, launchers: launchers,
+			opts: launch.Options{MPIFlavor: mpiFlavor, MPIArgs: mpiArgs}, hosts: hosts, nodes: probeNodes, gpus: gpus, timeout: timeout}, stderr)
+		if err != nil && ctx.Err() != nil {
+			return exitInterrupted, fmt.Errorf("--sku auto: interrupted (Ctrl-C or SIGTERM) while %s read the nodes' GPUs", skuauto.ProbeTest)
+		}
+		if err != nil {
+			return exitUsage, err
+		}
+		gpus, autoNote = ch.GPUsPerNode, []string{ch.Note()}
+	}
+	s, err := c.getSKU(stderr)
+	if err != nil {
+		return exitUsage, err
+	}
+	pm, err := parseParams(params)
+	if err != nil {
+		return exitUsage, err
+	}
 	if err := skucheck.Check(ctx, host, s); err != nil {
 		return exitUsage, usageError{err}
 	}
@@ -184,7 +201,7 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	c.out = dir
 	setup := acceptance.Setup{SKU: s, Suite: suite, Topology: topo, Params: pm, Timeout: timeout, Dir: c.out,
 		LauncherName: launcherName, NewLauncher: newLauncher, Plugins: host, Version: getVersion(), Baseline: baseline,
-		Stdout: stdout, Stderr: progress, Notes: containmentNotes(launcherName, progress)}
+		Stdout: stdout, Stderr: progress, Notes: append(autoNote, containmentNotes(launcherName, progress)...)}
 	res, err := acceptance.Health(ctx, acceptance.RunOptions{Setup: setup, Launcher: l})
 	if err != nil {
 		return exitUsage, usageError{err}

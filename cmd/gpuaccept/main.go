@@ -30,6 +30,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/framework/skuauto"
 	_ "github.com/gpuaccept/gpuaccept/launchers/k8s"
 	_ "github.com/gpuaccept/gpuaccept/launchers/local"
 	_ "github.com/gpuaccept/gpuaccept/launchers/replay"
@@ -241,7 +242,7 @@ func (c *common) addOnly(fs *pflag.FlagSet, names ...string) {
 	for _, n := range names {
 		switch n {
 		case "sku":
-			fs.StringVar(&c.sku, "sku", "", "SKU whose baseline judges the results (gpuaccept list skus)")
+			fs.StringVar(&c.sku, "sku", "", "SKU whose baseline judges the results (gpuaccept list skus); run and health take auto: the SKU whose gpu_variant lists the GPU the nodes show")
 		case "baselines":
 			fs.StringVar(&c.baselinesDir, "baselines", "", baselinesUsage)
 		case "out":
@@ -334,6 +335,10 @@ func (c *common) getSKU(stderr io.Writer) (*sku.SKU, error) {
 	cat, err := c.catalog(stderr)
 	if err != nil {
 		return nil, err
+	}
+	if c.sku == skuauto.Auto {
+		// run and health resolve auto before they get here.
+		return nil, usageError{fmt.Errorf("--sku auto reads the GPUs of the nodes a run or health check runs on, which this command has none of: give --sku NAME (gpuaccept list skus)")}
 	}
 	s, err := cat.Get(c.sku)
 	if err != nil {

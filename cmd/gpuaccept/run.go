@@ -18,12 +18,13 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/framework/skuauto"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 	"github.com/gpuaccept/gpuaccept/launchers/local"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
-const runUsage = `Usage: gpuaccept [run] --sku SKU --suite SUITE [flags]
+const runUsage = `Usage: gpuaccept [run] --sku SKU|auto --suite SUITE [flags]
 
 Runs the SKU's suite through a launcher, judges every number against the
 SKU's baseline, prints a table and writes a results folder (raw outputs,
@@ -103,6 +104,38 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if c.sku == "" || suite == "" {
 		return exitUsage, usageError{errors.New("--sku and --suite are required (gpuaccept list suites)")}
 	}
+	st, err := loadSite(siteFile)
+	if err != nil {
+		return exitUsage, err
+	}
+	if err := st.CheckScopes(c.host().Names()); err != nil {
+		return exitUsage, usageError{err}
+	}
+	if !fs.Changed("mpi-flavor") {
+		mpiFlavor = "" // the site's mpi.flavor, else Open MPI
+	}
+	hosts, slots, err := readHosts(hostsFlag, hostfile)
+	if err != nil {
+		return exitUsage, err
+	}
+	host := c.host()
+	defer host.Close()
+	ctx, stop := signalContext()
+	defer stop()
+	c.ctx = ctx
+	var autoNote []string
+	if c.sku == skuauto.Auto {
+		ch, err := c.resolveAuto(ctx, host, autoProbe{launcherName: launcherName, launchers: launchers,
+			opts: launch.Options{MPIFlavor: mpiFlavor, MPIArgs: mpiArgs, Site: st}, hosts: hosts, nodes: nodes, gpus: gpus,
+			timeout: timeout, dryRun: dryRun}, stderr)
+		if err != nil && ctx.Err() != nil {
+			return exitInterrupted, fmt.Errorf("--sku auto: interrupted (Ctrl-C or SIGTERM) while %s read the nodes' GPUs", skuauto.ProbeTest)
+		}
+		if err != nil {
+			return exitUsage, err
+		}
+		gpus, autoNote = ch.GPUsPerNode, []string{ch.Note()}
+	}
 	s, err := c.getSKU(stderr)
 	if err != nil {
 		return exitUsage, err
@@ -124,21 +157,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	if err := suiteHas(su, suite, tests); err != nil {
 		return exitUsage, err
 	}
-	st, err := loadSite(siteFile)
-	if err != nil {
-		return exitUsage, err
-	}
-	if err := st.CheckScopes(c.host().Names()); err != nil {
-		return exitUsage, usageError{err}
-	}
 	pm = withSiteParams(pm, st, su)
-	if !fs.Changed("mpi-flavor") {
-		mpiFlavor = "" // the site's mpi.flavor, else Open MPI
-	}
-	hosts, slots, err := readHosts(hostsFlag, hostfile)
-	if err != nil {
-		return exitUsage, err
-	}
 	topo := plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: gpus}, Hosts: hosts}
 	if topo.Nodes == 0 {
 		topo.Nodes = su.Nodes
@@ -158,6 +177,9 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		topo.Nodes = 1
 	}
 	gpusFrom := "--gpus-per-node"
+	if autoNote != nil && !fs.Changed("gpus-per-node") {
+		gpusFrom = "the GPUs --sku auto counted"
+	}
 	if topo.GPUsPerNode == 0 {
 		topo.GPUsPerNode = s.GPUsPerNode
 		gpusFrom = "SKU " + s.Name + "'s GPUs per node"
@@ -186,11 +208,6 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		}
 		return exitUsage, usageError{err}
 	}
-	host := c.host()
-	defer host.Close()
-	ctx, stop := signalContext()
-	defer stop()
-	c.ctx = ctx
 	if err := skucheck.Check(ctx, host, s); err != nil {
 		return exitUsage, usageError{err}
 	}
@@ -221,7 +238,7 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 		LauncherName: launcherName, NewLauncher: newLauncher, Plugins: host, Version: getVersion(), Baseline: baseline,
 		Localise: ls, Stdout: stdout, Stderr: stderr}
 	if !dryRun {
-		setup.Notes = containmentNotes(launcherName, stderr)
+		setup.Notes = append(autoNote, containmentNotes(launcherName, stderr)...)
 	}
 	if cmd == "localise" {
 		return localiseOnly(ctx, &c, setup, tests, stdout, stderr)

@@ -136,3 +136,106 @@ func (c *Catalog) Get(name string) (*SKU, error) {
 	}
 	return nil, fmt.Errorf("unknown SKU %q (known: %s)", name, strings.Join(c.Names(), ", "))
 }
+
+// Auto is the --sku value that picks the SKU from the GPUs the nodes show
+// (framework/skuauto); no SKU may take the name.
+const Auto = "auto"
+
+// The preferences of --sku auto among SKUs that list one GPU (AutoRank),
+// most preferred first.
+const (
+	// AutoSite: a site's own file (--baselines DIR): the site wrote it
+	// for its hardware.
+	AutoSite = iota
+	// AutoGeneric: a built-in SKU of the GPU alone (no Instance).
+	AutoGeneric
+	// AutoInstance: a built-in SKU of one cloud instance type (Instance
+	// set): chosen only when nothing above lists the GPU.
+	AutoInstance
+)
+
+// AutoRank is s's preference for --sku auto: AutoSite, AutoGeneric or
+// AutoInstance (lower is preferred).
+func (s *SKU) AutoRank() int {
+	switch {
+	case s.Source != BuiltIn:
+		return AutoSite
+	case s.Instance == "":
+		return AutoGeneric
+	}
+	return AutoInstance
+}
+
+// AutoWhy says in words where s stands among --sku auto's preferences:
+// "the site's own file DIR/NAME.yaml", "built-in", "built-in, Azure NDm
+// A100 v4".
+func (s *SKU) AutoWhy() string {
+	switch s.AutoRank() {
+	case AutoSite:
+		return "the site's own file " + s.Source
+	case AutoGeneric:
+		return BuiltIn
+	}
+	return BuiltIn + ", " + s.Instance
+}
+
+// ListingGPU returns the SKUs whose gpu_variant.names list model (a
+// device name as a tool printed it, compared as GPUVariant.Is does),
+// most preferred first (AutoRank), then by name. A SKU without
+// gpu_variant lists no model: its family name (SKU.GPU) alone is too
+// loose to pick hardware by (H100 is in "NVIDIA H100 PCIe" and "NVIDIA
+// H100 80GB HBM3").
+func (c *Catalog) ListingGPU(model string) []*SKU {
+	var out []*SKU
+	for _, n := range c.Names() {
+		if s := c.SKUs[n]; s.GPUVariant != nil && s.GPUVariant.Is(model) {
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].AutoRank() < out[j].AutoRank() })
+	return out
+}
+
+// FamilyOf returns the SKUs whose family name (SKU.GPU) model contains
+// (case-insensitive), sorted by name: what a refusal names when no SKU
+// lists model itself.
+func (c *Catalog) FamilyOf(model string) []*SKU {
+	m := normName(model)
+	var out []*SKU
+	for _, n := range c.Names() {
+		if s := c.SKUs[n]; s.GPU != "" && strings.Contains(m, normName(s.GPU)) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// PickForGPU is --sku auto's choice for GPU model: the most preferred
+// SKU listing it (ListingGPU) and the others that list it too. An error
+// when none lists it (naming the family SKUs whose gpu it contains, if
+// any) or when two are equally preferred (naming both): the user then
+// gives --sku.
+func (c *Catalog) PickForGPU(model string) (chosen *SKU, also []*SKU, err error) {
+	list := c.ListingGPU(model)
+	if len(list) == 0 {
+		msg := fmt.Sprintf("no SKU lists GPU %q in its gpu_variant.names", model)
+		if fam := c.FamilyOf(model); len(fam) > 0 {
+			names := make([]string, len(fam))
+			for i, s := range fam {
+				names[i] = s.Name
+			}
+			msg = fmt.Sprintf("%q contains %s (the gpu of SKU %s) but no SKU lists it in gpu_variant.names", model, fam[0].GPU, strings.Join(names, ", "))
+		}
+		return nil, nil, fmt.Errorf("%s: give --sku (gpuaccept list skus), or add the name to your SKU file's gpu_variant.names", msg)
+	}
+	if len(list) > 1 && list[0].AutoRank() == list[1].AutoRank() {
+		var tied []string
+		for _, s := range list {
+			if s.AutoRank() == list[0].AutoRank() {
+				tied = append(tied, fmt.Sprintf("%s (%s)", s.Name, s.AutoWhy()))
+			}
+		}
+		return nil, nil, fmt.Errorf("GPU %q is listed by SKUs %s alike: give --sku with one of them", model, strings.Join(tied, " and "))
+	}
+	return list[0], list[1:], nil
+}

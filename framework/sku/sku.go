@@ -32,6 +32,11 @@ type SKU struct {
 	Description string `yaml:"description"`
 	// GPUsPerNode is the node's GPU count, the default --gpus-per-node.
 	GPUsPerNode int `yaml:"gpus_per_node"`
+	// Instance names the cloud instance type or site the SKU describes
+	// ("Azure NDm A100 v4"), where it is one and not the GPU alone: --sku
+	// auto then prefers the generic SKU of the same GPU and names this one
+	// as another match. "" for a SKU of a GPU.
+	Instance string `yaml:"instance"`
 	// GPU is the GPU's model as the tools print it, matched as a
 	// case-insensitive substring ("H200" matches "NVIDIA H200"); a log from
 	// another model fails. Empty: not checked.

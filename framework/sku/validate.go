@@ -32,8 +32,15 @@ func (s *SKU) validate() []error {
 	if s.Name == "" && !s.nameUnreadable {
 		errs = append(errs, problemAt(0, "sku", "missing"))
 	}
+	if s.Name == Auto {
+		errs = append(errs, problemAt(s.lines["sku"], "sku", "%q is --sku auto's (the SKU picked from the nodes' GPUs): name the SKU after its hardware", s.Name))
+	}
 	if s.GPUsPerNode < 0 {
 		errs = append(errs, problemAt(s.lines["gpus_per_node"], "gpus_per_node", "%d is negative", s.GPUsPerNode))
+	}
+	if s.Instance != "" && (strings.TrimSpace(s.Instance) == "" || strings.ContainsAny(s.Instance, "\r\n")) {
+		// --sku auto prints it in one line naming the SKU.
+		errs = append(errs, problemAt(s.lines["instance"], "instance", "%q: want the instance type on one line (\"Azure NDm A100 v4\"), or leave it out", s.Instance))
 	}
 	for _, name := range s.SuiteNames() {
 		su := s.Suites[name]

@@ -208,7 +208,7 @@ func splitTagged(r io.Reader, file string) (nodes []*nodeInput, strays []line, o
 }
 
 // sniff says which section a tool's own output is, from its content:
-// "nvsmi-xml", "nvsmi-text", "nvsmi-csv", "nvlink", "kernel-log", "dcgm",
+// "nvsmi-xml", "nvsmi-text", "nvsmi-table", "nvsmi-csv", "nvlink", "kernel-log", "dcgm",
 // "dcgm-text", "ibstat", "amdsmi-static", "amdsmi-metric", "rocmsmi"; ""
 // for none of them.
 func sniff(head []byte) string {
@@ -223,6 +223,8 @@ func sniff(head []byte) string {
 		return "dcgm-text"
 	case smiTextHead.Match(head):
 		return "nvsmi-text"
+	case smiTableBanner.Match(head):
+		return "nvsmi-table"
 	case bytes.Contains(head, []byte(`"market_name"`)) && bytes.Contains(head, []byte(`"asic"`)):
 		return "amdsmi-static"
 	case bytes.HasPrefix(t, []byte("[")) || bytes.HasPrefix(t, []byte("{")) && bytes.Contains(head, []byte(`"gpu_data"`)):

@@ -125,6 +125,11 @@ func readNode(p *result.Parsed, n *nodeInput) (node, []string) {
 			gs, err = parseCSV(s)
 			csvGPUs = mergeWorse(csvGPUs, gs)
 			nd.gpuSource = nd.gpuSource || err == nil
+		case "nvsmi-table":
+			// The default table holds a few of the CSV's fields.
+			gs, err = parseSMITable(s)
+			csvGPUs = mergeWorse(csvGPUs, gs)
+			nd.gpuSource = nd.gpuSource || err == nil
 		case "nvlink":
 			nd.nvlink, nd.nvlinkSeen = parseNVLink(s), true
 		case "amdsmi-static":
