@@ -432,6 +432,10 @@ func TestBaselineDiffSuites(t *testing.T) {
 			[]string{"suite singlenode nccl.all_reduce ", "params maxbytes none -> 1G"}},
 		{"min_gpus", func(s string) string { return strings.Replace(s, test, test+"        min_gpus: 4\n", 1) },
 			[]string{"suite singlenode nccl.all_reduce ", "min_gpus 0 -> 4"}},
+		{"site_params", func(s string) string {
+			return strings.Replace(s, test, test+"        site_params: [env.NCCL_IB_HCA]\n", 1)
+		},
+			[]string{"suite singlenode nccl.all_reduce ", "site_params none -> [env.NCCL_IB_HCA]"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -449,7 +453,7 @@ func TestBaselineDiffSuites(t *testing.T) {
 			// The other way round, the same change undone.
 			code, back, errs := cli(t, "baseline", "diff", newF, oldF)
 			assert.Equal(t, code, 0, errs)
-			undone := strings.NewReplacer("added", "removed", "none -> 1G", "1G -> none", "0 -> 4", "4 -> 0").Replace(c.want[1])
+			undone := strings.NewReplacer("added", "removed", "none -> 1G", "1G -> none", "0 -> 4", "4 -> 0", "none -> [env.NCCL_IB_HCA]", "[env.NCCL_IB_HCA] -> none").Replace(c.want[1])
 			assert.Assert(t, strings.Contains(back, undone), "want %q in\n%s", undone, back)
 		})
 	}

@@ -71,7 +71,7 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 				ls := listedSuite{SKU: n, Suite: sn, Description: su.Description, Nodes: su.Nodes, Params: su.Params, Tests: []listedSuiteTest{}}
 				for i, t := range su.Tests {
 					names[i] = t.Test
-					ls.Tests = append(ls.Tests, listedSuiteTest{Test: t.Test, Params: t.Params, MinGPUs: t.MinGPUs, Skip: t.Skip, Timeout: t.Timeout.String()})
+					ls.Tests = append(ls.Tests, listedSuiteTest{Test: t.Test, Params: t.Params, MinGPUs: t.MinGPUs, SiteParams: t.SiteParams, Skip: t.Skip, Timeout: t.Timeout.String()})
 					if t.Timeout == 0 {
 						ls.Tests[i].Timeout = ""
 					}
@@ -154,7 +154,9 @@ type (
 		Test    string            `json:"test"`
 		Params  map[string]string `json:"params,omitempty"`
 		MinGPUs int               `json:"min_gpus,omitempty"`
-		Skip    string            `json:"skip,omitempty"`
+		// SiteParams are the parameters a site may set (site_params).
+		SiteParams []string `json:"site_params,omitempty"`
+		Skip       string   `json:"skip,omitempty"`
 		// Timeout is a Go duration ("45m0s").
 		Timeout string `json:"timeout,omitempty"`
 	}

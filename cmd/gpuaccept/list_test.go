@@ -208,16 +208,17 @@ func TestListFormatJSON(t *testing.T) {
 }
 
 // list suites --format json gives a suite's tests as the SKU file does:
-// params, min_gpus.
+// params, min_gpus, site_params.
 func TestListSuitesJSON(t *testing.T) {
 	code, out, errs := cli(t, "list", "suites", "--sku", "mi355x", "--format", "json")
 	assert.Equal(t, code, 0, errs)
 	var got []struct {
 		SKU, Suite string
 		Tests      []struct {
-			Test    string            `json:"test"`
-			Params  map[string]string `json:"params"`
-			MinGPUs int               `json:"min_gpus"`
+			Test       string            `json:"test"`
+			Params     map[string]string `json:"params"`
+			MinGPUs    int               `json:"min_gpus"`
+			SiteParams []string          `json:"site_params"`
 		}
 	}
 	assert.NilError(t, json.Unmarshal([]byte(out), &got), out)
@@ -228,6 +229,7 @@ func TestListSuitesJSON(t *testing.T) {
 			if su.Suite == "multinode" && st.Test == "ibperf.write_bw_gdr" {
 				found = true
 				assert.Equal(t, st.Params["pairs"], "ionic_1:ionic_1")
+				assert.DeepEqual(t, st.SiteParams, []string{"pairs", "gpus"})
 			}
 		}
 	}

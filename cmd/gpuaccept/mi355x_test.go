@@ -19,10 +19,13 @@ import (
 const mi355x = "../../testdata/recordings/mi355x-seed004"
 
 // seedPair is seed 004's one T8 NIC pair (lines 205-207, 278), as --param:
-// mi355x's own default, given again where a test shows that a --param
-// equal to the suite's value changes nothing (verify holds a run to its
-// suite's parameters).
+// mi355x's write_bw tests every NIC by default, and a replay of the seed
+// has a recording of this pair only. pairs is a site parameter of the
+// suite (site_params), so the replay verifies.
 const seedPair = "ibperf.write_bw:pairs=ionic_7:ionic_1"
+
+// seedSite is seed 004's site file, which gives the same pair.
+const seedSite = "../../examples/sites/seed004-mi355x-hosts.yaml"
 
 type jsonRun struct {
 	Status string `json:"status"`
@@ -42,8 +45,9 @@ func runJSON(t *testing.T, args ...string) (int, jsonRun, string) {
 }
 
 // The seed's recorded outputs pass the mi355x baseline through the whole
-// pipeline (plan, replay, parse, judge), and T1-T4 show as skipped (T1
-// and T4 pointing at suite node, which runs them).
+// pipeline (plan, replay, parse, judge), T1-T4 show as skipped (T1 and T4
+// pointing at suite node, which runs them), and the results folder
+// verifies.
 func TestMI355XSeedReplayPasses(t *testing.T) {
 	for _, c := range []struct {
 		suite string
@@ -56,13 +60,17 @@ func TestMI355XSeedReplayPasses(t *testing.T) {
 		t.Run(c.suite, func(t *testing.T) {
 			// T8 on the seed's one pair: the SKU's default is every NIC
 			// (TestMI355XWriteBWEveryNIC), the recording has this one.
-			args := []string{"--sku", "mi355x", "--suite", c.suite, "--launcher", "replay", "--replay-dir", filepath.Join(mi355x, c.suite), "--out", t.TempDir()}
+			out := filepath.Join(t.TempDir(), "r")
+			args := []string{"--sku", "mi355x", "--suite", c.suite, "--launcher", "replay", "--replay-dir", filepath.Join(mi355x, c.suite), "--out", out}
 			if c.suite == "multinode" {
 				args = append(args, "--param", seedPair)
 			}
 			code, r, errs := runJSON(t, args...)
 			assert.Equal(t, code, 0, errs)
 			assert.Equal(t, r.Status, "pass")
+			code, vout, verrs := cli(t, "verify", out)
+			assert.Equal(t, code, 0, vout+verrs)
+			assert.Assert(t, !strings.Contains(vout, "MISMATCH") && !strings.Contains(vout, "REJUDGED"), vout)
 			got := map[string]string{}
 			for _, tt := range r.Tests {
 				got[tt.Name] = tt.Status
@@ -420,10 +428,10 @@ func TestMI355XHoleFailsCheck(t *testing.T) {
 	}
 }
 
-// mi355x's write_bw runs the seed's one pair (ionic_7 with ionic_1) by
-// default and with the seed's site file; every NIC of the node, ionic_N of
-// the first node with ionic_N of the second, each pair on its own port,
-// with --param.
+// mi355x's write_bw tests every NIC of the node by default, ionic_N of
+// the first node with ionic_N of the second, each pair on its own port
+// from 10000; the seed's one pair (ionic_7 with ionic_1) comes back with
+// its site file or --param.
 func TestMI355XWriteBWEveryNIC(t *testing.T) {
 	var every []string
 	for i := range 8 {
@@ -435,9 +443,9 @@ func TestMI355XWriteBWEveryNIC(t *testing.T) {
 		args []string
 		want []string // "ROLE HCA PORT" of each ib_write_bw, in order
 	}{
-		{"default: the seed's pair", nil, seed},
-		{"seed's site file", []string{"--site", "../../examples/sites/seed004-mi355x-hosts.yaml"}, seed},
-		{"every NIC by --param", []string{"--param", "ibperf.write_bw:pairs=ionic_0,ionic_1,ionic_2,ionic_3,ionic_4,ionic_5,ionic_6,ionic_7"}, every},
+		{"default: every NIC", nil, every},
+		{"seed's site file", []string{"--site", seedSite}, seed},
+		{"--param", []string{"--param", seedPair}, seed},
 	}
 	step := regexp.MustCompile(`ibperf\.write_bw\.(server|client)\.\d+ .*exec ib_write_bw -d (\S+) -p (\d+) `)
 	for _, c := range cases {
@@ -454,6 +462,71 @@ func TestMI355XWriteBWEveryNIC(t *testing.T) {
 			want := slices.Clone(c.want)
 			sort.Strings(want)
 			assert.DeepEqual(t, got, want)
+		})
+	}
+}
+
+// verify holds a run to its suite's parameters except the suite test's
+// site parameters (site_params: mi355x's write_bw pairs, the NIC map),
+// which are the site's to set and are judged as they ran: a note naming
+// each, no finding. A judged parameter (bidirectional: -b sums both
+// directions, so the recorded 779 Gb/s fails a one-way band) still gives
+// the finding, and so does the NIC map where the kept SKU file does not
+// list it, or a kept copy that lists a judged parameter where the built-in
+// file does not.
+func TestMI355XVerifySiteParams(t *testing.T) {
+	builtin := readFile(t, "../../baselines/mi355x.yaml")
+	const line = "        site_params: [pairs]\n"
+	assert.Assert(t, strings.Count(builtin, line) == 1)
+	sitesFile := func(text string) string {
+		dir := t.TempDir()
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, "mi355x.yaml"), []byte(text), 0o644))
+		return dir
+	}
+	const (
+		pairNote  = "NOTE ibperf.write_bw ran with site parameters pairs=ionic_7:ionic_1 (suite multinode gives pairs=ionic_0,ionic_1,ionic_2,ionic_3,ionic_4,ionic_5,ionic_6,ionic_7): what is measured on the site (site_params), set by --param or the site file; the raw outputs are judged as they ran"
+		bidirBad  = "MISMATCH ibperf.write_bw ran with parameters suite multinode does not give: bidirectional=false (--param or an edited journal): judged with the suite's own, the raw outputs give ibperf.write_bw: pass, not fail"
+		pairsBad  = "MISMATCH ibperf.write_bw ran with parameters suite multinode does not give: pairs=ionic_7:ionic_1 (--param or an edited journal)"
+		builtinBd = "MISMATCH ibperf.write_bw ran with parameters the built-in mi355x suite multinode does not give: bidirectional=false (--param or an edited journal): judged with the suite's own, the raw outputs give ibperf.write_bw: pass, not fail"
+	)
+	for _, c := range []struct {
+		name          string
+		args          []string
+		runCode, code int
+		want, notWant []string
+	}{
+		{"the seed's site file", []string{"--site", seedSite}, 0, 0, []string{pairNote, "verify: OK"}, []string{"MISMATCH", "REJUDGED"}},
+		{"--param", []string{"--param", seedPair}, 0, 0, []string{pairNote, "verify: OK"}, []string{"MISMATCH", "REJUDGED"}},
+		{"a judged parameter beside the site's", []string{"--param", seedPair, "--param", "ibperf.write_bw:bidirectional=false"}, 1, 1,
+			[]string{pairNote, bidirBad, "verify: FAILED: 1 finding"}, []string{"does not give: bidirectional=false pairs="}},
+		{"a kept SKU file without site_params", []string{"--param", seedPair, "--baselines", sitesFile(strings.Replace(builtin, line, "", 1))}, 0, 1,
+			[]string{pairsBad, "verify: FAILED"}, []string{pairNote}},
+		{"a kept SKU file that makes a judged parameter the site's", []string{"--param", seedPair, "--param", "ibperf.write_bw:bidirectional=false",
+			"--baselines", sitesFile(strings.Replace(builtin, line, "        site_params: [pairs, bidirectional]\n", 1))}, 1, 1,
+			[]string{builtinBd, "verify: FAILED: 1 finding"}, []string{bidirBad}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r")
+			code, stdout, errs := cli(t, append([]string{"--sku", "mi355x", "--suite", "multinode", "--test", "ibperf.write_bw", "--launcher", "replay",
+				"--replay-dir", filepath.Join(mi355x, "multinode"), "--out", out}, c.args...)...)
+			assert.Equal(t, code, c.runCode, stdout+errs)
+			// The parameters that ran are in results.json, whatever verify
+			// makes of them.
+			var res struct {
+				Tests []struct {
+					Params map[string]string `json:"params"`
+				} `json:"tests"`
+			}
+			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &res))
+			assert.Equal(t, res.Tests[0].Params["pairs"], "ionic_7:ionic_1")
+			code, vout, verrs := cli(t, "verify", out)
+			assert.Equal(t, code, c.code, vout+verrs)
+			for _, w := range c.want {
+				assert.Assert(t, strings.Contains(vout, w), "want %q in\n%s", w, vout)
+			}
+			for _, w := range c.notWant {
+				assert.Assert(t, !strings.Contains(vout, w), "do not want %q in\n%s", w, vout)
+			}
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -80,8 +81,8 @@ func flatten(s *sku.SKU) (map[string]flat, []string) {
 }
 
 // Diff lists what changed from old to new: first the suites (suites and
-// tests added or removed, parameters, min_gpus, skip, timeout and nodes
-// changed: suiteChanges), then per baseline entry (test, scope, metric,
+// tests added or removed, parameters, min_gpus, site_params, skip,
+// timeout and nodes changed: suiteChanges), then per baseline entry (test, scope, metric,
 // labels, summary) and per size, values, bands and units; entries and
 // points present on one side only. Unchanged points are left out of the
 // list and counted: unchanged is how many values (points and single
@@ -94,7 +95,7 @@ func Diff(old, new *sku.SKU) (changes []Change, unchanged int) {
 
 // suiteChanges lists what changed in the suites, what a run runs: suites
 // added or removed; per suite, its nodes and params, tests added or
-// removed, and per test its params, min_gpus and skip. A test a suite
+// removed, and per test its params, min_gpus, site_params and skip. A test a suite
 // lists twice is matched by its place among those of its name.
 func suiteChanges(old, new *sku.SKU) []Change {
 	var out []Change
@@ -147,6 +148,11 @@ func suiteChanges(old, new *sku.SKU) []Change {
 			if a.MinGPUs != b.MinGPUs {
 				parts = append(parts, fmt.Sprintf("min_gpus %d -> %d", a.MinGPUs, b.MinGPUs))
 			}
+			// Which parameters a site may set is what verify holds a
+			// run to (sku.SuiteTest.SiteParams).
+			if sa, sb := slices.Sorted(slices.Values(a.SiteParams)), slices.Sorted(slices.Values(b.SiteParams)); !slices.Equal(sa, sb) {
+				parts = append(parts, fmt.Sprintf("site_params %s -> %s", listOrNone(sa), listOrNone(sb)))
+			}
 			if a.Skip != b.Skip {
 				parts = append(parts, fmt.Sprintf("skip %q -> %q", a.Skip, b.Skip))
 			}
@@ -159,6 +165,14 @@ func suiteChanges(old, new *sku.SKU) []Change {
 		}
 	}
 	return out
+}
+
+// listOrNone is names as a YAML flow list, "none" for none.
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return "[" + strings.Join(names, ", ") + "]"
 }
 
 // testNames are a suite's tests, space-separated, in order.

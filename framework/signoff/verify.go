@@ -147,7 +147,8 @@ func (r *Result) add(kind, format string, a ...any) {
 // and what cannot be re-derived from the raw outputs and the SKU rules is
 // a finding, not a note: no journal, a suite the kept copy (or the
 // built-in SKU file) has not, a parameter whose verdict the suite's own
-// would not give, an error with no raw output, a raw folder no test
+// would not give (a site parameter, sku.SuiteTest.SiteParams, is judged
+// as it ran: a note), an error with no raw output, a raw folder no test
 // claims, a localisation's figure or suspect its runs do not give, a
 // report of another version whose verdicts differ, a format 1 manifest's
 // report that does not render again, raw outputs that are the shipped
@@ -294,8 +295,10 @@ func (r *Result) checkSeal(dir string, o Options) {
 // as their raw outputs, judged again, give it (runner.PreflightCheck; ""
 // when they found none). A run of a suite s has not is a finding (a
 // look-alike name is another name), and so is a test run with parameters
-// its suite does not give (--param): the SKU rules do not give its
-// verdict. The folders of gpuaccept check (suite check, launcher check)
+// its suite does not give (--param) whose verdict its suite's own would
+// not give: the SKU rules do not give it. The suite test's site
+// parameters (site_params: the NIC map) are the site's to set, and are
+// judged as they ran. The folders of gpuaccept check (suite check, launcher check)
 // are held to what check writes (checkCheck).
 func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 	if run.Suite == CheckSuite || run.Launcher == CheckSuite {
@@ -318,8 +321,10 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 	inSuite := map[string]bool{}
 	skipped := map[string]string{} // test -> the suite's reason to skip it
 	suiteParams := map[string]map[string]string{}
+	suiteTest := map[string]*sku.SuiteTest{}
 	for _, st := range su.Tests {
 		inSuite[st.Test] = true
+		suiteTest[st.Test] = st
 		skipped[st.Test] = st.SkipReason(run.Scope)
 		suiteParams[st.Test] = runner.Params(su.Params, st.Params)
 		if (len(chosen) == 0 || chosen[st.Test]) && !have[st.Test] {
@@ -337,7 +342,7 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 		// 79. checkParams judges again with the suite's own.
 		for _, a := range append(append([]result.Test(nil), t.Attempts...), t) {
 			if len(a.Raw) > 0 {
-				r.checkParams(s, a, suiteParams[t.Name], "suite "+run.Suite)
+				r.checkParams(s, a, suiteParams[t.Name], suiteTest[t.Name], "suite "+run.Suite)
 			}
 		}
 		r.checkAttemptFolders(t)
@@ -620,17 +625,41 @@ const CheckSuite = "check"
 // verdict or number that differs (a health check with xid_fatal=48
 // passes a node with XID 79) is a finding, for the SKU rules do not give
 // it; else a note (a folder of the binaries, bindir, judges the same).
-func (r *Result) checkParams(s *sku.SKU, t result.Test, want map[string]string, what string) {
-	var over, gone []string
+// The suite test's site parameters (st, sku.SuiteTest.SiteParams: the
+// NIC map) say what was measured on the site, not how it is judged: they
+// are judged again as the run gave them, and a run that differs from the
+// suite in them alone is a note naming each, no finding. st is nil for a
+// test of no suite (check).
+func (r *Result) checkParams(s *sku.SKU, t result.Test, want map[string]string, st *sku.SuiteTest, what string) {
+	var over, gone, site []string
+	own := maps.Clone(want)
+	if own == nil {
+		own = map[string]string{}
+	}
 	for _, k := range slices.Sorted(maps.Keys(t.Params)) {
-		if sv, ok := want[k]; !ok || sv != t.Params[k] {
-			over = append(over, k+"="+t.Params[k])
+		if sv, ok := want[k]; ok && sv == t.Params[k] {
+			continue
 		}
+		if st.IsSiteParam(k) {
+			site = append(site, siteDiff(k, t.Params[k], want, what))
+			own[k] = t.Params[k]
+			continue
+		}
+		over = append(over, k+"="+t.Params[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(want)) {
-		if _, ok := t.Params[k]; !ok {
-			gone = append(gone, k+"="+want[k])
+		if _, ok := t.Params[k]; ok {
+			continue
 		}
+		if st.IsSiteParam(k) {
+			site = append(site, fmt.Sprintf("%s unset, the plugin's default (%s gives %s=%s)", k, what, k, want[k]))
+			delete(own, k)
+			continue
+		}
+		gone = append(gone, k+"="+want[k])
+	}
+	if len(site) > 0 {
+		r.add(Note, "%s ran with site parameters %s: what is measured on the site (site_params), set by --param or the site file; the raw outputs are judged as they ran", t.Name, strings.Join(site, "; "))
 	}
 	if len(over) == 0 && len(gone) == 0 {
 		return
@@ -647,14 +676,15 @@ func (r *Result) checkParams(s *sku.SKU, t result.Test, want map[string]string, 
 		r.add(Mismatch, "%s: its verdict with the suite's parameters cannot be re-derived", said)
 		return
 	}
-	own := t
-	own.Params = want
-	// Both judged now against s, so that only the parameters differ.
+	suiteOwn := t
+	suiteOwn.Params = own
+	// Both judged now against s, so that only the parameters differ (the
+	// site's own ones taken as the run gave them).
 	had, err := r.judge(s, t)
 	if err != nil {
 		return // Rejudge named it
 	}
-	got, err := r.judge(s, own)
+	got, err := r.judge(s, suiteOwn)
 	if err != nil {
 		r.add(Mismatch, "%s: judged again with the suite's parameters: %v", said, err)
 		return
@@ -665,6 +695,15 @@ func (r *Result) checkParams(s *sku.SKU, t result.Test, want map[string]string, 
 		return
 	}
 	r.add(Mismatch, "%s (--param or an edited journal): judged with the suite's own, the raw outputs give %s: the SKU rules do not give the verdict recorded", said, strings.Join(diffs, "; "))
+}
+
+// siteDiff says how the run's value v of site parameter k differs from
+// the one want, of the suite what, gives.
+func siteDiff(k, v string, want map[string]string, what string) string {
+	if sv, ok := want[k]; ok {
+		return fmt.Sprintf("%s=%s (%s gives %s=%s)", k, v, what, k, sv)
+	}
+	return fmt.Sprintf("%s=%s (%s leaves it to the plugin's default)", k, v, what)
 }
 
 // checkAttemptFolders holds the raw outputs of a test of a run and its
@@ -721,7 +760,7 @@ func (r *Result) checkCheck(s *sku.SKU, run *result.Run) {
 		if len(t.Attempts) > 0 {
 			r.add(Mismatch, "%s: recorded %s, but check retries nothing", t.Name, result.Count(len(t.Attempts), "earlier attempt"))
 		}
-		r.checkParams(s, t, nil, "suite check")
+		r.checkParams(s, t, nil, nil, "suite check")
 		if !t.Scope.IsZero() && t.Scope != run.Scope {
 			r.add(Mismatch, "%s: judged at scope %s, but the run's scope is %s", t.Name, t.Scope, run.Scope)
 		}
@@ -916,7 +955,7 @@ func (r *Result) checkBuiltinSuite(builtin *sku.SKU, run *result.Run) bool {
 		case len(t.Raw) == 0 && t.Status == result.Skip && reason == "" && !strings.Contains(t.Message, " failed health: "):
 			r.add(Mismatch, "%s: skipped by the kept copy's suite %s (%s), but the built-in %s suite %s runs it at scope %s: nothing ran, so its verdict against the built-in baseline cannot be re-derived", st.Test, run.Suite, t.Message, builtin.Name, run.Suite, run.Scope)
 		case len(t.Raw) > 0:
-			r.checkParams(builtin, t, runner.Params(bsu.Params, st.Params), "the built-in "+builtin.Name+" suite "+run.Suite)
+			r.checkParams(builtin, t, runner.Params(bsu.Params, st.Params), st, "the built-in "+builtin.Name+" suite "+run.Suite)
 		}
 	}
 	return r.Findings > before

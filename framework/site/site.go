@@ -64,7 +64,10 @@ type Site struct {
 	// ("nccl.all_reduce"), then key to value, as --param SCOPE:KEY=VALUE
 	// would give them. They lie over the suite's parameters; a --param of
 	// the same key wins. Scopes the suite does not run are ignored: a site
-	// serves every suite.
+	// serves every suite. gpuaccept verify holds a run to the suite's
+	// parameters, save those a suite test lists as the site's
+	// (sku.SuiteTest.SiteParams: the NIC map); a changed verdict from any
+	// other is a finding.
 	Params map[string]map[string]string `yaml:"params"`
 	// Env is set for every process of every step (plan.Step.Env), under
 	// every launcher; a step's own variables win.

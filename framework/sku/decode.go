@@ -90,6 +90,11 @@ func (t *SuiteTest) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	t.Line = n.Line
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "site_params" {
+			t.SiteParamsLine = n.Content[i].Line
+		}
+	}
 	return nil
 }
 

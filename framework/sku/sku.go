@@ -16,6 +16,7 @@ package sku
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -106,7 +107,23 @@ type SuiteTest struct {
 	// the test means something (GPU-to-GPU copies, collectives: 2); a run
 	// of fewer skips it, saying so (SkipReason). 0: any count.
 	MinGPUs int `yaml:"min_gpus"`
-	Line    int `yaml:"-"`
+	// SiteParams name the test's parameters that choose what is measured
+	// on a site rather than how it is judged (ibperf's pairs, the HCA map:
+	// which NIC of one node talks to which of the other). A site sets them
+	// with --param or its site file; gpuaccept verify holds a run to the
+	// suite's value of every other parameter but re-judges the raw
+	// outputs with the run's own value of these (a note, no finding).
+	// Each is a parameter the test's plugin declares (skucheck).
+	SiteParams []string `yaml:"site_params"`
+	Line       int      `yaml:"-"`
+	// SiteParamsLine is the line of the site_params key (0: none).
+	SiteParamsLine int `yaml:"-"`
+}
+
+// IsSiteParam says the suite lets a site set the test's parameter key
+// (SiteParams).
+func (st *SuiteTest) IsSiteParam(key string) bool {
+	return st != nil && slices.Contains(st.SiteParams, key)
 }
 
 // SkipReason is why the suite does not run the test at scope: its Skip,

@@ -468,3 +468,45 @@ func TestSuiteMinGPUs(t *testing.T) {
 	_, err = Parse([]byte("sku: t\nsuites:\n  s:\n    tests:\n      - test: a.b\n        min_gpus: -1\n"), "t.yaml")
 	assert.ErrorContains(t, err, "t.yaml: line 5: field min_gpus: -1: want a GPU count")
 }
+
+// site_params are read with the line of their key; a name that is no
+// parameter name, or one listed twice, is a problem of that line (file,
+// line, field). A name the plugin does not take is skucheck's to find.
+func TestSuiteSiteParams(t *testing.T) {
+	const head = "sku: t\nsuites:\n  s:\n    tests:\n      - test: ibperf.write_bw\n        params: {pairs: \"ionic_0\", iters: \"5000\"}\n"
+	for _, c := range []struct {
+		name, line string
+		want       []string // problems; nil: parses
+	}{
+		{"one", "site_params: [pairs]", nil},
+		{"a variable", "site_params: [pairs, env.NCCL_IB_HCA]", nil},
+		{"block list", "site_params:\n          - pairs\n          - gpus", nil},
+		{"empty name", `site_params: [pairs, ""]`, []string{`t.yaml: line 7: field site_params: "" is not a parameter name (pairs, gpus)`}},
+		{"scoped as --param", "site_params: [\"ibperf.write_bw:pairs\"]", []string{`t.yaml: line 7: field site_params: "ibperf.write_bw:pairs" is not a parameter name (pairs, gpus)`}},
+		{"key=value", "site_params: [pairs=ionic_7:ionic_1]", []string{`t.yaml: line 7: field site_params: "pairs=ionic_7:ionic_1" is not a parameter name (pairs, gpus)`}},
+		{"twice", "site_params: [pairs, iters, pairs]", []string{"t.yaml: line 7: field site_params: pairs listed twice"}},
+		{"a string, not a list", "site_params: pairs", []string{"t.yaml: line 7: cannot unmarshal !!str `pairs` into []string"}},
+		{"misspelt key", "site_param: [pairs]", []string{`t.yaml: line 7: field "site_param" is not known here`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := Parse([]byte(head+"        "+c.line+"\n"), "t.yaml")
+			if c.want == nil {
+				assert.NilError(t, err)
+				st := s.Suites["s"].Tests[0]
+				assert.Assert(t, st.IsSiteParam("pairs") && !st.IsSiteParam("iters"), "%+v", st)
+				assert.Equal(t, st.SiteParamsLine, 7)
+				return
+			}
+			var p *Problems
+			assert.Assert(t, errors.As(err, &p), "%v", err)
+			var got []string
+			for _, pr := range p.List {
+				got = append(got, pr.Error())
+			}
+			assert.Equal(t, len(got), len(c.want), "%v", err)
+			for i, w := range c.want {
+				assert.Assert(t, strings.HasPrefix(got[i], w), "want %q, got %q", w, got[i])
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package sku
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -63,6 +64,7 @@ func (s *SKU) validate() []error {
 			if t.MinGPUs < 0 || t.MinGPUs > plan.MaxNodes*plan.MaxGPUsPerNode {
 				errs = append(errs, problemAt(t.Line, "min_gpus", "%d: want a GPU count, 0 (any) or more", t.MinGPUs))
 			}
+			errs = append(errs, t.validateSiteParams()...)
 		}
 	}
 	for i, e := range s.Baselines {
@@ -246,4 +248,24 @@ func (e *Entry) pointsHaveBands() bool {
 		}
 	}
 	return true
+}
+
+// validateSiteParams checks the names of site_params as names alone:
+// that each is one the test's plugin declares needs the plugin
+// (skucheck).
+func (t *SuiteTest) validateSiteParams() []error {
+	var errs []error
+	line := t.SiteParamsLine
+	if line == 0 {
+		line = t.Line
+	}
+	for i, k := range t.SiteParams {
+		switch {
+		case k == "" || strings.ContainsAny(k, ":= \t\n"):
+			errs = append(errs, problemAt(line, "site_params", "%q is not a parameter name (pairs, gpus)", k))
+		case slices.Contains(t.SiteParams[:i], k):
+			errs = append(errs, problemAt(line, "site_params", "%s listed twice", k))
+		}
+	}
+	return errs
 }

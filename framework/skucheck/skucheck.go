@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -70,9 +71,12 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 			if st.Skip != "" {
 				continue // listed for the report; may have no plugin yet
 			}
-			if _, err := test(st.Test); err != nil {
+			ti, err := test(st.Test)
+			if err != nil {
 				errs = append(errs, problemAt(st.Line, "test", "%v", err))
+				continue
 			}
+			errs = append(errs, checkSiteParams(ti, st)...)
 		}
 	}
 	for _, e := range s.Baselines {
@@ -121,6 +125,30 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 		}
 	}
 	return sku.NewProblems(s.File, errs)
+}
+
+// checkSiteParams reports each site_params name of st that the test ti
+// does not take: a typo would leave the parameter held to the suite's
+// value, and a site's own NIC map a verify finding.
+func checkSiteParams(ti *pluginapi.TestInfo, st *sku.SuiteTest) []error {
+	line := st.SiteParamsLine
+	if line == 0 {
+		line = st.Line
+	}
+	var errs []error
+	for _, k := range st.SiteParams {
+		if name, ok := strings.CutPrefix(k, "env."); ok && plan.EnvName(name) {
+			continue // the environment variable NAME, which every test takes
+		}
+		if !slices.ContainsFunc(ti.Params, func(p pluginapi.Param) bool { return p.Name == k }) {
+			names := make([]string, 0, len(ti.Params))
+			for _, p := range ti.Params {
+				names = append(names, p.Name)
+			}
+			errs = append(errs, problemAt(line, "site_params", "%s takes no parameter %q (it takes: %s)", st.Test, k, strings.Join(names, ", ")))
+		}
+	}
+	return errs
 }
 
 // problemAt is the problem of field at line, as sku.Parse reports them.

@@ -21,7 +21,7 @@ func (d describer) Describe(_ context.Context, p string) (pluginapi.Description,
 	return pluginapi.Description{}, errors.New("no plugin " + p)
 }
 
-var plugins = describer{"nccl": {Name: "nccl", Tests: []pluginapi.TestInfo{{Name: "all_reduce", Metrics: []pluginapi.MetricInfo{
+var plugins = describer{"nccl": {Name: "nccl", Tests: []pluginapi.TestInfo{{Name: "all_reduce", Params: []pluginapi.Param{{Name: "minbytes"}, {Name: "env.NAME"}}, Metrics: []pluginapi.MetricInfo{
 	{Name: "busbw", Unit: "GB/s", Labels: []string{"placement=out-of-place|in-place", "type"}},
 }}, {Name: "all_gather"}}}}
 
@@ -72,6 +72,13 @@ func TestCheck(t *testing.T) {
 			`t.yaml: line 13: field labels: label placement="outofplace" is not one of out-of-place, in-place`,
 		}},
 		{"plugin that is not there", [][2]string{{"      - test: nccl.all_reduce\n", "      - test: nccl.all_reduce\n      - test: mori.ep_intranode\n"}}, []string{"t.yaml: line 6: field test: no plugin mori"}},
+		// site_params (line 6) name parameters the test takes: a
+		// variable of the ranks' environment is one of every test's.
+		{"site_params the test takes", [][2]string{{"      - test: nccl.all_reduce\n", "      - test: nccl.all_reduce\n        site_params: [minbytes, env.NCCL_IB_HCA]\n"}}, nil},
+		{"site_params the test does not take", [][2]string{{"      - test: nccl.all_reduce\n", "      - test: nccl.all_reduce\n        site_params: [minbytes, pairs, env.NCCL-IB]\n"}}, []string{
+			`t.yaml: line 6: field site_params: nccl.all_reduce takes no parameter "pairs" (it takes: minbytes, env.NAME)`,
+			`t.yaml: line 6: field site_params: nccl.all_reduce takes no parameter "env.NCCL-IB" (it takes: minbytes, env.NAME)`,
+		}},
 		{"suite test without a baseline", [][2]string{{"      - test: nccl.all_reduce\n", "      - test: nccl.all_reduce\n      - test: nccl.all_gather\n"}}, nil},
 		{"a ceiling that limits a metric a test reports", [][2]string{{"suites:", ceiling("busbw", "GB/s", "nccl.*")}}, nil},
 		{"a ceiling on a metric no test reports", [][2]string{{"suites:", ceiling("bus_bw", "GB/s", "nccl.*")}}, []string{
