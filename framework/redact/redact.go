@@ -154,11 +154,6 @@ func notSecret(name string) bool {
 		return true // a PuTTY key file's first line names its algorithm
 	case strings.HasSuffix(lower, "error") || strings.HasSuffix(lower, "exception"):
 		return true // an exception's message follows it (AuthenticationError: ...)
-	case lower == "authority" || lower == "author":
-		// A SKU entry's authority (golden, reference) and a certificate
-		// or identity authority are names, not secrets: masked, the
-		// baseline copy a results folder keeps no longer parses.
-		return true
 	}
 	for _, s := range referenceSuffixes {
 		if strings.HasSuffix(lower, s) {

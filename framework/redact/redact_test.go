@@ -45,10 +45,6 @@ func TestLine(t *testing.T) {
 		{`    return sorted(out, key=lambda r: r["node"])`, `    return sorted(out, key=lambda r: r["node"])`},
 		{`key=lambdaPlanted9 pass=x`, `key=[REDACTED] pass=[REDACTED]`},
 		{`Running benchmark with max_tokens_per_rank: 256`, `Running benchmark with max_tokens_per_rank: 256`},
-		// A SKU file's entry field (sku.Entry.Authority), kept in every
-		// results folder: masked, the copy no longer parses.
-		{`    authority: reference`, `    authority: reference`},
-		{`AUTHOR=ci AUTH_TOKEN=t0k`, `AUTHOR=ci AUTH_TOKEN=[REDACTED]`},
 		// Directories are no passwords; -p is a port or a flag outside the
 		// MySQL clients; --mca and aws configure set take plain values too.
 		{`OLDPWD=/root PWD=/tmp`, `OLDPWD=/root PWD=/tmp`},
