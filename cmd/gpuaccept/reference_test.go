@@ -37,19 +37,33 @@ var referenceRuns = []referenceRun{
 	{"nccl-tests/oci-b300-2x8-all-reduce-headerless", "b300", "nccl.all_reduce", 2, 8, true, "node count"},
 	{"rccl-tests/rocmblogs-mi300x-1x8-xgmi", "mi300x", "rccl.all_reduce", 1, 8, true, ""},
 	{"rccl-tests/aac8-k8s-mi300x-1x8-mpirun", "mi300x", "rccl.all_reduce", 1, 8, false, ""},
+	{"nccl-tests/nebius-h200-2x8-runai-mpi-logs", "h200", "nccl.all_reduce", 2, 8, true, ""},
 	{"nccl-tests/a100-40gb-2x8-ranks-0-7-8-15", "a100-40gb", "nccl.all_reduce", 2, 8, true, "node count"},
 	// The same hardware on Oracle's older shape (BM.GPU4.8), 25% faster:
 	// inside the +50% edge, so a healthy site of either shape passes.
 	{"nccl-tests/a100-40gb-2x8-kubectl-logs-under-ndmv4", "a100-40gb", "nccl.all_reduce", 2, 8, false, ""},
 }
 
-// referenceElsewhere names, per SKU, where its reference entries are held
-// to their source when no kept field output is (or can be) their source.
+// referenceDegraded are real public outputs of a reference entry's hardware
+// that a careful engineer would not sign off: each must fail the entry on
+// its summary, whatever else the output shows.
+var referenceDegraded = []referenceRun{
+	// 2 x 8 H200 through TCP sockets on one shared interface
+	// (NCCL_IB_DISABLE=1): 92 GB/s where the fabric gives 478.
+	{"nccl-tests/h200-2x8-openshift-sockets-g8", "h200", "nccl.all_reduce", 2, 8, false, ""},
+}
+
+// referenceElsewhere names, per SKU and scope ("h200 1x2"), where its
+// reference entries are held to their source when no kept field output is
+// (or can be) their source.
 var referenceElsewhere = map[string]string{
-	"h200":              "TestH200RecordedRunsPassTheirBaseline (this project's recordings)",
-	"mi355x":            "TestMI355XSeedCheckPasses (seed 004)",
-	"volcengine-hpcpni": "none: seed 002 is a table of one number per collective, not an output",
-	"h100":              "none: the cited page gives a range (460-480 GB/s), not an output",
+	"h200 1x1":              "TestNodeRecordings (this project's 1 x H200 node recordings)",
+	"h200 1x2":              "TestH200RecordedRunsPassTheirBaseline (this project's recordings)",
+	"mi355x 1x8":            "TestMI355XSeedCheckPasses (seed 004)",
+	"mi355x 2x8":            "TestMI355XSeedCheckPasses (seed 004)",
+	"volcengine-hpcpni 1x8": "none: seed 002 is a table of one number per collective, not an output",
+	"volcengine-hpcpni 2x8": "none: seed 002 is a table of one number per collective, not an output",
+	"h100 1x8":              "none: the cited page gives a range (460-480 GB/s), not an output",
 }
 
 func (r referenceRun) scope() plan.Scope { return plan.Scope{Nodes: r.nodes, GPUsPerNode: r.gpus} }
@@ -177,11 +191,8 @@ func TestShippedReferenceEntriesHaveTheirOutput(t *testing.T) {
 	}
 	n := 0
 	for _, name := range cat.Names() {
-		if _, ok := referenceElsewhere[name]; ok {
-			continue
-		}
 		for _, e := range cat.SKUs[name].Baselines {
-			if e.Kind() != sku.AuthorityReference {
+			if _, ok := referenceElsewhere[name+" "+e.Scope.String()]; ok || e.Kind() != sku.AuthorityReference {
 				continue
 			}
 			n++
@@ -189,4 +200,37 @@ func TestShippedReferenceEntriesHaveTheirOutput(t *testing.T) {
 		}
 	}
 	assert.Assert(t, n >= 10, "only %d reference entries checked", n)
+}
+
+// A real degraded output of a reference entry's hardware fails the entry:
+// its summary is below the -20% floor, and the test fails saying so.
+func TestReferenceEntriesFailDegradedOutputs(t *testing.T) {
+	cat, err := sku.LoadBuiltIn(baselines.FS)
+	assert.NilError(t, err)
+	for _, r := range referenceDegraded {
+		t.Run(r.dir, func(t *testing.T) {
+			e := referenceEntry(t, cat, r)
+			ents, err := os.ReadDir(filepath.Join(fieldDir, r.dir))
+			assert.NilError(t, err)
+			args := []string{"--sku", r.sku, "--test", r.test, "--nodes", fmt.Sprint(r.nodes), "--gpus-per-node", fmt.Sprint(r.gpus)}
+			for _, f := range ents {
+				if f.Name() != "case.yaml" && !f.IsDir() {
+					args = append(args, filepath.Join(fieldDir, r.dir, f.Name()))
+				}
+			}
+			code, doc := checkJSON(t, args...)
+			assert.Equal(t, code, 1, doc.Tests[0].Message)
+			assert.Equal(t, doc.Tests[0].Status, "fail", doc.Tests[0].Message)
+			n := 0
+			for _, m := range doc.Tests[0].Metrics {
+				if m.Summary == e.Summary && m.Name == e.Metric {
+					n++
+					assert.Equal(t, m.Status, "fail", "%s %s %.2f against %.2f", e.Metric, e.Summary, m.Value, *e.Value)
+					assert.Assert(t, m.Value < 0.8**e.Value, "%.2f is not under the floor of %.2f", m.Value, *e.Value)
+				}
+			}
+			assert.Equal(t, n, 1)
+			assert.Assert(t, strings.Contains(doc.Tests[0].Message, "below"), doc.Tests[0].Message)
+		})
+	}
 }
