@@ -38,6 +38,8 @@ var referenceRuns = []referenceRun{
 	{"rccl-tests/rocmblogs-mi300x-1x8-xgmi", "mi300x", "rccl.all_reduce", 1, 8, true, ""},
 	{"rccl-tests/aac8-k8s-mi300x-1x8-mpirun", "mi300x", "rccl.all_reduce", 1, 8, false, ""},
 	{"nccl-tests/nebius-h200-2x8-runai-mpi-logs", "h200", "nccl.all_reduce", 2, 8, true, ""},
+	// AWS's 2 x p5 output: no rank lines and no footer kept by the page.
+	{"nccl-tests/h100-p5-2x8-srun-label-headerless", "h100", "nccl.all_reduce", 2, 8, true, "out of bounds values"},
 	{"nccl-tests/a100-40gb-2x8-ranks-0-7-8-15", "a100-40gb", "nccl.all_reduce", 2, 8, true, "node count"},
 	// The same hardware on Oracle's older shape (BM.GPU4.8), 25% faster:
 	// inside the +50% edge, so a healthy site of either shape passes.
@@ -51,6 +53,9 @@ var referenceDegraded = []referenceRun{
 	// 2 x 8 H200 through TCP sockets on one shared interface
 	// (NCCL_IB_DISABLE=1): 92 GB/s where the fabric gives 478.
 	{"nccl-tests/h200-2x8-openshift-sockets-g8", "h200", "nccl.all_reduce", 2, 8, false, ""},
+	// Two H100 nodes reported as degraded (NVIDIA/nccl-tests issue #290):
+	// 155.57 GB/s at 8 GiB where AWS's 2 x p5 give 487.
+	{"nccl-tests/h100-2x8-issue290-two-nodes-slow", "h100", "nccl.all_reduce", 2, 8, false, ""},
 }
 
 // referenceElsewhere names, per SKU and scope ("h200 1x2"), where its
