@@ -227,7 +227,7 @@ func TestGatesBeforeBaselines(t *testing.T) {
 				}
 				got := SKUTest(h200, "nccl.all_reduce", scope, p, nil)
 				assert.Equal(t, got.Status, want, got.Message)
-				noBaseline := "no baseline for nccl.all_reduce at scope 1x8 (nodes x GPUs per node) in SKU h200; it has 1x2"
+				noBaseline := "no baseline for nccl.all_reduce at scope 1x8 (nodes x GPUs per node) in SKU h200; it has 1x2, 2x8"
 				switch {
 				case want == result.Skip:
 					assert.Assert(t, strings.HasPrefix(got.Message, noBaseline+"; rank count: not verifiable"), got.Message)

@@ -53,6 +53,54 @@ func TestShippedEntriesAreReference(t *testing.T) {
 	assert.Assert(t, n >= 70, "only %d entries: the catalog lost its baselines", n)
 }
 
+// entryCitation is what a reference entry's source must name besides what
+// a ceiling may (citation): a GitHub issue, a file of a repository at a
+// commit (owner/repo@commit path), or a file of this project (a seed,
+// testdata/...).
+var entryCitation = regexp.MustCompile(`(?i)\bissue #?\d+|\b[\w.-]+/[\w.-]+@[0-9a-f]{7,40}\b|\bseeds?/|testdata/`)
+
+// Every reference entry names where its number can be read again: a URL,
+// an issue, a repository file at a commit, a seed or a recording (issue 30:
+// a first run judges on a cited authority, so the citation must be
+// checkable, not "a public page").
+func TestShippedReferenceEntriesCiteTheirSource(t *testing.T) {
+	cat, err := Load(baselines.FS, "baselines")
+	assert.NilError(t, err)
+	n := 0
+	for _, name := range cat.Names() {
+		for _, e := range cat.SKUs[name].Baselines {
+			if e.Kind() != result.BasisReference {
+				continue
+			}
+			n++
+			assert.Assert(t, citation.MatchString(e.Source) || entryCitation.MatchString(e.Source),
+				"%s line %d: reference entry %s at %s names no URL, issue, repository file or seed: %q", name, e.Line, e.Test, e.Scope, e.Source)
+		}
+	}
+	assert.Assert(t, n >= 70, "only %d reference entries: the catalog lost its baselines", n)
+}
+
+// The citation rules accept what the shipped entries cite and refuse a
+// source that names nothing one could open.
+func TestEntryCitationRules(t *testing.T) {
+	for _, c := range []struct {
+		source string
+		ok     bool
+	}{
+		{"https://docs.alayanew.com/en/docs/tech-blog/2026-05-06-nccl-tests (2026-05-06)", true},
+		{"oracle-quickstart/oci-gpu-quickstarts@6a0abdc78b574b28eb10926387615c8414ed8c1d nvidia/B300/README-B300.md#L117-L129", true},
+		{"NVIDIA/nccl-tests issue #294, 2 x 8 H100", true},
+		{"seed 004 T10: Dispatch Average row, line 509", true},
+		{"seeds/001_e8de1ba5afd618dc.txt line 41", true},
+		{"median of 8 runs ...; runs: testdata/recordings/h200x2-2026-11-30/direct-1/all_reduce.log", true},
+		{"a public page: 8 x H100 reach 460 GB/s", false},
+		{"measured on our cluster last week", false},
+	} {
+		got := citation.MatchString(c.source) || entryCitation.MatchString(c.source)
+		assert.Equal(t, got, c.ok, c.source)
+	}
+}
+
 // The generic data-centre SKUs (issue 30) each name their GPU family and
 // carry the per-GPU datasheet ceilings their node suite is judged against:
 // a busbw gate with the GPU link's peak, the HBM bandwidth and at least the
