@@ -140,7 +140,7 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitOK, err
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "TEST\tSCOPE\tMETRIC\tLABELS\tSIZE\tVALUE\tUNIT\tBAND")
+		fmt.Fprintln(w, "TEST\tSCOPE\tMETRIC\tLABELS\tSIZE\tVALUE\tUNIT\tBAND\tBASIS")
 		var sources []string
 		for _, e := range s.Baselines {
 			labels := sku.LabelText(e.Labels)
@@ -150,17 +150,20 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 				if e.Summary != "" {
 					size = summaryText(e)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, size, *e.Value, e.Unit, bandText(e.Band))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, size, *e.Value, e.Unit, bandText(e.Band), e.Kind())
 			}
 			for _, p := range e.Points {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, sizeText(int64(p.Size)), p.Value, e.Unit, bandText(e.Band.Merge(p.Band)))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, sizeText(int64(p.Size)), p.Value, e.Unit, bandText(e.Band.Merge(p.Band)), e.Kind())
 			}
 			if d := e.Dip; d != nil {
 				r := e.CurveRange()
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t%%\t%s\n", e.Test, e.Scope, e.Metric, labels, "dip "+rangeText(r), dipText(d))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t%%\t%s\t%s\n", e.Test, e.Scope, e.Metric, labels, "dip "+rangeText(r), dipText(d), e.Kind())
 			}
 		}
 		if err := w.Flush(); err != nil {
+			return exitUsage, err
+		}
+		if err := showFloors(stdout, s); err != nil {
 			return exitUsage, err
 		}
 		fmt.Fprintln(stdout, "\nSources:")
@@ -170,6 +173,28 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitOK, nil
 	}
 	return exitUsage, usageError{fmt.Errorf("baseline %q: want validate, show, record or diff", args[0])}
+}
+
+// showFloors lists the SKU's datasheet floors (sku.Ceiling.Floor): what
+// judges a per-GPU benchmark no entry judges, at any scope.
+func showFloors(stdout io.Writer, s *sku.SKU) error {
+	var floors []*sku.Ceiling
+	for _, c := range s.Ceilings {
+		if c.PerGPU && c.Floor > 0 {
+			floors = append(floors, c)
+		}
+	}
+	if len(floors) == 0 {
+		return nil
+	}
+	fmt.Fprintln(stdout, "\nDatasheet floors (basis floor: where no entry judges a point, at any scope; baselines/README.md, Datasheet floors):")
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TESTS\tMETRIC\tLABELS\tAT LEAST\tUNIT\tOF THE DATASHEET")
+	for _, c := range floors {
+		ref, link := c.Figure()
+		fmt.Fprintf(w, "%s\t%s\t%s\t%.2f\t%s\t%g x %g (%s)\n", strings.Join(c.Tests, ","), c.Metric, sku.LabelText(c.Labels), c.Floor*ref, c.Unit, c.Floor, ref, link)
+	}
+	return w.Flush()
 }
 
 // sourceWidth is the width baseline show wraps sources to, in bytes: a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -235,4 +236,20 @@ func TestBaselineRecordMessages(t *testing.T) {
 	assert.Assert(t, strings.Contains(out, "from 2 runs of nccl.all_reduce at 1x2"), out[:400])
 	assert.Assert(t, strings.Contains(out, "#   "+filepath.Join(dir, "r1.log")), out[:600])
 	assert.Assert(t, strings.Contains(errs, "from 2 runs of 1 test"), errs)
+}
+
+// baseline show names each entry's basis and lists the datasheet floors
+// that judge what no entry does: a new user sees what a first run on an
+// H100 is judged against before running it.
+func TestBaselineShowBasisAndFloors(t *testing.T) {
+	code, out, errs := cli(t, "baseline", "show", "h100")
+	assert.Equal(t, code, 0, errs)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^TEST +SCOPE +METRIC +LABELS +SIZE +VALUE +UNIT +BAND +BASIS$`),
+		regexp.MustCompile(`(?m)^nccl\.all_reduce +1x8 +busbw .* reference$`),
+		regexp.MustCompile(`(?m)^gemm\.matmul +tflops +dtype=bf16 +494\.75 +TFLOPS +0\.5 x 989\.5 \(H100 SXM BF16 Tensor Core, dense\)$`),
+		regexp.MustCompile(`(?m)^hbm\.bandwidth +bw +2010\.00 +GB/s +0\.6 x 3350 \(HBM3, 3\.35 TB/s\)$`),
+	} {
+		assert.Assert(t, want.MatchString(out), "want %s in\n%s", want, out)
+	}
 }

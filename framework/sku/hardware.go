@@ -201,10 +201,7 @@ func (c *Ceiling) Applies(test string) bool {
 //   - sendrecv: B. One rank per node sends to the next node, and busbw =
 //     algbw (src/sendrecv.cu).
 func (c *Ceiling) Reference(test string, sc plan.Scope) (float64, string, bool) {
-	peak, link := c.Value, c.Link
-	if c.Peak > 0 {
-		peak, link = c.Peak, c.PeakLink
-	}
+	peak, link := c.Figure()
 	ranks := sc.Nodes * sc.GPUsPerNode
 	if c.PerGPU || c.NICGbps <= 0 || sc.Nodes <= 1 || c.PeakDomain > 0 && ranks <= c.PeakDomain {
 		return peak, link, true
@@ -234,6 +231,16 @@ func (c *Ceiling) Reference(test string, sc plan.Scope) (float64, string, bool) 
 		return peak, link, true
 	}
 	return ref, how, true
+}
+
+// Figure is the datasheet figure of the GPU's own link or unit, in Unit,
+// and what it is of: Peak and PeakLink, or Value and Link where no Peak is
+// given. A PerGPU ceiling's floor (Floor) is a fraction of it.
+func (c *Ceiling) Figure() (float64, string) {
+	if c.Peak > 0 {
+		return c.Peak, c.PeakLink
+	}
+	return c.Value, c.Link
 }
 
 // Over says why an efficiency of ratio (value / Reference, over 1) can be
@@ -317,7 +324,7 @@ func (s *SKU) Floors(test string, scope plan.Scope) []*Entry {
 		if !c.PerGPU || c.Floor <= 0 || c.Floor >= 1 {
 			continue
 		}
-		ref, link, _ := c.Reference(test, scope)
+		ref, link := c.Figure()
 		pct := -100 * (1 - c.Floor)
 		text := strconv.FormatFloat(pct, 'f', -1, 64) + "%"
 		v := ref
