@@ -436,6 +436,17 @@ func TestBaselineDiffSuites(t *testing.T) {
 			return strings.Replace(s, test, test+"        site_params: [env.NCCL_IB_HCA]\n", 1)
 		},
 			[]string{"suite singlenode nccl.all_reduce ", "site_params none -> [env.NCCL_IB_HCA]"}},
+		// What judges besides the entries (issue 30's new-user trial: a
+		// floor raised to fail a healthy GPU was "no differences").
+		{"ceiling value", func(s string) string { return strings.Replace(s, "    value: 1000\n", "    value: 900\n", 1) },
+			[]string{"ceiling busbw GB/s (nccl.*) ", "value 1000 -> 900"}},
+		{"ceiling with a floor added", func(s string) string {
+			return strings.Replace(s, "suites:\n", "  - {metric: algbw, unit: GB/s, value: 900, per_gpu: true, floor: 0.1, link: NVLink 4, tests: [nccl.all_reduce], source: \"NVIDIA H100 datasheet\"}\nsuites:\n", 1)
+		}, []string{"ceiling algbw GB/s (nccl.all_reduce) ", "ceiling added (value 900, peak 0, nic_gbps 0, peak_domain 0, per_gpu true, floor 0.1)"}},
+		{"gpu_variant", func(s string) string { return strings.Replace(s, "  other: fail\n", "  other: warn\n", 1) },
+			[]string{"gpu_variant ", "gpu_variant [NVIDIA H100 80GB HBM3] other fail -> [NVIDIA H100 80GB HBM3] other warn"}},
+		{"basis", func(s string) string { return strings.Replace(s, "    value: 460.0\n", "    basis: reference\n    value: 460.0\n", 1) },
+			[]string{"nccl.all_reduce 1x8 busbw placement=out-of-place summary=largest ", "basis golden -> reference"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -453,7 +464,8 @@ func TestBaselineDiffSuites(t *testing.T) {
 			// The other way round, the same change undone.
 			code, back, errs := cli(t, "baseline", "diff", newF, oldF)
 			assert.Equal(t, code, 0, errs)
-			undone := strings.NewReplacer("added", "removed", "none -> 1G", "1G -> none", "0 -> 4", "4 -> 0", "none -> [env.NCCL_IB_HCA]", "[env.NCCL_IB_HCA] -> none").Replace(c.want[1])
+			undone := strings.NewReplacer("added", "removed", "none -> 1G", "1G -> none", "0 -> 4", "4 -> 0", "none -> [env.NCCL_IB_HCA]", "[env.NCCL_IB_HCA] -> none",
+				"1000 -> 900", "900 -> 1000", "other fail -> [NVIDIA H100 80GB HBM3] other warn", "other warn -> [NVIDIA H100 80GB HBM3] other fail", "golden -> reference", "reference -> golden").Replace(c.want[1])
 			assert.Assert(t, strings.Contains(back, undone), "want %q in\n%s", undone, back)
 		})
 	}

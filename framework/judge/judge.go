@@ -117,7 +117,7 @@ func Judge(p result.Parsed, o Options) result.Test {
 	}
 	floored := 0
 	for _, f := range o.Floors {
-		floored += judgeFloor(f, judged, mt)
+		floored += judgeFloor(f, judged)
 	}
 	errGate, failGate := false, false
 	for _, c := range gates {
@@ -379,9 +379,13 @@ func judgeEntry(e *sku.Entry, judged []result.Judged, mt matcher) (int, []string
 }
 
 // judgeFloor judges, against floor f (sku.SKU.Floors), the points of its
-// metric and labels that no entry judged, whatever their size; it returns
-// how many.
-func judgeFloor(f *sku.Entry, judged []result.Judged, mt matcher) int {
+// metric and labels that no entry judged, whatever their size and the
+// plugin's label defaults; it returns how many.
+func judgeFloor(f *sku.Entry, judged []result.Judged) int {
+	// A floor holds for every value of a label it leaves out, defaults or
+	// not (the HBM floor judges triad as well as copy): a datasheet figure
+	// is the GPU's, whatever the plugin's default series.
+	var mt matcher
 	n := 0
 	ctx := contextOf(f, judged, mt)
 	for i := range judged {

@@ -88,9 +88,86 @@ func flatten(s *sku.SKU) (map[string]flat, []string) {
 // list and counted: unchanged is how many values (points and single
 // values) are on both sides with the same value and band.
 func Diff(old, new *sku.SKU) (changes []Change, unchanged int) {
-	suites := suiteChanges(old, new)
+	suites := append(suiteChanges(old, new), hardwareChanges(old, new)...)
 	changes, unchanged = baselineChanges(old, new)
 	return append(suites, changes...), unchanged
+}
+
+// hardwareChanges lists what changed in what judges a run besides the
+// entries: the GPU model and variant gates, and per ceiling (by metric,
+// unit, labels and tests) its gate, datasheet figure, NIC figure, peak
+// domain, per_gpu and datasheet floor; ceilings added or removed. Each can
+// change a verdict (a floor raised fails a healthy GPU).
+func hardwareChanges(old, new *sku.SKU) []Change {
+	var out []Change
+	if old.GPU != new.GPU {
+		out = append(out, Change{Entry: "gpu", What: fmt.Sprintf("gpu %s -> %s", orNone(old.GPU), orNone(new.GPU))})
+	}
+	if va, vb := variantText(old.GPUVariant), variantText(new.GPUVariant); va != vb {
+		out = append(out, Change{Entry: "gpu_variant", What: fmt.Sprintf("gpu_variant %s -> %s", va, vb)})
+	}
+	key := func(c *sku.Ceiling) string {
+		k := "ceiling " + c.Metric + " " + c.Unit
+		if l := c.LabelText(); l != "" {
+			k += " " + l
+		}
+		if len(c.Tests) > 0 {
+			k += " (" + strings.Join(c.Tests, ",") + ")"
+		}
+		return k
+	}
+	text := func(c *sku.Ceiling) string {
+		return fmt.Sprintf("value %g, peak %g, nic_gbps %g, peak_domain %d, per_gpu %t, floor %g", c.Value, c.Peak, c.NICGbps, c.PeakDomain, c.PerGPU, c.Floor)
+	}
+	a := map[string]*sku.Ceiling{}
+	for _, c := range old.Ceilings {
+		if c != nil {
+			a[key(c)] = c
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range new.Ceilings {
+		if c == nil {
+			continue
+		}
+		k := key(c)
+		seen[k] = true
+		switch o, ok := a[k]; {
+		case !ok:
+			out = append(out, Change{Entry: k, Unit: c.Unit, What: "ceiling added (" + text(c) + ")"})
+		case text(o) != text(c):
+			out = append(out, Change{Entry: k, Unit: c.Unit, What: fieldsDiff(text(o), text(c))})
+		}
+	}
+	for _, c := range old.Ceilings {
+		if c != nil && !seen[key(c)] {
+			out = append(out, Change{Entry: key(c), Unit: c.Unit, What: "ceiling removed (" + text(c) + ")"})
+		}
+	}
+	return out
+}
+
+// variantText is a gpu_variant for a diff: its names and policy.
+func variantText(v *sku.GPUVariant) string {
+	if v == nil {
+		return "none"
+	}
+	return fmt.Sprintf("[%s] other %s", strings.Join(v.Names, "; "), v.Policy())
+}
+
+// fieldsDiff says which of the comma-separated "name value" fields of a
+// and b differ: "floor 0.6 -> 0.95".
+func fieldsDiff(a, b string) string {
+	fa, fb := strings.Split(a, ", "), strings.Split(b, ", ")
+	var parts []string
+	for i := range fa {
+		if i < len(fb) && fa[i] != fb[i] {
+			name, va, _ := strings.Cut(fa[i], " ")
+			_, vb, _ := strings.Cut(fb[i], " ")
+			parts = append(parts, fmt.Sprintf("%s %s -> %s", name, va, vb))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // suiteChanges lists what changed in the suites, what a run runs: suites
@@ -259,6 +336,9 @@ func baselineChanges(old, new *sku.SKU) (changes []Change, unchanged int) {
 		}
 		if fa.e.Unit != fb.e.Unit {
 			out = append(out, Change{Entry: k, Unit: fb.e.Unit, What: fmt.Sprintf("unit %s -> %s", fa.e.Unit, fb.e.Unit)})
+		}
+		if fa.e.Kind() != fb.e.Kind() {
+			out = append(out, Change{Entry: k, Unit: fb.e.Unit, What: fmt.Sprintf("basis %s -> %s", fa.e.Kind(), fb.e.Kind())})
 		}
 		if fa.e.Ceiling != fb.e.Ceiling {
 			out = append(out, Change{Entry: k, Unit: fb.e.Unit, What: fmt.Sprintf("ceiling %g -> %g", fa.e.Ceiling, fb.e.Ceiling)})

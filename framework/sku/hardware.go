@@ -325,7 +325,9 @@ func (s *SKU) Floors(test string, scope plan.Scope) []*Entry {
 			continue
 		}
 		ref, link := c.Figure()
-		pct := -100 * (1 - c.Floor)
+		// Rounded to a thousandth of a percent: 1 - 0.95 is not 0.05 in
+		// binary, and the band's text is read by people.
+		pct := math.Round(-100*(1-c.Floor)*1000) / 1000
 		text := strconv.FormatFloat(pct, 'f', -1, 64) + "%"
 		v := ref
 		out = append(out, &Entry{
