@@ -445,7 +445,9 @@ func TestBaselineDiffSuites(t *testing.T) {
 		}, []string{"ceiling algbw GB/s (nccl.all_reduce) ", "ceiling added (value 900, peak 0, nic_gbps 0, peak_domain 0, per_gpu true, floor 0.1)"}},
 		{"gpu_variant", func(s string) string { return strings.Replace(s, "  other: fail\n", "  other: warn\n", 1) },
 			[]string{"gpu_variant ", "gpu_variant [NVIDIA H100 80GB HBM3] other fail -> [NVIDIA H100 80GB HBM3] other warn"}},
-		{"basis", func(s string) string { return strings.Replace(s, "    value: 460.0\n", "    basis: reference\n    value: 460.0\n", 1) },
+		{"basis", func(s string) string {
+			return strings.Replace(s, "    value: 460.0\n", "    basis: reference\n    value: 460.0\n", 1)
+		},
 			[]string{"nccl.all_reduce 1x8 busbw placement=out-of-place summary=largest ", "basis golden -> reference"}},
 	}
 	for _, c := range cases {
