@@ -225,3 +225,35 @@ func TestRunKeepsSKUSource(t *testing.T) {
 		})
 	}
 }
+
+// A site's own SKU file that judges a run (--baselines) is named in every
+// report, not only in results.json (issue 30's attacker trial: a site file
+// with its floors at 0.0001 made the busy H100 pass, and no report a
+// customer reads said a site file judged it); and a folder that claims the
+// built-in file judged it, when its kept copy is not the built-in file, is
+// a finding of verify.
+func TestSiteSKUFileNamedInReports(t *testing.T) {
+	data := regexp.MustCompile(`floor: 0\.[0-9]+`).ReplaceAll([]byte(readFile(t, "../../baselines/h100.yaml")), []byte("floor: 0.05"))
+	site := t.TempDir()
+	assert.NilError(t, os.WriteFile(filepath.Join(site, "h100.yaml"), data, 0o644))
+	out := filepath.Join(t.TempDir(), "busy")
+	code, stdout, errs := cli(t, "--sku", "h100", "--baselines", site, "--suite", "node", "--launcher", "replay", "--gpus-per-node", "1",
+		"--replay-dir", "../../testdata/recordings/h100x1-2026-12-07/issue28/busy/raw", "--out", out)
+	assert.Equal(t, code, exitOK, "the site's floors pass the busy GPU: %s", stdout+errs)
+	line := "SKU h100 was read from the site's file " + filepath.Join(site, "h100.yaml") + ", not from the files gpuaccept carries"
+	assert.Assert(t, strings.Contains(stdout, "note: "+line), stdout)
+	assert.Assert(t, strings.Contains(readFile(t, filepath.Join(out, "table.txt")), "note: "+line))
+	assert.Assert(t, strings.Contains(readFile(t, filepath.Join(out, "summary.md")), "> note: "+line))
+	assert.Assert(t, strings.Contains(readFile(t, filepath.Join(out, "report.html")), "<dt>SKU file</dt>"))
+	assert.Assert(t, strings.Contains(readFile(t, filepath.Join(out, "junit.xml")), `<property name="sku_source" value="`+filepath.Join(site, "h100.yaml")+`">`))
+	code, stdout, errs = cli(t, "verify", out)
+	assert.Equal(t, code, 0, stdout+errs)
+	assert.Assert(t, strings.Contains(stdout, "NOTE baseline/h100.yaml is not this gpuaccept's (dev) built-in h100 baseline"), stdout)
+
+	forged := copyDir(t, out)
+	forgeJournal(t, forged, regexp.QuoteMeta(`"sku_source":"`+filepath.Join(site, "h100.yaml")+`"`), `"sku_source":"built-in"`)
+	assert.Assert(t, !strings.Contains(readFile(t, filepath.Join(forged, "table.txt")), "site's file"))
+	code, stdout, errs = cli(t, "verify", forged)
+	assert.Equal(t, code, 1, stdout+errs)
+	assert.Assert(t, strings.Contains(stdout, "MISMATCH results.json says SKU h100 is the built-in file (sku_source), but baseline/h100.yaml is not this gpuaccept's (dev) built-in one"), stdout)
+}

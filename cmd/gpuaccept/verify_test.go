@@ -193,7 +193,7 @@ func TestVerifyTampering(t *testing.T) {
 		{"report.html, manifest made again", func(dir string) {
 			edit(t, filepath.Join(dir, "report.html"), `<td>PASS</td>`, `<td>FAIL</td>`)
 			regenerate(t, dir)
-		}, nil, 1, []string{"MISMATCH report.html: differs from the one re-rendered from the journal and the baseline copy, from line 35"}, nil},
+		}, nil, 1, []string{"MISMATCH report.html: differs from the one re-rendered from the journal and the baseline copy, from line 36"}, nil},
 		{"summary.md", func(dir string) {
 			edit(t, filepath.Join(dir, "summary.md"), `343\.5 GB/s`, `443.5 GB/s`)
 		}, nil, 1, []string{"MISMATCH summary.md: edited since the run", "MISMATCH summary.md: differs from the one re-rendered from the journal"}, nil},

@@ -54,7 +54,9 @@ type htmlPage struct {
 	Efficiency [][]string
 	Tests      []htmlTest
 	Baseline   string
-	Locs       []htmlLoc
+	// SKUSource is SKUSourceLine: a site's own SKU file judged the run.
+	SKUSource string
+	Locs      []htmlLoc
 }
 
 // HTML writes the run as one self-contained HTML page (no script, no
@@ -67,7 +69,7 @@ type htmlPage struct {
 // for node pairs (up to 32 nodes) and HCA pairs, a matrix of figures. s is
 // the SKU that judged the run, for the bands; nil draws curves only.
 func HTML(w io.Writer, run *result.Run, s *sku.SKU) error {
-	page := htmlPage{Run: run, Verdict: Verdict(run), Summary: Summary(run), Rows: rows(run), Efficiency: efficiencyRows(run), Locs: htmlLocalisations(run)}
+	page := htmlPage{Run: run, Verdict: Verdict(run), Summary: Summary(run), Rows: rows(run), Efficiency: efficiencyRows(run), Locs: htmlLocalisations(run), SKUSource: SKUSourceLine(run)}
 	for i, t := range run.Tests {
 		page.Rows[i][5] = t.Message // a page wraps its cells: the text table's cut is not needed
 	}
@@ -194,6 +196,7 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 <dt>started</dt><dd>{{.Run.Started.Format "2006-01-02 15:04:05 MST"}}</dd>
 <dt>gpuaccept</dt><dd>{{.Run.Version}}</dd>
 {{if .Baseline}}<dt>baseline</dt><dd>{{.Baseline}}</dd>{{end}}
+{{with .SKUSource}}<dt>SKU file</dt><dd class="warn">{{.}}</dd>{{end}}
 </dl>
 {{if or .Rows (not .Locs)}}<table id="verdicts">
 <tr><th>Test</th><th>Status</th><th>Basis</th><th>Measured</th><th>Baseline: band</th><th>Detail</th></tr>

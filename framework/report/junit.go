@@ -168,6 +168,11 @@ func properties(run *result.Run, t result.Test) [][2]string {
 		{"sku", run.SKU}, {"suite", run.Suite}, {"scope", scopeText(t.Scope)}, {"launcher", run.Launcher},
 		{"gpuaccept_version", run.Version}, {"status", string(t.Status)},
 	}
+	if run.SKUSource != "" {
+		// A site's own SKU file judged it, or the built-in one: CI reads
+		// which (SKUSourceLine).
+		props = append(props, [2]string{"sku_source", run.SKUSource})
+	}
 	if t.Scope.IsZero() {
 		props[2][1] = scopeText(run.Scope)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
 // Formats are the --format values.
@@ -326,11 +327,26 @@ func table(w io.Writer, run *result.Run) error {
 		fmt.Fprintln(w)
 	}
 	writeFaults(w, run, false)
+	if l := SKUSourceLine(run); l != "" {
+		fmt.Fprintf(w, "note: %s\n", l)
+	}
 	for _, n := range run.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	_, err := fmt.Fprintln(w, Summary(run))
 	return err
+}
+
+// SKUSourceLine says, for a run a site's own SKU file judged (results.json
+// sku_source, --baselines DIR), which file: its bands, floors and entries
+// are the site's, not the ones gpuaccept carries, and every report says so
+// (verify compares them with the built-in file). "" for a built-in SKU or
+// a folder from before the source was kept.
+func SKUSourceLine(run *result.Run) string {
+	if run.SKUSource == "" || run.SKUSource == sku.BuiltIn {
+		return ""
+	}
+	return fmt.Sprintf("SKU %s was read from the site's file %s, not from the files gpuaccept carries: its bands, floors and entries judged this run (gpuaccept verify compares them with the built-in SKU)", run.SKU, run.SKUSource)
 }
 
 // Markdown writes the verdict table as Markdown, for a ticket or PR comment,
@@ -342,6 +358,9 @@ func Markdown(w io.Writer, run *result.Run) error {
 
 func markdown(w io.Writer, run *result.Run) error {
 	fmt.Fprintf(w, "**gpuaccept %s**\n\n", mdInline(Summary(run)))
+	if l := SKUSourceLine(run); l != "" {
+		fmt.Fprintf(w, "> note: %s\n\n", mdEscape(l))
+	}
 	for _, n := range run.Notes {
 		fmt.Fprintf(w, "> note: %s\n\n", mdEscape(n))
 	}

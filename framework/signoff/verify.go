@@ -864,14 +864,24 @@ func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku
 	if o.StrictBaseline {
 		kind = Mismatch
 	}
+	// The reports say a site's file judged the run (results.json
+	// sku_source): a kept copy that is not the built-in file cannot be
+	// said to be it.
+	builtinSaid := run.SKUSource == sku.BuiltIn
 	if err != nil {
 		r.Baseline = BaselineOwn
 		r.add(kind, "%s/%s.yaml: this gpuaccept (%s) has no built-in SKU %s: the verdicts hold against a site's own SKU file only", resultsdir.Baseline, name, o.Version, name)
+		if builtinSaid {
+			r.add(Mismatch, "results.json says SKU %s is built-in (sku_source), but this gpuaccept (%s) has no built-in SKU of that name", name, o.Version)
+		}
 		return
 	}
 	if string(kept) == string(want) {
 		r.Baseline = BaselineBuiltin
 		return
+	}
+	if builtinSaid {
+		r.add(Mismatch, "results.json says SKU %s is the built-in file (sku_source), but %s/%s.yaml is not this gpuaccept's (%s) built-in one", name, resultsdir.Baseline, name, o.Version)
 	}
 	r.Baseline = BaselineSite
 	r.add(kind, "%s/%s.yaml is not this gpuaccept's (%s) built-in %s baseline (%s): the verdicts hold against the kept copy's bands", resultsdir.Baseline, name, o.Version, name, strings.Replace(byteDiff(kept, want), "re-rendered", "built-in", 1))

@@ -233,6 +233,12 @@ func (c *Ceiling) Reference(test string, sc plan.Scope) (float64, string, bool) 
 	return ref, how, true
 }
 
+// MinFloor is the least datasheet floor a SKU file may give: under 5% of
+// the datasheet figure a floor passes a GPU that does almost nothing (the
+// busy H100 of baselines/README.md, "Datasheet floors", reached 30%), so
+// such a floor would read as judged while judging nothing.
+const MinFloor = 0.05
+
 // Figure is the datasheet figure of the GPU's own link or unit, in Unit,
 // and what it is of: Peak and PeakLink, or Value and Link where no Peak is
 // given. A PerGPU ceiling's floor (Floor) is a fraction of it.
@@ -411,8 +417,9 @@ func (s *SKU) validateHardware() []error {
 		if c.PeakDomain < 0 {
 			add(c.fieldLine("peak_domain"), "ceilings.peak_domain", "%d: want the GPUs the peak's link joins, or leave it out", c.PeakDomain)
 		}
-		if math.IsNaN(c.Floor) || c.Floor < 0 || c.Floor >= 1 {
-			add(c.fieldLine("floor"), "ceilings.floor", "%g: want the least fraction of the datasheet figure a healthy GPU reaches, more than 0 and less than 1 (0.5), or leave it out", c.Floor)
+		_, floorGiven := c.fieldLines["floor"]
+		if math.IsNaN(c.Floor) || c.Floor >= 1 || floorGiven && c.Floor < MinFloor {
+			add(c.fieldLine("floor"), "ceilings.floor", "%g: want the least fraction of the datasheet figure a healthy GPU reaches, from %g to less than 1 (0.5), or leave it out", c.Floor, MinFloor)
 		}
 		if c.Floor > 0 && !c.PerGPU {
 			add(c.fieldLine("floor"), "ceilings.floor", "a floor needs per_gpu: true (a link's figure depends on the scope and the collective; its baselines judge it)")
