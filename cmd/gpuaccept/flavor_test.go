@@ -54,11 +54,23 @@ func TestMpiFlavorEveryLauncher(t *testing.T) {
 }
 
 // Each launcher's own flags are bound to its Config and listed in the
-// help, --replay-dir (once the command's) included.
+// help under its launcher, --replay-dir (once the command's) included,
+// after the command's own flags (--mpi-flavor, which every launcher
+// takes); run, localise and health bind them all without a clash.
 func TestLauncherFlagsInHelp(t *testing.T) {
-	code, _, errs := cli(t, "run", "--help")
-	assert.Equal(t, code, 0)
-	for _, want := range []string{"--mpi-flavor", "k8s: kubeconfig file", "replay: recordings", "slurm: partition to submit to", "ssh: port of sshd"} {
-		assert.Assert(t, strings.Contains(errs, want), "want %q in\n%s", want, errs)
+	for _, cmd := range []string{"run", "localise", "health"} {
+		code, _, errs := cli(t, cmd, "--help")
+		assert.Equal(t, code, 0, errs)
+		own, groups, ok := strings.Cut(errs, "\nLauncher flags (each accepted only with its --launcher):\n")
+		assert.Assert(t, ok, "%s --help has no launcher groups:\n%s", cmd, errs)
+		assert.Assert(t, strings.Contains(own, "--mpi-flavor"), own)
+		assert.Assert(t, !strings.Contains(own, "--partition"), "a launcher flag in the command's own list:\n%s", own)
+		last := -1
+		for _, want := range []string{"  --launcher k8s:\n", "--kubeconfig string", "--launcher local: no flags of its own", "  --launcher replay:\n", "--replay-dir string   recordings",
+			"  --launcher slurm:\n", "--partition string", "  --launcher ssh:\n", "--ssh-port int"} {
+			i := strings.Index(groups, want)
+			assert.Assert(t, i > last, "%s --help: want %q after the one before in\n%s", cmd, want, groups)
+			last = i
+		}
 	}
 }

@@ -63,12 +63,25 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.BoolVar(&slurmCheck, "slurm-check", false, "Slurm HealthCheckProgram/Prolog/Epilog mode: this node only, one line, the exit code; no results folder unless --out")
 	fs.BoolVar(&taint, "taint-on-fail", false, "Kubernetes: taint each failed node "+drain.TaintKey+"="+drain.TaintValue+":NoSchedule (fault codes in annotation "+drain.CodeAnnotation+"), untaint it once it passes")
 	fs.BoolVar(&label, "label", false, "Kubernetes: label each checked node "+drain.LabelKey+"="+drain.LabelFailed+" or "+drain.LabelPassed)
-	launchers := launch.Bind(fs)
+	launchers, err := launch.Bind(fs)
+	if err != nil {
+		return exitUsage, err
+	}
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return exitUsage, usageError{fmt.Errorf("unexpected arguments %q (health takes flags only)", fs.Args())}
+	}
+	// Marking the nodes reads the k8s launcher's --kubeconfig and
+	// --context whatever launcher ran the checks (a DaemonSet's pod runs
+	// them with local).
+	var marks []string
+	if taint || label {
+		marks = []string{"kubeconfig", "context"}
+	}
+	if err := launchers.Check(launcherName, marks...); err != nil {
+		return exitUsage, usageError{err}
 	}
 	if slurmCheck {
 		for _, f := range []string{"launcher", "hosts", "hostfile", "nodes", "taint-on-fail", "label"} {

@@ -235,7 +235,7 @@ func randomHex(t *testing.T, n int) string {
 	return hex.EncodeToString(b)
 }
 
-// With --queue, Kueue holds the run's Job suspended until it admits it
+// With --k8s-queue, Kueue holds the run's Job suspended until it admits it
 // into the namespace's LocalQueue (the ClusterQueue's quota covers the
 // two pods' GPUs), then the run goes as without a queue.
 func TestK8sKubeletKueue(t *testing.T) {
@@ -284,7 +284,7 @@ func TestK8sKubeletKueue(t *testing.T) {
 	}()
 	out := filepath.Join(t.TempDir(), "results")
 	code, stdout, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce", "--nodes", "2",
-		"--launcher", "k8s", "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", k.Site(t, rec), "--queue", queue,
+		"--launcher", "k8s", "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", k.Site(t, rec), "--k8s-queue", queue,
 		"--param", "env.STANDIN_RECORDINGS="+filepath.Join(rec, "mi355x-seed004", "multinode", "raw"), "--timeout", "3m", "--out", out)
 	assert.Equal(t, code, 0, stdout+errs)
 	select {

@@ -40,7 +40,7 @@ func k8sSKU(t *testing.T) string {
 
 func TestK8sDryRunPrintsManifests(t *testing.T) {
 	code, out, errs := cli(t, "--sku", "h200", "--baselines", k8sSKU(t), "--suite", "singlenode", "--test", "nccl.all_reduce",
-		"--launcher", "k8s", "--gpus-per-node", "2", "--namespace", "acceptance", "--queue", "gpu-q", "--dry-run")
+		"--launcher", "k8s", "--gpus-per-node", "2", "--namespace", "acceptance", "--k8s-queue", "gpu-q", "--dry-run")
 	assert.Equal(t, code, 0, errs)
 	for _, want := range []string{"kind: Job", "namespace: acceptance", "image: registry.example/nccl-tests:2.19.6", `nvidia.com/gpu: "2"`,
 		"kueue.x-k8s.io/queue-name: gpu-q", "all_reduce_perf -b 8 -e 4G -f 2 -g 2 -c 1 -J all_reduce.json", "- IPC_LOCK", "sizeLimit: 64Gi"} {

@@ -74,12 +74,18 @@ func runOrLocalise(cmd string, args []string, stdout, stderr io.Writer) (int, er
 	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "time limit per test; on expiry everything the test started is stopped")
 	fs.IntVar(&retries, "retries", 0, "run a test that failed or errored up to this many more times; every attempt is reported, a pass on a retry is a warn")
 	lf.add(fs, cmd)
-	launchers := launch.Bind(fs)
+	launchers, err := launch.Bind(fs)
+	if err != nil {
+		return exitUsage, err
+	}
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return exitUsage, usageError{fmt.Errorf("unexpected arguments %q (run takes flags only)", fs.Args())}
+	}
+	if err := launchers.Check(launcherName); err != nil {
+		return exitUsage, usageError{err}
 	}
 	// A negative count would slice the host list out of range; a limit of
 	// zero or less would let a hung test (and what it started) run forever.

@@ -62,7 +62,7 @@ type Kubernetes struct {
 	// PriorityClass is the pods' priority class name.
 	PriorityClass string `yaml:"priority_class"`
 	// Queue is the Kueue LocalQueue (label kueue.x-k8s.io/queue-name) or,
-	// for Volcano, the Volcano queue (--queue overrides it).
+	// for Volcano, the Volcano queue (--k8s-queue overrides it).
 	Queue string `yaml:"queue"`
 	// Env is added to every container's environment (NCCL_IB_HCA,
 	// NCCL_SOCKET_IFNAME, ...); the plan's own variables win.

@@ -139,17 +139,23 @@ func init() {
 	launch.Register(Name, func() launch.Config { return &Config{Flavor: FlavorJob, PendingTimeout: 5 * time.Minute} })
 }
 
-// Bind implements launch.Config: --kubeconfig, --context, --namespace,
-// --image, --k8s-flavor, --queue and --k8s-pending-timeout.
+// Bind implements launch.Config: --kubeconfig, --context, --namespace
+// and --image (kubectl's own names), --k8s-flavor, --k8s-queue and
+// --k8s-pending-timeout.
 func (c *Config) Bind(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "k8s: kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	fs.StringVar(&c.Context, "context", c.Context, "k8s: kubeconfig context (default its current context)")
-	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "k8s: namespace for the test's objects (default the context's, else default)")
-	fs.StringVar(&c.Image, "image", c.Image, "k8s: container image with the benchmarks, mpirun and sshd (default the SKU's kubernetes.image)")
-	fs.StringVar(&c.Flavor, "k8s-flavor", c.Flavor, "k8s: workload kind: "+strings.Join(Flavors, ", "))
-	fs.StringVar(&c.Queue, "queue", c.Queue, "k8s: Kueue LocalQueue (or Volcano queue) (default the SKU's kubernetes.queue)")
-	fs.DurationVar(&c.PendingTimeout, "k8s-pending-timeout", c.PendingTimeout, "k8s: how long a pod may stay unschedulable before the test fails with the scheduler's reason")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.StringVar(&c.Context, "context", c.Context, "kubeconfig context (default its current context)")
+	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "namespace for the test's objects (default the context's, else default)")
+	fs.StringVar(&c.Image, "image", c.Image, "container image with the benchmarks, mpirun and sshd (default the SKU's kubernetes.image)")
+	fs.StringVar(&c.Flavor, "k8s-flavor", c.Flavor, "workload kind: "+strings.Join(Flavors, ", "))
+	fs.StringVar(&c.Queue, "k8s-queue", c.Queue, "Kueue LocalQueue (or Volcano queue) (default the SKU's kubernetes.queue)")
+	fs.DurationVar(&c.PendingTimeout, "k8s-pending-timeout", c.PendingTimeout, "how long a pod may stay unschedulable before the test fails with the scheduler's reason")
 }
+
+// Aliases implements launch.Renamer: --k8s-queue was --queue, a name a
+// batch scheduler's launcher would want for its own queue; --queue keeps
+// working while no other launcher binds it.
+func (c *Config) Aliases() map[string]string { return map[string]string{"queue": "k8s-queue"} }
 
 // Build implements launch.Config: the pods' shape from o's SKU, pinned to
 // o's hosts, ranks started by the starter --mpi-flavor names. Every

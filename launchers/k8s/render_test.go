@@ -271,8 +271,9 @@ func TestBuildFromFlags(t *testing.T) {
 	}
 	// Through the registry: every flag's value lands where it belongs.
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	cfgs := launch.Bind(fs)
-	assert.NilError(t, fs.Parse([]string{"--image", "reg/img:1", "--namespace", "acc", "--queue", "q", "--k8s-flavor", "jobset", "--k8s-pending-timeout", "90s"}))
+	cfgs, err := launch.Bind(fs)
+	assert.NilError(t, err)
+	assert.NilError(t, fs.Parse([]string{"--image", "reg/img:1", "--namespace", "acc", "--k8s-queue", "q", "--k8s-flavor", "jobset", "--k8s-pending-timeout", "90s"}))
 	l, err := cfgs.New(Name, launch.Options{Hosts: []string{"gpu-node-1"}, MPIArgs: []string{"--mca", "btl", "tcp"}, MPIFlavor: "hpcx"})
 	assert.NilError(t, err)
 	cfg := l.(*Launcher).cfg
@@ -284,6 +285,17 @@ func TestBuildFromFlags(t *testing.T) {
 	assert.DeepEqual(t, cfg.Hosts, []string{"gpu-node-1"})
 	assert.DeepEqual(t, cfg.Start.ExtraArgs, []string{"--mca", "btl", "tcp"})
 	assert.Equal(t, cfg.Starter.Name(), "hpcx")
+
+	// --queue, the old name of --k8s-queue, still sets the queue: no
+	// other launcher of this build binds it.
+	fs = pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfgs, err = launch.Bind(fs)
+	assert.NilError(t, err)
+	assert.NilError(t, fs.Parse([]string{"--image", "i", "--queue", "old-q"}))
+	l, err = cfgs.New(Name, launch.Options{})
+	assert.NilError(t, err)
+	assert.Equal(t, l.(*Launcher).cfg.Queue, "old-q")
 }
 
 // --mpi-flavor reaches the pods: the lead runs the flavor's starter, Open

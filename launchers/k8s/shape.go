@@ -59,7 +59,7 @@ func CheckSKU(s *sku.SKU) error {
 // part, against Kubernetes' syntax (errors name the file, the line and the
 // field), and lays the site's over the SKU's: a site's value wins, key by
 // key in maps; its tolerations, when it gives any, replace the SKU's.
-// --image and --queue win over both.
+// --image and --k8s-queue win over both.
 func podShape(cfg Config) (*shape, error) {
 	skuName := "SKU"
 	if cfg.SKU != nil {

@@ -45,7 +45,7 @@ type Config struct {
 
 // Bind implements launch.Config: --replay-dir.
 func (c *Config) Bind(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Dir, "replay-dir", c.Dir, "replay: recordings (or an old results folder) for --launcher replay")
+	fs.StringVar(&c.Dir, "replay-dir", c.Dir, "recordings (or an old results folder) to replay")
 }
 
 // Build implements launch.Config. Nothing of o matters: a recording

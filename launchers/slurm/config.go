@@ -102,20 +102,20 @@ func defaults() Config {
 
 // Bind implements launch.Config: the launcher's own flags.
 func (c *Config) Bind(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Partition, "partition", c.Partition, "slurm: partition to submit to (#SBATCH --partition)")
-	fs.StringVar(&c.Account, "account", c.Account, "slurm: account to charge (#SBATCH --account)")
-	fs.StringVar(&c.QOS, "qos", c.QOS, "slurm: quality of service (#SBATCH --qos)")
-	fs.StringVar(&c.Reservation, "reservation", c.Reservation, "slurm: reservation to run in (#SBATCH --reservation)")
-	fs.StringVar(&c.Time, "time", c.Time, "slurm: job time limit, e.g. 30m or 1:00:00 (default: --timeout plus 5 minutes)")
-	fs.StringArrayVar(&c.SbatchArgs, "sbatch-arg", c.SbatchArgs, "slurm: extra #SBATCH directive, one option per flag (repeatable), e.g. --sbatch-arg=--constraint=ib")
-	fs.StringVar(&c.ContainerImage, "container-image", c.ContainerImage, "slurm: run the steps in this container image with pyxis (srun --container-image); needs --slurm-mpi pmix or pmi2")
-	fs.StringVar(&c.ContainerMounts, "container-mounts", c.ContainerMounts, "slurm: pyxis mounts, SRC:DST[,SRC:DST...] (srun --container-mounts)")
-	fs.StringVar(&c.MPI, "slurm-mpi", c.MPI, "slurm: how MPI steps start: auto (the cluster's MpiDefault if pmix/pmi2, else mpirun), mpirun (of --mpi-flavor), pmix or pmi2 (srun)")
-	fs.StringVar(&c.Mode, "slurm-mode", c.Mode, "slurm: submit (sbatch per test), allocation (srun inside $SLURM_JOB_ID) or auto (allocation when SLURM_JOB_ID is set)")
-	fs.StringVar(&c.GPUs, "slurm-gpus", c.GPUs, "slurm: GPU directive: gpus-per-node (--gpus-per-node=G), gres (--gres=gpu:G) or none")
-	fs.BoolVar(&c.Exclusive, "slurm-exclusive", c.Exclusive, "slurm: ask for whole nodes (#SBATCH --exclusive)")
-	fs.DurationVar(&c.Poll, "slurm-poll", c.Poll, "slurm: interval between job state queries")
-	fs.DurationVar(&c.PendingTimeout, "slurm-pending-timeout", c.PendingTimeout, "slurm: cancel a job still queued after this long (0: wait; --timeout counts from the job's start)")
+	fs.StringVar(&c.Partition, "partition", c.Partition, "partition to submit to (#SBATCH --partition)")
+	fs.StringVar(&c.Account, "account", c.Account, "account to charge (#SBATCH --account)")
+	fs.StringVar(&c.QOS, "qos", c.QOS, "quality of service (#SBATCH --qos)")
+	fs.StringVar(&c.Reservation, "reservation", c.Reservation, "reservation to run in (#SBATCH --reservation)")
+	fs.StringVar(&c.Time, "time", c.Time, "job time limit, e.g. 30m or 1:00:00 (default: --timeout plus 5 minutes)")
+	fs.StringArrayVar(&c.SbatchArgs, "sbatch-arg", c.SbatchArgs, "extra #SBATCH directive, one option per flag (repeatable), e.g. --sbatch-arg=--constraint=ib")
+	fs.StringVar(&c.ContainerImage, "container-image", c.ContainerImage, "run the steps in this container image with pyxis (srun --container-image); needs --slurm-mpi pmix or pmi2")
+	fs.StringVar(&c.ContainerMounts, "container-mounts", c.ContainerMounts, "pyxis mounts, SRC:DST[,SRC:DST...] (srun --container-mounts)")
+	fs.StringVar(&c.MPI, "slurm-mpi", c.MPI, "how MPI steps start: auto (the cluster's MpiDefault if pmix/pmi2, else mpirun), mpirun (of --mpi-flavor), pmix or pmi2 (srun)")
+	fs.StringVar(&c.Mode, "slurm-mode", c.Mode, "submit (sbatch per test), allocation (srun inside $SLURM_JOB_ID) or auto (allocation when SLURM_JOB_ID is set)")
+	fs.StringVar(&c.GPUs, "slurm-gpus", c.GPUs, "GPU directive: gpus-per-node (--gpus-per-node=G), gres (--gres=gpu:G) or none")
+	fs.BoolVar(&c.Exclusive, "slurm-exclusive", c.Exclusive, "ask for whole nodes (#SBATCH --exclusive)")
+	fs.DurationVar(&c.Poll, "slurm-poll", c.Poll, "interval between job state queries")
+	fs.DurationVar(&c.PendingTimeout, "slurm-pending-timeout", c.PendingTimeout, "cancel a job still queued after this long (0: wait; --timeout counts from the job's start)")
 }
 
 // Build implements launch.Config: o's hosts become the job's node list,

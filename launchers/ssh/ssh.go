@@ -67,12 +67,12 @@ type Config struct {
 // Bind implements launch.Config: --ssh-port, --ssh-key, --ssh-user,
 // --ssh-known-hosts, --ssh-insecure and --ssh-connect-timeout.
 func (c *Config) Bind(fs *pflag.FlagSet) {
-	fs.IntVar(&c.Port, "ssh-port", c.Port, "ssh: port of sshd on every host (default: ssh's own, 22 or ~/.ssh/config)")
-	fs.StringVar(&c.Key, "ssh-key", c.Key, "ssh: private key file, used by gpuaccept's ssh and by mpirun's (default: ssh's own, agent and ~/.ssh/id_*)")
-	fs.StringVar(&c.User, "ssh-user", c.User, "ssh: remote user (default: ssh's own, this user or ~/.ssh/config)")
-	fs.StringVar(&c.KnownHosts, "ssh-known-hosts", c.KnownHosts, "ssh: known_hosts file that host keys are verified against (default: ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts)")
-	fs.BoolVar(&c.Insecure, "ssh-insecure", c.Insecure, "ssh: do NOT verify host keys (StrictHostKeyChecking=no, known_hosts ignored); only for throwaway nodes: by default every host key must match known_hosts")
-	fs.DurationVar(&c.ConnectTimeout, "ssh-connect-timeout", c.ConnectTimeout, "ssh: time limit for connecting to a host; the reachability check before the first test uses it")
+	fs.IntVar(&c.Port, "ssh-port", c.Port, "port of sshd on every host (default: ssh's own, 22 or ~/.ssh/config)")
+	fs.StringVar(&c.Key, "ssh-key", c.Key, "private key file, used by gpuaccept's ssh and by mpirun's (default: ssh's own, agent and ~/.ssh/id_*)")
+	fs.StringVar(&c.User, "ssh-user", c.User, "remote user (default: ssh's own, this user or ~/.ssh/config)")
+	fs.StringVar(&c.KnownHosts, "ssh-known-hosts", c.KnownHosts, "known_hosts file that host keys are verified against (default: ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts)")
+	fs.BoolVar(&c.Insecure, "ssh-insecure", c.Insecure, "do NOT verify host keys (StrictHostKeyChecking=no, known_hosts ignored); only for throwaway nodes: by default every host key must match known_hosts")
+	fs.DurationVar(&c.ConnectTimeout, "ssh-connect-timeout", c.ConnectTimeout, "time limit for connecting to a host; the reachability check before the first test uses it")
 }
 
 // Validate reports the first setting that cannot work, naming its flag.

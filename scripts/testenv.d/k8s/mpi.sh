@@ -1,6 +1,6 @@
 # Part of service "k8s" (sourced by scripts/testenv.d/k8s.sh): Kubeflow's
 # mpi-operator, so the launcher's --k8s-flavor mpijob is run by the real
-# MPIJob controller, and Kueue, so its --queue label is held and admitted
+# MPIJob controller, and Kueue, so its --k8s-queue label is held and admitted
 # by the real one. Both are built from the Go module proxy through
 # scripts/k8s-tools/controllers (one build for both) and cached in
 # ${GPUACCEPT_TESTENV_CACHE:-~/.cache/gpuaccept-testenv}/mpi-HASH.
@@ -283,7 +283,7 @@ k8s_kueue_cq_active() {
 
 # k8s_kueue_queue NAMESPACE: let Kueue manage NAMESPACE (the label its
 # managedJobsNamespaceSelector and workload webhooks select) and give it the
-# LocalQueue gpuaccept-test of the ClusterQueue gpuaccept-test; --queue
+# LocalQueue gpuaccept-test of the ClusterQueue gpuaccept-test; --k8s-queue
 # gpuaccept-test then has a workload in NAMESPACE held until admitted.
 k8s_kueue_queue() {
 	k8s_mpi_ports
