@@ -257,3 +257,21 @@ func TestSiteSKUFileNamedInReports(t *testing.T) {
 	assert.Equal(t, code, 1, stdout+errs)
 	assert.Assert(t, strings.Contains(stdout, "MISMATCH results.json says SKU h100 is the built-in file (sku_source), but baseline/h100.yaml is not this gpuaccept's (dev) built-in one"), stdout)
 }
+
+// A site copy of a built-in SKU whose basis lines were deleted would show
+// the built-in file's cited numbers as the site's own recording (golden):
+// verify names each such entry (attacker trial of issue 30, F3).
+func TestSiteCopyOfReferencesIsNotGolden(t *testing.T) {
+	data := strings.ReplaceAll(readFile(t, "../../baselines/h100.yaml"), "    basis: reference\n", "")
+	site := t.TempDir()
+	assert.NilError(t, os.WriteFile(filepath.Join(site, "h100.yaml"), []byte(data), 0o644))
+	out := filepath.Join(t.TempDir(), "idle")
+	code, stdout, errs := cli(t, "--sku", "h100", "--baselines", site, "--suite", "node", "--launcher", "replay", "--gpus-per-node", "1",
+		"--replay-dir", "../../testdata/recordings/h100x1-2026-12-07/issue28/node-1/raw", "--out", out)
+	assert.Equal(t, code, exitOK, stdout+errs)
+	code, stdout, errs = cli(t, "verify", out)
+	assert.Equal(t, code, 1, stdout+errs)
+	n := strings.Count(stdout, "is the built-in file's reference entry (a cited measurement of other hardware), marked golden")
+	assert.Equal(t, n, strings.Count(readFile(t, "../../baselines/h100.yaml"), "    basis: reference\n"), stdout)
+	assert.Assert(t, strings.Contains(stdout, "MISMATCH baseline/h100.yaml line "), stdout)
+}

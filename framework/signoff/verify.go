@@ -895,6 +895,7 @@ func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku
 		r.add(Note, "built-in SKU files: %v", err)
 		return
 	}
+	r.checkCopiedReferences(s, builtin)
 	unjudged := r.checkBuiltinSuite(builtin, run)
 	judged := *run
 	judged.Dir = recorded
@@ -924,6 +925,36 @@ func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku
 	}
 	if len(diffs) == 0 && !unjudged {
 		r.add(Note, "against the built-in %s baseline the raw outputs give the same verdicts and bands", name)
+	}
+}
+
+// checkCopiedReferences finds entries of the kept copy s that are the
+// built-in file's reference entries (same test, scope, metric, labels,
+// summary, values and band) but say they are golden, the site's own
+// recording: public numbers a report would show as the site's (the
+// basis lines of a copy deleted).
+func (r *Result) checkCopiedReferences(s, builtin *sku.SKU) {
+	key := func(e *sku.Entry) string {
+		k := fmt.Sprintf("%s %s %s {%s} %s", e.Test, e.Scope, e.Metric, sku.LabelText(e.Labels), e.Summary)
+		if e.Value != nil {
+			k += fmt.Sprintf(" %d=%g", e.Size, *e.Value)
+		}
+		for _, p := range e.Points {
+			k += fmt.Sprintf(" %d=%g", p.Size, p.Value)
+		}
+		b := e.Band
+		return k + " " + strings.Join([]string{b.Min.Text, b.WarnMin.Text, b.Max.Text, b.WarnMax.Text}, "/")
+	}
+	refs := map[string]bool{}
+	for _, e := range builtin.Baselines {
+		if e.Kind() == result.BasisReference {
+			refs[key(e)] = true
+		}
+	}
+	for _, e := range s.Baselines {
+		if e.Kind() == result.BasisGolden && refs[key(e)] {
+			r.add(Mismatch, "%s/%s.yaml line %d: %s %s %s is the built-in file's reference entry (a cited measurement of other hardware), marked golden (the site's own recording): its verdicts would read as the site's", resultsdir.Baseline, s.Name, e.Line, e.Test, e.Scope, e.Metric)
+		}
 	}
 }
 
