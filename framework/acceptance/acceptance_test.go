@@ -181,7 +181,7 @@ func TestRun(t *testing.T) {
 }
 
 // A dry run says when the baseline judges nothing at the run's scope (h200
-// has no 2-node baseline), unless every multi-node test is localised;
+// has no 3-node baseline; its 2-node one is a reference all_reduce), unless every multi-node test is localised;
 // then it prints each test's localisation schedule, or why a launcher
 // that refuses the hosts cannot localise.
 func TestDryRun(t *testing.T) {
@@ -192,10 +192,12 @@ func TestDryRun(t *testing.T) {
 		return o
 	}
 	t.Run("nothing judged", func(t *testing.T) {
-		_, err := Run(context.Background(), multi(t))
+		o := multi(t)
+		o.Topology = plan.Topology{Scope: plan.Scope{Nodes: 3, GPUsPerNode: 8}, Hosts: []string{"node1", "node2", "node3"}}
+		_, err := Run(context.Background(), o)
 		var nj *NothingJudgedError
 		assert.Assert(t, errors.As(err, &nj), "%v", err)
-		assert.Equal(t, err.Error(), "dry run: no benchmark would be judged at scope 2x8 (gpuaccept baseline show h200)")
+		assert.Equal(t, err.Error(), "dry run: no benchmark would be judged at scope 3x8 (gpuaccept baseline show h200)")
 	})
 	t.Run("localised", func(t *testing.T) {
 		o := multi(t)
