@@ -16,6 +16,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
@@ -206,7 +207,7 @@ func runsOf(inputs []string) map[string]string {
 		dir := filepath.Dir(file)
 		if filepath.Base(dir) == test {
 			dir = filepath.Dir(dir)
-			if filepath.Base(dir) == resultsdir.Raw {
+			if filepath.Base(dir) == layout.Raw {
 				dir = filepath.Dir(dir)
 			}
 		}
@@ -259,34 +260,35 @@ func loadSamples(ctx context.Context, host *pluginapi.Host, s *sku.SKU, topo pla
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", in, err)
 	}
-	if !fi.IsDir() || regularFile(filepath.Join(in, record.ResultsFile)) {
+	if !fi.IsDir() || regularFile(filepath.Join(in, layout.Results)) {
 		return record.Load(in)
 	}
 	raw := in
-	if d := filepath.Join(in, resultsdir.Raw); isDir(d) {
+	if d := filepath.Join(in, layout.Raw); isDir(d) {
 		raw = d
 	}
-	ents, err := os.ReadDir(raw)
+	folders, err := resultsdir.Walk(raw)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", in, err)
 	}
 	var out []record.Sample
-	for _, e := range ents {
-		if !e.IsDir() || !strings.Contains(e.Name(), ".") || strings.HasSuffix(e.Name(), ".files") {
-			continue
+	for _, f := range folders {
+		if f.Attempt > 0 {
+			continue // an earlier attempt of a retried test: no verdict stands on it
 		}
-		logs, _ := filepath.Glob(filepath.Join(raw, e.Name(), "*.log"))
+		dir := filepath.Join(raw, f.Name)
+		logs, _ := filepath.Glob(filepath.Join(dir, "*"+layout.LogExt))
 		if len(logs) == 0 {
 			continue
 		}
-		got, err := fromLogs(ctx, host, s, e.Name(), topo, logs, filepath.Join(raw, e.Name()))
+		got, err := fromLogs(ctx, host, s, f.Test, topo, logs, dir)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, got...)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("run %s: no results.json and no raw outputs (TEST/STEP.log) in it", in)
+		return nil, fmt.Errorf("run %s: no %s and no raw outputs (TEST/STEP%s) in it", in, layout.Results, layout.LogExt)
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"gotest.tools/v3/assert"
 )
 
@@ -187,7 +188,7 @@ func TestBaselineRecordAndDiff(t *testing.T) {
 
 	bad := filepath.Join(dir, "bad")
 	assert.NilError(t, os.MkdirAll(bad, 0o755))
-	assert.NilError(t, os.WriteFile(filepath.Join(bad, "results.json"), []byte(`{"scope":"1x2","tests":[{"name":"nccl.all_reduce","status":"fail","scope":"1x2","metrics":[{"name":"busbw","value":1,"size":8,"status":"fail"}],"checks":[{"name":"data validation","ok":false,"message":"#wrong 12"}]}]}`), 0o644))
+	assert.NilError(t, os.WriteFile(filepath.Join(bad, layout.Results), []byte(`{"scope":"1x2","tests":[{"name":"nccl.all_reduce","status":"fail","scope":"1x2","metrics":[{"name":"busbw","value":1,"size":8,"status":"fail"}],"checks":[{"name":"data validation","ok":false,"message":"#wrong 12"}]}]}`), 0o644))
 	code, _, errs = cli(t, "baseline", "record", "--sku", "h200", bad)
 	assert.Equal(t, code, 2)
 	assert.Assert(t, strings.Contains(errs, "test nccl.all_reduce failed its data validation check (#wrong 12): record only good runs"), errs)
@@ -204,6 +205,28 @@ func TestBaselineRecordAndDiff(t *testing.T) {
 		assert.Equal(t, code, 2, "scope %s", scope)
 		assert.Assert(t, strings.Contains(errs, "run nccl.all_reduce@"+scope+"="+h100+`: scope "`+scope+`"`), errs)
 	}
+}
+
+// record reads a raw folder's TEST.attempt-N as an earlier attempt of
+// TEST, which no verdict stands on, and TEST.N as a run of check of TEST:
+// neither is a test of its own (record once refused TEST.attempt-1 as an
+// unknown test).
+func TestBaselineRecordRawAttempts(t *testing.T) {
+	raw := filepath.Join(t.TempDir(), layout.Raw)
+	log := readFile(t, healthy+"/nccl.all_reduce/all_reduce.log")
+	for _, d := range []string{"nccl.all_reduce", "nccl.all_reduce" + layout.AttemptSep + "1", "nccl.all_gather.2"} {
+		assert.NilError(t, os.MkdirAll(filepath.Join(raw, d), 0o755))
+	}
+	assert.NilError(t, os.WriteFile(filepath.Join(raw, "nccl.all_reduce", layout.StepLog("all_reduce")), []byte(log), 0o644))
+	// The attempt that was retried: wrong data, which record refuses if it reads it.
+	row := regexp.MustCompile(`(?m)^(\s+4294967296\s+\S+\s+float\s+sum\s+-1\s+\S+\s+\S+\s+\S+\s+)0`)
+	assert.Assert(t, row.MatchString(log))
+	assert.NilError(t, os.WriteFile(filepath.Join(raw, "nccl.all_reduce"+layout.AttemptSep+"1", layout.StepLog("all_reduce")), []byte(row.ReplaceAllString(log, "${1}3")), 0o644))
+	gather := readFile(t, healthy+"/nccl.all_gather/all_gather.log")
+	assert.NilError(t, os.WriteFile(filepath.Join(raw, "nccl.all_gather.2", layout.StepLog("all_gather")), []byte(gather), 0o644))
+	code, _, errs := cli(t, "baseline", "record", "--sku", "h200", "--nodes", "1", "--gpus-per-node", "2", "--out", filepath.Join(t.TempDir(), "h200.yaml"), raw)
+	assert.Equal(t, code, 0, errs)
+	assert.Assert(t, strings.Contains(errs, " from 1 run of 2 tests\n"), errs)
 }
 
 // A correctness gate fails the test whatever the bandwidth: seed 000's

@@ -14,6 +14,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/journal"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // cliWithin is cli bounded by d: a command that hangs (on a FIFO it opens
@@ -87,12 +88,12 @@ func TestReportNeverWritesThroughALink(t *testing.T) {
 		// missing, the manifest included).
 		remove bool
 	}{
-		{name: "results.json", link: "results.json"},
-		{name: "junit.xml", link: "junit.xml"},
-		{name: "report.html", link: "report.html"},
-		{name: "summary.md", link: "summary.md"},
-		{name: "table.txt", link: "table.txt"},
-		{name: "manifest.json recreated", link: "manifest.json", remove: true},
+		{name: layout.Results, link: layout.Results},
+		{name: layout.JUnit, link: layout.JUnit},
+		{name: layout.HTML, link: layout.HTML},
+		{name: layout.Markdown, link: layout.Markdown},
+		{name: layout.Table, link: layout.Table},
+		{name: "manifest.json recreated", link: layout.Manifest, remove: true},
 		{name: "--junit FILE", link: "../out-junit.xml", flag: "--junit"},
 		{name: "--html FILE", link: "../out-report.html", flag: "--html"},
 	}
@@ -134,9 +135,9 @@ func TestVerifyAndReportRefuseSpecialFiles(t *testing.T) {
 		{"FIFO as raw log", log, "named pipe", func(t *testing.T, p string) { assert.NilError(t, syscall.Mkfifo(p, 0o644)) }},
 		{"link to /dev/zero as raw log", log, "symbolic link", func(t *testing.T, p string) { assert.NilError(t, os.Symlink("/dev/zero", p)) }},
 		{"link out of the folder as raw log", log, "symbolic link", func(t *testing.T, p string) { assert.NilError(t, os.Symlink(outside(t), p)) }},
-		{"FIFO as journal", journal.File, "named pipe", func(t *testing.T, p string) { assert.NilError(t, syscall.Mkfifo(p, 0o644)) }},
-		{"link out of the folder as journal", journal.File, "symbolic link", func(t *testing.T, p string) {
-			assert.NilError(t, os.Symlink(filepath.Join(t.TempDir(), "journal.jsonl"), p))
+		{"FIFO as journal", layout.Journal, "named pipe", func(t *testing.T, p string) { assert.NilError(t, syscall.Mkfifo(p, 0o644)) }},
+		{"link out of the folder as journal", layout.Journal, "symbolic link", func(t *testing.T, p string) {
+			assert.NilError(t, os.Symlink(filepath.Join(t.TempDir(), layout.Journal), p))
 		}},
 	}
 	for _, c := range cases {
@@ -157,7 +158,7 @@ func TestVerifyAndReportRefuseSpecialFiles(t *testing.T) {
 					assert.Equal(t, code, 2, out+errs)
 					assert.Assert(t, strings.Contains(errs, c.file) && strings.Contains(errs, c.want), "stderr: %s\nstdout: %s", errs, out)
 				}
-				junit, _ := os.ReadFile(filepath.Join(dir, "junit.xml"))
+				junit, _ := os.ReadFile(filepath.Join(dir, layout.JUnit))
 				assert.Assert(t, !strings.Contains(out+errs+string(junit), "OUTSIDE-THE-FOLDER"), "read a file out of the folder")
 			})
 		}
@@ -270,7 +271,7 @@ func TestNonFiniteNumbersInALog(t *testing.T) {
 			assert.NilError(t, json.Unmarshal([]byte(out), &doc), out+errs)
 			assert.Equal(t, doc.Tests[0].Status, "error")
 			assert.Assert(t, strings.Contains(doc.Tests[0].Message, fmt.Sprintf("edited.log:%d", line)), doc.Tests[0].Message)
-			for _, f := range []string{"results.json", "junit.xml", "report.html", "summary.md", "table.txt", "manifest.json", journal.File} {
+			for _, f := range []string{layout.Results, layout.JUnit, layout.HTML, layout.Markdown, layout.Table, layout.Manifest, layout.Journal} {
 				assert.Assert(t, fileExists(filepath.Join(dir, f)), "results folder lacks %s", f)
 			}
 			_, err := journal.Read(dir)
@@ -353,7 +354,7 @@ func TestCheckFollowsNoLinkBesideALog(t *testing.T) {
 	// of it would be used shows in the folder.
 	for link, target := range map[string]string{
 		"all_reduce.files/all_reduce.json": `{"root":"only-root-may-read-this"}`,
-		"outputs.json":                     `[{"step":"all_reduce","log":"all_reduce.log","command":"only-root-may-read-this"}]`,
+		layout.Outputs:                     `[{"step":"all_reduce","log":"all_reduce.log","command":"only-root-may-read-this"}]`,
 		// The folder itself a link, to one holding all_reduce.json.
 		"all_reduce.files": `{"root":"only-root-may-read-this"}`,
 	} {

@@ -12,6 +12,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 const h200smi = "../../testdata/recordings/h200x1-2026-12-01/smi"
@@ -49,11 +50,11 @@ func TestHealthCheckCommandDegradedCopiesFail(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out")
 			code, out, errs := cli(t, "check", "--sku", "h200", "--test", "health.node", "--nodes", "1", "--gpus-per-node", "1", "--out", dir, c.file)
 			assert.Equal(t, code, 1, out+errs)
-			table, err := os.ReadFile(filepath.Join(dir, "table.txt"))
+			table, err := os.ReadFile(filepath.Join(dir, layout.Table))
 			assert.NilError(t, err)
 			assert.Assert(t, strings.Contains(string(table), "Faults (docs/FAULTS.md):\n  "+c.code+" ("), string(table))
 			assert.Assert(t, strings.Contains(string(table), c.remedy), string(table))
-			b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+			b, err := os.ReadFile(filepath.Join(dir, layout.Results))
 			assert.NilError(t, err)
 			var run result.Run
 			assert.NilError(t, json.Unmarshal(b, &run))
@@ -131,7 +132,7 @@ func TestHealthCheckCommandAMD(t *testing.T) {
 			code, out, errs := cli(t, "check", "--sku", "mi355x", "--test", "health.node", "--nodes", "1", "--gpus-per-node", "8", "--out", dir, c.file)
 			assert.Equal(t, code, 1, out+errs)
 			assert.Assert(t, strings.Contains(out, c.text), out)
-			b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+			b, err := os.ReadFile(filepath.Join(dir, layout.Results))
 			assert.NilError(t, err)
 			var run result.Run
 			assert.NilError(t, json.Unmarshal(b, &run))

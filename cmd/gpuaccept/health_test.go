@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuaccept/gpuaccept/framework/drain"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/internal/fakehealth"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
@@ -26,7 +27,7 @@ const fakeHealthEnv = "GPUACCEPT_TEST_FAKEHEALTH"
 
 func init() {
 	if os.Getenv(fakeHealthEnv) != "" {
-		builtins[fakehealth.PluginName] = fakehealth.Plugin{}
+		pluginapi.Register(fakehealth.PluginName, fakehealth.Plugin{})
 	}
 }
 
@@ -36,8 +37,10 @@ func init() {
 func withFakeHealth(t *testing.T) string {
 	t.Helper()
 	t.Setenv(fakeHealthEnv, "1")
-	builtins[fakehealth.PluginName] = fakehealth.Plugin{}
-	t.Cleanup(func() { delete(builtins, fakehealth.PluginName) })
+	if _, ok := pluginapi.Builtin(fakehealth.PluginName); !ok {
+		pluginapi.Register(fakehealth.PluginName, fakehealth.Plugin{})
+		t.Cleanup(func() { pluginapi.Unregister(fakehealth.PluginName) })
+	}
 	data, err := os.ReadFile("../../baselines/h200.yaml")
 	assert.NilError(t, err)
 	suite := "\nsuites:\n  checked:\n    description: the health check, then all_reduce\n    nodes: 1\n    tests:\n      - test: nccl.all_reduce\n      - test: fakehealth.node\n"

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"gotest.tools/v3/assert"
 )
 
@@ -48,15 +49,15 @@ func TestInjectFileNameInReports(t *testing.T) {
 		"check's stdout":    stdout,
 		"report's markdown": mdout,
 		"report's json":     jsout,
-		"table.txt":         readFile(t, filepath.Join(out, "table.txt")),
-		"summary.md":        readFile(t, filepath.Join(out, "summary.md")),
+		layout.Table:        readFile(t, filepath.Join(out, layout.Table)),
+		layout.Markdown:     readFile(t, filepath.Join(out, layout.Markdown)),
 	} {
 		assert.Equal(t, controlled(text), "", "%s holds a control or format character", what)
 		assert.Assert(t, strings.Contains(text, "FAIL") || strings.Contains(text, "fail"), "%s lost the FAIL verdict:\n%s", what, text)
 	}
 	assert.Equal(t, controlled(stderr), "", "check's stderr holds a control or format character")
 	assert.Assert(t, strings.Contains(stdout, `x\r\x1b[2K\u202eALL PASS\x1b]0;title\a`), "the name is shown escaped:\n%s", stdout)
-	md := readFile(t, filepath.Join(out, "summary.md"))
+	md := readFile(t, filepath.Join(out, layout.Markdown))
 	// A link is "[text](url)" with neither bracket escaped.
 	link := regexp.MustCompile(`(^|[^\\])\[[^\]]*[^\\]\]\(`)
 	assert.Assert(t, !link.MatchString(md), "summary.md holds a link: %q", link.FindString(md))

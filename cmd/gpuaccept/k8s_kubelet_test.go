@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
@@ -41,8 +42,8 @@ var runIDPattern = regexp.MustCompile(`\bga-[0-9a-f]{8}\b`)
 // the pods' logs kept.
 func runID(t *testing.T, out, test string) string {
 	t.Helper()
-	text := readFile(t, filepath.Join(out, "raw", test, "outputs.json"))
-	logs, _ := filepath.Glob(filepath.Join(out, "raw", test, "*.files", "pod-*.log"))
+	text := readFile(t, filepath.Join(out, layout.Raw, test, layout.Outputs))
+	logs, _ := filepath.Glob(filepath.Join(out, layout.Raw, test, "*.files", "pod-*.log"))
 	id := runIDPattern.FindString(text + " " + strings.Join(logs, " "))
 	assert.Assert(t, id != "", "no run id in %s's outputs.json", test)
 	return id
@@ -111,8 +112,8 @@ func TestK8sKubeletMultiNode(t *testing.T) {
 	k := testenv.NeedKubelet(t)
 	rec, err := filepath.Abs("../../testdata/recordings")
 	assert.NilError(t, err)
-	healthyRec := filepath.Join(rec, "mi355x-seed004", "multinode", "raw")
-	degradedRec := filepath.Join(rec, "mi355x-seed004-degraded", "multinode", "raw")
+	healthyRec := filepath.Join(rec, "mi355x-seed004", "multinode", layout.Raw)
+	degradedRec := filepath.Join(rec, "mi355x-seed004-degraded", "multinode", layout.Raw)
 	site := k.Site(t, rec)
 	cases := []struct {
 		name, flavor, recs string
@@ -142,21 +143,21 @@ func TestK8sKubeletMultiNode(t *testing.T) {
 				"--launcher", "k8s", "--k8s-flavor", c.flavor, "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", site,
 				"--param", "env.STANDIN_RECORDINGS="+c.recs, "--timeout", "3m", "--out", out)
 			if code != c.code {
-				logs, _ := filepath.Glob(filepath.Join(out, "raw", "rccl.all_reduce", "*.log"))
-				more, _ := filepath.Glob(filepath.Join(out, "raw", "rccl.all_reduce", "*.files", "*.log"))
+				logs, _ := filepath.Glob(filepath.Join(out, layout.Raw, "rccl.all_reduce", "*.log"))
+				more, _ := filepath.Glob(filepath.Join(out, layout.Raw, "rccl.all_reduce", "*.files", "*.log"))
 				for _, l := range append(logs, more...) {
 					t.Logf("%s:\n%s", l, readFile(t, l))
 				}
 			}
 			assert.Equal(t, code, c.code, stdout+errs)
 			var run result.Run
-			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &run))
+			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, layout.Results))), &run))
 			assert.Equal(t, len(run.Tests), 1)
 			assert.Equal(t, run.Tests[0].Status, c.status, "%s\n%s", run.Tests[0].Message, stdout+errs)
-			assert.Equal(t, readFile(t, filepath.Join(out, "raw", "rccl.all_reduce", "all_reduce.log")),
+			assert.Equal(t, readFile(t, filepath.Join(out, layout.Raw, "rccl.all_reduce", "all_reduce.log")),
 				readFile(t, filepath.Join(c.recs, "rccl.all_reduce", "all_reduce.log")))
 			// The worker pod's log is kept beside the lead's.
-			others, err := filepath.Glob(filepath.Join(out, "raw", "rccl.all_reduce", "all_reduce.files", "pod-*.log"))
+			others, err := filepath.Glob(filepath.Join(out, layout.Raw, "rccl.all_reduce", "all_reduce.files", "pod-*.log"))
 			assert.NilError(t, err)
 			assert.Equal(t, len(others), c.otherPods, "%v", others)
 			assert.DeepEqual(t, nodes(), k.Nodes)
@@ -181,12 +182,12 @@ func TestK8sKubeletTimeout(t *testing.T) {
 	start := time.Now()
 	code, stdout, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce", "--nodes", "2",
 		"--launcher", "k8s", "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", k.Site(t, rec),
-		"--param", "env.STANDIN_RECORDINGS="+filepath.Join(rec, "mi355x-seed004", "multinode", "raw"),
+		"--param", "env.STANDIN_RECORDINGS="+filepath.Join(rec, "mi355x-seed004", "multinode", layout.Raw),
 		"--param", "env.STANDIN_SLEEP=600s", "--timeout", "40s", "--out", out)
 	assert.Equal(t, code, 3, stdout+errs)
 	assert.Assert(t, time.Since(start) < 2*time.Minute, "took %s", time.Since(start))
 	var run result.Run
-	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &run))
+	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, layout.Results))), &run))
 	assert.Equal(t, run.Tests[0].Status, result.Error, run.Tests[0].Message)
 	assert.Assert(t, strings.Contains(run.Tests[0].Message, "timed out"), run.Tests[0].Message)
 	id := runID(t, out, "rccl.all_reduce")
@@ -195,7 +196,7 @@ func TestK8sKubeletTimeout(t *testing.T) {
 	assert.Equal(t, len(pods.Items), 0, "pods left in %s", ns)
 	assert.DeepEqual(t, testenv.ProcessesWith(id), []string(nil))
 	// What the hung run printed before the timeout is kept.
-	assert.Assert(t, strings.Contains(readFile(t, filepath.Join(out, "raw", "rccl.all_reduce", "all_reduce.log")), "# nThread"))
+	assert.Assert(t, strings.Contains(readFile(t, filepath.Join(out, layout.Raw, "rccl.all_reduce", "all_reduce.log")), "# nThread"))
 }
 
 // One ib_write_bw pair across two real pods: the server pod's stand-in
@@ -212,13 +213,13 @@ func TestK8sKubeletPairedWriteBW(t *testing.T) {
 	code, stdout, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "ibperf.write_bw", "--nodes", "2",
 		"--launcher", "k8s", "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", k.Site(t, rec),
 		"--param", "ibperf.write_bw:pairs=ionic_0:ionic_0",
-		"--param", "env.STANDIN_LOG="+filepath.Join(rec, "mi355x-seed004", "multinode", "raw", "ibperf.write_bw", "{role}.0.log"),
+		"--param", "env.STANDIN_LOG="+filepath.Join(rec, "mi355x-seed004", "multinode", layout.Raw, "ibperf.write_bw", "{role}.0.log"),
 		"--param", "env.STANDIN_LISTEN=argv", "--param", "env.STANDIN_DEVICE=argv",
 		"--param", "env.STANDIN_PAUSE_AFTER=Waiting for client to connect",
 		"--timeout", "2m", "--out", out)
 	assert.Equal(t, code, 0, stdout+errs)
 	var run result.Run
-	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &run))
+	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, layout.Results))), &run))
 	assert.Equal(t, run.Tests[0].Status, result.Pass, run.Tests[0].Message)
 	id := runID(t, out, "ibperf.write_bw")
 	pods, err := core.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
@@ -285,7 +286,7 @@ func TestK8sKubeletKueue(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "results")
 	code, stdout, errs := cli(t, "--sku", "mi355x", "--suite", "multinode", "--test", "rccl.all_reduce", "--nodes", "2",
 		"--launcher", "k8s", "--kubeconfig", k.Kubeconfig, "--namespace", ns, "--site", k.Site(t, rec), "--k8s-queue", queue,
-		"--param", "env.STANDIN_RECORDINGS="+filepath.Join(rec, "mi355x-seed004", "multinode", "raw"), "--timeout", "3m", "--out", out)
+		"--param", "env.STANDIN_RECORDINGS="+filepath.Join(rec, "mi355x-seed004", "multinode", layout.Raw), "--timeout", "3m", "--out", out)
 	assert.Equal(t, code, 0, stdout+errs)
 	select {
 	case name := <-admitted:

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
@@ -119,7 +120,7 @@ func TestK8sRunThroughCLI(t *testing.T) {
 		assert.Assert(t, strings.Contains(stdout, "1 pass"), stdout)
 		assert.Equal(t, readFile(t, filepath.Join(out, "raw/nccl.all_reduce/all_reduce.log")), string(text))
 		if host != "" {
-			res := readFile(t, filepath.Join(out, "results.json"))
+			res := readFile(t, filepath.Join(out, layout.Results))
 			for _, n := range nodes {
 				assert.Equal(t, strings.Contains(res, `"`+n+`"`), n == host, "pinned to %s, results.json says:\n%s", host, res)
 			}

@@ -12,6 +12,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
@@ -61,7 +62,7 @@ var nics4 = []string{"ionic_0", "ionic_1", "ionic_2", "ionic_3"}
 func nicLocaliseArgs(t *testing.T, badHCA, badRole, link string) []string {
 	rec, err := filepath.Abs(filepath.Join("..", "..", "testdata", "recordings"))
 	assert.NilError(t, err)
-	log := filepath.Join("multinode", "raw", "ibperf.write_bw", "{role}.0.log")
+	log := filepath.Join("multinode", layout.Raw, "ibperf.write_bw", "{role}.0.log")
 	args := []string{"localise", "--sku", "mi355x", "--suite", "multinode", "--test", "ibperf.write_bw",
 		"--localise-suite", "none", "--nics", strings.Join(nics4, ","),
 		"--param", "bindir=" + standin(t), "--param", "ibperf.write_bw:port=" + freePort(t),
@@ -140,7 +141,7 @@ func TestLocaliseNICPairs(t *testing.T) {
 						}
 						assert.Equal(t, r.Slow, slow, "%+v", r)
 						assert.Equal(t, r.Status == result.Fail, slow, "%+v", r)
-						_, err := os.Stat(filepath.Join(run.Dir, r.Dir, "results.json"))
+						_, err := os.Stat(filepath.Join(run.Dir, r.Dir, layout.Results))
 						assert.NilError(t, err, "the run's own results folder")
 					}
 					assert.Equal(t, cells, 16, "every server HCA with every client HCA")

@@ -11,10 +11,9 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/localise"
-	"github.com/gpuaccept/gpuaccept/framework/manifest"
-	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // subRunRel is where the localisation of localisedFolder keeps its run.
@@ -31,7 +30,7 @@ const subRunRel = "localise/nccl.all_reduce/pairs/vm-vm2-r1"
 func localisedFolder(t *testing.T) string {
 	t.Helper()
 	dir := replayRun(t)
-	for _, f := range []string{"manifest.json", "results.json"} {
+	for _, f := range []string{layout.Manifest, layout.Results} {
 		assert.NilError(t, os.Remove(filepath.Join(dir, f)))
 	}
 	sub := func(rel, replay string, hosts ...string) result.SubRun {
@@ -74,7 +73,7 @@ func localisedFolder(t *testing.T) string {
 			Evidence: []string{"per-node round 1, nccl.all_reduce on vm2: " + perNode[1].Why + " (localise/nccl.all_reduce/per-node/vm2)"}}}}
 	line, err := json.Marshal(map[string]any{"localisation": loc})
 	assert.NilError(t, err)
-	f, err := os.OpenFile(filepath.Join(dir, "journal.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(dir, layout.Journal), os.O_APPEND|os.O_WRONLY, 0)
 	assert.NilError(t, err)
 	_, err = f.Write(append(line, '\n'))
 	assert.NilError(t, err)
@@ -94,20 +93,20 @@ func TestReportRebuildsLocalisation(t *testing.T) {
 		assert.Assert(t, strings.Contains(out, w), "want %q in\n%s", w, out)
 	}
 	var run result.Run
-	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(dir, report.ResultsFile))), &run))
+	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(dir, layout.Results))), &run))
 	assert.Equal(t, len(run.Localisations), 1)
 	assert.Equal(t, run.Localisations[0].Suspects[0].Name(), "vm2")
 	assert.Equal(t, run.Status, result.Fail)
 	for f, w := range map[string]string{
-		report.JUnitFile:    `<testcase name="suspect vm2"`,
-		report.HTMLFile:     `<a href="` + subRunRel + `/report.html">`,
-		report.MarkdownFile: "| vm2     | node | per-node |",
-		report.TableFile:    "│ vm2     │ node │ per-node │",
+		layout.JUnit:    `<testcase name="suspect vm2"`,
+		layout.HTML:     `<a href="` + subRunRel + `/report.html">`,
+		layout.Markdown: "| vm2     | node | per-node |",
+		layout.Table:    "│ vm2     │ node │ per-node │",
 	} {
 		assert.Assert(t, strings.Contains(readFile(t, filepath.Join(dir, f)), w), "want %q in %s", w, f)
 	}
 	// The link leads to the sub-run's own report.
-	assert.Assert(t, fileExists(filepath.Join(dir, subRunRel, report.HTMLFile)))
+	assert.Assert(t, fileExists(filepath.Join(dir, subRunRel, layout.HTML)))
 }
 
 // verify covers a localisation's runs: their files are in the main
@@ -135,7 +134,7 @@ func TestVerifyLocalisation(t *testing.T) {
 			forgeFailed(t, dir, `("figure":)(2[0-9]\.[0-9]+)`, `${1}344.0`)
 		}, 1, []string{"REJUDGED localisation of nccl.all_reduce: per-node round 1 on vm2: nccl.all_reduce recorded figure \"peak busbw\" 344 GB/s, re-derived \"peak busbw\" "}},
 		{"a failed run made healthy, everything made again", func(dir string) {
-			edit(t, filepath.Join(dir, "journal.jsonl"), `"slow":true,"why":"[^"]*"`, `"slow":false`)
+			edit(t, filepath.Join(dir, layout.Journal), `"slow":true,"why":"[^"]*"`, `"slow":false`)
 			forgeJournal(t, dir, `"suspects":\[\{.*?\}\]`, `"suspects":[]`)
 		}, 1, []string{"REJUDGED localisation of nccl.all_reduce: per-node round 1 on vm2: nccl.all_reduce recorded slow false (), re-derived true (fail: "}},
 		{"a run's folder outside the results folder, everything made again", func(dir string) {
@@ -156,21 +155,21 @@ func TestVerifyLocalisation(t *testing.T) {
 			"MISMATCH localisation of nccl.all_reduce: run " + subRunRel + ": read journal",
 		}},
 		{"sub-run verdict edited in the localisation", func(dir string) {
-			edit(t, filepath.Join(dir, "journal.jsonl"), `"status":"pass","figure"`, `"status":"fail","figure"`)
+			edit(t, filepath.Join(dir, layout.Journal), `"status":"pass","figure"`, `"status":"fail","figure"`)
 		}, 1, []string{
 			"MISMATCH journal.jsonl: edited since the run",
 			"MISMATCH localisation of nccl.all_reduce: pairs round 1 on vm,vm2: recorded nccl.all_reduce fail, its journal (" + subRunRel + ") says pass",
 		}},
 		{"suspect edited in results.json", func(dir string) {
-			edit(t, filepath.Join(dir, report.ResultsFile), `"host": "vm2"`, `"host": "vm3"`)
+			edit(t, filepath.Join(dir, layout.Results), `"host": "vm2"`, `"host": "vm3"`)
 		}, 1, []string{"MISMATCH results.json: localisations[nccl.all_reduce].suspects[node vm3] is not in the re-derived run",
 			"MISMATCH results.json: localisations[nccl.all_reduce].suspects[node vm2] is missing, re-derived from raw/ and the journal: "}},
 		{"sub-run report edited", func(dir string) {
-			edit(t, filepath.Join(dir, subRunRel, report.TableFile), `PASS`, `FAIL`)
+			edit(t, filepath.Join(dir, subRunRel, layout.Table), `PASS`, `FAIL`)
 		}, 1, []string{"MISMATCH " + subRunRel + "/table.txt: edited since the run",
 			"MISMATCH " + subRunRel + "/table.txt: differs from the one re-rendered from the journal and the baseline copy, from line"}},
 		{"sub-run metric in its results.json", func(dir string) {
-			edit(t, filepath.Join(dir, subRunRel, report.ResultsFile), `("value": )344\.031485`, "${1}144.031485")
+			edit(t, filepath.Join(dir, subRunRel, layout.Results), `("value": )344\.031485`, "${1}144.031485")
 		}, 1, []string{"MISMATCH " + subRunRel + "/results.json: tests[nccl.all_reduce].metrics[", "].value is 144.031485, re-derived from raw/ and the journal: 344.031485"}},
 	}
 	for _, c := range cases {
@@ -181,8 +180,8 @@ func TestVerifyLocalisation(t *testing.T) {
 // forgeFailed is forgeJournal for a run that still fails (exit 1).
 func forgeFailed(t *testing.T, dir, re, repl string) {
 	t.Helper()
-	edit(t, filepath.Join(dir, "journal.jsonl"), re, repl)
-	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	edit(t, filepath.Join(dir, layout.Journal), re, repl)
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 	code, out, errs := cli(t, "report", dir)
 	assert.Equal(t, code, 1, out+errs)
 }

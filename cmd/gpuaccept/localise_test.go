@@ -11,6 +11,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
@@ -83,7 +84,7 @@ func recordings(t *testing.T) (healthy, degraded string) {
 	dir := t.TempDir()
 	for _, v := range []struct{ name, src string }{{"healthy", "mi355x-seed004"}, {"degraded", "mi355x-seed004-degraded"}} {
 		for n, scope := range map[string]string{"1": "singlenode", "2": "multinode"} {
-			src, err := filepath.Abs(filepath.Join("..", "..", "testdata", "recordings", v.src, scope, "raw"))
+			src, err := filepath.Abs(filepath.Join("..", "..", "testdata", "recordings", v.src, scope, layout.Raw))
 			assert.NilError(t, err)
 			assert.NilError(t, os.MkdirAll(filepath.Join(dir, v.name), 0o755))
 			assert.NilError(t, os.Symlink(src, filepath.Join(dir, v.name, n)))
@@ -176,7 +177,7 @@ func TestLocaliseFailedRun2Nodes(t *testing.T) {
 			assert.Equal(t, len(l.Stages), 1)
 			for _, r := range l.Stages[0].Runs {
 				assert.Equal(t, r.Slow, r.Hosts[0] == hosts[1], "%+v", r)
-				_, err := os.Stat(filepath.Join(run.Dir, r.Dir, "results.json"))
+				_, err := os.Stat(filepath.Join(run.Dir, r.Dir, layout.Results))
 				assert.NilError(t, err, "the run's own results folder")
 			}
 		})

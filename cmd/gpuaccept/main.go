@@ -16,7 +16,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -36,32 +35,21 @@ import (
 	_ "github.com/gpuaccept/gpuaccept/launchers/replay"
 	_ "github.com/gpuaccept/gpuaccept/launchers/slurm"
 	_ "github.com/gpuaccept/gpuaccept/launchers/ssh"
-	"github.com/gpuaccept/gpuaccept/plugins/gemm"
-	"github.com/gpuaccept/gpuaccept/plugins/hbm"
-	"github.com/gpuaccept/gpuaccept/plugins/health"
-	"github.com/gpuaccept/gpuaccept/plugins/hostlink"
-	"github.com/gpuaccept/gpuaccept/plugins/ibperf"
-	"github.com/gpuaccept/gpuaccept/plugins/mori"
-	"github.com/gpuaccept/gpuaccept/plugins/nccl"
-	"github.com/gpuaccept/gpuaccept/plugins/rccl"
+	// The built-in plugins register themselves (pluginapi.Register), as
+	// the launchers do (launch.Register).
+	_ "github.com/gpuaccept/gpuaccept/plugins/gemm"
+	_ "github.com/gpuaccept/gpuaccept/plugins/hbm"
+	_ "github.com/gpuaccept/gpuaccept/plugins/health"
+	_ "github.com/gpuaccept/gpuaccept/plugins/hostlink"
+	_ "github.com/gpuaccept/gpuaccept/plugins/ibperf"
+	_ "github.com/gpuaccept/gpuaccept/plugins/mori"
+	_ "github.com/gpuaccept/gpuaccept/plugins/nccl"
+	_ "github.com/gpuaccept/gpuaccept/plugins/rccl"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; else
 // the module version or VCS revision is used.
 var version = ""
-
-// builtins are the plugins compiled into gpuaccept and served by
-// "gpuaccept plugin serve NAME".
-var builtins = map[string]pluginapi.Plugin{
-	nccl.PluginName:     nccl.Plugin{},
-	rccl.PluginName:     rccl.Plugin{},
-	ibperf.PluginName:   ibperf.Plugin{},
-	mori.PluginName:     mori.Plugin{},
-	gemm.PluginName:     gemm.Plugin{},
-	hbm.PluginName:      hbm.Plugin{},
-	hostlink.PluginName: hostlink.Plugin{},
-	health.PluginName:   health.Plugin{},
-}
 
 // exit codes of the CLI contract (README.md, "Exit codes").
 const (
@@ -348,11 +336,7 @@ func (c *common) getSKU(stderr io.Writer) (*sku.SKU, error) {
 }
 
 func (c *common) host() *pluginapi.Host {
-	names := make([]string, 0, len(builtins))
-	for n := range builtins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := pluginapi.Builtins()
 	var path []string
 	for _, p := range filepath.SplitList(c.pluginPath) {
 		if p != "" {
@@ -394,7 +378,7 @@ func cmdPlugin(args []string) (int, error) {
 	if len(args) != 2 || args[0] != "serve" {
 		return exitUsage, usageError{errors.New("plugin: want serve NAME (gpuaccept starts this itself)")}
 	}
-	p, ok := builtins[args[1]]
+	p, ok := pluginapi.Builtin(args[1])
 	if !ok {
 		return exitUsage, usageError{fmt.Errorf("no built-in plugin %q", args[1])}
 	}

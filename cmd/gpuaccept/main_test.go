@@ -20,6 +20,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 )
@@ -82,7 +83,7 @@ func TestDemo(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errs := cli(t, "demo", "--out", dir)
 	assert.Equal(t, code, 0, errs)
-	pages, _ := filepath.Glob(filepath.Join(dir, "*", "report.html"))
+	pages, _ := filepath.Glob(filepath.Join(dir, "*", layout.HTML))
 	assert.Equal(t, len(pages), 2, "an HTML report per demo run")
 	assert.Assert(t, strings.Contains(out, "PASS: SKU h200, suite singlenode, scope 1x2, launcher replay: 6 pass"), out)
 	assert.Assert(t, strings.Contains(out, "FAIL: SKU h200, suite singlenode, scope 1x2, launcher replay: 6 fail"), out)
@@ -296,7 +297,7 @@ func TestRunLocalWithStandin(t *testing.T) {
 		"--param", "bindir="+bin, "--param", "env.MY_TOKEN=ghp_planted secret; 123", "--out", out, "--junit", junit)
 	assert.Equal(t, code, 0, stdout+errs)
 	assert.Assert(t, strings.Contains(stdout, "6 pass"), stdout)
-	for _, f := range []string{"results.json", "junit.xml", "table.txt", "raw/nccl.all_reduce/all_reduce.log", "raw/nccl.all_reduce/all_reduce.files/all_reduce.json", "raw/nccl.all_reduce/outputs.json"} {
+	for _, f := range []string{layout.Results, layout.JUnit, layout.Table, "raw/nccl.all_reduce/all_reduce.log", "raw/nccl.all_reduce/all_reduce.files/all_reduce.json", "raw/nccl.all_reduce/outputs.json"} {
 		assert.Assert(t, fileExists(filepath.Join(out, f)), f)
 	}
 	assert.Assert(t, strings.Contains(readFile(t, junit), `<property name="nccl_version" value="2.28.9">`))
@@ -312,7 +313,7 @@ func TestRunLocalWithStandin(t *testing.T) {
 		}
 		return err
 	}))
-	res := readFile(t, filepath.Join(out, "results.json"))
+	res := readFile(t, filepath.Join(out, layout.Results))
 	assert.Assert(t, strings.Contains(res, `all_reduce_perf -b 8 -e 4G -f 2 -g 2 -c 1 -J all_reduce.json`), res[:500])
 
 	// The same folder replays to the same verdict.
@@ -437,7 +438,7 @@ func TestCheckSeesRecordedExitCode(t *testing.T) {
 	dir := t.TempDir()
 	src := readFile(t, healthy+"/nccl.all_reduce/all_reduce.log")
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "all_reduce.log"), []byte(src), 0o644))
-	assert.NilError(t, os.WriteFile(filepath.Join(dir, "outputs.json"), []byte(`[{"step":"all_reduce","exit_code":3,"log":"all_reduce.log"}]`), 0o644))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, layout.Outputs), []byte(`[{"step":"all_reduce","exit_code":3,"log":"all_reduce.log"}]`), 0o644))
 	code, out, _ := cli(t, "check", "--sku", "h200", "--test", "nccl.all_reduce", "--nodes", "1", "--gpus-per-node", "2", "--format", "json", filepath.Join(dir, "all_reduce.log"))
 	assert.Equal(t, code, 3, out)
 	assert.Assert(t, strings.Contains(out, "exited with status 3 (NCCL error)"), out)

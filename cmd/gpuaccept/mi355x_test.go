@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"gotest.tools/v3/assert"
 )
 
@@ -187,7 +188,7 @@ func TestMI355XDegradedReplayFails(t *testing.T) {
 	for _, suite := range []string{"singlenode", "multinode"} {
 		t.Run(suite, func(t *testing.T) {
 			dir := copyTree(t, filepath.Join(mi355x, suite))
-			logs, err := filepath.Glob(filepath.Join(dir, "raw", "*", "*.log"))
+			logs, err := filepath.Glob(filepath.Join(dir, layout.Raw, "*", "*.log"))
 			assert.NilError(t, err)
 			for _, l := range logs {
 				test := filepath.Base(filepath.Dir(l))
@@ -290,11 +291,11 @@ baselines:
 	assert.Equal(t, code, 0, errs)
 	assert.Equal(t, r.Status, "pass", "%+v", r.Tests)
 	for _, step := range []string{"server.0", "server.1", "client.0", "client.1"} {
-		data, err := os.ReadFile(filepath.Join(out, "raw", "ibperf.write_bw", step+".log"))
+		data, err := os.ReadFile(filepath.Join(out, layout.Raw, "ibperf.write_bw", step+".log"))
 		assert.NilError(t, err)
 		assert.Assert(t, strings.Contains(string(data), "779.21"), step)
 	}
-	data, err := os.ReadFile(filepath.Join(out, "raw", "ibperf.write_bw", "client.1.log"))
+	data, err := os.ReadFile(filepath.Join(out, layout.Raw, "ibperf.write_bw", "client.1.log"))
 	assert.NilError(t, err)
 	assert.Assert(t, strings.Contains(string(data), "Device : ionic_2"))
 }
@@ -517,7 +518,7 @@ func TestMI355XVerifySiteParams(t *testing.T) {
 					Params map[string]string `json:"params"`
 				} `json:"tests"`
 			}
-			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &res))
+			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, layout.Results))), &res))
 			assert.Equal(t, res.Tests[0].Params["pairs"], "ionic_7:ionic_1")
 			code, vout, verrs := cli(t, "verify", out)
 			assert.Equal(t, code, c.code, vout+verrs)

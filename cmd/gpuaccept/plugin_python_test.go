@@ -24,6 +24,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	pb "github.com/gpuaccept/gpuaccept/framework/pluginapi/proto"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
@@ -91,7 +92,7 @@ func TestPythonPluginRun(t *testing.T) {
 	assert.Equal(t, te.Metrics[0].Value, 103.407)
 	assert.Equal(t, te.Info["gpu"], "NVIDIA H200")
 	assert.Assert(t, strings.Contains(te.Commands[0], "all_reduce_perf -b 8 -e 4G -f 2 -g 2"), te.Commands)
-	data, err := os.ReadFile(filepath.Join(out, "raw", "ncclavg.all_reduce", "all_reduce.log"))
+	data, err := os.ReadFile(filepath.Join(out, layout.Raw, "ncclavg.all_reduce", "all_reduce.log"))
 	assert.NilError(t, err)
 	assert.Assert(t, strings.Contains(string(data), "# Avg bus bandwidth    : 103.407"))
 

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
@@ -77,8 +78,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 // The exit code is 2: a folder that is not the sign-off it was is bad
 // input, which CI must not read as faulty hardware (1).
 func (c *common) mayRebuild(dir string, run *result.Run, s *sku.SKU, stderr io.Writer) (int, error) {
-	_, merr := os.Lstat(filepath.Join(dir, manifest.File))
-	_, serr := os.Lstat(filepath.Join(dir, manifest.SigFile))
+	_, merr := os.Lstat(filepath.Join(dir, layout.Manifest))
+	_, serr := os.Lstat(filepath.Join(dir, layout.SigFile))
 	switch {
 	case merr == nil:
 		m, err := manifest.Read(dir)
@@ -94,10 +95,10 @@ func (c *common) mayRebuild(dir string, run *result.Run, s *sku.SKU, stderr io.W
 			for _, p := range problems {
 				ps = append(ps, p.String())
 			}
-			return exitUsage, fmt.Errorf("not rebuilt: %s no longer matches the %s it has (%s); its files are left as they are (gpuaccept verify %s names every difference)", dir, manifest.File, strings.Join(ps, "; "), dir)
+			return exitUsage, fmt.Errorf("not rebuilt: %s no longer matches the %s it has (%s); its files are left as they are (gpuaccept verify %s names every difference)", dir, layout.Manifest, strings.Join(ps, "; "), dir)
 		}
 	case serr == nil:
-		return exitUsage, fmt.Errorf("not rebuilt: %s holds %s but no %s: a signed folder whose manifest was removed is not signed off again", dir, manifest.SigFile, manifest.File)
+		return exitUsage, fmt.Errorf("not rebuilt: %s holds %s but no %s: a signed folder whose manifest was removed is not signed off again", dir, layout.SigFile, layout.Manifest)
 	case c.key != nil && s != nil:
 		host := c.host()
 		defer host.Close()

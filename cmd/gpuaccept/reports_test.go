@@ -15,8 +15,8 @@ import (
 	gojunit "github.com/joshdk/go-junit"
 	"gotest.tools/v3/assert"
 
-	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // replayRun makes a results folder from the healthy H200 recording, the
@@ -78,7 +78,7 @@ func verifyChanged(t *testing.T, signed string, change func(dir string), code in
 
 func TestVerify(t *testing.T) {
 	signed := replayRun(t)
-	for _, f := range []string{"manifest.json", "baseline/h200.yaml", "journal.jsonl", "report.html", "summary.md", "junit.xml"} {
+	for _, f := range []string{layout.Manifest, "baseline/h200.yaml", layout.Journal, layout.HTML, layout.Markdown, layout.JUnit} {
 		assert.Assert(t, fileExists(filepath.Join(signed, f)), f)
 	}
 	cases := []struct {
@@ -108,10 +108,10 @@ func TestVerify(t *testing.T) {
 			"REJUDGED nccl.all_reduce: recorded pass, re-judged fail",
 		}},
 		{"verdict edited in the journal", func(dir string) {
-			edit(t, filepath.Join(dir, "journal.jsonl"), `"status":"pass","expected"`, `"status":"warn","expected"`)
+			edit(t, filepath.Join(dir, layout.Journal), `"status":"pass","expected"`, `"status":"warn","expected"`)
 		}, 1, []string{"MISMATCH journal.jsonl: edited since the run", "REJUDGED nccl.all_"}},
 		{"verdict edited in results.json", func(dir string) {
-			edit(t, filepath.Join(dir, "results.json"), `"status": "pass",(\n  "sku")`, `"status": "warn",${1}`)
+			edit(t, filepath.Join(dir, layout.Results), `"status": "pass",(\n  "sku")`, `"status": "warn",${1}`)
 		}, 1, []string{"MISMATCH results.json: edited since the run", `MISMATCH results.json: status is "warn", re-derived from raw/ and the journal: "pass"`}},
 		{"raw output removed", func(dir string) {
 			assert.NilError(t, os.Remove(filepath.Join(dir, "raw/nccl.sendrecv/sendrecv.log")))
@@ -212,7 +212,7 @@ func TestStoppedRunKeepsResults(t *testing.T) {
 			// sleeps; the launcher creates the log before the step starts,
 			// so the file alone says nothing was printed yet).
 			deadline := time.Now().Add(60 * time.Second)
-			for !(strings.Count(readIfExists(filepath.Join(out, "journal.jsonl")), "\n") >= 2 && strings.Contains(readIfExists(filepath.Join(out, "raw/nccl.all_gather/all_gather.log")), "Avg bus bandwidth")) {
+			for !(strings.Count(readIfExists(filepath.Join(out, layout.Journal)), "\n") >= 2 && strings.Contains(readIfExists(filepath.Join(out, "raw/nccl.all_gather/all_gather.log")), "Avg bus bandwidth")) {
 				if time.Now().After(deadline) {
 					cmd.Process.Kill()
 					t.Fatalf("the run did not get to all_gather: %s %s", stdout.String(), stderr.String())
@@ -243,9 +243,9 @@ func TestStoppedRunKeepsResults(t *testing.T) {
 
 			if sig == syscall.SIGINT {
 				// Ctrl-C: the launcher stopped the hung test; reports written.
-				assert.Assert(t, fileExists(filepath.Join(out, "results.json")), stderr.String())
+				assert.Assert(t, fileExists(filepath.Join(out, layout.Results)), stderr.String())
 			} else {
-				assert.Assert(t, !fileExists(filepath.Join(out, "results.json")), "a killed run wrote its reports?")
+				assert.Assert(t, !fileExists(filepath.Join(out, layout.Results)), "a killed run wrote its reports?")
 			}
 			assert.Assert(t, fileExists(filepath.Join(out, "raw/nccl.all_reduce/all_reduce.log")))
 			code, stdoutR, errs := cli(t, "report", out, "--format", "json")
@@ -266,7 +266,7 @@ func TestStoppedRunKeepsResults(t *testing.T) {
 				assert.Assert(t, !strings.Contains(run.Tests[1].Message, "parse:"), run.Tests[1].Message)
 			}
 			assert.Equal(t, run.Tests[2].Status, result.Error)
-			for _, f := range []string{"results.json", "junit.xml", "report.html", "summary.md", "table.txt", "manifest.json"} {
+			for _, f := range []string{layout.Results, layout.JUnit, layout.HTML, layout.Markdown, layout.Table, layout.Manifest} {
 				assert.Assert(t, fileExists(filepath.Join(out, f)), f)
 			}
 			// A stopped run is no sign-off: verify cannot re-derive the
@@ -351,7 +351,7 @@ func TestRetries(t *testing.T) {
 	assert.Equal(t, tt.Attempts[0].Status, result.Error)
 	assert.DeepEqual(t, tt.Attempts[0].Raw, []string{"raw/nccl.all_reduce.attempt-1/all_reduce.log"})
 	assert.Assert(t, strings.Contains(readFile(t, filepath.Join(out, tt.Attempts[0].Raw[0])), "NCCL WARN transport failure"))
-	suites, err := gojunit.IngestFile(filepath.Join(out, "junit.xml"))
+	suites, err := gojunit.IngestFile(filepath.Join(out, layout.JUnit))
 	assert.NilError(t, err)
 	assert.Equal(t, len(suites), 2)
 	assert.Equal(t, suites[0].Name, "nccl.all_reduce (attempt 1 of 2)")
@@ -392,7 +392,7 @@ func TestCheckReports(t *testing.T) {
 	assert.Equal(t, code, 1, stdout+errs)
 	assert.Assert(t, strings.HasPrefix(stdout, "**gpuaccept FAIL: SKU h200, suite check"), stdout)
 	assert.Assert(t, strings.Contains(stdout, "| nccl.all_reduce | FAIL   |"), stdout)
-	for _, f := range []string{html, junit, filepath.Join(out, "report.html"), filepath.Join(out, "junit.xml"), filepath.Join(out, "results.json")} {
+	for _, f := range []string{html, junit, filepath.Join(out, layout.HTML), filepath.Join(out, layout.JUnit), filepath.Join(out, layout.Results)} {
 		assert.Assert(t, fileExists(f), f)
 	}
 	page := readFile(t, html)
@@ -478,7 +478,7 @@ func TestRealGPUResultsVerify(t *testing.T) {
 			// version's and re-render: the run verifies.
 			rebuilt := filepath.Join(t.TempDir(), c.dir)
 			assert.NilError(t, os.CopyFS(rebuilt, os.DirFS(r+c.dir)))
-			for _, f := range []string{"report.html", "summary.md"} {
+			for _, f := range []string{layout.HTML, layout.Markdown} {
 				assert.NilError(t, os.Remove(filepath.Join(rebuilt, f)))
 			}
 			cli(t, "report", rebuilt)
@@ -486,7 +486,7 @@ func TestRealGPUResultsVerify(t *testing.T) {
 			assert.Equal(t, code, 0, stdout+errs)
 			assert.Assert(t, strings.Contains(stdout, "verify: OK: ") && strings.Contains(stdout, c.run), stdout)
 			assert.Assert(t, strings.Contains(stdout, "results.json re-derived value by value, junit.xml, report.html, summary.md and table.txt re-rendered byte for byte"), stdout)
-			edit(t, filepath.Join(dir, "results.json"), `("name": "data validation",\n\s+"ok": )true`, "${1}false")
+			edit(t, filepath.Join(dir, layout.Results), `("name": "data validation",\n\s+"ok": )true`, "${1}false")
 			code, stdout, _ = cli(t, "verify", dir, "--digest", digestOf(t, r+c.dir))
 			assert.Equal(t, code, 1, stdout)
 			assert.Assert(t, strings.Contains(stdout, "MISMATCH results.json: tests[nccl.all_reduce].checks[data validation].ok is false"), stdout)
@@ -559,38 +559,38 @@ func TestReportNeverHidesATamperedSignOff(t *testing.T) {
 	const raw = "raw/nccl.all_reduce/all_reduce.log"
 	t.Run("edited with a manifest: nothing rewritten", func(t *testing.T) {
 		dir := checked(t, false)
-		junit := readFile(t, filepath.Join(dir, "junit.xml"))
+		junit := readFile(t, filepath.Join(dir, layout.JUnit))
 		edit(t, filepath.Join(dir, raw), `343\.5`, "143.5")
 		code, out, errs := cli(t, "report", dir)
 		assert.Equal(t, code, 2, out+errs) // bad input, not faulty hardware
 		assert.Equal(t, out, "", "a verdict printed for a folder report refuses")
 		assert.Assert(t, strings.Contains(errs, "not rebuilt") && strings.Contains(errs, raw+": edited since the run"), errs)
-		assert.Equal(t, readFile(t, filepath.Join(dir, "junit.xml")), junit, "junit.xml rewritten")
+		assert.Equal(t, readFile(t, filepath.Join(dir, layout.JUnit)), junit, "junit.xml rewritten")
 	})
 	t.Run("signed, manifest removed: not signed off again", func(t *testing.T) {
 		dir := checked(t, true)
-		assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+		assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 		code, out, errs := cli(t, "report", dir)
 		assert.Equal(t, code, 2, out+errs) // bad input, not faulty hardware
 		assert.Equal(t, out, "", "a verdict printed for a folder report refuses")
 		assert.Assert(t, strings.Contains(errs, "holds manifest.json.sig but no manifest.json"), errs)
-		_, err := os.Stat(filepath.Join(dir, manifest.File))
+		_, err := os.Stat(filepath.Join(dir, layout.Manifest))
 		assert.Assert(t, os.IsNotExist(err), "a manifest was written")
 	})
 	t.Run("no manifest, raw edited, --sign-key: not signed", func(t *testing.T) {
 		dir := checked(t, false)
-		assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+		assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 		edit(t, filepath.Join(dir, raw), `343\.5`, "143.5")
 		code, out, errs := cli(t, "report", dir, "--sign-key", key)
 		assert.Equal(t, code, 2, out+errs) // bad input, not faulty hardware
 		assert.Equal(t, out, "", "a verdict printed for a folder report refuses")
 		assert.Assert(t, strings.Contains(errs, "not signed: the raw outputs") && strings.Contains(errs, "REJUDGED nccl.all_reduce"), errs)
-		_, err := os.Stat(filepath.Join(dir, manifest.SigFile))
+		_, err := os.Stat(filepath.Join(dir, layout.SigFile))
 		assert.Assert(t, os.IsNotExist(err), "signed")
 	})
 	t.Run("signature over another manifest: verify finds it without allowed signers", func(t *testing.T) {
 		dir := checked(t, true)
-		edit(t, filepath.Join(dir, manifest.File), `"sku": "h200"`, `"sku":  "h200"`)
+		edit(t, filepath.Join(dir, layout.Manifest), `"sku": "h200"`, `"sku":  "h200"`)
 		code, out, errs := cli(t, "verify", dir)
 		assert.Equal(t, code, 1, out+errs)
 		assert.Assert(t, strings.Contains(out, "MISMATCH manifest.json.sig does not match manifest.json"), out)
@@ -627,7 +627,7 @@ func TestForgedPassOfUnjudgedRun(t *testing.T) {
 
 	// results.json opens with the run's own status.
 	forge := func(dir string) {
-		edit(t, filepath.Join(dir, "results.json"), `^\{\n  "status": "skip"`, "{\n  \"status\": \"pass\"")
+		edit(t, filepath.Join(dir, layout.Results), `^\{\n  "status": "skip"`, "{\n  \"status\": \"pass\"")
 	}
 	forged := copyDir(t, out)
 	forge(forged)
@@ -635,7 +635,7 @@ func TestForgedPassOfUnjudgedRun(t *testing.T) {
 	assert.Equal(t, code, 1, stdout+errs)
 	assert.Assert(t, strings.Contains(stdout, "MISMATCH results.json"), stdout)
 
-	for name, drop := range map[string][]string{"journal": {"manifest.json"}, "results.json only": {"manifest.json", "journal.jsonl"}} {
+	for name, drop := range map[string][]string{"journal": {layout.Manifest}, "results.json only": {layout.Manifest, layout.Journal}} {
 		t.Run(name, func(t *testing.T) {
 			dir := copyDir(t, out)
 			forge(dir)
@@ -676,10 +676,10 @@ func TestCheckMeasuredNotJudgedIsNotSignedOff(t *testing.T) {
 			assert.Assert(t, strings.Contains(out, head), out)
 			assert.Assert(t, !strings.Contains(out, "SKIP: SKU"), out)
 			assert.Assert(t, strings.Contains(out, "│ SKIP   │       │ "+c.measured), "measured figure missing:\n%s", out)
-			summary := readFile(t, filepath.Join(dir, "summary.md"))
+			summary := readFile(t, filepath.Join(dir, layout.Markdown))
 			assert.Assert(t, strings.HasPrefix(summary, "**gpuaccept "+head), summary)
 			assert.Assert(t, strings.Contains(summary, "| "+c.measured), summary)
-			junit := readFile(t, filepath.Join(dir, "junit.xml"))
+			junit := readFile(t, filepath.Join(dir, layout.JUnit))
 			assert.Assert(t, strings.Contains(junit, `<testcase name="sign-off" classname="gpuaccept.`+c.sku+`.check">`), junit)
 			assert.Assert(t, strings.Contains(junit, `<failure message="not signed off: `+nj+`" type="not-signed-off">`), junit)
 			code, out, errs = cli(t, "verify", dir)
@@ -725,17 +725,17 @@ func TestCheckOnTheDatasheetFloor(t *testing.T) {
 					} `json:"metrics"`
 				} `json:"tests"`
 			}
-			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "results.json"))), &res))
+			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(dir, layout.Results))), &res))
 			assert.DeepEqual(t, res.Tests[0].Basis, []string{"floor"})
 			for _, m := range res.Tests[0].Metrics {
 				assert.Equal(t, m.Basis, "floor")
 			}
-			assert.Assert(t, strings.Contains(readFile(t, filepath.Join(dir, "junit.xml")), `<property name="basis" value="floor">`))
+			assert.Assert(t, strings.Contains(readFile(t, filepath.Join(dir, layout.JUnit)), `<property name="basis" value="floor">`))
 			code, out, errs = cli(t, "verify", dir)
 			assert.Equal(t, code, 0, out+errs)
 
 			forged := copyDir(t, dir)
-			edit(t, filepath.Join(forged, "results.json"), `"basis": \[\n\s*"floor"\n\s*\]`, `"basis": ["golden"]`)
+			edit(t, filepath.Join(forged, layout.Results), `"basis": \[\n\s*"floor"\n\s*\]`, `"basis": ["golden"]`)
 			code, out, errs = cli(t, "verify", forged)
 			assert.Equal(t, code, 1, out+errs)
 			assert.Assert(t, strings.Contains(out, `MISMATCH results.json: tests[gemm.matmul].basis[0] is "golden", re-derived from raw/ and the journal: "floor"`), out)

@@ -16,6 +16,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // plant is a secret format of framework/redact/testdata/secrets.yaml:
@@ -167,7 +168,7 @@ func TestNoSecretFromCheck(t *testing.T) {
 		a.cli(t, []int{0, 1}, append(args, "--format", f, log)...)
 	}
 	a.cli(t, []int{0, 1}, append(args, "--format", "markdown", "--junit", filepath.Join(out, "ci2.xml"), "--out", filepath.Join(out, "json-alone"), js)...)
-	tookRoot(t, ps, filepath.Join(folder, "raw", "nccl.all_reduce"), true)
+	tookRoot(t, ps, filepath.Join(folder, layout.Raw, "nccl.all_reduce"), true)
 	verified := a.cli(t, []int{0}, "verify", folder)
 	assert.Assert(t, strings.Contains(verified, "verify: OK"), verified)
 	// A diagnostic quoting the line it could not read: the 1 MiB row of
@@ -208,10 +209,10 @@ func TestNoSecretFromRunReplayRecordLocalise(t *testing.T) {
 		a.cli(t, []int{0, 1}, append(h200, "--launcher", "local", "--param", "bindir="+bin, "--out", run,
 			"--junit", filepath.Join(out, "run.xml"), "--html", filepath.Join(out, "run.html"), "--format", "json")...)
 	})
-	tookRoot(t, ps, filepath.Join(run, "raw", "nccl.all_reduce"), false)
+	tookRoot(t, ps, filepath.Join(run, layout.Raw, "nccl.all_reduce"), false)
 	replay := filepath.Join(out, "replay")
 	a.cli(t, []int{0, 1}, append(h200, "--launcher", "replay", "--replay-dir", rec, "--out", replay, "--format", "markdown")...)
-	tookRoot(t, ps, filepath.Join(replay, "raw", "nccl.all_reduce"), true)
+	tookRoot(t, ps, filepath.Join(replay, layout.Raw, "nccl.all_reduce"), true)
 	for _, dir := range []string{run, replay} {
 		a.cli(t, []int{0, 1}, "report", dir)
 		verified := a.cli(t, []int{0}, "verify", dir)
@@ -225,7 +226,7 @@ func TestNoSecretFromRunReplayRecordLocalise(t *testing.T) {
 	// single-node suite has no recording there and errors).
 	a.cli(t, []int{3}, "localise", "--sku", "h200", "--suite", "multinode", "--test", "nccl.all_reduce", "--gpus-per-node", "2",
 		"--launcher", "replay", "--replay-dir", rec, "--hosts", "node1,node2", "--out", filepath.Join(out, "localise"), "--format", "json")
-	tookRoot(t, ps, filepath.Join(out, "localise", "localise", "nccl.all_reduce", "per-node", "node1", "raw", "nccl.all_reduce"), true)
+	tookRoot(t, ps, filepath.Join(out, "localise", "localise", "nccl.all_reduce", "per-node", "node1", layout.Raw, "nccl.all_reduce"), true)
 	a.check(t, ps, 30)
 }
 
@@ -289,11 +290,11 @@ func TestNothingMaskedInOwnOutput(t *testing.T) {
 // a manifest that matches it.
 func TestVerifyFindsUnmaskedSecret(t *testing.T) {
 	dir := replayRun(t)
-	log := filepath.Join(dir, "raw", "nccl.all_reduce", "all_reduce.log")
+	log := filepath.Join(dir, layout.Raw, "nccl.all_reduce", "all_reduce.log")
 	data := readFile(t, log)
 	first, rest, _ := strings.Cut(data, "\n")
 	assert.NilError(t, os.WriteFile(log, []byte(first+"\n+ export HF_TOKEN=hf_plantedUnmaskedToken00000000000000\n"+rest), 0o644))
-	assert.NilError(t, os.Remove(filepath.Join(dir, "manifest.json")))
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 	_, err := manifest.Write(dir, "test", "h200")
 	assert.NilError(t, err)
 	code, out, errs := cli(t, "verify", dir)
@@ -329,7 +330,7 @@ func TestVerifyFindsEncodedSecret(t *testing.T) {
 		t.Run(c.what, func(t *testing.T) {
 			dir := replayRun(t)
 			assert.NilError(t, os.WriteFile(filepath.Join(dir, c.file), c.data, 0o644))
-			assert.NilError(t, os.Remove(filepath.Join(dir, "manifest.json")))
+			assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 			_, err := manifest.Write(dir, "test", "h200")
 			assert.NilError(t, err)
 			code, out, errs := cli(t, "verify", dir)

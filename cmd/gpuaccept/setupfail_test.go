@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"gotest.tools/v3/assert"
 )
 
@@ -36,7 +37,7 @@ func TestTorchBenchWithoutTorchIsError(t *testing.T) {
 			assert.NilError(t, os.WriteFile(filepath.Join(td, s+".log"), []byte(line), 0o644))
 			outs = append(outs, `{"step":"`+s+`","exit_code":3,"log":"`+s+`.log"}`)
 		}
-		assert.NilError(t, os.WriteFile(filepath.Join(td, "outputs.json"), []byte("["+strings.Join(outs, ",")+"]"), 0o644))
+		assert.NilError(t, os.WriteFile(filepath.Join(td, layout.Outputs), []byte("["+strings.Join(outs, ",")+"]"), 0o644))
 		args = append(args, "--test", test)
 	}
 	code, out, errs := cli(t, args...)

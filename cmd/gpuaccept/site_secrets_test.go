@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"gotest.tools/v3/assert"
 )
 
@@ -38,7 +39,7 @@ func TestSiteSecretsMasked(t *testing.T) {
 		n++
 		return nil
 	}))
-	log, err := os.ReadFile(filepath.Join(out, "raw", "gemm.matmul", "alone.log"))
+	log, err := os.ReadFile(filepath.Join(out, layout.Raw, "gemm.matmul", "alone.log"))
 	assert.NilError(t, err)
 	assert.Assert(t, strings.Contains(string(log), "token is "), "the rank ran with the site env: %s", log)
 	assert.Assert(t, n > 5, "files checked: %d", n)

@@ -14,6 +14,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // A bad site file stops the run before anything, with exit code 2 and each
@@ -211,14 +212,14 @@ func TestRunKeepsSKUSource(t *testing.T) {
 			var res struct {
 				SKUSource string `json:"sku_source"`
 			}
-			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &res))
+			assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, layout.Results))), &res))
 			assert.Equal(t, res.SKUSource, c.source)
 			var head struct {
 				Run struct {
 					SKUSource string `json:"sku_source"`
 				} `json:"run"`
 			}
-			first, _, _ := strings.Cut(readFile(t, filepath.Join(out, "journal.jsonl")), "\n")
+			first, _, _ := strings.Cut(readFile(t, filepath.Join(out, layout.Journal)), "\n")
 			assert.NilError(t, json.Unmarshal([]byte(first), &head))
 			assert.Equal(t, head.Run.SKUSource, c.source)
 			assert.Equal(t, strings.HasPrefix(readFile(t, filepath.Join(out, "baseline", "h200.yaml")), mark), c.note)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"gotest.tools/v3/assert"
 )
 
@@ -99,7 +100,7 @@ func TestSkuAutoCLI(t *testing.T) {
 				SKU   string   `json:"sku"`
 				Notes []string `json:"notes"`
 			}
-			data, err := os.ReadFile(filepath.Join(out, "results.json"))
+			data, err := os.ReadFile(filepath.Join(out, layout.Results))
 			assert.NilError(t, err)
 			assert.NilError(t, json.Unmarshal(data, &res))
 			assert.Equal(t, res.SKU, tc.sku)

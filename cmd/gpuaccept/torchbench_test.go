@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"gotest.tools/v3/assert"
 )
 
@@ -39,7 +40,7 @@ func TestXTorchbenchCheck(t *testing.T) {
 			assert.Equal(t, code, 0, stdout+stderr)
 			assert.Assert(t, strings.Contains(stdout, "PASS: SKU h200"), stdout)
 			assert.Assert(t, strings.Contains(stdout, "points inside their bands"), stdout)
-			data, err := os.ReadFile(filepath.Join(out, "results.json"))
+			data, err := os.ReadFile(filepath.Join(out, layout.Results))
 			assert.NilError(t, err)
 			var doc struct {
 				Tests []struct {
@@ -119,7 +120,7 @@ func TestNodeRecordings(t *testing.T) {
 		code, stdout, stderr := cli(t, "verify", rec+run)
 		assert.Equal(t, code, 1, "%s: %s%s", run, stdout, stderr)
 		assert.Assert(t, strings.Contains(stdout, "verify: FAILED: 4 findings"), "%s: %s", run, stdout)
-		for _, f := range []string{"table.txt", "summary.md", "junit.xml", "report.html"} {
+		for _, f := range []string{layout.Table, layout.Markdown, layout.JUnit, layout.HTML} {
 			assert.Assert(t, strings.Contains(stdout, "MISMATCH "+f+": differs from the one re-rendered from the journal and the baseline copy"), "%s: %s", run, stdout)
 		}
 		assert.Assert(t, strings.Contains(stdout, `<title>gpuaccept h200 node: SKIP</title>", re-rendered "<title>gpuaccept h200 node: NOT SIGNED OFF</title>"`), "%s: %s", run, stdout)

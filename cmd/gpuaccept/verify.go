@@ -14,6 +14,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 )
 
@@ -198,7 +199,7 @@ func runVerdict(run *result.Run) string {
 func rederived(res *signoff.Result) string {
 	var parts []string
 	for _, n := range res.Rederived {
-		if n == report.ResultsFile {
+		if n == layout.Results {
 			parts = append(parts, n+" re-derived value by value")
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // claimVersion makes a failed run's folder claim another gpuaccept made
@@ -17,13 +18,13 @@ import (
 func claimVersion(t *testing.T, dir, version string) {
 	t.Helper()
 	quoted := strings.ReplaceAll(version, "\u200b", `\u200b`)
-	edit(t, filepath.Join(dir, "journal.jsonl"), `"gpuaccept_version":"dev"`, `"gpuaccept_version":"`+quoted+`"`)
-	edit(t, filepath.Join(dir, "results.json"), `"gpuaccept_version": "dev"`, `"gpuaccept_version": "`+quoted+`"`)
+	edit(t, filepath.Join(dir, layout.Journal), `"gpuaccept_version":"dev"`, `"gpuaccept_version":"`+quoted+`"`)
+	edit(t, filepath.Join(dir, layout.Results), `"gpuaccept_version": "dev"`, `"gpuaccept_version": "`+quoted+`"`)
 	pass := "PASS: SKU h200, suite singlenode, scope 1x2, launcher replay: 6 pass"
-	edit(t, filepath.Join(dir, "summary.md"), `(?m)^(\*\*gpuaccept FAIL: SKU .*)$`, "<!-- $1 -->\n**gpuaccept "+pass+" (1s)**")
-	edit(t, filepath.Join(dir, "table.txt"), `(?m)^(FAIL: SKU .*)$`, "$1\r\x1b[2K"+pass+" (1s)")
-	edit(t, filepath.Join(dir, "report.html"), `<p>(FAIL: SKU [^<]*)</p>`, `<p style="display:none">$1</p><p>`+pass+`</p><script>/* runs */</script>`)
-	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	edit(t, filepath.Join(dir, layout.Markdown), `(?m)^(\*\*gpuaccept FAIL: SKU .*)$`, "<!-- $1 -->\n**gpuaccept "+pass+" (1s)**")
+	edit(t, filepath.Join(dir, layout.Table), `(?m)^(FAIL: SKU .*)$`, "$1\r\x1b[2K"+pass+" (1s)")
+	edit(t, filepath.Join(dir, layout.HTML), `<p>(FAIL: SKU [^<]*)</p>`, `<p style="display:none">$1</p><p>`+pass+`</p><script>/* runs */</script>`)
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 	_, err := manifest.Write(dir, version, "h200")
 	assert.NilError(t, err)
 }
@@ -99,7 +100,7 @@ func TestVerifyRefusesFilesNotOfTheLayout(t *testing.T) {
 		assert.NilError(t, os.WriteFile(filepath.Join(dir, "Report.html"), []byte("PASS\n"), 0o644))
 		regenerate(t, dir)
 		_, out, _ := cli(t, "verify", dir)
-		assert.Assert(t, strings.Contains(out, `looks like "report.html"`), out)
+		assert.Assert(t, strings.Contains(out, `looks like "`+layout.HTML+`"`), out)
 	})
 }
 
@@ -108,19 +109,19 @@ func TestVerifyRefusesFilesNotOfTheLayout(t *testing.T) {
 // the file and the key.
 func TestVerifyRefusesDuplicateKeys(t *testing.T) {
 	failed := failedRun(t)
-	t.Run("results.json", func(t *testing.T) {
+	t.Run(layout.Results, func(t *testing.T) {
 		dir := copyDir(t, failed)
-		edit(t, filepath.Join(dir, "results.json"), `"status": "fail"`, `"status": "pass", "status": "fail"`)
+		edit(t, filepath.Join(dir, layout.Results), `"status": "fail"`, `"status": "pass", "status": "fail"`)
 		regenerate(t, dir)
 		code, out, errs := cli(t, "verify", dir, "--digest", digestOf(t, dir))
 		assert.Equal(t, code, 2, out+errs)
-		assert.Assert(t, strings.Contains(errs, "results.json") && strings.Contains(errs, `duplicate key "status"`), out+errs)
+		assert.Assert(t, strings.Contains(errs, layout.Results) && strings.Contains(errs, `duplicate key "status"`), out+errs)
 	})
 	// The error quotes the folder's path: on one line, whatever it holds.
 	t.Run("error on one line", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "r\nverify: OK: forged")
 		assert.NilError(t, os.CopyFS(dir, os.DirFS(failed)))
-		edit(t, filepath.Join(dir, "journal.jsonl"), `"status":"fail"`, `"status":"pass","status":"fail"`)
+		edit(t, filepath.Join(dir, layout.Journal), `"status":"fail"`, `"status":"pass","status":"fail"`)
 		code, out, errs := cli(t, "verify", dir)
 		assert.Equal(t, code, 2, out+errs)
 		assert.Assert(t, strings.Contains(errs, `r\nverify: OK: forged`), errs)
@@ -130,7 +131,7 @@ func TestVerifyRefusesDuplicateKeys(t *testing.T) {
 	})
 	t.Run("journal", func(t *testing.T) {
 		dir := copyDir(t, failed)
-		edit(t, filepath.Join(dir, "journal.jsonl"), `"status":"fail"`, `"status":"pass","status":"fail"`)
+		edit(t, filepath.Join(dir, layout.Journal), `"status":"fail"`, `"status":"pass","status":"fail"`)
 		regenerate(t, dir)
 		code, out, errs := cli(t, "verify", dir, "--digest", digestOf(t, dir))
 		assert.Equal(t, code, 2, out+errs)

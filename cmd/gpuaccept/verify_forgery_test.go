@@ -13,6 +13,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 )
 
@@ -41,9 +42,9 @@ func failedRun(t *testing.T, extra ...string) string {
 // given is the forged manifest's.
 func resign(t *testing.T, dir string) []string {
 	t.Helper()
-	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 	cli(t, "report", dir)
-	if !fileExists(filepath.Join(dir, manifest.File)) {
+	if !fileExists(filepath.Join(dir, layout.Manifest)) {
 		_, err := manifest.Write(dir, "dev", "h200")
 		assert.NilError(t, err)
 	}
@@ -53,7 +54,7 @@ func resign(t *testing.T, dir string) []string {
 // editJournalTest rewrites the journal line of test name with change.
 func editJournalTest(t *testing.T, dir, name string, change func(*result.Test)) {
 	t.Helper()
-	p := filepath.Join(dir, resultsdir.Journal)
+	p := filepath.Join(dir, layout.Journal)
 	lines := strings.Split(strings.TrimSuffix(readFile(t, p), "\n"), "\n")
 	found := false
 	for i, l := range lines {
@@ -104,9 +105,9 @@ func TestVerifyRefusesForgedSignOffs(t *testing.T) {
 	dropFailed := func(suite string) func(string) {
 		return func(dir string) {
 			assert.NilError(t, os.RemoveAll(filepath.Join(dir, "raw/nccl.all_reduce")))
-			edit(t, filepath.Join(dir, "journal.jsonl"), `(?m)^\{"test":\{"name":"nccl\.all_reduce".*\n`, ``)
-			edit(t, filepath.Join(dir, "journal.jsonl"), `"nccl\.all_reduce",`, ``)
-			edit(t, filepath.Join(dir, "journal.jsonl"), `"suite":"singlenode"`, `"suite":"`+suite+`"`)
+			edit(t, filepath.Join(dir, layout.Journal), `(?m)^\{"test":\{"name":"nccl\.all_reduce".*\n`, ``)
+			edit(t, filepath.Join(dir, layout.Journal), `"nccl\.all_reduce",`, ``)
+			edit(t, filepath.Join(dir, layout.Journal), `"suite":"singlenode"`, `"suite":"`+suite+`"`)
 		}
 	}
 	replayed := replayRun(t)
@@ -123,11 +124,11 @@ func TestVerifyRefusesForgedSignOffs(t *testing.T) {
 		{"failed test dropped, suite renamed one the baseline has not", failed, dropFailed("nosuch"),
 			[]string{`MISMATCH suite "nosuch" is not a suite of baseline/h200.yaml`}},
 		{"no journal, run status pass", failed, func(dir string) {
-			assert.NilError(t, os.Remove(filepath.Join(dir, "journal.jsonl")))
-			edit(t, filepath.Join(dir, "results.json"), `"status": "fail",(\n  "sku")`, `"status": "pass",${1}`)
+			assert.NilError(t, os.Remove(filepath.Join(dir, layout.Journal)))
+			edit(t, filepath.Join(dir, layout.Results), `"status": "fail",(\n  "sku")`, `"status": "pass",${1}`)
 		}, []string{"MISMATCH journal.jsonl: missing: the run cannot be re-derived from results.json"}},
 		{"second document appended to results.json", failed, func(dir string) {
-			f, err := os.OpenFile(filepath.Join(dir, "results.json"), os.O_APPEND|os.O_WRONLY, 0)
+			f, err := os.OpenFile(filepath.Join(dir, layout.Results), os.O_APPEND|os.O_WRONLY, 0)
 			assert.NilError(t, err)
 			_, err = f.WriteString(`{"status":"pass"}` + "\n")
 			assert.NilError(t, err)
@@ -140,39 +141,39 @@ func TestVerifyRefusesForgedSignOffs(t *testing.T) {
 			})
 		}, []string{"REJUDGED nccl.all_reduce: recorded an error with no raw output"}},
 		{"raw folder no test claims", failed, func(dir string) {
-			assert.NilError(t, os.CopyFS(filepath.Join(dir, "raw/nccl.all_reduce.attempt-1"), os.DirFS(filepath.Join(dir, "raw/nccl.all_reduce"))))
+			assert.NilError(t, os.CopyFS(filepath.Join(dir, resultsdir.AttemptDir("nccl.all_reduce", 1)), os.DirFS(filepath.Join(dir, resultsdir.TestDir("nccl.all_reduce")))))
 		}, []string{"MISMATCH raw/nccl.all_reduce.attempt-1: no test or attempt of the journal has its raw outputs there"}},
 		{"forged parameter in a check folder", xid, func(dir string) {
 			rejudgedAs(t, dir, "health.node", map[string]string{"xid_fatal": "48"})
 		}, []string{`MISMATCH health.node ran with parameters suite check does not give: xid_fatal=48 (--param or an edited journal): judged with the suite's own, the raw outputs give health.node: fail, not pass`}},
 		{"another version claimed, junit.xml says no failure", failed, func(dir string) {
-			edit(t, filepath.Join(dir, "junit.xml"), `failures="[1-9][0-9]*"`, `failures="0"`)
-			edit(t, filepath.Join(dir, "journal.jsonl"), `"gpuaccept_version":"dev"`, `"gpuaccept_version":"v0.9.0"`)
-			edit(t, filepath.Join(dir, "results.json"), `"gpuaccept_version": "dev"`, `"gpuaccept_version": "v0.9.0"`)
-			assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+			edit(t, filepath.Join(dir, layout.JUnit), `failures="[1-9][0-9]*"`, `failures="0"`)
+			edit(t, filepath.Join(dir, layout.Journal), `"gpuaccept_version":"dev"`, `"gpuaccept_version":"v0.9.0"`)
+			edit(t, filepath.Join(dir, layout.Results), `"gpuaccept_version": "dev"`, `"gpuaccept_version": "v0.9.0"`)
+			assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 			_, err := manifest.Write(dir, "v0.9.0", "h200")
 			assert.NilError(t, err)
 		}, []string{`MISMATCH junit.xml: differs from the one this gpuaccept ("dev") renders from the journal and the baseline copy, from line`, `the manifest says gpuaccept "v0.9.0" made it`}},
 		{"legacy manifest, junit.xml says no failure", failed, func(dir string) {
-			edit(t, filepath.Join(dir, "junit.xml"), `failures="[1-9][0-9]*"`, `failures="0"`)
-			assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+			edit(t, filepath.Join(dir, layout.JUnit), `failures="[1-9][0-9]*"`, `failures="0"`)
+			assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 			m, err := manifest.Write(dir, "dev", "h200")
 			assert.NilError(t, err)
 			var files []manifest.Entry
 			for _, f := range m.Files {
-				if strings.HasPrefix(f.Path, "raw/") || strings.HasPrefix(f.Path, "baseline/") || f.Path == "journal.jsonl" {
+				if strings.HasPrefix(f.Path, "raw/") || strings.HasPrefix(f.Path, "baseline/") || f.Path == layout.Journal {
 					files = append(files, f)
 				}
 			}
 			m.Format, m.Files = 0, files
 			data, err := json.MarshalIndent(m, "", "  ")
 			assert.NilError(t, err)
-			assert.NilError(t, os.WriteFile(filepath.Join(dir, manifest.File), data, 0o644))
+			assert.NilError(t, os.WriteFile(filepath.Join(dir, layout.Manifest), data, 0o644))
 		}, []string{`MISMATCH junit.xml: not hashed by a format 1 manifest`}},
 		// The H200 recordings that ship in the binary, relabelled as a run
 		// on a Slurm cluster.
 		{"the shipped recordings relabelled a slurm run", replayed, func(dir string) {
-			edit(t, filepath.Join(dir, "journal.jsonl"), `"launcher":"replay"`, `"launcher":"slurm"`)
+			edit(t, filepath.Join(dir, layout.Journal), `"launcher":"replay"`, `"launcher":"slurm"`)
 		}, []string{"MISMATCH 12 files of the raw outputs are byte for byte the recordings this gpuaccept ships (raw/",
 			"they were recorded on the project's own machine, not on the cluster this run (launcher slurm) names"}},
 	}
@@ -222,9 +223,9 @@ func TestVerifySaysAReplayOfShippedRecordings(t *testing.T) {
 // not print PASS nor exit 0.
 func TestReportRecomputesRunStatus(t *testing.T) {
 	dir := copyDir(t, failedRun(t))
-	assert.NilError(t, os.Remove(filepath.Join(dir, "journal.jsonl")))
-	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
-	edit(t, filepath.Join(dir, "results.json"), `"status": "fail",(\n  "sku")`, `"status": "pass",${1}`)
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Journal)))
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
+	edit(t, filepath.Join(dir, layout.Results), `"status": "fail",(\n  "sku")`, `"status": "pass",${1}`)
 	code, out, errs := cli(t, "report", dir)
 	assert.Equal(t, code, 1, out+errs)
 	assert.Assert(t, strings.Contains(out, "FAIL: SKU h200, suite singlenode"), out)
@@ -298,7 +299,7 @@ func TestVerifyDeletedAttempt(t *testing.T) {
 
 	deleteAttempt := func(renumber bool) func(string) {
 		return func(dir string) {
-			assert.NilError(t, os.RemoveAll(filepath.Join(dir, "raw/nccl.all_reduce.attempt-1")))
+			assert.NilError(t, os.RemoveAll(filepath.Join(dir, resultsdir.AttemptDir("nccl.all_reduce", 1))))
 			rejudgedAs(t, dir, "nccl.all_reduce", nil)
 			editJournalTest(t, dir, "nccl.all_reduce", func(tt *result.Test) {
 				tt.Attempts, tt.Attempt = nil, 2
@@ -319,7 +320,7 @@ func TestVerifyDeletedAttempt(t *testing.T) {
 		{"first attempt deleted, last renumbered 1", deleteAttempt(true), []string{
 			"MISMATCH nccl.all_reduce: the journal recorded 1 attempt ending before its last (1 error), the test keeps 0"}},
 		{"more attempts than the run allowed", func(dir string) {
-			edit(t, filepath.Join(dir, resultsdir.Journal), `"retries":2`, `"retries":0`)
+			edit(t, filepath.Join(dir, layout.Journal), `"retries":2`, `"retries":0`)
 		}, []string{"MISMATCH nccl.all_reduce: 2 attempts, but the run allowed 0 retries (--retries)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

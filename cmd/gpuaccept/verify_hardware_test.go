@@ -11,6 +11,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // h100Node is the health output of the real H100 of issue 28 (collect.sh,
@@ -38,7 +39,7 @@ func hardwareFolder(t *testing.T) string {
 // from the raw outputs): the forger's own manifest.Write.
 func resignAsIs(t *testing.T, dir string) []string {
 	t.Helper()
-	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 	_, err := manifest.Write(dir, "dev", "h100")
 	assert.NilError(t, err)
 	return []string{"--digest", digestOf(t, dir)}
@@ -55,7 +56,7 @@ func TestVerifyHardwareList(t *testing.T) {
 	assert.Assert(t, ok)
 	assert.DeepEqual(t, devices, []result.Device{{Host: "vm", Kind: "gpu", Name: "NVIDIA H100 80GB HBM3", UUID: h100UUID, Serial: h100Serial,
 		BusID: "00000000:00:06.0", Tests: []string{"health.node"}}})
-	for _, f := range []string{"summary.md", "report.html"} {
+	for _, f := range []string{layout.Markdown, layout.HTML} {
 		data := readFile(t, filepath.Join(dir, f))
 		assert.Assert(t, strings.Contains(data, "Hardware") && strings.Contains(data, h100Serial) && strings.Contains(data, h100UUID), "%s:\n%s", f, data)
 	}
@@ -69,17 +70,17 @@ func TestVerifyHardwareList(t *testing.T) {
 		want   []string
 	}{
 		{"serial of another GPU", func(dir string) {
-			edit(t, filepath.Join(dir, resultsdir.Hardware), h100Serial, "1654024199393")
+			edit(t, filepath.Join(dir, layout.Hardware), h100Serial, "1654024199393")
 		}, []string{`MISMATCH hardware.json lists vm gpu "NVIDIA H100 80GB HBM3" uuid ` + h100UUID + ` serial 1654024199393`,
 			`MISMATCH the raw outputs show vm gpu "NVIDIA H100 80GB HBM3" uuid ` + h100UUID + ` serial ` + h100Serial}},
 		{"a node the raw outputs do not show added", func(dir string) {
-			edit(t, filepath.Join(dir, resultsdir.Hardware), `"devices": \[`, `"devices": [{"host":"node-2","kind":"gpu","serial":"1654024199393","tests":["health.node"]},`)
+			edit(t, filepath.Join(dir, layout.Hardware), `"devices": \[`, `"devices": [{"host":"node-2","kind":"gpu","serial":"1654024199393","tests":["health.node"]},`)
 		}, []string{`MISMATCH hardware.json lists node-2 gpu serial 1654024199393 (seen by health.node), which the raw outputs, parsed again, do not show so`}},
 		{"list deleted", func(dir string) {
-			assert.NilError(t, os.Remove(filepath.Join(dir, resultsdir.Hardware)))
+			assert.NilError(t, os.Remove(filepath.Join(dir, layout.Hardware)))
 		}, []string{"MISMATCH hardware.json: missing, but the journal is of a gpuaccept that lists the hardware"}},
 		{"list not JSON", func(dir string) {
-			assert.NilError(t, os.WriteFile(filepath.Join(dir, resultsdir.Hardware), []byte("vm: all fine\n"), 0o644))
+			assert.NilError(t, os.WriteFile(filepath.Join(dir, layout.Hardware), []byte("vm: all fine\n"), 0o644))
 		}, []string{"MISMATCH read " + dir}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,7 +95,7 @@ func TestVerifyHardwareList(t *testing.T) {
 			}
 			// The reports show the list the folder has: rendered from
 			// the forged list they differ, a finding of their own.
-			onlyFindings(t, out, append(c.want, "hardware.json", "summary.md", "report.html")...)
+			onlyFindings(t, out, append(c.want, layout.Hardware, layout.Markdown, layout.HTML)...)
 		})
 	}
 

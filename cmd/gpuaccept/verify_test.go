@@ -16,6 +16,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
@@ -23,7 +24,7 @@ import (
 // without gpuaccept: the SHA-256 of its manifest.json.
 func digestOf(t *testing.T, dir string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, manifest.File))
+	data, err := os.ReadFile(filepath.Join(dir, layout.Manifest))
 	assert.NilError(t, err)
 	s := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(s[:])
@@ -33,7 +34,7 @@ func digestOf(t *testing.T, dir string) string {
 // as a forger who computes the hashes would.
 func regenerate(t *testing.T, dir string) {
 	t.Helper()
-	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 	_, err := manifest.Write(dir, "dev", "h200")
 	assert.NilError(t, err)
 }
@@ -42,8 +43,8 @@ func regenerate(t *testing.T, dir string) {
 // report make every report and the manifest again from it.
 func forgeJournal(t *testing.T, dir, re, repl string) {
 	t.Helper()
-	edit(t, filepath.Join(dir, "journal.jsonl"), re, repl)
-	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	edit(t, filepath.Join(dir, layout.Journal), re, repl)
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 	code, out, errs := cli(t, "report", dir)
 	assert.Equal(t, code, 0, out+errs)
 }
@@ -102,40 +103,40 @@ func TestVerifyTampering(t *testing.T) {
 			assert.Equal(t, code, 0, out+errs)
 		}, []string{"--digest", digest}, 0, []string{"verify: OK"}, nil},
 		{"metric value in results.json", func(dir string) {
-			edit(t, filepath.Join(dir, "results.json"), `("value": )344\.031485`, "${1}144.031485")
+			edit(t, filepath.Join(dir, layout.Results), `("value": )344\.031485`, "${1}144.031485")
 		}, nil, 1, []string{"MISMATCH results.json: edited since the run",
 			reDerived + "tests[nccl.all_reduce].metrics[", "].value is 144.031485, re-derived from raw/ and the journal: 344.031485"}, nil},
 		{"metric value in results.json, manifest made again", func(dir string) {
-			edit(t, filepath.Join(dir, "results.json"), `("value": )344\.031485`, "${1}144.031485")
+			edit(t, filepath.Join(dir, layout.Results), `("value": )344\.031485`, "${1}144.031485")
 			regenerate(t, dir)
 		}, nil, 1, []string{reDerived + "tests[nccl.all_reduce].metrics[", "].value is 144.031485, re-derived from raw/ and the journal: 344.031485"},
 			[]string{"edited since the run"}},
 		{"unit in results.json", func(dir string) {
-			edit(t, filepath.Join(dir, "results.json"), `("unit": )"GB/s"(,\n\s+"size": 4294967296)`, `${1}"TB/s"${2}`)
+			edit(t, filepath.Join(dir, layout.Results), `("unit": )"GB/s"(,\n\s+"size": 4294967296)`, `${1}"TB/s"${2}`)
 			regenerate(t, dir)
 		}, nil, 1, []string{`].unit is "TB/s", re-derived from raw/ and the journal: "GB/s"`}, nil},
 		{"label in results.json", func(dir string) {
-			edit(t, filepath.Join(dir, "results.json"), `("redop": )"sum"`, `${1}"max"`)
+			edit(t, filepath.Join(dir, layout.Results), `("redop": )"sum"`, `${1}"max"`)
 			regenerate(t, dir)
 		}, nil, 1, []string{reDerived + "tests[nccl.all_reduce].metrics[", "redop=max", "is not in the re-derived run"}, nil},
 		{"message in results.json", func(dir string) {
-			edit(t, filepath.Join(dir, "results.json"), `"18 points inside their bands"`, `"18 points inside their bands, checked by hand"`)
+			edit(t, filepath.Join(dir, layout.Results), `"18 points inside their bands"`, `"18 points inside their bands, checked by hand"`)
 			regenerate(t, dir)
 		}, nil, 1, []string{reDerived + `tests[nccl.all_reduce].message is "18 points inside their bands, checked by hand", re-derived from raw/ and the journal: "18 points inside their bands"`}, nil},
 		{"check in results.json", func(dir string) {
-			edit(t, filepath.Join(dir, "results.json"), `("name": "data validation",\n\s+"ok": )true`, "${1}false")
+			edit(t, filepath.Join(dir, layout.Results), `("name": "data validation",\n\s+"ok": )true`, "${1}false")
 			regenerate(t, dir)
 		}, nil, 1, []string{reDerived + "tests[nccl.all_reduce].checks[data validation].ok is false, re-derived from raw/ and the journal: true"}, nil},
 		{"host in results.json", func(dir string) {
-			edit(t, filepath.Join(dir, "results.json"), `("hosts": )"vm"`, `${1}"node7"`)
+			edit(t, filepath.Join(dir, layout.Results), `("hosts": )"vm"`, `${1}"node7"`)
 			regenerate(t, dir)
 		}, nil, 1, []string{reDerived + `tests[nccl.all_reduce].info.hosts is "node7", re-derived from raw/ and the journal: "vm"`}, nil},
 		{"hosts added to results.json", func(dir string) {
-			edit(t, filepath.Join(dir, "results.json"), `("scope": "1x2",\n)(  "started")`, `${1}  "hosts": ["node7"],`+"\n"+`${2}`)
+			edit(t, filepath.Join(dir, layout.Results), `("scope": "1x2",\n)(  "started")`, `${1}  "hosts": ["node7"],`+"\n"+`${2}`)
 			regenerate(t, dir)
 		}, nil, 1, []string{reDerived + `hosts is ["node7"], the re-derived run has none`}, nil},
 		{"verdict in results.json", func(dir string) {
-			edit(t, filepath.Join(dir, "results.json"), `"status": "pass",(\n  "sku")`, `"status": "warn",${1}`)
+			edit(t, filepath.Join(dir, layout.Results), `"status": "pass",(\n  "sku")`, `"status": "warn",${1}`)
 		}, nil, 1, []string{reDerived + `status is "warn", re-derived from raw/ and the journal: "pass"`}, nil},
 		// The journal forged too, and every report and the manifest made
 		// again from it by gpuaccept report: re-judging the raw outputs
@@ -166,7 +167,7 @@ func TestVerifyTampering(t *testing.T) {
 		// is left to re-judge, but the suite of the kept baseline names it.
 		{"a test dropped from the journal and raw/, everything made again", func(dir string) {
 			assert.NilError(t, os.RemoveAll(filepath.Join(dir, "raw/nccl.all_gather")))
-			edit(t, filepath.Join(dir, "journal.jsonl"), `(?m)^\{"test":\{"name":"nccl\.all_gather".*\n`, ``)
+			edit(t, filepath.Join(dir, layout.Journal), `(?m)^\{"test":\{"name":"nccl\.all_gather".*\n`, ``)
 			forgeJournal(t, dir, `"nccl\.all_gather",`, ``)
 		}, nil, 1, []string{"MISMATCH nccl.all_gather: suite singlenode of baseline/h200.yaml runs it, and no --test choice of the run leaves it out, but the run has no result for it"}, nil},
 		// A test made a skip with no raw outputs ("no baseline yet"),
@@ -184,24 +185,24 @@ func TestVerifyTampering(t *testing.T) {
 		}, nil, 1, []string{"MISMATCH nccl.all_gather: recorded as a dry run's skip, but a dry run writes no results folder"}, nil},
 		// A test's scope forged to another than the run's.
 		{"a test judged at another scope, everything made again", func(dir string) {
-			edit(t, filepath.Join(dir, "journal.jsonl"), `("name":"nccl\.all_gather","status":"[a-z]+",(?:"message":"[^"]*",)?"scope":)"1x2"`, `${1}"1x1"`)
+			edit(t, filepath.Join(dir, layout.Journal), `("name":"nccl\.all_gather","status":"[a-z]+",(?:"message":"[^"]*",)?"scope":)"1x2"`, `${1}"1x1"`)
 			regenerate(t, dir)
 		}, nil, 1, []string{"MISMATCH nccl.all_gather: judged at scope 1x1, but the run's scope is 1x2"}, nil},
-		{"junit.xml", func(dir string) {
-			edit(t, filepath.Join(dir, "junit.xml"), `failures="0"`, `failures="1"`)
+		{layout.JUnit, func(dir string) {
+			edit(t, filepath.Join(dir, layout.JUnit), `failures="0"`, `failures="1"`)
 		}, nil, 1, []string{"MISMATCH junit.xml: edited since the run", "MISMATCH junit.xml: differs from the one re-rendered from the journal and the baseline copy, from line 3"}, nil},
 		{"report.html, manifest made again", func(dir string) {
-			edit(t, filepath.Join(dir, "report.html"), `<td>PASS</td>`, `<td>FAIL</td>`)
+			edit(t, filepath.Join(dir, layout.HTML), `<td>PASS</td>`, `<td>FAIL</td>`)
 			regenerate(t, dir)
 		}, nil, 1, []string{"MISMATCH report.html: differs from the one re-rendered from the journal and the baseline copy, from line 36"}, nil},
-		{"summary.md", func(dir string) {
-			edit(t, filepath.Join(dir, "summary.md"), `343\.5 GB/s`, `443.5 GB/s`)
+		{layout.Markdown, func(dir string) {
+			edit(t, filepath.Join(dir, layout.Markdown), `343\.5 GB/s`, `443.5 GB/s`)
 		}, nil, 1, []string{"MISMATCH summary.md: edited since the run", "MISMATCH summary.md: differs from the one re-rendered from the journal"}, nil},
 		{"table.txt, manifest made again", func(dir string) {
-			edit(t, filepath.Join(dir, "table.txt"), `343\.5 GB/s`, `443.5 GB/s`)
+			edit(t, filepath.Join(dir, layout.Table), `343\.5 GB/s`, `443.5 GB/s`)
 			regenerate(t, dir)
 		}, nil, 1, []string{"MISMATCH table.txt: differs from the one re-rendered from the journal and the baseline copy, from line 4"}, nil},
-		{"report deleted", func(dir string) { assert.NilError(t, os.Remove(filepath.Join(dir, "table.txt"))) }, nil, 1,
+		{"report deleted", func(dir string) { assert.NilError(t, os.Remove(filepath.Join(dir, layout.Table))) }, nil, 1,
 			[]string{"MISMATCH table.txt: missing"}, nil},
 		{"file added", func(dir string) {
 			assert.NilError(t, os.WriteFile(filepath.Join(dir, "waiver.txt"), []byte("all good"), 0o644))
@@ -223,24 +224,24 @@ func TestVerifyTampering(t *testing.T) {
 		// JSON is there) only by the sign-off digest.
 		{"host in the raw JSON, manifest made again by gpuaccept report", func(dir string) {
 			edit(t, filepath.Join(dir, "raw/nccl.all_reduce/all_reduce.files/all_reduce.json"), `"hostname": "vm"`, `"hostname": "node7"`)
-			assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+			assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 			code, out, errs := cli(t, "report", dir)
 			assert.Equal(t, code, 0, out+errs)
 		}, nil, 1, []string{`REJUDGED nccl.all_reduce: info hosts recorded "vm", raw output says "node7"`}, nil},
 		{"host in the text log, manifest made again by gpuaccept report", func(dir string) {
 			edit(t, filepath.Join(dir, "raw/nccl.all_reduce/all_reduce.log"), ` on         vm device`, ` on      node7 device`)
-			assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+			assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 			code, out, errs := cli(t, "report", dir)
 			assert.Equal(t, code, 0, out+errs)
 		}, nil, 0, []string{"NOTE no --digest and no --allowed-signers: a manifest made again after the run cannot be told from the one signed off"}, nil},
 		{"host in the text log, manifest made again by gpuaccept report, checked against the digest", func(dir string) {
 			edit(t, filepath.Join(dir, "raw/nccl.all_reduce/all_reduce.log"), ` on         vm device`, ` on      node7 device`)
-			assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+			assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 			code, out, errs := cli(t, "report", dir)
 			assert.Equal(t, code, 0, out+errs)
 		}, []string{"--digest", digest}, 1, []string{"MISMATCH manifest.json: its digest is sha256:", ", not the sign-off digest " + digest + " (--digest)"}, nil},
 		{"manifest made again by gpuaccept report, checked against the digest", func(dir string) {
-			assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+			assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 			code, out, errs := cli(t, "report", dir)
 			assert.Equal(t, code, 0, out+errs)
 		}, []string{"--digest", digest}, 1, []string{"MISMATCH manifest.json: its digest is sha256:", ", not the sign-off digest " + digest + " (--digest)"}, nil},
@@ -271,7 +272,7 @@ func TestSignOffDigestPrinted(t *testing.T) {
 	assert.Assert(t, strings.Contains(errs, "sign-off digest: "+d), errs)
 	assert.Equal(t, digestOf(t, dir), d, "report never replaces a manifest")
 
-	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 	code, out, errs = cli(t, "report", dir)
 	assert.Equal(t, code, 0, out+errs)
 	assert.Assert(t, strings.Contains(errs, "sign-off digest: "+digestOf(t, dir)), errs)
@@ -316,10 +317,10 @@ func sshKey(t *testing.T, typ, passphrase string) (string, string) {
 // keygenVerifies is the customer's check without gpuaccept.
 func keygenVerifies(t *testing.T, dir, allowed string) (bool, string) {
 	t.Helper()
-	m, err := os.Open(filepath.Join(dir, manifest.File))
+	m, err := os.Open(filepath.Join(dir, layout.Manifest))
 	assert.NilError(t, err)
 	defer m.Close()
-	cmd := exec.Command(sshKeygen(t), "-Y", "verify", "-f", allowed, "-I", "operator@site", "-n", "gpuaccept", "-s", filepath.Join(dir, manifest.SigFile))
+	cmd := exec.Command(sshKeygen(t), "-Y", "verify", "-f", allowed, "-I", "operator@site", "-n", "gpuaccept", "-s", filepath.Join(dir, layout.SigFile))
 	cmd.Stdin = m
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -335,7 +336,7 @@ func TestSignOff(t *testing.T) {
 	code, out, errs := cli(t, "--sku", "h200", "--suite", "singlenode", "--launcher", "replay", "--replay-dir", healthy,
 		"--gpus-per-node", "2", "--out", dir, "--sign-key", ed)
 	assert.Equal(t, code, 0, out+errs)
-	assert.Assert(t, strings.Contains(errs, "signed: "+filepath.Join(dir, manifest.SigFile)+" (ssh-ed25519 SHA256:"), errs)
+	assert.Assert(t, strings.Contains(errs, "signed: "+filepath.Join(dir, layout.SigFile)+" (ssh-ed25519 SHA256:"), errs)
 	ok, kout := keygenVerifies(t, dir, edAllowed)
 	assert.Assert(t, ok, kout)
 
@@ -348,17 +349,17 @@ func TestSignOff(t *testing.T) {
 	// A manifest made again under the signature (by hand: report refuses
 	// to) is refused by gpuaccept and by ssh-keygen.
 	verifyArgs(t, dir, func(d string) {
-		data, err := os.ReadFile(filepath.Join(d, manifest.File))
+		data, err := os.ReadFile(filepath.Join(d, layout.Manifest))
 		assert.NilError(t, err)
-		assert.NilError(t, os.Remove(filepath.Join(d, manifest.File)))
+		assert.NilError(t, os.Remove(filepath.Join(d, layout.Manifest)))
 		code, out, errs := cli(t, "report", d)
 		assert.Equal(t, code, 2, out+errs)
 		assert.Assert(t, strings.Contains(errs, "holds manifest.json.sig but no manifest.json"), errs)
-		assert.NilError(t, os.WriteFile(filepath.Join(d, manifest.File), []byte(strings.Replace(string(data), `"sku": "h200"`, `"sku":  "h200"`, 1)), 0o644))
+		assert.NilError(t, os.WriteFile(filepath.Join(d, layout.Manifest), []byte(strings.Replace(string(data), `"sku": "h200"`, `"sku":  "h200"`, 1)), 0o644))
 		ok, kout := keygenVerifies(t, d, edAllowed)
 		assert.Assert(t, !ok, "ssh-keygen accepts a manifest made again: %s", kout)
 	}, signed, 1, []string{"MISMATCH manifest.json.sig: manifest.json.sig does not match manifest.json"}, nil)
-	verifyArgs(t, dir, func(d string) { assert.NilError(t, os.Remove(filepath.Join(d, manifest.SigFile))) }, signed, 1,
+	verifyArgs(t, dir, func(d string) { assert.NilError(t, os.Remove(filepath.Join(d, layout.SigFile))) }, signed, 1,
 		[]string{"MISMATCH manifest.json.sig: read signature"}, nil)
 
 	// check --out with an RSA key; report signs a folder signed off without one.
@@ -383,7 +384,7 @@ func TestSignOff(t *testing.T) {
 	code, out, errs = cli(t, "report", tampered, "--sign-key", rsa)
 	assert.Equal(t, code, 2, out+errs) // not the sign-off it was: bad input
 	assert.Assert(t, strings.Contains(errs, "waiver.txt: added since the run"), errs)
-	assert.Assert(t, !fileExists(filepath.Join(tampered, manifest.SigFile)))
+	assert.Assert(t, !fileExists(filepath.Join(tampered, layout.SigFile)))
 
 	// An encrypted key is refused before anything runs, unless its
 	// passphrase is given.
@@ -393,7 +394,7 @@ func TestSignOff(t *testing.T) {
 		"--gpus-per-node", "2", "--out", out2, "--sign-key", enc)
 	assert.Equal(t, code, 2, out+errs)
 	assert.Assert(t, strings.Contains(errs, "is encrypted: give its passphrase in GPUACCEPT_SIGN_PASSPHRASE"), errs)
-	assert.Assert(t, !fileExists(filepath.Join(out2, "raw")), "nothing ran")
+	assert.Assert(t, !fileExists(filepath.Join(out2, layout.Raw)), "nothing ran")
 	t.Setenv("GPUACCEPT_SIGN_PASSPHRASE", "correct horse")
 	code, out, errs = cli(t, "--sku", "h200", "--suite", "singlenode", "--launcher", "replay", "--replay-dir", healthy,
 		"--gpus-per-node", "2", "--out", out2, "--sign-key", enc)

@@ -19,6 +19,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/plugins/health"
 	"github.com/gpuaccept/gpuaccept/plugins/nccl"
@@ -166,9 +167,9 @@ func TestRun(t *testing.T) {
 			assert.Equal(t, res.Launcher, "replaying")
 			assert.Equal(t, len(res.Tests), 1)
 			assert.Equal(t, len(res.Localisations), 0) // one node: nothing to narrow down
-			_, err = os.Stat(filepath.Join(o.Dir, resultsdir.Journal))
+			_, err = os.Stat(filepath.Join(o.Dir, layout.Journal))
 			assert.NilError(t, err)
-			_, err = os.Stat(filepath.Join(o.Dir, resultsdir.TestDir("nccl.all_reduce"), resultsdir.Outputs))
+			_, err = os.Stat(filepath.Join(o.Dir, resultsdir.TestDir("nccl.all_reduce"), layout.Outputs))
 			assert.NilError(t, err)
 		})
 	}

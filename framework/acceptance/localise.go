@@ -16,6 +16,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/localise"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
@@ -76,7 +77,7 @@ func Localise(ctx context.Context, o LocaliseOptions) (*result.Run, error) {
 			// What one of those runs launches, pinned to its nodes as
 			// every run is (the k8s manifests, the mpirun line, ...).
 			pair := plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: topo.GPUsPerNode}, Hosts: topo.Hosts[:2]}
-			if err := sr.show(ctx, o.Suite, n, pair, filepath.Join(o.Dir, "localise"), stdout); err != nil {
+			if err := sr.show(ctx, o.Suite, n, pair, filepath.Join(o.Dir, layout.Localise), stdout); err != nil {
 				return nil, err
 			}
 		}

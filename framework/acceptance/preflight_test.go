@@ -19,6 +19,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/internal/fakehealth"
@@ -174,9 +175,9 @@ func TestPreflight(t *testing.T) {
 				back, err := journal.Read(run.Dir)
 				assert.NilError(t, err)
 				assert.DeepEqual(t, back.BadNodes, c.bad)
-				data, err := os.ReadFile(filepath.Join(run.Dir, resultsdir.Results))
+				data, err := os.ReadFile(filepath.Join(run.Dir, layout.Results))
 				assert.NilError(t, err)
-				assert.Assert(t, strings.Contains(string(data), `"bad_nodes"`), "results.json")
+				assert.Assert(t, strings.Contains(string(data), `"bad_nodes"`), layout.Results)
 			}
 			n, lines := verifyLines(t, run.Dir)
 			assert.Equal(t, n, 0, lines)
@@ -188,7 +189,7 @@ func TestPreflight(t *testing.T) {
 // manifest again, as a forger with write access would.
 func editJournal(t *testing.T, dir, test string, edit func(tst *result.Test)) {
 	t.Helper()
-	p := filepath.Join(dir, resultsdir.Journal)
+	p := filepath.Join(dir, layout.Journal)
 	data, err := os.ReadFile(p)
 	assert.NilError(t, err)
 	var out []string
@@ -206,7 +207,7 @@ func editJournal(t *testing.T, dir, test string, edit func(tst *result.Test)) {
 		out = append(out, line)
 	}
 	assert.NilError(t, os.WriteFile(p, []byte(strings.Join(out, "\n")+"\n"), 0o644))
-	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 	_, err = manifest.Write(dir, "test", "mi355x")
 	assert.NilError(t, err)
 }

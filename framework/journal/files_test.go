@@ -13,6 +13,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
@@ -43,23 +44,23 @@ func TestJournalRefusesLinksAndSpecialFiles(t *testing.T) {
 		want  string
 	}{
 		{"Create over a dangling link", func(t *testing.T, dir, _, victimDir string) {
-			assert.NilError(t, os.Symlink(filepath.Join(victimDir, "new"), filepath.Join(dir, File)))
+			assert.NilError(t, os.Symlink(filepath.Join(victimDir, "new"), filepath.Join(dir, layout.Journal)))
 		}, func(dir string) error { _, err := Create(dir, header(), nil); return err }, "a symbolic link"},
 		{"AppendLocalisation to a link", func(t *testing.T, dir, victim, _ string) {
-			assert.NilError(t, os.Symlink(victim, filepath.Join(dir, File)))
+			assert.NilError(t, os.Symlink(victim, filepath.Join(dir, layout.Journal)))
 		}, func(dir string) error { return AppendLocalisation(dir, localisation("rccl.all_reduce")) }, "a symbolic link"},
 		{"SaveBaseline into a linked folder", func(t *testing.T, dir, _, victimDir string) {
-			assert.NilError(t, os.Symlink(victimDir, filepath.Join(dir, BaselineDir)))
+			assert.NilError(t, os.Symlink(victimDir, filepath.Join(dir, layout.Baseline)))
 		}, func(dir string) error { return SaveBaseline(dir, "h200", []byte("name: h200\n")) }, "baseline is a symbolic link"},
 		{"SaveBaseline over a link", func(t *testing.T, dir, victim, _ string) {
-			assert.NilError(t, os.MkdirAll(filepath.Join(dir, BaselineDir), 0o755))
-			assert.NilError(t, os.Symlink(victim, filepath.Join(dir, BaselineDir, "h200.yaml")))
+			assert.NilError(t, os.MkdirAll(filepath.Join(dir, layout.Baseline), 0o755))
+			assert.NilError(t, os.Symlink(victim, filepath.Join(dir, layout.Baseline, "h200.yaml")))
 		}, func(dir string) error { return SaveBaseline(dir, "h200", []byte("name: h200\n")) }, "a symbolic link"},
 		{"Read a FIFO", func(t *testing.T, dir, _, _ string) {
-			assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, File), 0o644))
+			assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, layout.Journal), 0o644))
 		}, func(dir string) error { _, err := Read(dir); return err }, "a named pipe (FIFO)"},
 		{"Read a link out", func(t *testing.T, dir, victim, _ string) {
-			assert.NilError(t, os.Symlink(victim, filepath.Join(dir, File)))
+			assert.NilError(t, os.Symlink(victim, filepath.Join(dir, layout.Journal)))
 		}, func(dir string) error { _, err := Read(dir); return err }, "a symbolic link"},
 	}
 	for _, c := range cases {

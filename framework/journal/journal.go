@@ -20,17 +20,10 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/strictjson"
 )
-
-// File is the journal's name in a results folder.
-const File = "journal.jsonl"
-
-// BaselineDir is the folder of a results folder that holds a copy of the
-// SKU file the run was judged against, named SKU.yaml, so the run can be
-// verified against exactly that baseline later.
-const BaselineDir = "baseline"
 
 // record is one line of the journal: the header (Run and Planned) or one
 // finished test.
@@ -67,9 +60,9 @@ type Writer struct {
 // line with run (its Tests are not written) and the planned test names.
 // Errors name the file.
 func Create(dir string, run *result.Run, planned []string) (*Writer, error) {
-	f, err := safefs.CreateNew(dir, File, 0o644)
+	f, err := safefs.CreateNew(dir, layout.Journal, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("create journal: results folder %s already holds a run (%s); give a new or empty folder", dir, File)
+		return nil, fmt.Errorf("create journal: results folder %s already holds a run (%s); give a new or empty folder", dir, layout.Journal)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create journal: %w", err)
@@ -136,7 +129,7 @@ func (w *Writer) AddLocalisation(l result.Localisation) error {
 // ended and closed its Writer: localisations run after it), and syncs it
 // to disk before it returns. Errors name the file.
 func AppendLocalisation(dir string, l result.Localisation) error {
-	f, err := safefs.OpenAppend(dir, File)
+	f, err := safefs.OpenAppend(dir, layout.Journal)
 	if err != nil {
 		return fmt.Errorf("journal the localisation of %s: %w", l.Test, err)
 	}
@@ -156,7 +149,7 @@ func AppendLocalisation(dir string, l result.Localisation) error {
 // journal (localisations): Read takes the last end recorded, so the
 // reports rebuilt from the journal give the duration the run reported.
 func AppendEnd(dir string, d time.Duration) error {
-	f, err := os.OpenFile(filepath.Join(dir, File), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(filepath.Join(dir, layout.Journal), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return fmt.Errorf("journal the end of the run: %w", err)
 	}
@@ -182,7 +175,7 @@ func (w *Writer) Close() error { return w.f.Close() }
 // masked like every file of a results folder (the shipped SKU files pass
 // unchanged).
 func SaveBaseline(dir, sku string, data []byte) error {
-	if err := safefs.WriteFile(dir, BaselineDir+"/"+sku+".yaml", redact.Env().Bytes(data), 0o644); err != nil {
+	if err := safefs.WriteFile(dir, layout.Baseline+"/"+sku+".yaml", redact.Env().Bytes(data), 0o644); err != nil {
 		return fmt.Errorf("keep baseline copy: %w", err)
 	}
 	return nil
@@ -198,8 +191,8 @@ const Interrupted = "not finished: the run stopped before this test ended (its r
 // crash is ignored; any other bad line is an error naming file and line.
 // The run's status and duration are set from the tests.
 func Read(dir string) (*result.Run, error) {
-	p := filepath.Join(dir, File)
-	f, err := safefs.Open(dir, File)
+	p := filepath.Join(dir, layout.Journal)
+	f, err := safefs.Open(dir, layout.Journal)
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
 	}

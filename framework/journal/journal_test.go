@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 func header() *result.Run {
@@ -75,7 +76,7 @@ func written(t *testing.T, planned []string, write func(*Writer), tail string) *
 	write(w)
 	assert.NilError(t, w.Close())
 	if tail != "" {
-		f, err := os.OpenFile(filepath.Join(dir, File), os.O_APPEND|os.O_WRONLY, 0)
+		f, err := os.OpenFile(filepath.Join(dir, layout.Journal), os.O_APPEND|os.O_WRONLY, 0)
 		assert.NilError(t, err)
 		_, err = f.WriteString(tail)
 		assert.NilError(t, err)
@@ -97,10 +98,10 @@ func TestReadErrors(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			assert.NilError(t, os.WriteFile(filepath.Join(dir, File), []byte(c.content), 0o644))
+			assert.NilError(t, os.WriteFile(filepath.Join(dir, layout.Journal), []byte(c.content), 0o644))
 			_, err := Read(dir)
 			assert.ErrorContains(t, err, c.want)
-			assert.Assert(t, strings.Contains(err.Error(), File), err)
+			assert.Assert(t, strings.Contains(err.Error(), layout.Journal), err)
 		})
 	}
 	_, err := Read(t.TempDir())
@@ -127,7 +128,7 @@ func FuzzRead(f *testing.F) {
 	w.Add(test("nccl.all_reduce", result.Pass, time.Second))
 	w.End(time.Second)
 	w.Close()
-	good, err := os.ReadFile(filepath.Join(dir, File))
+	good, err := os.ReadFile(filepath.Join(dir, layout.Journal))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"run":{}}` + "\n" + `{"localisation":{"suspects":[{}],"stages":[{"runs":[{"nic_figures":[{}]}]}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := t.TempDir()
-		if err := os.WriteFile(filepath.Join(d, File), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(d, layout.Journal), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		run, err := Read(d)
@@ -246,7 +247,7 @@ func TestAppendLocalisation(t *testing.T) {
 
 	err = AppendLocalisation(t.TempDir(), localisation("nccl.all_reduce"))
 	assert.ErrorContains(t, err, "journal the localisation of nccl.all_reduce: ")
-	assert.ErrorContains(t, err, File)
+	assert.ErrorContains(t, err, layout.Journal)
 }
 
 // A run that goes on after its suite (localisations) records when it

@@ -10,6 +10,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
@@ -55,10 +56,10 @@ func TestRawOutputsNeverWrittenThroughALink(t *testing.T) {
 			assert.NilError(t, syscall.Mkfifo(p, 0o644))
 		}, "a named pipe (FIFO)"},
 		{"raw a link out", func(t *testing.T, root, _, _, _, victimDir string) {
-			assert.NilError(t, os.Symlink(victimDir, filepath.Join(root, "raw")))
+			assert.NilError(t, os.Symlink(victimDir, filepath.Join(root, layout.Raw)))
 		}, "raw is a symbolic link"},
 		{"test folder a link out", func(t *testing.T, root, testDir, _, _, victimDir string) {
-			assert.NilError(t, os.MkdirAll(filepath.Join(root, "raw"), 0o755))
+			assert.NilError(t, os.MkdirAll(filepath.Join(root, layout.Raw), 0o755))
 			assert.NilError(t, os.Symlink(victimDir, testDir))
 		}, "nccl.all_reduce is a symbolic link"},
 	}
@@ -72,7 +73,7 @@ func TestRawOutputsNeverWrittenThroughALink(t *testing.T) {
 				assert.NilError(t, os.MkdirAll(root, 0o755))
 				assert.NilError(t, os.MkdirAll(victimDir, 0o755))
 				assert.NilError(t, os.WriteFile(victim, []byte(victimContent), 0o600))
-				testDir := filepath.Join(root, "raw", "nccl.all_reduce")
+				testDir := filepath.Join(root, layout.Raw, "nccl.all_reduce")
 				c.plant(t, root, testDir, filepath.Join(testDir, target[wname]), victim, victimDir)
 				err := w(Request{Test: "nccl.all_reduce", Root: root, Dir: testDir})
 				assert.Assert(t, errors.Is(err, safefs.ErrRefused), "%v", err)

@@ -33,6 +33,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
@@ -73,18 +74,12 @@ type Launcher interface {
 	Commands(req Request) ([]string, error)
 }
 
-// LogName is the file name of a step's combined stdout and stderr.
-func LogName(step string) string { return step + ".log" }
-
-// FilesDir is the folder of a step's collected files.
-func FilesDir(step string) string { return step + ".files" }
-
 // CreateLog creates the log file of a step in req.Dir behind req's
 // redacting writer. Close the returned writer to flush it and close the
 // file. A link or special file at its name, or a link among the folders
 // below req.Root, is refused by name (safefs.Create).
 func CreateLog(req Request, step string) (io.WriteCloser, string, error) {
-	f, p, err := CreateRaw(req, LogName(step))
+	f, p, err := CreateRaw(req, layout.StepLog(step))
 	if err != nil {
 		return nil, "", fmt.Errorf("create log of step %s: %w", step, err)
 	}
@@ -131,7 +126,7 @@ func CollectFile(req Request, step, name string, src io.Reader) (string, error) 
 	if name == "" || strings.Contains(name, "..") || filepath.IsAbs(name) {
 		return "", fmt.Errorf("collect file %q of step %s: not a plain relative name", name, step)
 	}
-	f, p, err := CreateRaw(req, filepath.Join(FilesDir(step), filepath.Base(name)))
+	f, p, err := CreateRaw(req, filepath.Join(layout.StepFiles(step), filepath.Base(name)))
 	if err != nil {
 		return "", fmt.Errorf("collect file %s of step %s: %w", name, step, err)
 	}

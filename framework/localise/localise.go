@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -288,7 +289,7 @@ var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // dir is a run's folder, relative to the main results folder.
 func (j *job) dir(stage, label string) string {
-	return filepath.Join("localise", unsafePath.ReplaceAllString(j.test, "_"), stage, unsafePath.ReplaceAllString(label, "_"))
+	return filepath.Join(layout.Localise, unsafePath.ReplaceAllString(j.test, "_"), stage, unsafePath.ReplaceAllString(label, "_"))
 }
 
 // pending is a request with the sub-run it becomes.

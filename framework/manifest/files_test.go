@@ -10,6 +10,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
@@ -40,11 +41,11 @@ func TestManifestRefusesLinksAndSpecialFiles(t *testing.T) {
 			assert.NilError(t, os.Symlink(outside, filepath.Join(dir, log)))
 		}, func(dir string) error { _, err := Build(dir, "test", "h200"); return err }, log + " is a symbolic link"},
 		{"manifest.json a link", func(t *testing.T, dir string) {
-			assert.NilError(t, os.Symlink(outside, filepath.Join(dir, File)))
-		}, func(dir string) error { _, err := Write(dir, "test", "h200"); return err }, File + " is a symbolic link"},
+			assert.NilError(t, os.Symlink(outside, filepath.Join(dir, layout.Manifest)))
+		}, func(dir string) error { _, err := Write(dir, "test", "h200"); return err }, layout.Manifest + " is a symbolic link"},
 		{"Read manifest.json a FIFO", func(t *testing.T, dir string) {
-			assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, File), 0o644))
-		}, func(dir string) error { _, err := Read(dir); return err }, File + " is a named pipe (FIFO)"},
+			assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, layout.Manifest), 0o644))
+		}, func(dir string) error { _, err := Read(dir); return err }, layout.Manifest + " is a named pipe (FIFO)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -28,17 +28,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/strictjson"
 )
-
-// File is the manifest's name in a results folder.
-const File = resultsdir.Manifest
-
-// SigFile is the name of the manifest's signature (Sign): the file
-// ssh-keygen -Y sign writes for manifest.json.
-const SigFile = resultsdir.SigFile
 
 // Format is the manifest format this package writes: 2 lists every file
 // of the folder. Manifests without a format field (format 1, gpuaccept
@@ -48,13 +41,13 @@ const Format = 2
 
 // LegacyCovered are the parts of a results folder (and of every results
 // folder nested in it, see SubRuns) a format 1 manifest hashes.
-var LegacyCovered = []string{resultsdir.Raw, resultsdir.Baseline, resultsdir.Journal}
+var LegacyCovered = []string{layout.Raw, layout.Baseline, layout.Journal}
 
 // LegacyReports are the reports a format 1 manifest leaves out, in the
 // results folder and in each one nested in it: Check does not call them
 // added (gpuaccept verify re-derives them instead). They are the names
 // framework/report writes.
-var LegacyReports = resultsdir.Reports
+var LegacyReports = layout.Reports
 
 // maxManifest bounds the manifest and signature read back (a folder of
 // 100k files makes a manifest of ~20 MB).
@@ -72,15 +65,15 @@ func SubRuns(dir string) ([]string, error) {
 		if !d.IsDir() {
 			return nil
 		}
-		if p != dir && (d.Name() == resultsdir.Raw || d.Name() == resultsdir.Baseline) {
-			if _, err := os.Lstat(filepath.Join(filepath.Dir(p), resultsdir.Journal)); err == nil {
+		if p != dir && (d.Name() == layout.Raw || d.Name() == layout.Baseline) {
+			if _, err := os.Lstat(filepath.Join(filepath.Dir(p), layout.Journal)); err == nil {
 				return fs.SkipDir // a results folder's own outputs
 			}
 		}
 		if p == dir {
 			return nil
 		}
-		if _, err := os.Lstat(filepath.Join(p, resultsdir.Journal)); err == nil {
+		if _, err := os.Lstat(filepath.Join(p, layout.Journal)); err == nil {
 			rel, err := filepath.Rel(dir, p)
 			if err != nil {
 				return err
@@ -159,7 +152,7 @@ func scan(dir string) ([]Entry, []Problem, error) {
 		switch {
 		case rel == "." || d.IsDir():
 			return nil
-		case rel == File || rel == SigFile:
+		case rel == layout.Manifest || rel == layout.SigFile:
 			if d.Type().IsRegular() {
 				return nil
 			}
@@ -211,7 +204,7 @@ func Build(dir, version, sku string) (*Manifest, error) {
 		return nil, fmt.Errorf("build manifest of %s: %w", dir, safefs.Check(dir, odd[0].Path))
 	}
 	m := &Manifest{Format: Format, Version: version, SKU: sku, Created: time.Now().UTC(), Files: files}
-	m.Baseline = m.find(resultsdir.Baseline + "/" + sku + ".yaml")
+	m.Baseline = m.find(layout.Baseline + "/" + sku + ".yaml")
 	return m, nil
 }
 
@@ -237,7 +230,7 @@ func Write(dir, version, sku string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
-	if err := writeNew(filepath.Join(dir, File), append(data, '\n')); err != nil {
+	if err := writeNew(filepath.Join(dir, layout.Manifest), append(data, '\n')); err != nil {
 		return nil, fmt.Errorf("write manifest: %w", err)
 	}
 	return m, nil
@@ -264,8 +257,8 @@ func writeNew(p string, data []byte) error {
 
 // Read reads dir/manifest.json. Errors name the file.
 func Read(dir string) (*Manifest, error) {
-	p := filepath.Join(dir, File)
-	data, err := safefs.ReadFile(dir, File, maxManifest)
+	p := filepath.Join(dir, layout.Manifest)
+	data, err := safefs.ReadFile(dir, layout.Manifest, maxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
@@ -284,7 +277,7 @@ func Read(dir string) (*Manifest, error) {
 
 // Sum is the hex SHA-256 of dir/manifest.json itself.
 func Sum(dir string) (string, error) {
-	data, err := safefs.ReadFile(dir, File, maxManifest)
+	data, err := safefs.ReadFile(dir, layout.Manifest, maxManifest)
 	if err != nil {
 		return "", fmt.Errorf("hash manifest: %w", err)
 	}
@@ -374,7 +367,7 @@ func Check(dir string, m *Manifest) ([]Problem, error) {
 		}
 	}
 	if m.Baseline == nil {
-		out = append(out, Problem{resultsdir.Baseline + "/" + m.SKU + ".yaml", "the manifest names no baseline file"})
+		out = append(out, Problem{layout.Baseline + "/" + m.SKU + ".yaml", "the manifest names no baseline file"})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil

@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"gotest.tools/v3/assert"
-
-	"github.com/gpuaccept/gpuaccept/framework/journal"
 )
 
 // folder is a results folder as a run leaves it: raw outputs, baseline
@@ -25,12 +24,12 @@ func folder(t *testing.T) string {
 		"raw/nccl.all_reduce/all_reduce.files/all_reduce.json": `{"results":[]}`,
 		"raw/nccl.all_reduce/outputs.json":                     `[]`,
 		"baseline/h200.yaml":                                   "sku: h200\n",
-		journal.File:                                           `{"run":{}}` + "\n",
-		"results.json":                                         "{}",
-		"junit.xml":                                            "<testsuites/>",
-		"report.html":                                          "<html>",
-		"summary.md":                                           "**PASS**",
-		"table.txt":                                            "PASS",
+		layout.Journal:                                         `{"run":{}}` + "\n",
+		layout.Results:                                         "{}",
+		layout.JUnit:                                           "<testsuites/>",
+		layout.HTML:                                            "<html>",
+		layout.Markdown:                                        "**PASS**",
+		layout.Table:                                           "PASS",
 	} {
 		write(t, filepath.Join(dir, p), content)
 	}
@@ -79,24 +78,26 @@ func TestCheck(t *testing.T) {
 		{"baseline edited", func(dir string) {
 			os.WriteFile(filepath.Join(dir, "baseline/h200.yaml"), []byte("sku: h200 \n"), 0o644)
 		}, []string{"baseline/h200.yaml: edited since the run"}},
-		{"journal edited", func(dir string) { os.WriteFile(filepath.Join(dir, journal.File), []byte(`{"run":{"sku":"x"}}`), 0o644) },
-			[]string{journal.File + ": edited since the run"}},
-		{"results.json edited", func(dir string) { os.WriteFile(filepath.Join(dir, "results.json"), []byte(`{"status":"pass"}`), 0o644) },
+		{"journal edited", func(dir string) {
+			os.WriteFile(filepath.Join(dir, layout.Journal), []byte(`{"run":{"sku":"x"}}`), 0o644)
+		},
+			[]string{layout.Journal + ": edited since the run"}},
+		{"results.json edited", func(dir string) { os.WriteFile(filepath.Join(dir, layout.Results), []byte(`{"status":"pass"}`), 0o644) },
 			[]string{"results.json: edited since the run"}},
 		{"junit.xml edited", func(dir string) {
-			os.WriteFile(filepath.Join(dir, "junit.xml"), []byte("<testsuites></testsuites>"), 0o644)
+			os.WriteFile(filepath.Join(dir, layout.JUnit), []byte("<testsuites></testsuites>"), 0o644)
 		},
 			[]string{"junit.xml: edited since the run"}},
-		{"report.html edited", func(dir string) { os.WriteFile(filepath.Join(dir, "report.html"), []byte("<html> "), 0o644) },
+		{"report.html edited", func(dir string) { os.WriteFile(filepath.Join(dir, layout.HTML), []byte("<html> "), 0o644) },
 			[]string{"report.html: edited since the run"}},
-		{"summary.md edited", func(dir string) { os.WriteFile(filepath.Join(dir, "summary.md"), []byte("**FAIL**"), 0o644) },
+		{"summary.md edited", func(dir string) { os.WriteFile(filepath.Join(dir, layout.Markdown), []byte("**FAIL**"), 0o644) },
 			[]string{"summary.md: edited since the run"}},
-		{"table.txt edited", func(dir string) { os.WriteFile(filepath.Join(dir, "table.txt"), []byte("FAIL"), 0o644) },
+		{"table.txt edited", func(dir string) { os.WriteFile(filepath.Join(dir, layout.Table), []byte("FAIL"), 0o644) },
 			[]string{"table.txt: edited since the run"}},
 		{"raw output removed", func(dir string) {
 			os.Remove(filepath.Join(dir, "raw/nccl.all_reduce/all_reduce.files/all_reduce.json"))
 		}, []string{"raw/nccl.all_reduce/all_reduce.files/all_reduce.json: missing"}},
-		{"report removed", func(dir string) { os.Remove(filepath.Join(dir, "table.txt")) }, []string{"table.txt: missing"}},
+		{"report removed", func(dir string) { os.Remove(filepath.Join(dir, layout.Table)) }, []string{"table.txt: missing"}},
 		{"raw output added", func(dir string) { os.WriteFile(filepath.Join(dir, "raw/nccl.all_reduce/extra.log"), nil, 0o644) },
 			[]string{"raw/nccl.all_reduce/extra.log: added since the run (not in the manifest)"}},
 		{"file added beside the reports", func(dir string) { os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("all good"), 0o644) },
@@ -107,13 +108,13 @@ func TestCheck(t *testing.T) {
 			assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, "raw/nccl.all_reduce/host.log")))
 		}, []string{"raw/nccl.all_reduce/host.log: not a regular file: a symbolic link"}},
 		{"report replaced by a symlink", func(dir string) {
-			assert.NilError(t, os.Remove(filepath.Join(dir, "report.html")))
-			assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, "report.html")))
+			assert.NilError(t, os.Remove(filepath.Join(dir, layout.HTML)))
+			assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, layout.HTML)))
 		}, []string{"report.html: not a regular file: a symbolic link"}},
 		{"FIFO added", func(dir string) {
 			assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, "raw/nccl.all_reduce/pipe.log"), 0o644))
 		}, []string{"raw/nccl.all_reduce/pipe.log: not a regular file: a named pipe (FIFO)"}},
-		{"signature added", func(dir string) { os.WriteFile(filepath.Join(dir, SigFile), []byte("sig"), 0o644) }, nil},
+		{"signature added", func(dir string) { os.WriteFile(filepath.Join(dir, layout.SigFile), []byte("sig"), 0o644) }, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -150,7 +151,7 @@ func TestCheckLegacy(t *testing.T) {
 		m.Format = 0
 		var files []Entry
 		for _, e := range m.Files {
-			if !strings.Contains(e.Path, ".") || strings.HasPrefix(e.Path, "raw/") || strings.HasPrefix(e.Path, "baseline/") || e.Path == journal.File {
+			if !strings.Contains(e.Path, ".") || strings.HasPrefix(e.Path, "raw/") || strings.HasPrefix(e.Path, "baseline/") || e.Path == layout.Journal {
 				files = append(files, e)
 			}
 		}
@@ -163,7 +164,7 @@ func TestCheckLegacy(t *testing.T) {
 	assert.DeepEqual(t, problems(t, dir, m), []string(nil))
 
 	dir, m = legacy(t)
-	write(t, filepath.Join(dir, "report.html"), "<html>forged")
+	write(t, filepath.Join(dir, layout.HTML), "<html>forged")
 	write(t, filepath.Join(dir, "notes.txt"), "x")
 	write(t, filepath.Join(dir, "raw/nccl.all_reduce/all_reduce.log"), "x")
 	wantPrefixes(t, problems(t, dir, m), []string{"notes.txt: added since the run", "raw/nccl.all_reduce/all_reduce.log: edited since the run"})
@@ -194,14 +195,14 @@ func TestWriteRefusesSpecialFiles(t *testing.T) {
 	assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, "raw/nccl.all_reduce/host.log")))
 	_, err := Write(dir, "test", "h200")
 	assert.ErrorContains(t, err, "raw/nccl.all_reduce/host.log is a symbolic link")
-	assert.Assert(t, !exists(filepath.Join(dir, File)))
+	assert.Assert(t, !exists(filepath.Join(dir, layout.Manifest)))
 }
 
 func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
 func TestNoBaselineIsAProblem(t *testing.T) {
 	dir := folder(t)
-	os.RemoveAll(filepath.Join(dir, "baseline"))
+	os.RemoveAll(filepath.Join(dir, layout.Baseline))
 	m, err := Write(dir, "test", "h200")
 	assert.NilError(t, err)
 	assert.DeepEqual(t, problems(t, dir, m), []string{"baseline/h200.yaml: the manifest names no baseline file"})
@@ -218,11 +219,11 @@ func TestCheckSubRuns(t *testing.T) {
 			sub + "/raw/nccl.all_reduce/all_reduce.log":  "#  Avg bus bandwidth    : 41.7\n",
 			sub + "/raw/nccl.all_reduce/outputs.json":    `[]`,
 			sub + "/baseline/h200.yaml":                  "sku: h200\n",
-			sub + "/" + journal.File:                     `{"run":{}}` + "\n",
+			sub + "/" + layout.Journal:                   `{"run":{}}` + "\n",
 			sub + "/results.json":                        "{}",
 			sub + "/report.html":                         "<html>",
 			sub2 + "/raw/nccl.all_gather/all_gather.log": "#  Avg bus bandwidth    : 380.2\n",
-			sub2 + "/" + journal.File:                    `{"run":{}}` + "\n",
+			sub2 + "/" + layout.Journal:                  `{"run":{}}` + "\n",
 			"localise/notes.txt":                         "scratch",
 		} {
 			write(t, filepath.Join(dir, p), content)
@@ -239,16 +240,16 @@ func TestCheckSubRuns(t *testing.T) {
 		want   []string
 	}{
 		{"untouched", func(string) {}, nil},
-		{"sub-run report edited", func(dir string) { os.WriteFile(filepath.Join(dir, sub, "report.html"), []byte("<html>x"), 0o644) },
+		{"sub-run report edited", func(dir string) { os.WriteFile(filepath.Join(dir, sub, layout.HTML), []byte("<html>x"), 0o644) },
 			[]string{sub + "/report.html: edited since the run"}},
 		{"sub-run raw output edited", func(dir string) {
 			os.WriteFile(filepath.Join(dir, sub, "raw/nccl.all_reduce/all_reduce.log"), []byte("#  Avg bus bandwidth    : 91.7\n"), 0o644)
 		}, []string{sub + "/raw/nccl.all_reduce/all_reduce.log: edited since the run"}},
 		{"sub-run journal edited", func(dir string) {
-			os.WriteFile(filepath.Join(dir, sub2, journal.File), []byte(`{"run":{"sku":"x"}}`), 0o644)
-		}, []string{sub2 + "/" + journal.File + ": edited since the run"}},
+			os.WriteFile(filepath.Join(dir, sub2, layout.Journal), []byte(`{"run":{"sku":"x"}}`), 0o644)
+		}, []string{sub2 + "/" + layout.Journal + ": edited since the run"}},
 		{"sub-run removed", func(dir string) { os.RemoveAll(filepath.Join(dir, sub2)) }, []string{
-			sub2 + "/" + journal.File + ": missing", sub2 + "/raw/nccl.all_gather/all_gather.log: missing"}},
+			sub2 + "/" + layout.Journal + ": missing", sub2 + "/raw/nccl.all_gather/all_gather.log: missing"}},
 		{"sub-run raw output added", func(dir string) {
 			os.WriteFile(filepath.Join(dir, sub, "raw/nccl.all_reduce/extra.log"), nil, 0o644)
 		}, []string{sub + "/raw/nccl.all_reduce/extra.log: added since the run"}},
@@ -275,12 +276,12 @@ func TestDigest(t *testing.T) {
 	assert.NilError(t, err)
 	d, err := Digest(dir)
 	assert.NilError(t, err)
-	data, err := os.ReadFile(filepath.Join(dir, File))
+	data, err := os.ReadFile(filepath.Join(dir, layout.Manifest))
 	assert.NilError(t, err)
 	sum := sha256.Sum256(data)
 	assert.Equal(t, d, "sha256:"+hex.EncodeToString(sum[:]))
 
-	assert.NilError(t, os.Remove(filepath.Join(dir, File)))
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 	_, err = Write(dir, "test", "h200")
 	assert.NilError(t, err)
 	d2, err := Digest(dir)
@@ -312,7 +313,7 @@ func TestDigest(t *testing.T) {
 // link, never from a pipe.
 func TestReadRefusesSpecialManifest(t *testing.T) {
 	dir := folder(t)
-	assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, File), 0o644))
+	assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, layout.Manifest), 0o644))
 	done := make(chan error)
 	go func() { _, err := Read(dir); done <- err }()
 	select {
@@ -322,7 +323,7 @@ func TestReadRefusesSpecialManifest(t *testing.T) {
 		t.Fatal("Read hangs on a pipe")
 	}
 	dir = folder(t)
-	assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, File)))
+	assert.NilError(t, os.Symlink("/etc/hostname", filepath.Join(dir, layout.Manifest)))
 	_, err := Sum(dir)
 	assert.ErrorContains(t, err, "manifest.json is a symbolic link")
 }
@@ -333,8 +334,8 @@ func TestReadRefusesSpecialManifest(t *testing.T) {
 func TestReadRefusesDuplicateKey(t *testing.T) {
 	dir := t.TempDir()
 	doc := `{"format":2,"gpuaccept_version":"dev","sku":"h200","created":"2026-12-07T00:00:00Z","files":[],"files":[]}`
-	assert.NilError(t, os.WriteFile(filepath.Join(dir, File), []byte(doc), 0o644))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, layout.Manifest), []byte(doc), 0o644))
 	_, err := Read(dir)
 	assert.ErrorContains(t, err, `duplicate key "files" in the top-level object`)
-	assert.ErrorContains(t, err, File)
+	assert.ErrorContains(t, err, layout.Manifest)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hiddeco/sshsig"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
@@ -84,17 +85,17 @@ func (k *Key) Fingerprint() string { return ssh.FingerprintSHA256(k.signer.Publi
 //
 // checks it without gpuaccept. It never replaces a signature.
 func (k *Key) Sign(dir string) error {
-	sigPath := filepath.Join(dir, SigFile)
+	sigPath := filepath.Join(dir, layout.SigFile)
 	if _, err := os.Lstat(sigPath); err == nil {
 		return fmt.Errorf("sign %s: already signed (%s exists); a signature is never replaced", dir, sigPath)
 	}
-	data, err := safefs.ReadFile(dir, File, maxManifest)
+	data, err := safefs.ReadFile(dir, layout.Manifest, maxManifest)
 	if err != nil {
 		return fmt.Errorf("sign manifest: %w", err)
 	}
 	sig, err := sshsig.Sign(bytes.NewReader(data), k.signer, sshsig.HashSHA512, Namespace)
 	if err != nil {
-		return fmt.Errorf("sign %s with %s: %w", filepath.Join(dir, File), k.path, err)
+		return fmt.Errorf("sign %s with %s: %w", filepath.Join(dir, layout.Manifest), k.path, err)
 	}
 	if err := writeNew(sigPath, sshsig.Armor(sig)); err != nil {
 		return fmt.Errorf("write signature: %w", err)
@@ -125,8 +126,8 @@ func ReadSignature(dir string) (keyType, fingerprint string, err error) {
 }
 
 func readSignature(dir string) (*sshsig.Signature, error) {
-	p := filepath.Join(dir, SigFile)
-	data, err := safefs.ReadFile(dir, SigFile, maxKey)
+	p := filepath.Join(dir, layout.SigFile)
+	data, err := safefs.ReadFile(dir, layout.SigFile, maxKey)
 	if err != nil {
 		return nil, fmt.Errorf("read signature: %w", err)
 	}
@@ -190,7 +191,7 @@ func VerifySignature(dir, allowedSigners, identity string) (*Signer, error) {
 		return nil, err
 	}
 	if sig.Namespace != Namespace {
-		return nil, fmt.Errorf("%s is signed for namespace %q, not %q: it does not sign a results folder off", SigFile, sig.Namespace, Namespace)
+		return nil, fmt.Errorf("%s is signed for namespace %q, not %q: it does not sign a results folder off", layout.SigFile, sig.Namespace, Namespace)
 	}
 	entries, err := readAllowedSigners(allowedSigners)
 	if err != nil {
@@ -219,18 +220,18 @@ func VerifySignature(dir, allowedSigners, identity string) (*Signer, error) {
 			return nil, fmt.Errorf("allowed signers %s name %s only through certificate authorities, which gpuaccept verify does not check (ssh-keygen -Y verify does)", allowedSigners, identity)
 		}
 		return nil, fmt.Errorf("allowed signers %s do not list the key %s %s that signed %s for %s in namespace %s, valid now",
-			allowedSigners, sig.PublicKey.Type(), fp, SigFile, identity, Namespace)
+			allowedSigners, sig.PublicKey.Type(), fp, layout.SigFile, identity, Namespace)
 	}
 	if sig.PublicKey.Type() == ssh.KeyAlgoRSA && sig.Signature.Format != ssh.KeyAlgoRSASHA512 && sig.Signature.Format != ssh.KeyAlgoRSASHA256 {
 		// SHA-1 RSA signatures are refused by the SSHSIG protocol.
-		return nil, fmt.Errorf("%s: RSA signature %s, want rsa-sha2-512 or rsa-sha2-256", SigFile, sig.Signature.Format)
+		return nil, fmt.Errorf("%s: RSA signature %s, want rsa-sha2-512 or rsa-sha2-256", layout.SigFile, sig.Signature.Format)
 	}
-	data, err := safefs.ReadFile(dir, File, maxManifest)
+	data, err := safefs.ReadFile(dir, layout.Manifest, maxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("verify signature: %w", err)
 	}
 	if err := sshsig.Verify(bytes.NewReader(data), sig, found.key, sig.HashAlgorithm, Namespace); err != nil {
-		return nil, fmt.Errorf("%s does not match manifest.json: the manifest is not the one signed by %s (%v)", SigFile, fp, err)
+		return nil, fmt.Errorf("%s does not match manifest.json: the manifest is not the one signed by %s (%v)", layout.SigFile, fp, err)
 	}
 	return &Signer{Identity: identity, KeyType: sig.PublicKey.Type(), Fingerprint: fp, Line: found.line}, nil
 }
@@ -245,14 +246,14 @@ func SignatureMatches(dir string) error {
 		return err
 	}
 	if sig.Namespace != Namespace {
-		return fmt.Errorf("%s is signed for namespace %q, not %q: it does not sign a results folder off", SigFile, sig.Namespace, Namespace)
+		return fmt.Errorf("%s is signed for namespace %q, not %q: it does not sign a results folder off", layout.SigFile, sig.Namespace, Namespace)
 	}
-	data, err := safefs.ReadFile(dir, File, maxManifest)
+	data, err := safefs.ReadFile(dir, layout.Manifest, maxManifest)
 	if err != nil {
 		return fmt.Errorf("verify signature: %w", err)
 	}
 	if err := sshsig.Verify(bytes.NewReader(data), sig, sig.PublicKey, sig.HashAlgorithm, Namespace); err != nil {
-		return fmt.Errorf("%s does not match manifest.json: the manifest is not the one signed by %s (%v)", SigFile, ssh.FingerprintSHA256(sig.PublicKey), err)
+		return fmt.Errorf("%s does not match manifest.json: the manifest is not the one signed by %s (%v)", layout.SigFile, ssh.FingerprintSHA256(sig.PublicKey), err)
 	}
 	return nil
 }

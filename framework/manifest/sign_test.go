@@ -10,6 +10,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
@@ -55,10 +56,10 @@ func allowedSigners(t *testing.T, lines ...string) string {
 // keygenVerify is what a customer runs without gpuaccept.
 func keygenVerify(t *testing.T, dir, allowed, identity string) (bool, string) {
 	t.Helper()
-	m, err := os.Open(filepath.Join(dir, File))
+	m, err := os.Open(filepath.Join(dir, layout.Manifest))
 	assert.NilError(t, err)
 	defer m.Close()
-	cmd := exec.Command(sshKeygen(t), "-Y", "verify", "-f", allowed, "-I", identity, "-n", Namespace, "-s", filepath.Join(dir, SigFile))
+	cmd := exec.Command(sshKeygen(t), "-Y", "verify", "-f", allowed, "-I", identity, "-n", Namespace, "-s", filepath.Join(dir, layout.SigFile))
 	cmd.Stdin = m
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -85,7 +86,7 @@ func TestSignVerifiedBySSHKeygen(t *testing.T) {
 			key, line := newKey(t, typ, "", "operator@site", `namespaces="gpuaccept"`)
 			allowed := allowedSigners(t, "# operators of site", line)
 			dir := signedFolder(t, key, nil)
-			sig, err := os.ReadFile(filepath.Join(dir, SigFile))
+			sig, err := os.ReadFile(filepath.Join(dir, layout.SigFile))
 			assert.NilError(t, err)
 			assert.Assert(t, strings.HasPrefix(string(sig), "-----BEGIN SSH SIGNATURE-----\n"), string(sig))
 
@@ -103,7 +104,7 @@ func TestSignVerifiedBySSHKeygen(t *testing.T) {
 			_, err = VerifySignature(dir, allowed, "intruder@site")
 			assert.ErrorContains(t, err, "allowed signers "+allowed+" do not list the key")
 
-			assert.NilError(t, os.Remove(filepath.Join(dir, File)))
+			assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 			_, err = Write(dir, "test", "h200")
 			assert.NilError(t, err)
 			ok, out = keygenVerify(t, dir, allowed, "operator@site")
@@ -121,15 +122,15 @@ func TestVerifySignedBySSHKeygen(t *testing.T) {
 	dir := folder(t)
 	_, err := Write(dir, "test", "h200")
 	assert.NilError(t, err)
-	out, err := exec.Command(sshKeygen(t), "-Y", "sign", "-f", key, "-n", Namespace, filepath.Join(dir, File)).CombinedOutput()
+	out, err := exec.Command(sshKeygen(t), "-Y", "sign", "-f", key, "-n", Namespace, filepath.Join(dir, layout.Manifest)).CombinedOutput()
 	assert.NilError(t, err, string(out))
 	allowed := allowedSigners(t, line)
 	_, err = VerifySignature(dir, allowed, "operator@site")
 	assert.NilError(t, err)
 
 	// Signed for another purpose: refused, by ssh-keygen too.
-	assert.NilError(t, os.Remove(filepath.Join(dir, SigFile)))
-	out, err = exec.Command(sshKeygen(t), "-Y", "sign", "-f", key, "-n", "file", filepath.Join(dir, File)).CombinedOutput()
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.SigFile)))
+	out, err = exec.Command(sshKeygen(t), "-Y", "sign", "-f", key, "-n", "file", filepath.Join(dir, layout.Manifest)).CombinedOutput()
 	assert.NilError(t, err, string(out))
 	_, err = VerifySignature(dir, allowed, "operator@site")
 	assert.ErrorContains(t, err, `namespace "file", not "gpuaccept"`)
@@ -201,7 +202,7 @@ func TestSignEncryptedKey(t *testing.T) {
 	assert.ErrorContains(t, k.Sign(dir), "already signed")
 
 	// Not a key at all.
-	_, err = LoadKey(filepath.Join(dir, File), nil)
+	_, err = LoadKey(filepath.Join(dir, layout.Manifest), nil)
 	assert.ErrorContains(t, err, "not an ssh private key")
 }
 
@@ -210,7 +211,7 @@ func TestVerifySignatureMissing(t *testing.T) {
 	_, err := Write(dir, "test", "h200")
 	assert.NilError(t, err)
 	_, err = VerifySignature(dir, allowedSigners(t, "x ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGXnI1hT4dW5qGmW6DTVK4/5mw0Mp/4lXIevGiIo3G0o"), "x")
-	assert.ErrorContains(t, err, SigFile)
+	assert.ErrorContains(t, err, layout.SigFile)
 }
 
 // The armour of manifest.json.sig is read as ssh-keygen -Y verify reads
@@ -244,7 +245,7 @@ func TestSignatureArmourAsSSHKeygen(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := signedFolder(t, key, nil)
-			p := filepath.Join(dir, SigFile)
+			p := filepath.Join(dir, layout.SigFile)
 			sig, err := os.ReadFile(p)
 			assert.NilError(t, err)
 			assert.NilError(t, os.WriteFile(p, []byte(c.edit(string(sig))), 0o644))

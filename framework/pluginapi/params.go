@@ -49,34 +49,34 @@ func SplitParams(p map[string]string, declared []Param) (env map[string]string, 
 
 // CountParam checks parameter name's value v: empty (the tool's default
 // applies) or a non-negative decimal integer (an iteration or cycle
-// count). The error names the parameter and the value.
+// count). The error (ParamError) names the parameter and the value.
 func CountParam(name, v string) error {
 	if v == "" {
 		return nil
 	}
 	if n, err := strconv.Atoi(v); err != nil || n < 0 {
-		return fmt.Errorf("parameter %s: %q is not a non-negative integer", name, v)
+		return &ParamError{Name: name, Err: fmt.Errorf("%q is not a non-negative integer", v)}
 	}
 	return nil
 }
 
 // BoolParam parses parameter name's value v as strconv.ParseBool does
-// ("true", "false", "1", "0", ...). The error names the parameter and the
-// value.
+// ("true", "false", "1", "0", ...). The error (ParamError) names the
+// parameter and the value.
 func BoolParam(name, v string) (bool, error) {
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, fmt.Errorf("parameter %s: %q is not true or false", name, v)
+		return false, &ParamError{Name: name, Err: fmt.Errorf("%q is not true or false", v)}
 	}
 	return b, nil
 }
 
 // PortParam parses parameter name's value v as a TCP port, 1 to 65535.
-// The error names the parameter and the value.
+// The error (ParamError) names the parameter and the value.
 func PortParam(name, v string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > 65535 {
-		return 0, fmt.Errorf("parameter %s: %q is not a TCP port", name, v)
+		return 0, &ParamError{Name: name, Err: fmt.Errorf("%q is not a TCP port", v)}
 	}
 	return n, nil
 }

@@ -10,13 +10,14 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
 // A results folder given to baseline record whose results.json is a FIFO
 // or a link out of it: refused by name, without blocking.
 func TestLoadRefusesSpecialFiles(t *testing.T) {
-	outside := filepath.Join(t.TempDir(), "results.json")
+	outside := filepath.Join(t.TempDir(), layout.Results)
 	assert.NilError(t, os.WriteFile(outside, []byte(`{"tests":[]}`), 0o644))
 	for name, plant := range map[string]func(p string) error{
 		"FIFO":     func(p string) error { return syscall.Mkfifo(p, 0o644) },
@@ -24,13 +25,13 @@ func TestLoadRefusesSpecialFiles(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			assert.NilError(t, plant(filepath.Join(dir, ResultsFile)))
+			assert.NilError(t, plant(filepath.Join(dir, layout.Results)))
 			ch := make(chan error, 1)
 			go func() { _, err := Load(dir); ch <- err }()
 			select {
 			case err := <-ch:
 				assert.Assert(t, errors.Is(err, safefs.ErrRefused), "%v", err)
-				assert.ErrorContains(t, err, ResultsFile)
+				assert.ErrorContains(t, err, layout.Results)
 			case <-time.After(10 * time.Second):
 				t.Fatal("Load did not return within 10 s: it blocks on a FIFO")
 			}

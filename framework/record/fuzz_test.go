@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -21,7 +22,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(`{"tests":[{"name":"x","scope":"0x1","metrics":[{}]}]}`))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := filepath.Join(dir, ResultsFile)
+		p := filepath.Join(dir, layout.Results)
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Skip()
 		}

@@ -21,14 +21,10 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
-
-// ResultsFile is the file of a results folder that record reads
-// (resultsdir.Results).
-const ResultsFile = resultsdir.Results
 
 // Sample is one run of one test, as recorded in a results folder.
 type Sample struct {
@@ -65,8 +61,8 @@ func Load(dir string) ([]Sample, error) {
 	path := dir
 	read := func() ([]byte, error) { return safefs.ReadNamed(path, maxResults) }
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-		path = filepath.Join(dir, ResultsFile)
-		read = func() ([]byte, error) { return safefs.ReadFile(dir, ResultsFile, maxResults) }
+		path = filepath.Join(dir, layout.Results)
+		read = func() ([]byte, error) { return safefs.ReadFile(dir, layout.Results, maxResults) }
 	}
 	data, err := read()
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/judge"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -130,7 +131,7 @@ func writeResults(t *testing.T, run result.Run) string {
 	dir := t.TempDir()
 	data, err := json.Marshal(run)
 	assert.NilError(t, err)
-	assert.NilError(t, os.WriteFile(filepath.Join(dir, ResultsFile), data, 0o644))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, layout.Results), data, 0o644))
 	return dir
 }
 
@@ -164,12 +165,12 @@ func TestLoad(t *testing.T) {
 			c.edit(&run)
 			dir := writeResults(t, run)
 			_, err := Load(dir)
-			assert.ErrorContains(t, err, filepath.Join(dir, ResultsFile)+": "+c.want)
+			assert.ErrorContains(t, err, filepath.Join(dir, layout.Results)+": "+c.want)
 		})
 	}
 	// A scope that is no scope does not decode: the file is malformed.
 	dir := writeResults(t, good)
-	p := filepath.Join(dir, ResultsFile)
+	p := filepath.Join(dir, layout.Results)
 	data, err := os.ReadFile(p)
 	assert.NilError(t, err)
 	assert.NilError(t, os.WriteFile(p, bytes.Replace(data, []byte(`"scope":"2x8"`), []byte(`"scope":"2by8"`), 1), 0o644))

@@ -20,6 +20,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
@@ -28,7 +29,7 @@ import (
 // testdata/recordings/h200x2-2026-11-30-final/README.md) and the h200 SKU.
 func realRun(t *testing.T, name string) (*result.Run, *sku.SKU) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("../../testdata/recordings/h200x2-2026-11-30-final", name, "results.json"))
+	data, err := os.ReadFile(filepath.Join("../../testdata/recordings/h200x2-2026-11-30-final", name, layout.Results))
 	assert.NilError(t, err)
 	var run result.Run
 	assert.NilError(t, json.Unmarshal(data, &run))
@@ -143,7 +144,7 @@ func chromium(t *testing.T) string {
 func screenshot(t *testing.T, browser, page string) image.Image {
 	t.Helper()
 	dir := t.TempDir()
-	html := filepath.Join(dir, "report.html")
+	html := filepath.Join(dir, layout.HTML)
 	assert.NilError(t, os.WriteFile(html, []byte(page), 0o644))
 	shot := filepath.Join(dir, "shot.png")
 	cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",

@@ -8,6 +8,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // A message a plugin built from a node's output (hostlink's placement
@@ -26,16 +27,16 @@ func TestPluginTextStaysInItsLine(t *testing.T) {
 		name  string
 		write func(*bytes.Buffer) error
 	}{
-		{"summary.md", func(b *bytes.Buffer) error { return Markdown(b, run) }},
-		{"report.html", func(b *bytes.Buffer) error { return HTML(b, run, nil) }},
-		{"table.txt", func(b *bytes.Buffer) error { return Table(b, run) }},
+		{layout.Markdown, func(b *bytes.Buffer) error { return Markdown(b, run) }},
+		{layout.HTML, func(b *bytes.Buffer) error { return HTML(b, run, nil) }},
+		{layout.Table, func(b *bytes.Buffer) error { return Table(b, run) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer
 			assert.NilError(t, c.write(&b))
 			out := b.String()
 			assert.Assert(t, !strings.ContainsAny(out, "\x1b\a\r"), "a control byte reached %s", c.name)
-			if c.name == "report.html" {
+			if c.name == layout.HTML {
 				return // a browser folds line feeds: only controls matter there
 			}
 			for _, l := range strings.Split(out, "\n") {

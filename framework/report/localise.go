@@ -13,6 +13,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // This file renders a run's Localisations (issue 9, "find the bad node")
@@ -209,7 +210,7 @@ func tableLocalisations(w io.Writer, run *result.Run) error {
 				return fmt.Errorf("write localisation of %s: %w", l.Test, err)
 			}
 			if good := len(st.Runs) - slow; good > 0 {
-				fmt.Fprintf(w, "(%s at the expected speed left out; %s and %s list every run)\n", plural(good, "run"), ResultsFile, HTMLFile)
+				fmt.Fprintf(w, "(%s at the expected speed left out; %s and %s list every run)\n", plural(good, "run"), layout.Results, layout.HTML)
 			}
 		}
 		for _, n := range l.Notes {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // maxHTMLRuns bounds the rows of a stage's run table in report.html: every
@@ -91,7 +92,7 @@ func htmlLocalisations(run *result.Run) []htmlLoc {
 				}
 				hr := htmlRun{SubRun: r, HostList: strings.Join(r.Hosts, ", "), NICList: strings.ReplaceAll(r.NICs, ",", ", "), Measured: figureText(r), Reference: referenceText(r)}
 				if r.Dir != "" {
-					hr.Report = path.Join(filepath.ToSlash(r.Dir), HTMLFile)
+					hr.Report = path.Join(filepath.ToSlash(r.Dir), layout.HTML)
 				}
 				hs.Runs = append(hs.Runs, hr)
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // The localisations below are built by hand the way issue 9's localiser
@@ -357,7 +358,7 @@ func TestJUnitLocalisation(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			run := c.run()
 			l := run.Localisations[0]
-			p := filepath.Join(t.TempDir(), "junit.xml")
+			p := filepath.Join(t.TempDir(), layout.JUnit)
 			assert.NilError(t, WriteJUnit(p, run))
 			suites, err := gojunit.IngestFile(p)
 			assert.NilError(t, err)

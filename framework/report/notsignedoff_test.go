@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // unjudgedRun is the field report's run (issue 28) as a site's own SKU
@@ -73,7 +74,7 @@ func TestNotSignedOffInEveryReport(t *testing.T) {
 	assert.NilError(t, json.Unmarshal(js.Bytes(), &doc))
 	assert.Equal(t, doc.Status, "skip")
 
-	p := filepath.Join(t.TempDir(), "junit.xml")
+	p := filepath.Join(t.TempDir(), layout.JUnit)
 	assert.NilError(t, WriteJUnit(p, r))
 	suites, err := gojunit.IngestFile(p)
 	assert.NilError(t, err)
@@ -131,7 +132,7 @@ func TestNothingJudgedIsNotSignedOff(t *testing.T) {
 				assert.NilError(t, render(&b))
 				assert.Assert(t, strings.Contains(b.String(), c.summary), "%s:\n%s", name, b.String())
 			}
-			p := filepath.Join(t.TempDir(), "junit.xml")
+			p := filepath.Join(t.TempDir(), layout.JUnit)
 			assert.NilError(t, WriteJUnit(p, r))
 			suites, err := gojunit.IngestFile(p)
 			assert.NilError(t, err)

@@ -20,7 +20,6 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -492,15 +491,6 @@ func mdHTML(s string) string {
 func mdEscape(s string) string {
 	return strings.NewReplacer("<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "\\`", "|", `\|`, "[", `\[`, "]", `\]`).Replace(redact.PrintableLine(s))
 }
-
-// Files of a results folder.
-const (
-	ResultsFile  = resultsdir.Results
-	JUnitFile    = resultsdir.JUnit
-	TableFile    = resultsdir.Table
-	HTMLFile     = resultsdir.HTML
-	MarkdownFile = resultsdir.Markdown
-)
 
 // masked is run with every string masked (framework/redact, knowing the
 // environment's secret values): messages and diagnostics quote raw

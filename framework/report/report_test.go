@@ -21,6 +21,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
@@ -113,7 +114,7 @@ func withRaw(t *testing.T) *result.Run {
 	t.Setenv("GH_TOKEN", "ghp_planted0123456789abcdef")
 	run := sample()
 	run.Dir = t.TempDir()
-	raw := filepath.Join(run.Dir, "raw", "nccl.all_gather")
+	raw := filepath.Join(run.Dir, layout.Raw, "nccl.all_gather")
 	assert.NilError(t, os.MkdirAll(raw, 0o755))
 	log := "# nccl-tests\n\x00\x1b[1mbold\x1b[0m ]]> GH_TOKEN=ghp_planted0123456789abcdef\n#  Out of bounds values : 0 OK\n"
 	assert.NilError(t, os.WriteFile(filepath.Join(raw, "all_gather.log"), []byte(log), 0o644))
@@ -153,7 +154,7 @@ func TestJUnitSchemaValid(t *testing.T) {
 	}
 	for name, run := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), "junit.xml")
+			p := filepath.Join(t.TempDir(), layout.JUnit)
 			assert.NilError(t, WriteJUnit(p, run))
 			out, err := exec.Command(xmllint, "--noout", "--schema", "testdata/junit-10.xsd", p).CombinedOutput()
 			assert.NilError(t, err, string(out))
@@ -172,7 +173,7 @@ func TestJUnitSchemaValid(t *testing.T) {
 // curves as test cases, failure vs error, skip reasons and properties.
 func TestJUnitConsumer(t *testing.T) {
 	run := withRaw(t)
-	p := filepath.Join(t.TempDir(), "junit.xml")
+	p := filepath.Join(t.TempDir(), layout.JUnit)
 	assert.NilError(t, WriteJUnit(p, run))
 	suites, err := gojunit.IngestFile(p)
 	assert.NilError(t, err)

@@ -13,7 +13,7 @@ import (
 // framework takes it out of Info before judging (StripHardware), so no
 // verdict, report or re-judging of a folder made before it existed
 // depends on it; the run's devices, merged (MergeHardware), are the
-// results folder's hardware.json (framework/resultsdir.Hardware).
+// results folder's hardware.json (framework/resultsdir/layout.Hardware).
 const HardwareInfo = "hardware"
 
 // Device is one GPU or network adapter as a raw output shows it: what a

@@ -293,7 +293,7 @@ type Run struct {
 	// them too.
 	BadNodes []BadNode `json:"bad_nodes,omitempty"`
 	// Hardware are the GPUs and NICs the raw outputs show, as the results
-	// folder's hardware.json lists them (framework/resultsdir.Hardware),
+	// folder's hardware.json lists them (framework/resultsdir/layout.Hardware),
 	// for the reports to show; not part of results.json nor the journal
 	// (verify re-derives the file itself). Nil: no list.
 	Hardware []Device `json:"-"`

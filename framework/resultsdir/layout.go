@@ -10,34 +10,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
-)
-
-// Manifest is the name of a results folder's manifest (framework/manifest
-// reads and writes it), SigFile its signature's.
-const (
-	Manifest = "manifest.json"
-	SigFile  = Manifest + ".sig"
-)
-
-// The reports framework/report writes in a results folder beside
-// Results (report takes these names from here).
-const (
-	JUnit    = "junit.xml"
-	HTML     = "report.html"
-	Markdown = "summary.md"
-	Table    = "table.txt"
-)
-
-// Reports are the reports framework/report writes in a results folder.
-var Reports = []string{Results, JUnit, HTML, Markdown, Table}
-
-// What the slurm launcher keeps in a test's raw folder beside the steps'
-// logs: the batch script that ran, the job's own output, and per step the
-// host of each rank.
-const (
-	SlurmJobScript = "slurm-job.sh"
-	SlurmJobOutput = "slurm-job.out"
-	SlurmRanksExt  = ".ranks"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // Stray is a file of a results folder that its layout does not define.
@@ -74,20 +47,20 @@ func Strays(root string, files []string, runs map[string]*result.Run) []Stray {
 		p := ""
 		if rel != "" {
 			p = rel + "/"
-			defined[p+Manifest], defined[p+SigFile] = true, true
+			defined[p+layout.Manifest], defined[p+layout.SigFile] = true, true
 		}
 		if run == nil {
 			unjudged[rel] = true
 			continue
 		}
-		defined[p+Journal] = true
+		defined[p+layout.Journal] = true
 		// Written at sign-off beside the reports; verify re-derives it
 		// from raw/ (ReadHardware).
-		defined[p+Hardware] = true
-		for _, r := range Reports {
+		defined[p+layout.Hardware] = true
+		for _, r := range layout.Reports {
 			defined[p+r] = true
 		}
-		defined[p+Baseline+"/"+run.SKU+".yaml"] = true
+		defined[p+layout.Baseline+"/"+run.SKU+".yaml"] = true
 		for _, f := range rawDefined(filepath.Join(root, filepath.FromSlash(rel)), run) {
 			defined[p+f] = true
 		}
@@ -132,14 +105,14 @@ func rawDefined(dir string, run *result.Run) []string {
 			for _, r := range a.Raw {
 				out = append(out, path.Clean(filepath.ToSlash(r)))
 			}
-			in := Raw + "/" + folder + "/"
-			out = append(out, in+Outputs)
+			in := layout.Raw + "/" + folder + "/"
+			out = append(out, in+layout.Outputs)
 			outs, err := ReadOutputs(dir, folder)
 			if err != nil {
 				continue // re-judging names it
 			}
 			if run.Launcher == "slurm" {
-				out = append(out, in+SlurmJobScript, in+SlurmJobOutput)
+				out = append(out, in+layout.SlurmJobScript, in+layout.SlurmJobOutput)
 			}
 			for _, o := range outs {
 				names := []string{o.Log}
@@ -147,7 +120,7 @@ func rawDefined(dir string, run *result.Run) []string {
 					names = append(names, f)
 				}
 				if run.Launcher == "slurm" {
-					names = append(names, o.Step+SlurmRanksExt)
+					names = append(names, o.Step+layout.SlurmRanksExt)
 				}
 				for _, n := range names {
 					if n != "" && filepath.IsLocal(n) {
@@ -178,7 +151,7 @@ func unclaimed(f string, runs map[string]*result.Run, unjudged map[string]bool) 
 		rest = f
 	}
 	parts := strings.Split(rest, "/")
-	if len(parts) < 3 || parts[0] != Raw {
+	if len(parts) < 3 || parts[0] != layout.Raw {
 		return false
 	}
 	run := runs[rel]

@@ -8,6 +8,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // The layout a results folder may hold (issue 29, F3): what the runner,
@@ -38,7 +39,7 @@ func TestStrays(t *testing.T) {
 		"localise/nccl.all_reduce/per-node/vm2":    nil, // its journal could not be read
 	}
 	defined := []string{
-		"journal.jsonl", "results.json", "junit.xml", "report.html", "summary.md", "table.txt", "baseline/h200.yaml",
+		layout.Journal, layout.Results, layout.JUnit, layout.HTML, layout.Markdown, layout.Table, "baseline/h200.yaml",
 		"raw/nccl.all_reduce/all_reduce.log", "raw/nccl.all_reduce/all_reduce.files/all_reduce.json", "raw/nccl.all_reduce/outputs.json",
 		"raw/nccl.all_reduce/slurm-job.sh", "raw/nccl.all_reduce/slurm-job.out", "raw/nccl.all_reduce/all_reduce.ranks",
 		"raw/nccl.all_reduce.attempt-1/all_reduce.log", "raw/nccl.all_reduce.attempt-1/outputs.json", "raw/nccl.all_reduce.attempt-1/all_reduce.files/all_reduce.json",
@@ -55,13 +56,13 @@ func TestStrays(t *testing.T) {
 		})
 	}
 	strays := []Stray{
-		{Path: "Report.html", LooksLike: "report.html"},
-		{Path: "results.json\u200b", LooksLike: "results.json"},
-		{Path: "ｒｅｓｕｌｔｓ.json", LooksLike: "results.json"},
+		{Path: "Report.html", LooksLike: layout.HTML},
+		{Path: "results.json\u200b", LooksLike: layout.Results},
+		{Path: "ｒｅｓｕｌｔｓ.json", LooksLike: layout.Results},
 		{Path: "raw/nccl.all_reduce/ALL_REDUCE.log", LooksLike: "raw/nccl.all_reduce/all_reduce.log"},
 		{Path: "extra/results.json", LooksLike: ""},
 		{Path: "SIGNED-OFF-PASS.txt", LooksLike: ""},
-		{Path: "manifest.json", LooksLike: ""},
+		{Path: layout.Manifest, LooksLike: ""},
 		{Path: "baseline/h100.yaml", LooksLike: ""},
 		{Path: "raw/nccl.all_reduce/all_reduce.log.orig", LooksLike: ""},
 		{Path: "localise/nccl.all_reduce/pairs/vm-vm2-r1/raw/nccl.all_reduce/slurm-job.sh", LooksLike: ""}, // launcher local
@@ -82,11 +83,11 @@ func TestStrays(t *testing.T) {
 
 func TestFold(t *testing.T) {
 	for in, want := range map[string]string{
-		"Report.html":             "report.html",
-		"results.json\u200b":      "results.json",
-		"ｒｅｓｕｌｔｓ.json":            "results.json",
-		"sum\u00admary.md":        "summary.md",
-		"table\u202e.txt":         "table.txt",
+		"Report.html":             layout.HTML,
+		"results.json\u200b":      layout.Results,
+		"ｒｅｓｕｌｔｓ.json":            layout.Results,
+		"sum\u00admary.md":        layout.Markdown,
+		"table\u202e.txt":         layout.Table,
 		"raw/nccl.all_reduce/x.y": "raw/nccl.all_reduce/x.y",
 	} {
 		assert.Equal(t, Fold(in), want, in)

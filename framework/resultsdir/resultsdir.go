@@ -1,21 +1,23 @@
 // Package resultsdir owns the layout of a results folder, the folder a run
-// or a check writes and a customer receives:
+// or a check writes and a customer receives (its names, every one, are in
+// its leaf package layout, which the packages resultsdir imports use too):
 //
 //	manifest.json[.sig]      what every file hashes to (framework/manifest)
 //	journal.jsonl            the run, one finished test per line (framework/journal)
-//	baseline/SKU.yaml        the SKU file the run was judged against (Baseline)
+//	baseline/SKU.yaml        the SKU file the run was judged against
 //	raw/TEST/                one test's raw outputs (TestDir): STEP.log, STEP.files/,
-//	                         outputs.json (how each step ended, Outputs)
+//	                         outputs.json (how each step ended)
 //	raw/TEST.attempt-N/      an earlier attempt of a retried test (AttemptDir)
 //	raw/TEST.N/              the Nth of several runs given to check (CheckDir)
 //	localise/...             the results folders of a localisation's runs
-//	hardware.json            the GPUs and NICs the raw outputs show, per host (Hardware)
+//	hardware.json            the GPUs and NICs the raw outputs show, per host
 //	results.json, junit.xml, report.html, summary.md, table.txt
 //	                         the reports (framework/report renders them)
 //
-// Every package that names one of these reads the name here; the package
-// also reads a folder back (Load, KeptBaseline, ReadOutputs) and checks that
-// a test's raw outputs lie where its name puts them (RawFolder).
+// Every package that names one of these takes the name from layout; this
+// package reads the folders of raw/ back typed (Walk), reads a folder back
+// (Load, KeptBaseline, ReadOutputs) and checks that a test's raw outputs
+// lie where its name puts them (RawFolder).
 package resultsdir
 
 import (
@@ -34,35 +36,10 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/strictjson"
-)
-
-// Names in a results folder.
-const (
-	// Raw is the folder of the raw outputs, one folder per test.
-	Raw = "raw"
-	// Results is the run as JSON (result.Run), the report machines read.
-	Results = "results.json"
-	// Journal is the journal (journal.File).
-	Journal = journal.File
-	// Baseline is the folder of the kept SKU file (journal.BaselineDir).
-	Baseline = journal.BaselineDir
-	// Outputs, in each test's raw folder, records how each step ended: a
-	// JSON list of plan.Output with paths relative to that folder. The
-	// runner writes it; the replay launcher and verify read it, so a
-	// results folder replays and re-judges as it ran.
-	Outputs = "outputs.json"
-	// Localise is the folder of a localisation's runs.
-	Localise = "localise"
-	// Hardware lists the GPUs and NICs the run's raw outputs show (GPU
-	// UUIDs and serials, models, PCI bus ids, HCA names and GUIDs, by
-	// host), as the plugins read them (result.HardwareInfo): written at
-	// sign-off, covered by the manifest, re-derived by verify, so that a
-	// customer can match the evidence to the hardware received. Folders
-	// made before gpuaccept listed hardware have none.
-	Hardware = "hardware.json"
 )
 
 // HardwareList is the content of hardware.json.
@@ -81,9 +58,9 @@ func WriteHardware(dir string, devices []result.Device) error {
 	}
 	data, err := json.MarshalIndent(HardwareList{Devices: devices}, "", "  ")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, Hardware), err)
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, layout.Hardware), err)
 	}
-	if err := safefs.WriteFile(dir, Hardware, append(data, '\n'), 0o644); err != nil {
+	if err := safefs.WriteFile(dir, layout.Hardware, append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write hardware list: %w", err)
 	}
 	return nil
@@ -93,7 +70,7 @@ func WriteHardware(dir string, devices []result.Device) error {
 // false (and err nil) when the folder has none; err names the file that
 // does not read as one (one JSON document, DecodeOne).
 func ReadHardware(dir string) (devices []result.Device, ok bool, err error) {
-	data, err := safefs.ReadFile(dir, Hardware, maxResults)
+	data, err := safefs.ReadFile(dir, layout.Hardware, maxResults)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -102,19 +79,19 @@ func ReadHardware(dir string) (devices []result.Device, ok bool, err error) {
 	}
 	var l HardwareList
 	if err := DecodeOne(data, &l); err != nil {
-		return nil, true, fmt.Errorf("read %s: %w", filepath.Join(dir, Hardware), err)
+		return nil, true, fmt.Errorf("read %s: %w", filepath.Join(dir, layout.Hardware), err)
 	}
 	return l.Devices, true, nil
 }
 
 // TestDir is the raw folder of test, relative to the results folder:
 // raw/TEST.
-func TestDir(test string) string { return filepath.Join(Raw, test) }
+func TestDir(test string) string { return filepath.Join(layout.Raw, test) }
 
 // AttemptDir is the raw folder of an earlier attempt (1-based) of a
 // retried test, relative to the results folder: raw/TEST.attempt-N.
 func AttemptDir(test string, attempt int) string {
-	return filepath.Join(Raw, fmt.Sprintf("%s.attempt-%d", test, attempt))
+	return filepath.Join(layout.Raw, test+layout.AttemptSep+strconv.Itoa(attempt))
 }
 
 // CheckDir is the raw folder of the nth (1-based) of runs runs of test
@@ -122,7 +99,7 @@ func AttemptDir(test string, attempt int) string {
 // raw/TEST.N with several.
 func CheckDir(test string, n, runs int) string {
 	if runs > 1 {
-		return filepath.Join(Raw, fmt.Sprintf("%s.%d", test, n))
+		return filepath.Join(layout.Raw, fmt.Sprintf("%s.%d", test, n))
 	}
 	return TestDir(test)
 }
@@ -138,26 +115,102 @@ func RawFolder(t result.Test) (string, error) {
 	}
 	first := filepath.ToSlash(t.Raw[0])
 	parts := strings.Split(first, "/")
-	if len(parts) < 3 || parts[0] != Raw || parts[1] == "." || parts[1] == ".." {
-		return "", fmt.Errorf("raw output %s is not under %s/TEST/", first, Raw)
+	if len(parts) < 3 || parts[0] != layout.Raw || parts[1] == "." || parts[1] == ".." {
+		return "", fmt.Errorf("raw output %s is not under %s/TEST/", first, layout.Raw)
 	}
 	folder := parts[1]
 	base, _, _ := strings.Cut(t.Name, "[")
 	ok := folder == base
 	if rest, found := strings.CutPrefix(folder, base+"."); found && !ok {
-		n := strings.TrimPrefix(rest, "attempt-")
-		_, err := strconv.Atoi(n)
-		ok = err == nil && n != "" && n[0] != '-' && n[0] != '+'
+		n := strings.TrimPrefix(rest, strings.TrimPrefix(layout.AttemptSep, "."))
+		ok = number(n) >= 0
 	}
 	if !ok {
-		return "", fmt.Errorf("raw output %s is not in the folder of test %s (%s/%s/)", first, t.Name, Raw, base)
+		return "", fmt.Errorf("raw output %s is not in the folder of test %s (%s/%s/)", first, t.Name, layout.Raw, base)
 	}
 	for _, p := range t.Raw[1:] {
-		if !strings.HasPrefix(filepath.ToSlash(p), Raw+"/"+folder+"/") {
+		if !strings.HasPrefix(filepath.ToSlash(p), layout.Raw+"/"+folder+"/") {
 			return "", fmt.Errorf("raw outputs %s and %s are in different folders", first, p)
 		}
 	}
 	return folder, nil
+}
+
+// number is s as a number of decimal digits only (no sign), -1 when it
+// is not one or is too large.
+func number(s string) int {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return -1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// Folder is one folder under a results folder's raw/, read from its name:
+// the outputs of a test (raw/TEST), of an earlier attempt of a retried test
+// (raw/TEST.attempt-N, AttemptDir), or of the Nth of several runs given to
+// check (raw/TEST.N, CheckDir).
+type Folder struct {
+	// Name is the folder's name under raw/.
+	Name string
+	// Test is the test whose outputs it holds: PLUGIN.TEST.
+	Test string
+	// Attempt is the number (1-based) of an earlier attempt of a retried
+	// test; 0 for the outputs a verdict stands on.
+	Attempt int
+	// Run is N of raw/TEST.N, the Nth (1-based) of several runs given to
+	// check; 0 otherwise.
+	Run int
+}
+
+// ParseFolder reads the name of a folder under raw/. A test is named
+// PLUGIN.TEST, so a name without a dot, a step's files (STEP.files) or a
+// name that ends in a dot is no test's: ok is false. The name alone cannot
+// tell a test whose last part is a number from a run of check (TEST.N);
+// it is read as the run, as check writes it (RawFolder holds a folder to a
+// test it knows).
+func ParseFolder(name string) (f Folder, ok bool) {
+	if strings.HasSuffix(name, layout.FilesExt) || strings.HasSuffix(name, ".") || name == "." || name == ".." {
+		return Folder{}, false
+	}
+	f = Folder{Name: name, Test: name}
+	if test, n, found := strings.Cut(name, layout.AttemptSep); found {
+		if a := number(n); a > 0 {
+			f.Test, f.Attempt = test, a
+		}
+	} else if i := strings.LastIndexByte(name, '.'); i > 0 {
+		if r := number(name[i+1:]); r > 0 && strings.Contains(name[:i], ".") {
+			f.Test, f.Run = name[:i], r
+		}
+	}
+	if !strings.Contains(f.Test, ".") || strings.HasPrefix(f.Test, ".") {
+		return Folder{}, false
+	}
+	return f, true
+}
+
+// Walk lists the folders of raw, a results folder's raw/ (or a folder laid
+// out as one), that hold a test's outputs (ParseFolder), sorted by name;
+// what else lies there is skipped (files, folders that name no test).
+// Errors name the folder that could not be read.
+func Walk(raw string) ([]Folder, error) {
+	ents, err := os.ReadDir(raw)
+	if err != nil {
+		return nil, fmt.Errorf("read the raw outputs: %w", err)
+	}
+	var out []Folder
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if f, ok := ParseFolder(e.Name()); ok {
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
 
 // maxOutputs bounds an outputs.json read back: a step record is a few
@@ -169,7 +222,7 @@ const maxOutputs = 16 << 20
 // file), paths as recorded (relative to the test's folder). Errors name
 // the file.
 func ReadOutputs(root, folder string) ([]plan.Output, error) {
-	rel := path.Join(Raw, folder, Outputs)
+	rel := path.Join(layout.Raw, folder, layout.Outputs)
 	data, err := safefs.ReadFile(root, rel, maxOutputs)
 	if err != nil {
 		return nil, fmt.Errorf("read how the steps ended: %w", err)
@@ -188,7 +241,7 @@ func ReadOutputs(root, folder string) ([]plan.Output, error) {
 // of the folder), nor a FIFO or device; ok is false when there is none or
 // it does not read as one.
 func ReadOutputsBeside(log string) (outs []plan.Output, ok bool) {
-	data, err := safefs.ReadFile(filepath.Dir(log), Outputs, maxOutputs)
+	data, err := safefs.ReadFile(filepath.Dir(log), layout.Outputs, maxOutputs)
 	if err != nil {
 		return nil, false
 	}
@@ -213,10 +266,10 @@ const maxResults = 1 << 30
 func Load(dir string) (run *result.Run, recorded string, err error) {
 	run, err = journal.Read(dir)
 	if errors.Is(err, iofs.ErrNotExist) {
-		p := filepath.Join(dir, Results)
-		data, rerr := safefs.ReadFile(dir, Results, maxResults)
+		p := filepath.Join(dir, layout.Results)
+		data, rerr := safefs.ReadFile(dir, layout.Results, maxResults)
 		if rerr != nil {
-			return nil, "", fmt.Errorf("results folder %s has neither %s nor a readable %s (%v)", dir, Journal, Results, rerr)
+			return nil, "", fmt.Errorf("results folder %s has neither %s nor a readable %s (%v)", dir, layout.Journal, layout.Results, rerr)
 		}
 		run = &result.Run{}
 		if err := DecodeOne(data, run); err != nil {
@@ -264,7 +317,7 @@ func DecodeOne(data []byte, v any) error {
 // differently. The error names the file and the key; a folder without
 // results.json (its journal is the run) is no error.
 func CheckResults(dir string) error {
-	data, err := safefs.ReadFile(dir, Results, maxResults)
+	data, err := safefs.ReadFile(dir, layout.Results, maxResults)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return nil
 	}
@@ -273,7 +326,7 @@ func CheckResults(dir string) error {
 	}
 	// Other malformed JSON is verify's to name when it compares the file.
 	if err := strictjson.DuplicateKey(data); errors.Is(err, strictjson.ErrDuplicateKey) {
-		return fmt.Errorf("read %s: %w", filepath.Join(dir, Results), err)
+		return fmt.Errorf("read %s: %w", filepath.Join(dir, layout.Results), err)
 	}
 	return nil
 }
@@ -282,7 +335,7 @@ func CheckResults(dir string) error {
 // dir keeps (baseline/NAME.yaml). Its File is that path relative to the
 // folder, as the HTML report names it wherever the folder lies.
 func KeptBaseline(dir, name string) (*sku.SKU, error) {
-	cat, err := sku.Load(os.DirFS(filepath.Join(dir, Baseline)), Baseline)
+	cat, err := sku.Load(os.DirFS(filepath.Join(dir, layout.Baseline)), layout.Baseline)
 	if err != nil {
 		return nil, fmt.Errorf("baseline kept in the results folder: %w", err)
 	}

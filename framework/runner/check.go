@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/journal"
-	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -79,7 +79,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 		if err := keptSize(groups); err != nil {
 			return nil, err
 		}
-		if err := safefs.MkdirAll(dir, resultsdir.Raw); err != nil {
+		if err := safefs.MkdirAll(dir, layout.Raw); err != nil {
 			return nil, fmt.Errorf("create results folder: %w", err)
 		}
 		if len(baseline) > 0 {
@@ -193,7 +193,7 @@ func keepGroup(dir, folder string, g *fileGroup) ([]string, error) {
 				return nil, err
 			}
 			o.Log = dst
-			filesDir = filepath.Join(into, launch.FilesDir(strings.TrimSuffix(base, filepath.Ext(base))))
+			filesDir = filepath.Join(into, layout.StepFiles(strings.TrimSuffix(base, filepath.Ext(base))))
 		}
 		for k, v := range o.Files {
 			dst := filepath.Join(filesDir, red.String(filepath.Base(v)))
@@ -248,7 +248,7 @@ func groupFiles(files []string, tmp string, roles []string) ([]fileGroup, error)
 		}
 		stem := strings.TrimSuffix(abs, filepath.Ext(abs))
 		isJSON := strings.EqualFold(filepath.Ext(abs), ".json")
-		if d := filepath.Dir(stem); isJSON && filepath.Base(d) == launch.FilesDir(filepath.Base(stem)) {
+		if d := filepath.Dir(stem); isJSON && filepath.Base(d) == layout.StepFiles(filepath.Base(stem)) {
 			// A results folder's STEP.files/STEP.json is STEP.log's.
 			stem = filepath.Join(filepath.Dir(d), filepath.Base(stem))
 		}
@@ -298,7 +298,7 @@ func groupFiles(files []string, tmp string, roles []string) ([]fileGroup, error)
 		// A results folder keeps a step's -J file in STEP.files/.
 		// Found by check itself, not named: read only as a regular file
 		// below the log's folder, through no link (safefs.Check).
-		rel := filepath.Join(launch.FilesDir(filepath.Base(stem)), filepath.Base(stem)+".json")
+		rel := filepath.Join(layout.StepFiles(filepath.Base(stem)), filepath.Base(stem)+".json")
 		js := filepath.Join(filepath.Dir(stem), rel)
 		found := func(name string) bool { return safefs.Check(filepath.Dir(stem), name) == nil }
 		if f != "-" && !hasJSON(*o) && (found(rel) || found(rel+".gz")) {

@@ -17,7 +17,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -99,7 +99,7 @@ func TestRunAndCheckRefuseALinkedRawFolder(t *testing.T) {
 			dir, elsewhere := filepath.Join(base, "results"), filepath.Join(base, "elsewhere")
 			assert.NilError(t, os.MkdirAll(dir, 0o755))
 			assert.NilError(t, os.MkdirAll(elsewhere, 0o755))
-			assert.NilError(t, os.Symlink(elsewhere, filepath.Join(dir, "raw")))
+			assert.NilError(t, os.Symlink(elsewhere, filepath.Join(dir, layout.Raw)))
 			err := do(dir)
 			assert.ErrorContains(t, err, "raw is a symbolic link")
 			ents, _ := os.ReadDir(elsewhere)
@@ -114,9 +114,9 @@ func TestRunAndCheckRefuseALinkedRawFolder(t *testing.T) {
 func TestRunGivesTheLauncherItsRoot(t *testing.T) {
 	base := t.TempDir()
 	dir, elsewhere := filepath.Join(base, "results"), filepath.Join(base, "elsewhere")
-	assert.NilError(t, os.MkdirAll(filepath.Join(dir, "raw"), 0o755))
+	assert.NilError(t, os.MkdirAll(filepath.Join(dir, layout.Raw), 0o755))
 	assert.NilError(t, os.MkdirAll(elsewhere, 0o755))
-	assert.NilError(t, os.Symlink(elsewhere, filepath.Join(dir, "raw", "nccl.all_reduce")))
+	assert.NilError(t, os.Symlink(elsewhere, filepath.Join(dir, layout.Raw, "nccl.all_reduce")))
 	r := &Runner{Plugins: &fakePlugins{}, Launcher: logLauncher{}, SKU: h200(t), Dir: dir, Only: []string{"nccl.all_reduce"}}
 	run, err := r.Run(context.Background(), "singlenode", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}})
 	assert.NilError(t, err)
@@ -140,11 +140,11 @@ func TestRejudgeHandsThePluginOnlyTheFolder(t *testing.T) {
 			rel, err := filepath.Rel(testDir, outside)
 			assert.NilError(t, err)
 			data, _ := json.Marshal([]plan.Output{{Step: "all_reduce", Log: rel}})
-			assert.NilError(t, os.WriteFile(filepath.Join(testDir, resultsdir.Outputs), data, 0o644))
+			assert.NilError(t, os.WriteFile(filepath.Join(testDir, layout.Outputs), data, 0o644))
 		}, "outside the folder"},
 		{"outputs.json names an absolute log", func(t *testing.T, testDir string) {
 			data, _ := json.Marshal([]plan.Output{{Step: "all_reduce", Log: outside}})
-			assert.NilError(t, os.WriteFile(filepath.Join(testDir, resultsdir.Outputs), data, 0o644))
+			assert.NilError(t, os.WriteFile(filepath.Join(testDir, layout.Outputs), data, 0o644))
 		}, "outside the folder"},
 		{"the log is a link out", func(t *testing.T, testDir string) {
 			p := filepath.Join(testDir, "all_reduce.log")
@@ -159,7 +159,7 @@ func TestRejudgeHandsThePluginOnlyTheFolder(t *testing.T) {
 			r := &Runner{Plugins: plugins, Launcher: logLauncher{}, SKU: h200(t), Dir: dir, Only: []string{"nccl.all_reduce"}}
 			run, err := r.Run(context.Background(), "singlenode", plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}})
 			assert.NilError(t, err)
-			c.edit(t, filepath.Join(dir, "raw", "nccl.all_reduce"))
+			c.edit(t, filepath.Join(dir, layout.Raw, "nccl.all_reduce"))
 			plugins.paths = nil
 			diffs := Rejudge(context.Background(), plugins, h200(t), dir, run)
 			assert.Assert(t, len(diffs) > 0 && strings.Contains(strings.Join(diffs, "\n"), c.want), "%q", diffs)

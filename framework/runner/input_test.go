@@ -17,7 +17,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/plugins/ibperf"
 	"github.com/gpuaccept/gpuaccept/plugins/nccl"
@@ -206,7 +206,7 @@ func TestCheckIntoKeepsWhatItRead(t *testing.T) {
 				raw = append(raw, p)
 			}
 			assert.DeepEqual(t, sorted(run.Tests[0].Raw), sorted(raw))
-			data, err := os.ReadFile(filepath.Join(dir, "raw/nccl.all_reduce", resultsdir.Outputs))
+			data, err := os.ReadFile(filepath.Join(dir, "raw/nccl.all_reduce", layout.Outputs))
 			assert.NilError(t, err)
 			var outs []plan.Output
 			assert.NilError(t, json.Unmarshal(data, &outs))

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -133,7 +134,7 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 // Hardware parses the raw outputs of every test and attempt of run (a
 // results folder at dir) again and merges the devices the plugins say
 // they show (result.HardwareInfo, result.MergeHardware): the hardware
-// list a results folder keeps (resultsdir.Hardware). problems name each
+// list a results folder keeps (layout.Hardware). problems name each
 // test whose outputs could not be read or whose plugin's list does not
 // read; its devices are left out. A plugin that names no hardware adds
 // none.
@@ -167,7 +168,7 @@ func parseAgain(ctx context.Context, plugins Plugins, dir string, run *result.Ru
 	if err != nil {
 		return result.Parsed{}, plan.Topology{}, err
 	}
-	folder := filepath.Join(dir, resultsdir.Raw, rawName)
+	folder := filepath.Join(dir, layout.Raw, rawName)
 	outs, err := resultsdir.ReadOutputs(dir, rawName)
 	if err != nil {
 		return result.Parsed{}, plan.Topology{}, err
@@ -178,7 +179,7 @@ func parseAgain(ctx context.Context, plugins Plugins, dir string, run *result.Ru
 		if !filepath.IsLocal(p) {
 			return "", fmt.Errorf("raw output of step: %w", &safefs.RefusedError{Path: p, What: "outside the folder " + folder})
 		}
-		if err := safefs.Check(dir, filepath.Join(resultsdir.Raw, rawName, p)); err != nil {
+		if err := safefs.Check(dir, filepath.Join(layout.Raw, rawName, p)); err != nil {
 			return "", fmt.Errorf("raw output of step: %w", err)
 		}
 		return filepath.Join(folder, p), nil

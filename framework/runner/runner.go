@@ -26,6 +26,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -73,7 +74,7 @@ type Runner struct {
 	// passes only on a retry ends as Warn.
 	Retries int
 	// Baseline is the content of the SKU file that judges the run; it is
-	// kept in the results folder (journal.BaselineDir) for verification.
+	// kept in the results folder (layout.Baseline) for verification.
 	Baseline []byte
 }
 
@@ -139,7 +140,7 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 	}
 	var jw *journal.Writer
 	if !r.DryRun {
-		if err := safefs.MkdirAll(r.Dir, resultsdir.Raw); err != nil {
+		if err := safefs.MkdirAll(r.Dir, layout.Raw); err != nil {
 			return nil, fmt.Errorf("create results folder: %w", err)
 		}
 		if len(r.Baseline) > 0 {
@@ -486,7 +487,7 @@ func writeOutputs(root, dir string, outs []plan.Output, red *redact.Redactor) er
 	if err != nil {
 		return fmt.Errorf("record outputs: %w", err)
 	}
-	if err := safefs.WriteFile(root, filepath.Join(relTo(root, dir), resultsdir.Outputs), red.Bytes(append(data, '\n')), 0o644); err != nil {
+	if err := safefs.WriteFile(root, filepath.Join(relTo(root, dir), layout.Outputs), red.Bytes(append(data, '\n')), 0o644); err != nil {
 		return fmt.Errorf("record outputs: %w", err)
 	}
 	return nil

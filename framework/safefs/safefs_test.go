@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"gotest.tools/v3/assert"
 )
 
@@ -50,23 +51,23 @@ func attacks() []attack {
 		}
 	}
 	return []attack{
-		{"link to a file outside", "results.json", link(func(v, _ string) string { return v }), "a symbolic link"},
-		{"dangling link", "results.json", link(func(_, d string) string { return filepath.Join(d, "new") }), "a symbolic link"},
+		{"link to a file outside", layout.Results, link(func(v, _ string) string { return v }), "a symbolic link"},
+		{"dangling link", layout.Results, link(func(_, d string) string { return filepath.Join(d, "new") }), "a symbolic link"},
 		{"link to /dev/zero", "raw/t/step.log", link(func(string, string) string { return "/dev/zero" }), "a symbolic link"},
-		{"link to a file inside", "results.json", func(t *testing.T, root, p, _, _ string) {
-			assert.NilError(t, os.WriteFile(filepath.Join(root, "journal.jsonl"), []byte(victimContent), 0o644))
-			assert.NilError(t, os.Symlink("journal.jsonl", p))
+		{"link to a file inside", layout.Results, func(t *testing.T, root, p, _, _ string) {
+			assert.NilError(t, os.WriteFile(filepath.Join(root, layout.Journal), []byte(victimContent), 0o644))
+			assert.NilError(t, os.Symlink(layout.Journal, p))
 		}, "a symbolic link"},
 		{"FIFO", "raw/t/step.log", func(t *testing.T, root, p, _, _ string) {
 			assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 			assert.NilError(t, syscall.Mkfifo(p, 0o644))
 		}, "a named pipe (FIFO)"},
 		{"folder raw is a link out", "raw/t/step.log", func(t *testing.T, root, p, _, victimDir string) {
-			assert.NilError(t, os.Symlink(victimDir, filepath.Join(root, "raw")))
+			assert.NilError(t, os.Symlink(victimDir, filepath.Join(root, layout.Raw)))
 		}, "raw is a symbolic link"},
 		{"folder is a link to a folder inside", "raw/t/step.log", func(t *testing.T, root, p, _, _ string) {
-			assert.NilError(t, os.MkdirAll(filepath.Join(root, "baseline"), 0o755))
-			assert.NilError(t, os.Symlink("baseline", filepath.Join(root, "raw")))
+			assert.NilError(t, os.MkdirAll(filepath.Join(root, layout.Baseline), 0o755))
+			assert.NilError(t, os.Symlink(layout.Baseline, filepath.Join(root, layout.Raw)))
 		}, "raw is a symbolic link"},
 		{"socket", "raw/t/step.log", func(t *testing.T, root, p, _, _ string) {
 			assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
@@ -75,7 +76,7 @@ func attacks() []attack {
 			t.Cleanup(func() { syscall.Close(fd) })
 			assert.NilError(t, syscall.Bind(fd, &syscall.SockaddrUnix{Name: p}))
 		}, "a socket"},
-		{"folder where a file goes", "results.json", func(t *testing.T, root, p, _, _ string) {
+		{"folder where a file goes", layout.Results, func(t *testing.T, root, p, _, _ string) {
 			assert.NilError(t, os.MkdirAll(p, 0o755))
 		}, "a folder"},
 		{"dot-dot out", "../shadow", func(*testing.T, string, string, string, string) {}, "outside the folder"},
@@ -143,7 +144,7 @@ func TestWritesRefuseAttacks(t *testing.T) {
 				ents, rerr := os.ReadDir(victimDir)
 				assert.NilError(t, rerr)
 				assert.Equal(t, len(ents), 0, "wrote into the folder a link points at")
-				if in, err := os.ReadFile(filepath.Join(root, "journal.jsonl")); err == nil {
+				if in, err := os.ReadFile(filepath.Join(root, layout.Journal)); err == nil {
 					assert.Equal(t, string(in), victimContent, "wrote through a link inside the folder")
 				}
 			})
@@ -189,8 +190,8 @@ func closeIf(f *os.File) {
 func TestPlainFilesWork(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "results")
 	assert.NilError(t, MkdirAll(root, "raw/nccl.all_reduce"))
-	assert.NilError(t, WriteFile(root, "results.json", []byte("one\n"), 0o644))
-	assert.NilError(t, WriteFile(root, "results.json", []byte("two\n"), 0o644))
+	assert.NilError(t, WriteFile(root, layout.Results, []byte("one\n"), 0o644))
+	assert.NilError(t, WriteFile(root, layout.Results, []byte("two\n"), 0o644))
 	f, err := Create(root, "raw/nccl.all_reduce/all_reduce.log", 0o644)
 	assert.NilError(t, err)
 	_, err = f.WriteString("line 1\n")
@@ -209,17 +210,17 @@ func TestPlainFilesWork(t *testing.T) {
 	data, err := ReadFile(root, "raw/nccl.all_reduce/all_reduce.log", 1<<20)
 	assert.NilError(t, err)
 	assert.Equal(t, string(data), "line 1\nline 2\n")
-	data, err = fs.ReadFile(DirFS(root), "results.json")
+	data, err = fs.ReadFile(DirFS(root), layout.Results)
 	assert.NilError(t, err)
 	assert.Equal(t, string(data), "two\n")
 	ents, err := fs.ReadDir(DirFS(root), "raw/nccl.all_reduce")
 	assert.NilError(t, err)
 	assert.Equal(t, len(ents), 1)
-	_, err = ReadFile(root, "results.json", 3)
+	_, err = ReadFile(root, layout.Results, 3)
 	assert.ErrorContains(t, err, "more than 3 bytes")
 
-	assert.NilError(t, Rename(root, "raw/nccl.all_reduce", "raw/nccl.all_reduce.attempt-1"))
-	assert.NilError(t, Check(root, "raw/nccl.all_reduce.attempt-1/all_reduce.log"))
+	assert.NilError(t, Rename(root, layout.Raw+"/nccl.all_reduce", layout.Raw+"/nccl.all_reduce"+layout.AttemptSep+"1"))
+	assert.NilError(t, Check(root, layout.Raw+"/nccl.all_reduce"+layout.AttemptSep+"1/all_reduce.log"))
 	top, err := os.ReadDir(root)
 	assert.NilError(t, err)
 	for _, e := range top {
@@ -231,11 +232,11 @@ func TestPlainFilesWork(t *testing.T) {
 	real := t.TempDir()
 	via := filepath.Join(t.TempDir(), "via")
 	assert.NilError(t, os.Symlink(real, via))
-	assert.NilError(t, WriteNamed(filepath.Join(via, "junit.xml"), []byte("<x/>"), 0o644))
-	data, err = os.ReadFile(filepath.Join(real, "junit.xml"))
+	assert.NilError(t, WriteNamed(filepath.Join(via, layout.JUnit), []byte("<x/>"), 0o644))
+	data, err = os.ReadFile(filepath.Join(real, layout.JUnit))
 	assert.NilError(t, err)
 	assert.Equal(t, string(data), "<x/>")
-	data, err = ReadNamed(filepath.Join(via, "junit.xml"), 100)
+	data, err = ReadNamed(filepath.Join(via, layout.JUnit), 100)
 	assert.NilError(t, err)
 	assert.Equal(t, string(data), "<x/>")
 }
@@ -247,7 +248,7 @@ func TestNamedFiles(t *testing.T) {
 	dir := t.TempDir()
 	victim := filepath.Join(dir, "shadow")
 	assert.NilError(t, os.WriteFile(victim, []byte(victimContent), 0o600))
-	planted := filepath.Join(dir, "junit.xml")
+	planted := filepath.Join(dir, layout.JUnit)
 	assert.NilError(t, os.Symlink(victim, planted))
 	err := WriteNamed(planted, []byte("<x/>"), 0o644)
 	assert.Assert(t, errors.Is(err, ErrRefused), "%v", err)

@@ -9,8 +9,8 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
@@ -18,7 +18,7 @@ import (
 // refuses it by name, and the link's target stays as it was.
 func TestReportsNeverWriteThroughALink(t *testing.T) {
 	const victimContent = "root:$6$secret:19000::\n"
-	for _, name := range []string{report.ResultsFile, report.TableFile, report.MarkdownFile, report.JUnitFile, report.HTMLFile} {
+	for _, name := range []string{layout.Results, layout.Table, layout.Markdown, layout.JUnit, layout.HTML} {
 		t.Run(name, func(t *testing.T) {
 			data, err := os.ReadFile("../../testdata/recordings/h200x2-2026-11-30-final/single/results.json")
 			assert.NilError(t, err)

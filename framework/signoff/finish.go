@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -37,7 +37,7 @@ type FinishOptions struct {
 	// Stdout receives the report, Stderr the sign-off digest and notes.
 	Stdout, Stderr io.Writer
 	// Plugins parse the raw outputs again for the hardware list
-	// (resultsdir.Hardware) written at sign-off; nil writes none.
+	// (layout.Hardware) written at sign-off; nil writes none.
 	Plugins runner.Plugins
 }
 
@@ -75,7 +75,7 @@ func Finish(ctx context.Context, run *result.Run, s *sku.SKU, o FinishOptions) (
 		}
 	}
 	if run.Dir != "" {
-		if _, err := os.Stat(filepath.Join(run.Dir, journal.File)); err == nil {
+		if _, err := os.Stat(filepath.Join(run.Dir, layout.Journal)); err == nil {
 			if err := signOff(run, o); err != nil {
 				return result.ExitUsage, err
 			}
@@ -108,10 +108,10 @@ func writeHardware(ctx context.Context, run *result.Run, o FinishOptions) error 
 	if run.Dir == "" || o.Plugins == nil {
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(run.Dir, journal.File)); err != nil {
+	if _, err := os.Stat(filepath.Join(run.Dir, layout.Journal)); err != nil {
 		return nil
 	}
-	if _, err := os.Lstat(filepath.Join(run.Dir, manifest.File)); !errors.Is(err, iofs.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(run.Dir, layout.Manifest)); !errors.Is(err, iofs.ErrNotExist) {
 		return nil
 	}
 	// The context of a run stopped by Ctrl-C is done: the list is still
@@ -134,7 +134,7 @@ func signOff(run *result.Run, o FinishOptions) error {
 	stderr := o.Stderr
 	dir := run.Dir
 	mismatched := false
-	if _, err := os.Lstat(filepath.Join(dir, manifest.File)); errors.Is(err, iofs.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(dir, layout.Manifest)); errors.Is(err, iofs.ErrNotExist) {
 		if _, err := manifest.Write(dir, run.Version, run.SKU); err != nil {
 			return err
 		}
@@ -152,7 +152,7 @@ func signOff(run *result.Run, o FinishOptions) error {
 			for _, p := range problems {
 				ps = append(ps, p.String())
 			}
-			err := fmt.Errorf("%s no longer matches the %s it has: %s (gpuaccept verify %s names every difference)", dir, manifest.File, strings.Join(ps, "; "), dir)
+			err := fmt.Errorf("%s no longer matches the %s it has: %s (gpuaccept verify %s names every difference)", dir, layout.Manifest, strings.Join(ps, "; "), dir)
 			if o.Key != nil {
 				return fmt.Errorf("not signed: %w", err)
 			}
@@ -165,7 +165,7 @@ func signOff(run *result.Run, o FinishOptions) error {
 			return err
 		}
 		fmt.Fprintf(stderr, "signed: %s (%s %s; ssh-keygen -Y verify -f ALLOWED_SIGNERS -I ID -n %s -s %s < %s checks it)\n",
-			filepath.Join(dir, manifest.SigFile), o.Key.Type(), o.Key.Fingerprint(), manifest.Namespace, filepath.Join(dir, manifest.SigFile), filepath.Join(dir, manifest.File))
+			filepath.Join(dir, layout.SigFile), o.Key.Type(), o.Key.Fingerprint(), manifest.Namespace, filepath.Join(dir, layout.SigFile), filepath.Join(dir, layout.Manifest))
 	}
 	d, err := manifest.Digest(dir)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -28,13 +29,13 @@ const maxResults = 1 << 30
 
 // Report is one report of a results folder, rendered.
 type Report struct {
-	// Name is the file's name in the folder (report.ResultsFile, ...).
+	// Name is the file's name in the folder (layout.Results, ...).
 	Name string
 	Data []byte
 }
 
 // Render renders the reports of run, as WriteReports writes them into
-// run.Dir, with the hardware list run.Dir keeps (resultsdir.Hardware)
+// run.Dir, with the hardware list run.Dir keeps (layout.Hardware)
 // unless run has one: results.json (showing recorded as results_dir, the folder the
 // run wrote), table.txt, summary.md, junit.xml (with the raw outputs read
 // from run.Dir) and report.html (plots against the bands of s; nil draws
@@ -61,15 +62,15 @@ func Render(run *result.Run, s *sku.SKU, recorded string) ([]Report, error) {
 		name   string
 		render func(*bytes.Buffer) error
 	}{
-		{report.ResultsFile, func(b *bytes.Buffer) error { return report.JSON(b, &shown) }},
-		{report.TableFile, func(b *bytes.Buffer) error { return report.Table(b, run) }},
-		{report.MarkdownFile, func(b *bytes.Buffer) error { return report.Markdown(b, run) }},
-		{report.JUnitFile, func(b *bytes.Buffer) error {
+		{layout.Results, func(b *bytes.Buffer) error { return report.JSON(b, &shown) }},
+		{layout.Table, func(b *bytes.Buffer) error { return report.Table(b, run) }},
+		{layout.Markdown, func(b *bytes.Buffer) error { return report.Markdown(b, run) }},
+		{layout.JUnit, func(b *bytes.Buffer) error {
 			b.WriteString(xml.Header)
 			doc := report.JUnit(run)
 			return doc.WriteXML(b)
 		}},
-		{report.HTMLFile, func(b *bytes.Buffer) error { return report.HTML(b, run, s) }},
+		{layout.HTML, func(b *bytes.Buffer) error { return report.HTML(b, run, s) }},
 	} {
 		var b bytes.Buffer
 		if err := r.render(&b); err != nil {

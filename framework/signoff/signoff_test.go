@@ -15,9 +15,9 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 func TestValueDiffs(t *testing.T) {
@@ -122,14 +122,14 @@ func TestWriteReportsRenderAgain(t *testing.T) {
 	dir := signedFolder(t, "v1")
 	moved := filepath.Join(t.TempDir(), "moved")
 	assert.NilError(t, os.Rename(dir, moved))
-	page, err := os.ReadFile(filepath.Join(moved, report.HTMLFile))
+	page, err := os.ReadFile(filepath.Join(moved, layout.HTML))
 	assert.NilError(t, err)
 	assert.Assert(t, strings.Contains(string(page), "<dt>baseline</dt><dd>baseline/h200.yaml</dd>"), "the kept copy, named inside the folder")
 	res, err := Verify(context.Background(), moved, Options{Version: "v1"})
 	assert.NilError(t, err)
 	assert.Equal(t, res.Findings, 0, lines(res))
-	assert.DeepEqual(t, res.Rederived, []string{report.ResultsFile})
-	assert.DeepEqual(t, res.Rerendered, []string{report.JUnitFile, report.HTMLFile, report.MarkdownFile, report.TableFile})
+	assert.DeepEqual(t, res.Rederived, []string{layout.Results})
+	assert.DeepEqual(t, res.Rerendered, []string{layout.JUnit, layout.HTML, layout.Markdown, layout.Table})
 }
 
 // A report that renders otherwise is a finding, whoever made the folder:
@@ -139,11 +139,11 @@ func TestWriteReportsRenderAgain(t *testing.T) {
 // version a folder states changes only the remedy verify gives.
 func TestVerifyReportsOfAnotherVersion(t *testing.T) {
 	forge := func(t *testing.T, dir string) {
-		p := filepath.Join(dir, report.MarkdownFile)
+		p := filepath.Join(dir, layout.Markdown)
 		data, err := os.ReadFile(p)
 		assert.NilError(t, err)
 		assert.NilError(t, os.WriteFile(p, []byte(strings.Replace(string(data), "SKIP", "PASS", 1)), 0o644))
-		assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+		assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 		_, err = manifest.Write(dir, "v1", "h200")
 		assert.NilError(t, err)
 	}
@@ -166,11 +166,11 @@ func TestVerifyReportsOfAnotherVersion(t *testing.T) {
 	// A layout of its own with the same verdict line, sealed, is a
 	// finding all the same (it was a note).
 	dir = signedFolder(t, "v1")
-	p := filepath.Join(dir, report.MarkdownFile)
+	p := filepath.Join(dir, layout.Markdown)
 	data, err := os.ReadFile(p)
 	assert.NilError(t, err)
 	assert.NilError(t, os.WriteFile(p, append([]byte("# Sign-off\n\n"), data...), 0o644))
-	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 	_, err = manifest.Write(dir, "v1", "h200")
 	assert.NilError(t, err)
 	sum, err := manifest.Sum(dir)
@@ -183,7 +183,7 @@ func TestVerifyReportsOfAnotherVersion(t *testing.T) {
 
 func TestVerifyVersionAndSKU(t *testing.T) {
 	dir := signedFolder(t, "v1")
-	assert.NilError(t, os.Remove(filepath.Join(dir, manifest.File)))
+	assert.NilError(t, os.Remove(filepath.Join(dir, layout.Manifest)))
 	_, err := manifest.Write(dir, "v0", "h100")
 	assert.NilError(t, err)
 	res, err := Verify(context.Background(), dir, Options{Version: "v1"})
@@ -194,7 +194,7 @@ func TestVerifyVersionAndSKU(t *testing.T) {
 }
 
 // The reports the layout of a results folder defines
-// (resultsdir.Reports, which verify holds every file to) are those Render
+// (layout.Reports, which verify holds every file to) are those Render
 // writes: a report added there and not here would be a finding in every
 // folder.
 func TestRenderedReportsAreTheLayouts(t *testing.T) {
@@ -208,7 +208,7 @@ func TestRenderedReportsAreTheLayouts(t *testing.T) {
 		names = append(names, r.Name)
 	}
 	sort.Strings(names)
-	want := append([]string(nil), resultsdir.Reports...)
+	want := append([]string(nil), layout.Reports...)
 	sort.Strings(want)
 	assert.DeepEqual(t, names, want)
 }

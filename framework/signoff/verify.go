@@ -21,9 +21,9 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/localise"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
-	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
@@ -191,19 +191,19 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 	if err := resultsdir.CheckResults(dir); err != nil {
 		return nil, err
 	}
-	if _, err := os.Lstat(filepath.Join(dir, resultsdir.Journal)); errors.Is(err, iofs.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(dir, layout.Journal)); errors.Is(err, iofs.ErrNotExist) {
 		// results.json is a report of the run, rendered from the journal:
 		// read back as the run, it would vouch for itself.
-		r.add(Mismatch, "%s: missing: the run cannot be re-derived from %s, a report of it (every gpuaccept run and check --out keeps a journal)", resultsdir.Journal, resultsdir.Results)
+		r.add(Mismatch, "%s: missing: the run cannot be re-derived from %s, a report of it (every gpuaccept run and check --out keeps a journal)", layout.Journal, layout.Results)
 	}
 	// The run's verdict is its tests' and localisations', recomputed here
 	// (as the journal reader does), never the status a file stores.
 	run.Finish()
 	if run.Version != m.Version {
-		r.add(Mismatch, "%s says gpuaccept %s made the run, the journal says %s", manifest.File, quoteVersion(m.Version), quoteVersion(run.Version))
+		r.add(Mismatch, "%s says gpuaccept %s made the run, the journal says %s", layout.Manifest, quoteVersion(m.Version), quoteVersion(run.Version))
 	}
 	if run.SKU != m.SKU {
-		r.add(Mismatch, "%s is of SKU %s, the journal of SKU %s", manifest.File, m.SKU, run.SKU)
+		r.add(Mismatch, "%s is of SKU %s, the journal of SKU %s", layout.Manifest, m.SKU, run.SKU)
 	}
 	s, err := resultsdir.KeptBaseline(dir, m.SKU)
 	preflight := ""
@@ -256,7 +256,7 @@ func Verify(ctx context.Context, dir string, o Options) (*Result, error) {
 func (r *Result) checkSeal(dir string, o Options) {
 	if o.Digest != "" {
 		if r.Sum != o.Digest {
-			r.add(Mismatch, "%s: its digest is sha256:%s, not the sign-off digest sha256:%s (--digest): the manifest was made again or replaced since sign-off", manifest.File, r.Sum, o.Digest)
+			r.add(Mismatch, "%s: its digest is sha256:%s, not the sign-off digest sha256:%s (--digest): the manifest was made again or replaced since sign-off", layout.Manifest, r.Sum, o.Digest)
 		} else {
 			r.Digest = true
 			r.add("", "sign-off digest sha256:%s matches --digest", o.Digest)
@@ -265,20 +265,20 @@ func (r *Result) checkSeal(dir string, o Options) {
 	if o.AllowedSigners != "" {
 		signer, err := manifest.VerifySignature(dir, o.AllowedSigners, o.Identity)
 		if err != nil {
-			r.add(Mismatch, "%s: %v", manifest.SigFile, err)
+			r.add(Mismatch, "%s: %v", layout.SigFile, err)
 		} else {
 			r.Signer = signer
-			r.add("", "signature: %s is good for %s (%s %s, allowed signers %s line %d)", manifest.SigFile, signer.Identity, signer.KeyType, signer.Fingerprint, o.AllowedSigners, signer.Line)
+			r.add("", "signature: %s is good for %s (%s %s, allowed signers %s line %d)", layout.SigFile, signer.Identity, signer.KeyType, signer.Fingerprint, o.AllowedSigners, signer.Line)
 		}
-	} else if _, err := os.Lstat(filepath.Join(dir, manifest.SigFile)); err == nil {
+	} else if _, err := os.Lstat(filepath.Join(dir, layout.SigFile)); err == nil {
 		if typ, fp, err := manifest.ReadSignature(dir); err != nil {
-			r.add(Note, "%s: %v", manifest.SigFile, err)
+			r.add(Note, "%s: %v", layout.SigFile, err)
 		} else if err := manifest.SignatureMatches(dir); err != nil {
 			// Who signed needs the allowed signers; that the manifest is
 			// no longer what was signed needs only the key in the file.
 			r.add(Mismatch, "%v", err)
 		} else {
-			r.add(Note, "%s: signed with %s %s, over this manifest.json; who holds that key is not checked: give --allowed-signers FILE --identity ID (or run ssh-keygen -Y verify)", manifest.SigFile, typ, fp)
+			r.add(Note, "%s: signed with %s %s, over this manifest.json; who holds that key is not checked: give --allowed-signers FILE --identity ID (or run ssh-keygen -Y verify)", layout.SigFile, typ, fp)
 		}
 	}
 	if o.Digest == "" && o.AllowedSigners == "" {
@@ -307,7 +307,7 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 	}
 	su, ok := s.Suites[run.Suite]
 	if !ok {
-		r.add(Mismatch, "suite %s is not a suite of %s/%s.yaml: the run's tests cannot be held to the suite it names (a name that only looks like one is another name)", strconv.QuoteToASCII(run.Suite), resultsdir.Baseline, s.Name)
+		r.add(Mismatch, "suite %s is not a suite of %s/%s.yaml: the run's tests cannot be held to the suite it names (a name that only looks like one is another name)", strconv.QuoteToASCII(run.Suite), layout.Baseline, s.Name)
 		return
 	}
 	chosen := map[string]bool{}
@@ -328,12 +328,12 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 		skipped[st.Test] = st.SkipReason(run.Scope)
 		suiteParams[st.Test] = runner.Params(su.Params, st.Params)
 		if (len(chosen) == 0 || chosen[st.Test]) && !have[st.Test] {
-			r.add(Mismatch, "%s: suite %s of %s/%s.yaml runs it, and no --test choice of the run leaves it out, but the run has no result for it", st.Test, run.Suite, resultsdir.Baseline, s.Name)
+			r.add(Mismatch, "%s: suite %s of %s/%s.yaml runs it, and no --test choice of the run leaves it out, but the run has no result for it", st.Test, run.Suite, layout.Baseline, s.Name)
 		}
 	}
 	for _, t := range run.Tests {
 		if !inSuite[t.Name] {
-			r.add(Mismatch, "%s: the run has a result for it, but suite %s of %s/%s.yaml has no such test", t.Name, run.Suite, resultsdir.Baseline, s.Name)
+			r.add(Mismatch, "%s: the run has a result for it, but suite %s of %s/%s.yaml has no such test", t.Name, run.Suite, layout.Baseline, s.Name)
 			continue
 		}
 		// Parameters the suite does not give (--param) are the operator's
@@ -373,7 +373,7 @@ func (r *Result) checkSuite(s *sku.SKU, run *result.Run, preflight string) {
 			}
 			r.add(Mismatch, "%s: recorded a skip (%s) with no raw output, but the raw outputs of the run's preflight tests, judged again, %s", t.Name, t.Message, found)
 		default:
-			r.add(Mismatch, "%s: recorded a skip (%s) with no raw output, but suite %s of %s/%s.yaml runs it: only a test the suite skips runs nothing", t.Name, t.Message, run.Suite, resultsdir.Baseline, s.Name)
+			r.add(Mismatch, "%s: recorded a skip (%s) with no raw output, but suite %s of %s/%s.yaml runs it: only a test the suite skips runs nothing", t.Name, t.Message, run.Suite, layout.Baseline, s.Name)
 		}
 	}
 	if len(run.Selected) > 0 {
@@ -418,7 +418,7 @@ func (r *Result) sayHardware(run *result.Run) {
 // rest are counted (hardware.json lists them all).
 const maxHardwareLines = 64
 
-// checkHardware re-derives the hardware list (resultsdir.Hardware) from
+// checkHardware re-derives the hardware list (layout.Hardware) from
 // the raw outputs (runner.Hardware) and compares it with the folder's,
 // device by device: a device the file lists that the outputs do not show,
 // or shows otherwise, and one the outputs show that the file leaves out,
@@ -433,10 +433,10 @@ func (r *Result) checkHardware(ctx context.Context, dir string, plugins runner.P
 		r.add(Mismatch, "%v", err)
 		return
 	case !ok && run.Retries == nil:
-		r.add(Note, "no hardware list (%s): made before gpuaccept listed hardware; the hosts and GPU models above are all the raw outputs are checked to name", resultsdir.Hardware)
+		r.add(Note, "no hardware list (%s): made before gpuaccept listed hardware; the hosts and GPU models above are all the raw outputs are checked to name", layout.Hardware)
 		return
 	case !ok:
-		r.add(Mismatch, "%s: missing, but the journal is of a gpuaccept that lists the hardware at sign-off: the GPUs and NICs the raw outputs show are no part of the sign-off", resultsdir.Hardware)
+		r.add(Mismatch, "%s: missing, but the journal is of a gpuaccept that lists the hardware at sign-off: the GPUs and NICs the raw outputs show are no part of the sign-off", layout.Hardware)
 	}
 	if plugins == nil {
 		return
@@ -460,22 +460,22 @@ func (r *Result) checkHardware(ctx context.Context, dir string, plugins runner.P
 	for _, d := range have {
 		listed[key(d)] = true
 		if !shown[key(d)] {
-			r.add(Mismatch, "%s lists %s (seen by %s), which the raw outputs, parsed again, do not show so", resultsdir.Hardware, d, strings.Join(d.Tests, ", "))
+			r.add(Mismatch, "%s lists %s (seen by %s), which the raw outputs, parsed again, do not show so", layout.Hardware, d, strings.Join(d.Tests, ", "))
 		}
 	}
 	for _, d := range want {
 		if !listed[key(d)] {
-			r.add(Mismatch, "the raw outputs show %s (seen by %s), which %s does not list so", d, strings.Join(d.Tests, ", "), resultsdir.Hardware)
+			r.add(Mismatch, "the raw outputs show %s (seen by %s), which %s does not list so", d, strings.Join(d.Tests, ", "), layout.Hardware)
 		}
 	}
 	if len(want) == 0 {
-		r.add(Note, "%s: the raw outputs show no GPU UUID, serial, bus id or NIC GUID (no test whose plugin names hardware ran): nothing binds the evidence to the machines received", resultsdir.Hardware)
+		r.add(Note, "%s: the raw outputs show no GPU UUID, serial, bus id or NIC GUID (no test whose plugin names hardware ran): nothing binds the evidence to the machines received", layout.Hardware)
 		return
 	}
-	r.add("", "hardware the raw outputs show (%s, re-derived; match it with the machines received):", resultsdir.Hardware)
+	r.add("", "hardware the raw outputs show (%s, re-derived; match it with the machines received):", layout.Hardware)
 	for i, d := range want {
 		if i == maxHardwareLines {
-			r.add("", "  ... and %d more (%s lists every one)", len(want)-i, resultsdir.Hardware)
+			r.add("", "  ... and %d more (%s lists every one)", len(want)-i, layout.Hardware)
 			break
 		}
 		r.add("", "  %s", d)
@@ -577,7 +577,7 @@ func (r *Result) checkRecordings(recs iofs.FS, run *result.Run, m *manifest.Mani
 		// outputs.json records how the steps ended (exit codes, file
 		// names), the same in every run made alike: no output of the
 		// machine.
-		if err != nil || !d.Type().IsRegular() || path.Base(p) == resultsdir.Outputs {
+		if err != nil || !d.Type().IsRegular() || path.Base(p) == layout.Outputs {
 			return nil
 		}
 		data, err := iofs.ReadFile(recs, p)
@@ -591,7 +591,7 @@ func (r *Result) checkRecordings(recs iofs.FS, run *result.Run, m *manifest.Mani
 	var found []string
 	first := ""
 	for _, f := range m.Files {
-		if !strings.HasPrefix(f.Path, resultsdir.Raw+"/") && !(strings.HasPrefix(f.Path, resultsdir.Localise+"/") && strings.Contains(f.Path, "/"+resultsdir.Raw+"/")) {
+		if !strings.HasPrefix(f.Path, layout.Raw+"/") && !(strings.HasPrefix(f.Path, layout.Localise+"/") && strings.Contains(f.Path, "/"+layout.Raw+"/")) {
 			continue
 		}
 		if p, ok := shipped[f.SHA256]; ok {
@@ -717,7 +717,7 @@ func (r *Result) checkAttemptFolders(t result.Test) {
 			return
 		}
 		if got, err := resultsdir.RawFolder(a); err == nil && got != want {
-			r.add(Mismatch, "%s: raw outputs in %s/%s, but the runner keeps them in %s/%s", a.Name, resultsdir.Raw, got, resultsdir.Raw, want)
+			r.add(Mismatch, "%s: raw outputs in %s/%s, but the runner keeps them in %s/%s", a.Name, layout.Raw, got, layout.Raw, want)
 		}
 	}
 	for i, a := range t.Attempts {
@@ -755,7 +755,7 @@ func (r *Result) checkCheck(s *sku.SKU, run *result.Run) {
 		if len(t.Raw) == 0 {
 			r.add(Mismatch, "%s: check keeps the files it judges, and the run has none for it", t.Name)
 		} else if got, err := resultsdir.RawFolder(t); err == nil && got != filepath.Base(resultsdir.CheckDir(base, i+1, n)) {
-			r.add(Mismatch, "%s: raw outputs in %s/%s, but check keeps run %d of %d in %s", t.Name, resultsdir.Raw, got, i+1, n, resultsdir.CheckDir(base, i+1, n))
+			r.add(Mismatch, "%s: raw outputs in %s/%s, but check keeps run %d of %d in %s", t.Name, layout.Raw, got, i+1, n, resultsdir.CheckDir(base, i+1, n))
 		}
 		if len(t.Attempts) > 0 {
 			r.add(Mismatch, "%s: recorded %s, but check retries nothing", t.Name, result.Count(len(t.Attempts), "earlier attempt"))
@@ -771,7 +771,7 @@ func (r *Result) checkCheck(s *sku.SKU, run *result.Run) {
 // no test or attempt of run has its raw outputs in: outputs kept and no
 // verdict from them (an attempt or a test dropped from the journal).
 func (r *Result) checkRawFolders(dir, rel string, run *result.Run) {
-	ents, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(rel), resultsdir.Raw))
+	ents, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(rel), layout.Raw))
 	if err != nil {
 		return // none; the manifest names what is missing
 	}
@@ -789,11 +789,11 @@ func (r *Result) checkRawFolders(dir, rel string, run *result.Run) {
 	}
 	for _, e := range ents {
 		if unfinished[e.Name()] {
-			r.add(Mismatch, "%s: the raw outputs of a test that did not finish (%s): no verdict was made from them", path.Join(rel, resultsdir.Raw, e.Name()), e.Name())
+			r.add(Mismatch, "%s: the raw outputs of a test that did not finish (%s): no verdict was made from them", path.Join(rel, layout.Raw, e.Name()), e.Name())
 			continue
 		}
 		if !claimed[e.Name()] {
-			r.add(Mismatch, "%s: no test or attempt of the journal has its raw outputs there: outputs kept with no verdict from them (a test or an attempt dropped)", path.Join(rel, resultsdir.Raw, e.Name()))
+			r.add(Mismatch, "%s: no test or attempt of the journal has its raw outputs there: outputs kept with no verdict from them (a test or an attempt dropped)", path.Join(rel, layout.Raw, e.Name()))
 		}
 	}
 }
@@ -808,7 +808,7 @@ func (r *Result) checkLayout(dir string, run *result.Run, m *manifest.Manifest) 
 	runs := map[string]*result.Run{"": run}
 	for _, sd := range subRunDirs(run) {
 		clean := path.Clean(filepath.ToSlash(sd.dir))
-		if !filepath.IsLocal(sd.dir) || !strings.HasPrefix(clean, resultsdir.Localise+"/") {
+		if !filepath.IsLocal(sd.dir) || !strings.HasPrefix(clean, layout.Localise+"/") {
 			continue // verifySubRuns names it
 		}
 		sub, err := journal.Read(filepath.Join(dir, filepath.FromSlash(clean)))
@@ -855,7 +855,7 @@ const maxBuiltinDiffs = 10
 // the customer sees whose bands signed the cluster off.
 func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku.SKU, run *result.Run, recorded string) {
 	name := s.Name
-	kept, err := safefs.ReadFile(dir, resultsdir.Baseline+"/"+name+".yaml", maxResults)
+	kept, err := safefs.ReadFile(dir, layout.Baseline+"/"+name+".yaml", maxResults)
 	if err != nil {
 		return // KeptBaseline read it; the manifest check names a change
 	}
@@ -870,7 +870,7 @@ func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku
 	builtinSaid := run.SKUSource == sku.BuiltIn
 	if err != nil {
 		r.Baseline = BaselineOwn
-		r.add(kind, "%s/%s.yaml: this gpuaccept (%s) has no built-in SKU %s: the verdicts hold against a site's own SKU file only", resultsdir.Baseline, name, o.Version, name)
+		r.add(kind, "%s/%s.yaml: this gpuaccept (%s) has no built-in SKU %s: the verdicts hold against a site's own SKU file only", layout.Baseline, name, o.Version, name)
 		if builtinSaid {
 			r.add(Mismatch, "results.json says SKU %s is built-in (sku_source), but this gpuaccept (%s) has no built-in SKU of that name", name, o.Version)
 		}
@@ -881,10 +881,10 @@ func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku
 		return
 	}
 	if builtinSaid {
-		r.add(Mismatch, "results.json says SKU %s is the built-in file (sku_source), but %s/%s.yaml is not this gpuaccept's (%s) built-in one", name, resultsdir.Baseline, name, o.Version)
+		r.add(Mismatch, "results.json says SKU %s is the built-in file (sku_source), but %s/%s.yaml is not this gpuaccept's (%s) built-in one", name, layout.Baseline, name, o.Version)
 	}
 	r.Baseline = BaselineSite
-	r.add(kind, "%s/%s.yaml is not this gpuaccept's (%s) built-in %s baseline (%s): the verdicts hold against the kept copy's bands", resultsdir.Baseline, name, o.Version, name, strings.Replace(byteDiff(kept, want), "re-rendered", "built-in", 1))
+	r.add(kind, "%s/%s.yaml is not this gpuaccept's (%s) built-in %s baseline (%s): the verdicts hold against the kept copy's bands", layout.Baseline, name, o.Version, name, strings.Replace(byteDiff(kept, want), "re-rendered", "built-in", 1))
 	cat, err := sku.Load(o.Builtin, "built-in")
 	if err != nil {
 		r.add(Note, "built-in SKU files: %v", err)
@@ -953,7 +953,7 @@ func (r *Result) checkCopiedReferences(s, builtin *sku.SKU) {
 	}
 	for _, e := range s.Baselines {
 		if e.Kind() == result.BasisGolden && refs[key(e)] {
-			r.add(Mismatch, "%s/%s.yaml line %d: %s %s %s is the built-in file's reference entry (a cited measurement of other hardware), marked golden (the site's own recording): its verdicts would read as the site's", resultsdir.Baseline, s.Name, e.Line, e.Test, e.Scope, e.Metric)
+			r.add(Mismatch, "%s/%s.yaml line %d: %s %s %s is the built-in file's reference entry (a cited measurement of other hardware), marked golden (the site's own recording): its verdicts would read as the site's", layout.Baseline, s.Name, e.Line, e.Test, e.Scope, e.Metric)
 		}
 	}
 }
@@ -1035,7 +1035,7 @@ func (r *Result) checkReports(dir, rel string, run *result.Run, s *sku.SKU, reco
 	shown.Dir = folder
 	reports, err := Render(&shown, s, recorded)
 	if err != nil {
-		r.add(Mismatch, "%s: %v", path.Join(rel, report.ResultsFile), err)
+		r.add(Mismatch, "%s: %v", path.Join(rel, layout.Results), err)
 		return nil, nil
 	}
 	for _, rep := range reports {
@@ -1048,7 +1048,7 @@ func (r *Result) checkReports(dir, rel string, run *result.Run, s *sku.SKU, reco
 			r.add(Mismatch, "%s: %v", name, err)
 			continue
 		}
-		if rep.Name == report.ResultsFile {
+		if rep.Name == layout.Results {
 			diffs, err := valueDiffs(have, rep.Data)
 			if err != nil {
 				diffs = []string{err.Error()}
@@ -1121,17 +1121,17 @@ func (r *Result) verifySubRuns(ctx context.Context, o Options, s *sku.SKU, dir s
 	rejudged := map[string]map[string]result.Test{}
 	for _, sd := range subRunDirs(run) {
 		clean := path.Clean(filepath.ToSlash(sd.dir))
-		if !filepath.IsLocal(sd.dir) || !strings.HasPrefix(clean, resultsdir.Localise+"/") {
-			r.add(Mismatch, "localisation of %s: run %s: not a folder under %s/ of the results folder: what lies there is no part of this sign-off", sd.test, strconv.QuoteToASCII(sd.dir), resultsdir.Localise)
+		if !filepath.IsLocal(sd.dir) || !strings.HasPrefix(clean, layout.Localise+"/") {
+			r.add(Mismatch, "localisation of %s: run %s: not a folder under %s/ of the results folder: what lies there is no part of this sign-off", sd.test, strconv.QuoteToASCII(sd.dir), layout.Localise)
 			continue
 		}
-		if !listed[path.Join(clean, resultsdir.Journal)] {
+		if !listed[path.Join(clean, layout.Journal)] {
 			if sd.runs[0].run.Status == result.Error {
 				if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(clean))); errors.Is(err, iofs.ErrNotExist) {
 					continue // a run that could not start may have no folder
 				}
 			}
-			r.add(Mismatch, "localisation of %s: run %s: %s lists no %s for it: its verdicts are no part of this sign-off", sd.test, sd.dir, manifest.File, path.Join(clean, resultsdir.Journal))
+			r.add(Mismatch, "localisation of %s: run %s: %s lists no %s for it: its verdicts are no part of this sign-off", sd.test, sd.dir, layout.Manifest, path.Join(clean, layout.Journal))
 			continue
 		}
 		folder := filepath.Join(dir, filepath.FromSlash(sd.dir))

@@ -36,6 +36,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
@@ -263,7 +264,7 @@ func TestTwoNodeRun(t *testing.T) {
 	assert.Equal(t, o.LaunchError, "")
 	assert.Equal(t, o.ExitCode, 0)
 	assert.Assert(t, strings.Contains(o.Command, "mpirun --allow-run-as-root -np 16 --map-by ppr:8:node --host "), o.Command)
-	others, err := filepath.Glob(filepath.Join(req.Dir, launch.FilesDir("all_reduce"), "pod-*.log"))
+	others, err := filepath.Glob(filepath.Join(req.Dir, layout.StepFiles("all_reduce"), "pod-*.log"))
 	assert.NilError(t, err)
 	assert.Equal(t, len(others), 1, "the worker pod's log is kept")
 	assert.Assert(t, !strings.Contains(filepath.Base(others[0]), "-0-"), "the lead (index 0) is the step's log, not a file: %s", others[0])

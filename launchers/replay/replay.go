@@ -20,7 +20,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
@@ -61,8 +61,8 @@ func (c *Config) Build(o launch.Options) (launch.Launcher, error) {
 	case c.Dir != "":
 		dir := c.Dir
 		// A results folder replays from its raw/ subfolder.
-		if fi, err := os.Stat(path.Join(dir, resultsdir.Raw)); err == nil && fi.IsDir() {
-			dir = path.Join(dir, resultsdir.Raw)
+		if fi, err := os.Stat(path.Join(dir, layout.Raw)); err == nil && fi.IsDir() {
+			dir = path.Join(dir, layout.Raw)
 		}
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("launcher replay: --replay-dir %q: not a folder", c.Dir)
@@ -88,7 +88,7 @@ func (l *Launcher) Name() string { return Name }
 func (l *Launcher) Commands(req launch.Request) ([]string, error) {
 	var out []string
 	for _, s := range req.Plan.Steps {
-		out = append(out, fmt.Sprintf("replay %s from %s", path.Join(req.Test, launch.LogName(s.Name)), l.Where))
+		out = append(out, fmt.Sprintf("replay %s from %s", path.Join(req.Test, layout.StepLog(s.Name)), l.Where))
 	}
 	return out, nil
 }
@@ -98,14 +98,14 @@ func (l *Launcher) Commands(req launch.Request) ([]string, error) {
 // step's LaunchError.
 func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Output, error) {
 	recorded := map[string]plan.Output{}
-	data, err := fs.ReadFile(l.FS, path.Join(req.Test, resultsdir.Outputs))
+	data, err := fs.ReadFile(l.FS, path.Join(req.Test, layout.Outputs))
 	if errors.Is(err, safefs.ErrRefused) {
-		return nil, fmt.Errorf("read %s in %s: %w", path.Join(req.Test, resultsdir.Outputs), l.Where, err)
+		return nil, fmt.Errorf("read %s in %s: %w", path.Join(req.Test, layout.Outputs), l.Where, err)
 	}
 	if err == nil {
 		var outs []plan.Output
 		if err := json.Unmarshal(data, &outs); err != nil {
-			return nil, fmt.Errorf("read %s in %s: %w", path.Join(req.Test, resultsdir.Outputs), l.Where, err)
+			return nil, fmt.Errorf("read %s in %s: %w", path.Join(req.Test, layout.Outputs), l.Where, err)
 		}
 		for _, o := range outs {
 			recorded[o.Step] = o
@@ -124,7 +124,7 @@ func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Outpu
 func (l *Launcher) replayStep(req launch.Request, s plan.Step, rec plan.Output) plan.Output {
 	out := plan.Output{Step: s.Name, Role: s.Role, Host: rec.Host, ExitCode: rec.ExitCode, LaunchError: rec.LaunchError,
 		Command: rec.Command}
-	logPath := path.Join(req.Test, launch.LogName(s.Name))
+	logPath := path.Join(req.Test, layout.StepLog(s.Name))
 	src, err := l.FS.Open(logPath)
 	if err != nil {
 		out.ExitCode = -1
@@ -151,7 +151,7 @@ func (l *Launcher) replayStep(req launch.Request, s plan.Step, rec plan.Output) 
 	}
 	out.Log = p
 	for _, f := range s.Files {
-		fp := path.Join(req.Test, launch.FilesDir(s.Name), path.Base(f))
+		fp := path.Join(req.Test, layout.StepFiles(s.Name), path.Base(f))
 		r, err := l.FS.Open(fp)
 		if errors.Is(err, safefs.ErrRefused) {
 			out.LaunchError = strings.TrimPrefix(out.LaunchError+"; ", "; ") + fmt.Sprintf("recording %s in %s refused: %v", fp, l.Where, errors.Unwrap(err))

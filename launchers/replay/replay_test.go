@@ -15,14 +15,14 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 func TestReplay(t *testing.T) {
 	fsys := fstest.MapFS{
 		"nccl.all_reduce/all_reduce.log":                   {Data: []byte("# nccl-tests\nexport HF_TOKEN=hf_abcdef123\n")},
 		"nccl.all_reduce/all_reduce.files/all_reduce.json": {Data: []byte(`{"env": ["API_KEY=abc"]}`)},
-		"nccl.all_reduce/" + resultsdir.Outputs:            {Data: []byte(`[{"step":"all_reduce","exit_code":4,"host":"vm","command":"all_reduce_perf -g 2"}]`)},
+		"nccl.all_reduce/" + layout.Outputs:                {Data: []byte(`[{"step":"all_reduce","exit_code":4,"host":"vm","command":"all_reduce_perf -g 2"}]`)},
 		"nccl.all_gather/all_gather.log":                   {Data: []byte("x\n")},
 	}
 	l := &Launcher{FS: fsys, Where: "test"}

@@ -12,24 +12,13 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
-)
-
-// Files the launcher leaves in a test's raw folder beside the steps' logs
-// (their names are framework/resultsdir's, the layout verify holds a
-// results folder to).
-const (
-	// JobScriptFile is the script that ran (secrets masked).
-	JobScriptFile = resultsdir.SlurmJobScript
-	// JobOutputFile is the job's own output (#SBATCH --output, or the
-	// script's output inside an allocation) with the job's final state.
-	JobOutputFile = resultsdir.SlurmJobOutput
 )
 
 // RanksFile names the file that lists, one "RANK HOST" line per rank in
 // rank order, the node each rank of a step ran on.
-func RanksFile(step string) string { return step + resultsdir.SlurmRanksExt }
+func RanksFile(step string) string { return step + layout.SlurmRanksExt }
 
 // collect copies what the job left in the staging folder into the test's
 // raw folder through redaction: per step the log, the files it wrote, its
@@ -40,7 +29,7 @@ func collect(req launch.Request, j job, cmds []string, end ending, script string
 	if _, err := launch.MkdirRaw(req, "."); err != nil {
 		return nil, err
 	}
-	if err := writeRedacted(req, JobScriptFile, strings.NewReader(script)); err != nil {
+	if err := writeRedacted(req, layout.SlurmJobScript, strings.NewReader(script)); err != nil {
 		return nil, err
 	}
 	var head strings.Builder
@@ -63,7 +52,7 @@ func collect(req launch.Request, j job, cmds []string, end ending, script string
 		defer jobOut.Close()
 		jobReader = io.MultiReader(jobReader, jobOut)
 	}
-	if err := writeRedacted(req, JobOutputFile, jobReader); err != nil {
+	if err := writeRedacted(req, layout.SlurmJobOutput, jobReader); err != nil {
 		return nil, err
 	}
 
@@ -99,9 +88,9 @@ func collect(req launch.Request, j job, cmds []string, end ending, script string
 		case end.Stopped != "":
 			why = append(why, end.Stopped)
 		case end.State.ID != "":
-			why = append(why, fmt.Sprintf("%s before step %s finished (see %s)%s", end.State, s.Name, JobOutputFile, noOutput))
+			why = append(why, fmt.Sprintf("%s before step %s finished (see %s)%s", end.State, s.Name, layout.SlurmJobOutput, noOutput))
 		default:
-			why = append(why, fmt.Sprintf("the script ended before step %s finished (see %s)", s.Name, JobOutputFile))
+			why = append(why, fmt.Sprintf("the script ended before step %s finished (see %s)", s.Name, layout.SlurmJobOutput))
 		}
 		if len(why) > 0 {
 			outs[i].LaunchError = strings.TrimPrefix(outs[i].LaunchError+"; "+strings.Join(why, "; "), "; ")

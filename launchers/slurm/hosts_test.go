@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
@@ -29,7 +30,7 @@ func launchSteps(t *testing.T, partition string, nodes int, steps ...plan.Step) 
 	t.Helper()
 	l := &Launcher{Config: Config{Partition: partition, MPI: MPIMpirun, Mode: ModeSubmit, GPUs: GPUsNone, Poll: 300 * time.Millisecond, MPIArgs: loopbackMPI}}
 	req := launch.Request{Test: "x.hosts", Plan: plan.Plan{Steps: steps}, Topology: plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: 1}},
-		Dir: filepath.Join(t.TempDir(), "raw"), Timeout: 2 * time.Minute}
+		Dir: filepath.Join(t.TempDir(), layout.Raw), Timeout: 2 * time.Minute}
 	outs, err := l.Launch(context.Background(), req)
 	assert.NilError(t, err)
 	assert.Equal(t, len(outs), len(steps))

@@ -17,7 +17,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
@@ -119,14 +119,14 @@ func gpuaccept(t *testing.T, rec string, extra ...string) cliResult {
 	if err != nil && r.code < 0 {
 		t.Fatalf("run gpuaccept: %v", err)
 	}
-	if data, err := os.ReadFile(filepath.Join(out, "results.json")); err == nil {
+	if data, err := os.ReadFile(filepath.Join(out, layout.Results)); err == nil {
 		assert.NilError(t, json.Unmarshal(data, &r.results))
 	}
 	return r
 }
 
 func raw(t *testing.T, r cliResult, name string) string {
-	data, err := os.ReadFile(filepath.Join(r.out, "raw", "nccl.all_reduce", name))
+	data, err := os.ReadFile(filepath.Join(r.out, layout.Raw, "nccl.all_reduce", name))
 	assert.NilError(t, err)
 	return string(data)
 }
@@ -135,8 +135,8 @@ var jobLine = regexp.MustCompile(`gpuaccept: job ([0-9]+) `)
 
 // jobID reads the job id the launcher recorded in slurm-job.out.
 func jobID(t *testing.T, r cliResult) string {
-	m := jobLine.FindStringSubmatch(raw(t, r, JobOutputFile))
-	assert.Assert(t, m != nil, raw(t, r, JobOutputFile))
+	m := jobLine.FindStringSubmatch(raw(t, r, layout.SlurmJobOutput))
+	assert.Assert(t, m != nil, raw(t, r, layout.SlurmJobOutput))
 	return m[1]
 }
 
@@ -170,24 +170,24 @@ func TestClusterPasses2Nodes(t *testing.T) {
 	assert.Equal(t, ranks[0], "0 n1")
 	assert.Equal(t, ranks[15], "15 n2")
 	var outs []plan.Output
-	assert.NilError(t, json.Unmarshal([]byte(raw(t, r, resultsdir.Outputs)), &outs))
+	assert.NilError(t, json.Unmarshal([]byte(raw(t, r, layout.Outputs)), &outs))
 	assert.Equal(t, outs[0].Host, "n1,n2")
 	// The host of each rank, index = rank, in outputs.json and results.json.
 	want := strings.Split(strings.Repeat("n1 ", 8)+strings.Repeat("n2 ", 8), " ")[:16]
 	assert.DeepEqual(t, outs[0].RankHosts, want)
 	assert.DeepEqual(t, r.results.Tests[0].RankHosts, map[string][]string{"all_reduce": want})
 	assert.Equal(t, outs[0].ExitCode, 0)
-	assert.Assert(t, strings.Contains(raw(t, r, JobOutputFile), "COMPLETED"), raw(t, r, JobOutputFile))
-	assert.Assert(t, strings.Contains(raw(t, r, JobScriptFile), "#SBATCH --nodes=2"))
+	assert.Assert(t, strings.Contains(raw(t, r, layout.SlurmJobOutput), "COMPLETED"), raw(t, r, layout.SlurmJobOutput))
+	assert.Assert(t, strings.Contains(raw(t, r, layout.SlurmJobScript), "#SBATCH --nodes=2"))
 	assertGone(t, jobID(t, r))
-	_, err := os.Stat(filepath.Join(r.out, "raw", "nccl.all_reduce", ".slurm"))
+	_, err := os.Stat(filepath.Join(r.out, layout.Raw, "nccl.all_reduce", ".slurm"))
 	assert.Assert(t, os.IsNotExist(err), "staging folder (with unredacted script) left behind")
-	fi, err := os.Stat(filepath.Join(r.out, "raw", "nccl.all_reduce"))
+	fi, err := os.Stat(filepath.Join(r.out, layout.Raw, "nccl.all_reduce"))
 	assert.NilError(t, err)
 	assert.Equal(t, fi.Mode().Perm(), os.FileMode(0o755))
 	// The script exported the token to the ranks; no file of the results
 	// holds it.
-	assert.Assert(t, strings.Contains(raw(t, r, JobScriptFile), "export HF_TOKEN="), raw(t, r, JobScriptFile))
+	assert.Assert(t, strings.Contains(raw(t, r, layout.SlurmJobScript), "export HF_TOKEN="), raw(t, r, layout.SlurmJobScript))
 	err = filepath.WalkDir(r.out, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -245,7 +245,7 @@ func TestClusterOwnTimeoutCancels(t *testing.T) {
 	assert.Equal(t, r.code, 3, "%s\n%s", r.stdout, r.stderr) // the test errored
 	msg := r.results.Tests[0].Message
 	assert.Assert(t, strings.Contains(msg, "timed out after") && strings.Contains(msg, "cancelled with scancel"), msg)
-	assert.Assert(t, strings.Contains(raw(t, r, JobOutputFile), "CANCELLED"), raw(t, r, JobOutputFile))
+	assert.Assert(t, strings.Contains(raw(t, r, layout.SlurmJobOutput), "CANCELLED"), raw(t, r, layout.SlurmJobOutput))
 	assertGone(t, jobID(t, r))
 	assertNoStandin(t)
 }
@@ -255,7 +255,7 @@ func TestClusterBadPartition(t *testing.T) {
 	assert.Equal(t, r.code, 3, "%s\n%s", r.stdout, r.stderr) // the test errored
 	msg := r.results.Tests[0].Message
 	assert.Assert(t, strings.Contains(msg, "submit batch job for nccl.all_reduce") && strings.Contains(msg, "Invalid partition name specified"), msg)
-	assert.Assert(t, strings.Contains(raw(t, r, JobScriptFile), "#SBATCH --partition=nosuch\n"), "the refused script is kept")
+	assert.Assert(t, strings.Contains(raw(t, r, layout.SlurmJobScript), "#SBATCH --partition=nosuch\n"), "the refused script is kept")
 }
 
 // srun --mpi=pmix on this cluster cannot load the PMIx library: the test
@@ -281,11 +281,11 @@ func TestClusterCancelAndQuoting(t *testing.T) {
 	l := &Launcher{Config: Config{Partition: partition, MPI: MPIMpirun, Mode: ModeSubmit, GPUs: GPUsNone, Poll: 300 * time.Millisecond}}
 	ctx, cancel := context.WithCancel(context.Background())
 	req := launch.Request{Test: "x.quoting", Plan: plan.Plan{Steps: []plan.Step{step, hang}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}},
-		Dir: filepath.Join(dir, "raw"), Timeout: time.Minute}
+		Dir: filepath.Join(dir, layout.Raw), Timeout: time.Minute}
 	go func() {
 		// Cancel once the second step runs.
 		for ctx.Err() == nil {
-			if _, err := os.Stat(filepath.Join(dir, "raw", ".slurm", "hang.ranks", "1")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, layout.Raw, ".slurm", "hang.ranks", "1")); err == nil {
 				cancel()
 				return
 			}
@@ -308,7 +308,7 @@ func TestClusterCancelAndQuoting(t *testing.T) {
 	assert.Assert(t, strings.HasPrefix(string(log), "$(touch "+pwned+") it's\n"), string(log))
 	_, err = os.Stat(pwned)
 	assert.Assert(t, os.IsNotExist(err), "a value was executed")
-	m := jobLine.FindStringSubmatch(readFile(t, filepath.Join(dir, "raw", JobOutputFile)))
+	m := jobLine.FindStringSubmatch(readFile(t, filepath.Join(dir, layout.Raw, layout.SlurmJobOutput)))
 	assert.Assert(t, m != nil)
 	assertGone(t, m[1])
 }
@@ -329,11 +329,11 @@ func TestClusterExampleInsideAllocation(t *testing.T) {
 		Status   string `json:"status"`
 		Launcher string `json:"launcher"`
 	}
-	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &res))
+	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, layout.Results))), &res))
 	assert.Equal(t, res.Status, "pass", string(jobOut))
-	ranks := readFile(t, filepath.Join(out, "raw", "nccl.all_reduce", RanksFile("all_reduce")))
+	ranks := readFile(t, filepath.Join(out, layout.Raw, "nccl.all_reduce", RanksFile("all_reduce")))
 	assert.Assert(t, strings.HasPrefix(ranks, "0 n1\n") && strings.HasSuffix(ranks, "15 n2\n"), ranks)
-	script2 := readFile(t, filepath.Join(out, "raw", "nccl.all_reduce", JobScriptFile))
+	script2 := readFile(t, filepath.Join(out, layout.Raw, "nccl.all_reduce", layout.SlurmJobScript))
 	assert.Assert(t, strings.Contains(script2, "Runs inside the allocation") && !strings.Contains(script2, "#SBATCH"), script2)
 	assertGone(t, id)
 }
@@ -386,7 +386,7 @@ func TestClusterInsideAllocationTimeout(t *testing.T) {
 			Message string `json:"message"`
 		} `json:"tests"`
 	}
-	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, "results.json"))), &res))
+	assert.NilError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(out, layout.Results))), &res))
 	assert.Equal(t, res.Tests[0].Status, "error")
 	assert.Assert(t, strings.Contains(res.Tests[0].Message, "timed out after"), res.Tests[0].Message)
 	assertGone(t, id)
@@ -454,7 +454,7 @@ func TestDryRunPrintsScript(t *testing.T) {
 	assert.NilError(t, err)
 	for _, want := range []string{"#!/bin/bash\n#SBATCH --job-name=gpuaccept-nccl.all_reduce\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-node=8\n#SBATCH --exclusive\n#SBATCH --time=45\n",
 		"#SBATCH --partition=gpu\n#SBATCH --account=acct\n#SBATCH --constraint=ib\n",
-		"job=" + filepath.Join(abs, "raw", "nccl.all_reduce", ".slurm") + "\n",
+		"job=" + filepath.Join(abs, layout.Raw, "nccl.all_reduce", ".slurm") + "\n",
 		"\texport NCCL_DEBUG=INFO\n", " /shared/nccl-tests/build/all_reduce_perf -b 8 -e 8G -f 2 -g 1 -c 1\n"} {
 		assert.Assert(t, strings.Contains(string(so), want), "want %q in\n%s", want, so)
 	}
@@ -503,7 +503,7 @@ func TestClusterPairOnGivenHosts(t *testing.T) {
 	client := plan.Step{Name: "client", Role: "client", Argv: []string{"/bin/echo", "to", hs[0]}, Procs: 1, ProcsPerNode: 1, Host: 1}
 	l := &Launcher{Config: Config{Partition: partition, MPI: MPIMpirun, Mode: ModeSubmit, GPUs: GPUsNone, Poll: 300 * time.Millisecond, Hosts: hs}}
 	req := launch.Request{Test: "x.pair", Plan: plan.Plan{Steps: []plan.Step{server, client}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}, Hosts: hs},
-		Dir: filepath.Join(t.TempDir(), "raw"), Timeout: time.Minute}
+		Dir: filepath.Join(t.TempDir(), layout.Raw), Timeout: time.Minute}
 	outs, err := l.Launch(context.Background(), req)
 	assert.NilError(t, err)
 	for i, want := range hs {

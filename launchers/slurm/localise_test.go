@@ -13,6 +13,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
 )
 
@@ -34,7 +35,7 @@ func TestClusterLocaliseInsideAllocation(t *testing.T) {
 	recs := map[string]string{}
 	for _, v := range []struct{ name, src string }{{"healthy", "mi355x-seed004"}, {"degraded", "mi355x-seed004-degraded"}} {
 		for n, scope := range map[string]string{"1": "singlenode", "2": "multinode"} {
-			src, err := filepath.Abs(filepath.Join("..", "..", "testdata", "recordings", v.src, scope, "raw"))
+			src, err := filepath.Abs(filepath.Join("..", "..", "testdata", "recordings", v.src, scope, layout.Raw))
 			assert.NilError(t, err)
 			assert.NilError(t, os.MkdirAll(filepath.Join(dir, v.name), 0o755))
 			assert.NilError(t, os.Symlink(src, filepath.Join(dir, v.name, n)))
@@ -61,7 +62,7 @@ func TestClusterLocaliseInsideAllocation(t *testing.T) {
 	// The script execs gpuaccept: its exit code 1 (a test failed) is the job's.
 	assert.Equal(t, st.ExitCode, "1:0", string(jobOut))
 
-	data, err := os.ReadFile(filepath.Join(out, "results.json"))
+	data, err := os.ReadFile(filepath.Join(out, layout.Results))
 	assert.NilError(t, err, string(jobOut))
 	var run result.Run
 	assert.NilError(t, json.Unmarshal(data, &run))
@@ -76,7 +77,7 @@ func TestClusterLocaliseInsideAllocation(t *testing.T) {
 	assert.DeepEqual(t, named, []string{nodes[1]})
 	for _, r := range lz.Stages[0].Runs {
 		// Each per-node run ran on its own node: its ranks say so.
-		raw, err := os.ReadFile(filepath.Join(out, r.Dir, "results.json"))
+		raw, err := os.ReadFile(filepath.Join(out, r.Dir, layout.Results))
 		assert.NilError(t, err)
 		var sub result.Run
 		assert.NilError(t, json.Unmarshal(raw, &sub))

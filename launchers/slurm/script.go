@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -44,10 +44,10 @@ type job struct {
 }
 
 // File names inside the staging folder, per step.
-func stepLog(dir, step string) string   { return filepath.Join(dir, step+".log") }
+func stepLog(dir, step string) string   { return filepath.Join(dir, layout.StepLog(step)) }
 func stepExit(dir, step string) string  { return filepath.Join(dir, step+".exit") }
 func stepWork(dir, step string) string  { return filepath.Join(dir, step+".work") }
-func stepRanks(dir, step string) string { return filepath.Join(dir, step+resultsdir.SlurmRanksExt) }
+func stepRanks(dir, step string) string { return filepath.Join(dir, step+layout.SlurmRanksExt) }
 
 // Names of the staging folder's job-level files.
 const (
@@ -148,7 +148,7 @@ func render(j job) (string, []string, error) {
 		cmds = append(cmds, line)
 		name := s.Name
 		fmt.Fprintf(&b, "\n# step %s: %d process(es), %d per node\n", name, s.Procs, s.ProcsPerNode)
-		fmt.Fprintf(&b, "mkdir -p \"$job/%s.work\" \"$job/%s.ranks\"\n", name, name)
+		fmt.Fprintf(&b, "mkdir -p \"$job/%s.work\" \"$job/%s%s\"\n", name, name, layout.SlurmRanksExt)
 		fmt.Fprintf(&b, "cd \"$job/%s.work\" || exit 1\n", name)
 		b.WriteString("(\n")
 		if err := rankstart.CheckEnvNames(s); err != nil {
@@ -218,7 +218,7 @@ func jobName(test string) string { return "gpuaccept-" + test }
 
 // stepLine is the rank starter's command line for one step.
 func stepLine(j job, s plan.Step) (string, error) {
-	wrapped := append([]string{"/bin/sh", "-c", rankWrapper, "$job/" + s.Name + resultsdir.SlurmRanksExt}, s.Argv...)
+	wrapped := append([]string{"/bin/sh", "-c", rankWrapper, "$job/" + s.Name + layout.SlurmRanksExt}, s.Argv...)
 	mpi := rankstart.NeedsStarter(s) && s.MPI
 	if mpi && j.MPI == MPIMpirun {
 		var hs []string

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // Name is the --launcher value.
@@ -380,7 +381,7 @@ func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Outpu
 	}
 	if err != nil {
 		// The script that could not be submitted is kept for the user.
-		if werr := writeRedacted(req, JobScriptFile, strings.NewReader(script)); werr != nil {
+		if werr := writeRedacted(req, layout.SlurmJobScript, strings.NewReader(script)); werr != nil {
 			err = fmt.Errorf("%w (and: %v)", err, werr)
 		}
 		return nil, err

@@ -26,6 +26,10 @@ import (
 // PluginName is the plugin's name: its test is "gemm.matmul".
 const PluginName = "gemm"
 
+// The plugin is built into gpuaccept: registered for gpuaccept plugin
+// serve gemm and the lists of built-in plugins (pluginapi.Builtins).
+func init() { pluginapi.Register(PluginName, Plugin{}) }
+
 // Version is the plugin's version, reported by Describe.
 const Version = "0.1.0"
 
@@ -81,32 +85,24 @@ type settings struct {
 
 func parseParams(p map[string]string) (settings, error) {
 	s := settings{dtypes: strings.Split(DefaultDTypes, ",")}
-	env, keys, err := pluginapi.SplitParams(p, Params)
-	if err != nil {
-		return s, err
-	}
-	s.env = env
-	for _, k := range keys {
-		v := p[k]
+	env, err := pluginapi.ParseParams(p, Params, func(k, v string) error {
 		if ok, err := s.Setting(k, v); ok {
-			if err != nil {
-				return s, err
-			}
-			continue
+			return err
 		}
-		switch k {
-		case "dtypes":
+		if k == "dtypes" {
 			s.dtypes, s.dtypesSet = nil, true
 			for _, d := range strings.Split(v, ",") {
 				d = strings.TrimSpace(d)
 				if !scriptDTypes[d] {
-					return s, fmt.Errorf("parameter dtypes: %q is not one of bf16, fp16, fp8, tf32, fp32", d)
+					return fmt.Errorf("%q is not one of bf16, fp16, fp8, tf32, fp32", d)
 				}
 				s.dtypes = append(s.dtypes, d)
 			}
 		}
-	}
-	return s, nil
+		return nil
+	})
+	s.env = env
+	return s, err
 }
 
 // Plan implements pluginapi.Plugin: step "alone" runs every GPU of each
@@ -114,15 +110,15 @@ func parseParams(p map[string]string) (settings, error) {
 // of a node's GPUs at once.
 func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
 	if req.Test != "matmul" {
-		return plan.Plan{}, fmt.Errorf("unknown test gemm.%s (known: gemm.matmul)", req.Test)
+		return plan.Plan{}, pluginapi.UnknownTest(PluginName, req.Test, []string{"matmul"})
 	}
 	s, err := parseParams(req.Params)
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("gemm.matmul: %w", err)
 	}
 	t := req.Topology
-	if t.Nodes < 1 || t.GPUsPerNode < 1 {
-		return plan.Plan{}, fmt.Errorf("gemm.matmul: topology %s: nodes and GPUs per node must be >= 1", t)
+	if err := pluginapi.CheckTopology("gemm.matmul", t); err != nil {
+		return plan.Plan{}, err
 	}
 	args := append([]string{"--dtypes", strings.Join(s.dtypes, ",")}, s.CountArgs()...)
 	o := torchbench.StepOptions{Name: "alone", Python: s.Python, Script: s.Script, Tests: []string{"gemm"}, Args: args, Env: s.env, Nodes: t.Nodes}
@@ -139,11 +135,10 @@ const sniffMax = 1 << 20
 
 // Parse implements pluginapi.Plugin.
 func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
-	var p result.Parsed
-	if len(req.Outputs) == 0 {
-		p.Error = "no outputs to parse"
+	if p, ok := pluginapi.NoOutputs(req); ok {
 		return p, nil
 	}
+	var p result.Parsed
 	s, err := parseParams(req.Params)
 	if err != nil {
 		s, _ = parseParams(nil)

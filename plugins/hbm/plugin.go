@@ -21,6 +21,10 @@ import (
 // PluginName is the plugin's name: its test is "hbm.bandwidth".
 const PluginName = "hbm"
 
+// The plugin is built into gpuaccept: registered for gpuaccept plugin
+// serve hbm and the lists of built-in plugins (pluginapi.Builtins).
+func init() { pluginapi.Register(PluginName, Plugin{}) }
+
 // Version is the plugin's version, reported by Describe.
 const Version = "0.1.0"
 
@@ -62,36 +66,27 @@ type settings struct {
 
 func parseParams(p map[string]string) (settings, error) {
 	var s settings
-	env, keys, err := pluginapi.SplitParams(p, Params)
-	if err != nil {
-		return s, err
-	}
+	env, err := pluginapi.ParseParams(p, Params, func(k, v string) error {
+		_, err := s.Setting(k, v)
+		return err
+	})
 	s.env = env
-	for _, k := range keys {
-		v := p[k]
-		if ok, err := s.Setting(k, v); ok {
-			if err != nil {
-				return s, err
-			}
-			continue
-		}
-	}
-	return s, nil
+	return s, err
 }
 
 // Plan implements pluginapi.Plugin: one step, one copy of the script per
 // node, every GPU in turn.
 func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
 	if req.Test != "bandwidth" {
-		return plan.Plan{}, fmt.Errorf("unknown test hbm.%s (known: hbm.bandwidth)", req.Test)
+		return plan.Plan{}, pluginapi.UnknownTest(PluginName, req.Test, []string{"bandwidth"})
 	}
 	s, err := parseParams(req.Params)
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("hbm.bandwidth: %w", err)
 	}
 	t := req.Topology
-	if t.Nodes < 1 || t.GPUsPerNode < 1 {
-		return plan.Plan{}, fmt.Errorf("hbm.bandwidth: topology %s: nodes and GPUs per node must be >= 1", t)
+	if err := pluginapi.CheckTopology("hbm.bandwidth", t); err != nil {
+		return plan.Plan{}, err
 	}
 	return plan.Plan{Steps: []plan.Step{torchbench.Step(torchbench.StepOptions{Name: "bandwidth", Python: s.Python, Script: s.Script,
 		Tests: []string{"hbm"}, Args: s.CountArgs(), Env: s.env, Nodes: t.Nodes})}}, nil
@@ -100,11 +95,10 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 // Parse implements pluginapi.Plugin: a metric per GPU and op, and the
 // completeness gates (every GPU of every node has copy and triad).
 func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
-	var p result.Parsed
-	if len(req.Outputs) == 0 {
-		p.Error = "no outputs to parse"
+	if p, ok := pluginapi.NoOutputs(req); ok {
 		return p, nil
 	}
+	var p result.Parsed
 	var errs, names []string
 	var o torchbench.Output
 	for _, out := range req.Outputs {

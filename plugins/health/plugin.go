@@ -29,6 +29,10 @@ import (
 // PluginName is the plugin's name: its test is "health.node".
 const PluginName = "health"
 
+// The plugin is built into gpuaccept: registered for gpuaccept plugin
+// serve health and the lists of built-in plugins (pluginapi.Builtins).
+func init() { pluginapi.Register(PluginName, Plugin{}) }
+
 // Version is the plugin's version, reported by Describe.
 const Version = "0.1.0"
 
@@ -77,68 +81,64 @@ type settings struct {
 func parseParams(p map[string]string) (settings, error) {
 	fatal, _ := parseXIDList(fatalXIDs)
 	s := settings{gpus: -1, xidFatal: fatal}
-	_, keys, err := pluginapi.SplitParams(p, Params)
-	if err != nil {
-		return s, err
-	}
-	count := func(k, v string, lo, hi int) (int, error) {
+	count := func(v string, lo, hi int) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < lo || n > hi {
-			return 0, fmt.Errorf("parameter %s: %q is not a whole number from %d to %d", k, v, lo, hi)
+			return 0, fmt.Errorf("%q is not a whole number from %d to %d", v, lo, hi)
 		}
 		return n, nil
 	}
-	for _, k := range keys {
-		v := p[k]
+	_, err := pluginapi.ParseParams(p, Params, func(k, v string) (err error) {
 		switch k {
 		case "gpus":
 			if strings.TrimSpace(v) != "" {
-				if s.gpus, err = count(k, v, 0, 1024); err != nil {
-					return s, err
+				if s.gpus, err = count(v, 0, 1024); err != nil {
+					return err
 				}
 			}
 		case "pcie_gen":
-			if s.pcieGen, err = count(k, v, 0, 16); err != nil {
-				return s, err
+			if s.pcieGen, err = count(v, 0, 16); err != nil {
+				return err
 			}
 		case "pcie_width":
-			if s.pcieWidth, err = count(k, v, 0, 32); err != nil {
-				return s, err
+			if s.pcieWidth, err = count(v, 0, 32); err != nil {
+				return err
 			}
 		case "nvlinks":
-			if s.nvlinks, err = count(k, v, 0, 64); err != nil {
-				return s, err
+			if s.nvlinks, err = count(v, 0, 64); err != nil {
+				return err
 			}
 		case "hcas":
-			if s.hcas, err = count(k, v, 0, 1024); err != nil {
-				return s, err
+			if s.hcas, err = count(v, 0, 1024); err != nil {
+				return err
 			}
 		case "dcgm_level":
-			if s.dcgmLevel, err = count(k, v, 0, 4); err != nil {
-				return s, err
+			if s.dcgmLevel, err = count(v, 0, 4); err != nil {
+				return err
 			}
 		case "ib_rate":
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil || f < 0 || f > 1e5 {
-				return s, fmt.Errorf("parameter ib_rate: %q is not a rate in Gb/s", v)
+				return fmt.Errorf("%q is not a rate in Gb/s", v)
 			}
 			s.ibRate = f
 		case "xid_fatal":
 			set, ok := parseXIDList(v)
 			if !ok {
-				return s, fmt.Errorf("parameter xid_fatal: %q is not a list of XIDs (48,56-58,79)", v)
+				return fmt.Errorf("%q is not a list of XIDs (48,56-58,79)", v)
 			}
 			s.xidFatal = set
 		}
-	}
-	return s, nil
+		return nil
+	})
+	return s, err
 }
 
 // Plan implements pluginapi.Plugin: one step, one process per node (not
 // an MPI job: the rank starter only starts them), each running Collect.
 func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
 	if req.Test != "node" {
-		return plan.Plan{}, fmt.Errorf("unknown test health.%s (known: health.node)", req.Test)
+		return plan.Plan{}, pluginapi.UnknownTest(PluginName, req.Test, []string{"node"})
 	}
 	s, err := parseParams(req.Params)
 	if err != nil {
@@ -146,7 +146,7 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	}
 	t := req.Topology
 	if t.Nodes < 1 {
-		return plan.Plan{}, fmt.Errorf("health.node: topology %s: at least one node", t)
+		return plan.Plan{}, pluginapi.TopologyError("health.node", t, "at least one node")
 	}
 	env, _, _ := pluginapi.SplitParams(req.Params, Params)
 	if len(env) == 0 {
@@ -163,11 +163,10 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 
 // Parse implements pluginapi.Plugin.
 func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
-	var p result.Parsed
-	if len(req.Outputs) == 0 {
-		p.Error = "no outputs to parse"
+	if p, ok := pluginapi.NoOutputs(req); ok {
 		return p, nil
 	}
+	var p result.Parsed
 	s, err := parseParams(req.Params)
 	if err != nil {
 		p.Error = err.Error()

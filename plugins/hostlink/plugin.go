@@ -31,6 +31,10 @@ import (
 // "hostlink.p2p".
 const PluginName = "hostlink"
 
+// The plugin is built into gpuaccept: registered for gpuaccept plugin
+// serve hostlink and the lists of built-in plugins (pluginapi.Builtins).
+func init() { pluginapi.Register(PluginName, Plugin{}) }
+
 // Version is the plugin's version, reported by Describe.
 const Version = "0.1.0"
 
@@ -91,18 +95,9 @@ type settings struct {
 
 func parseParams(p map[string]string) (settings, error) {
 	s := settings{tool: "torch"}
-	env, keys, err := pluginapi.SplitParams(p, Params)
-	if err != nil {
-		return s, err
-	}
-	s.env = env
-	for _, k := range keys {
-		v := p[k]
+	env, err := pluginapi.ParseParams(p, Params, func(k, v string) error {
 		if ok, err := s.Setting(k, v); ok {
-			if err != nil {
-				return s, err
-			}
-			continue
+			return err
 		}
 		switch k {
 		case "tool":
@@ -111,19 +106,21 @@ func parseParams(p map[string]string) (settings, error) {
 				found = found || t == v
 			}
 			if !found {
-				return s, fmt.Errorf("parameter tool: %q is not one of %s", v, strings.Join(Tools, ", "))
+				return fmt.Errorf("%q is not one of %s", v, strings.Join(Tools, ", "))
 			}
 			s.tool = v
 		case "bindir":
 			s.bindir = v
 		case "numa":
 			if v != "on" && v != "off" {
-				return s, fmt.Errorf("parameter numa: %q is not on or off", v)
+				return fmt.Errorf("%q is not on or off", v)
 			}
 			s.numaOff = v == "off"
 		}
-	}
-	return s, nil
+		return nil
+	})
+	s.env = env
+	return s, err
 }
 
 // nvbandwidthTests are nvbandwidth's testcases per test: copy engine
@@ -137,18 +134,18 @@ var nvbandwidthTests = map[string][]string{
 // measures all of its GPUs. p2p needs two GPUs per node or more.
 func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
 	if req.Test != "pcie" && req.Test != "p2p" {
-		return plan.Plan{}, fmt.Errorf("unknown test hostlink.%s (known: hostlink.pcie, hostlink.p2p)", req.Test)
+		return plan.Plan{}, pluginapi.UnknownTest(PluginName, req.Test, []string{"pcie", "p2p"})
 	}
 	s, err := parseParams(req.Params)
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("hostlink.%s: %w", req.Test, err)
 	}
 	t := req.Topology
-	if t.Nodes < 1 || t.GPUsPerNode < 1 {
-		return plan.Plan{}, fmt.Errorf("hostlink.%s: topology %s: nodes and GPUs per node must be >= 1", req.Test, t)
+	if err := pluginapi.CheckTopology(PluginName+"."+req.Test, t); err != nil {
+		return plan.Plan{}, err
 	}
 	if req.Test == "p2p" && t.GPUsPerNode < 2 {
-		return plan.Plan{}, fmt.Errorf("hostlink.p2p: topology %s: p2p needs 2 GPUs per node or more", t)
+		return plan.Plan{}, pluginapi.TopologyError("hostlink.p2p", t, "p2p needs 2 GPUs per node or more")
 	}
 	bin := func(name string) string {
 		if s.bindir == "" {
@@ -191,11 +188,10 @@ const sniffMax = 1 << 20
 func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
 	var p result.Parsed
 	if req.Test != "pcie" && req.Test != "p2p" {
-		p.Error = fmt.Sprintf("unknown test hostlink.%s", req.Test)
+		p.Error = pluginapi.UnknownTest(PluginName, req.Test, []string{"pcie", "p2p"}).Error()
 		return p, nil
 	}
-	if len(req.Outputs) == 0 {
-		p.Error = "no outputs to parse"
+	if p, ok := pluginapi.NoOutputs(req); ok {
 		return p, nil
 	}
 	var errs, names []string

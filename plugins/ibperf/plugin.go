@@ -22,6 +22,10 @@ import (
 // PluginName is the plugin's name: its tests are "ibperf.NAME".
 const PluginName = "ibperf"
 
+// The plugin is built into gpuaccept: registered for gpuaccept plugin
+// serve ibperf and the lists of built-in plugins (pluginapi.Builtins).
+func init() { pluginapi.Register(PluginName, Plugin{}) }
+
 // Version is the plugin's version, reported by Describe.
 const Version = "0.1.0"
 
@@ -144,12 +148,12 @@ func ParsePairs(s string) ([]Pair, error) {
 		}
 		a, b = strings.TrimSpace(a), strings.TrimSpace(b)
 		if !hcaName(a) || !hcaName(b) {
-			return nil, fmt.Errorf("pairs: %q is not SERVER_HCA:CLIENT_HCA", e)
+			return nil, fmt.Errorf("%q is not SERVER_HCA:CLIENT_HCA", e)
 		}
 		out = append(out, Pair{a, b})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("pairs: no pair in %q", s)
+		return nil, fmt.Errorf("no pair in %q", s)
 	}
 	return out, nil
 }
@@ -168,14 +172,7 @@ func hcaName(s string) bool {
 
 func parseParams(p map[string]string, topo plan.Topology) (settings, error) {
 	s := settings{port: 18515, bidir: true, outJSON: true, force: true, gdr: "rocm", gpus: []string{"0"}}
-	env, keys, err := pluginapi.SplitParams(p, Params)
-	if err != nil {
-		return s, err
-	}
-	s.env = env
-	for _, k := range keys {
-		v := p[k]
-		var err error
+	env, err := pluginapi.ParseParams(p, Params, func(k, v string) (err error) {
 		switch k {
 		case "bindir":
 			s.bindir = v
@@ -183,7 +180,7 @@ func parseParams(p map[string]string, topo plan.Topology) (settings, error) {
 			s.pairs, err = ParsePairs(v)
 		case "server_addr":
 			if strings.ContainsAny(v, " \t\n") {
-				err = fmt.Errorf("parameter server_addr: %q is not a host name or address", v)
+				err = fmt.Errorf("%q is not a host name or address", v)
 			}
 			s.serverAddr = v
 		case "port":
@@ -195,14 +192,14 @@ func parseParams(p map[string]string, topo plan.Topology) (settings, error) {
 			if v != "" {
 				n, e := result.ParseBytes(v)
 				if e != nil {
-					err = fmt.Errorf("parameter size: %w", e)
+					err = e
 				}
 				v = strconv.FormatInt(n, 10)
 			}
 			s.size = v
 		case "gdr":
 			if v != "rocm" && v != "rocm_dmabuf" && v != "cuda" && v != "cuda_dmabuf" {
-				err = fmt.Errorf("parameter gdr: %q is not rocm, rocm_dmabuf, cuda or cuda_dmabuf", v)
+				err = fmt.Errorf("%q is not rocm, rocm_dmabuf, cuda or cuda_dmabuf", v)
 			}
 			s.gdr = v
 		case "gpus":
@@ -210,7 +207,7 @@ func parseParams(p map[string]string, topo plan.Topology) (settings, error) {
 			for _, g := range strings.Split(v, ",") {
 				g = strings.TrimSpace(g)
 				if n, e := strconv.Atoi(g); e != nil || n < 0 {
-					return s, fmt.Errorf("parameter gpus: %q is not a GPU index", g)
+					return fmt.Errorf("%q is not a GPU index", g)
 				}
 				s.gpus = append(s.gpus, g)
 			}
@@ -225,9 +222,11 @@ func parseParams(p map[string]string, topo plan.Topology) (settings, error) {
 		case "extra":
 			s.extra = strings.Fields(v)
 		}
-		if err != nil {
-			return s, err
-		}
+		return err
+	})
+	s.env = env
+	if err != nil {
+		return s, err
 	}
 	if s.iters != "" && s.duration != "" {
 		return s, fmt.Errorf("parameters iters and duration: give one (perftest -n or -D)")
@@ -267,7 +266,7 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 		for i, t := range tests {
 			names[i] = t.name
 		}
-		return plan.Plan{}, fmt.Errorf("unknown test ibperf.%s (known: %s)", req.Test, strings.Join(names, ", "))
+		return plan.Plan{}, pluginapi.UnknownTest(PluginName, req.Test, names)
 	}
 	s, err := parseParams(req.Params, req.Topology)
 	if err != nil {
@@ -275,7 +274,7 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	}
 	t := req.Topology
 	if t.Nodes < 1 || t.Nodes > 2 {
-		return plan.Plan{}, fmt.Errorf("ibperf.%s: topology %s: one node (loopback) or two nodes (server and client)", req.Test, t)
+		return plan.Plan{}, pluginapi.TopologyError(PluginName+"."+req.Test, t, "one node (loopback) or two nodes (server and client)")
 	}
 	if len(s.pairs) == 0 {
 		return plan.Plan{}, fmt.Errorf("ibperf.%s: no NIC pairs: set parameter pairs (e.g. pairs=ionic_7:ionic_1)", req.Test)
@@ -471,11 +470,10 @@ func hint(text string) string {
 // client's output (the server's when the client has none); both sides'
 // errors count.
 func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
-	var p result.Parsed
-	if len(req.Outputs) == 0 {
-		p.Error = "no outputs to parse"
+	if p, ok := pluginapi.NoOutputs(req); ok {
 		return p, nil
 	}
+	var p result.Parsed
 	_, gdr, known := testInfo(req.Test)
 	planned := len(req.Params) > 0
 	s, perr := parseParams(req.Params, req.Topology)

@@ -10,6 +10,7 @@ package mori
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -25,6 +26,10 @@ import (
 
 // PluginName is the plugin's name: its tests are "mori.NAME".
 const PluginName = "mori"
+
+// The plugin is built into gpuaccept: registered for gpuaccept plugin
+// serve mori and the lists of built-in plugins (pluginapi.Builtins).
+func init() { pluginapi.Register(PluginName, Plugin{}) }
 
 // Version is the plugin's version, reported by Describe.
 const Version = "0.1.0"
@@ -98,19 +103,13 @@ type settings struct {
 
 func parseParams(p map[string]string) (settings, error) {
 	s := settings{python: "python3", masterPort: "29500", perfOut: true, rankTol: 5, spreadMax: 30}
-	env, keys, err := pluginapi.SplitParams(p, Params)
-	if err != nil {
-		return s, err
-	}
-	s.env = env
-	for _, k := range keys {
-		v := p[k]
+	env, err := pluginapi.ParseParams(p, Params, func(k, v string) (err error) {
 		switch k {
 		case "moridir":
 			s.moridir = v
 		case "python":
 			if v == "" {
-				return s, fmt.Errorf("parameter python: empty")
+				return errors.New("empty")
 			}
 			s.python = v
 		case "cmd":
@@ -119,12 +118,12 @@ func parseParams(p map[string]string) (settings, error) {
 			s.args = strings.Fields(v)
 		case "perf_out":
 			if s.perfOut, err = pluginapi.BoolParam(k, v); err != nil {
-				return s, err
+				return err
 			}
 		case "rank_tolerance", "spread_max":
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil || f <= 0 || f >= 100 {
-				return s, fmt.Errorf("parameter %s: %q is not a percentage between 0 and 100", k, v)
+				return fmt.Errorf("%q is not a percentage between 0 and 100", v)
 			}
 			if k == "rank_tolerance" {
 				s.rankTol = f
@@ -135,12 +134,14 @@ func parseParams(p map[string]string) (settings, error) {
 			s.masterAddr = v
 		case "master_port":
 			if _, err := pluginapi.PortParam(k, v); err != nil {
-				return s, err
+				return err
 			}
 			s.masterPort = v
 		}
-	}
-	return s, nil
+		return nil
+	})
+	s.env = env
+	return s, err
 }
 
 // rankFromStarter makes the node rank the inter-node script reads from
@@ -153,21 +154,21 @@ const rankFromStarter = `export RANK="${RANK:-${OMPI_COMM_WORLD_RANK:-${PMI_RANK
 func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
 	script, ok := Scripts[req.Test]
 	if !ok {
-		return plan.Plan{}, fmt.Errorf("unknown test mori.%s (known: mori.ep_intranode, mori.ep_internode)", req.Test)
+		return plan.Plan{}, pluginapi.UnknownTest(PluginName, req.Test, []string{"ep_intranode", "ep_internode"})
 	}
 	s, err := parseParams(req.Params)
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("mori.%s: %w", req.Test, err)
 	}
 	t := req.Topology
-	if t.Nodes < 1 || t.GPUsPerNode < 1 {
-		return plan.Plan{}, fmt.Errorf("mori.%s: topology %s: nodes and GPUs per node must be >= 1", req.Test, t)
+	if err := pluginapi.CheckTopology(PluginName+"."+req.Test, t); err != nil {
+		return plan.Plan{}, err
 	}
 	if req.Test == "ep_intranode" && t.Nodes != 1 {
-		return plan.Plan{}, fmt.Errorf("mori.ep_intranode: topology %s: runs on one node (mori.ep_internode spans nodes)", t)
+		return plan.Plan{}, pluginapi.TopologyError("mori.ep_intranode", t, "runs on one node (mori.ep_internode spans nodes)")
 	}
 	if req.Test == "ep_internode" && t.Nodes < 2 {
-		return plan.Plan{}, fmt.Errorf("mori.ep_internode: topology %s: needs two nodes or more", t)
+		return plan.Plan{}, pluginapi.TopologyError("mori.ep_internode", t, "needs two nodes or more")
 	}
 	cmd := s.cmd
 	if len(cmd) == 0 {
@@ -207,11 +208,10 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 
 // Parse implements pluginapi.Plugin.
 func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
-	var p result.Parsed
-	if len(req.Outputs) == 0 {
-		p.Error = "no outputs to parse"
+	if p, ok := pluginapi.NoOutputs(req); ok {
 		return p, nil
 	}
+	var p result.Parsed
 	s, err := parseParams(req.Params)
 	if err != nil {
 		s, _ = parseParams(nil)

@@ -19,6 +19,10 @@ import (
 // PluginName is the plugin's name: its tests are "nccl.NAME".
 const PluginName = "nccl"
 
+// The plugin is built into gpuaccept: registered for gpuaccept plugin
+// serve nccl and the lists of built-in plugins (pluginapi.Builtins).
+func init() { pluginapi.Register(PluginName, Plugin{}) }
+
 // Version is the plugin's version, reported by Describe.
 const Version = "0.1.0"
 
@@ -71,34 +75,25 @@ type settings struct {
 
 func parseParams(p map[string]string) (settings, error) {
 	s := settings{sweep: nccltests.SweepParams{MinBytes: "8", MaxBytes: "4G", StepFactor: "2", Check: "1"}, json: true}
-	env, keys, err := pluginapi.SplitParams(p, Params)
-	if err != nil {
-		return s, err
-	}
-	s.env = env
-	for _, k := range keys {
-		v := p[k]
+	env, err := pluginapi.ParseParams(p, Params, func(k, v string) (err error) {
 		if handled, err := s.sweep.Set(k, v); handled {
-			if err != nil {
-				return s, err
-			}
-			continue
+			return err
 		}
 		switch k {
 		case "bindir":
 			s.bindir = v
 		case "suffix":
+			if v != "" && strings.ContainsAny(v, "/ \t") {
+				return fmt.Errorf("%q must be a plain name suffix", v)
+			}
 			s.suffix = v
 		case "json":
-			if s.json, err = pluginapi.BoolParam(k, v); err != nil {
-				return s, err
-			}
+			s.json, err = pluginapi.BoolParam(k, v)
 		}
-	}
-	if s.suffix != "" && strings.ContainsAny(s.suffix, "/ \t") {
-		return s, fmt.Errorf("parameter suffix: %q must be a plain name suffix", s.suffix)
-	}
-	return s, nil
+		return err
+	})
+	s.env = env
+	return s, err
 }
 
 // JSONName is the file the plugin asks nccl-tests to write with -J.
@@ -107,11 +102,14 @@ func JSONName(test string) string { return test + ".json" }
 // Plan implements pluginapi.Plugin.
 func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
 	if !slices.Contains(Collectives, req.Test) {
-		return plan.Plan{}, fmt.Errorf("unknown test nccl.%s (known: %s)", req.Test, strings.Join(Collectives, ", "))
+		return plan.Plan{}, pluginapi.UnknownTest(PluginName, req.Test, Collectives)
 	}
 	s, err := parseParams(req.Params)
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("nccl.%s: %w", req.Test, err)
+	}
+	if err := pluginapi.CheckTopology(PluginName+"."+req.Test, req.Topology); err != nil {
+		return plan.Plan{}, err
 	}
 	bin := req.Test + "_perf" + s.suffix
 	if s.bindir != "" {
@@ -130,8 +128,8 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 
 // Parse implements pluginapi.Plugin.
 func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
-	if len(req.Outputs) == 0 {
-		return result.Parsed{Error: "no outputs to parse"}, nil
+	if p, ok := pluginapi.NoOutputs(req); ok {
+		return p, nil
 	}
 	// Sizes asked for are known only when the plugin planned the run; logs
 	// judged offline (gpuaccept check) have no params, so no expectation.

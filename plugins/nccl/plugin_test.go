@@ -51,7 +51,7 @@ func TestPlanErrors(t *testing.T) {
 		params map[string]string
 		want   string
 	}{
-		{"allreduce", nil, "unknown test nccl.allreduce (known: all_reduce, all_gather"},
+		{"allreduce", nil, "unknown test nccl.allreduce (known: nccl.all_reduce, nccl.all_gather"},
 		{"all_reduce", map[string]string{"maxbyte": "4G"}, `nccl.all_reduce: unknown parameter "maxbyte" (known: bindir, suffix, minbytes, maxbytes`},
 		{"all_reduce", map[string]string{"maxbytes": "lots"}, `parameter maxbytes: size "lots"`},
 		{"all_reduce", map[string]string{"mode": "threads"}, `parameter mode: "threads" is not single or mpi`},

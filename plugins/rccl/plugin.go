@@ -23,6 +23,10 @@ import (
 // PluginName is the plugin's name: its tests are "rccl.NAME".
 const PluginName = "rccl"
 
+// The plugin is built into gpuaccept: registered for gpuaccept plugin
+// serve rccl and the lists of built-in plugins (pluginapi.Builtins).
+func init() { pluginapi.Register(PluginName, Plugin{}) }
+
 // Version is the plugin's version, reported by Describe.
 const Version = "0.1.0"
 
@@ -75,45 +79,38 @@ type settings struct {
 
 func parseParams(p map[string]string) (settings, error) {
 	s := settings{sweep: nccltests.SweepParams{MinBytes: "8", MaxBytes: "1G", StepFactor: "2", Check: "1"}, report: "json", reportFlag: "-x"}
-	env, keys, err := pluginapi.SplitParams(p, Params)
-	if err != nil {
-		return s, err
-	}
-	s.env = env
-	for _, k := range keys {
-		v := p[k]
+	env, err := pluginapi.ParseParams(p, Params, func(k, v string) error {
 		if handled, err := s.sweep.Set(k, v); handled {
-			if err != nil {
-				return s, err
-			}
-			continue
+			return err
 		}
 		switch k {
 		case "bindir":
 			s.bindir = v
 		case "cycles":
 			if err := pluginapi.CountParam(k, v); err != nil {
-				return s, err
+				return err
 			}
 			s.cycles = v
 		case "outofplace":
 			if v != "" && v != "0" && v != "1" {
-				return s, fmt.Errorf("parameter outofplace: %q is not 0, 1 or empty", v)
+				return fmt.Errorf("%q is not 0, 1 or empty", v)
 			}
 			s.outofplace = v
 		case "report":
 			if v != "json" && v != "none" {
-				return s, fmt.Errorf("parameter report: %q is not json or none", v)
+				return fmt.Errorf("%q is not json or none", v)
 			}
 			s.report = v
 		case "report_flag":
 			if v != "-x" && v != "-X" {
-				return s, fmt.Errorf("parameter report_flag: %q is not -x or -X", v)
+				return fmt.Errorf("%q is not -x or -X", v)
 			}
 			s.reportFlag = v
 		}
-	}
-	return s, nil
+		return nil
+	})
+	s.env = env
+	return s, err
 }
 
 // ReportName is the file the plugin asks rccl-tests to write with -Z json.
@@ -122,11 +119,14 @@ func ReportName(test string) string { return test + ".json" }
 // Plan implements pluginapi.Plugin.
 func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, error) {
 	if !slices.Contains(Collectives, req.Test) {
-		return plan.Plan{}, fmt.Errorf("unknown test rccl.%s (known: %s)", req.Test, strings.Join(Collectives, ", "))
+		return plan.Plan{}, pluginapi.UnknownTest(PluginName, req.Test, Collectives)
 	}
 	s, err := parseParams(req.Params)
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("rccl.%s: %w", req.Test, err)
+	}
+	if err := pluginapi.CheckTopology(PluginName+"."+req.Test, req.Topology); err != nil {
+		return plan.Plan{}, err
 	}
 	bin := req.Test + "_perf"
 	if s.bindir != "" {
@@ -153,8 +153,8 @@ func genericDevice(name string) bool {
 
 // Parse implements pluginapi.Plugin.
 func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parsed, error) {
-	if len(req.Outputs) == 0 {
-		return result.Parsed{Error: "no outputs to parse"}, nil
+	if p, ok := pluginapi.NoOutputs(req); ok {
+		return p, nil
 	}
 	var expectMax, factor int64
 	if len(req.Params) > 0 {

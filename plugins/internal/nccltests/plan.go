@@ -29,7 +29,7 @@ func (p *SweepParams) Set(k, v string) (handled bool, err error) {
 	switch k {
 	case "minbytes", "maxbytes":
 		if _, err := result.ParseBytes(v); err != nil {
-			return true, fmt.Errorf("parameter %s: %w", k, err)
+			return true, &pluginapi.ParamError{Name: k, Err: err}
 		}
 		if k == "minbytes" {
 			p.MinBytes = v
@@ -47,7 +47,7 @@ func (p *SweepParams) Set(k, v string) (handled bool, err error) {
 		p.Op = v
 	case "mode":
 		if v != "" && v != "single" && v != "mpi" {
-			return true, fmt.Errorf("parameter mode: %q is not single or mpi", v)
+			return true, &pluginapi.ParamError{Name: k, Err: fmt.Errorf("%q is not single or mpi", v)}
 		}
 		p.Mode = v
 	case "extra":

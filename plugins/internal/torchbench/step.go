@@ -7,6 +7,7 @@
 package torchbench
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -103,7 +104,7 @@ func (s *Settings) Setting(key, value string) (bool, error) {
 	switch key {
 	case "python":
 		if value == "" {
-			return true, fmt.Errorf("parameter python: empty")
+			return true, &pluginapi.ParamError{Name: key, Err: errors.New("empty")}
 		}
 		s.Python = value
 	case "script":
@@ -114,7 +115,7 @@ func (s *Settings) Setting(key, value string) (bool, error) {
 			least = 4 // one float32: hbm's arrays hold bytes/4 elements
 		}
 		if n, err := strconv.ParseInt(value, 10, 64); err != nil || n < least {
-			return true, fmt.Errorf("parameter %s: %q is not a positive integer", key, value)
+			return true, &pluginapi.ParamError{Name: key, Err: fmt.Errorf("%q is not a positive integer", value)}
 		}
 		if s.Counts == nil {
 			s.Counts = map[string]string{}

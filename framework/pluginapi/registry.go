@@ -1,0 +1,62 @@
+package pluginapi
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// The plugins compiled into gpuaccept register here from their package's
+// init, as the launchers do with launch.Register: main.go imports each
+// for that alone (a blank import), and every list of built-in plugins
+// (list plugins, the Host's Builtin, gpuaccept plugin serve NAME, the
+// docs a test holds to it) is read from this registry.
+var (
+	builtinMu sync.Mutex
+	builtin   = map[string]Plugin{}
+)
+
+// Register records a plugin compiled into gpuaccept under its name (the
+// name it describes itself by, served as "gpuaccept plugin serve NAME").
+// It is called from the plugin package's init function. An empty name, a
+// nil plugin, or a name registered twice panics: two packages claiming
+// one plugin name is a build mistake, not a choice to make at run time.
+func Register(name string, p Plugin) {
+	builtinMu.Lock()
+	defer builtinMu.Unlock()
+	if name == "" || p == nil {
+		panic(fmt.Sprintf("pluginapi.Register(%q): empty name or nil plugin", name))
+	}
+	if _, dup := builtin[name]; dup {
+		panic(fmt.Sprintf("pluginapi.Register: plugin %q registered twice", name))
+	}
+	builtin[name] = p
+}
+
+// Unregister drops a registered plugin: for a test that serves a test
+// double for a while (Register it, then Unregister in its cleanup).
+func Unregister(name string) {
+	builtinMu.Lock()
+	defer builtinMu.Unlock()
+	delete(builtin, name)
+}
+
+// Builtins lists the registered plugins' names, sorted.
+func Builtins() []string {
+	builtinMu.Lock()
+	defer builtinMu.Unlock()
+	out := make([]string, 0, len(builtin))
+	for n := range builtin {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Builtin is the registered plugin name; ok is false when none is.
+func Builtin(name string) (p Plugin, ok bool) {
+	builtinMu.Lock()
+	defer builtinMu.Unlock()
+	p, ok = builtin[name]
+	return p, ok
+}
