@@ -110,6 +110,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 			t = preflightVerdict(s, name, topo.Scope, t)
 			t.Preflight = true
 		}
+		t.Meanings = Meanings(ctx, plugins, pluginName, test)
 		t.Name = names[i]
 		t.Raw = raw
 		t.Duration = time.Since(start)

@@ -37,6 +37,7 @@ func (r *Runner) judge(ctx context.Context, t result.Test, pluginName, test stri
 		j = preflightVerdict(r.SKU, t.Name, topo.Scope, j)
 	}
 	j.Preflight = t.Preflight
+	j.Meanings = Meanings(pctx, r.Plugins, pluginName, test)
 	j.Name, j.Scope, j.Params, j.Commands, j.Duration, j.Started = t.Name, t.Scope, t.Params, t.Commands, t.Duration, t.Started
 	j.Diagnostics = append(t.Diagnostics, j.Diagnostics...)
 	return j
@@ -95,6 +96,49 @@ func LabelDefaults(ctx context.Context, plugins Plugins, plugin, test string) ma
 				}
 				out[m.Name] = m.LabelDefaults
 			}
+		}
+	}
+	return out
+}
+
+// Meanings returns what plugin declares the metrics of test (short name)
+// mean (pluginapi.MetricInfo: unit, better, plot, record), when plugins is
+// a Describer; nil when it is not, or the plugin declares no metrics or
+// cannot say. A run keeps them in result.Test.Meanings, which its reports
+// read.
+func Meanings(ctx context.Context, plugins Plugins, plugin, test string) []result.Meaning {
+	d, ok := plugins.(Describer)
+	if !ok {
+		return nil
+	}
+	return meanings(ctx, d, plugin, test)
+}
+
+func meanings(ctx context.Context, d Describer, plugin, test string) []result.Meaning {
+	desc, err := d.Describe(ctx, plugin)
+	if err != nil {
+		return nil
+	}
+	ti, _ := desc.Test(test)
+	return ti.Meanings()
+}
+
+// MeaningsOf returns, for each test (full name) of tests, what its plugin
+// declares its metrics mean (Meanings): what baseline record reads to
+// pick its default metrics and refuse a metric better lower. A plugin
+// that cannot describe itself declares none.
+func MeaningsOf(ctx context.Context, d Describer, tests []string) map[string][]result.Meaning {
+	out := map[string][]result.Meaning{}
+	for _, full := range tests {
+		plugin, test, err := SplitName(full)
+		if err != nil {
+			continue
+		}
+		if _, done := out[full]; done {
+			continue
+		}
+		if ms := meanings(ctx, d, plugin, test); ms != nil {
+			out[full] = ms
 		}
 	}
 	return out

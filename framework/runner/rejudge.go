@@ -127,6 +127,7 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 		got = preflightVerdict(s, name, t.Scope, got)
 	}
 	got.Name = t.Name
+	got.Meanings = Meanings(ctx, plugins, pluginName, test)
 	return got, nil
 }
 

@@ -161,8 +161,6 @@ func (e *Entry) validateCurve() []error {
 			add(d.Line, "dip", "warn %g%% is not below fail %g%%: the warn zone would never be reached", d.Warn, d.Fail)
 		case len(e.Points) == 0 && e.Range == nil:
 			add(d.Line, "dip", "needs points or a range to know which sizes form the curve")
-		case LowerIsBetter(e.Unit):
-			add(d.Line, "dip", "%s is a time in %s, which grows with the message size; the dip check looks for bandwidth falling as size grows", e.Metric, e.Unit)
 		}
 	}
 	return errs
