@@ -32,36 +32,37 @@ func (r *Runner) judge(ctx context.Context, t result.Test, pluginName, test stri
 	if err != nil {
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
-	j := JudgeWith(r.SKU, t.Name, topo, parsed, LabelDefaults(pctx, r.Plugins, pluginName, test))
+	j := JudgeWith(r.SKU, t.Name, topo, parsed, LabelDefaults(pctx, r.Plugins, pluginName, test), Meanings(pctx, r.Plugins, pluginName, test))
 	if t.Preflight {
 		j = preflightVerdict(r.SKU, t.Name, topo.Scope, j)
 	}
 	j.Preflight = t.Preflight
-	j.Meanings = Meanings(pctx, r.Plugins, pluginName, test)
 	j.Name, j.Scope, j.Params, j.Commands, j.Duration, j.Started = t.Name, t.Scope, t.Params, t.Commands, t.Duration, t.Started
 	j.Diagnostics = append(t.Diagnostics, j.Diagnostics...)
 	return j
 }
 
 // Judge judges parsed output of a test at a topology against a SKU:
-// JudgeWith without label defaults.
+// JudgeWith without label defaults or meanings (no default dip rule).
 func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) result.Test {
-	return JudgeWith(s, name, topo, parsed, nil)
+	return JudgeWith(s, name, topo, parsed, nil, nil)
 }
 
 // JudgeWith judges parsed output of a test (full name) at a topology
 // against a SKU (judge.SKUTest): the gates (the plugin's checks, the GPU
 // model, the SKU's physical ceilings) whatever the baseline, then the
 // baseline entries of that scope, or skip naming the scopes that exist.
-// defaults are the plugin's label defaults per metric (LabelDefaults).
-func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed, defaults map[string]map[string]string) result.Test {
+// defaults are the plugin's label defaults per metric (LabelDefaults),
+// meanings what it declares its metrics mean (Meanings), which the test
+// keeps (result.Test.Meanings) for its reports.
+func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed, defaults map[string]map[string]string, meanings []result.Meaning) result.Test {
 	// The hardware a plugin names is the results folder's list
 	// (Hardware), no fact of the verdict: a folder made before plugins
 	// named it re-judges the same.
 	parsed, _, _ = result.StripHardware(parsed)
 	parsed = dropNonFinite(parsed)
-	t := judge.SKUTest(s, name, topo.Scope, parsed, defaults)
-	t.Name, t.Scope = name, topo.Scope
+	t := judge.SKUTest(s, name, topo.Scope, parsed, defaults, meanings)
+	t.Name, t.Scope, t.Meanings = name, topo.Scope, meanings
 	return t
 }
 

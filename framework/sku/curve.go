@@ -77,10 +77,6 @@ type Dip struct {
 // the curves and their worst ratios).
 const DefaultHole = 60.0
 
-// IsBandwidth says unit is a bandwidth (GB/s, Gb/s, MB/s): a rate that
-// rises with the message size to a plateau, the curves a dip rule reads.
-func IsBandwidth(unit string) bool { return unit == "GB/s" || unit == "Gb/s" || unit == "MB/s" }
-
 // UnmarshalYAML reads {warn: "5%", fail: "15%"}.
 func (d *Dip) UnmarshalYAML(n *yaml.Node) error {
 	var r struct {
