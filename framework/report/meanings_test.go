@@ -2,6 +2,8 @@ package report
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -81,6 +83,57 @@ func TestPlotFollowsDeclarations(t *testing.T) {
 				assert.Equal(t, figs[0].Unit, "tokens/s")
 				assert.Equal(t, figs[0].Bands, 1, "the one judged value's reference")
 			}
+		})
+	}
+}
+
+// A real run's labelled values (the H200 node suite's gemm.matmul: one
+// tflops per dtype on GPU 0, and hbm's bw at one size) are drawn as their
+// plugins declare them: gemm's a bar per label set, hbm's a curve.
+func TestPlotRealNodeRun(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/recordings/h200x1-2026-12-01/node/node-1/results.json")
+	assert.NilError(t, err)
+	var run result.Run
+	assert.NilError(t, json.Unmarshal(data, &run))
+	declare(t, &run)
+	kinds := map[string]result.Plot{}
+	bars := map[string]int{}
+	for _, te := range run.Tests {
+		figs, err := Plot(te, nil)
+		assert.NilError(t, err)
+		for _, f := range figs {
+			kinds[te.Name+" "+f.Metric] = f.Kind
+			bars[te.Name+" "+f.Metric] = len(f.Curves)
+		}
+	}
+	assert.DeepEqual(t, kinds, map[string]result.Plot{"gemm.matmul tflops": result.PlotLabels, "hbm.bandwidth bw": result.PlotCurve, "hostlink.pcie bw": result.PlotLabels})
+	assert.Equal(t, bars["gemm.matmul tflops"], 5, "one bar per dtype measured")
+}
+
+// The headline of a run nothing judged is the metric its plugin records by
+// default, at its largest size, the worse of a tie by its declared
+// direction: the higher of two times, the lower of two rates.
+func TestUnjudgedHeadlineFollowsDeclarations(t *testing.T) {
+	pt := func(name string, size int64, v float64, placement string) result.Judged {
+		return result.Judged{Metric: result.Metric{Name: name, Unit: "u", Size: size, Value: v, Labels: map[string]string{"placement": placement}}, Status: result.Skip}
+	}
+	ms := []result.Judged{pt("time", 1<<20, 5, "out-of-place"), pt("time", 1<<30, 10, "out-of-place"), pt("time", 1<<30, 20, "in-place"),
+		pt("rate", 1<<30, 300, "out-of-place"), pt("rate", 1<<30, 280, "in-place")}
+	for _, c := range []struct {
+		name     string
+		meanings []result.Meaning
+		metric   string
+		value    float64
+	}{
+		{"nothing declared: the first measured, the lower", nil, "time", 10},
+		{"a time better lower: the higher", []result.Meaning{{Name: "time", Better: result.BetterLower}}, "time", 20},
+		{"the recorded rate: the lower", []result.Meaning{{Name: "time", Better: result.BetterLower}, {Name: "rate", Better: result.BetterHigher, Record: true}}, "rate", 280},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, ok := unjudgedHeadline(ms, c.meanings)
+			assert.Assert(t, ok)
+			assert.Equal(t, h.Name, c.metric)
+			assert.Equal(t, h.Value, c.value)
 		})
 	}
 }
