@@ -64,7 +64,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&outFile, "out", "", "write the SKU file here (default: standard output)")
 	fs.IntVar(&nodes, "nodes", 0, "nodes the raw outputs and logs ran on")
 	fs.IntVar(&gpus, "gpus-per-node", 0, "GPUs per node the raw outputs and logs ran on")
-	fs.StringSliceVar(&opt.Metrics, "metric", opt.Metrics, "metrics to record, comma-separated: per message size where the points have one (busbw), else one value per curve (tflops, bw)")
+	fs.StringSliceVar(&opt.Metrics, "metric", opt.Metrics, "metrics to record, comma-separated: per message size where the points have one (busbw), else one value per curve (tflops, bw); default: of each test, those its plugin declares recorded by default (gpuaccept list tests)")
 	fs.Float64Var(&opt.MinFraction, "min-fraction", opt.MinFraction, "leave out sizes whose median is below this fraction of the curve's highest (latency-bound)")
 	fs.Float64Var(&opt.Fail, "fail", opt.Fail, "least fail distance under the median, percent (plateau)")
 	fs.Float64Var(&opt.Warn, "warn", opt.Warn, "least warn distance under the median, percent (plateau)")
@@ -154,6 +154,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 		tests = append(tests, smp.Test)
 	}
 	opt.Instance = runner.InstanceLabels(ctx, host, tests)
+	opt.Meanings = runner.MeaningsOf(ctx, host, tests)
 	entries, err := record.Record(samples, opt)
 	if err != nil {
 		return exitUsage, err

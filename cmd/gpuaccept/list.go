@@ -100,6 +100,7 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 				for _, p := range t.Params {
 					lt.Params = append(lt.Params, listedParam(p))
 				}
+				lt.Metrics = t.Meanings()
 				rows = append(rows, lt)
 			}
 			listTests(w, d)
@@ -168,7 +169,10 @@ type (
 		PluginVersion string        `json:"plugin_version,omitempty"`
 		Description   string        `json:"description,omitempty"`
 		Params        []listedParam `json:"params,omitempty"`
-		Error         string        `json:"error,omitempty"`
+		// Metrics are what the test reports and what each means, as its
+		// plugin declares (name, unit, better, plot, record).
+		Metrics []result.Meaning `json:"metrics,omitempty"`
+		Error   string           `json:"error,omitempty"`
 	}
 	// listedParam is a test parameter (--param KEY=VALUE).
 	listedParam struct {
@@ -230,6 +234,27 @@ func flagList(names []string) string {
 // listTests writes a plugin's tests, one a line, with their parameters:
 // once for the plugin when its tests share them (the built-in plugins), else
 // under each test, so that no test is shown another's parameters.
+// metricsText renders what a test's metrics mean, as baselines and
+// baseline record read it: "busbw GB/s (higher, curve, recorded), time us
+// (lower, curve)"; "unknown" for a metric declared neither way.
+func metricsText(ms []pluginapi.MetricInfo) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		what := []string{string(m.Better)}
+		if m.Better == result.BetterUnknown {
+			what[0] = "unknown"
+		}
+		if m.Plot != result.PlotNone {
+			what = append(what, string(m.Plot))
+		}
+		if m.Record {
+			what = append(what, "recorded")
+		}
+		parts[i] = fmt.Sprintf("%s %s (%s)", m.Name, m.Unit, strings.Join(what, ", "))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func listTests(w io.Writer, d pluginapi.Description) {
 	shared := true
 	for _, t := range d.Tests {
@@ -250,6 +275,9 @@ func listTests(w io.Writer, d pluginapi.Description) {
 	}
 	for _, t := range d.Tests {
 		fmt.Fprintf(w, "%s.%s\t%s\n", d.Name, t.Name, t.Description)
+		if len(t.Metrics) > 0 {
+			fmt.Fprintf(w, "\tmetrics: %s\n", metricsText(t.Metrics))
+		}
 		if !shared {
 			params(d.Name+"."+t.Name, t.Params)
 		}

@@ -11,6 +11,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
 // list tests shows each test with the parameters it takes: once per plugin
@@ -34,6 +35,11 @@ func TestListTestsParams(t *testing.T) {
 				"p.b\tB\n\tp.b parameters (--param KEY=VALUE):\n\t  bindir\tbinaries\n\t  port\tTCP port (default 18515)\n"},
 		{"none", pluginapi.Description{Name: "p", Tests: []pluginapi.TestInfo{{Name: "a", Description: "A"}}}, "p.a\tA\n"},
 		{"no tests", pluginapi.Description{Name: "p"}, ""},
+		{"metrics with what they mean", pluginapi.Description{Name: "p", Tests: []pluginapi.TestInfo{{Name: "a", Description: "A", Metrics: []pluginapi.MetricInfo{
+			{Name: "tokens", Unit: "tokens/s", Better: result.BetterHigher, Plot: result.PlotLabels, Record: true},
+			{Name: "time", Unit: "us", Better: result.BetterLower, Plot: result.PlotCurve},
+			{Name: "util", Unit: "%"}}}}},
+			"p.a\tA\n\tmetrics: tokens tokens/s (higher, labels, recorded), time us (lower, curve), util % (unknown)\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

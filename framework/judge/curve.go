@@ -223,8 +223,10 @@ func holeRatio(pts []result.Metric) (worst float64, at, compared int) {
 	return worst, at, compared
 }
 
-func holes(e *sku.Entry, ms []result.Metric, mt matcher, done map[string]bool) []result.Check {
-	if !sku.IsBandwidth(e.Unit) {
+func holes(e *sku.Entry, ms []result.Metric, mt matcher, done map[string]bool, meanings []result.Meaning) []result.Check {
+	// A rate rises with the message size to a plateau; a time grows with
+	// it. Which one a metric is, its plugin declares.
+	if mn, _ := result.MeaningOf(meanings, e.Metric); mn.Better != result.BetterHigher {
 		return nil
 	}
 	var read []result.Metric

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -79,7 +80,7 @@ func TestSummaries(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := Test(result.Parsed{Metrics: c.curve}, []*sku.Entry{c.entry}, "")
+			got := Judge(result.Parsed{Metrics: c.curve}, Options{Entries: []*sku.Entry{c.entry}, Meanings: collectives(t)})
 			assert.Equal(t, got.Status, c.status, got.Message)
 			var s *result.Judged
 			for i := range got.Metrics {
@@ -235,9 +236,15 @@ func TestDefaultDip(t *testing.T) {
 			p := parse(t, c.plugin, c.test, plan.Topology{Scope: c.scope}, c.text)
 			// The curve alone: what the judge makes of the gates is
 			// TestGatesBeforeBaselines's.
-			got := Judge(result.Parsed{Metrics: p.Metrics}, Options{Entries: c.entries})
+			got := Judge(result.Parsed{Metrics: p.Metrics}, Options{Entries: c.entries, Meanings: collectives(t)})
 			assert.Equal(t, got.Status, c.status, got.Message)
 			assert.Assert(t, strings.HasPrefix(got.Message, c.msg), "message %q, want prefix %q", got.Message, c.msg)
+			if c.status == result.Fail {
+				// The rule reads a rate: a plugin that does not declare
+				// busbw better higher gets the bands alone.
+				bare := Judge(result.Parsed{Metrics: p.Metrics}, Options{Entries: c.entries})
+				assert.Assert(t, !strings.Contains(bare.Message, "a hole in the curve"), bare.Message)
+			}
 			dips := 0
 			for _, ch := range got.Checks {
 				if strings.HasPrefix(ch.Name, "dip busbw ") {
@@ -247,4 +254,16 @@ func TestDefaultDip(t *testing.T) {
 			assert.Equal(t, dips, len(c.entries), "one dip check per judged curve")
 		})
 	}
+}
+
+// collectives returns what the nccl plugin declares its metrics mean
+// (busbw better higher, ...), as the runner hands it to the judge; rccl's
+// are the same (plugins/internal/nccltests).
+func collectives(t testing.TB) []result.Meaning {
+	t.Helper()
+	d, err := nccl.Plugin{}.Describe(context.Background())
+	assert.NilError(t, err)
+	ti, ok := d.Test("all_reduce")
+	assert.Assert(t, ok)
+	return ti.Meanings()
 }

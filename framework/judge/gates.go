@@ -16,15 +16,17 @@ import (
 // entries of that scope, the SKU's datasheet floors (sku.SKU.Floors) on
 // the points no entry judged, or skip naming the scopes the SKU has. defaults
 // are the plugin's label defaults per metric name (Options.Defaults; nil:
+// none), meanings what it declares its metrics mean (Options.Meanings; nil:
 // none). Metrics come back sorted (SortMetrics), with the efficiency
 // against the SKU's datasheet figures (Efficiencies).
-func SKUTest(s *sku.SKU, test string, scope plan.Scope, p result.Parsed, defaults map[string]map[string]string) result.Test {
+func SKUTest(s *sku.SKU, test string, scope plan.Scope, p result.Parsed, defaults map[string]map[string]string, meanings []result.Meaning) result.Test {
 	t := Judge(p, Options{
 		Entries:    s.Entries(test, scope),
 		Floors:     s.Floors(test, scope),
 		NoBaseline: NoBaseline(s, test, scope),
 		Gates:      Gates(s, test, scope, p),
 		Defaults:   defaults,
+		Meanings:   meanings,
 	})
 	SortMetrics(t.Metrics)
 	t.Efficiency = Efficiencies(s, test, scope, p.Metrics)

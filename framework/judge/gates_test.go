@@ -225,7 +225,7 @@ func TestGatesBeforeBaselines(t *testing.T) {
 				if c.add != nil {
 					c.add(&p)
 				}
-				got := SKUTest(h200, "nccl.all_reduce", scope, p, nil)
+				got := SKUTest(h200, "nccl.all_reduce", scope, p, nil, nil)
 				assert.Equal(t, got.Status, want, got.Message)
 				noBaseline := "no baseline for nccl.all_reduce at scope 1x8 (nodes x GPUs per node) in SKU h200; it has 1x2, 2x8"
 				switch {
@@ -287,7 +287,7 @@ func TestEfficiencies(t *testing.T) {
 			assert.Equal(t, e.Points, busbw, "busbw points only, not algbw or time")
 			assert.Equal(t, e.Text(), c.text)
 			// Judged with the SKU: the test carries it.
-			assert.DeepEqual(t, SKUTest(s, c.test, c.scope, p, nil).Efficiency, got)
+			assert.DeepEqual(t, SKUTest(s, c.test, c.scope, p, nil, nil).Efficiency, got)
 		})
 	}
 	h200 := shipped(t, "h200")

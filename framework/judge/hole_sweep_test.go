@@ -72,7 +72,7 @@ func TestDefaultHoleOverHealthyRealCurves(t *testing.T) {
 					continue
 				}
 				for _, m := range parsed.Metrics {
-					if m.Name == "busbw" && m.Size > 0 && sku.IsBandwidth(m.Unit) {
+					if m.Name == "busbw" && m.Size > 0 {
 						ms = append(ms, m)
 					}
 				}

@@ -36,6 +36,11 @@ type Options struct {
 	// default, and series no entry names are reported as not judged. Nil:
 	// an entry matches every value of a label it leaves out.
 	Defaults map[string]map[string]string
+	// Meanings are what the plugin declares its metrics mean
+	// (pluginapi.MetricInfo): an entry without dip: on a metric declared
+	// better higher gets the default dip rule (sku.DefaultHole) over its
+	// sizes; others are judged by their bands alone.
+	Meanings []result.Meaning
 }
 
 // ContextKey is the Info key in which a plugin says, in words, what the
@@ -59,9 +64,10 @@ func Test(p result.Parsed, entries []*sku.Entry, noBaseline string) result.Test 
 // makes it Error, keeping the metrics that were measured. Without entries
 // the test is Skip (a gate that could not be made, a warn check, does not
 // make a judged test of it: a warn would read as signed off). With entries,
-// the worst point, summary, dip or warn check decides (a bandwidth curve
-// an entry judges gets its entry's dip check, or else the default one,
-// sku.DefaultHole, over every measured size), except that a
+// the worst point, summary, dip or warn check decides (a curve of a metric
+// declared better higher that an entry judges gets its entry's dip check,
+// or else the default one, sku.DefaultHole, over every measured size),
+// except that a
 // point outside its band wins over an entry that matches no measured
 // point (which is an error otherwise: a label typo, or a run that
 // measured less than the baseline asks for). The message puts
@@ -104,7 +110,7 @@ func Judge(p result.Parsed, o Options) result.Test {
 		if e.Dip != nil {
 			checks = append(checks, dips(e, p.Metrics, mt)...)
 		} else {
-			checks = append(checks, holes(e, p.Metrics, mt, dipDone)...)
+			checks = append(checks, holes(e, p.Metrics, mt, dipDone, o.Meanings)...)
 		}
 		if n > 0 {
 			matchedAny = true

@@ -347,7 +347,7 @@ func TestContextFollowsLowPoints(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := Test(result.Parsed{Metrics: c.metrics, Checks: c.checks, Info: ctx}, []*sku.Entry{e}, "")
+			got := Judge(result.Parsed{Metrics: c.metrics, Checks: c.checks, Info: ctx}, Options{Entries: []*sku.Entry{e}, Meanings: collectives(t)})
 			assert.Equal(t, got.Status, c.status, got.Message)
 			assert.Equal(t, got.Message, c.msg)
 		})

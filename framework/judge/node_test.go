@@ -48,7 +48,7 @@ func TestNodeSuiteOnOneH200(t *testing.T) {
 			} else {
 				p = parse(t, hbm.Plugin{}, "bandwidth", plan.Topology{Scope: one}, text)
 			}
-			got := SKUTest(h200, c.test, one, p, nil)
+			got := SKUTest(h200, c.test, one, p, nil, nil)
 			assert.Equal(t, got.Status, c.status, got.Message)
 			assert.Assert(t, strings.HasPrefix(got.Message, c.first), "message %q, want it to start with %q", got.Message, c.first)
 			assert.Assert(t, len(got.Efficiency) > 0, "efficiency on one GPU: the ceilings are per GPU")
@@ -88,7 +88,7 @@ func TestDatasheetFloorsOnOneH100(t *testing.T) {
 			}
 			// The plugin's label default (hbm: op=copy) narrows an entry
 			// that names no op, never a floor: triad is the GPU's too.
-			got := SKUTest(h100, c.test, one, p, map[string]map[string]string{"bw": {"op": "copy"}})
+			got := SKUTest(h100, c.test, one, p, map[string]map[string]string{"bw": {"op": "copy"}}, nil)
 			assert.Equal(t, got.Status, c.status, got.Message)
 			assert.Assert(t, strings.HasPrefix(got.Message, c.first), "message %q, want it to start with %q", got.Message, c.first)
 			assert.DeepEqual(t, got.Basis, []string{result.BasisFloor})
@@ -103,6 +103,6 @@ func TestDatasheetFloorsOnOneH100(t *testing.T) {
 	// An entry judges first: the H200's reference curve at 1x1 leaves
 	// nothing to its floors.
 	p := parse(t, gemm.Plugin{}, "matmul", plan.Topology{Scope: one}, read(t, "../../testdata/recordings/h200x1-2026-12-01/node/node-2/raw/gemm.matmul/alone.log"))
-	got := SKUTest(shipped(t, "h200"), "gemm.matmul", one, p, nil)
+	got := SKUTest(shipped(t, "h200"), "gemm.matmul", one, p, nil, nil)
 	assert.DeepEqual(t, got.Basis, []string{result.BasisReference})
 }

@@ -10,17 +10,27 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
-// bandwidthUnits are the units a figure may be read in: runs are compared
-// by how fast they move data.
-var bandwidthUnits = map[string]bool{"GB/s": true, "Gb/s": true}
-
-// figureMetric picks the metric runs of a test are compared by: the first
-// bandwidth metric the SKU's baseline judges for the test at any scope, else
-// the first bandwidth metric the result holds. "" when it holds none.
+// figureMetric picks the metric runs of a test are compared by: of the
+// metrics its plugin declares better higher (result.Test.Meanings: runs
+// are compared by their lowest peak, so the slow one is the low one), the
+// first the SKU's baseline judges for the test at any scope, else the first
+// declared recorded by default, else the first the result holds. "" when
+// it holds none: a test whose plugin declares no metric better higher is
+// not localised by its numbers.
 func figureMetric(s *sku.SKU, t result.Test) (name, unit string) {
 	have := map[string]string{}
+	for _, mn := range t.Meanings {
+		if !mn.Record {
+			continue
+		}
+		for _, m := range t.Metrics {
+			if m.Name == mn.Name && m.Unit == mn.Unit && mn.Better == result.BetterHigher && name == "" {
+				name, unit = m.Name, m.Unit
+			}
+		}
+	}
 	for _, m := range t.Metrics {
-		if bandwidthUnits[m.Unit] {
+		if mn, ok := result.MeaningOf(t.Meanings, m.Name); ok && mn.Better == result.BetterHigher && mn.Unit == m.Unit {
 			if _, ok := have[m.Name]; !ok {
 				have[m.Name] = m.Unit
 			}

@@ -13,8 +13,11 @@ import (
 	"gotest.tools/v3/golden"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/plugins/ibperf"
+	"github.com/gpuaccept/gpuaccept/plugins/nccl"
 )
 
 // cluster simulates nodes by speed: a run's busbw is the base bandwidth
@@ -78,7 +81,7 @@ func (c *cluster) exec(ctx context.Context, req Request) (*result.Run, error) {
 		names = []string{"nccl.all_reduce", "nccl.all_gather"}
 	}
 	for _, name := range names {
-		t := result.Test{Name: name, Status: result.Skip}
+		t := result.Test{Name: name, Status: result.Skip, Meanings: declared(name)}
 		param, label := "pairs", "pair"
 		if c.param != "" {
 			param, label = c.param, c.label
@@ -495,5 +498,60 @@ func TestTwoBadNodesAnySize(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// declared returns what the built-in plugin of test (full name) declares
+// its metrics mean, as a run keeps it (runner.Meanings): the figure runs
+// are compared by is read from it.
+func declared(test string) []result.Meaning {
+	if test == "other.bw" {
+		// TestNICPairsUseTheDeclaredNames' plugin of other names.
+		return []result.Meaning{{Name: "bw_avg", Unit: "Gb/s", Better: result.BetterHigher}}
+	}
+	for _, p := range []pluginapi.Plugin{nccl.Plugin{}, ibperf.Plugin{}} {
+		d, err := p.Describe(context.Background())
+		if err != nil {
+			panic(err)
+		}
+		for _, ti := range d.Tests {
+			if d.Name+"."+ti.Name == test {
+				return ti.Meanings()
+			}
+		}
+	}
+	return nil
+}
+
+// Runs are compared by a metric its plugin declares better higher,
+// whatever its unit: tokens/s is one the framework never saw, and a GB/s
+// metric whose plugin declares no direction is no figure.
+func TestFigureFollowsDeclarations(t *testing.T) {
+	point := func(name, unit string, v float64, labels map[string]string) result.Judged {
+		return result.Judged{Metric: result.Metric{Name: name, Unit: unit, Value: v, Labels: labels}}
+	}
+	ms := []result.Judged{
+		point("step_time", "s", 0.9, nil),
+		point("tokens", "tokens/s", 1500, map[string]string{"model": "a"}),
+		point("tokens", "tokens/s", 700, map[string]string{"model": "b"}),
+		point("bw", "GB/s", 300, nil),
+	}
+	for _, c := range []struct {
+		name     string
+		meanings []result.Meaning
+		want     string
+		value    float64
+	}{
+		{"declared better higher", []result.Meaning{{Name: "step_time", Unit: "s", Better: result.BetterLower}, {Name: "tokens", Unit: "tokens/s", Better: result.BetterHigher, Record: true}}, "tokens", 700},
+		{"recorded one first", []result.Meaning{{Name: "bw", Unit: "GB/s", Better: result.BetterHigher}, {Name: "tokens", Unit: "tokens/s", Better: result.BetterHigher, Record: true}}, "tokens", 700},
+		{"a time is no figure", []result.Meaning{{Name: "step_time", Unit: "s", Better: result.BetterLower}}, "", 0},
+		{"nothing declared", nil, "", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v, name, _, ok := figure(nil, result.Test{Name: "train.step", Metrics: ms, Meanings: c.meanings})
+			assert.Equal(t, name, c.want)
+			assert.Equal(t, ok, c.want != "")
+			assert.Equal(t, v, c.value, "the lowest series' peak")
+		})
 	}
 }

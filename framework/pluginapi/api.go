@@ -88,7 +88,8 @@ func (d Description) Test(name string) (TestInfo, bool) {
 // test without a name or named twice, an HCA map parameter the test does
 // not declare or without a pair label, a pair label no metric carries, or
 // a role that cannot start a step name, an instance label the metric does
-// not carry. The error names the test and the field.
+// not carry, a metric named twice or whose meaning (better, plot, record)
+// the framework cannot act on. The error names the test and the field.
 func (d Description) Check(name string) error {
 	if d.Name != name {
 		return fmt.Errorf("describes itself as %q, not %q (the name of its executable, %s%s)", d.Name, name, ExternalPrefix, name)
@@ -123,7 +124,13 @@ func (t TestInfo) check() error {
 	}) {
 		return fmt.Errorf("pair_label %q is a label of none of its metrics", t.PairLabel)
 	}
-	for _, m := range t.Metrics {
+	for i, m := range t.Metrics {
+		if err := m.checkMeaning(); err != nil {
+			return fmt.Errorf("metric %s: %w", m.Name, err)
+		}
+		if slices.ContainsFunc(t.Metrics[:i], func(o MetricInfo) bool { return o.Name == m.Name }) {
+			return fmt.Errorf("metric %s described twice", m.Name)
+		}
 		for _, l := range m.InstanceLabels {
 			if !slices.ContainsFunc(m.Labels, func(k string) bool { k, _, _ = strings.Cut(k, "="); return k == l }) {
 				return fmt.Errorf("metric %s: instance label %q is not one of its labels", m.Name, l)
@@ -137,6 +144,27 @@ func (t TestInfo) check() error {
 		if slices.Contains(t.Roles[:i], r) {
 			return fmt.Errorf("role %q listed twice", r)
 		}
+	}
+	return nil
+}
+
+// checkMeaning reports a metric declaration the framework could not act
+// on: a direction, plot kind or record flag it does not know, or a
+// recorded metric not better higher (record derives floors).
+func (m MetricInfo) checkMeaning() error {
+	switch {
+	case m.Name == "":
+		return fmt.Errorf("no name")
+	case strings.TrimSpace(m.Unit) != m.Unit || strings.ContainsAny(m.Unit, "\r\n"):
+		return fmt.Errorf("unit %q: want a unit on one line without surrounding spaces (\"GB/s\", \"tokens/s\")", m.Unit)
+	case m.Better != result.BetterUnknown && m.Better != result.BetterHigher && m.Better != result.BetterLower:
+		return fmt.Errorf("better %q is not %q, %q or empty (unknown)", m.Better, result.BetterHigher, result.BetterLower)
+	case m.Plot != result.PlotNone && m.Plot != result.PlotCurve && m.Plot != result.PlotLabels:
+		return fmt.Errorf("plot %q is not %q, %q or empty (not drawn)", m.Plot, result.PlotCurve, result.PlotLabels)
+	case m.Record && m.Better != result.BetterHigher:
+		return fmt.Errorf("record without better %q: baseline record derives floors under the runs' values", result.BetterHigher)
+	case m.Record && m.Unit == "":
+		return fmt.Errorf("record without a unit: the recorded entry names one")
 	}
 	return nil
 }
@@ -210,6 +238,35 @@ type MetricInfo struct {
 	// measured: baseline record folds them, so one entry judges every
 	// GPU. Nil: none.
 	InstanceLabels []string `json:"instance_labels,omitempty"`
+	// Better is which way the metric's values improve: result.BetterHigher
+	// (a rate), result.BetterLower (a time), or unknown (""). skucheck
+	// holds a baseline entry's band to it (a floor for higher, a ceiling
+	// for lower); localisation compares runs by a metric better higher;
+	// baseline record records only those.
+	Better result.Better `json:"better,omitempty"`
+	// Plot is how report.html draws the metric: result.PlotCurve (over
+	// message size), result.PlotLabels (one value per label set), or not
+	// at all ("").
+	Plot result.Plot `json:"plot,omitempty"`
+	// Record makes the metric one baseline record records when --metric
+	// names none. Requires Better higher: record derives floors.
+	Record bool `json:"record,omitempty"`
+}
+
+// Meaning returns what m declares the metric means, as a run keeps it
+// (result.Test.Meanings).
+func (m MetricInfo) Meaning() result.Meaning {
+	return result.Meaning{Name: m.Name, Unit: m.Unit, Better: m.Better, Plot: m.Plot, Record: m.Record}
+}
+
+// Meanings returns the meanings of t's metrics, in their order; nil for
+// none.
+func (t TestInfo) Meanings() []result.Meaning {
+	var out []result.Meaning
+	for _, m := range t.Metrics {
+		out = append(out, m.Meaning())
+	}
+	return out
 }
 
 // PlanRequest asks a plugin for the steps of one test.

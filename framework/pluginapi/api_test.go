@@ -38,6 +38,19 @@ func TestDescriptionCheck(t *testing.T) {
 		{name: "instance label it carries", d: paired(func(ti *TestInfo) { ti.Metrics[0].InstanceLabels = []string{"pair"} })},
 		{name: "instance label it does not carry", d: paired(func(ti *TestInfo) { ti.Metrics[0].InstanceLabels = []string{"gpu"} }), want: `metric bw_avg: instance label "gpu" is not one of its labels`},
 		{name: "role twice", d: paired(func(ti *TestInfo) { ti.Roles = []string{"server", "server"} }), want: `role "server" listed twice`},
+		{name: "a unit never seen, declared", d: paired(func(ti *TestInfo) {
+			ti.Metrics = append(ti.Metrics, MetricInfo{Name: "tokens", Unit: "tokens/s", Better: result.BetterHigher, Plot: result.PlotLabels, Record: true})
+		})},
+		{name: "a time better lower, drawn as a curve", d: paired(func(ti *TestInfo) {
+			ti.Metrics[0].Better, ti.Metrics[0].Plot = result.BetterLower, result.PlotCurve
+		})},
+		{name: "unknown direction", d: paired(func(ti *TestInfo) { ti.Metrics[0].Better = "up" }), want: `metric bw_avg: better "up" is not "higher", "lower" or empty`},
+		{name: "unknown plot", d: paired(func(ti *TestInfo) { ti.Metrics[0].Plot = "bars" }), want: `metric bw_avg: plot "bars" is not "curve", "labels" or empty`},
+		{name: "recorded without a direction", d: paired(func(ti *TestInfo) { ti.Metrics[0].Record = true }), want: `metric bw_avg: record without better "higher"`},
+		{name: "recorded time", d: paired(func(ti *TestInfo) { ti.Metrics[0].Record, ti.Metrics[0].Better = true, result.BetterLower }), want: `record without better "higher"`},
+		{name: "unit on two lines", d: paired(func(ti *TestInfo) { ti.Metrics[0].Unit = "Gb/s\nx" }), want: `metric bw_avg: unit "Gb/s\nx": want a unit on one line`},
+		{name: "metric twice", d: paired(func(ti *TestInfo) { ti.Metrics = append(ti.Metrics, ti.Metrics[0]) }), want: `metric bw_avg described twice`},
+		{name: "nameless metric", d: paired(func(ti *TestInfo) { ti.Metrics = append(ti.Metrics, MetricInfo{Unit: "us"}) }), want: `metric : no name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.d.Check("ibperf")

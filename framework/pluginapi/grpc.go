@@ -85,7 +85,8 @@ func (s *server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.Descr
 			ti.Params = append(ti.Params, &pb.Param{Name: p.Name, Default: p.Default, Unit: p.Unit, Description: p.Description})
 		}
 		for _, m := range t.Metrics {
-			ti.Metrics = append(ti.Metrics, &pb.MetricInfo{Name: m.Name, Unit: m.Unit, Description: m.Description, Labels: m.Labels, LabelDefaults: m.LabelDefaults, InstanceLabels: m.InstanceLabels})
+			ti.Metrics = append(ti.Metrics, &pb.MetricInfo{Name: m.Name, Unit: m.Unit, Description: m.Description, Labels: m.Labels, LabelDefaults: m.LabelDefaults, InstanceLabels: m.InstanceLabels,
+				Better: string(m.Better), Plot: string(m.Plot), Record: m.Record})
 		}
 		out.Tests = append(out.Tests, ti)
 	}
@@ -149,7 +150,8 @@ func (c *client) Describe(ctx context.Context) (Description, error) {
 			ti.Params = append(ti.Params, Param{Name: p.Name, Default: p.Default, Unit: p.Unit, Description: p.Description})
 		}
 		for _, m := range t.Metrics {
-			ti.Metrics = append(ti.Metrics, MetricInfo{Name: m.Name, Unit: m.Unit, Description: m.Description, Labels: m.Labels, LabelDefaults: m.LabelDefaults, InstanceLabels: m.InstanceLabels})
+			ti.Metrics = append(ti.Metrics, MetricInfo{Name: m.Name, Unit: m.Unit, Description: m.Description, Labels: m.Labels, LabelDefaults: m.LabelDefaults, InstanceLabels: m.InstanceLabels,
+				Better: result.Better(m.Better), Plot: result.Plot(m.Plot), Record: m.Record})
 		}
 		out.Tests = append(out.Tests, ti)
 	}

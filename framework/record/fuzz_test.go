@@ -35,7 +35,7 @@ func FuzzLoad(f *testing.F) {
 				t.Fatalf("accepted scope %v", s.Scope)
 			}
 		}
-		if entries, err := Record(ss, DefaultOptions()); err == nil {
+		if entries, err := Record(ss, declared(t)); err == nil {
 			if _, err := sku.Parse([]byte("sku: f\nbaselines:\n"+Render(entries)), "f.yaml"); err != nil && len(entries) > 0 {
 				// Runs of absurd values (NaN, 1e308) may not band; they
 				// must not panic, which reaching here shows.

@@ -129,7 +129,14 @@ func FromRun(run *result.Run, origin func(result.Test) string) ([]Sample, error)
 type Options struct {
 	// Metrics are the metrics recorded ("busbw"; "tflops", "bw"): per
 	// message size where the points have one, else one value per curve.
+	// Nil: of each test, the metrics its plugin declares recorded by
+	// default (Meanings, result.Meaning.Record: nccl-tests' busbw).
 	Metrics []string
+	// Meanings are, per test (full name), what its plugin declares its
+	// metrics mean (pluginapi.MetricInfo, runner.MeaningsOf): which are
+	// recorded by default, and which are better higher. Record derives
+	// floors, so it records only a metric declared better higher.
+	Meanings map[string][]result.Meaning
 	// Instance are, per test (full name), the labels naming which GPU,
 	// node or pair a point was measured on (pluginapi.MetricInfo's
 	// InstanceLabels: "gpu", "host"): their points are pooled into one
@@ -160,7 +167,7 @@ type Options struct {
 
 // DefaultOptions are the values documented in baselines/README.md.
 func DefaultOptions() Options {
-	return Options{Metrics: []string{"busbw"}, MinFraction: 0.5, SteepFraction: 0.8, Fail: 10, Warn: 5, SteepFail: 15, SteepWarn: 8, WarnMax: 50}
+	return Options{MinFraction: 0.5, SteepFraction: 0.8, Fail: 10, Warn: 5, SteepFail: 15, SteepWarn: 8, WarnMax: 50}
 }
 
 // Band is the band record derives for one size from the values of N runs.
@@ -237,12 +244,12 @@ type curveKey struct {
 // the runs' worst cycles and judges like with like. The entry's source
 // says so.
 func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
-	if len(opt.Metrics) == 0 {
-		return nil, errors.New("record: no metric named")
-	}
-	recorded := map[string]bool{}
-	for _, m := range opt.Metrics {
-		recorded[m] = true
+	isRecorded := func(test, metric string) bool {
+		if len(opt.Metrics) > 0 {
+			return slices.Contains(opt.Metrics, metric)
+		}
+		m, ok := result.MeaningOf(opt.Meanings[test], metric)
+		return ok && m.Record
 	}
 	instance := func(test, label string) bool { return slices.Contains(opt.Instance[test], label) }
 	if err := opt.check(); err != nil {
@@ -266,7 +273,7 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 			labelVals[tk] = map[string]map[string]bool{}
 		}
 		for _, m := range s.Metrics {
-			if !recorded[m.Name] || m.Size < 0 || math.IsNaN(m.Value) {
+			if !isRecorded(s.Test, m.Name) || m.Size < 0 || math.IsNaN(m.Value) {
 				continue
 			}
 			for k, v := range m.Labels {
@@ -286,7 +293,7 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 	for _, s := range samples {
 		tk := curveKey{test: s.Test, scope: s.Scope}
 		for _, m := range s.Metrics {
-			if !recorded[m.Name] || m.Size < 0 || math.IsNaN(m.Value) {
+			if !isRecorded(s.Test, m.Name) || m.Size < 0 || math.IsNaN(m.Value) {
 				continue
 			}
 			lab := map[string]string{}
@@ -316,13 +323,21 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 			}
 		}
 		sort.Strings(have)
+		if len(opt.Metrics) == 0 {
+			return nil, fmt.Errorf("record: the plugins of the runs' tests declare no metric recorded by default; the runs measured %s: choose with --metric", strings.Join(have, ", "))
+		}
 		return nil, fmt.Errorf("record: no run measured %s; the runs measured %s: choose with --metric", strings.Join(opt.Metrics, " or "), strings.Join(have, ", "))
 	}
 	for k, c := range curves {
-		if sku.LowerIsBetter(c.unit) {
-			// The band formula puts edges under the median: for a time
-			// that would pass any slowdown and fail a faster node.
-			return nil, fmt.Errorf("record: %s of %s is a time in %s, better lower; record derives floors for bandwidths: write its entry by hand with max/warn_max (baselines/README.md)", k.metric, k.test, c.unit)
+		// The band formula puts edges under the median: for a time that
+		// would pass any slowdown and fail a faster node; for a metric of
+		// unknown sense it would guess.
+		switch m, _ := result.MeaningOf(opt.Meanings[k.test], k.metric); m.Better {
+		case result.BetterHigher:
+		case result.BetterLower:
+			return nil, fmt.Errorf("record: %s of %s in %s is better lower, as its plugin declares; record derives floors, for a metric better higher: write its entry by hand with max/warn_max (baselines/README.md)", k.metric, k.test, c.unit)
+		default:
+			return nil, fmt.Errorf("record: %s of %s in %s: its plugin does not declare it better higher (pluginapi.MetricInfo.Better); record derives floors only for such a metric: write its entry by hand (baselines/README.md)", k.metric, k.test, c.unit)
 		}
 	}
 	keys := make([]curveKey, 0, len(curves))

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -16,9 +17,14 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/judge"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/plugins/gemm"
+	"github.com/gpuaccept/gpuaccept/plugins/hbm"
+	"github.com/gpuaccept/gpuaccept/plugins/hostlink"
+	"github.com/gpuaccept/gpuaccept/plugins/nccl"
 )
 
 func TestBand(t *testing.T) {
@@ -86,7 +92,7 @@ func TestRecordedBaselinePassesItsRuns(t *testing.T) {
 		for i := 0; i < n; i++ {
 			runs = append(runs, curveRun(r, fmt.Sprintf("run-%d", i), peak*(1+noise*r.NormFloat64()), noise))
 		}
-		entries, err := Record(runs, DefaultOptions())
+		entries, err := Record(runs, declared(t))
 		if err != nil && noise >= 0.08 && strings.Contains(err.Error(), "record from good runs only") {
 			// 8% noise can spread a point past MaxFloor: refused, as a
 			// band that wide would pass a degraded node.
@@ -112,7 +118,7 @@ func TestRecordedBaselinePassesItsRuns(t *testing.T) {
 }
 
 func TestRecordLeavesOutLatencyBoundSizes(t *testing.T) {
-	entries, err := Record([]Sample{curveRun(rand.New(rand.NewSource(2)), "one", 189, 0)}, DefaultOptions())
+	entries, err := Record([]Sample{curveRun(rand.New(rand.NewSource(2)), "one", 189, 0)}, declared(t))
 	assert.NilError(t, err)
 	e := entries[0]
 	assert.DeepEqual(t, e.Labels, map[string]string{"placement": "out-of-place"})
@@ -219,7 +225,7 @@ baselines:
 `
 
 func TestMerge(t *testing.T) {
-	entries, err := Record([]Sample{curveRun(rand.New(rand.NewSource(3)), "r1", 190, 0.01), curveRun(rand.New(rand.NewSource(4)), "r2", 190, 0.01)}, DefaultOptions())
+	entries, err := Record([]Sample{curveRun(rand.New(rand.NewSource(3)), "r1", 190, 0.01), curveRun(rand.New(rand.NewSource(4)), "r2", 190, 0.01)}, declared(t))
 	assert.NilError(t, err)
 	out, err := Merge([]byte(skuFile), "x.yaml", entries, "recorded by test")
 	assert.NilError(t, err)
@@ -276,7 +282,7 @@ func TestRecordRejectsBadOptions(t *testing.T) {
 		func(o *Options) { o.WarnMax = -5 },
 		func(o *Options) { o.MinFraction = 2 },
 	} {
-		o := DefaultOptions()
+		o := declared(t)
 		edit(&o)
 		_, err := Record(runs, o)
 		assert.ErrorContains(t, err, "record: ")
@@ -329,10 +335,14 @@ func TestRecordRefusesTimes(t *testing.T) {
 	for size := int64(1 << 20); size <= 1<<30; size *= 2 {
 		s.Metrics = append(s.Metrics, result.Metric{Name: "time", Value: float64(size) / 3e5, Unit: "us", Size: size, Labels: map[string]string{"placement": "out-of-place"}})
 	}
-	o := DefaultOptions()
+	o := declared(t)
 	o.Metrics = []string{"time"}
 	_, err := Record([]Sample{s}, o)
-	assert.Error(t, err, "record: time of nccl.all_reduce is a time in us, better lower; record derives floors for bandwidths: write its entry by hand with max/warn_max (baselines/README.md)")
+	assert.Error(t, err, "record: time of nccl.all_reduce in us is better lower, as its plugin declares; record derives floors, for a metric better higher: write its entry by hand with max/warn_max (baselines/README.md)")
+	// A metric whose plugin says neither is no floor's to guess.
+	o.Meanings = nil
+	_, err = Record([]Sample{s}, o)
+	assert.Error(t, err, "record: time of nccl.all_reduce in us: its plugin does not declare it better higher (pluginapi.MetricInfo.Better); record derives floors only for such a metric: write its entry by hand (baselines/README.md)")
 }
 
 // Points measured in cycles (nccl-tests -N 20) are recorded by their
@@ -345,7 +355,7 @@ func TestRecordCyclesUsesTheWorst(t *testing.T) {
 			Metrics: []result.Metric{{Name: "busbw", Value: worst, Unit: "GB/s", Size: 1 << 30, Labels: map[string]string{"placement": "out-of-place"},
 				Cycles: 20, Min: worst, Median: worst + 40, Max: worst + 45}}})
 	}
-	entries, err := Record(runs, DefaultOptions())
+	entries, err := Record(runs, declared(t))
 	assert.NilError(t, err)
 	assert.Equal(t, len(entries), 1)
 	assert.Equal(t, entries[0].Points[0].Value, 310.0, "the median of the runs' worst cycles")
@@ -374,7 +384,7 @@ func TestRecordNodeSuite(t *testing.T) {
 		}
 		return out
 	}
-	opt := DefaultOptions()
+	opt := declared(t)
 	opt.Metrics = []string{"tflops", "bw"}
 	opt.Instance = map[string][]string{"gemm.matmul": {"gpu", "host"}, "hbm.bandwidth": {"gpu", "host"}, "hostlink.pcie": {"gpu", "host"}}
 	entries, err := Record(load("node-1", "node-2", "node-3"), opt)
@@ -394,6 +404,39 @@ func TestRecordNodeSuite(t *testing.T) {
 	assert.ErrorContains(t, err, "record from good runs only")
 	assert.ErrorContains(t, err, "of gemm.matmul at 1x1: the runs spread so far apart")
 
-	_, err = Record(load("node-1"), DefaultOptions())
+	// No --metric: each test's plugin declares what it records by
+	// default (gemm's tflops, hbm's and hostlink's bw), and the Instance
+	// labels too: the same 9 entries.
+	byDefault, err := Record(load("node-1", "node-2", "node-3"), declared(t))
+	assert.NilError(t, err)
+	assert.DeepEqual(t, Render(byDefault), Render(entries))
+
+	opt.Metrics = []string{"busbw"}
+	_, err = Record(load("node-1"), opt)
 	assert.ErrorContains(t, err, "record: no run measured busbw; the runs measured bw, tflops: choose with --metric")
+	_, err = Record(load("node-1"), DefaultOptions())
+	assert.ErrorContains(t, err, "record: the plugins of the runs' tests declare no metric recorded by default; the runs measured bw, tflops: choose with --metric")
+}
+
+// declared returns DefaultOptions with what the built-in plugins declare
+// of their tests' metrics (pluginapi.MetricInfo), as baseline record sets
+// them from the plugin host (runner.MeaningsOf, runner.InstanceLabels).
+func declared(t testing.TB) Options {
+	t.Helper()
+	o := DefaultOptions()
+	o.Meanings = map[string][]result.Meaning{}
+	o.Instance = map[string][]string{}
+	for _, p := range []pluginapi.Plugin{nccl.Plugin{}, gemm.Plugin{}, hbm.Plugin{}, hostlink.Plugin{}} {
+		d, err := p.Describe(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ti := range d.Tests {
+			o.Meanings[d.Name+"."+ti.Name] = ti.Meanings()
+			for _, m := range ti.Metrics {
+				o.Instance[d.Name+"."+ti.Name] = append(o.Instance[d.Name+"."+ti.Name], m.InstanceLabels...)
+			}
+		}
+	}
+	return o
 }

@@ -37,7 +37,7 @@ func realRun(t *testing.T, name string) (*result.Run, *sku.SKU) {
 	assert.NilError(t, err)
 	s, err := cat.Get("h200")
 	assert.NilError(t, err)
-	return &run, s
+	return declare(t, &run), s
 }
 
 func TestPlotCurvesAgainstBands(t *testing.T) {

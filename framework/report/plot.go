@@ -20,10 +20,13 @@ import (
 )
 
 // Figure is one plot of a test: a metric's measured curves against the
-// baseline band.
+// baseline band, or its values per label set against their references.
 type Figure struct {
 	// Metric is the metric name plotted ("busbw").
 	Metric string
+	// Kind is how it is drawn, as the test's plugin declares
+	// (result.PlotCurve, result.PlotLabels).
+	Kind result.Plot
 	// Unit is the y axis unit ("GB/s").
 	Unit string
 	// Curves are the measured curves drawn, by name ("busbw out-of-place").
@@ -35,9 +38,6 @@ type Figure struct {
 	// SVG is the plot as an SVG document (no XML prolog), for inline use.
 	SVG []byte
 }
-
-// bandwidthUnits are the units plotted as curves over message size.
-var bandwidthUnits = map[string]bool{"GB/s": true, "Gb/s": true, "MB/s": true}
 
 // band is a baseline entry's tolerance band over message sizes.
 type band struct {
@@ -106,35 +106,46 @@ func testName(n string) string {
 	return n
 }
 
-// plottedMetrics picks what to plot for a test: each metric the baseline
-// judges as a curve, else busbw (or the first bandwidth metric measured
-// per size) so an unjudged run still shows its curve.
-func plottedMetrics(s *sku.SKU, t result.Test) []string {
-	var names []string
-	seen := map[string]bool{}
+// plottedMetrics picks what to plot for a test, from what its plugin
+// declares (result.Test.Meanings: a metric's plot kind, whether it is
+// recorded by default): each drawable metric the baseline judges (as a
+// curve, for a curve), else those recorded by default, else the first
+// drawable one measured, so an unjudged run still shows its figure. A
+// metric is drawable when declared with a plot kind and measured so: a
+// curve needs points with a size. None for a test whose plugin declares
+// nothing (an old results folder, a plugin without meanings).
+func plottedMetrics(s *sku.SKU, t result.Test) []result.Meaning {
 	measured := map[string]bool{}
 	for _, m := range t.Metrics {
-		if m.Size > 0 && bandwidthUnits[m.Unit] {
+		if mn, ok := result.MeaningOf(t.Meanings, m.Name); ok && (mn.Plot == result.PlotCurve && m.Size > 0 || mn.Plot == result.PlotLabels) {
 			measured[m.Name] = true
 		}
 	}
+	var out []result.Meaning
+	seen := map[string]bool{}
 	if s != nil {
 		for _, e := range s.Entries(testName(t.Name), t.Scope) {
-			if len(e.Points) > 0 && measured[e.Metric] && !seen[e.Metric] {
-				names = append(names, e.Metric)
+			mn, _ := result.MeaningOf(t.Meanings, e.Metric)
+			if measured[e.Metric] && !seen[e.Metric] && (mn.Plot == result.PlotLabels || len(e.Points) > 0) {
+				out = append(out, mn)
 				seen[e.Metric] = true
 			}
 		}
 	}
-	if len(names) > 0 {
-		return names
+	if len(out) > 0 {
+		return out
 	}
-	if measured["busbw"] {
-		return []string{"busbw"}
+	for _, mn := range t.Meanings {
+		if mn.Record && measured[mn.Name] {
+			out = append(out, mn)
+		}
 	}
-	for _, m := range t.Metrics {
-		if measured[m.Name] {
-			return []string{m.Name}
+	if len(out) > 0 {
+		return out
+	}
+	for _, mn := range t.Meanings {
+		if measured[mn.Name] {
+			return []result.Meaning{mn}
 		}
 	}
 	return nil
@@ -162,17 +173,23 @@ func faded(c color.RGBA, a uint8) color.RGBA {
 	return color.RGBA{R: uint8(uint16(c.R) * uint16(a) / 255), G: uint8(uint16(c.G) * uint16(a) / 255), B: uint8(uint16(c.B) * uint16(a) / 255), A: a}
 }
 
-// Plot draws one figure per plotted metric of t: the measured curves
-// (out-of-place and in-place, ...) over message size on a log2 axis, each
-// baseline band as a shaded area between its lower and upper edge with its
-// reference as a dashed line, failing and warning points marked, and the
-// ceiling where the baseline records one. s may be nil (no bands).
+// Plot draws one figure per plotted metric of t (plottedMetrics), as its
+// plugin declares it drawn. A curve: the measured curves (out-of-place and
+// in-place, ...) over message size on a log2 axis, each baseline band as a
+// shaded area between its lower and upper edge with its reference as a
+// dashed line, failing and warning points marked, and the ceiling where
+// the baseline records one. Values per label set: plotLabels. s may be nil
+// (no bands).
 func Plot(t result.Test, s *sku.SKU) ([]Figure, error) {
 	var figs []Figure
-	for _, metric := range plottedMetrics(s, t) {
-		f, err := plotMetric(t, s, metric)
+	for _, mn := range plottedMetrics(s, t) {
+		figure := plotMetric
+		if mn.Plot == result.PlotLabels {
+			figure = plotLabels
+		}
+		f, err := figure(t, s, mn.Name)
 		if err != nil {
-			return nil, fmt.Errorf("plot %s of %s: %w", metric, t.Name, err)
+			return nil, fmt.Errorf("plot %s of %s: %w", mn.Name, t.Name, err)
 		}
 		figs = append(figs, f)
 	}
@@ -180,7 +197,7 @@ func Plot(t result.Test, s *sku.SKU) ([]Figure, error) {
 }
 
 func plotMetric(t result.Test, s *sku.SKU, metric string) (Figure, error) {
-	fig := Figure{Metric: metric}
+	fig := Figure{Metric: metric, Kind: result.PlotCurve}
 	p := plot.New()
 	p.X.Label.Text = "message size"
 	p.X.Scale = plot.LogScale{}
@@ -319,8 +336,15 @@ func plotMetric(t result.Test, s *sku.SKU, metric string) (Figure, error) {
 	if p.Y.Max == 0 {
 		p.Y.Max = 1
 	}
-	// The legend goes right of the plot area, where it covers no curve,
-	// band, gridline or ceiling line.
+	svg, err := render(p)
+	fig.SVG = svg
+	return fig, err
+}
+
+// render draws p as an SVG document (no XML prolog) of the figure size,
+// the legend right of the plot area, where it covers no curve, band,
+// gridline or ceiling line.
+func render(p *plot.Plot) ([]byte, error) {
 	legend := p.Legend
 	p.Legend = plot.NewLegend()
 	legend.Top, legend.Left, legend.Padding = true, true, vg.Points(3)
@@ -332,14 +356,100 @@ func plotMetric(t result.Test, s *sku.SKU, metric string) (Figure, error) {
 	legend.Draw(draw.Crop(dc, plotWidth-legendW+vg.Points(6), 0, 0, -vg.Points(24)))
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
-		return fig, err
+		return nil, err
 	}
 	svg := buf.Bytes()
 	if i := bytes.Index(svg, []byte("<svg")); i > 0 {
 		svg = svg[i:]
 	}
+	return svg, nil
+}
+
+// plotLabels draws a metric measured once per label set (gemm's tflops
+// per dtype and GPU, a training run's tokens/s): a bar per label set,
+// named as the reports name its curves, coloured by its verdict (failing,
+// warning), with the baseline reference of a judged value as a dashed
+// tick over its bar. Summaries are left out: they repeat measured values.
+func plotLabels(t result.Test, _ *sku.SKU, metric string) (Figure, error) {
+	fig := Figure{Metric: metric, Kind: result.PlotLabels}
+	name := curveNamer(t.Metrics)
+	type bar struct {
+		name     string
+		value    float64
+		expected *float64
+		status   result.Status
+	}
+	var bars []bar
+	maxY := 0.0
+	for _, m := range t.Metrics {
+		if m.Name != metric || m.Summary != "" || math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+			continue
+		}
+		fig.Unit = m.Unit
+		n := name(m.Metric)
+		if m.Size > 0 {
+			n += " at " + result.FormatBytes(m.Size)
+		}
+		bars = append(bars, bar{n, m.Value, m.Expected, m.Status})
+		maxY = math.Max(maxY, m.Value)
+		if m.Expected != nil {
+			maxY = math.Max(maxY, *m.Expected)
+		}
+	}
+	if len(bars) == 0 {
+		return fig, fmt.Errorf("no measured values")
+	}
+	p := plot.New()
+	p.Add(plotter.NewGrid())
+	names := make([]string, len(bars))
+	for i, b := range bars {
+		names[i] = b.name
+		fig.Curves = append(fig.Curves, b.name)
+		col := placementColor["out-of-place"]
+		switch b.status {
+		case result.Fail:
+			col = failColor
+		case result.Warn:
+			col = warnColor
+		}
+		// One bar chart per bar: each takes its own colour, at its own
+		// place on the nominal axis.
+		vals := make(plotter.Values, len(bars))
+		vals[i] = b.value
+		bc, err := plotter.NewBarChart(vals, vg.Points(14))
+		if err != nil {
+			return fig, err
+		}
+		bc.Color, bc.LineStyle.Width = faded(col, 0xc0), 0
+		p.Add(bc)
+		if b.expected != nil {
+			fig.Bands++
+			ref, err := plotter.NewLine(plotter.XYs{{X: float64(i) - 0.35, Y: *b.expected}, {X: float64(i) + 0.35, Y: *b.expected}})
+			if err != nil {
+				return fig, err
+			}
+			ref.Color, ref.Width = color.RGBA{A: 0xff}, vg.Points(1.2)
+			ref.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(ref)
+			if fig.Bands == 1 {
+				p.Legend.Add("baseline reference", ref)
+			}
+		}
+	}
+	p.NominalX(names...)
+	if len(names) > 6 {
+		p.X.Tick.Label.Rotation = math.Pi / 4
+		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	}
+	p.Title.Text = fmt.Sprintf("%s: %s", t.Name, metric)
+	p.Y.Label.Text = fmt.Sprintf("%s (%s)", metric, fig.Unit)
+	p.Y.Min, p.Y.Max = 0, maxY*1.08
+	if p.Y.Max == 0 {
+		p.Y.Max = 1
+	}
+	svg, err := render(p)
 	fig.SVG = svg
-	return fig, nil
+	return fig, err
 }
 
 // plotWidth and plotHeight are a figure's size: about the width of the

@@ -74,7 +74,7 @@ func headline(t result.Test) (result.Judged, bool) {
 		return result.Judged{}, false
 	}
 	if t.Unjudged() {
-		return unjudgedHeadline(t.Metrics)
+		return unjudgedHeadline(t.Metrics, t.Meanings)
 	}
 	sev := map[result.Status]int{result.Pass: 1, result.Warn: 2, result.Fail: 3}
 	off := func(m result.Judged) float64 {
@@ -105,12 +105,14 @@ func headline(t result.Test) (result.Judged, bool) {
 }
 
 // unjudgedHeadline is the point a pass would show of metrics none of which
-// was judged, of one metric (busbw where there is one, else the first
-// measured): of a curve (sizes), the point at the largest size, the lower
+// was judged, of one metric (the first measured that its plugin declares
+// recorded by default, in meanings: nccl-tests' busbw; else the first
+// measured): of a curve (sizes), the point at the largest size, the worse
 // one on a tie; of labelled values (no size: tflops {dtype=bf16}, bw
 // {direction=d2h}), the first one measured, its worst over GPUs and hosts,
-// since a pass would show a judged one and none is. false for none.
-func unjudgedHeadline(ms []result.Judged) (result.Judged, bool) {
+// since a pass would show a judged one and none is. Worse is lower, unless
+// the plugin declares the metric better lower. false for none.
+func unjudgedHeadline(ms []result.Judged, meanings []result.Meaning) (result.Judged, bool) {
 	if len(ms) == 0 {
 		return result.Judged{}, false
 	}
@@ -125,13 +127,19 @@ func unjudgedHeadline(ms []result.Judged) (result.Judged, bool) {
 		}
 		return k
 	}
-	// Of a collective's metrics, busbw is the one judged (and what a pass
-	// shows); else the first measured.
+	// The metric a baseline records by default is the one judged (and
+	// what a pass shows); else the first measured.
 	name := ms[0].Name
 	for _, m := range ms {
-		if m.Name == "busbw" {
+		if mn, ok := result.MeaningOf(meanings, m.Name); ok && mn.Record {
 			name = m.Name
+			break
 		}
+	}
+	mn, _ := result.MeaningOf(meanings, name)
+	worse := func(a, b float64) bool { return a < b }
+	if mn.Better == result.BetterLower {
+		worse = func(a, b float64) bool { return a > b }
 	}
 	first := ""
 	for _, m := range ms {
@@ -149,9 +157,9 @@ func unjudgedHeadline(ms []result.Judged) (result.Judged, bool) {
 		var better bool
 		switch {
 		case m.Size > 0 || best.Size > 0:
-			better = !found || m.Size > best.Size || m.Size == best.Size && m.Value < best.Value
+			better = !found || m.Size > best.Size || m.Size == best.Size && worse(m.Value, best.Value)
 		default:
-			better = which(m) == first && (!found || m.Value < best.Value)
+			better = which(m) == first && (!found || worse(m.Value, best.Value))
 		}
 		if better {
 			best, found = m, true

@@ -288,6 +288,7 @@ func TestCurvesPerVaryingType(t *testing.T) {
 				names = append(names, tc.Name)
 			}
 			assert.DeepEqual(t, names, c.want)
+			tt = declare(t, &result.Run{Tests: []result.Test{tt}}).Tests[0]
 			figs, err := Plot(tt, nil)
 			assert.NilError(t, err)
 			assert.Equal(t, len(figs), 1)

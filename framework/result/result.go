@@ -254,6 +254,12 @@ type Test struct {
 	// (pluginapi.TestInfo.Preflight): it ran before the others, and its
 	// failed checks naming a host make Run.BadNodes.
 	Preflight bool `json:"preflight,omitempty"`
+	// Meanings are what the test's plugin declares its metrics mean
+	// (unit, better higher or lower, plot kind, recorded by default),
+	// kept so that reports render from the results folder without the
+	// plugin. None in folders made before plugins declared them, or for a
+	// plugin that declares none: such a test's metrics are not plotted.
+	Meanings []Meaning `json:"meanings,omitempty"`
 }
 
 // Run is the verdict of a whole suite run.

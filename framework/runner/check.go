@@ -104,7 +104,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 		if err != nil {
 			parsed = result.Parsed{Error: "parse: " + err.Error()}
 		}
-		t := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test))
+		t := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test), Meanings(ctx, plugins, pluginName, test))
 		if IsPreflight(ctx, plugins, pluginName, test) {
 			// Judged as a run (and verify) judges it: by its checks.
 			t = preflightVerdict(s, name, topo.Scope, t)

@@ -32,7 +32,7 @@ func (r *Runner) judge(ctx context.Context, t result.Test, pluginName, test stri
 	if err != nil {
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
-	j := JudgeWith(r.SKU, t.Name, topo, parsed, LabelDefaults(pctx, r.Plugins, pluginName, test))
+	j := JudgeWith(r.SKU, t.Name, topo, parsed, LabelDefaults(pctx, r.Plugins, pluginName, test), Meanings(pctx, r.Plugins, pluginName, test))
 	if t.Preflight {
 		j = preflightVerdict(r.SKU, t.Name, topo.Scope, j)
 	}
@@ -43,24 +43,26 @@ func (r *Runner) judge(ctx context.Context, t result.Test, pluginName, test stri
 }
 
 // Judge judges parsed output of a test at a topology against a SKU:
-// JudgeWith without label defaults.
+// JudgeWith without label defaults or meanings (no default dip rule).
 func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) result.Test {
-	return JudgeWith(s, name, topo, parsed, nil)
+	return JudgeWith(s, name, topo, parsed, nil, nil)
 }
 
 // JudgeWith judges parsed output of a test (full name) at a topology
 // against a SKU (judge.SKUTest): the gates (the plugin's checks, the GPU
 // model, the SKU's physical ceilings) whatever the baseline, then the
 // baseline entries of that scope, or skip naming the scopes that exist.
-// defaults are the plugin's label defaults per metric (LabelDefaults).
-func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed, defaults map[string]map[string]string) result.Test {
+// defaults are the plugin's label defaults per metric (LabelDefaults),
+// meanings what it declares its metrics mean (Meanings), which the test
+// keeps (result.Test.Meanings) for its reports.
+func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed, defaults map[string]map[string]string, meanings []result.Meaning) result.Test {
 	// The hardware a plugin names is the results folder's list
 	// (Hardware), no fact of the verdict: a folder made before plugins
 	// named it re-judges the same.
 	parsed, _, _ = result.StripHardware(parsed)
 	parsed = dropNonFinite(parsed)
-	t := judge.SKUTest(s, name, topo.Scope, parsed, defaults)
-	t.Name, t.Scope = name, topo.Scope
+	t := judge.SKUTest(s, name, topo.Scope, parsed, defaults, meanings)
+	t.Name, t.Scope, t.Meanings = name, topo.Scope, meanings
 	return t
 }
 
@@ -95,6 +97,49 @@ func LabelDefaults(ctx context.Context, plugins Plugins, plugin, test string) ma
 				}
 				out[m.Name] = m.LabelDefaults
 			}
+		}
+	}
+	return out
+}
+
+// Meanings returns what plugin declares the metrics of test (short name)
+// mean (pluginapi.MetricInfo: unit, better, plot, record), when plugins is
+// a Describer; nil when it is not, or the plugin declares no metrics or
+// cannot say. A run keeps them in result.Test.Meanings, which its reports
+// read.
+func Meanings(ctx context.Context, plugins Plugins, plugin, test string) []result.Meaning {
+	d, ok := plugins.(Describer)
+	if !ok {
+		return nil
+	}
+	return meanings(ctx, d, plugin, test)
+}
+
+func meanings(ctx context.Context, d Describer, plugin, test string) []result.Meaning {
+	desc, err := d.Describe(ctx, plugin)
+	if err != nil {
+		return nil
+	}
+	ti, _ := desc.Test(test)
+	return ti.Meanings()
+}
+
+// MeaningsOf returns, for each test (full name) of tests, what its plugin
+// declares its metrics mean (Meanings): what baseline record reads to
+// pick its default metrics and refuse a metric better lower. A plugin
+// that cannot describe itself declares none.
+func MeaningsOf(ctx context.Context, d Describer, tests []string) map[string][]result.Meaning {
+	out := map[string][]result.Meaning{}
+	for _, full := range tests {
+		plugin, test, err := SplitName(full)
+		if err != nil {
+			continue
+		}
+		if _, done := out[full]; done {
+			continue
+		}
+		if ms := meanings(ctx, d, plugin, test); ms != nil {
+			out[full] = ms
 		}
 	}
 	return out

@@ -123,7 +123,7 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 	}
 	name, _, _ := strings.Cut(t.Name, "[")
 	pluginName, test, _ := SplitName(name)
-	got := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test))
+	got := JudgeWith(s, name, topo, parsed, LabelDefaults(ctx, plugins, pluginName, test), Meanings(ctx, plugins, pluginName, test))
 	if IsPreflight(ctx, plugins, pluginName, test) {
 		got = preflightVerdict(s, name, t.Scope, got)
 	}

@@ -77,10 +77,6 @@ type Dip struct {
 // the curves and their worst ratios).
 const DefaultHole = 60.0
 
-// IsBandwidth says unit is a bandwidth (GB/s, Gb/s, MB/s): a rate that
-// rises with the message size to a plateau, the curves a dip rule reads.
-func IsBandwidth(unit string) bool { return unit == "GB/s" || unit == "Gb/s" || unit == "MB/s" }
-
 // UnmarshalYAML reads {warn: "5%", fail: "15%"}.
 func (d *Dip) UnmarshalYAML(n *yaml.Node) error {
 	var r struct {
@@ -161,8 +157,6 @@ func (e *Entry) validateCurve() []error {
 			add(d.Line, "dip", "warn %g%% is not below fail %g%%: the warn zone would never be reached", d.Warn, d.Fail)
 		case len(e.Points) == 0 && e.Range == nil:
 			add(d.Line, "dip", "needs points or a range to know which sizes form the curve")
-		case LowerIsBetter(e.Unit):
-			add(d.Line, "dip", "%s is a time in %s, which grows with the message size; the dip check looks for bandwidth falling as size grows", e.Metric, e.Unit)
 		}
 	}
 	return errs

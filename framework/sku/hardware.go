@@ -399,8 +399,9 @@ func (s *SKU) validateHardware() []error {
 		if c.Metric == "" {
 			add(c.Line, "ceilings.metric", "missing")
 		}
-		if !higherIsBetter(c.Unit) {
-			add(c.fieldLine("unit"), "ceilings.unit", "%q is not a rate (GB/s, Gb/s, MB/s, TFLOPS): a physical ceiling limits how much a link carries or a GPU computes", c.Unit)
+		if p := unitProblem(c.Unit); p != "" {
+			// Whether it is a rate is the plugin's to say (skucheck).
+			add(c.fieldLine("unit"), "ceilings.unit", "%s", p)
 		}
 		if math.IsNaN(c.Peak) || c.Peak < 0 || math.IsInf(c.Peak, 0) || c.Peak > c.Value {
 			add(c.fieldLine("peak"), "ceilings.peak", "%g: want the datasheet figure, more than 0 and at most value (%g %s), or leave it out", c.Peak, c.Value, c.Unit)

@@ -10,20 +10,22 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
-// knownUnits are the units baselines may use. GB/s is 1e9 bytes/s (NCCL
-// busbw/algbw, HBM, PCIe and P2P copies); Gb/s is 1e9 bits/s (NIC line
-// rate); TFLOPS is 1e12 floating-point operations/s (matmul: 2*m*n*k per
-// GEMM).
-var knownUnits = map[string]bool{"TFLOPS": true, "GB/s": true, "Gb/s": true, "MB/s": true, "us": true, "ms": true, "count": true, "%": true}
+// A SKU file is read without the plugins: this package checks its syntax
+// and the rules that hold whatever a metric means. What a unit means (which
+// way is better, whether a band bounds the right side, whether a ceiling
+// limits a rate) is the plugin's declaration (pluginapi.MetricInfo), which
+// framework/skucheck holds an entry to: the framework lists no unit.
 
-// LowerIsBetter reports whether smaller values of a unit are better: times
-// (us, ms). Their bands need a ceiling (max), where bandwidths need a floor.
-func LowerIsBetter(unit string) bool { return unit == "us" || unit == "ms" }
-
-// higherIsBetter: bandwidths and compute rates, whose bands need a floor
-// (min).
-func higherIsBetter(unit string) bool {
-	return unit == "GB/s" || unit == "Gb/s" || unit == "MB/s" || unit == "TFLOPS"
+// unitProblem says why unit cannot be an entry's unit: missing, or not one
+// word-like line ("GB/s", "tokens/s"). "" when it can.
+func unitProblem(unit string) string {
+	switch {
+	case unit == "":
+		return "missing (the metric's unit, as its plugin declares it: gpuaccept list tests)"
+	case strings.TrimSpace(unit) != unit || strings.ContainsAny(unit, "\r\n\t"):
+		return fmt.Sprintf("%q: want the unit on one line, without surrounding spaces", unit)
+	}
+	return ""
 }
 
 // validate returns every problem of the file, each naming its line where
@@ -98,8 +100,8 @@ func (e *Entry) validate() []error {
 	if e.Metric == "" {
 		add(e.Line, "metric", "missing")
 	}
-	if !knownUnits[e.Unit] {
-		add(e.FieldLine("unit"), "unit", "%q is not one of GB/s (bytes), Gb/s (bits), MB/s, TFLOPS, us, ms, count, %%", e.Unit)
+	if p := unitProblem(e.Unit); p != "" {
+		add(e.FieldLine("unit"), "unit", "%s", p)
 	}
 	if e.Source == "" {
 		add(e.Line, "source", "missing (say where the numbers come from)")
@@ -114,7 +116,6 @@ func (e *Entry) validate() []error {
 		add(e.Line, "band", "missing (give at least min or max)")
 	}
 	errs = append(errs, e.validateCurve()...)
-	errs = append(errs, e.checkDirection()...)
 	errs = append(errs, e.checkUnits(e.Band, e.FieldLine("band"))...)
 	for _, p := range e.Points {
 		errs = append(errs, e.checkUnits(p.Band, p.Line)...)
@@ -136,11 +137,11 @@ func (e *Entry) validate() []error {
 	return errs
 }
 
-// checkDirection catches a band written for the wrong direction: a time
-// (us) with floors only passes any slowdown, a bandwidth with ceilings only
-// passes a dead link. Each band that judges something (the entry's, merged
-// with each point's) must bound the bad side.
-func (e *Entry) checkDirection() []error {
+// JudgingBands returns the bands that judge something of e: the entry's,
+// or with points each point's merged with it. Empty bands (reported as
+// missing) are left out. skucheck holds each to the direction the
+// metric's plugin declares.
+func (e *Entry) JudgingBands() []Band {
 	bands := []Band{e.Band}
 	if len(e.Points) > 0 {
 		bands = bands[:0]
@@ -148,18 +149,13 @@ func (e *Entry) checkDirection() []error {
 			bands = append(bands, e.Band.Merge(p.Band))
 		}
 	}
+	out := bands[:0]
 	for _, b := range bands {
-		if b.IsZero() {
-			continue // reported as a missing band
-		}
-		switch {
-		case LowerIsBetter(e.Unit) && !b.Max.set && !b.WarnMax.set:
-			return []error{problemAt(e.FieldLine("band"), "band", "%s is a time in %s, better lower, and the band has no max or warn_max: it would pass any slowdown (give max: \"+10%%\"; warn_min flags a time far below the baseline)", e.Metric, e.Unit)}
-		case higherIsBetter(e.Unit) && !b.Min.set && !b.WarnMin.set:
-			return []error{problemAt(e.FieldLine("band"), "band", "%s is a rate in %s, better higher, and the band has no min or warn_min: it would pass a dead link (give min: \"-10%%\")", e.Metric, e.Unit)}
+		if !b.IsZero() {
+			out = append(out, b)
 		}
 	}
-	return nil
+	return out
 }
 
 // checkValue checks one reference value, written at line, against its band

@@ -1,7 +1,11 @@
 // Package skucheck checks a parsed SKU file against the plugins that will
 // judge it: every suite and baseline test exists, every baseline metric is
-// one the test reports, in its unit, with labels it carries, and every
-// physical ceiling limits a metric some suite test reports. It reports
+// one the test reports, in its unit, with labels it carries, with bands
+// bounding the side the plugin declares worse (pluginapi.MetricInfo.Better),
+// and every physical ceiling limits a metric better higher that some suite
+// test reports. The framework lists no unit: what a unit means is the
+// plugin's declaration, so a SKU file parses without plugins (framework/sku
+// checks its syntax) and is held to its plugins' meanings here. It reports
 // every problem of the file at once, each at the line of the field at fault
 // ("line 148: field unit: ..."), as sku.Parse does for the file's own rules.
 package skucheck
@@ -15,6 +19,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -103,7 +108,7 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 		// A ceiling no test reports (a typo, bits for bytes) would never
 		// judge anything, and the impossible would pass.
 		var tests []string
-		found := false
+		found, notRate := false, ""
 		for _, name := range slices.Sorted(maps.Keys(inSuite)) {
 			if !c.Applies(name) {
 				continue
@@ -114,7 +119,12 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 			}
 			tests = append(tests, name)
 			for _, m := range ti.Metrics {
-				found = found || m.Name == c.Metric && m.Unit == c.Unit
+				if m.Name == c.Metric && m.Unit == c.Unit {
+					found = true
+					if m.Better != result.BetterHigher && notRate == "" {
+						notRate = name
+					}
+				}
 			}
 		}
 		switch {
@@ -122,6 +132,8 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 			errs = append(errs, problemAt(c.Line, "ceilings.tests", "the ceiling on %s applies to no test of the SKU's suites", c.Metric))
 		case !found:
 			errs = append(errs, problemAt(c.Line, "ceilings.metric", "none of %s reports %s in %s: the ceiling would judge nothing", strings.Join(tests, ", "), c.Metric, c.Unit))
+		case notRate != "":
+			errs = append(errs, problemAt(c.Line, "ceilings.metric", "%s %s in %s is not declared better higher by its plugin: a physical ceiling limits how much a link carries or a GPU computes", notRate, c.Metric, c.Unit))
 		}
 	}
 	return sku.NewProblems(s.File, errs)
@@ -172,6 +184,7 @@ func checkMetric(ti *pluginapi.TestInfo, e *sku.Entry) []error {
 	if mi.Unit != e.Unit {
 		errs = append(errs, problemAt(e.FieldLine("unit"), "unit", "%s %s is in %s, not %s", e.Test, e.Metric, mi.Unit, e.Unit))
 	}
+	errs = append(errs, checkDirection(mi, e)...)
 	allowed := map[string][]string{}
 	for _, l := range mi.Labels {
 		k, vs, _ := strings.Cut(l, "=")
@@ -189,6 +202,32 @@ func checkMetric(ti *pluginapi.TestInfo, e *sku.Entry) []error {
 		if vals != nil && !slices.Contains(vals, e.Labels[k]) {
 			errs = append(errs, problemAt(e.FieldLine("labels"), "labels", "label %s=%q is not one of %s", k, e.Labels[k], strings.Join(vals, ", ")))
 		}
+	}
+	return errs
+}
+
+// checkDirection catches a band written for the wrong direction of the
+// metric, as its plugin declares it (mi.Better): a time with floors only
+// passes any slowdown, a rate with ceilings only passes a dead link. Each
+// band that judges something (the entry's, or each point's merged with
+// it) must bound the bad side. A dip check reads a value falling as the
+// size grows: only a metric better higher has one. A metric of unknown
+// direction is judged by the bands as written.
+func checkDirection(mi *pluginapi.MetricInfo, e *sku.Entry) []error {
+	var errs []error
+	for _, b := range e.JudgingBands() {
+		switch {
+		case mi.Better == result.BetterLower && !b.Max.IsSet() && !b.WarnMax.IsSet():
+			errs = append(errs, problemAt(e.FieldLine("band"), "band", "%s is in %s, better lower (as %s declares), and the band has no max or warn_max: it would pass any slowdown (give max: \"+10%%\"; warn_min flags a value far below the baseline)", e.Metric, e.Unit, e.Test))
+		case mi.Better == result.BetterHigher && !b.Min.IsSet() && !b.WarnMin.IsSet():
+			errs = append(errs, problemAt(e.FieldLine("band"), "band", "%s is in %s, better higher (as %s declares), and the band has no min or warn_min: it would pass a dead link (give min: \"-10%%\")", e.Metric, e.Unit, e.Test))
+		default:
+			continue
+		}
+		break // one problem per entry: every band of it is written alike
+	}
+	if d := e.Dip; d != nil && mi.Better != result.BetterHigher {
+		errs = append(errs, problemAt(d.Line, "dip", "%s %s is not declared better higher: the dip check looks for a rate falling as the message size grows (a time grows with it)", e.Test, e.Metric))
 	}
 	return errs
 }

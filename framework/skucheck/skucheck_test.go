@@ -3,12 +3,14 @@ package skucheck
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -22,8 +24,18 @@ func (d describer) Describe(_ context.Context, p string) (pluginapi.Description,
 }
 
 var plugins = describer{"nccl": {Name: "nccl", Tests: []pluginapi.TestInfo{{Name: "all_reduce", Params: []pluginapi.Param{{Name: "minbytes"}, {Name: "env.NAME"}}, Metrics: []pluginapi.MetricInfo{
-	{Name: "busbw", Unit: "GB/s", Labels: []string{"placement=out-of-place|in-place", "type"}},
-}}, {Name: "all_gather"}}}}
+	{Name: "busbw", Unit: "GB/s", Labels: []string{"placement=out-of-place|in-place", "type"}, Better: result.BetterHigher},
+	{Name: "time", Unit: "us", Better: result.BetterLower},
+	{Name: "lat_ms", Unit: "ms", Better: result.BetterLower},
+	{Name: "calls", Unit: "count"},
+}}, {Name: "all_gather"}}},
+	// A unit the framework never saw: its plugin's declaration is all
+	// that says a band must bound it from below.
+	"train": {Name: "train", Tests: []pluginapi.TestInfo{{Name: "step", Metrics: []pluginapi.MetricInfo{
+		{Name: "tokens", Unit: "tokens/s", Better: result.BetterHigher, Plot: result.PlotLabels, Record: true},
+		{Name: "loss_gap", Unit: "ratio"},
+	}}}},
+}
 
 const base = `sku: t
 suites:
@@ -58,7 +70,7 @@ func TestCheck(t *testing.T) {
 		want []string
 	}{
 		{"good", nil, nil},
-		{"metric", [][2]string{{"metric: busbw", "metric: bus_bw"}}, []string{`t.yaml: line 11: field metric: nccl.all_reduce reports no metric "bus_bw" (it reports: busbw)`}},
+		{"metric", [][2]string{{"metric: busbw", "metric: bus_bw"}}, []string{`t.yaml: line 11: field metric: nccl.all_reduce reports no metric "bus_bw" (it reports: busbw, time, lat_ms, calls)`}},
 		{"label value", [][2]string{{"placement: out-of-place", "placement: outofplace"}}, []string{`t.yaml: line 13: field labels: label placement="outofplace" is not one of out-of-place, in-place`}},
 		{"label key", [][2]string{{"placement: out-of-place", "placment: out-of-place"}}, []string{`t.yaml: line 13: field labels: nccl.all_reduce busbw has no label "placment" (its labels: placement, type)`}},
 		{"baseline test in no suite", [][2]string{{"  - test: nccl.all_reduce\n    scope", "  - test: nccl.allreduce\n    scope"}}, []string{`t.yaml: line 9: field test: nccl.allreduce is in no suite of SKU t (suites list: nccl.all_reduce, rccl.alltoall)`}},
@@ -85,6 +97,10 @@ func TestCheck(t *testing.T) {
 			"t.yaml: line 3: field ceilings.metric: none of nccl.all_reduce reports bus_bw in GB/s: the ceiling would judge nothing"}},
 		{"a ceiling in the wrong unit", [][2]string{{"suites:", ceiling("busbw", "Gb/s", "nccl.*")}}, []string{
 			"t.yaml: line 3: field ceilings.metric: none of nccl.all_reduce reports busbw in Gb/s: the ceiling would judge nothing"}},
+		{"a ceiling on a time", [][2]string{{"suites:", ceiling("time", "us", "nccl.*")}}, []string{
+			"t.yaml: line 3: field ceilings.metric: nccl.all_reduce time in us is not declared better higher by its plugin: a physical ceiling limits how much a link carries or a GPU computes"}},
+		{"a ceiling on a metric of unknown direction", [][2]string{{"suites:", ceiling("calls", "count", "nccl.*")}}, []string{
+			"t.yaml: line 3: field ceilings.metric: nccl.all_reduce calls in count is not declared better higher by its plugin: a physical ceiling limits how much a link carries or a GPU computes"}},
 		{"a ceiling for tests the SKU does not run", [][2]string{{"suites:", ceiling("busbw", "GB/s", "ibperf.*")}}, []string{
 			"t.yaml: line 3: field ceilings.tests: the ceiling on busbw applies to no test of the SKU's suites"}},
 	}
@@ -126,6 +142,54 @@ func TestCheckWhatParseRead(t *testing.T) {
 	var p *sku.Problems
 	assert.Assert(t, errors.As(all, &p))
 	assert.DeepEqual(t, p.List[2], sku.Problem{File: "t.yaml", Line: 13, Field: "unit", Message: "nccl.all_reduce busbw is in GB/s, not Gb/s"})
+}
+
+// A band must bound the bad side of its metric, as the metric's plugin
+// declares it: above for a time, below for a rate, whatever the unit
+// (tokens/s is no unit the framework knows). A latency band of floors
+// would pass any slowdown; a metric of unknown direction is judged by the
+// band as written.
+func TestBandDirection(t *testing.T) {
+	const tmpl = `sku: t
+suites:
+  s:
+    tests:
+      - test: %[1]s
+baselines:
+  - {test: %[1]s, scope: {nodes: 1, gpus_per_node: 1}, metric: %[2]s, unit: %[3]s, source: s, value: 100, band: %[4]s}
+`
+	cases := []struct {
+		test, metric, unit, band, want string
+	}{
+		{"nccl.all_reduce", "time", "us", `{max: "+10%", warn_max: "+5%", warn_min: "-50%"}`, ""},
+		{"nccl.all_reduce", "time", "us", `{warn_max: "+5%"}`, ""},
+		{"nccl.all_reduce", "time", "us", `{min: "-10%"}`, `t.yaml: line 7: field band: time is in us, better lower (as nccl.all_reduce declares), and the band has no max or warn_max: it would pass any slowdown`},
+		{"nccl.all_reduce", "lat_ms", "ms", `{min: ">= 90 ms", warn_min: "-5%"}`, "field band: lat_ms is in ms, better lower"},
+		{"nccl.all_reduce", "busbw", "GB/s", `{max: "+10%"}`, "field band: busbw is in GB/s, better higher (as nccl.all_reduce declares), and the band has no min or warn_min: it would pass a dead link"},
+		{"nccl.all_reduce", "busbw", "GB/s", `{min: "-10%", warn_max: "<= 800 GB/s"}`, ""},
+		{"nccl.all_reduce", "calls", "count", `{max: "+10%"}`, ""},
+		{"nccl.all_reduce", "calls", "count", `{min: "-10%"}`, ""},
+		{"train.step", "tokens", "tokens/s", `{min: "-10%"}`, ""},
+		{"train.step", "tokens", "tokens/s", `{max: "+10%"}`, "field band: tokens is in tokens/s, better higher (as train.step declares), and the band has no min or warn_min"},
+		{"train.step", "tokens", "samples/s", `{min: "-10%"}`, "field unit: train.step tokens is in tokens/s, not samples/s"},
+		{"train.step", "loss_gap", "ratio", `{max: "+10%"}`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.metric+" "+c.band, func(t *testing.T) {
+			s, err := sku.Parse([]byte(fmt.Sprintf(tmpl, c.test, c.metric, c.unit, c.band)), "t.yaml")
+			assert.NilError(t, err, "a SKU file parses without its plugins")
+			err = Check(context.Background(), plugins, s)
+			if c.want == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, c.want)
+		})
+	}
+	// A time curve cannot dip the way a rate does.
+	s, err := sku.Parse([]byte("sku: t\nsuites:\n  s:\n    tests:\n      - test: nccl.all_reduce\nbaselines:\n  - test: nccl.all_reduce\n    scope: {nodes: 1, gpus_per_node: 1}\n    metric: time\n    unit: us\n    source: s\n    band: {max: \"+10%\"}\n    dip: {warn: \"5%\"}\n    points: [{size: 1G, value: 100}, {size: 2G, value: 200}]\n"), "t.yaml")
+	assert.NilError(t, err)
+	assert.Error(t, Check(context.Background(), plugins, s), "t.yaml: line 13: field dip: nccl.all_reduce time is not declared better higher: the dip check looks for a rate falling as the message size grows (a time grows with it)")
 }
 
 func TestUnbaselined(t *testing.T) {

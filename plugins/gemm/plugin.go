@@ -72,6 +72,7 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 			// band must not judge fp32, nor the lower figures of a node
 			// under full power.
 			LabelDefaults: map[string]string{"dtype": "bf16", "mode": "alone"},
+			Better:        result.BetterHigher, Plot: result.PlotLabels, Record: true,
 		}},
 	}}}, nil
 }

@@ -55,6 +55,7 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 			InstanceLabels: []string{"gpu", "host"},
 			// A band for copy must not judge triad's different figure.
 			LabelDefaults: map[string]string{"op": "copy"},
+			Better:        result.BetterHigher, Plot: result.PlotCurve, Record: true,
 		}},
 	}}}, nil
 }

@@ -100,9 +100,13 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 			Description: fmt.Sprintf("perftest %s: %s, one server/client per NIC pair, all pairs at once", t.bin, t.what),
 			Params:      Params,
 			Metrics: []pluginapi.MetricInfo{
-				{Name: "bw_avg", Unit: "Gb/s", Description: "average bandwidth per message size and NIC pair (both directions summed with -b)", Labels: pairLabels},
-				{Name: "bw_peak", Unit: "Gb/s", Description: "peak bandwidth per message size and NIC pair; absent when perftest does not measure it (-D)", Labels: pairLabels},
-				{Name: "msg_rate", Unit: "Mpps", Description: "message rate per message size and NIC pair", Labels: pairLabels},
+				{Name: "bw_avg", Unit: "Gb/s", Description: "average bandwidth per message size and NIC pair (both directions summed with -b)", Labels: pairLabels,
+					Better: result.BetterHigher, Plot: result.PlotCurve, Record: true},
+				{Name: "bw_peak", Unit: "Gb/s", Description: "peak bandwidth per message size and NIC pair; absent when perftest does not measure it (-D)", Labels: pairLabels,
+					Better: result.BetterHigher},
+				{Name: "msg_rate", Unit: "Mpps", Description: "message rate per message size and NIC pair", Labels: pairLabels, Better: result.BetterHigher},
+				// Neither better higher nor lower: a busy-polling CPU is
+				// how perftest measures; a band bounds it as written.
 				{Name: "cpu_util", Unit: "%", Description: "CPU utilisation per message size (--cpu_util)", Labels: pairLabels},
 			},
 			HCAMapParam: PairsParam,

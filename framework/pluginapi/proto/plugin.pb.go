@@ -156,14 +156,15 @@ func (x *Param) GetDescription() string {
 	return ""
 }
 
-// MetricInfo is a metric a test reports, so that a baseline can be checked
-// against it before a run (framework/skucheck).
+// MetricInfo is a metric a test reports and what it means, so that a
+// baseline can be checked against it before a run (framework/skucheck),
+// and reports, baseline record and localisation know how to read it: the
+// framework lists no unit or metric name of its own.
 type MetricInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // "busbw"
-	// unit: one of the units baselines may use (GB/s, Gb/s, MB/s, us, ms,
-	// count, %) for a metric a baseline is to judge; a metric in another
-	// unit (Mpps) is reported but no baseline can name it.
+	// unit: free text on one line ("GB/s", "Gb/s", "us", "TFLOPS",
+	// "tokens/s"); a baseline entry on the metric must name the same.
 	Unit        string `protobuf:"bytes,2,opt,name=unit,proto3" json:"unit,omitempty"`
 	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
 	// labels the metric carries: "key" (any value) or "key=v1|v2" (these
@@ -180,8 +181,20 @@ type MetricInfo struct {
 	// record folds the instances of a point that is not per size into one
 	// entry, so a baseline recorded on one node judges another.
 	InstanceLabels []string `protobuf:"bytes,6,rep,name=instance_labels,json=instanceLabels,proto3" json:"instance_labels,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// better: which way the values improve: "higher" (a rate: a baseline
+	// band needs a floor), "lower" (a time: a band needs a ceiling), or ""
+	// (unknown: a band may bound either side; never recorded or localised
+	// by).
+	Better string `protobuf:"bytes,7,opt,name=better,proto3" json:"better,omitempty"`
+	// plot: how report.html draws the metric: "curve" (values over message
+	// size, one curve per label set), "labels" (one value per label set, no
+	// size), or "" (not drawn).
+	Plot string `protobuf:"bytes,8,opt,name=plot,proto3" json:"plot,omitempty"`
+	// record: baseline record records the metric when --metric names none
+	// (nccl-tests' busbw). Requires better "higher": record derives floors.
+	Record        bool `protobuf:"varint,9,opt,name=record,proto3" json:"record,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MetricInfo) Reset() {
@@ -254,6 +267,27 @@ func (x *MetricInfo) GetInstanceLabels() []string {
 		return x.InstanceLabels
 	}
 	return nil
+}
+
+func (x *MetricInfo) GetBetter() string {
+	if x != nil {
+		return x.Better
+	}
+	return ""
+}
+
+func (x *MetricInfo) GetPlot() string {
+	if x != nil {
+		return x.Plot
+	}
+	return ""
+}
+
+func (x *MetricInfo) GetRecord() bool {
+	if x != nil {
+		return x.Record
+	}
+	return false
 }
 
 type TestInfo struct {
@@ -1310,7 +1344,7 @@ const file_framework_pluginapi_proto_plugin_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\adefault\x18\x02 \x01(\tR\adefault\x12\x12\n" +
 	"\x04unit\x18\x03 \x01(\tR\x04unit\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\"\xb4\x02\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\"\xf8\x02\n" +
 	"\n" +
 	"MetricInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -1318,7 +1352,10 @@ const file_framework_pluginapi_proto_plugin_proto_rawDesc = "" +
 	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x16\n" +
 	"\x06labels\x18\x04 \x03(\tR\x06labels\x12Y\n" +
 	"\x0elabel_defaults\x18\x05 \x03(\v22.gpuaccept.plugin.v1.MetricInfo.LabelDefaultsEntryR\rlabelDefaults\x12'\n" +
-	"\x0finstance_labels\x18\x06 \x03(\tR\x0einstanceLabels\x1a@\n" +
+	"\x0finstance_labels\x18\x06 \x03(\tR\x0einstanceLabels\x12\x16\n" +
+	"\x06better\x18\a \x01(\tR\x06better\x12\x12\n" +
+	"\x04plot\x18\b \x01(\tR\x04plot\x12\x16\n" +
+	"\x06record\x18\t \x01(\bR\x06record\x1a@\n" +
 	"\x12LabelDefaultsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x02\n" +
