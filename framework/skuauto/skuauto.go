@@ -57,9 +57,13 @@ func (n Node) String() string {
 	case n.GPUs == 0:
 		return host + ": no GPU"
 	case len(n.Models) == 1 && n.Unnamed == 0:
-		return fmt.Sprintf("%s: %d x %s", host, n.GPUs, n.Models[0])
+		return fmt.Sprintf("%s: %d x %s", host, n.GPUs, shownName(n.Models[0]))
 	}
-	what := strings.Join(n.Models, ", ")
+	shown := make([]string, len(n.Models))
+	for i, m := range n.Models {
+		shown[i] = shownName(m)
+	}
+	what := strings.Join(shown, ", ")
 	if n.Unnamed > 0 {
 		what = strings.TrimPrefix(what+fmt.Sprintf(", %d without a model name", n.Unnamed), ", ")
 	}
@@ -107,6 +111,19 @@ func NodesOf(ds []result.Device, hosts []string) []Node {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
 	return out
+}
+
+// maxShownName bounds, in runes, a model name a message quotes: an output
+// may name a GPU with anything, and a refusal must stay one readable line.
+const maxShownName = 120
+
+// shownName is a model name as a message quotes it: cut to maxShownName
+// runes (saying how long it was) and escaped (redact.PrintableLine).
+func shownName(name string) string {
+	if r := []rune(name); len(r) > maxShownName {
+		name = fmt.Sprintf("%s... (%d bytes)", string(r[:maxShownName]), len(name))
+	}
+	return redact.PrintableLine(name)
 }
 
 // Choice is what --sku auto picked and why.

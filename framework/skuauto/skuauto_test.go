@@ -248,3 +248,22 @@ func TestNodesOfParsed(t *testing.T) {
 	assert.NilError(t, err)
 	assert.DeepEqual(t, nodes, []Node{{Host: "a", Models: []string{"NVIDIA H100 80GB HBM3"}, GPUs: 1}, {Host: "b"}})
 }
+
+// A model name a message quotes stays one readable line, whatever an
+// output names a GPU with (attacker trial of issue 30: a 20,000-byte name
+// was printed whole; a tab raw).
+func TestNodeStringCutsAndEscapesNames(t *testing.T) {
+	cases := []struct {
+		name, model, want string
+	}{
+		{"plain", "NVIDIA H100 80GB HBM3", "vm: 1 x NVIDIA H100 80GB HBM3"},
+		{"long", strings.Repeat("H", 20000), "vm: 1 x " + strings.Repeat("H", 120) + "... (20000 bytes)"},
+		{"tab and escape", "NVIDIA\tH100\x1b[2J", `vm: 1 x NVIDIA\tH100\x1b[2J`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Node{Host: "vm", GPUs: 1, Models: []string{c.model}}.String()
+			assert.Equal(t, got, c.want)
+		})
+	}
+}
