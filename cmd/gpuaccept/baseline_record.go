@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/record"
@@ -109,10 +110,10 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	inputs := fs.Args()
 	if repeat > 0 {
 		if resultsRoot == "" {
-			if err := resultsParent(); err != nil {
-				return exitUsage, err
+			if err := acceptance.CheckResultsParent(); err != nil {
+				return exitUsage, usageError{err}
 			}
-			resultsRoot = filepath.Join(resultsParentDir, fmt.Sprintf("record-%s-%s", s.Name, opt.Now.Format("20060102-150405")))
+			resultsRoot = filepath.Join(acceptance.ResultsParent, "record-"+acceptance.DirName(s.Name, "", opt.Now))
 		}
 		runArgs := append([]string{"--sku", s.Name}, fs.Args()...)
 		if c.baselinesDir != "" {
@@ -298,7 +299,7 @@ func fromLogs(ctx context.Context, host *pluginapi.Host, s *sku.SKU, test string
 	if topo.Nodes < 1 || topo.GPUsPerNode < 1 {
 		return nil, usageError{fmt.Errorf("run %s: raw outputs and logs need --nodes and --gpus-per-node (the scope they ran at)", origin)}
 	}
-	if err := knownTest(ctx, host, test); err != nil {
+	if err := acceptance.KnownTest(ctx, host, test); err != nil {
 		return nil, usageError{fmt.Errorf("run %s: %w", origin, err)}
 	}
 	bare := &sku.SKU{Name: s.Name, GPU: s.GPU}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
@@ -83,20 +83,16 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	if nodes < 1 || gpus < 1 {
-		// Guessing the scope would judge against the wrong baseline and
-		// fail the rank count; the logs' scope must be said.
-		return exitUsage, usageError{fmt.Errorf("check needs --nodes and --gpus-per-node, both >= 1: the scope the logs ran at picks the baseline and the expected rank count")}
-	}
-	if err := plan.CheckCounts(nodes, gpus); err != nil {
-		return exitUsage, usageError{fmt.Errorf("--nodes and --gpus-per-node: %w", err)}
+	r, err := acceptance.Resolve(acceptance.Request{Command: acceptance.CommandCheck, SKU: s, Nodes: nodes, GPUsPerNode: gpus})
+	if err != nil {
+		return exitUsage, usageError{err}
 	}
 	host := c.host()
 	defer host.Close()
 	ctx, stop := signalContext()
 	defer stop()
 	c.ctx = ctx
-	if err := knownTest(ctx, host, test); err != nil {
+	if err := acceptance.KnownTest(ctx, host, test); err != nil {
 		return exitUsage, usageError{err}
 	}
 	if err := skucheck.Check(ctx, host, s); err != nil {
@@ -112,7 +108,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitUsage, err
 		}
 	}
-	res, err := runner.CheckInto(ctx, host, s, test, plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: gpus}}, fs.Args(), getVersion(), dir, baseline)
+	res, err := runner.CheckInto(ctx, host, s, test, r.Topology, fs.Args(), getVersion(), dir, baseline)
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
