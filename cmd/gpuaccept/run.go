@@ -103,8 +103,9 @@ func (o *runOptions) Complete(sc *scope, stdout, stderr io.Writer) (acceptance.S
 	if err != nil {
 		return acceptance.Setup{}, nil, err
 	}
-	if err := o.lf.check(s); err != nil {
-		return acceptance.Setup{}, nil, err
+	ls, err := o.lf.Resolve(s)
+	if err != nil {
+		return acceptance.Setup{}, nil, usageError{err}
 	}
 	// The run's launcher, on its hosts; a localisation's runs build
 	// theirs from the same options, each on its own hosts.
@@ -131,10 +132,6 @@ func (o *runOptions) Complete(sc *scope, stdout, stderr io.Writer) (acceptance.S
 		fmt.Fprintf(stderr, "note: %v: the run itself would stop here\n", err)
 	}
 	baseline, err := c.skuFile(s)
-	if err != nil {
-		return acceptance.Setup{}, nil, err
-	}
-	ls, err := o.lf.settings(s)
 	if err != nil {
 		return acceptance.Setup{}, nil, err
 	}
@@ -171,7 +168,7 @@ func runOrLocalise(cmd acceptance.Command, args []string, stdout, stderr io.Writ
 		return localiseOnly(sc.ctx, &o.c, setup, o.tests, stdout, stderr)
 	}
 	res, err := acceptance.Run(sc.ctx, acceptance.RunOptions{Setup: setup, Launcher: l, Only: o.tests, Retries: o.retries,
-		LocaliseAll: o.lf.always, NoLocalise: o.lf.never})
+		LocaliseAll: o.lf.Always, NoLocalise: o.lf.Never})
 	var nothing *acceptance.NothingJudgedError
 	switch {
 	case errors.As(err, &nothing):
