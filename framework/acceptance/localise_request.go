@@ -22,7 +22,8 @@ type LocaliseRequest struct {
 	Tolerance float64
 	// Matchings is 1 or more.
 	Matchings int
-	Seed      uint64
+	// Seed seeds the random matchings (--localise-seed).
+	Seed uint64
 	// Suite is --localise-suite: "" for the SKU's default single-node
 	// suite, "none" for no per-node stage.
 	Suite string
