@@ -107,7 +107,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitInterrupted, errors.New("verify: interrupted (Ctrl-C or SIGTERM) before every verdict was re-judged")
 	}
 	findings := res.Findings
-	for _, p := range clearSecrets(dir) {
+	for _, p := range signoff.ClearSecrets(dir) {
 		fmt.Fprintf(stdout, "MISMATCH %s\n", redact.PrintableLine(p))
 		findings++
 	}
