@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"path"
-	"strings"
 
+	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 	"github.com/gpuaccept/gpuaccept/launchers/k8s"
@@ -19,9 +17,6 @@ import (
 // checkSKU parses a SKU file (name is for messages) and checks it against
 // its plugins. The error lists every problem found by both, one a line in
 // line order, each with file, line and field.
-
-// maxSKUFile bounds a SKU file read from a path the user gives.
-const maxSKUFile = 64 << 20
 
 func checkSKU(ctx context.Context, d skucheck.Describer, data []byte, name string) (*sku.SKU, error) {
 	s, err := sku.Parse(data, name)
@@ -74,41 +69,12 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			files = names
 		}
-		bad := 0
-		for _, f := range files {
-			var data []byte
-			var err error
-			name := f
-			if fsys != nil {
-				data, err = iofs.ReadFile(fsys, f)
-				name = path.Join(dir, f)
-			} else {
-				data, err = safefs.ReadNamed(f, maxSKUFile)
-			}
-			var s *sku.SKU
-			if err == nil {
-				s, err = checkSKU(ctx, host, data, name)
-			}
-			if err != nil {
-				bad++
-				for _, l := range strings.Split(err.Error(), "\n") {
-					fmt.Fprintf(stdout, "BAD %s\n", l)
-				}
-				continue
-			}
-			fmt.Fprintf(stdout, "ok  %s: sku %s, %s, %s\n", name, s.Name, result.Count(len(s.Suites), "suite"), result.Count(len(s.Baselines), "baseline entry", "baseline entries"))
-			for _, n := range skucheck.Unbaselined(s) {
-				fmt.Fprintf(stdout, "    note: %s\n", n)
-			}
+		bad, err := acceptance.ValidateSKUFiles(stdout, fsys, dir, files, func(data []byte, name string) (*sku.SKU, error) { return checkSKU(ctx, host, data, name) })
+		if err != nil {
+			return exitUsage, usageError{err}
 		}
 		if bad > 0 {
 			return exitUsage, fmt.Errorf("%d of %s %s malformed", bad, result.Count(len(files), "file"), result.Noun(bad, "is", "are"))
-		}
-		if fsys != nil {
-			// Names matching files, no SKU twice: the catalog's own rules.
-			if _, err := sku.Load(fsys, dir); err != nil {
-				return exitUsage, usageError{err}
-			}
 		}
 		return exitOK, nil
 	case "show":

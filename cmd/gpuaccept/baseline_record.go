@@ -209,7 +209,7 @@ func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			continue
 		}
-		data, err := safefs.ReadNamed(f, maxSKUFile)
+		data, err := safefs.ReadNamed(f, acceptance.MaxSKUFile)
 		if err != nil {
 			return exitUsage, fmt.Errorf("baseline diff: %w", err)
 		}
