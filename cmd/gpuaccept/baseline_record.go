@@ -10,13 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/record"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
@@ -110,10 +108,10 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	inputs := fs.Args()
 	if repeat > 0 {
 		if resultsRoot == "" {
-			if err := resultsParent(); err != nil {
-				return exitUsage, err
+			if err := acceptance.CheckResultsParent(); err != nil {
+				return exitUsage, usageError{err}
 			}
-			resultsRoot = filepath.Join(resultsParentDir, fmt.Sprintf("record-%s-%s", s.Name, opt.Now.Format("20060102-150405")))
+			resultsRoot = filepath.Join(acceptance.ResultsParent, "record-"+acceptance.DirName(s.Name, "", opt.Now))
 		}
 		runArgs := append([]string{"--sku", s.Name}, fs.Args()...)
 		if c.baselinesDir != "" {
@@ -137,17 +135,9 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, usageError{fmt.Errorf("--nodes and --gpus-per-node: %w", plan.CheckCounts(nodes, gpus))}
 	}
 	topo := plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: gpus}}
-	var samples []record.Sample
-	runs := runsOf(inputs)
-	for _, in := range inputs {
-		got, err := loadSamples(ctx, host, s, topo, in)
-		if err != nil {
-			return exitUsage, fmt.Errorf("record: %w", err)
-		}
-		for i := range got {
-			got[i].Run = runs[in]
-		}
-		samples = append(samples, got...)
+	samples, runs, err := acceptance.RecordSamples(ctx, host, s, topo, inputs, getVersion())
+	if err != nil {
+		return exitUsage, fmt.Errorf("record: %w", err)
 	}
 	var tests []string
 	for _, smp := range samples {
@@ -169,7 +159,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if _, err := checkSKU(ctx, host, out, s.File); err != nil {
 		return exitUsage, fmt.Errorf("record: the recorded file does not validate: %w", err)
 	}
-	fmt.Fprintf(stderr, "record: %s from %s of %s\n", result.Count(len(entries), "entry"), result.Count(countRuns(runs), "run"), result.Count(countTests(samples), "test"))
+	fmt.Fprintf(stderr, "record: %s from %s of %s\n", result.Count(len(entries), "entry"), result.Count(runs, "run"), result.Count(acceptance.CountTests(samples), "test"))
 	if outFile == "" {
 		_, err = stdout.Write(out)
 		return exitOK, err
@@ -190,143 +180,6 @@ func errOr(err error, s string) error {
 	return errors.New(s)
 }
 
-// runsOf names the run each RUN argument is part of, as the file's header
-// and the summary count them. A folder is one run. The logs of one run
-// (TEST=LOGFILE) are: those of a results folder's raw/TEST/ (or a raw
-// folder's TEST/), that folder; those of one other folder, that folder;
-// but two logs of one test in one folder are two runs, each its file.
-func runsOf(inputs []string) map[string]string {
-	runs := map[string]string{}
-	tests := map[[2]string]int{}
-	for _, in := range inputs {
-		test, file, ok := strings.Cut(in, "=")
-		if !ok || !strings.Contains(test, ".") {
-			runs[in] = in
-			continue
-		}
-		test, _, _ = strings.Cut(test, "@")
-		dir := filepath.Dir(file)
-		if filepath.Base(dir) == test {
-			dir = filepath.Dir(dir)
-			if filepath.Base(dir) == layout.Raw {
-				dir = filepath.Dir(dir)
-			}
-		}
-		runs[in] = dir
-		tests[[2]string{dir, test}]++
-	}
-	for _, in := range inputs {
-		test, file, ok := strings.Cut(in, "=")
-		test, _, _ = strings.Cut(test, "@")
-		if ok && tests[[2]string{runs[in], test}] > 1 {
-			runs[in] = file
-		}
-	}
-	return runs
-}
-
-func countRuns(runs map[string]string) int {
-	seen := map[string]bool{}
-	for _, r := range runs {
-		seen[r] = true
-	}
-	return len(seen)
-}
-
-func countTests(ss []record.Sample) int {
-	seen := map[string]bool{}
-	for _, s := range ss {
-		seen[s.Test+" "+s.Scope.String()] = true
-	}
-	return len(seen)
-}
-
-// loadSamples reads one RUN argument of record into samples.
-func loadSamples(ctx context.Context, host *pluginapi.Host, s *sku.SKU, topo plan.Topology, in string) ([]record.Sample, error) {
-	if test, file, ok := strings.Cut(in, "="); ok && strings.Contains(test, ".") {
-		if name, scope, ok := strings.Cut(test, "@"); ok {
-			sc, err := plan.ParseScope(scope)
-			if err != nil {
-				return nil, usageError{fmt.Errorf("run %s: %w", in, err)}
-			}
-			test, topo = name, plan.Topology{Scope: sc}
-		}
-		files := []string{file}
-		if js := strings.TrimSuffix(file, filepath.Ext(file)) + ".json"; js != file && regularFile(js) {
-			files = append(files, js)
-		}
-		return fromLogs(ctx, host, s, test, topo, files, file)
-	}
-	fi, err := os.Stat(in)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", in, err)
-	}
-	if !fi.IsDir() || regularFile(filepath.Join(in, layout.Results)) {
-		return record.Load(in)
-	}
-	raw := in
-	if d := filepath.Join(in, layout.Raw); isDir(d) {
-		raw = d
-	}
-	folders, err := resultsdir.Walk(raw)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", in, err)
-	}
-	var out []record.Sample
-	for _, f := range folders {
-		if f.Attempt > 0 {
-			continue // an earlier attempt of a retried test: no verdict stands on it
-		}
-		dir := filepath.Join(raw, f.Name)
-		logs, _ := filepath.Glob(filepath.Join(dir, "*"+layout.LogExt))
-		if len(logs) == 0 {
-			continue
-		}
-		got, err := fromLogs(ctx, host, s, f.Test, topo, logs, dir)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, got...)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("run %s: no %s and no raw outputs (TEST/STEP%s) in it", in, layout.Results, layout.LogExt)
-	}
-	return out, nil
-}
-
-// fromLogs parses logs of one test with its plugin, as check does, judged
-// against no baseline: only the parse and the correctness gates decide
-// whether the run may be recorded.
-func fromLogs(ctx context.Context, host *pluginapi.Host, s *sku.SKU, test string, topo plan.Topology, files []string, origin string) ([]record.Sample, error) {
-	if topo.Nodes < 1 || topo.GPUsPerNode < 1 {
-		return nil, usageError{fmt.Errorf("run %s: raw outputs and logs need --nodes and --gpus-per-node (the scope they ran at)", origin)}
-	}
-	if err := knownTest(ctx, host, test); err != nil {
-		return nil, usageError{fmt.Errorf("run %s: %w", origin, err)}
-	}
-	bare := &sku.SKU{Name: s.Name, GPU: s.GPU}
-	run, err := runner.Check(ctx, host, bare, test, topo, files, getVersion())
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", origin, err)
-	}
-	run.Started = time.Time{} // a log carries no date; the time of parsing is not the run's
-	got, err := record.FromRun(run, func(result.Test) string { return origin })
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", origin, err)
-	}
-	return got, nil
-}
-
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
-}
-
-func regularFile(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir()
-}
-
 func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
 	fs := newFlags("baseline diff", "Usage: gpuaccept baseline diff OLD NEW\n\nShows what changed between two SKU files: suites and tests added or removed, a suite's nodes and params, a test's params, min_gpus, skip and timeout; values per size (with the move in percent), bands, units, entries and points added or removed, and how many values stayed. OLD and NEW are SKU files, or names of SKUs (the built-in ones, or --baselines DIR's). Both must pass baseline validate.\n", stderr)
@@ -344,7 +197,7 @@ func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
 	var skus [2]*sku.SKU
 	var problems []string
 	for i, f := range fs.Args() {
-		if !strings.ContainsAny(f, "/.") && !regularFile(f) {
+		if fi, err := os.Stat(f); !strings.ContainsAny(f, "/.") && (err != nil || fi.IsDir()) { // a SKU's name, not a file
 			cat, err := c.catalog(stderr)
 			if err != nil {
 				return exitUsage, err
@@ -357,7 +210,7 @@ func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			continue
 		}
-		data, err := safefs.ReadNamed(f, maxSKUFile)
+		data, err := safefs.ReadNamed(f, acceptance.MaxSKUFile)
 		if err != nil {
 			return exitUsage, fmt.Errorf("baseline diff: %w", err)
 		}

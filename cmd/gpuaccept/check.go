@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/spf13/pflag"
+
+	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
@@ -46,57 +48,75 @@ logs in all, as read (past that, check --out stops before copying
 anything, exit 2: judge them without --out).
 `
 
-func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
-	var c common
-	var test string
-	var nodes, gpus int
+// checkOptions are the flags of check.
+type checkOptions struct {
+	c           common
+	test        string
+	nodes, gpus int
+	args        []string
+	fs          *pflag.FlagSet
+}
+
+func newCheckOptions(stderr io.Writer) *checkOptions {
+	o := &checkOptions{}
 	fs := newFlags("check", checkUsage, stderr)
-	c.add(fs)
-	c.addSign(fs)
-	fs.StringVar(&test, "test", "", "test the logs are output of, e.g. nccl.all_reduce (gpuaccept list tests)")
-	fs.IntVar(&nodes, "nodes", 0, "number of nodes the logs ran on (required)")
-	fs.IntVar(&gpus, "gpus-per-node", 0, "GPUs per node the logs ran on (required)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage, usageError{err}
+	o.fs = fs
+	o.c.add(fs)
+	o.c.addSign(fs)
+	fs.StringVar(&o.test, "test", "", "test the logs are output of, e.g. nccl.all_reduce (gpuaccept list tests)")
+	fs.IntVar(&o.nodes, "nodes", 0, "number of nodes the logs ran on (required)")
+	fs.IntVar(&o.gpus, "gpus-per-node", 0, "GPUs per node the logs ran on (required)")
+	return o
+}
+
+// Validate checks the flags alone, before anything is read.
+func (o *checkOptions) Validate() error {
+	if err := validFormat(o.c.format); err != nil {
+		return err
 	}
-	if err := validFormat(c.format); err != nil {
-		return exitUsage, err
+	if o.c.sku == "" || o.test == "" {
+		return usageError{errors.New("--sku and --test are required")}
 	}
-	if c.sku == "" || test == "" {
-		return exitUsage, usageError{errors.New("--sku and --test are required")}
-	}
-	if n := len(flagValues(args, "test")); n > 1 {
+	if n := len(flagValues(o.args, "test")); n > 1 {
 		// A string flag keeps its last value: the logs of the others
 		// would be judged as that test's.
-		return exitUsage, usageError{fmt.Errorf("--test given %d times: check judges the logs of one test; run it once per test", n)}
+		return usageError{fmt.Errorf("--test given %d times: check judges the logs of one test; run it once per test", n)}
 	}
-	if fs.NArg() == 0 {
-		return exitUsage, usageError{errors.New("no LOGFILE given")}
+	if o.fs.NArg() == 0 {
+		return usageError{errors.New("no LOGFILE given")}
 	}
-	if c.signKey != "" && c.out == "" {
-		return exitUsage, usageError{errors.New("--sign-key signs a results folder: give --out DIR")}
+	if o.c.signKey != "" && o.c.out == "" {
+		return usageError{errors.New("--sign-key signs a results folder: give --out DIR")}
 	}
-	if err := c.loadKey(); err != nil {
+	return o.c.loadKey()
+}
+
+// cmdCheck is the check command: flags -> checkOptions ->
+// acceptance.Resolve -> runner.CheckInto -> signoff.Finish.
+func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
+	o := newCheckOptions(stderr)
+	if err := o.fs.Parse(args); err != nil {
+		return exitUsage, usageError{err}
+	}
+	o.args = args
+	if err := o.Validate(); err != nil {
 		return exitUsage, err
 	}
+	c := &o.c
 	s, err := c.getSKU(stderr)
 	if err != nil {
 		return exitUsage, err
 	}
-	if nodes < 1 || gpus < 1 {
-		// Guessing the scope would judge against the wrong baseline and
-		// fail the rank count; the logs' scope must be said.
-		return exitUsage, usageError{fmt.Errorf("check needs --nodes and --gpus-per-node, both >= 1: the scope the logs ran at picks the baseline and the expected rank count")}
-	}
-	if err := plan.CheckCounts(nodes, gpus); err != nil {
-		return exitUsage, usageError{fmt.Errorf("--nodes and --gpus-per-node: %w", err)}
+	r, err := acceptance.Resolve(acceptance.Request{Command: acceptance.CommandCheck, SKU: s, Nodes: o.nodes, GPUsPerNode: o.gpus})
+	if err != nil {
+		return exitUsage, usageError{err}
 	}
 	host := c.host()
 	defer host.Close()
 	ctx, stop := signalContext()
 	defer stop()
 	c.ctx = ctx
-	if err := knownTest(ctx, host, test); err != nil {
+	if err := acceptance.KnownTest(ctx, host, o.test); err != nil {
 		return exitUsage, usageError{err}
 	}
 	if err := skucheck.Check(ctx, host, s); err != nil {
@@ -112,7 +132,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitUsage, err
 		}
 	}
-	res, err := runner.CheckInto(ctx, host, s, test, plan.Topology{Scope: plan.Scope{Nodes: nodes, GPUsPerNode: gpus}}, fs.Args(), getVersion(), dir, baseline)
+	res, err := runner.CheckInto(ctx, host, s, o.test, r.Topology, o.fs.Args(), getVersion(), dir, baseline)
 	if err != nil {
 		return exitUsage, usageError{err}
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
 // The conventions people expect of a command line (issue 22).
@@ -112,7 +114,7 @@ func TestBaselineShowWrapsSources(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(sources, "\n"), "\n")
 	assert.Assert(t, len(lines) > 12, "the 12 entries' sources, wrapped: %d lines", len(lines))
 	for _, l := range lines {
-		if len(l) > sourceWidth {
+		if len(l) > sku.ShowWidth {
 			assert.Assert(t, !strings.Contains(strings.TrimSpace(l), " "), "a line of %d bytes that could be wrapped: %q", len(l), l)
 		}
 	}

@@ -226,3 +226,34 @@ func TestHealthHelpExitCodes(t *testing.T) {
 		assert.Assert(t, strings.Contains(help, want), "help lacks %q:\n%s", want, help)
 	}
 }
+
+// health takes --site like run (issue 31, 2: it had lost it): the site's
+// parameters of the suite's health check lie under it, and a --param of
+// the same key wins.
+func TestHealthSite(t *testing.T) {
+	skus := withFakeHealth(t)
+	host, err := os.Hostname() // what fakehealth's "local" reports as
+	assert.NilError(t, err)
+	st := writeFile(t, "site.yaml", "site: x\nparams:\n  fakehealth: {report: \"local=GA-TEST-XID:XID_79_on_GPU_1\"}\n")
+	base := []string{"health", "--sku", "h200", "--baselines", skus, "--suite", "checked", "--gpus-per-node", "2", "--slurm-check", "--site", st}
+	cases := []struct {
+		name  string
+		extra []string
+		code  int
+		line  string
+	}{
+		{"the site's parameter", nil, 1, "gpuaccept health: FAIL " + host + " GA-TEST-XID: XID_79_on_GPU_1"},
+		{"a --param over it", []string{"--param", "report=local=ok"}, 0, "gpuaccept health: OK"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, errs := cli(t, append(base, c.extra...)...)
+			assert.Equal(t, code, c.code, stdout+errs)
+			assert.Equal(t, strings.TrimSpace(stdout), c.line, errs)
+		})
+	}
+	bad := writeFile(t, "bad.yaml", "site: x\nmpi:\n  bind_to: everywhere\n")
+	code, _, errs := cli(t, "health", "--sku", "h200", "--site", bad)
+	assert.Equal(t, code, 2, errs)
+	assert.Assert(t, strings.Contains(errs, bad+`: line 3: field mpi.bind_to: "everywhere" is not a binding`), errs)
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuaccept/gpuaccept/baselines"
+	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
@@ -261,49 +262,26 @@ func (c *common) skuFiles() (iofs.FS, string) {
 	return baselines.FS, "baselines"
 }
 
-// baselinesFolder checks that --baselines, when given, is a folder: a
-// file or a missing path would read as "no SKU files in" it.
+// baselinesFolder checks --baselines (acceptance.BaselinesFolder).
 func (c *common) baselinesFolder() error {
-	if c.baselinesDir == "" {
-		return nil
-	}
-	fi, err := os.Stat(c.baselinesDir)
-	switch {
-	case errors.Is(err, iofs.ErrNotExist):
-		return usageError{fmt.Errorf("--baselines %s: no such folder (give the folder that holds the SKU files, SKU.yaml)", c.baselinesDir)}
-	case err != nil:
-		return usageError{fmt.Errorf("--baselines %s: %w", c.baselinesDir, err)}
-	case !fi.IsDir():
-		return usageError{fmt.Errorf("--baselines %s is a file: give the folder that holds it (--baselines %s); every SKU file in that folder is loaded", c.baselinesDir, filepath.Dir(c.baselinesDir))}
+	if err := acceptance.BaselinesFolder(c.baselinesDir); err != nil {
+		return usageError{err}
 	}
 	return nil
 }
 
-// catalog loads the SKU files once: the built-in ones, and --baselines
-// DIR's over them, a site's file taking the place of the built-in SKU of
-// its name. Each built-in SKU a site's file replaces is said on stderr,
-// once, so that nobody takes a site's bands for the built-in ones.
+// catalog loads the SKU files once (acceptance.LoadCatalog); each
+// built-in SKU a site's file replaces is said on stderr, once.
 func (c *common) catalog(stderr io.Writer) (*sku.Catalog, error) {
 	if c.cat != nil {
 		return c.cat, nil
 	}
-	if err := c.baselinesFolder(); err != nil {
-		return nil, err
-	}
-	cat, err := sku.LoadBuiltIn(baselines.FS)
+	cat, over, err := acceptance.LoadCatalog(baselines.FS, c.baselinesDir)
 	if err != nil {
-		return nil, err // a broken build, not the user's input
+		return nil, usageError{err}
 	}
-	if c.baselinesDir != "" {
-		site, err := sku.Load(os.DirFS(c.baselinesDir), c.baselinesDir)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		var over []string
-		cat, over = cat.Overlay(site)
-		for _, n := range over {
-			fmt.Fprintf(stderr, "note: SKU %s from %s overrides the built-in one\n", n, cat.SKUs[n].File)
-		}
+	for _, n := range over {
+		fmt.Fprintf(stderr, "note: SKU %s from %s overrides the built-in one\n", n, cat.SKUs[n].File)
 	}
 	c.cat = cat
 	return cat, nil

@@ -6,15 +6,11 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 
-	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
-	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
+	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
@@ -70,46 +66,20 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 }
 
 // mayRebuild says whether report may write the folder's reports and sign
-// it off: a folder that no longer matches the manifest it has keeps its
-// files as they are (rewriting them would hide what changed); a folder
-// signed whose manifest is gone is not signed off again; and one signed
-// now with --sign-key is signed only when its raw outputs, judged again
-// against the kept baseline, give the verdicts its journal recorded.
-// The exit code is 2: a folder that is not the sign-off it was is bad
-// input, which CI must not read as faulty hardware (1).
+// it off (signoff.MayRebuild), printing what re-judging found. The exit
+// code is 2: a folder that is not the sign-off it was is bad input, which
+// CI must not read as faulty hardware (1).
 func (c *common) mayRebuild(dir string, run *result.Run, s *sku.SKU, stderr io.Writer) (int, error) {
-	_, merr := os.Lstat(filepath.Join(dir, layout.Manifest))
-	_, serr := os.Lstat(filepath.Join(dir, layout.SigFile))
-	switch {
-	case merr == nil:
-		m, err := manifest.Read(dir)
-		if err != nil {
-			return exitUsage, err
-		}
-		problems, err := manifest.Check(dir, m)
-		if err != nil {
-			return exitUsage, err
-		}
-		if len(problems) > 0 {
-			var ps []string
-			for _, p := range problems {
-				ps = append(ps, p.String())
-			}
-			return exitUsage, fmt.Errorf("not rebuilt: %s no longer matches the %s it has (%s); its files are left as they are (gpuaccept verify %s names every difference)", dir, layout.Manifest, strings.Join(ps, "; "), dir)
-		}
-	case serr == nil:
-		return exitUsage, fmt.Errorf("not rebuilt: %s holds %s but no %s: a signed folder whose manifest was removed is not signed off again", dir, layout.SigFile, layout.Manifest)
-	case c.key != nil && s != nil:
-		host := c.host()
-		defer host.Close()
-		ctx, stop := signalContext()
-		defer stop()
-		if diffs := runner.Rejudge(ctx, host, s, dir, run); len(diffs) > 0 {
-			for _, d := range diffs {
-				fmt.Fprintf(stderr, "REJUDGED %s\n", d)
-			}
-			return exitUsage, fmt.Errorf("not signed: the raw outputs of %s, judged again against its baseline copy, do not give the verdicts its journal recorded (%s)", dir, result.Count(len(diffs), "difference"))
-		}
+	host := c.host()
+	defer host.Close()
+	ctx, stop := signalContext()
+	defer stop()
+	diffs, err := signoff.MayRebuild(ctx, host, dir, run, s, c.key != nil)
+	for _, d := range diffs {
+		fmt.Fprintf(stderr, "REJUDGED %s\n", d)
+	}
+	if err != nil {
+		return exitUsage, err
 	}
 	return 0, nil
 }

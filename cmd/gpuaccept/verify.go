@@ -5,16 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/gpuaccept/gpuaccept"
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
-	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 )
 
@@ -111,7 +107,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitInterrupted, errors.New("verify: interrupted (Ctrl-C or SIGTERM) before every verdict was re-judged")
 	}
 	findings := res.Findings
-	for _, p := range clearSecrets(dir) {
+	for _, p := range signoff.ClearSecrets(dir) {
 		fmt.Fprintf(stdout, "MISMATCH %s\n", redact.PrintableLine(p))
 		findings++
 	}
@@ -119,115 +115,9 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		fmt.Fprintf(stdout, "verify: FAILED: %s; this folder is not the sign-off its manifest describes\n", result.Count(findings, "finding"))
 		return exitFail, nil
 	}
-	// manifest.Check counts a manifest without a baseline file as a
-	// finding, so res.Manifest.Baseline is set from here on.
-	subs := ""
-	if res.SubRuns > 0 {
-		subs = fmt.Sprintf(", as do the %s of %s", result.Count(res.SubRuns, "run"), result.Count(res.Localisations, "localisation"))
-	}
-	whose := ""
-	if res.Baseline != "" {
-		whose = " (" + res.Baseline + " " + res.Run.SKU + " baseline)"
-	}
-	replayed := ""
-	if res.Replay {
-		replayed = "; its raw outputs are the recordings gpuaccept ships: no sign-off of hardware"
-	}
-	ok := fmt.Sprintf("verify: OK: %s %s the manifest; %s re-judged against %s%s %s the recorded verdicts%s (run %s)%s%s%s",
-		result.Count(len(res.Manifest.Files), "file"), result.Noun(len(res.Manifest.Files), "matches", "match"), result.Count(len(res.Run.Tests), "test"), res.Manifest.Baseline.Path, whose, result.Noun(len(res.Run.Tests), "gives", "give"), subs, runVerdict(res.Run), rederived(res), sealed(res), replayed)
+	ok := res.OKLine()
 	fmt.Fprintln(stdout, redact.PrintableLine(ok))
 	return exitOK, nil
-}
-
-// runVerdict is the run's status as verify's OK line gives it: "pass" or
-// "warn" alone, and for a run that is not signed off the status, then its
-// verdict word and why ("skip: NOT SIGNED OFF: measured, not judged:
-// ...", "fail: FAIL: failed: hbm.bandwidth"): verify's OK says the folder
-// is the sign-off its manifest describes, which a reader must not take
-// for a signed-off run.
-func runVerdict(run *result.Run) string {
-	names := func(st result.Status) string {
-		var out []string
-		for _, t := range run.Tests {
-			if t.Status == st {
-				out = append(out, t.Name)
-			}
-		}
-		if len(out) > 5 {
-			out = append(out[:5], fmt.Sprintf("and %d more", len(out)-5))
-		}
-		return strings.Join(out, ", ")
-	}
-	why := ""
-	switch run.Status {
-	case result.Pass, result.Warn:
-		return string(run.Status)
-	case result.Skip:
-		why = run.NotJudgedText()
-		if why == "" {
-			why = "nothing was judged"
-		}
-	case result.Fail:
-		switch n := names(result.Fail); {
-		case n != "":
-			why = "failed: " + n
-		case len(run.BadNodes) > 0:
-			var hosts []string
-			for _, b := range run.BadNodes {
-				if !slices.Contains(hosts, b.Host) {
-					hosts = append(hosts, b.Host)
-				}
-			}
-			why = "failed health: " + strings.Join(hosts, ", ")
-		default:
-			var sus []string
-			for _, l := range run.Localisations {
-				for _, x := range l.Suspects {
-					sus = append(sus, x.Name()+" ("+l.Test+")")
-				}
-			}
-			why = "suspects named: " + strings.Join(sus, ", ")
-		}
-	case result.Error:
-		why = "errored: " + names(result.Error)
-	}
-	return fmt.Sprintf("%s: %s: %s", run.Status, report.Verdict(run), why)
-}
-
-// rederived says which reports of the folder were found as they derive
-// from its evidence.
-func rederived(res *signoff.Result) string {
-	var parts []string
-	for _, n := range res.Rederived {
-		if n == layout.Results {
-			parts = append(parts, n+" re-derived value by value")
-		}
-	}
-	if n := len(res.Rerendered); n > 0 {
-		list := strings.Join(res.Rerendered, ", ")
-		if n > 1 {
-			list = strings.Join(res.Rerendered[:n-1], ", ") + " and " + res.Rerendered[n-1]
-		}
-		parts = append(parts, list+" re-rendered byte for byte")
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "; " + strings.Join(parts, ", ")
-}
-
-func sealed(res *signoff.Result) string {
-	var parts []string
-	if res.Digest {
-		parts = append(parts, "sign-off digest checked")
-	}
-	if res.Signer != nil {
-		parts = append(parts, "signed by "+res.Signer.Identity)
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "; " + strings.Join(parts, ", ")
 }
 
 // oneLine is an error of verify printed as one line (redact.PrintableLine):

@@ -7,6 +7,7 @@ package acceptance
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -120,4 +121,15 @@ func HealthLine(run *result.Run, host string) (string, int) {
 		word = strings.ToUpper(string(run.Status))
 	}
 	return oneLine(fmt.Sprintf("gpuaccept health: %s %s: %s", word, host, msg)), code
+}
+
+// SlurmNode is the name of this node for HealthLine under Slurm: what
+// slurmd calls it (SLURMD_NODENAME, set in a prolog, an epilog and the
+// HealthCheckProgram), else the host name, else "".
+func SlurmNode() string {
+	if node := os.Getenv("SLURMD_NODENAME"); node != "" {
+		return node
+	}
+	node, _ := os.Hostname()
+	return node
 }

@@ -1,4 +1,4 @@
-package main
+package signoff
 
 import (
 	"compress/gzip"
@@ -12,14 +12,15 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 )
 
-// clearSecrets names, with the line, each file of the results folder dir
+// ClearSecrets names, with the line, each file of the results folder dir
 // that holds a secret in clear (framework/redact's patterns, and the
 // values of this environment's secret-named variables, in every form
 // redact masks; a folder goes to customers, and gpuaccept masks
 // everything it writes): one written by a gpuaccept from before it masked
 // that format, or edited. A .gz file is read decompressed. Only regular
 // files are read; links and special files are not followed or opened.
-func clearSecrets(dir string) []string {
+// Each finding is one line for verify's MISMATCH; none: nil.
+func ClearSecrets(dir string) []string {
 	var out []string
 	known := redact.Env()
 	err := filepath.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {

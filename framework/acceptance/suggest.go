@@ -1,4 +1,4 @@
-package main
+package acceptance
 
 import (
 	"context"
@@ -53,9 +53,10 @@ func suggest(name string, known []string) []string {
 	return nil
 }
 
-// didYouMean renders suggest's answer for a message: "; did you mean
+// DidYouMean renders suggest's answer for a message (name mistyped,
+// known the names it may have meant): "; did you mean
 // nccl.all_reduce or rccl.all_reduce?", or "" when nothing is close.
-func didYouMean(name string, known []string) string {
+func DidYouMean(name string, known []string) string {
 	s := suggest(name, known)
 	switch len(s) {
 	case 0:
@@ -89,10 +90,10 @@ func editDistance(a, b string) int {
 
 // allTests lists every test the plugins offer, as PLUGIN.TEST. A plugin
 // that cannot describe itself is left out: the names are for suggestions.
-func allTests(ctx context.Context, host *pluginapi.Host) []string {
+func allTests(ctx context.Context, plugins TestCatalog) []string {
 	var names []string
-	for _, p := range host.Names() {
-		d, err := host.Describe(ctx, p)
+	for _, p := range plugins.Names() {
+		d, err := plugins.Describe(ctx, p)
 		if err != nil {
 			continue
 		}
@@ -103,16 +104,23 @@ func allTests(ctx context.Context, host *pluginapi.Host) []string {
 	return names
 }
 
-// knownTest checks that a plugin offers the named test; the error says
-// "unknown test" and suggests the names it could have meant.
-func knownTest(ctx context.Context, host *pluginapi.Host, name string) error {
+// TestCatalog is what KnownTest needs of the plugin host
+// (*pluginapi.Host): the plugins' names and their descriptions.
+type TestCatalog interface {
+	Names() []string
+	Describe(ctx context.Context, plugin string) (pluginapi.Description, error)
+}
+
+// KnownTest checks that a plugin offers the named test (PLUGIN.TEST); the
+// error says "unknown test" and suggests the names it could have meant.
+func KnownTest(ctx context.Context, plugins TestCatalog, name string) error {
 	p, t, err := runner.SplitName(name)
 	if err != nil {
-		return fmt.Errorf("unknown test %q: a test is named PLUGIN.TEST (gpuaccept list tests)%s", name, didYouMean(name, allTests(ctx, host)))
+		return fmt.Errorf("unknown test %q: a test is named PLUGIN.TEST (gpuaccept list tests)%s", name, DidYouMean(name, allTests(ctx, plugins)))
 	}
-	d, err := host.Describe(ctx, p)
+	d, err := plugins.Describe(ctx, p)
 	if err != nil {
-		return fmt.Errorf("unknown test %q: %w%s", name, err, didYouMean(name, allTests(ctx, host)))
+		return fmt.Errorf("unknown test %q: %w%s", name, err, DidYouMean(name, allTests(ctx, plugins)))
 	}
 	var names []string
 	for _, ti := range d.Tests {
@@ -121,5 +129,5 @@ func knownTest(ctx context.Context, host *pluginapi.Host, name string) error {
 		}
 		names = append(names, p+"."+ti.Name)
 	}
-	return fmt.Errorf("unknown test %q: plugin %s has no test %q%s (known: %s)", name, p, t, didYouMean(name, allTests(ctx, host)), strings.Join(names, ", "))
+	return fmt.Errorf("unknown test %q: plugin %s has no test %q%s (known: %s)", name, p, t, DidYouMean(name, allTests(ctx, plugins)), strings.Join(names, ", "))
 }

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpuaccept/gpuaccept/framework/acceptance"
+	"github.com/gpuaccept/gpuaccept/framework/hosts"
+	"github.com/gpuaccept/gpuaccept/framework/launch"
+	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/site"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/framework/skuauto"
+	"github.com/gpuaccept/gpuaccept/launchers/k8s"
+	"github.com/gpuaccept/gpuaccept/launchers/local"
+	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
+)
+
+// scopeFlags are the flags of where and how tests run, declared once for
+// run, localise and health so that the commands cannot drift apart.
+type scopeFlags struct {
+	launcher, hostList, hostFile, mpiFlavor, siteFile string
+	nodes, gpus                                       int
+	timeout                                           time.Duration
+	params, mpiArgs                                   []string
+	launchers                                         *launch.Configs
+	// bindErr is launch.Bind's: a flag name two launchers (or a launcher
+	// and the command) bind; validate returns it.
+	bindErr error
+	fs      *pflag.FlagSet
+}
+
+// add adds the scope flags to fs; timeout is --timeout's default. The
+// launchers' own flags are bound by bind, after the command's flags.
+func (f *scopeFlags) add(fs *pflag.FlagSet, timeout time.Duration) {
+	f.fs = fs
+	fs.StringVar(&f.launcher, "launcher", local.Name, "where the steps run: "+strings.Join(launch.Names(), ", "))
+	fs.IntVar(&f.nodes, "nodes", 0, "number of nodes (default: the hosts given, else the suite's)")
+	fs.IntVar(&f.gpus, "gpus-per-node", 0, "GPUs per node (default: the SKU's)")
+	fs.StringVar(&f.hostList, "hosts", "", "comma-separated node names (host or host:slots)")
+	fs.StringVar(&f.hostFile, "hostfile", "", "file with one node per line (Open MPI or MPICH form)")
+	fs.StringArrayVar(&f.params, "param", nil, "KEY=VALUE test parameter for every test, overriding the suite's; PLUGIN:KEY=VALUE or TEST:KEY=VALUE for one plugin's or one test's (repeatable; gpuaccept list tests shows them)")
+	fs.StringVar(&f.mpiFlavor, "mpi-flavor", rankstart.FlavorOpenMPI, "rank starter of MPI steps, under every launcher: "+strings.Join(rankstart.MPIFlavors(), ", ")+" (with --launcher slurm: the mpirun of --slurm-mpi mpirun)")
+	fs.StringArrayVar(&f.mpiArgs, "mpi-arg", nil, "extra argument for mpirun (repeatable), e.g. --mpi-arg=--mca --mpi-arg=btl_tcp_if_include --mpi-arg=lo")
+	fs.StringVar(&f.siteFile, "site", "", "site file: what makes a launch work on this cluster (image, binaries, env scripts, MPI options, pod shape; framework/site, examples/sites/)")
+	fs.DurationVar(&f.timeout, "timeout", timeout, "time limit per test; on expiry everything the test started is stopped")
+}
+
+// bind adds the launchers' flags (launch.Bind).
+func (f *scopeFlags) bind() { f.launchers, f.bindErr = launch.Bind(f.fs) }
+
+// validate checks the scope flags alone, before anything is read: a
+// launcher's flags only with that launcher (launch.Configs.Check; also are
+// launcher flags the command reads whatever the launcher).
+func (f *scopeFlags) validate(also ...string) error {
+	if f.bindErr != nil {
+		return f.bindErr
+	}
+	if err := f.launchers.Check(f.launcher, also...); err != nil {
+		return usageError{err}
+	}
+	if err := (acceptance.Request{Nodes: f.nodes, GPUsPerNode: f.gpus}).Validate(); err != nil {
+		return usageError{err}
+	}
+	if f.timeout <= 0 {
+		return usageError{fmt.Errorf("--timeout %s: want a limit above zero, such as 30m: a test without one could hang the run, and what it started, for ever", f.timeout)}
+	}
+	return nil
+}
+
+// scope is what the scope flags give once read: the site file, the hosts,
+// the plugin host and the command's signal context, and what --sku auto
+// found. close releases the plugin host and the context.
+type scope struct {
+	site     *site.Site
+	hosts    []hosts.Host
+	host     *pluginapi.Host
+	ctx      context.Context
+	autoGPUs int
+	autoNote []string
+	close    func()
+}
+
+// complete reads the site file and the hosts, starts the plugin host and
+// the signal context (into c.ctx), and resolves --sku auto (its probe on
+// probeNodes nodes, 0: by the scope's rule). On error nothing is left
+// open; the code is the exit code.
+func (f *scopeFlags) complete(c *common, dryRun bool, probeNodes int, stderr io.Writer) (*scope, int, error) {
+	st, err := loadSite(f.siteFile)
+	if err != nil {
+		return nil, exitUsage, err
+	}
+	if err := st.CheckScopes(c.host().Names()); err != nil {
+		return nil, exitUsage, usageError{err}
+	}
+	if !f.fs.Changed("mpi-flavor") {
+		f.mpiFlavor = "" // the site's mpi.flavor, else Open MPI
+	}
+	hs, err := acceptance.ReadHosts(f.hostList, f.hostFile)
+	if err != nil {
+		return nil, exitUsage, usageError{err}
+	}
+	host := c.host()
+	ctx, stop := signalContext()
+	c.ctx = ctx
+	sc := &scope{site: st, hosts: hs, host: host, ctx: ctx, close: func() { stop(); host.Close() }}
+	if c.sku != skuauto.Auto {
+		return sc, exitOK, nil
+	}
+	ch, err := f.auto(c, sc, dryRun, probeNodes, stderr)
+	if err != nil {
+		interrupted := ctx.Err() != nil // before close cancels ctx
+		sc.close()
+		if interrupted {
+			return nil, exitInterrupted, fmt.Errorf("--sku auto: interrupted (Ctrl-C or SIGTERM) while %s read the nodes' GPUs", skuauto.ProbeTest)
+		}
+		return nil, exitUsage, err
+	}
+	sc.autoGPUs, sc.autoNote = ch.GPUsPerNode, []string{ch.Note()}
+	return sc, exitOK, nil
+}
+
+// auto runs --sku auto's probe (acceptance.AutoSKU) with the command's
+// own launcher flags, hosts and site, sets c.sku to the SKU picked and
+// says the choice on stderr. Every refusal is a usage error.
+func (f *scopeFlags) auto(c *common, sc *scope, dryRun bool, probeNodes int, stderr io.Writer) (*skuauto.Choice, error) {
+	if dryRun {
+		return nil, usageError{fmt.Errorf("--sku auto runs %s on the nodes to read their GPUs, which a dry run does not: give --sku (gpuaccept list skus)", skuauto.ProbeTest)}
+	}
+	if f.launcher == k8s.Name && (sc.site == nil || sc.site.Kubernetes == nil || sc.site.Kubernetes.Pods.GPUResource == "") {
+		// A pod gets only the GPUs it asks for, and which resource names
+		// them (nvidia.com/gpu, amd.com/gpu) is the SKU's.
+		return nil, usageError{fmt.Errorf("--sku auto with --launcher k8s: the probe's pods must ask for GPUs, and the resource (nvidia.com/gpu, amd.com/gpu) is the SKU's: give it in the site file (--site, kubernetes.gpu_resource), or give --sku")}
+	}
+	cat, err := c.catalog(stderr)
+	if err != nil {
+		return nil, err
+	}
+	if probeNodes == 0 {
+		probeNodes = f.nodes
+	}
+	ch, err := acceptance.AutoSKU(sc.ctx, acceptance.AutoOptions{Catalog: cat, Plugins: sc.host, NewLauncher: f.newLauncher(nil, sc.site, false),
+		Nodes: probeNodes, GPUsPerNode: f.gpus, Hosts: hosts.Names(sc.hosts), Out: c.out, Timeout: f.timeout})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	fmt.Fprintln(stderr, ch.Line())
+	c.sku = ch.SKU.Name
+	return ch, nil
+}
+
+// request is the command's acceptance.Request from the scope flags.
+func (f *scopeFlags) request(cmd acceptance.Command, sc *scope, s *sku.SKU, suite string, tests []string) acceptance.Request {
+	var others []string
+	for _, n := range launch.Names() {
+		if n != local.Name {
+			others = append(others, n)
+		}
+	}
+	return acceptance.Request{Command: cmd, SKU: s, Suite: suite, Tests: tests, Params: f.params, Site: sc.site,
+		Nodes: f.nodes, GPUsPerNode: f.gpus, Hosts: sc.hosts, AutoGPUs: sc.autoGPUs,
+		OneHost: f.launcher == local.Name, Launcher: f.launcher, OtherLaunchers: others}
+}
+
+// resolve resolves the command's request (acceptance.Resolve) and says
+// its notes on stderr.
+func (f *scopeFlags) resolve(r acceptance.Request, stderr io.Writer) (acceptance.Resolved, error) {
+	res, err := acceptance.Resolve(r)
+	if err != nil {
+		return res, usageError{err}
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	return res, nil
+}
+
+// newLauncher builds the command's launcher, of SKU s (nil: none known
+// yet) with the site file, on the hosts each run gives it.
+func (f *scopeFlags) newLauncher(s *sku.SKU, st *site.Site, dryRun bool) acceptance.NewLauncher {
+	opts := launch.Options{MPIFlavor: f.mpiFlavor, MPIArgs: f.mpiArgs, SKU: s, DryRun: dryRun, Site: st}
+	return func(hosts []string) (launch.Launcher, error) {
+		o := opts
+		o.Hosts = hosts
+		return f.launchers.New(f.launcher, o)
+	}
+}
+
+// resultsDir picks the results folder (acceptance.ResultsDir): --out, or
+// gpuaccept-results/NAME. Its errors are usage errors.
+func resultsDir(out, name string) (string, error) {
+	dir, err := acceptance.ResultsDir(out, name)
+	if err != nil {
+		return "", usageError{err}
+	}
+	return dir, nil
+}
+
+// loadSite reads --site; "" is no site file. A malformed file is a usage
+// error listing its problems with file, line and field.
+func loadSite(path string) (*site.Site, error) {
+	if path == "" {
+		return nil, nil
+	}
+	s, err := site.Load(path)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	// The site's secret values join this process's environment, which
+	// every masking of the run reads (redact.FromEnv): they reach each
+	// rank, and so its output, the reports and the journal.
+	for _, kv := range s.SecretEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			return nil, fmt.Errorf("site %s: env %s: %w", path, k, err)
+		}
+	}
+	return s, nil
+}
+
+// siteSecrets are the secret values of the site file a command line names
+// (--site FILE or --site=FILE), for the masking of what the command
+// prints, which starts before the file is read for the run. A file that
+// cannot be read gives none: the command reports it.
+func siteSecrets(args []string) []string {
+	var out []string
+	for _, path := range flagValues(args, "site") {
+		s, err := site.Load(path)
+		if err != nil {
+			continue
+		}
+		for _, kv := range s.SecretEnv() {
+			_, v, _ := strings.Cut(kv, "=")
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,66 @@
+package acceptance
+
+import (
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"path"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/framework/skucheck"
+)
+
+// MaxSKUFile bounds a SKU file read from a path the user gives, in bytes.
+const MaxSKUFile = 64 << 20
+
+// CheckSKUFile parses a SKU file's data (name is for messages) and checks
+// it; the error lists every problem, one a line, each with file, line and
+// field. A nil SKU with an error is a file that is not a SKU file at all.
+type CheckSKUFile func(data []byte, name string) (*sku.SKU, error)
+
+// ValidateSKUFiles checks SKU files each on its own, so that one bad file
+// does not hide the problems of the others, as loading the catalog would,
+// and writes to w an "ok" line per good file (with the notes of
+// skucheck.Unbaselined) and a "BAD" line per problem. files are paths
+// (read with safefs), or with fsys set names in fsys, shown under dir;
+// with fsys, the files must then load as one folder (names matching
+// files, no SKU twice: the catalog's own rules). It returns how many files
+// were bad; an error only for the folder's rules.
+func ValidateSKUFiles(w io.Writer, fsys iofs.FS, dir string, files []string, check CheckSKUFile) (int, error) {
+	bad := 0
+	for _, f := range files {
+		var data []byte
+		var err error
+		name := f
+		if fsys != nil {
+			data, err = iofs.ReadFile(fsys, f)
+			name = path.Join(dir, f)
+		} else {
+			data, err = safefs.ReadNamed(f, MaxSKUFile)
+		}
+		var s *sku.SKU
+		if err == nil {
+			s, err = check(data, name)
+		}
+		if err != nil {
+			bad++
+			for _, l := range strings.Split(err.Error(), "\n") {
+				fmt.Fprintf(w, "BAD %s\n", l)
+			}
+			continue
+		}
+		fmt.Fprintf(w, "ok  %s: sku %s, %s, %s\n", name, s.Name, result.Count(len(s.Suites), "suite"), result.Count(len(s.Baselines), "baseline entry", "baseline entries"))
+		for _, n := range skucheck.Unbaselined(s) {
+			fmt.Fprintf(w, "    note: %s\n", n)
+		}
+	}
+	if bad == 0 && fsys != nil {
+		if _, err := sku.Load(fsys, dir); err != nil {
+			return 0, err
+		}
+	}
+	return bad, nil
+}
