@@ -76,6 +76,7 @@ var referenceElsewhere = map[string]string{
 	"volcengine-hpcpni 1x8": "none: seed 002 is a table of one number per collective, not an output",
 	"volcengine-hpcpni 2x8": "none: seed 002 is a table of one number per collective, not an output",
 	"h100 1x8":              "none: the cited page gives a range (460-480 GB/s), not an output; issue #290's single node corroborates it above",
+	"h100 1x1":              "TestReferenceOnOneH100 in framework/judge (this project's 1 x H100 node recordings, issue 28)",
 }
 
 func (r referenceRun) scope() plan.Scope { return plan.Scope{Nodes: r.nodes, GPUsPerNode: r.gpus} }

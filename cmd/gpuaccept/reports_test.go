@@ -692,8 +692,9 @@ func TestCheckMeasuredNotJudgedIsNotSignedOff(t *testing.T) {
 	}
 }
 
-// With no baseline entry, the SKU's datasheet floors judge a benchmark,
-// and every report names that basis (issue 30): the 1-GPU H100's idle
+// With no baseline entry (the built-in h100 without its 1x1 entries), the
+// SKU's datasheet floors judge a benchmark, and every report names that
+// basis (issue 30): the 1-GPU H100's idle
 // matmul passes and the same GPU held busy by a competing matmul fails
 // (testdata/recordings/h100x1-2026-12-07, issue28), the table's Basis
 // column, results.json per test and per point, the JUnit property and
@@ -713,7 +714,7 @@ func TestCheckOnTheDatasheetFloor(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out")
-			code, out, errs := cli(t, "check", "--sku", "h100", "--test", "gemm.matmul", "--nodes", "1", "--gpus-per-node", "1", "--out", dir, c.log)
+			code, out, errs := cli(t, "check", "--sku", "h100", "--baselines", h100Without1x1(t, nil), "--test", "gemm.matmul", "--nodes", "1", "--gpus-per-node", "1", "--out", dir, c.log)
 			assert.Equal(t, code, c.code, out+errs)
 			assert.Assert(t, strings.Contains(out, c.first), out)
 			assert.Assert(t, regexp.MustCompile(`│ gemm\.matmul │ (PASS|FAIL) +│ floor │`).MatchString(out), out)

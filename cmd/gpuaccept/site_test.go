@@ -234,9 +234,9 @@ func TestRunKeepsSKUSource(t *testing.T) {
 // built-in file judged it, when its kept copy is not the built-in file, is
 // a finding of verify.
 func TestSiteSKUFileNamedInReports(t *testing.T) {
-	data := regexp.MustCompile(`floor: 0\.[0-9]+`).ReplaceAll([]byte(readFile(t, "../../baselines/h100.yaml")), []byte("floor: 0.05"))
-	site := t.TempDir()
-	assert.NilError(t, os.WriteFile(filepath.Join(site, "h100.yaml"), data, 0o644))
+	site := h100Without1x1(t, func(b []byte) []byte {
+		return regexp.MustCompile(`floor: 0\.[0-9]+`).ReplaceAll(b, []byte("floor: 0.05"))
+	})
 	out := filepath.Join(t.TempDir(), "busy")
 	code, stdout, errs := cli(t, "--sku", "h100", "--baselines", site, "--suite", "node", "--launcher", "replay", "--gpus-per-node", "1",
 		"--replay-dir", "../../testdata/recordings/h100x1-2026-12-07/issue28/busy/raw", "--out", out)
@@ -275,4 +275,32 @@ func TestSiteCopyOfReferencesIsNotGolden(t *testing.T) {
 	n := strings.Count(stdout, "is the built-in file's reference entry (a cited measurement of other hardware), marked golden")
 	assert.Equal(t, n, strings.Count(readFile(t, "../../baselines/h100.yaml"), "    basis: reference\n"), stdout)
 	assert.Assert(t, strings.Contains(stdout, "MISMATCH baseline/h100.yaml line "), stdout)
+}
+
+// h100Without1x1 writes the built-in h100 SKU file, edited by edit and
+// without its 1x1 entries (a site's copy before its own recording: the
+// datasheet floors judge the node suite on one GPU), into a fresh folder
+// (--baselines DIR) and returns the folder.
+func h100Without1x1(t *testing.T, edit func([]byte) []byte) string {
+	t.Helper()
+	head, body, ok := strings.Cut(readFile(t, "../../baselines/h100.yaml"), "\nbaselines:\n")
+	assert.Assert(t, ok)
+	entries := strings.Split(body, "\n  - test: ")
+	kept := []string{entries[0]}
+	dropped := 0
+	for _, e := range entries[1:] {
+		if strings.Contains(e, "scope: {nodes: 1, gpus_per_node: 1}") {
+			dropped++
+			continue
+		}
+		kept = append(kept, e)
+	}
+	assert.Assert(t, dropped > 0, "h100 has no 1x1 entry to leave out")
+	data := head + "\nbaselines:\n" + strings.Join(kept, "\n  - test: ")
+	if edit != nil {
+		data = string(edit([]byte(data)))
+	}
+	dir := t.TempDir()
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "h100.yaml"), []byte(data), 0o644))
+	return dir
 }

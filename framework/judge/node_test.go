@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/plugins/gemm"
 	"github.com/gpuaccept/gpuaccept/plugins/hbm"
 )
@@ -58,13 +59,22 @@ func TestNodeSuiteOnOneH200(t *testing.T) {
 
 // The datasheet floors (baselines/README.md, "Datasheet floors") on the
 // 1-GPU H100 machine (testdata/recordings/h100x1-2026-12-07, issue28):
-// with no baseline entry at 1x1 in the built-in h100 SKU, its three idle
+// with no baseline entry at 1x1 in the h100 SKU, its three idle
 // runs pass on the floor's authority and the same GPU held busy by a
 // competing matmul fails it, naming the fraction and the datasheet figure;
 // where an entry judges the points (h200's reference 1x1 curve), the floor
 // does not judge them again.
 func TestDatasheetFloorsOnOneH100(t *testing.T) {
+	// The built-in h100 without its 1x1 entries: a site's copy before its
+	// own recording (TestReferenceOnOneH100 judges with them).
 	h100 := shipped(t, "h100")
+	var kept []*sku.Entry
+	for _, e := range h100.Baselines {
+		if e.Scope != (plan.Scope{Nodes: 1, GPUsPerNode: 1}) {
+			kept = append(kept, e)
+		}
+	}
+	h100.Baselines = kept
 	const rec = "../../testdata/recordings/h100x1-2026-12-07/issue28/"
 	one := plan.Scope{Nodes: 1, GPUsPerNode: 1}
 	cases := []struct {
@@ -105,4 +115,39 @@ func TestDatasheetFloorsOnOneH100(t *testing.T) {
 	p := parse(t, gemm.Plugin{}, "matmul", plan.Topology{Scope: one}, read(t, "../../testdata/recordings/h200x1-2026-12-01/node/node-2/raw/gemm.matmul/alone.log"))
 	got := SKUTest(shipped(t, "h200"), "gemm.matmul", one, p, nil, nil)
 	assert.DeepEqual(t, got.Basis, []string{result.BasisReference})
+}
+
+// The built-in h100's 1x1 node entries, recorded from the three idle runs
+// of the 1-GPU H100 machine (basis reference): each idle run passes them,
+// and the same GPU held busy by a competing matmul fails them, on the
+// reference's authority, not the floor's.
+func TestReferenceOnOneH100(t *testing.T) {
+	h100 := shipped(t, "h100")
+	const rec = "../../testdata/recordings/h100x1-2026-12-07/issue28/"
+	one := plan.Scope{Nodes: 1, GPUsPerNode: 1}
+	cases := []struct {
+		name, test, log string
+		status          result.Status
+		first           string
+	}{
+		{"idle run 1 matmul", "gemm.matmul", rec + "node-1/raw/gemm.matmul/alone.log", result.Pass, "5 points inside their bands"},
+		{"idle run 3 HBM", "hbm.bandwidth", rec + "node-3/raw/hbm.bandwidth/bandwidth.log", result.Pass, "2 points inside their bands"},
+		{"busy GPU's matmul", "gemm.matmul", rec + "busy/raw/gemm.matmul/alone.log", result.Fail, "tflops {dtype=bf16} 319.7 TFLOPS below "},
+		{"busy GPU's HBM", "hbm.bandwidth", rec + "busy/raw/hbm.bandwidth/bandwidth.log", result.Fail, "bw {op=copy} 1486.6 GB/s at 1 GiB below "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var p result.Parsed
+			if c.test == "gemm.matmul" {
+				p = parse(t, gemm.Plugin{}, "matmul", plan.Topology{Scope: one}, read(t, c.log))
+			} else {
+				p = parse(t, hbm.Plugin{}, "bandwidth", plan.Topology{Scope: one}, read(t, c.log))
+			}
+			got := SKUTest(h100, c.test, one, p, nil, nil)
+			assert.Equal(t, got.Status, c.status, got.Message)
+			assert.Assert(t, strings.HasPrefix(got.Message, c.first), "message %q, want it to start with %q", got.Message, c.first)
+			assert.DeepEqual(t, got.Basis, []string{result.BasisReference})
+			assert.Assert(t, !strings.Contains(got.Message, "datasheet"), got.Message)
+		})
+	}
 }

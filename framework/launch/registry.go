@@ -141,6 +141,10 @@ type Configs struct {
 	// given are the launcher flags the command line set, as typed, in
 	// the order given.
 	given []string
+	// alsoRead are the flags the command read whatever the launcher, as
+	// its last successful Check accepted them: New checks again with them
+	// (health's --taint-on-fail reads k8s's --kubeconfig under local).
+	alsoRead []string
 }
 
 // registered is one launcher's name and Config constructor.
@@ -362,6 +366,7 @@ func (c *Configs) Check(launcher string, alsoRead ...string) error {
 		wrong = append(wrong, fmt.Sprintf("--%s is a flag of %s%s", name, w, andList(owners)))
 	}
 	if len(wrong) == 0 {
+		c.alsoRead = alsoRead
 		return nil
 	}
 	return fmt.Errorf("%s; this run's launcher is %s (--launcher)", strings.Join(wrong, ", "), launcher)
@@ -440,7 +445,11 @@ func (c *Configs) New(name string, o Options) (Launcher, error) {
 	if cfg == nil {
 		return nil, unknownLauncher(name)
 	}
-	if err := c.Check(name); err != nil {
+	var also []string
+	if c != nil {
+		also = c.alsoRead
+	}
+	if err := c.Check(name, also...); err != nil {
 		return nil, err
 	}
 	l, err := cfg.Build(o)
