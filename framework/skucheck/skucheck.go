@@ -233,7 +233,8 @@ func checkDirection(mi *pluginapi.MetricInfo, e *sku.Entry) []error {
 }
 
 // Unbaselined lists the suite tests of s that have no baseline at any scope
-// and are not marked skip: they run, but nothing judges their numbers.
+// and are not marked skip: they run, and nothing but the datasheet floors
+// (said where there are some) judges their numbers.
 func Unbaselined(s *sku.SKU) []string {
 	has := map[string]bool{}
 	for _, e := range s.Baselines {
@@ -245,7 +246,12 @@ func Unbaselined(s *sku.SKU) []string {
 		for _, st := range s.Suites[n].Tests {
 			if st.Skip == "" && !has[st.Test] && !seen[st.Test] {
 				seen[st.Test] = true
-				out = append(out, fmt.Sprintf("suite %s: %s has no baseline at any scope", n, st.Test))
+				note := fmt.Sprintf("suite %s: %s has no baseline at any scope", n, st.Test)
+				if len(s.Floors(st.Test, plan.Scope{Nodes: 1, GPUsPerNode: 1})) > 0 {
+					// Per-GPU floors hold at every scope.
+					note += ": its datasheet floors judge it"
+				}
+				out = append(out, note)
 			}
 		}
 	}
