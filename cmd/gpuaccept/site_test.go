@@ -304,3 +304,28 @@ func h100Without1x1(t *testing.T, edit func([]byte) []byte) string {
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "h100.yaml"), []byte(data), 0o644))
 	return dir
 }
+
+// A site's SKU under a name of its own (no built-in of that name) that
+// passes the busy H100 is still compared with the built-in SKU the raw
+// outputs' GPU picks: verify says what h100 would have judged (attacker
+// trial of issue 30, F2).
+func TestSiteSKUOfItsOwnNameComparedWithBuiltin(t *testing.T) {
+	dir := h100Without1x1(t, func(b []byte) []byte {
+		b = regexp.MustCompile(`floor: 0\.[0-9]+`).ReplaceAll(b, []byte("floor: 0.05"))
+		return regexp.MustCompile(`(?m)^sku: h100$`).ReplaceAll(b, []byte("sku: lab-h100"))
+	})
+	assert.NilError(t, os.Rename(filepath.Join(dir, "h100.yaml"), filepath.Join(dir, "lab-h100.yaml")))
+	out := filepath.Join(t.TempDir(), "busy")
+	code, stdout, errs := cli(t, "--sku", "lab-h100", "--baselines", dir, "--suite", "node", "--launcher", "replay", "--gpus-per-node", "1",
+		"--replay-dir", "../../testdata/recordings/h100x1-2026-12-07/issue28/busy/raw", "--out", out)
+	assert.Equal(t, code, exitOK, stdout+errs)
+	code, stdout, errs = cli(t, "verify", out)
+	assert.Equal(t, code, 0, stdout+errs)
+	for _, want := range []string{
+		"NOTE baseline/lab-h100.yaml: this gpuaccept (dev) has no built-in SKU lab-h100",
+		"NOTE the raw outputs' GPU is built-in SKU h100's: the verdicts against it follow",
+		"NOTE against the built-in h100 baseline: gemm.matmul: fail, not pass",
+	} {
+		assert.Assert(t, strings.Contains(stdout, want), "want %q in\n%s", want, stdout)
+	}
+}

@@ -874,6 +874,12 @@ func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku
 		if builtinSaid {
 			r.add(Mismatch, "results.json says SKU %s is built-in (sku_source), but this gpuaccept (%s) has no built-in SKU of that name", name, o.Version)
 		}
+		// A site's SKU under a name of its own judges the GPU a built-in
+		// SKU knows: what that one would say is the customer's to see.
+		if builtin := builtinOfGPU(o, run); builtin != nil {
+			r.add(Note, "the raw outputs' GPU is built-in SKU %s's: the verdicts against it follow", builtin.Name)
+			r.compareWithBuiltin(ctx, dir, o, s, builtin, run, recorded, false)
+		}
 		return
 	}
 	if string(kept) == string(want) {
@@ -896,7 +902,44 @@ func (r *Result) checkBuiltin(ctx context.Context, dir string, o Options, s *sku
 		return
 	}
 	r.checkCopiedReferences(s, builtin, run)
-	unjudged := r.checkBuiltinSuite(builtin, run)
+	r.compareWithBuiltin(ctx, dir, o, s, builtin, run, recorded, true)
+}
+
+// builtinOfGPU is the built-in SKU the GPU model the run's raw outputs
+// name (its tests' info "gpu") picks (sku.Catalog.PickForGPU), nil when
+// they name none, several, or one no built-in SKU lists.
+func builtinOfGPU(o Options, run *result.Run) *sku.SKU {
+	models := map[string]bool{}
+	for _, t := range run.Tests {
+		if g := t.Info["gpu"]; g != "" && len(t.Raw) > 0 {
+			models[g] = true
+		}
+	}
+	if len(models) != 1 {
+		return nil
+	}
+	cat, err := sku.Load(o.Builtin, "built-in")
+	if err != nil {
+		return nil
+	}
+	for m := range models {
+		if s, _, err := cat.PickForGPU(m); err == nil {
+			return s
+		}
+	}
+	return nil
+}
+
+// compareWithBuiltin judges the run's raw outputs against the built-in
+// SKU builtin as well as against the kept copy s and notes every verdict
+// that differs (the first maxBuiltinDiffs); withSuite also holds the run
+// to builtin's suite of the same name (checkBuiltinSuite).
+func (r *Result) compareWithBuiltin(ctx context.Context, dir string, o Options, s, builtin *sku.SKU, run *result.Run, recorded string, withSuite bool) {
+	name := builtin.Name
+	unjudged := false
+	if withSuite {
+		unjudged = r.checkBuiltinSuite(builtin, run)
+	}
 	judged := *run
 	judged.Dir = recorded
 	var diffs []string
