@@ -2,7 +2,6 @@ package sku
 
 import (
 	"io/fs"
-	"regexp"
 	"testing"
 	"testing/fstest"
 
@@ -12,10 +11,6 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
-// citation is what a ceiling's source must name: a vendor datasheet, data
-// sheet, product brief, specifications or product page, a seed, or a
-// public page by its address.
-var citation = regexp.MustCompile(`(?i)datasheet|data sheet|product brief|specifications|product page|white paper|\bseed 0\d\d\b|https://`)
 
 // Every ceiling of every built-in SKU cites where its figure comes from
 // (issue 30: datasheet ceilings, each with its citation; a figure that
@@ -28,7 +23,7 @@ func TestShippedCeilingsCited(t *testing.T) {
 		for _, c := range cat.SKUs[name].Ceilings {
 			n++
 			assert.Assert(t, c.Source != "", "%s line %d: ceiling %s has no source", name, c.Line, c.Metric)
-			assert.Assert(t, citation.MatchString(c.Source), "%s line %d: ceiling %s source names no datasheet, specification, seed or page: %q", name, c.Line, c.Metric, c.Source)
+			assert.Assert(t, CitesDatasheet(c.Source), "%s line %d: ceiling %s source names no datasheet, specification, seed or page: %q", name, c.Line, c.Metric, c.Source)
 			assert.Assert(t, c.Link != "", "%s line %d: ceiling %s names no link", name, c.Line, c.Metric)
 		}
 	}
@@ -57,7 +52,6 @@ func TestShippedEntriesAreReference(t *testing.T) {
 // a ceiling may (citation): a GitHub issue, a file of a repository at a
 // commit (owner/repo@commit path), or a file of this project (a seed,
 // testdata/...).
-var entryCitation = regexp.MustCompile(`(?i)\bissue #?\d+|\b[\w.-]+/[\w.-]+@[0-9a-f]{7,40}\b|\bseeds?/|testdata/`)
 
 // Every reference entry names where its number can be read again: a URL,
 // an issue, a repository file at a commit, a seed or a recording (issue 30:
@@ -73,7 +67,7 @@ func TestShippedReferenceEntriesCiteTheirSource(t *testing.T) {
 				continue
 			}
 			n++
-			assert.Assert(t, citation.MatchString(e.Source) || entryCitation.MatchString(e.Source),
+			assert.Assert(t, CitesMeasurement(e.Source),
 				"%s line %d: reference entry %s at %s names no URL, issue, repository file or seed: %q", name, e.Line, e.Test, e.Scope, e.Source)
 		}
 	}
@@ -96,7 +90,7 @@ func TestEntryCitationRules(t *testing.T) {
 		{"a public page: 8 x H100 reach 460 GB/s", false},
 		{"measured on our cluster last week", false},
 	} {
-		got := citation.MatchString(c.source) || entryCitation.MatchString(c.source)
+		got := CitesMeasurement(c.source)
 		assert.Equal(t, got, c.ok, c.source)
 	}
 }

@@ -265,6 +265,14 @@ func TestProblemsNameFieldLineAndAll(t *testing.T) {
 			count: 1,
 		},
 		{
+			name: "a reference entry whose source cites nothing",
+			edit: func(t *testing.T, s string) string {
+				return editLine(t, s, 151, `source: "seed 004 T5`, "basis: reference\n    source: \"x\" # seed 004 T5")
+			},
+			want:  []string{`mi355x.yaml: line 152: field source: a reference entry judges other sites' hardware on its source's authority: name where the number can be read again (a URL, an issue, a repository file at a commit, a seed, a recording under testdata/), or leave basis out (golden: this site's own recording)`},
+			count: 1,
+		},
+		{
 			name: "absolute floor above the reference and the warn zone both reported",
 			edit: func(t *testing.T, s string) string {
 				return editLine(t, s, 212, `band: {min: "-10%", warn_min: "-5%"}`, `band: {min: ">= 900 GB/s", warn_min: "-5%"}`)

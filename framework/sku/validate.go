@@ -106,6 +106,9 @@ func (e *Entry) validate() []error {
 	if e.Source == "" {
 		add(e.Line, "source", "missing (say where the numbers come from)")
 	}
+	if e.Kind() == result.BasisReference && e.Source != "" && !CitesMeasurement(e.Source) {
+		add(e.FieldLine("source"), "source", "a reference entry judges other sites' hardware on its source's authority: name where the number can be read again (a URL, an issue, a repository file at a commit, a seed, a recording under testdata/), or leave basis out (golden: this site's own recording)")
+	}
 	if a := e.Basis; a != "" && a != result.BasisGolden && a != result.BasisReference {
 		add(e.FieldLine("basis"), "basis", "%q is not golden (recorded on this site's hardware) or reference (a cited public measurement)", a)
 	}
