@@ -11,7 +11,6 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
-
 // Every ceiling of every built-in SKU cites where its figure comes from
 // (issue 30: datasheet ceilings, each with its citation; a figure that
 // cannot be found is left out, never guessed).
