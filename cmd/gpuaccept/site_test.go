@@ -329,3 +329,35 @@ func TestSiteSKUOfItsOwnNameComparedWithBuiltin(t *testing.T) {
 		assert.Assert(t, strings.Contains(stdout, want), "want %q in\n%s", want, stdout)
 	}
 }
+
+// A results folder replayed at another scope than it ran at is an ERROR
+// naming both, never a FAIL (new-user trial of issue 30: the 1-GPU H100
+// folder replayed with --sku h100 and no --gpus-per-node asked for 8 GPUs,
+// and health.node failed a GPU count the hardware never had, "RMA the
+// GPU"); at its own scope, or with --sku auto, it is judged.
+func TestReplayAtAnotherScopeIsAnError(t *testing.T) {
+	const dir = "../../testdata/recordings/h100x1-2026-12-07/issue28/node-1"
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"the SKU's 8 GPUs", []string{"--sku", "h100"}, exitError, "ERROR: SKU h100, suite node, scope 1x8, launcher replay: 9 error"},
+		{"its own scope", []string{"--sku", "h100", "--gpus-per-node", "1"}, exitOK, "PASS: SKU h100, suite node, scope 1x1"},
+		{"--sku auto", []string{"--sku", "auto"}, exitOK, "PASS: SKU h100, suite node, scope 1x1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r")
+			code, stdout, errs := cli(t, append(c.args, "--suite", "node", "--launcher", "replay", "--replay-dir", dir, "--out", out)...)
+			assert.Equal(t, code, c.code, stdout+errs)
+			assert.Assert(t, strings.Contains(stdout, c.want), stdout)
+			if c.code == exitError {
+				res := readFile(t, filepath.Join(out, "results.json"))
+				assert.Assert(t, strings.Contains(res, "ran at scope 1x1 (nodes x GPUs per node), this run asks 1x8: replay them at their own (--nodes 1 --gpus-per-node 1, or --sku auto)"), res)
+			}
+			assert.Assert(t, !strings.Contains(stdout, "GA-GPU-COUNT"), stdout)
+		})
+	}
+}

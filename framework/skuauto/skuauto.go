@@ -248,6 +248,13 @@ func Probe(ctx context.Context, o ProbeOptions) ([]Node, error) {
 	if !runner.IsPreflight(ctx, o.Plugins, pluginName, test) {
 		return nil, fmt.Errorf("--sku auto: plugin %s does not declare %s a preflight test, which the probe runs: give --sku", pluginName, ProbeTest)
 	}
+	// A launcher that replays recordings made at a known scope (replay's
+	// RecordedScope) is probed at it: any other is refused there.
+	if r, ok := o.Launcher.(interface{ RecordedScope() plan.Scope }); ok {
+		if sc := r.RecordedScope(); !sc.IsZero() && sc.Nodes == o.Topology.Nodes {
+			o.Topology.Scope = sc
+		}
+	}
 	req := pluginapi.PlanRequest{Test: test, Topology: o.Topology}
 	pl, err := o.Plugins.Plan(ctx, pluginName, req)
 	if err != nil {

@@ -69,7 +69,7 @@ func (c *Config) Build(o launch.Options) (launch.Launcher, error) {
 		}
 		// No link is followed and no special file read below dir: a
 		// recording cannot lead out of it, nor hang the run on a FIFO.
-		return &Launcher{FS: safefs.DirFS(dir), Where: dir}, nil
+		return &Launcher{FS: safefs.DirFS(dir), Where: dir, Scope: recordedScope(dir)}, nil
 	}
 	return nil, errors.New("launcher replay needs --replay-dir (a folder of recordings or a results folder)")
 }
@@ -79,6 +79,37 @@ type Launcher struct {
 	FS fs.FS
 	// Where names FS in messages.
 	Where string
+	// Scope is the scope the recordings ran at, where the results folder
+	// they come from says it (its results.json); zero: not known. A run
+	// that asks another gets each step's LaunchError, an ERROR: a 1-GPU
+	// recording judged at 8 GPUs per node would fail a GPU count the
+	// hardware never had (a setup mistake read as a fault).
+	Scope plan.Scope
+}
+
+// RecordedScope is Scope: where a run's scope is not given, the scope to
+// replay at (--sku auto's probe asks it).
+func (l *Launcher) RecordedScope() plan.Scope { return l.Scope }
+
+// recordedScope is the scope results.json beside dir (dir being a
+// results folder's raw/) records; zero when there is none or it does not
+// read.
+func recordedScope(dir string) plan.Scope {
+	if path.Base(dir) != layout.Raw {
+		return plan.Scope{}
+	}
+	parent := path.Dir(dir)
+	data, err := safefs.ReadFile(parent, layout.Results, 64<<20)
+	if err != nil {
+		return plan.Scope{}
+	}
+	var r struct {
+		Scope plan.Scope `json:"scope"`
+	}
+	if json.Unmarshal(data, &r) != nil {
+		return plan.Scope{}
+	}
+	return r.Scope
 }
 
 // Name implements launch.Launcher.
@@ -115,6 +146,11 @@ func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Outpu
 	for _, s := range req.Plan.Steps {
 		if err := ctx.Err(); err != nil {
 			return outs, err
+		}
+		if !l.Scope.IsZero() && req.Topology.Scope != l.Scope {
+			outs = append(outs, plan.Output{Step: s.Name, Role: s.Role, ExitCode: -1,
+				LaunchError: fmt.Sprintf("the recordings in %s ran at scope %s (nodes x GPUs per node), this run asks %s: replay them at their own (--nodes %d --gpus-per-node %d, or --sku auto)", l.Where, l.Scope, req.Topology.Scope, l.Scope.Nodes, l.Scope.GPUsPerNode)})
+			continue
 		}
 		outs = append(outs, l.replayStep(req, s, recorded[s.Name]))
 	}
