@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,7 +139,8 @@ type settings struct {
 }
 
 // ParsePairs parses a NIC map "srv:cli,srv:cli" (a lone name pairs with
-// itself). Errors name the entry.
+// itself). Errors name the entry: one that is no pair, or a pair given
+// twice.
 func ParsePairs(s string) ([]Pair, error) {
 	var out []Pair
 	for _, e := range strings.Split(s, ",") {
@@ -153,6 +155,11 @@ func ParsePairs(s string) ([]Pair, error) {
 		a, b = strings.TrimSpace(a), strings.TrimSpace(b)
 		if !hcaName(a) || !hcaName(b) {
 			return nil, fmt.Errorf("%q is not SERVER_HCA:CLIENT_HCA", e)
+		}
+		if slices.Contains(out, Pair{a, b}) {
+			// A pair measured twice pads the coverage a report shows
+			// (points of one NIC counted as another's).
+			return nil, fmt.Errorf("%q is listed twice", e)
 		}
 		out = append(out, Pair{a, b})
 	}

@@ -86,6 +86,7 @@ func TestPlanErrors(t *testing.T) {
 	}{
 		{nil, twoNodes, "no NIC pairs: set parameter pairs"},
 		{map[string]string{"pairs": "ionic 7"}, twoNodes, `pairs: "ionic 7" is not SERVER_HCA:CLIENT_HCA`},
+		{map[string]string{"pairs": "ionic_0:ionic_0,ionic_1,ionic_0"}, twoNodes, `pairs: "ionic_0" is listed twice`},
 		{map[string]string{"pairs": "a", "port": "70000"}, twoNodes, "parameter port"},
 		{map[string]string{"pairs": "a", "gdr": "opencl"}, twoNodes, "parameter gdr"},
 		{map[string]string{"pairs": "a", "iters": "5", "duration": "5"}, twoNodes, "give one"},
