@@ -43,12 +43,7 @@ func TestNodeSuiteOnOneH200(t *testing.T) {
 			if c.edit[0] != "" {
 				text = edited(t, text, c.edit[0], c.edit[1])
 			}
-			var p result.Parsed
-			if c.test == "gemm.matmul" {
-				p = parse(t, gemm.Plugin{}, "matmul", plan.Topology{Scope: one}, text)
-			} else {
-				p = parse(t, hbm.Plugin{}, "bandwidth", plan.Topology{Scope: one}, text)
-			}
+			p := parseNode(t, c.test, one, text)
 			got := SKUTest(h200, c.test, one, p, nil, nil)
 			assert.Equal(t, got.Status, c.status, got.Message)
 			assert.Assert(t, strings.HasPrefix(got.Message, c.first), "message %q, want it to start with %q", got.Message, c.first)
@@ -90,12 +85,7 @@ func TestDatasheetFloorsOnOneH100(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var p result.Parsed
-			if c.test == "gemm.matmul" {
-				p = parse(t, gemm.Plugin{}, "matmul", plan.Topology{Scope: one}, read(t, c.log))
-			} else {
-				p = parse(t, hbm.Plugin{}, "bandwidth", plan.Topology{Scope: one}, read(t, c.log))
-			}
+			p := parseNode(t, c.test, one, read(t, c.log))
 			// The plugin's label default (hbm: op=copy) narrows an entry
 			// that names no op, never a floor: triad is the GPU's too.
 			got := SKUTest(h100, c.test, one, p, map[string]map[string]string{"bw": {"op": "copy"}}, nil)
@@ -137,12 +127,7 @@ func TestReferenceOnOneH100(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var p result.Parsed
-			if c.test == "gemm.matmul" {
-				p = parse(t, gemm.Plugin{}, "matmul", plan.Topology{Scope: one}, read(t, c.log))
-			} else {
-				p = parse(t, hbm.Plugin{}, "bandwidth", plan.Topology{Scope: one}, read(t, c.log))
-			}
+			p := parseNode(t, c.test, one, read(t, c.log))
 			got := SKUTest(h100, c.test, one, p, nil, nil)
 			assert.Equal(t, got.Status, c.status, got.Message)
 			assert.Assert(t, strings.HasPrefix(got.Message, c.first), "message %q, want it to start with %q", got.Message, c.first)
@@ -150,4 +135,14 @@ func TestReferenceOnOneH100(t *testing.T) {
 			assert.Assert(t, !strings.Contains(got.Message, "datasheet"), got.Message)
 		})
 	}
+}
+
+// parseNode parses a node-suite output of test (gemm.matmul or
+// hbm.bandwidth) run at scope with its plugin.
+func parseNode(t *testing.T, test string, scope plan.Scope, text string) result.Parsed {
+	t.Helper()
+	if test == "gemm.matmul" {
+		return parse(t, gemm.Plugin{}, "matmul", plan.Topology{Scope: scope}, text)
+	}
+	return parse(t, hbm.Plugin{}, "bandwidth", plan.Topology{Scope: scope}, text)
 }
