@@ -452,3 +452,28 @@ func val(v *float64, unit string) string {
 	}
 	return fmt.Sprintf("%.2f %s", *v, unit)
 }
+
+// CopiedReferences are the entries of new that old has as reference
+// entries (basis reference) and new marks golden with nothing else
+// changed (Diff lists no other change of them): a cited measurement of
+// other hardware passed off as the site's own recording.
+func CopiedReferences(old, new *sku.SKU) []*sku.Entry {
+	changes, _ := Diff(old, new)
+	relabelled := fmt.Sprintf("basis %s -> %s", result.BasisReference, result.BasisGolden)
+	basisOnly := map[string]bool{}
+	other := map[string]bool{}
+	for _, c := range changes {
+		if c.What == relabelled {
+			basisOnly[c.Entry] = true
+		} else {
+			other[c.Entry] = true
+		}
+	}
+	var out []*sku.Entry
+	for _, e := range new.Baselines {
+		if k := entryName(e); basisOnly[k] && !other[k] {
+			out = append(out, e)
+		}
+	}
+	return out
+}

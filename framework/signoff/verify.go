@@ -20,6 +20,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/localise"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/record"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
@@ -972,8 +973,8 @@ func (r *Result) compareWithBuiltin(ctx context.Context, dir string, o Options, 
 }
 
 // checkCopiedReferences finds entries of the kept copy s that are the
-// built-in file's reference entries (same test, scope, metric, labels,
-// summary, values and band) but say they are golden, the site's own
+// built-in file's reference entries, nothing changed but their basis
+// (record.CopiedReferences), saying they are golden, the site's own
 // recording: public numbers a report would show as the site's (the
 // basis lines of a copy deleted).
 //
@@ -987,27 +988,8 @@ func (r *Result) checkCopiedReferences(s, builtin *sku.SKU, run *result.Run) {
 			break
 		}
 	}
-	key := func(e *sku.Entry) string {
-		k := fmt.Sprintf("%s %s %s {%s} %s", e.Test, e.Scope, e.Metric, sku.LabelText(e.Labels), e.Summary)
-		if e.Value != nil {
-			k += fmt.Sprintf(" %d=%g", e.Size, *e.Value)
-		}
-		for _, p := range e.Points {
-			k += fmt.Sprintf(" %d=%g", p.Size, p.Value)
-		}
-		b := e.Band
-		return k + " " + strings.Join([]string{b.Min.Text, b.WarnMin.Text, b.Max.Text, b.WarnMax.Text}, "/")
-	}
-	refs := map[string]bool{}
-	for _, e := range builtin.Baselines {
-		if e.Kind() == result.BasisReference {
-			refs[key(e)] = true
-		}
-	}
-	for _, e := range s.Baselines {
-		if e.Kind() == result.BasisGolden && refs[key(e)] {
-			r.add(kind, "%s/%s.yaml line %d: %s %s %s is the built-in file's reference entry (a cited measurement of other hardware), marked golden (the site's own recording): its verdicts would read as the site's%s", layout.Baseline, s.Name, e.Line, e.Test, e.Scope, e.Metric, why)
-		}
+	for _, e := range record.CopiedReferences(builtin, s) {
+		r.add(kind, "%s/%s.yaml line %d: %s %s %s is the built-in file's reference entry (a cited measurement of other hardware), marked golden (the site's own recording): its verdicts would read as the site's%s", layout.Baseline, s.Name, e.Line, e.Test, e.Scope, e.Metric, why)
 	}
 }
 
