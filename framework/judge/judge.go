@@ -486,11 +486,7 @@ func apply(j *result.Judged, e *sku.Entry, ref float64, b sku.Band, labels strin
 	j.Expected = &ref64
 	j.Source = e.Source
 	j.Basis = e.Kind()
-	origin := "baseline"
-	if e.Kind() == result.BasisFloor {
-		origin = "datasheet"
-	}
-	j.Status, j.Band, j.Message = against(labelledText(j.Metric, e.Unit, labels), j.Value, ref, b, origin)
+	j.Status, j.Band, j.Message = against(labelledText(j.Metric, e.Unit, labels), j.Value, ref, b, result.FigureName(e.Kind()))
 }
 
 // Value judges one value v (in unit) against reference ref and band b. It

@@ -357,16 +357,13 @@ func pointLine(p result.Judged) string {
 
 // expectedName names the figure a point was judged against by its basis:
 // the site's "golden baseline", a "reference baseline" measured elsewhere,
-// the "datasheet" figure of a floor; "baseline" where no basis is stored
-// (a folder from before gpuaccept kept one).
+// the "datasheet" figure of a floor (result.FigureName); "baseline" where
+// no basis is stored (a folder from before gpuaccept kept one).
 func expectedName(basis string) string {
-	switch basis {
-	case result.BasisGolden, result.BasisReference:
-		return basis + " baseline"
-	case result.BasisFloor:
-		return "datasheet"
+	if basis == result.BasisGolden || basis == result.BasisReference {
+		return basis + " " + result.FigureName(basis)
 	}
-	return "baseline"
+	return result.FigureName(basis)
 }
 
 func firstAndMore(msgs []string) string {

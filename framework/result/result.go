@@ -590,6 +590,15 @@ const (
 	BasisFloor = "floor"
 )
 
+// FigureName names the figure a point of basis b was judged against, as
+// findings and reports say it: "datasheet" for a floor, else "baseline".
+func FigureName(b string) string {
+	if b == BasisFloor {
+		return "datasheet"
+	}
+	return "baseline"
+}
+
 // basisOrder ranks the authorities, the strongest first.
 var basisOrder = []string{BasisGolden, BasisReference, BasisFloor}
 
