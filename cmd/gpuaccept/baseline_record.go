@@ -149,7 +149,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	note := fmt.Sprintf("The last recording (each entry's source names its own runs), %s:\n%s", opt.Now.Format("2006-01-02"), command)
+	note := record.Note(opt.Now, command)
 	out, err := record.Merge(data, s.File, entries, note)
 	if err != nil {
 		return exitUsage, err

@@ -195,7 +195,9 @@ suites:
     tests:
       - test: nccl.all_reduce
 baselines:
-  # old note
+  # The last recording (each entry's source names its own runs), 2026-11-30:
+  # gpuaccept baseline record --sku x runs/old
+  # why the 2x8 curve: kept above the entries that replace it
   - test: nccl.all_reduce
     scope: {nodes: 2, gpus_per_node: 8}
     metric: busbw
@@ -215,6 +217,8 @@ baselines:
     value: 189.2
     band: {min: "-10%"}
     source: seed 000
+
+  # the 1x8 entry's citation, by hand: a recording keeps it
   - test: nccl.all_reduce
     scope: {nodes: 1, gpus_per_node: 8}
     metric: busbw
@@ -227,12 +231,14 @@ baselines:
 func TestMerge(t *testing.T) {
 	entries, err := Record([]Sample{curveRun(rand.New(rand.NewSource(3)), "r1", 190, 0.01), curveRun(rand.New(rand.NewSource(4)), "r2", 190, 0.01)}, declared(t))
 	assert.NilError(t, err)
-	out, err := Merge([]byte(skuFile), "x.yaml", entries, "recorded by test")
+	note := Note(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC), "gpuaccept baseline record --sku x r1 r2")
+	out, err := Merge([]byte(skuFile), "x.yaml", entries, note)
 	assert.NilError(t, err)
 	text := string(out)
 	assert.Assert(t, strings.HasPrefix(text, "# header comment kept\nsku: x\n"), text)
-	assert.Assert(t, strings.Contains(text, "baselines:\n  # recorded by test\n  - test: nccl.all_reduce\n"), text)
-	assert.Assert(t, !strings.Contains(text, "old note"), text)
+	assert.Assert(t, strings.Contains(text, "baselines:\n  # The last recording (each entry's source names its own runs), 2026-12-07:\n  # gpuaccept baseline record --sku x r1 r2\n  # why the 2x8 curve: kept above the entries that replace it\n  - test: nccl.all_reduce\n"), text)
+	assert.Assert(t, !strings.Contains(text, "runs/old"), "the previous recording's note is replaced:\n%s", text)
+	assert.Assert(t, strings.Contains(text, "    source: seed 000\n\n  # the 1x8 entry's citation, by hand: a recording keeps it\n  - test: nccl.all_reduce\n    scope: {nodes: 1, gpus_per_node: 8}\n"), text)
 	s, err := sku.Parse(out, "x.yaml")
 	assert.NilError(t, err)
 	assert.Equal(t, len(s.Baselines), 4, "2 recorded + the summary + the other scope")
@@ -241,7 +247,7 @@ func TestMerge(t *testing.T) {
 	assert.Equal(t, s.Baselines[2].Summary, "peak", "summary entries stay")
 	assert.Equal(t, s.Baselines[3].Scope, plan.Scope{Nodes: 1, GPUsPerNode: 8})
 	// Merging the same entries again changes nothing.
-	again, err := Merge(out, "x.yaml", entries, "recorded by test")
+	again, err := Merge(out, "x.yaml", entries, note)
 	assert.NilError(t, err)
 	assert.Equal(t, string(again), text)
 }

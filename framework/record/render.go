@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -153,17 +154,31 @@ func quote(s string) string {
 	return buf.String()
 }
 
+// NoteLead begins the comment Merge writes under "baselines:"; Merge finds
+// the previous recording's note by it and replaces it.
+const NoteLead = "The last recording (each entry's source names its own runs), "
+
+// Note is the comment a recording leaves under "baselines:": the day
+// (UTC date) and the command that recorded. Merge replaces it at the next
+// recording.
+func Note(day time.Time, command string) string {
+	return NoteLead + day.UTC().Format("2006-01-02") + ":\n" + command
+}
+
 // Merge writes entries into a SKU file's text. Per-size entries of the same
 // test, scope and metric as a new entry are replaced (the new ones take the
 // place of the first old one); summary entries and everything else stay.
 // A replaced entry's ceiling carries over to the new entry with the same
-// labels, and so does its dip check. Text before the baselines list, comments included, is kept; the
-// list itself is rewritten in the shipped layout. The result is parsed
-// again, so what Merge returns is a valid SKU file. name is the file name
-// for messages.
+// labels, and so does its dip check. Text before the baselines list,
+// comments included, is kept, and so is every kept entry's text with the
+// comments above it: an author's citation must survive a re-recording. The
+// comments above replaced entries go above the entries that replace them.
+// New entries are written in the shipped layout (Render). The result is
+// parsed again, so what Merge returns is a valid SKU file. name is the file
+// name for messages.
 //
-// note, when not empty, is written as a comment under "baselines:" (the
-// record command and date).
+// note, when not empty, is written as a comment under "baselines:" (Note:
+// the record command and date), replacing the previous recording's note.
 func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte, error) {
 	old, err := sku.Parse(data, name)
 	if err != nil {
@@ -178,14 +193,29 @@ func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte,
 	for _, e := range entries {
 		replaced[key{e.Test, e.Scope, e.Metric}] = true
 	}
+	head, tail, spans, err := splitBaselines(data)
+	if err != nil {
+		return nil, fmt.Errorf("merge into %s: %w", name, err)
+	}
+	if spans != nil && len(spans) != len(old.Baselines) {
+		spans = nil // not one block per entry: rewrite the list in the shipped layout
+	}
 	ceil := map[string]float64{}
 	dip := map[string]*sku.Dip{}
-	var list []*sku.Entry
-	placed := map[key]bool{}
-	for _, e := range old.Baselines {
+	var parts []string       // the list's text, entry by entry
+	groupAt := map[key]int{} // the part each replaced key's new entries take
+	groupNote := map[key]string{}
+	var order []key
+	for i, e := range old.Baselines {
 		k := key{e.Test, e.Scope, e.Metric}
+		var comment, text string
+		if spans != nil {
+			comment, text = spans[i].comment, spans[i].text
+		} else {
+			text = Render([]*sku.Entry{e})
+		}
 		if !replaced[k] || e.Summary != "" {
-			list = append(list, e)
+			parts = append(parts, comment+text)
 			continue
 		}
 		if e.Ceiling > 0 {
@@ -196,19 +226,21 @@ func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte,
 			dip[fmt.Sprint(k, sku.LabelText(e.Labels))] = e.Dip
 			dip[fmt.Sprint(k)] = e.Dip
 		}
-		if !placed[k] {
-			placed[k] = true
-			for _, n := range entries {
-				if (key{n.Test, n.Scope, n.Metric}) == k {
-					list = append(list, n)
-				}
-			}
+		if _, ok := groupAt[k]; !ok {
+			groupAt[k] = len(parts)
+			order = append(order, k)
+			parts = append(parts, "")
 		}
+		groupNote[k] += comment
 	}
+	groups := map[key][]*sku.Entry{}
+	var appended []*sku.Entry
 	for _, n := range entries {
 		k := key{n.Test, n.Scope, n.Metric}
-		if !placed[k] {
-			list = append(list, n)
+		if _, ok := groupAt[k]; ok {
+			groups[k] = append(groups[k], n)
+		} else {
+			appended = append(appended, n)
 		}
 		if n.Dip == nil {
 			if d, ok := dip[fmt.Sprint(k, sku.LabelText(n.Labels))]; ok {
@@ -225,37 +257,46 @@ func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte,
 			}
 		}
 	}
-	head, tail, err := splitBaselines(data)
-	if err != nil {
-		return nil, fmt.Errorf("merge into %s: %w", name, err)
+	for _, k := range order {
+		parts[groupAt[k]] = groupNote[k] + Render(groups[k])
 	}
+	list := strings.Join(parts, "") + Render(appended)
 	var comment string
 	for _, l := range strings.Split(strings.TrimSpace(note), "\n") {
 		if l != "" {
 			comment += "  # " + l + "\n"
 		}
 	}
-	out := append([]byte(head), "baselines:\n"+comment+Render(list)+tail...)
+	out := append([]byte(head), "baselines:\n"+comment+list+tail...)
 	if _, err := sku.Parse(out, name); err != nil {
 		return nil, fmt.Errorf("merged file does not validate (a bug, or runs too far apart to band): %w", err)
 	}
 	return out, nil
 }
 
+// span is one baselines entry's text in a SKU file: the comment lines
+// above it (at the list's indentation) and the entry itself.
+type span struct{ comment, text string }
+
 // splitBaselines cuts a SKU file's text around its top-level baselines
-// list: what comes before the key, and what follows the list (other
-// top-level keys).
-func splitBaselines(data []byte) (head, tail string, err error) {
+// list: what comes before the key, what follows the list (other top-level
+// keys), and each entry's span. spans is nil where the list is not one
+// block entry per line range (flow style, or entries sharing a line). The
+// previous recording's note (NoteLead, and the command line under it) is
+// left out of the first entry's comment.
+func splitBaselines(data []byte) (head, tail string, spans []span, err error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return "", "", fmt.Errorf("not a SKU file mapping")
+		return "", "", nil, fmt.Errorf("not a SKU file mapping")
 	}
 	m := root.Content[0]
 	lines := strings.SplitAfter(string(data), "\n")
 	start, end := -1, len(lines)
+	var list *yaml.Node
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == "baselines" {
 			start = m.Content[i].Line - 1
+			list = m.Content[i+1]
 			if i+2 < len(m.Content) {
 				end = m.Content[i+2].Line - 1
 				// comments above the next key belong to it
@@ -270,7 +311,68 @@ func splitBaselines(data []byte) (head, tail string, err error) {
 		if s != "" && !strings.HasSuffix(s, "\n") {
 			s += "\n"
 		}
-		return s, "", nil
+		return s, "", nil, nil
 	}
-	return strings.Join(lines[:start], ""), strings.Join(lines[end:], ""), nil
+	if list != nil && list.Kind == yaml.SequenceNode && list.Style&yaml.FlowStyle == 0 && len(list.Content) > 0 {
+		spans = entrySpans(lines, start+1, end, list.Content)
+	}
+	return strings.Join(lines[:start], ""), strings.Join(lines[end:], ""), spans, nil
+}
+
+// entrySpans cuts lines[from:to] into one span per item. An item's comment
+// is the run of blank and comment lines right above it that sit left of its
+// keys (deeper ones are inside the entry before). It returns nil when two
+// items start on one line or an item lies outside the range.
+func entrySpans(lines []string, from, to int, items []*yaml.Node) []span {
+	starts := make([]int, len(items)) // first comment line of each item
+	first := make([]int, len(items))  // the item's own first line
+	lower := from
+	for i, it := range items {
+		l := it.Line - 1
+		if l < lower || l >= to || it.Column < 3 {
+			return nil
+		}
+		s := l
+		for s > lower {
+			t := strings.TrimLeft(lines[s-1], " ")
+			indent := len(lines[s-1]) - len(t)
+			if strings.TrimSpace(t) != "" && (!strings.HasPrefix(t, "#") || indent >= it.Column-1) {
+				break
+			}
+			s--
+		}
+		starts[i], first[i], lower = s, l, l+1
+	}
+	spans := make([]span, len(items))
+	for i := range items {
+		end := to
+		if i+1 < len(items) {
+			end = starts[i+1]
+		}
+		c := starts[i]
+		if i == 0 {
+			c = dropNote(lines, c, first[0])
+		}
+		spans[i] = span{comment: strings.Join(lines[c:first[i]], ""), text: strings.Join(lines[first[i]:end], "")}
+	}
+	return spans
+}
+
+// dropNote skips the previous recording's note (a NoteLead line and the
+// command line under it) at the top of lines[from:to].
+func dropNote(lines []string, from, to int) int {
+	for i := from; i < to; i++ {
+		t := strings.TrimSpace(lines[i])
+		if t == "" {
+			continue
+		}
+		if !strings.HasPrefix(t, "# "+NoteLead) {
+			return from
+		}
+		if i+1 < to && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "#") {
+			return i + 2
+		}
+		return i + 1
+	}
+	return from
 }
