@@ -13,3 +13,12 @@ import _ "embed"
 //
 //go:embed torchbench.py
 var TorchBench string
+
+// TrainBench is the source of trainbench.py: training throughput of a
+// Qwen2.5-shaped decoder (tokens/s, model TFLOP/s, loss per GPU and step),
+// printed as one JSON object per line on stdout, each with the node's
+// "host". Its docstring gives the line kinds, the FLOP formula and the
+// options; plugins/train runs and parses it.
+//
+//go:embed trainbench.py
+var TrainBench string

@@ -1,0 +1,244 @@
+package train
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpuaccept/gpuaccept/plugins/internal/trainlog"
+)
+
+// lineMax is the longest line read; trainbench.py's longest, an error
+// with its traceback, is under 3 KiB.
+const lineMax = 64 << 10
+
+// config is trainbench.py's train_config line: what one GPU's process
+// trains.
+type config struct {
+	Host         string  `json:"host"`
+	GPU          int     `json:"gpu"`
+	Rank         int     `json:"rank"`
+	Model        string  `json:"model"`
+	Layers       int     `json:"layers"`
+	LayersFull   int     `json:"layers_full"`
+	LayersWhy    string  `json:"layers_why"`
+	Params       float64 `json:"params"`
+	FlopsPerTok  float64 `json:"model_flop_per_tok"`
+	Formula      string  `json:"formula"`
+	Mode         string  `json:"mode"`
+	WorldSize    int     `json:"world_size"`
+	Seq          int     `json:"seq"`
+	MicroBatch   int     `json:"micro_batch"`
+	Steps        int     `json:"steps"`
+	Warmup       int     `json:"warmup"`
+	Name         string  `json:"name"`
+	Torch        string  `json:"torch"`
+	CUDA         *string `json:"cuda"`
+	HIP          *string `json:"hip"`
+	line         int
+	stepsSeen    int
+	peakMemGiB   float64
+	tokens, tfls []float64
+}
+
+// benchLine is any line of trainbench.py's output.
+type benchLine struct {
+	Kind    string          `json:"kind"`
+	Host    string          `json:"host"`
+	GPU     *int            `json:"gpu"`
+	Rank    int             `json:"rank"`
+	Step    int             `json:"step"`
+	Warmup  json.RawMessage `json:"warmup"` // a step's flag; the config's count
+	Ms      float64         `json:"ms"`
+	TPS     float64         `json:"tokens_per_s"`
+	TFLOPS  float64         `json:"tflops"`
+	PeakMem float64         `json:"peak_mem_gib"`
+	Loss    json.RawMessage `json:"loss"`
+	Error   string          `json:"error"`
+	Message string          `json:"message"`
+	Trace   string          `json:"traceback"`
+}
+
+// gpuKey names one GPU's process: host and GPU index.
+type gpuKey struct {
+	host string
+	gpu  int
+}
+
+func (k gpuKey) String() string {
+	h := k.host
+	if h == "" {
+		h = "host unknown"
+	}
+	return fmt.Sprintf("%s GPU %d", h, k.gpu)
+}
+
+// bench is trainbench.py's output, one log per GPU.
+type bench struct {
+	configs map[gpuKey]*config
+	logs    map[gpuKey]*trainlog.Log
+	// setup are the script's own "could not start" errors (no torch, no
+	// GPU, bad --gpus), with their lines.
+	setup []string
+	// stray counts lines that are not the script's JSON (warnings on
+	// stderr); a traceback among them with no error line is a crash.
+	stray int
+	trace []trainlog.Failure
+	lines int
+}
+
+// readBench reads trainbench.py's lines; name is the file's name for
+// messages. It returns an error only for a read failure or an output
+// that holds none of the script's lines.
+func readBench(r io.Reader, name string, b *bench) error {
+	if b.configs == nil {
+		b.configs, b.logs = map[gpuKey]*config{}, map[gpuKey]*trainlog.Log{}
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), lineMax)
+	n, found := 0, 0
+	for sc.Scan() {
+		n++
+		text := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(text, "{") {
+			if text != "" {
+				b.stray++
+				if kind := strayFailure(text); kind != "" {
+					b.trace = append(b.trace, trainlog.Failure{Kind: kind, Line: n, Text: clip(text)})
+				}
+			}
+			continue
+		}
+		var l benchLine
+		if err := json.Unmarshal([]byte(text), &l); err != nil || l.Kind == "" {
+			b.stray++
+			continue
+		}
+		found++
+		gpu := -1
+		if l.GPU != nil {
+			gpu = *l.GPU
+		}
+		k := gpuKey{l.Host, gpu}
+		switch l.Kind {
+		case "train_config":
+			c := &config{}
+			if err := json.Unmarshal([]byte(text), c); err != nil {
+				return fmt.Errorf("%s:%d: train_config: %w", name, n, err)
+			}
+			c.line = n
+			b.configs[k] = c
+			lg := b.log(k)
+			lg.Info = map[string]string{"model": c.Model, "layers": strconv.Itoa(c.Layers), "seq_length": strconv.Itoa(c.Seq),
+				"micro_batch_size": strconv.Itoa(c.MicroBatch), "world_size": strconv.Itoa(c.WorldSize), "gpu": c.Name, "torchversion": c.Torch}
+		case "train_step":
+			loss, ok, err := lossOf(l.Loss)
+			if err != nil {
+				return fmt.Errorf("%s:%d: train_step loss: %w", name, n, err)
+			}
+			lg := b.log(k)
+			of := 0
+			if c := b.configs[k]; c != nil {
+				of = c.Steps
+				c.stepsSeen++
+				c.peakMemGiB = math.Max(c.peakMemGiB, l.PeakMem)
+			}
+			lg.Steps = append(lg.Steps, trainlog.Step{Iter: l.Step, Of: of, Line: n, Host: l.Host, GPU: strconv.Itoa(gpu),
+				Warmup: string(l.Warmup) == "true", Millis: l.Ms, TFLOPSPerGPU: l.TFLOPS, TokensPerSecPerGPU: l.TPS, Loss: loss, HasLoss: ok, PeakMemGiB: l.PeakMem})
+		case "error":
+			msg := fmt.Sprintf("%s: %s", k, l.Message)
+			switch l.Error {
+			case "oom":
+				b.log(k).Failures = append(b.log(k).Failures, trainlog.Failure{Kind: trainlog.KindOOM, Line: n, Text: clip(l.Message)})
+			case "crash":
+				b.log(k).Failures = append(b.log(k).Failures, trainlog.Failure{Kind: trainlog.KindCrash, Line: n, Text: clip(l.Message)})
+			default:
+				b.setup = append(b.setup, fmt.Sprintf("%s:%d: %s", name, n, strings.TrimPrefix(msg, "host unknown GPU -1: ")))
+			}
+		}
+	}
+	b.lines += n
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read %s at line %d: %w", name, n+1, err)
+	}
+	if found == 0 {
+		return fmt.Errorf("%s: no trainbench.py line in %d line(s)", name, n)
+	}
+	return nil
+}
+
+func (b *bench) log(k gpuKey) *trainlog.Log {
+	l := b.logs[k]
+	if l == nil {
+		l = &trainlog.Log{Writer: "trainbench", Formula: "6*N + 12*L*H*S (PaLM appendix B)"}
+		b.logs[k] = l
+	}
+	return l
+}
+
+// keys are the GPUs seen, sorted by host then index.
+func (b *bench) keys() []gpuKey {
+	var ks []gpuKey
+	for k := range b.logs {
+		if k.gpu >= 0 {
+			ks = append(ks, k)
+		}
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if ks[i].host != ks[j].host {
+			return ks[i].host < ks[j].host
+		}
+		return ks[i].gpu < ks[j].gpu
+	})
+	return ks
+}
+
+// lossOf reads a loss: a number, or "nan", "inf", "-inf" (JSON has no
+// NaN). A missing loss is no loss.
+func lossOf(raw json.RawMessage) (float64, bool, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, false, nil
+	}
+	var v float64
+	if err := json.Unmarshal(raw, &v); err == nil {
+		return v, true, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return 0, false, fmt.Errorf("%s is neither a number nor a string", raw)
+	}
+	switch strings.ToLower(s) {
+	case "nan":
+		return math.NaN(), true, nil
+	case "inf", "+inf":
+		return math.Inf(1), true, nil
+	case "-inf":
+		return math.Inf(-1), true, nil
+	}
+	return 0, false, fmt.Errorf("%q is not a number, nan or inf", s)
+}
+
+// strayFailure tells a failure from what a non-JSON line says: a process
+// killed before it could print its error line leaves only these.
+func strayFailure(text string) string {
+	l := strings.ToLower(text)
+	switch {
+	case strings.Contains(l, "out of memory"):
+		return trainlog.KindOOM
+	case strings.HasPrefix(text, "Traceback (most recent call last)"), strings.Contains(text, "Segmentation fault"):
+		return trainlog.KindCrash
+	}
+	return ""
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200]
+	}
+	return s
+}
