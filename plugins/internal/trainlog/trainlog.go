@@ -39,9 +39,23 @@ type Step struct {
 	// Megatron); meaningful when HasLoss. NaN and Inf are kept as such.
 	Loss    float64
 	HasLoss bool
+	// LossDropped marks a Megatron or Primus line that prints no loss
+	// although an earlier line did: Megatron prints a loss only when its
+	// interval average is above 0, so a NaN loss vanishes from the line
+	// instead of reading "nan" (epfLLM/Megatron-LLM issue 33 shows it).
+	LossDropped bool
+	// GradNorm is the gradient norm the line reports ("grad norm",
+	// torchtitan's "grad_norm"); meaningful when HasGradNorm. NaN and Inf
+	// are kept.
+	GradNorm    float64
+	HasGradNorm bool
 	// Skipped and NaNIters are Megatron's "number of skipped iterations"
 	// and "number of nan iterations" for the interval the line covers.
 	Skipped, NaNIters int
+	// Counted is true when the line gives those two counts (Megatron and
+	// Primus do; torchtitan and NeMo print none, so their skipped
+	// iterations cannot be judged).
+	Counted bool
 	// PeakMemGiB is the peak GPU memory the step used, GiB (2^30 bytes);
 	// 0 when absent.
 	PeakMemGiB float64
