@@ -39,8 +39,10 @@ var formulas = map[string]string{
 
 var (
 	// ansi matches the colour codes torchtitan's and Primus's loggers wrap
-	// their lines in.
-	ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+	// their lines in, with their ESC or without it: a log copied out of a
+	// web console or a log store keeps "[32m" and loses the ESC
+	// (AMD-AGI/Primus-SaFE keeps Primus lines so in its tests).
+	ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\[(?:[0-9]{1,3}(?:;[0-9]{1,3})*)?m`)
 
 	// Megatron-LM, Megatron-Bridge, Megatron-DeepSpeed and Primus:
 	// " [2024-04-06 02:55:45] iteration        2/     100 | consumed samples: ..."
@@ -71,7 +73,7 @@ var (
 	nemo2Step = regexp.MustCompile(`Training epoch (\d+), iteration (\d+)/(\d+) \|(.*)$`)
 	// NeMo 1 (PyTorch Lightning's tqdm bar): "Epoch 0: 100%|###| 50/50
 	// [01:23<00:00, ..., reduced_train_loss=10.40, global_step=49.0, ..., train_step_timing in s=1.23]".
-	nemo1Step   = regexp.MustCompile(`\bglobal_step=([0-9.]+)`)
+	nemo1Step   = regexp.MustCompile(`\bglobal_step=([0-9.]+(?:[eE][+-]?[0-9]+)?)`)
 	nemo1Loss   = regexp.MustCompile(`\breduced_train_loss=([^,\]\s]+)`)
 	nemo1Time   = regexp.MustCompile(`\btrain_step_timing in s=([^,\]\s]+)`)
 	nemo1TFLOPS = regexp.MustCompile(`\bTFLOPS_per_GPU=([^,\]\s]+)`)
@@ -88,7 +90,7 @@ var failurePatterns = []struct {
 }{
 	{KindHang, regexp.MustCompile(`Watchdog caught collective operation timeout|watchdog (?:thread )?got stuck|Some NCCL operations have failed or timed out|ran for \d+ milliseconds before timing out`)},
 	{KindOOM, regexp.MustCompile(`(?i)\b(?:CUDA|HIP) out of memory|OutOfMemoryError|CUDA error: out of memory|hipErrorOutOfMemory|HIP error: out of memory`)},
-	{KindNaN, regexp.MustCompile(`found NaN in local grad norm|found (?:NaN|Inf) in (?:local )?(?:grad|loss)|Unexpected result nan|loss is (?:NaN|nan|inf)`)},
+	{KindNaN, regexp.MustCompile(`found NaN in local grad norm|found (?:NaN|Inf) in (?:local )?(?:grad|loss)|Unexpected result nan|loss is (?:NaN|nan|inf)|Bad grad_norm detected \(grad_norm=(?:nan|inf)`)},
 	{KindCrash, regexp.MustCompile(`Traceback \(most recent call last\):|ChildFailedError|\bexitcode\s*:\s*-?[1-9]|\(exitcode: -?[1-9]|\bNCCL error\b|\bRCCL error\b|\bnccl(?:Internal|System|Unhandled[A-Za-z]*|Invalid[A-Za-z]*|Remote)Error\b|Segmentation fault|\bSIGSEGV\b|\bSIGABRT\b|core dumped|CUDA error: |HIP error: |DistBackendError`)},
 }
 
@@ -169,7 +171,7 @@ func Read(r io.Reader) (Log, error) {
 
 // line reads one line of the log; n is its 1-based number.
 func (rd *reader) line(n int, raw []byte) {
-	if bytes.IndexByte(raw, 0x1b) >= 0 {
+	if bytes.Contains(raw, []byte("m")) && bytes.IndexByte(raw, '[') >= 0 {
 		raw = ansi.ReplaceAll(raw, nil)
 	}
 	s := string(raw)
@@ -187,10 +189,11 @@ func (rd *reader) line(n int, raw []byte) {
 	// segment, and the last one holding a step wins below.
 	for _, seg := range strings.Split(s, "\r") {
 		switch {
-		case strings.Contains(seg, "iteration") && megatronIter.MatchString(seg):
-			rd.megatron(n, seg)
+		// NeMo 2's line holds "iteration N/M |" too: it goes first.
 		case strings.Contains(seg, "Training epoch") && nemo2Step.MatchString(seg):
 			rd.nemo2(n, seg)
+		case strings.Contains(seg, "iteration") && megatronIter.MatchString(seg):
+			rd.megatron(n, seg)
 		case strings.Contains(seg, "global_step="):
 			rd.nemo1(n, seg)
 		case strings.Contains(seg, "step:") && titanStep.MatchString(seg):
@@ -320,6 +323,10 @@ func (rd *reader) megatron(n int, s string) {
 			if x, ok := num(v); ok {
 				st.Millis = x * 1000
 			}
+		case "elapsed time per iteration": // Megatron-Bridge: "21392.5 ms"
+			if x, ok := num(v); ok && strings.HasSuffix(strings.TrimSpace(v), "ms") {
+				st.Millis = x
+			}
 		case "throughput per GPU (TFLOP/s/GPU)", "compute per GPU (TFLOP/s/GPU)", "TFLOPs":
 			st.TFLOPSPerGPU, _ = num(v)
 		case "tokens per GPU (tokens/s/GPU)":
@@ -353,9 +360,12 @@ func (rd *reader) megatron(n int, s string) {
 			rd.primus = true
 		}
 	}
+	// Megatron prints a loss when its interval average is above 0, and
+	// leaves out the iterations it skipped: no loss on a line that skipped
+	// none (or after lines that had one) is a NaN.
 	if st.HasLoss {
 		rd.hadLoss = true
-	} else if rd.hadLoss {
+	} else if rd.hadLoss || st.Counted && st.Skipped == 0 {
 		st.LossDropped = true
 	}
 	rd.add(WriterMegatron, st)
@@ -490,9 +500,7 @@ func (rd *reader) finish(lines int) (Log, error) {
 // iteration, so the head of a real log may hold no step). It is cheap
 // enough to run on every file given to gpuaccept check.
 func Sniff(head []byte) bool {
-	if bytes.IndexByte(head, 0x1b) >= 0 {
-		head = ansi.ReplaceAll(head, nil)
-	}
+	head = ansi.ReplaceAll(head, nil)
 	for _, ln := range strings.Split(string(head), "\n") {
 		for _, seg := range strings.Split(ln, "\r") {
 			if isStep(seg) {

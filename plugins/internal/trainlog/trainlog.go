@@ -40,9 +40,10 @@ type Step struct {
 	Loss    float64
 	HasLoss bool
 	// LossDropped marks a Megatron or Primus line that prints no loss
-	// although an earlier line did: Megatron prints a loss only when its
-	// interval average is above 0, so a NaN loss vanishes from the line
-	// instead of reading "nan" (epfLLM/Megatron-LLM issue 33 shows it).
+	// although an earlier line did, or although it skipped no iteration:
+	// Megatron prints a loss only when its interval average is above 0,
+	// so a NaN loss vanishes from the line instead of reading "nan"
+	// (epfLLM/Megatron-LLM issue 33, deepspeedai/Megatron-DeepSpeed PR 434).
 	LossDropped bool
 	// GradNorm is the gradient norm the line reports ("grad norm",
 	// torchtitan's "grad_norm"); meaningful when HasGradNorm. NaN and Inf
