@@ -96,14 +96,28 @@ var failurePatterns = []struct {
 
 // writerMarkers name a writer in a log that has no step line of it (a
 // run that died before its first logged iteration).
+// One of words, lower-cased, is in every line re matches: the cheap test
+// goes first.
 var writerMarkers = []struct {
 	writer string
+	words  []string
 	re     *regexp.Regexp
 }{
-	{WriterPrimus, regexp.MustCompile(`(?i)\bprimus\b|\[rank-\d+/\d+\]`)},
-	{WriterTorchtitan, regexp.MustCompile(`(?i)torchtitan|\[titan\]`)},
-	{WriterNeMo, regexp.MustCompile(`\bNeMo\b|\bnemo[._/]|megatron[._/]bridge`)},
-	{WriterMegatron, regexp.MustCompile(`(?i)megatron`)},
+	{WriterPrimus, []string{"primus", "[rank-"}, regexp.MustCompile(`(?i)\bprimus\b|\[rank-\d+/\d+\]`)},
+	{WriterTorchtitan, []string{"titan"}, regexp.MustCompile(`(?i)torchtitan|\[titan\]`)},
+	{WriterNeMo, []string{"nemo", "bridge"}, regexp.MustCompile(`\bNeMo\b|\bnemo[._/]|megatron[._/]bridge`)},
+	{WriterMegatron, []string{"megatron"}, regexp.MustCompile(`(?i)megatron`)},
+}
+
+// named reports whether the line s (lower: s lower-cased) names the
+// writer of marker m.
+func named(lower, s string, m int) bool {
+	for _, w := range writerMarkers[m].words {
+		if strings.Contains(lower, w) {
+			return writerMarkers[m].re.MatchString(s)
+		}
+	}
+	return false
 }
 
 // expected is the sentence Read's errors end with.
@@ -175,15 +189,16 @@ func (rd *reader) line(n int, raw []byte) {
 		raw = ansi.ReplaceAll(raw, nil)
 	}
 	s := string(raw)
-	for w, m := range writerMarkers {
-		if !rd.markers[m.writer] && m.re.MatchString(s) {
-			rd.markers[writerMarkers[w].writer] = true
+	lower := strings.ToLower(s)
+	for i, m := range writerMarkers {
+		if !rd.markers[m.writer] && named(lower, s, i) {
+			rd.markers[m.writer] = true
 		}
 	}
-	if primusPrefix.MatchString(s) {
+	if strings.Contains(s, "[rank-") && primusPrefix.MatchString(s) {
 		rd.primus = true
 	}
-	rd.failure(n, s)
+	rd.failure(n, s, lower)
 	rd.info(s)
 	// A tqdm bar redraws itself after a carriage return: each redraw is a
 	// segment, and the last one holding a step wins below.
@@ -202,8 +217,22 @@ func (rd *reader) line(n int, raw []byte) {
 	}
 }
 
+// failureWords prefilter failurePatterns: a line holding none of them
+// (lower-cased) matches none, and most lines of a log hold none.
+var failureWords = []string{"memory", "watchdog", "timed out", "timing out", "traceback", "childfailed", "exitcode", "nccl", "rccl", "segmentation", "sigsegv", "sigabrt", "core dumped", "error", "nan", "inf", "grad_norm"}
+
 // failure records the line when it says the run went wrong.
-func (rd *reader) failure(n int, s string) {
+func (rd *reader) failure(n int, s, lower string) {
+	hit := false
+	for _, w := range failureWords {
+		if strings.Contains(lower, w) {
+			hit = true
+			break
+		}
+	}
+	if !hit {
+		return
+	}
 	for _, p := range failurePatterns {
 		if !p.re.MatchString(s) {
 			continue
@@ -254,6 +283,9 @@ func (rd *reader) info(s string) {
 				set("model", m[2])
 			}
 		}
+	}
+	if !strings.Contains(s, " size") && !strings.Contains(s, "world") && !strings.Contains(s, "ersion") && !strings.Contains(s, "capacity") {
+		return
 	}
 	if m := titanStart.FindStringSubmatch(s); m != nil {
 		set("micro_batch_size", m[1])
@@ -506,8 +538,9 @@ func Sniff(head []byte) bool {
 			if isStep(seg) {
 				return true
 			}
-			for _, m := range writerMarkers {
-				if m.re.MatchString(seg) {
+			lower := strings.ToLower(seg)
+			for i := range writerMarkers {
+				if named(lower, seg, i) {
 					return true
 				}
 			}
