@@ -58,9 +58,17 @@ var (
 	titanMem    = regexp.MustCompile(`\bmemory:\s*([0-9.]+)GiB`)
 	titanTPS    = regexp.MustCompile(`\b(?:tps|wps):\s*([0-9,]+(?:\.[0-9]+)?)`)
 	titanTFLOPS = regexp.MustCompile(`\btflops:\s*([0-9,]+(?:\.[0-9]+)?)`)
-	// "Training starts at step 1, with local batch size 1, global batch
-	// size 8, sequence length 8192, total steps 1000 (warmup 200)".
-	titanStart = regexp.MustCompile(`local batch size (\d+), global batch size (\d+), sequence length (\d+), total steps (\d+)`)
+	// torchtitan's run facts, each where its version prints it: "Training
+	// starts at step 1, with local batch size 1, global batch size 8,
+	// sequence length 8192, total steps 1000 (warmup 200)" (2024-25);
+	// "Trainer is initialized with ... maximum context length 8192, total
+	// steps 1000 (warmup 200)" (2026, torchtitan/trainer.py).
+	titanFacts = map[string]*regexp.Regexp{
+		"micro_batch_size":  regexp.MustCompile(`\blocal batch size (\d+)`),
+		"global_batch_size": regexp.MustCompile(`\bglobal batch size (\d+)`),
+		"seq_length":        regexp.MustCompile(`\b(?:sequence length|maximum context length) (\d+)`),
+		"total_steps":       regexp.MustCompile(`\btotal steps (\d+)`),
+	}
 	// "Model llama3 8B size: 8,030,261,248 total parameters".
 	titanModel = regexp.MustCompile(`Model (\S+ \S+) size: ([0-9,]+) total parameters`)
 	// "CUDA capacity: NVIDIA H100 80GB HBM3 with 79.44GiB memory" (ROCm builds print the same).
@@ -284,14 +292,15 @@ func (rd *reader) info(s string) {
 			}
 		}
 	}
-	if !strings.Contains(s, " size") && !strings.Contains(s, "world") && !strings.Contains(s, "ersion") && !strings.Contains(s, "capacity") {
+	if !strings.Contains(s, " size") && !strings.Contains(s, "world") && !strings.Contains(s, "ersion") && !strings.Contains(s, "capacity") && !strings.Contains(s, "Train") {
 		return
 	}
-	if m := titanStart.FindStringSubmatch(s); m != nil {
-		set("micro_batch_size", m[1])
-		set("global_batch_size", m[2])
-		set("seq_length", m[3])
-		set("total_steps", m[4])
+	if strings.Contains(s, "Training starts") || strings.Contains(s, "Trainer is initialized") {
+		for k, re := range titanFacts {
+			if m := re.FindStringSubmatch(s); m != nil {
+				set(k, m[1])
+			}
+		}
 	}
 	if m := titanModel.FindStringSubmatch(s); m != nil {
 		set("model", m[1])
@@ -403,8 +412,13 @@ func (rd *reader) megatron(n int, s string) {
 	rd.add(WriterMegatron, st)
 }
 
-// titan reads a torchtitan step line.
+// titan reads a torchtitan step line; its "validate step: N  loss:"
+// lines are evaluation, not training, and are left alone.
 func (rd *reader) titan(n int, s string) {
+	loc := titanStep.FindStringSubmatchIndex(s)
+	if strings.HasSuffix(strings.TrimRight(s[:loc[0]], " "), "validate") {
+		return
+	}
 	m := titanStep.FindStringSubmatch(s)
 	it, err := strconv.Atoi(m[1])
 	if err != nil {
