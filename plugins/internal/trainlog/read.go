@@ -523,10 +523,6 @@ func (rd *reader) finish(lines int) (Log, error) {
 	switch {
 	case rd.format == WriterMegatron && (rd.primus || rd.markers[WriterPrimus]):
 		l.Writer = WriterPrimus
-	case rd.format == WriterMegatron && rd.markers[WriterNeMo] && !rd.markers[WriterMegatron]:
-		// Megatron-Bridge prints Megatron's lines; without "megatron"
-		// anywhere else it is still Megatron's format.
-		l.Writer = WriterMegatron
 	case rd.format != "":
 		l.Writer = rd.format
 	case len(l.Failures) > 0:

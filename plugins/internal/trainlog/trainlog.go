@@ -5,6 +5,17 @@
 // does not fall, a crash, an out-of-memory error. The train plugin reads
 // its own workload's lines into a Log and the frameworks' logs through
 // this package's readers, so one set of gates judges both.
+//
+// Read tells the writer by content and reads Megatron-LM's iteration
+// lines (and Megatron-Bridge's and Megatron-DeepSpeed's, which are
+// Megatron's), Primus's (Megatron's behind Primus's logger prefix, each
+// figure as "this step/running mean"), torchtitan's step lines and NeMo's
+// (NeMo 2's "Training epoch E, iteration N/M |" lines, NeMo 1's tqdm bar),
+// and the lines that say a run went wrong: out of memory, NaN, a crash, a
+// hang. Sniff routes a file to Read by its head. Gates judges a Log: loss
+// finite, no skipped iterations, loss falls, no out-of-memory, ran to the
+// end. README.md lists the formats, the gates and the real logs of
+// testdata/field/train they are tested on.
 package trainlog
 
 // Step is one logged training iteration (or one logging interval: Megatron
