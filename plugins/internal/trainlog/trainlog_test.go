@@ -114,7 +114,9 @@ func TestReadRejects(t *testing.T) {
 			}
 			return err
 		}
-		if d.IsDir() || d.Name() == "case.yaml" || strings.HasSuffix(p, ".yaml") {
+		// case.yaml, the SKU files and the READMEs are about outputs,
+		// not outputs.
+		if d.IsDir() || strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".md") {
 			return nil
 		}
 		data, err := os.ReadFile(p)
