@@ -549,23 +549,24 @@ func (rd *reader) finish(lines int) (Log, error) {
 	return l, nil
 }
 
+// logMarks are structures only the writers' logs hold (not prose that
+// names them, as a README does): torchtitan's and NeMo's logger
+// prefixes, Primus's rank prefix, Megatron's argument dump and start-up
+// lines, a Megatron source path in a traceback.
+var logMarks = regexp.MustCompile(`\[titan\]|\[NeMo [IWE] |\[rank-\d+/\d+\]\s*\[(?:INFO|WARNING|ERROR|DEBUG)|-{8,} arguments -{8,}|> initializing torch distributed|\[after megatron is initialized\]|/megatron/\S*\.py"?, line \d+`)
+
 // Sniff reports whether head, the start of a file, looks like a training
-// log Read can read: a step line of one of the writers, or a line naming
-// one (Megatron's argument dump runs to hundreds of lines before the first
-// iteration, so the head of a real log may hold no step). It is cheap
-// enough to run on every file given to gpuaccept check.
+// log Read can read: a step line of one of the writers, or a structure
+// only their logs hold (Megatron's argument dump runs to hundreds of
+// lines before the first iteration, so the head of a real log may hold no
+// step). Prose that names a framework is not enough. It is cheap enough
+// to run on every file given to gpuaccept check.
 func Sniff(head []byte) bool {
 	head = ansi.ReplaceAll(head, nil)
 	for _, ln := range strings.Split(string(head), "\n") {
 		for _, seg := range strings.Split(ln, "\r") {
-			if isStep(seg) {
+			if isStep(seg) || logMarks.MatchString(seg) {
 				return true
-			}
-			lower := strings.ToLower(seg)
-			for i := range writerMarkers {
-				if named(lower, seg, i) {
-					return true
-				}
 			}
 		}
 	}
