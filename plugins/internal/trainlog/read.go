@@ -147,9 +147,9 @@ type reader struct {
 	failures int  // failure lines seen, kept or not
 }
 
-// Read parses a training log written by Megatron-LM (and
-// Megatron-Bridge, whose lines are Megatron's), AMD's Primus, torchtitan
-// or NeMo into a Log. It tells the writer by content, strips ANSI colour
+// Read parses a training log written by Megatron-LM (and Megatron-Bridge
+// and Megatron-DeepSpeed, whose lines are Megatron's), AMD's Primus,
+// torchtitan or NeMo into a Log. It tells the writer by content, strips ANSI colour
 // codes, reads tqdm bars whose redraws are joined by carriage returns,
 // and keeps one step per iteration number (each rank of a multi-rank run
 // may print the same line). Steps are kept in log order with the line
@@ -214,7 +214,7 @@ func (rd *reader) line(n int, raw []byte) {
 	rd.failure(n, s, lower)
 	rd.info(s)
 	// A tqdm bar redraws itself after a carriage return: each redraw is a
-	// segment, and the last one holding a step wins below.
+	// segment, and the first one holding a step is kept (add).
 	for _, seg := range strings.Split(s, "\r") {
 		switch {
 		// NeMo 2's line holds "iteration N/M |" too: it goes first.
