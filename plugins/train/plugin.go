@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -83,7 +82,7 @@ func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 	return pluginapi.Description{Name: PluginName, Version: Version, Tests: []pluginapi.TestInfo{
 		{Name: "gpu", Description: "trainbench.py: a Qwen2.5-shaped decoder (bf16, AdamW, random weights) trained on every GPU of each node at once, one process per GPU: tokens/s and model TFLOP/s per GPU; gates: finite and falling loss, no OOM, no crash", Params: benchParams, Metrics: metrics},
 		{Name: "node", Description: "trainbench.py as one data-parallel job (DistributedDataParallel) over all GPUs of each node: tokens/s and model TFLOP/s per GPU; the same gates", Params: benchParams, Metrics: metrics},
-		// PENDING-COMMAND
+		{Name: "command", Description: "the site's own training command (Megatron-LM, Primus, torchtitan, NeMo), its log read: TFLOP/s and tokens/s per GPU, the same gates", Params: commandParams, Metrics: metrics},
 	}}, nil
 }
 
@@ -217,7 +216,9 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	if err != nil {
 		s, _ = parseParams(req.Test, nil)
 	}
-	_ = s // PENDING-PARSE
+	if req.Test == "command" {
+		return parseCommand(req, s), nil
+	}
 	var p result.Parsed
 	var errs []string
 	var b bench
@@ -263,8 +264,9 @@ func judgeBench(p *result.Parsed, topo plan.Topology, b bench) {
 		lg := b.logs[k]
 		c := b.configs[k]
 		lg.Failures = append(lg.Failures, b.trace...)
-		for _, g := range trainlog.Gates(*lg, 0, k.host) {
+		for _, g := range trainlog.Gates(*lg, 0) {
 			g.Name += " " + k.String()
+			g.Host = k.host
 			p.Checks = append(p.Checks, g)
 		}
 		if c == nil {
@@ -365,18 +367,4 @@ func paths(o plan.Output) []string {
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-func sortedStrings(s []string) []string {
-	sort.Strings(s)
-	return s
 }

@@ -5,6 +5,17 @@
 // does not fall, a crash, an out-of-memory error. The train plugin reads
 // its own workload's lines into a Log and the frameworks' logs through
 // this package's readers, so one set of gates judges both.
+//
+// Read tells the writer by content and reads Megatron-LM's iteration
+// lines (and Megatron-Bridge's and Megatron-DeepSpeed's, which are
+// Megatron's), Primus's (Megatron's behind Primus's logger prefix, each
+// figure as "this step/running mean"), torchtitan's step lines and NeMo's
+// (NeMo 2's "Training epoch E, iteration N/M |" lines, NeMo 1's tqdm bar),
+// and the lines that say a run went wrong: out of memory, NaN, a crash, a
+// hang. Sniff routes a file to Read by its head. Gates judges a Log: loss
+// finite, no skipped iterations, loss falls, no out-of-memory, ran to the
+// end. README.md lists the formats, the gates and the real logs of
+// testdata/field/train they are tested on.
 package trainlog
 
 // Step is one logged training iteration (or one logging interval: Megatron
@@ -39,9 +50,24 @@ type Step struct {
 	// Megatron); meaningful when HasLoss. NaN and Inf are kept as such.
 	Loss    float64
 	HasLoss bool
+	// LossDropped marks a Megatron or Primus line that prints no loss
+	// although an earlier line did, or although it skipped no iteration:
+	// Megatron prints a loss only when its interval average is above 0,
+	// so a NaN loss vanishes from the line instead of reading "nan"
+	// (epfLLM/Megatron-LLM issue 33, deepspeedai/Megatron-DeepSpeed PR 434).
+	LossDropped bool
+	// GradNorm is the gradient norm the line reports ("grad norm",
+	// torchtitan's "grad_norm"); meaningful when HasGradNorm. NaN and Inf
+	// are kept.
+	GradNorm    float64
+	HasGradNorm bool
 	// Skipped and NaNIters are Megatron's "number of skipped iterations"
 	// and "number of nan iterations" for the interval the line covers.
 	Skipped, NaNIters int
+	// Counted is true when the line gives those two counts (Megatron and
+	// Primus do; torchtitan and NeMo print none, so their skipped
+	// iterations cannot be judged).
+	Counted bool
 	// PeakMemGiB is the peak GPU memory the step used, GiB (2^30 bytes);
 	// 0 when absent.
 	PeakMemGiB float64
