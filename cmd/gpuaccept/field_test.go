@@ -26,7 +26,10 @@ type fieldCase struct {
 	GPUsPerNode int      `yaml:"gpus_per_node"`
 	Files       []string `yaml:"files"`
 	Verdict     string   `yaml:"verdict"`
-	Expect      struct {
+	// TrainLog holds what plugins/internal/trainlog's own test asserts of
+	// a training log (its reader and gates, case by case).
+	TrainLog any `yaml:"trainlog"`
+	Expect   struct {
 		Status string `yaml:"status"`
 		// Message holds substrings the test's message must contain.
 		Message []string `yaml:"message"`

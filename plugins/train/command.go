@@ -18,6 +18,7 @@ import (
 func parseCommand(req pluginapi.ParseRequest, s settings) result.Parsed {
 	var p result.Parsed
 	var errs []string
+	judged := 0
 	for _, o := range req.Outputs {
 		if o.LaunchError != "" {
 			errs = append(errs, fmt.Sprintf("step %s: %s", o.Step, o.LaunchError))
@@ -40,13 +41,14 @@ func parseCommand(req pluginapi.ParseRequest, s settings) result.Parsed {
 				continue
 			}
 			read++
+			judged += len(trainlog.Judged(l, s.warmup)) + len(l.Failures)
 			judgeLog(&p, l, s.warmup, o.Host, name)
 		}
 		if read == 0 && o.ExitCode != 0 {
 			errs = append(errs, fmt.Sprintf("step %s exited with status %d", o.Step, o.ExitCode))
 		}
 	}
-	if len(p.Metrics) == 0 && len(errs) == 0 && !failedCheck(p) {
+	if judged == 0 && len(errs) == 0 && !failedCheck(p) {
 		errs = append(errs, "no judged training step in the log")
 	}
 	if len(errs) > 0 {

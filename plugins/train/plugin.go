@@ -59,7 +59,7 @@ var benchParams = []pluginapi.Param{
 var commandParams = []pluginapi.Param{
 	{Name: "command", Description: "the site's training command, run by bash -c once per node (e.g. Primus's examples/run_pretrain.sh, torchrun ... train.py); required"},
 	{Name: "log", Description: "a file, relative to the step's working folder, the command writes its log to (collected and read besides its output); empty: the output alone"},
-	{Name: "warmup", Default: "2", Unit: "logged steps", Description: "first logged steps not judged"},
+	{Name: "warmup", Default: "0", Unit: "logged steps", Description: "first logged steps (lines: one per log interval) whose loss and throughput are not judged; the throughput judged is the median of the rest, which one slow first step does not move"},
 	{Name: "env.NAME", Description: "environment variable NAME for the command"},
 }
 
@@ -97,7 +97,7 @@ type settings struct {
 }
 
 func parseParams(test string, p map[string]string) (settings, error) {
-	s := settings{python: "python3", warmup: 2}
+	s := settings{python: "python3"}
 	declared := benchParams
 	if test == "command" {
 		declared = commandParams
