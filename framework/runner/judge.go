@@ -53,14 +53,18 @@ func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) re
 // model, the SKU's physical ceilings) whatever the baseline, then the
 // baseline entries of that scope, or skip naming the scopes that exist.
 // defaults are the plugin's label defaults per metric (LabelDefaults),
-// meanings what it declares its metrics mean (Meanings), which the test
-// keeps (result.Test.Meanings) for its reports.
+// meanings what it declares its metrics mean (Meanings), to which the
+// metrics the SKU declares for the test are added (sku.SKU.WithDeclared);
+// the test keeps them (result.Test.Meanings) for its reports.
 func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed, defaults map[string]map[string]string, meanings []result.Meaning) result.Test {
 	// The hardware a plugin names is the results folder's list
 	// (Hardware), no fact of the verdict: a folder made before plugins
 	// named it re-judges the same.
 	parsed, _, _ = result.StripHardware(parsed)
 	parsed = dropNonFinite(parsed)
+	// What the SKU file declares for the test (workload.command's
+	// metrics) is judged, drawn and kept as a plugin's own declaration.
+	meanings = s.WithDeclared(name, meanings)
 	t := judge.SKUTest(s, name, topo.Scope, parsed, defaults, meanings)
 	t.Name, t.Scope, t.Meanings = name, topo.Scope, meanings
 	return t
@@ -140,6 +144,18 @@ func MeaningsOf(ctx context.Context, d Describer, tests []string) map[string][]r
 		}
 		if ms := meanings(ctx, d, plugin, test); ms != nil {
 			out[full] = ms
+		}
+	}
+	return out
+}
+
+// MeaningsOfSKU is MeaningsOf with the metrics s declares for each test
+// added (sku.SKU.WithDeclared): what baseline record reads for a SKU.
+func MeaningsOfSKU(ctx context.Context, d Describer, s *sku.SKU, tests []string) map[string][]result.Meaning {
+	out := MeaningsOf(ctx, d, tests)
+	for _, t := range tests {
+		if ms := s.WithDeclared(t, out[t]); ms != nil {
+			out[t] = ms
 		}
 	}
 	return out
