@@ -164,8 +164,9 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 			p.Diagnostics = append(p.Diagnostics, r.Warnings...)
 		}
 	}
-	errs = append(errs, Gates(s.declared, ms, logs)...)
-	for _, m := range ms {
+	gates, kept := Gates(s.declared, ms, logs)
+	errs = append(errs, gates...)
+	for _, m := range kept {
 		p.Metrics = append(p.Metrics, m.Metric)
 		// Where each number was read, so a reader checks it against the
 		// line the tool printed.

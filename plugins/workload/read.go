@@ -158,37 +158,55 @@ func cut(s string) string {
 }
 
 // Gates returns the errors of a reading of every output against the
-// declarations: a metric no line matched (the tool printed another
-// format, another unit, or nothing: never a pass), and a metric matched
-// twice with the same labels (which of the two is the measurement?).
-func Gates(ds []Declared, ms []Match, logs []string) []string {
-	var errs []string
-	for _, d := range ds {
-		seen := map[string]string{}
-		found := false
-		for _, m := range ms {
-			if m.Metric.Name != d.Name {
-				continue
-			}
-			found = true
-			key := sku.LabelText(m.Metric.Labels)
-			if first, ok := seen[key]; ok {
-				what := "the same labels"
-				if key == "" {
-					what = "no label"
-				}
-				errs = append(errs, fmt.Sprintf("metric %s matched twice with %s, at %s and %s: a pattern must find one value per label set (give what differs a named group, (?P<label>...), or match one line only)", d.Name, what, first, m.Source))
-				continue
-			}
-			seen[key] = m.Source
+// declarations, and the matches left to judge: a metric no line matched
+// (the tool printed another format, another unit, or nothing: never a
+// pass) is named with its pattern; a metric matched more than once with
+// the same labels (several runs in one log: which is the measurement?) is
+// named with its lines, and none of those values is kept.
+func Gates(ds []Declared, ms []Match, logs []string) (errs []string, kept []Match) {
+	type key struct{ name, labels string }
+	where := map[key][]string{}
+	for _, m := range ms {
+		k := key{m.Metric.Name, sku.LabelText(m.Metric.Labels)}
+		where[k] = append(where[k], m.Source)
+	}
+	var twice []string
+	reported := map[key]bool{}
+	for _, m := range ms {
+		k := key{m.Metric.Name, sku.LabelText(m.Metric.Labels)}
+		if len(where[k]) == 1 {
+			kept = append(kept, m)
+			continue
 		}
-		if !found {
-			where := "the output"
-			if len(logs) > 0 {
-				where = strings.Join(logs, ", ")
+		if !reported[k] {
+			reported[k] = true
+			what := m.Metric.Name
+			if k.labels != "" {
+				what += " {" + k.labels + "}"
 			}
-			errs = append(errs, fmt.Sprintf("metric %s: pattern %q matched no line of %s (the tool printed another format or unit, or stopped before its summary)", d.Name, d.Pattern, where))
+			srcs := where[k]
+			more := ""
+			if len(srcs) > 3 {
+				srcs, more = srcs[:3], fmt.Sprintf(" and %d more", len(srcs)-3)
+			}
+			twice = append(twice, fmt.Sprintf("%s at %s%s", what, strings.Join(srcs, ", "), more))
 		}
 	}
-	return errs
+	for _, d := range ds {
+		found := false
+		for _, m := range ms {
+			found = found || m.Metric.Name == d.Name
+		}
+		if !found {
+			in := "the output"
+			if len(logs) > 0 {
+				in = strings.Join(logs, ", ")
+			}
+			errs = append(errs, fmt.Sprintf("metric %s: pattern %q matched no line of %s (the tool printed another format or unit, or stopped before its summary)", d.Name, d.Pattern, in))
+		}
+	}
+	if len(twice) > 0 {
+		errs = append(errs, fmt.Sprintf("matched more than once with the same labels, so none is judged: %s (several runs in one output? a pattern must find one value per label set: give what differs a named group, (?P<label>...))", strings.Join(twice, "; ")))
+	}
+	return errs, kept
 }
