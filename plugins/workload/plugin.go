@@ -171,7 +171,7 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 		// Where each number was read, so a reader checks it against the
 		// line the tool printed.
 		p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Source: m.Source,
-			Message: fmt.Sprintf("%s %s %s from %q", m.Metric.Key(), formatValue(m.Metric.Value), m.Metric.Unit, m.Text)})
+			Message: fmt.Sprintf("%s %s %s from %q", pointName(m.Metric), formatValue(m.Metric.Value), m.Metric.Unit, m.Text)})
 	}
 	p.Error = strings.Join(errs, "; ")
 	return p, nil
@@ -188,6 +188,14 @@ func paths(out plan.Output) []string {
 		ps = append(ps, out.Files[k])
 	}
 	return ps
+}
+
+// pointName is a point's metric name with its labels: "ttft{stat=P99}".
+func pointName(m result.Metric) string {
+	if len(m.Labels) == 0 {
+		return m.Name
+	}
+	return m.Name + "{" + sku.LabelText(m.Labels) + "}"
 }
 
 func formatValue(v float64) string {
