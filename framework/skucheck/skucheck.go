@@ -170,8 +170,8 @@ func checkSiteParams(ti *pluginapi.TestInfo, st *sku.SuiteTest) []error {
 // declared, drawn per label set, labels the pattern's named groups. ti
 // itself is not changed.
 func withDeclared(ti *pluginapi.TestInfo, ds []*sku.DeclaredMetric) *pluginapi.TestInfo {
-	if len(ds) == 0 {
-		return ti
+	if len(ds) == 0 || !readsDeclared(ti) {
+		return ti // checkDeclared reports metrics: on a test that reads none
 	}
 	out := *ti
 	out.Metrics = slices.Clone(ti.Metrics)
@@ -187,6 +187,12 @@ func withDeclared(ti *pluginapi.TestInfo, ds []*sku.DeclaredMetric) *pluginapi.T
 	return &out
 }
 
+// readsDeclared says ti reads the metrics a SKU file declares: it takes
+// the parameter they reach it by.
+func readsDeclared(ti *pluginapi.TestInfo) bool {
+	return slices.ContainsFunc(ti.Params, func(p pluginapi.Param) bool { return p.Name == sku.DeclaredParam })
+}
+
 // checkDeclared (ti: the plugin's own declaration) reports metrics: on a
 // test whose plugin reads no declared
 // metrics (it takes no parameter sku.DeclaredParam: they would be judged
@@ -196,7 +202,7 @@ func checkDeclared(ti *pluginapi.TestInfo, st *sku.SuiteTest) []error {
 	if len(st.Metrics) == 0 {
 		return nil
 	}
-	if !slices.ContainsFunc(ti.Params, func(p pluginapi.Param) bool { return p.Name == sku.DeclaredParam }) {
+	if !readsDeclared(ti) {
 		return []error{problemAt(st.Line, "metrics", "%s reads no declared metrics (it takes no parameter %s): declare metrics on a test that reads them, such as workload.command", st.Test, sku.DeclaredParam)}
 	}
 	var errs []error
