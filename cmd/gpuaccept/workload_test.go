@@ -131,3 +131,20 @@ func cliParam(t *testing.T, baselines, param string) (int, string, string) {
 		"--nodes", "1", "--gpus-per-node", "1", "--dry-run", "--param", param)
 	return code, out + errs, ""
 }
+
+// README.md's example of a site's own benchmark is a file that validates
+// and judges the real vLLM output it was written from: it passes.
+func TestWorkloadReadmeExample(t *testing.T) {
+	readme := readFile(t, "../../README.md")
+	i := strings.Index(readme, "### Your own benchmark")
+	assert.Assert(t, i >= 0)
+	j := strings.Index(readme[i:], "```yaml\n")
+	assert.Assert(t, j >= 0)
+	block := readme[i+j+len("```yaml\n"):]
+	block = block[:strings.Index(block, "```")]
+	dir := t.TempDir()
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "readme-site.yaml"), []byte("sku: readme-site\n"+block), 0o644))
+	code, out, errs := cli(t, "check", "--baselines", dir, "--sku", "readme-site", "--test", "workload.command", "--nodes", "1", "--gpus-per-node", "1", "--format", "json", vllmDocsLog)
+	assert.Equal(t, code, 0, out+errs)
+	assert.Assert(t, strings.Contains(out, `"message": "2 points inside their bands"`), out)
+}

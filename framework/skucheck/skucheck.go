@@ -193,13 +193,19 @@ func readsDeclared(ti *pluginapi.TestInfo) bool {
 	return slices.ContainsFunc(ti.Params, func(p pluginapi.Param) bool { return p.Name == sku.DeclaredParam })
 }
 
-// checkDeclared (ti: the plugin's own declaration) reports metrics: on a
+// checkDeclared (ti: the plugin's own declaration) reports a suite test
+// of a test that reports only declared metrics without any, metrics: on a
 // test whose plugin reads no declared
 // metrics (it takes no parameter sku.DeclaredParam: they would be judged
 // and never measured), and a declared metric named as one of the plugin's
 // own (two meanings for one name).
 func checkDeclared(ti *pluginapi.TestInfo, st *sku.SuiteTest) []error {
 	if len(st.Metrics) == 0 {
+		if readsDeclared(ti) && len(ti.Metrics) == 0 {
+			// It would run and report nothing: its plan refuses it, but
+			// only once the run is under way.
+			return []error{problemAt(st.Line, "metrics", "%s reports only the metrics the SKU file declares for it, and this suite test declares none (metrics: name, pattern, unit, better)", st.Test)}
+		}
 		return nil
 	}
 	if !readsDeclared(ti) {

@@ -247,6 +247,8 @@ func TestCheckDeclaredMetrics(t *testing.T) {
 		{"declared on a test that reads none", [][2]string{{"      - test: workload.command\n", "      - test: nccl.all_reduce\n"}, {"  - test: workload.command\n", "  - test: nccl.all_reduce\n"}}, []string{
 			`t.yaml: line 5: field metrics: nccl.all_reduce reads no declared metrics (it takes no parameter metrics): declare metrics on a test that reads them, such as workload.command`,
 			`t.yaml: line 12: field metric: nccl.all_reduce reports no metric "ttft" (it reports: busbw, time, lat_ms, calls)`}},
+		{"none declared for a test that reports only those", [][2]string{{"      - test: workload.command\n", "      - test: workload.command\n      - test: workload.command\n"}}, []string{
+			`t.yaml: line 5: field metrics: workload.command reports only the metrics the SKU file declares for it, and this suite test declares none (metrics: name, pattern, unit, better)`}},
 		{"named as the plugin's own", [][2]string{{"      - test: workload.command\n", "      - test: workload.own\n"}, {"  - test: workload.command\n", "  - test: workload.own\n"}, {"name: request_throughput", "name: rate"}}, []string{
 			`t.yaml: line 7: field metrics.name: workload.own reports a metric rate of its own: name the declared one otherwise`}},
 	} {
