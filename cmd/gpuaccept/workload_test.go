@@ -72,6 +72,7 @@ func TestWorkloadCommandJudgedAndRecorded(t *testing.T) {
 	code, out, got := workloadRun(t, dir, "cat "+logPath)
 	assert.Equal(t, code, 0, out)
 	assert.Equal(t, got.Status, "pass", got.Message)
+	assert.Equal(t, got.Message, "3 points inside their bands; not judged, no baseline entry at scope 1x1: total_tokens_per_s")
 	assert.Equal(t, got.value("request_throughput"), 1.73)
 	assert.Equal(t, got.value("mean_ttft"), 71.54)
 	assert.Equal(t, len(got.Meanings), 4)
@@ -146,5 +147,5 @@ func TestWorkloadReadmeExample(t *testing.T) {
 	assert.NilError(t, os.WriteFile(filepath.Join(dir, "readme-site.yaml"), []byte("sku: readme-site\n"+block), 0o644))
 	code, out, errs := cli(t, "check", "--baselines", dir, "--sku", "readme-site", "--test", "workload.command", "--nodes", "1", "--gpus-per-node", "1", "--format", "json", vllmDocsLog)
 	assert.Equal(t, code, 0, out+errs)
-	assert.Assert(t, strings.Contains(out, `"message": "2 points inside their bands"`), out)
+	assert.Assert(t, strings.Contains(out, `"message": "2 points inside their bands; not judged, no baseline entry at scope 1x1: output_tokens_per_s"`), out)
 }

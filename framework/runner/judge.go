@@ -67,6 +67,41 @@ func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed
 	meanings = s.WithDeclared(name, meanings)
 	t := judge.SKUTest(s, name, topo.Scope, parsed, defaults, meanings)
 	t.Name, t.Scope, t.Meanings = name, topo.Scope, meanings
+	return unjudgedDeclared(t, s.Declared(name))
+}
+
+// unjudgedDeclared says which metrics the SKU declares for t (ds) no
+// entry judged, in each of their points and in the message of a test
+// judged by others: a site declares a metric to have it judged, and one
+// left out by the baseline at this scope is a skip with its reason, not
+// a silence beside a pass. A test skipped or in error as a whole already
+// says why.
+func unjudgedDeclared(t result.Test, ds []*sku.DeclaredMetric) result.Test {
+	var names []string
+	for _, d := range ds {
+		var idx []int
+		judged := false
+		for i, m := range t.Metrics {
+			if m.Name != d.Name || m.Summary != "" {
+				continue
+			}
+			if m.Status != result.Skip || m.Message != "" {
+				judged = true
+				break
+			}
+			idx = append(idx, i)
+		}
+		if judged || len(idx) == 0 {
+			continue
+		}
+		for _, i := range idx {
+			t.Metrics[i].Message = fmt.Sprintf("not judged: no baseline entry for %s at scope %s", d.Name, t.Scope)
+		}
+		names = append(names, d.Name)
+	}
+	if len(names) > 0 && t.Status != result.Skip && t.Status != result.Error {
+		t.Message += fmt.Sprintf("; not judged, no baseline entry at scope %s: %s", t.Scope, strings.Join(names, ", "))
+	}
 	return t
 }
 
