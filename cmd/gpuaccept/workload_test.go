@@ -79,6 +79,13 @@ func TestWorkloadCommandJudgedAndRecorded(t *testing.T) {
 	assert.Equal(t, got.Meanings[3].Better, "lower")
 	vcode, vout, verrs := cli(t, "verify", got.dir)
 	assert.Equal(t, vcode, 0, vout+verrs)
+	// check hands the plugin the same declarations, and keeps them for
+	// verify to read the kept output the same way.
+	checked := filepath.Join(t.TempDir(), "check")
+	ccode, cout, cerrs := cli(t, "check", "--baselines", dir, "--sku", "inference-site", "--test", "workload.command", "--nodes", "1", "--gpus-per-node", "1", "--out", checked, logPath)
+	assert.Equal(t, ccode, 0, cout+cerrs)
+	vcode, vout, verrs = cli(t, "verify", checked)
+	assert.Equal(t, vcode, 0, vout+verrs)
 
 	// The real output with its rates at 75% and its times at 150%.
 	slow := readFile(t, logPath)
@@ -121,7 +128,7 @@ func TestWorkloadCommandJudgedAndRecorded(t *testing.T) {
 		assert.Assert(t, strings.Contains(text, want), "recorded file lacks %q:\n%s", want, text)
 	}
 	assert.Equal(t, strings.Count(text, "metric: mean_ttft"), 1, text)
-	ccode, cout, cerrs := cli(t, "check", "--baselines", filepath.Dir(recorded), "--sku", "inference-site", "--test", "workload.command", "--nodes", "1", "--gpus-per-node", "1", "--format", "json", slowPath)
+	ccode, cout, cerrs = cli(t, "check", "--baselines", filepath.Dir(recorded), "--sku", "inference-site", "--test", "workload.command", "--nodes", "1", "--gpus-per-node", "1", "--format", "json", slowPath)
 	assert.Equal(t, ccode, 1, cout+cerrs)
 	assert.Assert(t, strings.Contains(cout, "total_tokens_per_s 464.9 tok/s below 557.9 (baseline 619.9 -10%)"), cout)
 }
