@@ -82,10 +82,11 @@ func unjudgedDeclared(t result.Test, ds []*sku.DeclaredMetric) result.Test {
 		var idx []int
 		judged := false
 		for i, m := range t.Metrics {
-			if m.Name != d.Name || m.Summary != "" {
+			if m.Name != d.Name {
 				continue
 			}
-			if m.Status != result.Skip || m.Message != "" {
+			// A summary an entry computed from the points judges them.
+			if m.Status != result.Skip || m.Message != "" || m.Summary != "" {
 				judged = true
 				break
 			}
