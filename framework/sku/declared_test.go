@@ -118,3 +118,25 @@ func TestDecodeDeclaredRefuses(t *testing.T) {
 		assert.ErrorContains(t, err, c.want, c.v)
 	}
 }
+
+// FuzzDecodeDeclared: what a plugin reads back from its parameter never
+// panics, and what it accepts encodes back to what it decodes.
+func FuzzDecodeDeclared(f *testing.F) {
+	s, err := Parse([]byte(site), "site.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(s.Suites["inference"].Tests[0].Params[DeclaredParam])
+	f.Add(`[{"name":"ttft","pattern":"^(?P<stat>Mean|P99) TTFT \\(ms\\):\\s+(\\S+)","unit":"ms","better":"lower"}]`)
+	f.Add(`[{"name":"x","pattern":"(a)(?P<b>c)(?P<b>d)","unit":"u","better":"higher"}]`)
+	f.Fuzz(func(t *testing.T, v string) {
+		ds, err := DecodeDeclared(v)
+		if err != nil {
+			return
+		}
+		again, err := DecodeDeclared(EncodeDeclared(ds))
+		if err != nil || EncodeDeclared(again) != EncodeDeclared(ds) {
+			t.Fatalf("%q: decoded %v, again %v (%v)", v, EncodeDeclared(ds), EncodeDeclared(again), err)
+		}
+	})
+}
