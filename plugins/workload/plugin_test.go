@@ -88,6 +88,37 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+// fio's etcd fdatasync check, as testdata/field/skus/storage-site.yaml
+// declares it: MB/s and usec, the units fio printed for the healthy pool.
+var fio = []*sku.DeclaredMetric{
+	{Name: "write_mb_s", Pattern: `WRITE: bw=\S+ \(([0-9.]+)MB/s\)`, Unit: "MB/s", Better: result.BetterHigher},
+	{Name: "fdatasync_mean_us", Pattern: `^\s+sync \(usec\): min=\S+ max=\S+ avg=\s*([0-9.]+),`, Unit: "us", Better: result.BetterLower},
+}
+
+// fio prints its units as the figures go: the same check on the pool
+// without its SLOG prints kB/s and msec, which the patterns do not read.
+func TestParseFioUnits(t *testing.T) {
+	for _, c := range []struct {
+		log   string
+		want  map[string]float64
+		error string
+	}{
+		{field + "fio-etcd-zfs-optane-slog/fio.log", map[string]float64{"write_mb_s": 19.7, "fdatasync_mean_us": 192.48}, ""},
+		{field + "fio-etcd-sata-ssd-raw/fio.log", map[string]float64{"write_mb_s": 11.6, "fdatasync_mean_us": 346.60}, ""},
+		{field + "fio-etcd-zfs-without-slog/fio.log", map[string]float64{},
+			`metric write_mb_s: pattern "WRITE: bw=\\S+ \\(([0-9.]+)MB/s\\)" matched no line of fio.log (the tool printed another format or unit, or stopped before its summary); metric fdatasync_mean_us: pattern`},
+	} {
+		t.Run(filepath.Base(filepath.Dir(c.log)), func(t *testing.T) {
+			p := parse(t, fio, plan.Output{Step: StepName, Log: c.log})
+			assert.DeepEqual(t, values(p), c.want)
+			assert.Assert(t, strings.HasPrefix(p.Error, c.error), "error %q", p.Error)
+			if c.error == "" {
+				assert.Equal(t, p.Error, "")
+			}
+		})
+	}
+}
+
 // The real outputs, read by the declarations of the field SKU: every
 // figure as printed (trailing blanks, "# " comment marks, a progress bar
 // before the block), and the gates where the output is not one
@@ -211,7 +242,7 @@ func TestParseOverlongLine(t *testing.T) {
 // FuzzRead feeds the reader any output and any pattern: it must not
 // panic, and every value it gives is a finite number read from a line.
 func FuzzRead(f *testing.F) {
-	for _, n := range []string{docsLog, prLog, h200Log, sglangLog, twoRuns} {
+	for _, n := range []string{docsLog, prLog, h200Log, sglangLog, twoRuns, field + "fio-etcd-zfs-without-slog/fio.log"} {
 		data, err := os.ReadFile(n)
 		if err != nil {
 			f.Fatal(err)
