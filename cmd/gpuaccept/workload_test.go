@@ -113,9 +113,10 @@ func TestWorkloadCommandJudgedAndRecorded(t *testing.T) {
 	}
 
 	// What the plugin reads is the SKU file's, never a parameter's.
-	code, out, _ = cliParam(t, dir, "workload.command:metrics=[]")
-	assert.Equal(t, code, 2, out)
-	assert.Assert(t, strings.Contains(out, "--param workload.command:metrics (or the site file's params): the metrics a test reports are declared in the SKU file"), out)
+	code, stdout, stderr := cli(t, "run", "--baselines", dir, "--sku", "inference-site", "--suite", "inference", "--launcher", "local",
+		"--nodes", "1", "--gpus-per-node", "1", "--dry-run", "--param", "workload.command:metrics=[]")
+	assert.Equal(t, code, 2, stdout+stderr)
+	assert.Assert(t, strings.Contains(stderr, "--param workload.command:metrics (or the site file's params): the metrics a test reports are declared in the SKU file"), stderr)
 
 	// Record from the good run into a copy of the file: the rates get
 	// entries of their own, the time keeps its hand-written one.
@@ -131,13 +132,6 @@ func TestWorkloadCommandJudgedAndRecorded(t *testing.T) {
 	ccode, cout, cerrs = cli(t, "check", "--baselines", filepath.Dir(recorded), "--sku", "inference-site", "--test", "workload.command", "--nodes", "1", "--gpus-per-node", "1", "--format", "json", slowPath)
 	assert.Equal(t, ccode, 1, cout+cerrs)
 	assert.Assert(t, strings.Contains(cout, "total_tokens_per_s 464.9 tok/s below 557.9 (baseline 619.9 -10%)"), cout)
-}
-
-func cliParam(t *testing.T, baselines, param string) (int, string, string) {
-	t.Helper()
-	code, out, errs := cli(t, "run", "--baselines", baselines, "--sku", "inference-site", "--suite", "inference", "--launcher", "local",
-		"--nodes", "1", "--gpus-per-node", "1", "--dry-run", "--param", param)
-	return code, out + errs, ""
 }
 
 // README.md's example of a site's own benchmark is a file that validates
