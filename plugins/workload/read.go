@@ -26,8 +26,7 @@ const maxShown = 160
 // Declared is a declared metric ready to read (Compile).
 type Declared struct {
 	sku.DeclaredMetric
-	re     *regexp.Regexp
-	labels []string
+	re *regexp.Regexp
 }
 
 // Compile checks the declarations ds (sku.DecodeDeclared's) and compiles
@@ -35,11 +34,11 @@ type Declared struct {
 func Compile(ds []*sku.DeclaredMetric) ([]Declared, error) {
 	out := make([]Declared, 0, len(ds))
 	for _, d := range ds {
-		re, labels, err := sku.Compile(d.Pattern)
+		re, _, err := sku.Compile(d.Pattern)
 		if err != nil {
 			return nil, fmt.Errorf("metric %s: pattern %w", d.Name, err)
 		}
-		out = append(out, Declared{DeclaredMetric: *d, re: re, labels: labels})
+		out = append(out, Declared{DeclaredMetric: *d, re: re})
 	}
 	return out, nil
 }
