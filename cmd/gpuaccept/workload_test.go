@@ -150,3 +150,24 @@ func TestWorkloadReadmeExample(t *testing.T) {
 	assert.Equal(t, code, 0, out+errs)
 	assert.Assert(t, strings.Contains(out, `"message": "2 points inside their bands; not judged, no baseline entry at scope 1x1: output_tokens_per_s"`), out)
 }
+
+// A declaration that will not do stops every command using the file
+// before anything runs, naming the file, the line and the field: exit 2.
+func TestWorkloadBadDeclarationExits2(t *testing.T) {
+	data := readFile(t, inferenceSKU)
+	const good = `pattern: 'Mean TTFT \(ms\):\s+(\S+)'`
+	assert.Assert(t, strings.Contains(data, good))
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "inference-site.yaml")
+	assert.NilError(t, os.WriteFile(bad, []byte(strings.Replace(data, good, `pattern: 'Mean TTFT \(ms\):\s+\S+'`, 1)), 0o644))
+	want := bad + `: line 35: field metrics.pattern: "Mean TTFT \\(ms\\):\\s+\\S+" has 0 unnamed capture groups: want exactly one, the value`
+	for _, args := range [][]string{
+		{"baseline", "validate", "--baselines", dir},
+		{"check", "--baselines", dir, "--sku", "inference-site", "--test", "workload.command", "--nodes", "1", "--gpus-per-node", "1", vllmDocsLog},
+		{"run", "--baselines", dir, "--sku", "inference-site", "--suite", "inference", "--launcher", "local", "--nodes", "1", "--gpus-per-node", "1", "--dry-run"},
+	} {
+		code, out, errs := cli(t, args...)
+		assert.Equal(t, code, 2, "%v: %s", args, out+errs)
+		assert.Assert(t, strings.Contains(out+errs, want), "%v: %s", args, out+errs)
+	}
+}
