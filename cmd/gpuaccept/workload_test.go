@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,7 +161,8 @@ func TestWorkloadBadDeclarationExits2(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "inference-site.yaml")
 	assert.NilError(t, os.WriteFile(bad, []byte(strings.Replace(data, good, `pattern: 'Mean TTFT \(ms\):\s+\S+'`, 1)), 0o644))
-	want := bad + `: line 35: field metrics.pattern: "Mean TTFT \\(ms\\):\\s+\\S+" has 0 unnamed capture groups: want exactly one, the value`
+	line := 1 + strings.Count(data[:strings.Index(data, good)], "\n")
+	want := fmt.Sprintf(`%s: line %d: field metrics.pattern: "Mean TTFT \\(ms\\):\\s+\\S+" has 0 unnamed capture groups: want exactly one, the value`, bad, line)
 	for _, args := range [][]string{
 		{"baseline", "validate", "--baselines", dir},
 		{"check", "--baselines", dir, "--sku", "inference-site", "--test", "workload.command", "--nodes", "1", "--gpus-per-node", "1", vllmDocsLog},
