@@ -144,7 +144,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 		tests = append(tests, smp.Test)
 	}
 	opt.Instance = runner.InstanceLabels(ctx, host, tests)
-	opt.Meanings = runner.MeaningsOf(ctx, host, tests)
+	opt.Meanings = runner.MeaningsOfSKU(ctx, host, s, tests)
 	entries, err := record.Record(samples, opt)
 	if err != nil {
 		return exitUsage, err

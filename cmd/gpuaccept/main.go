@@ -47,6 +47,7 @@ import (
 	_ "github.com/gpuaccept/gpuaccept/plugins/nccl"
 	_ "github.com/gpuaccept/gpuaccept/plugins/rccl"
 	_ "github.com/gpuaccept/gpuaccept/plugins/train"
+	_ "github.com/gpuaccept/gpuaccept/plugins/workload"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; else

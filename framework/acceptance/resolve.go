@@ -3,6 +3,8 @@ package acceptance
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/hosts"
@@ -144,6 +146,9 @@ func Resolve(r Request) (Resolved, error) {
 		return out, err
 	}
 	out.Params = withSiteParams(pm, r.Site, su)
+	if err := noDeclaredParam(out.Params); err != nil {
+		return out, err
+	}
 	names := hosts.Names(r.Hosts)
 	topo, notes := nodesOf(r.Nodes, names, su.Nodes)
 	if r.Command == CommandRun && r.Nodes == 0 && len(names) > 0 && su.Nodes > 0 && su.Nodes != len(names) {
@@ -324,6 +329,22 @@ func paramScopes(pm map[string]string, su *sku.Suite) error {
 	for k := range pm {
 		if scope, _, ok := strings.Cut(k, ":"); ok && !known[scope] {
 			return fmt.Errorf("--param %s: %q is neither a plugin nor a test of the suite (known: %s)", k, scope, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// noDeclaredParam refuses a parameter sku.DeclaredParam given on the
+// command line or by the site file: the plugin would read other metrics
+// than the SKU file's, which judge, draw and record them.
+func noDeclaredParam(pm map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(pm)) {
+		key := k
+		if i := strings.LastIndex(k, ":"); i >= 0 {
+			key = k[i+1:]
+		}
+		if key == sku.DeclaredParam {
+			return fmt.Errorf("--param %s (or the site file's params): the metrics a test reports are declared in the SKU file, under the suite test's metrics:, beside the bands that judge them", k)
 		}
 	}
 	return nil

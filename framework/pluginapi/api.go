@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
@@ -149,12 +150,17 @@ func (t TestInfo) check() error {
 }
 
 // checkMeaning reports a metric declaration the framework could not act
-// on: a direction, plot kind or record flag it does not know, or a
-// recorded metric not better higher (record derives floors).
+// on: a name masking would take for a secret's, a direction, plot kind or
+// record flag it does not know, or a recorded metric not better higher
+// (record derives floors).
 func (m MetricInfo) checkMeaning() error {
 	switch {
 	case m.Name == "":
 		return fmt.Errorf("no name")
+	case redact.SecretName(m.Name):
+		// Masking takes a value after such a name for a secret, in every
+		// report and in results.json ({"name":"x_token","value":[REDACTED]}).
+		return fmt.Errorf("the name reads as a secret's (token, key, pass, ...): its values would be masked in every report and results.json; name it otherwise (tokens_per_s, not token_throughput)")
 	case strings.TrimSpace(m.Unit) != m.Unit || strings.ContainsAny(m.Unit, "\r\n"):
 		return fmt.Errorf("unit %q: want a unit on one line without surrounding spaces (\"GB/s\", \"tokens/s\")", m.Unit)
 	case m.Better != result.BetterUnknown && m.Better != result.BetterHigher && m.Better != result.BetterLower:

@@ -50,6 +50,10 @@ func TestDescriptionCheck(t *testing.T) {
 		{name: "recorded time", d: paired(func(ti *TestInfo) { ti.Metrics[0].Record, ti.Metrics[0].Better = true, result.BetterLower }), want: `record without better "higher"`},
 		{name: "unit on two lines", d: paired(func(ti *TestInfo) { ti.Metrics[0].Unit = "Gb/s\nx" }), want: `metric bw_avg: unit "Gb/s\nx": want a unit on one line`},
 		{name: "metric twice", d: paired(func(ti *TestInfo) { ti.Metrics = append(ti.Metrics, ti.Metrics[0]) }), want: `metric bw_avg described twice`},
+		// {"name":"token_throughput","value":[REDACTED]}: results.json
+		// would hold no number, and no JSON.
+		{name: "a metric named like a secret", d: paired(func(ti *TestInfo) { ti.Metrics[0].Name = "output_token_throughput" }), want: `metric output_token_throughput: the name reads as a secret's`},
+		{name: "tokens counted are no secret", d: paired(func(ti *TestInfo) { ti.Metrics[0].Name = "output_tokens_per_s" })},
 		{name: "nameless metric", d: paired(func(ti *TestInfo) { ti.Metrics = append(ti.Metrics, MetricInfo{Unit: "us"}) }), want: `metric : no name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

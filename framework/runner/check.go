@@ -100,7 +100,8 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 				return nil, err
 			}
 		}
-		parsed, err := plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Topology: topo, Outputs: g.outs})
+		params := CheckParams(s, name)
+		parsed, err := plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Params: params, Topology: topo, Outputs: g.outs})
 		if err != nil {
 			parsed = result.Parsed{Error: "parse: " + err.Error()}
 		}
@@ -111,6 +112,7 @@ func CheckInto(ctx context.Context, plugins Plugins, s *sku.SKU, name string, to
 			t.Preflight = true
 		}
 		t.Name = names[i]
+		t.Params = params
 		t.Raw = raw
 		t.Duration = time.Since(start)
 		t = redact.Value(redact.Env(), t) // diagnostics quote the logs
@@ -342,6 +344,18 @@ func groupFiles(files []string, tmp string, roles []string) ([]fileGroup, error)
 		}
 	}
 	return groups, nil
+}
+
+// CheckParams are the parameters check hands a plugin's Parse for test
+// (full name), and keeps in the test for verify to parse the same way:
+// none, but the metrics the SKU declares for the test
+// (sku.DeclaredParam), which say what to read; nil when it declares none.
+func CheckParams(s *sku.SKU, test string) map[string]string {
+	ds := s.Declared(test)
+	if len(ds) == 0 {
+		return nil
+	}
+	return map[string]string{sku.DeclaredParam: sku.EncodeDeclared(ds)}
 }
 
 // readyMarkers are the ready lines of a paired test's roles (role ->

@@ -53,16 +53,56 @@ func Judge(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed) re
 // model, the SKU's physical ceilings) whatever the baseline, then the
 // baseline entries of that scope, or skip naming the scopes that exist.
 // defaults are the plugin's label defaults per metric (LabelDefaults),
-// meanings what it declares its metrics mean (Meanings), which the test
-// keeps (result.Test.Meanings) for its reports.
+// meanings what it declares its metrics mean (Meanings), to which the
+// metrics the SKU declares for the test are added (sku.SKU.WithDeclared);
+// the test keeps them (result.Test.Meanings) for its reports.
 func JudgeWith(s *sku.SKU, name string, topo plan.Topology, parsed result.Parsed, defaults map[string]map[string]string, meanings []result.Meaning) result.Test {
 	// The hardware a plugin names is the results folder's list
 	// (Hardware), no fact of the verdict: a folder made before plugins
 	// named it re-judges the same.
 	parsed, _, _ = result.StripHardware(parsed)
 	parsed = dropNonFinite(parsed)
+	// What the SKU file declares for the test (workload.command's
+	// metrics) is judged, drawn and kept as a plugin's own declaration.
+	meanings = s.WithDeclared(name, meanings)
 	t := judge.SKUTest(s, name, topo.Scope, parsed, defaults, meanings)
 	t.Name, t.Scope, t.Meanings = name, topo.Scope, meanings
+	return unjudgedDeclared(t, s.Declared(name))
+}
+
+// unjudgedDeclared says which metrics the SKU declares for t (ds) no
+// entry judged, in each of their points and in the message of a test
+// judged by others: a site declares a metric to have it judged, and one
+// left out by the baseline at this scope is a skip with its reason, not
+// a silence beside a pass. A test skipped or in error as a whole already
+// says why.
+func unjudgedDeclared(t result.Test, ds []*sku.DeclaredMetric) result.Test {
+	var names []string
+	for _, d := range ds {
+		var idx []int
+		judged := false
+		for i, m := range t.Metrics {
+			if m.Name != d.Name {
+				continue
+			}
+			// A summary an entry computed from the points judges them.
+			if m.Status != result.Skip || m.Message != "" || m.Summary != "" {
+				judged = true
+				break
+			}
+			idx = append(idx, i)
+		}
+		if judged || len(idx) == 0 {
+			continue
+		}
+		for _, i := range idx {
+			t.Metrics[i].Message = fmt.Sprintf("not judged: no baseline entry for %s at scope %s", d.Name, t.Scope)
+		}
+		names = append(names, d.Name)
+	}
+	if len(names) > 0 && t.Status != result.Skip && t.Status != result.Error {
+		t.Message += fmt.Sprintf("; not judged, no baseline entry at scope %s: %s", t.Scope, strings.Join(names, ", "))
+	}
 	return t
 }
 
@@ -140,6 +180,18 @@ func MeaningsOf(ctx context.Context, d Describer, tests []string) map[string][]r
 		}
 		if ms := meanings(ctx, d, plugin, test); ms != nil {
 			out[full] = ms
+		}
+	}
+	return out
+}
+
+// MeaningsOfSKU is MeaningsOf with the metrics s declares for each test
+// added (sku.SKU.WithDeclared): what baseline record reads for a SKU.
+func MeaningsOfSKU(ctx context.Context, d Describer, s *sku.SKU, tests []string) map[string][]result.Meaning {
+	out := MeaningsOf(ctx, d, tests)
+	for _, t := range tests {
+		if ms := s.WithDeclared(t, out[t]); ms != nil {
+			out[t] = ms
 		}
 	}
 	return out

@@ -761,7 +761,9 @@ func (r *Result) checkCheck(s *sku.SKU, run *result.Run) {
 		if len(t.Attempts) > 0 {
 			r.add(Mismatch, "%s: recorded %s, but check retries nothing", t.Name, result.Count(len(t.Attempts), "earlier attempt"))
 		}
-		r.checkParams(s, t, nil, nil, "suite check")
+		// check hands a plugin the metrics the SKU declares for the
+		// test (workload.command's), and no other parameter.
+		r.checkParams(s, t, runner.CheckParams(s, base), nil, "suite check")
 		if !t.Scope.IsZero() && t.Scope != run.Scope {
 			r.add(Mismatch, "%s: judged at scope %s, but the run's scope is %s", t.Name, t.Scope, run.Scope)
 		}

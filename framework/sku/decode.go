@@ -95,6 +95,16 @@ func (t *SuiteTest) UnmarshalYAML(n *yaml.Node) error {
 			t.SiteParamsLine = n.Content[i].Line
 		}
 	}
+	// The declared metrics reach the plugin as a parameter, so that every
+	// reader of a suite's parameters (run, check, verify, baseline diff)
+	// hands the plugin what the framework judges.
+	_, t.handParam = t.Params[DeclaredParam]
+	if len(t.Metrics) > 0 && !t.handParam {
+		if t.Params == nil {
+			t.Params = map[string]string{}
+		}
+		t.Params[DeclaredParam] = EncodeDeclared(t.Metrics)
+	}
 	return nil
 }
 

@@ -115,9 +115,17 @@ type SuiteTest struct {
 	// outputs with the run's own value of these (a note, no finding).
 	// Each is a parameter the test's plugin declares (skucheck).
 	SiteParams []string `yaml:"site_params"`
-	Line       int      `yaml:"-"`
+	// Metrics are the metrics the SKU file declares for the test, for a
+	// test that reads any output by patterns (workload.command): each
+	// with its pattern, unit and direction (declared.go). The decoder
+	// hands them to the plugin as the parameter DeclaredParam; the
+	// framework judges, draws and records them as it does a plugin's own.
+	Metrics []*DeclaredMetric `yaml:"metrics"`
+	Line    int               `yaml:"-"`
 	// SiteParamsLine is the line of the site_params key (0: none).
 	SiteParamsLine int `yaml:"-"`
+	// handParam: params set DeclaredParam by hand (refused).
+	handParam bool
 }
 
 // IsSiteParam says the suite lets a site set the test's parameter key

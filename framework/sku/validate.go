@@ -55,6 +55,9 @@ func (s *SKU) validate() []error {
 			errs = append(errs, problemAt(line, "", "suite %q: no tests", name))
 			continue
 		}
+		if _, ok := su.Params[DeclaredParam]; ok {
+			errs = append(errs, problemAt(su.Line, "params."+DeclaredParam, "suite %q: the parameter %s is set from a test's metrics: list; declare the metrics there", name, DeclaredParam))
+		}
 		for i, t := range su.Tests {
 			if t == nil {
 				errs = append(errs, problemAt(su.Line, "", "suite %q: test %d is empty", name, i+1))
@@ -67,8 +70,10 @@ func (s *SKU) validate() []error {
 				errs = append(errs, problemAt(t.Line, "min_gpus", "%d: want a GPU count, 0 (any) or more", t.MinGPUs))
 			}
 			errs = append(errs, t.validateSiteParams()...)
+			errs = append(errs, t.validateDeclared()...)
 		}
 	}
+	errs = append(errs, s.checkDeclaredAgree()...)
 	for i, e := range s.Baselines {
 		if e == nil {
 			errs = append(errs, problemAt(s.lines[fmt.Sprintf("entry %d", i+1)], "baselines", "entry %d is empty", i+1))

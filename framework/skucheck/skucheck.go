@@ -82,6 +82,7 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 				continue
 			}
 			errs = append(errs, checkSiteParams(ti, st)...)
+			errs = append(errs, checkDeclared(ti, st)...)
 		}
 	}
 	for _, e := range s.Baselines {
@@ -99,7 +100,7 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 			errs = append(errs, problemAt(e.FieldLine("test"), "test", "%v", err))
 			continue
 		}
-		errs = append(errs, checkMetric(ti, e)...)
+		errs = append(errs, checkMetric(withDeclared(ti, s.Declared(e.Test)), e)...)
 	}
 	for _, c := range s.Ceilings {
 		if c == nil || c.Metric == "" {
@@ -118,7 +119,7 @@ func Check(ctx context.Context, d Describer, s *sku.SKU) error {
 				continue // reported at the suite test's line
 			}
 			tests = append(tests, name)
-			for _, m := range ti.Metrics {
+			for _, m := range withDeclared(ti, s.Declared(name)).Metrics {
 				if m.Name == c.Metric && m.Unit == c.Unit {
 					found = true
 					if m.Better != result.BetterHigher && notRate == "" {
@@ -158,6 +159,62 @@ func checkSiteParams(ti *pluginapi.TestInfo, st *sku.SuiteTest) []error {
 				names = append(names, p.Name)
 			}
 			errs = append(errs, problemAt(line, "site_params", "%s takes no parameter %q (it takes: %s)", st.Test, k, strings.Join(names, ", ")))
+		}
+	}
+	return errs
+}
+
+// withDeclared returns ti with the metrics the SKU declares for it
+// (sku.SKU.Declared) after its own, as the judge, the reports and baseline
+// record read them (sku.SKU.WithDeclared): better higher or lower as
+// declared, drawn per label set, labels the pattern's named groups. ti
+// itself is not changed.
+func withDeclared(ti *pluginapi.TestInfo, ds []*sku.DeclaredMetric) *pluginapi.TestInfo {
+	if len(ds) == 0 || !readsDeclared(ti) {
+		return ti // checkDeclared reports metrics: on a test that reads none
+	}
+	out := *ti
+	out.Metrics = slices.Clone(ti.Metrics)
+	for _, d := range ds {
+		if slices.ContainsFunc(ti.Metrics, func(m pluginapi.MetricInfo) bool { return m.Name == d.Name }) {
+			continue // checkDeclared reports the clash
+		}
+		m := d.Meaning()
+		_, labels, _ := sku.Compile(d.Pattern)
+		out.Metrics = append(out.Metrics, pluginapi.MetricInfo{Name: m.Name, Unit: m.Unit, Better: m.Better, Plot: m.Plot, Record: m.Record,
+			Description: "declared by the SKU file: " + d.Pattern, Labels: labels})
+	}
+	return &out
+}
+
+// readsDeclared says ti reads the metrics a SKU file declares: it takes
+// the parameter they reach it by.
+func readsDeclared(ti *pluginapi.TestInfo) bool {
+	return slices.ContainsFunc(ti.Params, func(p pluginapi.Param) bool { return p.Name == sku.DeclaredParam })
+}
+
+// checkDeclared (ti: the plugin's own declaration) reports a suite test
+// of a test that reports only declared metrics without any, metrics: on a
+// test whose plugin reads no declared
+// metrics (it takes no parameter sku.DeclaredParam: they would be judged
+// and never measured), and a declared metric named as one of the plugin's
+// own (two meanings for one name).
+func checkDeclared(ti *pluginapi.TestInfo, st *sku.SuiteTest) []error {
+	if len(st.Metrics) == 0 {
+		if readsDeclared(ti) && len(ti.Metrics) == 0 {
+			// It would run and report nothing: its plan refuses it, but
+			// only once the run is under way.
+			return []error{problemAt(st.Line, "metrics", "%s reports only the metrics the SKU file declares for it, and this suite test declares none (metrics: name, pattern, unit, better)", st.Test)}
+		}
+		return nil
+	}
+	if !readsDeclared(ti) {
+		return []error{problemAt(st.Line, "metrics", "%s reads no declared metrics (it takes no parameter %s): declare metrics on a test that reads them, such as workload.command", st.Test, sku.DeclaredParam)}
+	}
+	var errs []error
+	for _, d := range st.Metrics {
+		if d != nil && slices.ContainsFunc(ti.Metrics, func(m pluginapi.MetricInfo) bool { return m.Name == d.Name }) {
+			errs = append(errs, problemAt(d.FieldLine("name"), "metrics.name", "%s reports a metric %s of its own: name the declared one otherwise", st.Test, d.Name))
 		}
 	}
 	return errs

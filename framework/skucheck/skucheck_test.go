@@ -197,3 +197,75 @@ func TestUnbaselined(t *testing.T) {
 	assert.NilError(t, err)
 	assert.DeepEqual(t, Unbaselined(s), []string{"suite s: nccl.all_gather has no baseline at any scope"})
 }
+
+// workload reads the metrics a SKU file declares (it takes the parameter
+// sku.DeclaredParam); "own" also reports one of its own.
+var workloadPlugins = describer{
+	"workload": {Name: "workload", Tests: []pluginapi.TestInfo{
+		{Name: "command", Params: []pluginapi.Param{{Name: "command"}, {Name: sku.DeclaredParam}}},
+		{Name: "own", Params: []pluginapi.Param{{Name: sku.DeclaredParam}}, Metrics: []pluginapi.MetricInfo{{Name: "rate", Unit: "req/s", Better: result.BetterHigher}}},
+	}},
+	"nccl": plugins["nccl"],
+}
+
+const declaredBase = `sku: t
+suites:
+  s:
+    tests:
+      - test: workload.command
+        metrics:
+          - {name: request_throughput, pattern: 'Request throughput \(req/s\):\s+(\S+)', unit: req/s, better: higher}
+          - {name: ttft, pattern: '^(?P<stat>Mean|P99) TTFT \(ms\):\s+(\S+)', unit: ms, better: lower}
+baselines:
+  - test: workload.command
+    scope: {nodes: 1, gpus_per_node: 1}
+    metric: ttft
+    unit: ms
+    labels: {stat: Mean}
+    band: {max: "+20%"}
+    source: test
+    value: 71.54
+`
+
+// The metrics a SKU file declares are held to what they declare, as a
+// plugin's own: the entries judging them name their unit and labels, and
+// bound the side their direction says is worse.
+func TestCheckDeclaredMetrics(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit [][2]string
+		want []string
+	}{
+		{"good", nil, nil},
+		{"a time with a floor only", [][2]string{{`band: {max: "+20%"}`, `band: {min: "-20%"}`}}, []string{
+			`t.yaml: line 15: field band: ttft is in ms, better lower (as workload.command declares), and the band has no max or warn_max: it would pass any slowdown (give max: "+10%"; warn_min flags a value far below the baseline)`}},
+		{"another unit", [][2]string{{"unit: ms\n", "unit: s\n"}}, []string{`t.yaml: line 13: field unit: workload.command ttft is in ms, not s`}},
+		{"a label the pattern does not name", [][2]string{{"labels: {stat: Mean}", "labels: {percentile: Mean}"}}, []string{
+			`t.yaml: line 14: field labels: workload.command ttft has no label "percentile" (its labels: stat)`}},
+		{"a metric not declared", [][2]string{{"metric: ttft", "metric: mean_ttft"}}, []string{
+			`t.yaml: line 12: field metric: workload.command reports no metric "mean_ttft" (it reports: request_throughput, ttft)`}},
+		{"declared on a test that reads none", [][2]string{{"      - test: workload.command\n", "      - test: nccl.all_reduce\n"}, {"  - test: workload.command\n", "  - test: nccl.all_reduce\n"}}, []string{
+			`t.yaml: line 5: field metrics: nccl.all_reduce reads no declared metrics (it takes no parameter metrics): declare metrics on a test that reads them, such as workload.command`,
+			`t.yaml: line 12: field metric: nccl.all_reduce reports no metric "ttft" (it reports: busbw, time, lat_ms, calls)`}},
+		{"none declared for a test that reports only those", [][2]string{{"      - test: workload.command\n", "      - test: workload.command\n      - test: workload.command\n"}}, []string{
+			`t.yaml: line 5: field metrics: workload.command reports only the metrics the SKU file declares for it, and this suite test declares none (metrics: name, pattern, unit, better)`}},
+		{"named as the plugin's own", [][2]string{{"      - test: workload.command\n", "      - test: workload.own\n"}, {"  - test: workload.command\n", "  - test: workload.own\n"}, {"name: request_throughput", "name: rate"}}, []string{
+			`t.yaml: line 7: field metrics.name: workload.own reports a metric rate of its own: name the declared one otherwise`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := declaredBase
+			for _, e := range c.edit {
+				assert.Assert(t, strings.Contains(text, e[0]), "case does not apply: %q", e[0])
+				text = strings.Replace(text, e[0], e[1], 1)
+			}
+			s, err := sku.Parse([]byte(text), "t.yaml")
+			assert.NilError(t, err)
+			err = Check(context.Background(), workloadPlugins, s)
+			if c.want == nil {
+				assert.NilError(t, err)
+				return
+			}
+			assert.DeepEqual(t, strings.Split(err.Error(), "\n"), c.want)
+		})
+	}
+}
