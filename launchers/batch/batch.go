@@ -29,11 +29,35 @@
 //     verdict on it and the node of every rank into raw/TEST, through
 //     redaction, with the script and the job's output.
 //
-// A new scheduler implements Scheduler (its directives, how a step's ranks
-// start on the job's nodes, submit, query, cancel) and fills Options (its
-// file names, the variables its tasks read their rank and node from, the
-// word of its cancel command). launchers/slurm is the example; the
-// package's README lists the files a new scheduler touches.
+// # A new scheduler
+//
+// PBS, LSF or another batch scheduler is a launcher package on this one,
+// launchers/slurm its model (its script.go and the scheduler half of
+// slurm.go). It writes:
+//
+//   - launchers/NAME/NAME.go: the Config (its flags, Bind, Build,
+//     Validate naming the flag; registered with launch.Register) and a
+//     Launcher whose Launch is batch.Launch and whose Commands is Render
+//     (the dry run); a job type implementing Scheduler: Header (#PBS -l
+//     select=N:ngpus=G, walltime, -q, -o into the staging folder),
+//     NodesCommand (sort -u "$PBS_NODEFILE"), StepStart (mpirun of
+//     rankstart for MPI steps, the scheduler's own task starter, pbsdsh or
+//     blaunch, for the others, a single step on HostWord(s.Host)), Submit
+//     (qsub, bsub), Query (qstat -f, bjobs: Ended, Queued and Meaning
+//     filled), Cancel (qdel, bkill); and its Options (file names, RankVars:
+//     the variable its task starter numbers tasks by, NodeVar,
+//     CancelCommand).
+//   - launchers/NAME/state.go: the parsers of its query commands, tested
+//     on answers captured from a real scheduler, with a fuzz test.
+//   - framework/resultsdir/layout: the names of the script and job output
+//     it keeps in raw/TEST (as SlurmJobScript), and resultsdir.Strays'
+//     case for its launcher name, so verify knows them.
+//   - cmd/gpuaccept/main.go's blank import, launcherFlags in
+//     cmd/gpuaccept/launcherflags_test.go, README.md's launcher flags, and
+//     a scripts/testenv.d service its integration tests run against.
+//
+// The script, its order and failure rules, staging, following, cancelling
+// and collection need nothing of it.
 package batch
 
 import (
@@ -162,9 +186,6 @@ func (s State) String() string {
 
 // Options are a scheduler's names and the launcher's timings.
 type Options struct {
-	// Staging is the staging folder's name inside the test's raw folder
-	// (".slurm").
-	Staging string
 	// ScriptFile and OutputFile name the script that ran and the job's
 	// output in raw/TEST (layout.SlurmJobScript, layout.SlurmJobOutput);
 	// RanksExt ends each step's file of rank nodes (layout.SlurmRanksExt).

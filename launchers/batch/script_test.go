@@ -33,7 +33,7 @@ func (here) Query(context.Context, string) (State, error) { return State{}, erro
 func (here) Cancel(context.Context, string) error         { return nil }
 
 func testOptions() Options {
-	return Options{Staging: ".batch", ScriptFile: "batch-job.sh", OutputFile: "batch-job.out", RanksExt: ".ranks",
+	return Options{ScriptFile: "batch-job.sh", OutputFile: "batch-job.out", RanksExt: ".ranks",
 		CancelCommand: "cancel", Linger: time.Second, StopGrace: time.Second, KillGrace: time.Second}
 }
 

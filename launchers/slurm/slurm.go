@@ -351,7 +351,7 @@ const stagingName = ".slurm"
 
 // options are Slurm's names and this launcher's timings for batch.
 func (j job) options() batch.Options {
-	o := batch.Options{Staging: stagingName, ScriptFile: layout.SlurmJobScript, OutputFile: layout.SlurmJobOutput, RanksExt: layout.SlurmRanksExt,
+	o := batch.Options{ScriptFile: layout.SlurmJobScript, OutputFile: layout.SlurmJobOutput, RanksExt: layout.SlurmRanksExt,
 		RankVars: []string{"SLURM_PROCID"}, NodeVar: "SLURMD_NODENAME", CancelCommand: "scancel",
 		Poll: j.Config.Poll, PendingTimeout: j.Config.PendingTimeout}
 	if j.l != nil {
