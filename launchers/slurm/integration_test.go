@@ -519,3 +519,35 @@ func TestClusterPairOnGivenHosts(t *testing.T) {
 		assert.Equal(t, outs[i].Host, want, "step %s", outs[i].Step)
 	}
 }
+
+// The script keeps the step sequencer's failure rule on the cluster: a
+// client that fails starts no later step, and its server, left waiting by
+// srun on the other node, is stopped after the linger rather than at the
+// test's timeout, its task ended with it.
+func TestClusterFailureStopsTheRest(t *testing.T) {
+	partition := needCluster(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "server-still-running")
+	server := plan.Step{Name: "server", Role: "server", Argv: []string{"/bin/sh", "-c", "echo ready; sleep 300; touch " + marker}, Procs: 1, ProcsPerNode: 1,
+		ReadyMarker: "ready"}
+	client := plan.Step{Name: "client", Role: "client", Argv: []string{"/bin/sh", "-c", "exit 3"}, Procs: 1, ProcsPerNode: 1, Host: 1}
+	after := plan.Step{Name: "after", Argv: []string{"/bin/true"}, Procs: 1, ProcsPerNode: 1}
+	l := &Launcher{Config: Config{Partition: partition, MPI: MPIMpirun, Mode: ModeSubmit, GPUs: GPUsNone, Poll: 300 * time.Millisecond}}
+	req := launch.Request{Test: "x.failure", Plan: plan.Plan{Steps: []plan.Step{server, client, after}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}},
+		Dir: filepath.Join(dir, layout.Raw), Timeout: 2 * time.Minute}
+	start := time.Now()
+	outs, err := l.Launch(context.Background(), req)
+	assert.NilError(t, err)
+	assert.Assert(t, time.Since(start) < time.Minute, "took %s: the server was not stopped after the linger", time.Since(start))
+	assert.Equal(t, outs[0].LaunchError, "stopped after step client failed (exit status 3)")
+	assert.Equal(t, outs[1].ExitCode, 3)
+	// srun's own line says which task on which node.
+	assert.Equal(t, outs[1].LaunchError, "srun failed (exit status 3): srun: error: n2: task 0: Exited with exit code 3")
+	assert.Equal(t, outs[2].LaunchError, "not started: step client failed (exit status 3)")
+	assert.Equal(t, outs[2].ExitCode, -1)
+	m := jobLine.FindStringSubmatch(readFile(t, filepath.Join(dir, layout.Raw, layout.SlurmJobOutput)))
+	assert.Assert(t, m != nil)
+	assertGone(t, m[1])
+	out, _ := exec.Command("pgrep", "-f", "sleep 300; touch "+marker).Output()
+	assert.Equal(t, strings.TrimSpace(string(out)), "", "the server's task outlived its step")
+}
