@@ -8,10 +8,16 @@
 //
 // The staging folder (RESULTS/raw/TEST/.slurm) must be on a filesystem every
 // node sees at the same path: ranks write their outputs there.
+//
+// This package is Slurm's half of the launcher: its flags, the #SBATCH
+// directives, how a step starts (mpirun, or srun with its PMI, pyxis'
+// container), and sbatch, squeue/sacct/scontrol and scancel behind
+// batch.Scheduler. The script's order and failure rules, the staging
+// folder, following the job and collecting its outputs are
+// launchers/batch's, shared with any other batch scheduler.
 package slurm
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,7 +53,7 @@ type Launcher struct {
 
 	// exec runs Slurm's commands; nil runs them for real (tests replay
 	// captured answers through it).
-	exec func(ctx context.Context, env []string, name string, args ...string) (stdout, stderr string, err error)
+	exec batch.ExecFunc
 }
 
 // Name implements launch.Launcher.
@@ -84,53 +90,11 @@ func (l *Launcher) allocation() (string, error) {
 	return id, nil
 }
 
-// run runs a Slurm command with a bound on its run time and returns its
-// standard output; the error carries its standard error.
+// run runs a Slurm command (batch.Command) and returns its standard
+// output; the error is a *batch.CommandError.
 func (l *Launcher) run(ctx context.Context, name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	exe := l.exec
-	if exe == nil {
-		exe = execCommand
-	}
-	out, errOut, err := exe(ctx, l.environ(), name, args...)
-	if err != nil {
-		msg := strings.TrimSpace(errOut)
-		if msg == "" {
-			msg = strings.TrimSpace(out)
-		}
-		return out, &cmdError{cmd: name + " " + strings.Join(args, " "), msg: msg, err: err}
-	}
-	return out, nil
+	return batch.Command(ctx, l.exec, l.environ(), name, args...)
 }
-
-// execCommand runs a command and returns its standard output and error.
-func execCommand(ctx context.Context, env []string, name string, args ...string) (string, string, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return out.String(), errb.String(), err
-}
-
-// cmdError is a Slurm command that failed, with what it printed.
-type cmdError struct {
-	cmd, msg string
-	err      error
-}
-
-// Error leads with what the command said ("sbatch: error: Invalid partition
-// name specified"): tables cut long messages, and the command line, with
-// its paths, is the least telling part.
-func (e *cmdError) Error() string {
-	if e.msg == "" {
-		return fmt.Sprintf("%s: %v", e.cmd, e.err)
-	}
-	return fmt.Sprintf("%s (%s: %v)", e.msg, e.cmd, e.err)
-}
-
-func (e *cmdError) Unwrap() error { return e.err }
 
 // resolveMPI turns MPIAuto into the cluster's choice: slurm.conf's
 // MpiDefault when it is pmix or pmi2, else mpirun. An srun start the
@@ -468,8 +432,8 @@ func (l *Launcher) query(ctx context.Context, id string) (JobState, error) {
 func (l *Launcher) sacct(ctx context.Context, id string) (JobState, bool, error) {
 	out, err := l.run(ctx, "sacct", "-n", "-P", "-X", "-j", id, "-o", sacctFields)
 	if err != nil {
-		var ce *cmdError
-		if errors.As(err, &ce) && strings.Contains(ce.msg, accountingDisabled) {
+		var ce *batch.CommandError
+		if errors.As(err, &ce) && strings.Contains(ce.Msg, accountingDisabled) {
 			// A cluster without accounting: scontrol is next.
 			return JobState{}, false, nil
 		}
