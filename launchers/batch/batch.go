@@ -9,7 +9,7 @@
 //   - The script (Render): the staging folder check, the job's nodes file,
 //     one shell function per step (its environment, the rank wrapper that
 //     records each rank's node, the scheduler's start line), and the
-//     sequencer's rules in bash (script_runtime.sh, emitted verbatim):
+//     sequencer's rules in bash (runtime.sh, emitted verbatim):
 //     plan order, a server (a step with a ReadyMarker) released by its
 //     marker, consecutive clients started together, a group waited for
 //     with every background step started before it, the failure rule (a
@@ -24,10 +24,11 @@
 //   - Submitting, following the job to its end (Follow: the test's timeout
 //     counted from the job's start, a pending bound, a job the scheduler
 //     lost), cancelling it and waiting for its end (Cancel); or, inside an
-//     allocation, running the script here as a process group (RunGroup).
+//     allocation, running the script here as a process group (launch.RunGroup).
 //   - Collection: each step's log, files, exit status, the sequencer's
 //     verdict on it and the node of every rank into raw/TEST, through
-//     redaction, with the script and the job's output.
+//     redaction, with the script and the job's output; a scheduler's
+//     commands run with a bound (Command).
 //
 // # A new scheduler
 //
@@ -46,7 +47,7 @@
 //     (qsub, bsub), Query (qstat -f, bjobs: Ended, Queued and Meaning
 //     filled), Cancel (qdel, bkill); and its Options (file names, RankVars:
 //     the variable its task starter numbers tasks by, NodeVar,
-//     CancelCommand).
+//     CancelCommand); its commands run through Command.
 //   - launchers/NAME/state.go: the parsers of its query commands, tested
 //     on answers captured from a real scheduler, with a fuzz test.
 //   - framework/resultsdir/layout: the names of the script and job output

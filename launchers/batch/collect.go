@@ -20,7 +20,7 @@ import (
 // exit status or what the sequence did to it instead, and the node of
 // every rank; and the script and the job's output. A step with neither
 // did not finish: its LaunchError says how the job ended.
-func collect(req launch.Request, j Job, s Scheduler, o Options, cmds []string, end Ending, script string) ([]plan.Output, error) {
+func collect(req launch.Request, j Job, s Scheduler, o Options, cmds []string, end ending, script string) ([]plan.Output, error) {
 	if _, err := launch.MkdirRaw(req, "."); err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func collect(req launch.Request, j Job, s Scheduler, o Options, cmds []string, e
 }
 
 // collectStep is collect for one step.
-func collectStep(req launch.Request, j Job, s Scheduler, o Options, st plan.Step, cmd string, end Ending, noOutput string) plan.Output {
+func collectStep(req launch.Request, j Job, s Scheduler, o Options, st plan.Step, cmd string, end ending, noOutput string) plan.Output {
 	out := plan.Output{Step: st.Name, Role: st.Role, ExitCode: -1, Command: rankstart.CommandLine(st, cmd)}
 	addErr := func(e string) { out.LaunchError = strings.TrimPrefix(out.LaunchError+"; "+e, "; ") }
 	w, p, err := launch.CreateLog(req, st.Name)

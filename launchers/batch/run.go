@@ -23,8 +23,8 @@ func StagingDir(dir, name string) (string, error) {
 	return filepath.Join(abs, name), nil
 }
 
-// Ending is how a job (or the script inside an allocation) ended.
-type Ending struct {
+// ending is how a job (or the script inside an allocation) ended.
+type ending struct {
 	// State is the job's final state (a job of its own); zero inside an
 	// allocation.
 	State State
@@ -60,7 +60,7 @@ func Launch(ctx context.Context, req launch.Request, j Job, s Scheduler, o Optio
 	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
 		return nil, fmt.Errorf("write batch script: %w", err)
 	}
-	var end Ending
+	var end ending
 	if j.Batch {
 		end, err = submit(ctx, req, j, s, o, path)
 	} else {
@@ -78,19 +78,19 @@ func Launch(ctx context.Context, req launch.Request, j Job, s Scheduler, o Optio
 
 // submit submits the script, follows the job to its end, and cancels it
 // when the test times out, ctx is cancelled or following fails.
-func submit(ctx context.Context, req launch.Request, j Job, s Scheduler, o Options, path string) (Ending, error) {
+func submit(ctx context.Context, req launch.Request, j Job, s Scheduler, o Options, path string) (ending, error) {
 	// Ctrl-C while the submit command runs must not leave a job submitted
 	// whose id gpuaccept never learnt: it finishes (bounded), then ctx
 	// counts.
 	id, err := s.Submit(context.WithoutCancel(ctx), j, path)
 	if err != nil {
-		return Ending{}, fmt.Errorf("submit batch job for %s: %w", req.Test, err)
+		return ending{}, fmt.Errorf("submit batch job for %s: %w", req.Test, err)
 	}
 	st, why := Follow(ctx, s, id, req.Timeout, o)
 	if why != "" {
 		st = Cancel(s, id, st, o)
 	}
-	return Ending{State: st, Stopped: why}, nil
+	return ending{State: st, Stopped: why}, nil
 }
 
 // lostAfter is how many queries in a row may fail (a controller
@@ -176,7 +176,7 @@ func Cancel(s Scheduler, id string, last State, o Options) State {
 // SIGTERM (the scheduler's step starter passes it to the tasks), SIGKILL
 // after o.KillGrace, then the scheduler's StepCanceller for the steps of
 // this test still alive.
-func runInside(ctx context.Context, req launch.Request, j Job, s Scheduler, o Options, path string) (Ending, error) {
+func runInside(ctx context.Context, req launch.Request, j Job, s Scheduler, o Options, path string) (ending, error) {
 	if req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
@@ -184,7 +184,7 @@ func runInside(ctx context.Context, req launch.Request, j Job, s Scheduler, o Op
 	}
 	out, err := os.Create(filepath.Join(j.Dir, OutputName))
 	if err != nil {
-		return Ending{}, fmt.Errorf("create job output: %w", err)
+		return ending{}, fmt.Errorf("create job output: %w", err)
 	}
 	defer out.Close()
 	cmd := exec.Command("bash", path)
@@ -197,15 +197,15 @@ func runInside(ctx context.Context, req launch.Request, j Job, s Scheduler, o Op
 	// What the script left on this node ends with it, whichever way.
 	end, err := launch.RunGroup(ctx, cmd, launch.GroupStop{Name: JobName(j.Test), Grace: or(o.KillGrace, DefaultKillGrace)})
 	if err != nil {
-		return Ending{}, fmt.Errorf("start the script inside allocation: %w", err)
+		return ending{}, fmt.Errorf("start the script inside allocation: %w", err)
 	}
 	if end.Stopped == "" {
-		return Ending{}, nil
+		return ending{}, nil
 	}
 	if sc, ok := s.(StepCanceller); ok {
 		cctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
 		defer stop()
 		sc.CancelSteps(cctx, JobName(j.Test)+".")
 	}
-	return Ending{Stopped: end.Stopped + "; steps stopped"}, nil
+	return ending{Stopped: end.Stopped + "; steps stopped"}, nil
 }
