@@ -19,6 +19,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/internal/testenv"
+	"github.com/gpuaccept/gpuaccept/launchers/batch"
 )
 
 // These tests run against the real cluster of scripts/testenv.sh up slurm:
@@ -313,6 +314,17 @@ func TestClusterCancelAndQuoting(t *testing.T) {
 	assertGone(t, m[1])
 }
 
+// follow follows job id to its end as a launch does (batch.Follow),
+// polling every poll, and cancels it when it gives up after timeout.
+func follow(id string, timeout, poll time.Duration) (batch.State, string) {
+	j := job{Config: Config{Poll: poll}, l: &Launcher{}}
+	st, why := batch.Follow(context.Background(), j, id, timeout, j.options())
+	if why != "" {
+		st = batch.Cancel(j, id, st, j.options())
+	}
+	return st, why
+}
+
 func readFile(t *testing.T, p string) string {
 	data, err := os.ReadFile(p)
 	assert.NilError(t, err)
@@ -343,7 +355,7 @@ func TestClusterExampleInsideAllocation(t *testing.T) {
 // replaying a real 2 x 8 run, plus the gpuaccept flags in extra; it follows
 // the job to its end and returns the results folder, the job id, its final
 // state and its batch output.
-func submitExample(t *testing.T, partition string, extra ...string) (out, id string, st JobState, jobOut []byte) {
+func submitExample(t *testing.T, partition string, extra ...string) (out, id string, st batch.State, jobOut []byte) {
 	t.Helper()
 	bin, bindir := binaries(t)
 	dir := t.TempDir()
@@ -362,11 +374,7 @@ func submitExample(t *testing.T, partition string, extra ...string) (out, id str
 	assert.NilError(t, err, string(so))
 	id, err = parseJobID(string(so))
 	assert.NilError(t, err)
-	l := &Launcher{Config: Config{Poll: 300 * time.Millisecond}}
-	st, why := l.follow(context.Background(), id, 2*time.Minute)
-	if why != "" {
-		l.cancel(id, st)
-	}
+	st, why := follow(id, 2*time.Minute, 300*time.Millisecond)
 	jobOut, _ = os.ReadFile(filepath.Join(dir, "gpuaccept-"+id+".out"))
 	assert.Equal(t, why, "", string(jobOut))
 	return out, id, st, jobOut
@@ -404,9 +412,9 @@ func TestClusterQueryWithAndWithoutAccounting(t *testing.T) {
 	id, err := parseJobID(string(so))
 	assert.NilError(t, err)
 	l := &Launcher{Config: Config{Poll: 200 * time.Millisecond}}
-	st, why := l.follow(context.Background(), id, time.Minute)
+	st, why := follow(id, time.Minute, 200*time.Millisecond)
 	assert.Equal(t, why, "")
-	assert.DeepEqual(t, st, JobState{ID: id, State: "FAILED", Reason: "NonZeroExitCode", ExitCode: "3:0", Nodes: st.Nodes, Source: "scontrol"})
+	assert.DeepEqual(t, st, JobState{ID: id, State: "FAILED", Reason: "NonZeroExitCode", ExitCode: "3:0", Nodes: st.Nodes, Source: "scontrol"}.batch())
 	// slurmdbd learns the end a moment after the controller.
 	var acct JobState
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
@@ -423,10 +431,10 @@ func TestClusterQueryWithAndWithoutAccounting(t *testing.T) {
 	_, ok, err := l.sacct(context.Background(), id)
 	assert.NilError(t, err, "accounting storage is disabled is no error")
 	assert.Assert(t, !ok)
-	st, err = l.query(context.Background(), id)
+	qs, err := l.query(context.Background(), id)
 	assert.NilError(t, err)
-	assert.Equal(t, st.Source, "scontrol")
-	assert.Equal(t, st.ExitCode, "3:0")
+	assert.Equal(t, qs.Source, "scontrol")
+	assert.Equal(t, qs.ExitCode, "3:0")
 }
 
 // A job that cannot start within --slurm-pending-timeout is cancelled, and
@@ -510,4 +518,36 @@ func TestClusterPairOnGivenHosts(t *testing.T) {
 		assert.Equal(t, outs[i].ExitCode, 0, outs[i].LaunchError)
 		assert.Equal(t, outs[i].Host, want, "step %s", outs[i].Step)
 	}
+}
+
+// The script keeps the step sequencer's failure rule on the cluster: a
+// client that fails starts no later step, and its server, left waiting by
+// srun on the other node, is stopped after the linger rather than at the
+// test's timeout, its task ended with it.
+func TestClusterFailureStopsTheRest(t *testing.T) {
+	partition := needCluster(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "server-still-running")
+	server := plan.Step{Name: "server", Role: "server", Argv: []string{"/bin/sh", "-c", "echo ready; sleep 300; touch " + marker}, Procs: 1, ProcsPerNode: 1,
+		ReadyMarker: "ready"}
+	client := plan.Step{Name: "client", Role: "client", Argv: []string{"/bin/sh", "-c", "exit 3"}, Procs: 1, ProcsPerNode: 1, Host: 1}
+	after := plan.Step{Name: "after", Argv: []string{"/bin/true"}, Procs: 1, ProcsPerNode: 1}
+	l := &Launcher{Config: Config{Partition: partition, MPI: MPIMpirun, Mode: ModeSubmit, GPUs: GPUsNone, Poll: 300 * time.Millisecond}}
+	req := launch.Request{Test: "x.failure", Plan: plan.Plan{Steps: []plan.Step{server, client, after}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}},
+		Dir: filepath.Join(dir, layout.Raw), Timeout: 2 * time.Minute}
+	start := time.Now()
+	outs, err := l.Launch(context.Background(), req)
+	assert.NilError(t, err)
+	assert.Assert(t, time.Since(start) < time.Minute, "took %s: the server was not stopped after the linger", time.Since(start))
+	assert.Equal(t, outs[0].LaunchError, "stopped after step client failed (exit status 3)")
+	assert.Equal(t, outs[1].ExitCode, 3)
+	// srun's own line says which task on which node.
+	assert.Equal(t, outs[1].LaunchError, "srun failed (exit status 3): srun: error: n2: task 0: Exited with exit code 3")
+	assert.Equal(t, outs[2].LaunchError, "not started: step client failed (exit status 3)")
+	assert.Equal(t, outs[2].ExitCode, -1)
+	m := jobLine.FindStringSubmatch(readFile(t, filepath.Join(dir, layout.Raw, layout.SlurmJobOutput)))
+	assert.Assert(t, m != nil)
+	assertGone(t, m[1])
+	out, _ := exec.Command("pgrep", "-f", "sleep 300; touch "+marker).Output()
+	assert.Equal(t, strings.TrimSpace(string(out)), "", "the server's task outlived its step")
 }

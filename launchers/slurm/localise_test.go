@@ -1,7 +1,6 @@
 package slurm
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -52,11 +51,7 @@ func TestClusterLocaliseInsideAllocation(t *testing.T) {
 	assert.NilError(t, err, string(so))
 	id, err := parseJobID(string(so))
 	assert.NilError(t, err)
-	l := &Launcher{Config: Config{Poll: 300 * time.Millisecond}}
-	st, why := l.follow(context.Background(), id, 3*time.Minute)
-	if why != "" {
-		l.cancel(id, st)
-	}
+	st, why := follow(id, 3*time.Minute, 300*time.Millisecond)
 	jobOut, _ := os.ReadFile(filepath.Join(dir, "gpuaccept-"+id+".out"))
 	assert.Equal(t, why, "", string(jobOut))
 	// The script execs gpuaccept: its exit code 1 (a test failed) is the job's.

@@ -3,28 +3,20 @@ package slurm
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
+	"github.com/gpuaccept/gpuaccept/launchers/batch"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
-// job is everything a script is rendered from.
+// job is one test's Slurm job: the scheduler-neutral batch.Job and what
+// Slurm's parts of the script are rendered from. It is the batch.Scheduler
+// of that test.
 type job struct {
-	// Test is the full test name.
-	Test string
-	// Dir is the absolute staging folder the script writes into; every node
-	// must see it at the same path.
-	Dir      string
-	Plan     plan.Plan
-	Topology plan.Topology
+	batch.Job
 	// MPI is the resolved start: MPIMpirun, MPIPMIx or MPIPMI2.
 	MPI string
-	// Batch renders #SBATCH directives (submit mode); false renders a script
-	// that runs inside an existing allocation.
-	Batch bool
 	// Time is the #SBATCH --time value; empty: none.
 	Time string
 	// AllowRoot adds mpirun's --allow-run-as-root (the job runs as the user
@@ -41,58 +33,35 @@ type job struct {
 	// nodes, as the allocation's other nodes may be busy with another run.
 	Pinned bool
 	Config Config
+	// l runs Slurm's commands for Submit, Query and Cancel.
+	l *Launcher
 }
 
-// File names inside the staging folder, per step.
-func stepLog(dir, step string) string   { return filepath.Join(dir, layout.StepLog(step)) }
-func stepExit(dir, step string) string  { return filepath.Join(dir, step+".exit") }
-func stepWork(dir, step string) string  { return filepath.Join(dir, step+".work") }
-func stepRanks(dir, step string) string { return filepath.Join(dir, step+layout.SlurmRanksExt) }
-
-// Names of the staging folder's job-level files.
-const (
-	scriptName = "job.sh"
-	jobOutName = "job.out"
-	hostsName  = "hosts"
-)
-
-// rankWrapper runs in front of every rank: it records which node the rank
-// ran on (one file per rank, named after its rank, in the folder given as
-// $0) and then becomes the workload. The rank comes from the variable the
-// starter sets: Open MPI's, PMIx's, PMI-2's, or srun's task id.
-const rankWrapper = `r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-${SLURM_PROCID:-0}}}}; echo "$r ${SLURMD_NODENAME:-$(hostname)}" >"$0/$r"; exec "$@"`
-
-// render writes the script that runs the job's steps: a batch script with
-// #SBATCH directives, or (Batch false) a script run inside an allocation.
-// Every value that reaches the shell is quoted with rankstart.ShellQuote;
-// directive values were validated by Config.Validate. The second result is
-// each step's command line as it appears in the script.
+// render is the script of j and each step's start line (batch.Render).
 func render(j job) (string, []string, error) {
-	if err := j.Plan.Validate(); err != nil {
-		return "", nil, fmt.Errorf("render script for %s: %w", j.Test, err)
-	}
-	if strings.ContainsAny(j.Dir, "\r\n\x00") || !filepath.IsAbs(j.Dir) {
-		return "", nil, fmt.Errorf("render script for %s: staging folder %q must be an absolute path without line breaks", j.Test, j.Dir)
-	}
-	// Every step sees the job's nodes (plan.HostsEnv), read from the hosts
-	// file when it starts (shellWord).
-	j.Plan = j.Plan.WithHostsEnv(j.Topology.Nodes)
-	var b strings.Builder
-	b.WriteString("#!/bin/bash\n")
-	t := j.Topology
+	j.Job.Hosts = j.Config.Hosts
+	return batch.Render(j.Job, j, j.options())
+}
+
+// Header implements batch.Scheduler: the #SBATCH directives of a job of
+// its own, and what the script is. Directive values were validated by
+// Config.Validate.
+func (j job) Header(b batch.Job) ([]string, error) {
+	var h []string
+	t := b.Topology
 	perNode := 1
-	for _, s := range j.Plan.Steps {
+	for _, s := range b.Plan.Steps {
 		if s.ProcsPerNode > perNode {
 			perNode = s.ProcsPerNode
 		}
 	}
-	if j.Batch {
-		if strings.ContainsAny(j.Dir, " \t\"'\\") {
-			return "", nil, fmt.Errorf("render script for %s: results folder %q holds blanks, quotes or backslashes, which #SBATCH --output cannot take: choose an --out without them", j.Test, j.Dir)
+	if b.Batch {
+		if strings.ContainsAny(b.Dir, " \t\"'\\") {
+			return nil, fmt.Errorf("results folder %q holds blanks, quotes or backslashes, which #SBATCH --output cannot take: choose an --out without them", b.Dir)
 		}
 		c := j.Config
-		d := func(format string, a ...any) { fmt.Fprintf(&b, "#SBATCH "+format+"\n", a...) }
-		d("--job-name=%s", jobName(j.Test))
+		d := func(format string, a ...any) { h = append(h, fmt.Sprintf("#SBATCH "+format, a...)) }
+		d("--job-name=%s", batch.JobName(b.Test))
 		d("--nodes=%d", t.Nodes)
 		d("--ntasks-per-node=%d", perNode)
 		switch c.GPUs {
@@ -108,87 +77,30 @@ func render(j job) (string, []string, error) {
 			d("--time=%s", j.Time)
 		}
 		// sbatch expands %j and friends in --output; a literal % is %%.
-		d("--output=%s", strings.ReplaceAll(filepath.Join(j.Dir, jobOutName), "%", "%%"))
+		d("--output=%s", strings.ReplaceAll(filepath.Join(b.Dir, batch.OutputName), "%", "%%"))
 		for _, f := range []struct{ name, v string }{{"partition", c.Partition}, {"account", c.Account}, {"qos", c.QOS}, {"reservation", c.Reservation}} {
 			if f.v != "" {
 				d("--%s=%s", f.name, f.v)
 			}
 		}
-		if len(c.Hosts) > 0 {
-			d("--nodelist=%s", strings.Join(c.Hosts, ","))
+		if len(b.Hosts) > 0 {
+			d("--nodelist=%s", strings.Join(b.Hosts, ","))
 		}
 		for _, a := range c.SbatchArgs {
 			d("%s", a)
 		}
 	}
-	fmt.Fprintf(&b, "# gpuaccept: test %s on %d node(s) x %d GPU(s), MPI start: %s.\n", j.Test, t.Nodes, t.GPUsPerNode, j.MPI)
-	if j.Batch {
-		b.WriteString("# Outputs go to the folder below, which every node must see at the same path.\n")
+	h = append(h, fmt.Sprintf("# gpuaccept: test %s on %d node(s) x %d GPU(s), MPI start: %s.", b.Test, t.Nodes, t.GPUsPerNode, j.MPI))
+	if b.Batch {
+		h = append(h, "# Outputs go to the folder below, which every node must see at the same path.")
 	} else {
-		b.WriteString("# Runs inside the allocation $SLURM_JOB_ID; outputs go to the folder below,\n# which every node must see at the same path.\n")
+		h = append(h, "# Runs inside the allocation $SLURM_JOB_ID; outputs go to the folder below,", "# which every node must see at the same path.")
 	}
-	b.WriteString("set -u\n")
-	fmt.Fprintf(&b, "job=%s\n", rankstart.ShellQuote(j.Dir))
-	b.WriteString("[ -d \"$job\" ] || { echo \"gpuaccept: $job is not visible on $(hostname): the results folder must be on a filesystem every node sees\" >&2; exit 3; }\n")
-	if hs := j.Config.Hosts; len(hs) > 0 {
-		// A step's Host indexes the hosts as given; Slurm lists the
-		// allocation's nodes in its own order.
-		fmt.Fprintf(&b, "printf '%%s\\n' %s >\"$job/%s\"\n", rankstart.ShellJoin(hs), hostsName)
-	} else {
-		fmt.Fprintf(&b, "scontrol show hostnames \"$SLURM_JOB_NODELIST\" >\"$job/%s\"\n", hostsName)
-	}
-
-	var background []string
-	var cmds []string
-	for _, s := range j.Plan.Steps {
-		line, err := stepLine(j, s)
-		if err != nil {
-			return "", nil, err
-		}
-		cmds = append(cmds, line)
-		name := s.Name
-		fmt.Fprintf(&b, "\n# step %s: %d process(es), %d per node\n", name, s.Procs, s.ProcsPerNode)
-		fmt.Fprintf(&b, "mkdir -p \"$job/%s.work\" \"$job/%s%s\"\n", name, name, layout.SlurmRanksExt)
-		fmt.Fprintf(&b, "cd \"$job/%s.work\" || exit 1\n", name)
-		b.WriteString("(\n")
-		if err := rankstart.CheckEnvNames(s); err != nil {
-			return "", nil, fmt.Errorf("render script for %s: %w", j.Test, err)
-		}
-		keys := make([]string, 0, len(s.Env))
-		for k := range s.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, kv := range srunEnv(j, s) {
-			k, v, _ := strings.Cut(kv, "=")
-			if _, own := s.Env[k]; !own {
-				fmt.Fprintf(&b, "\texport %s=%s\n", k, shellWord(v))
-			}
-		}
-		for _, k := range keys {
-			fmt.Fprintf(&b, "\texport %s=%s\n", k, shellWord(s.Env[k]))
-		}
-		fmt.Fprintf(&b, "\texec %s\n", line)
-		if s.ReadyMarker != "" {
-			fmt.Fprintf(&b, ") >\"$job/%s.log\" 2>&1 &\n", name)
-			v := "pid_" + strings.NewReplacer(".", "_", "-", "_").Replace(name)
-			fmt.Fprintf(&b, "%s=$!\n", v)
-			fmt.Fprintf(&b, "until grep -qF -e %s \"$job/%s.log\" 2>/dev/null || ! kill -0 \"$%s\" 2>/dev/null; do sleep 1; done\n",
-				rankstart.ShellQuote(s.ReadyMarker), name, v)
-			background = append(background, fmt.Sprintf("wait \"$%s\"; echo $? >\"$job/%s.exit\"\n", v, name))
-			continue
-		}
-		fmt.Fprintf(&b, ") >\"$job/%s.log\" 2>&1\n", name)
-		fmt.Fprintf(&b, "echo $? >\"$job/%s.exit\"\n", name)
-	}
-	if len(background) > 0 {
-		b.WriteString("\n# steps started in the background\n")
-		for _, w := range background {
-			b.WriteString(w)
-		}
-	}
-	return b.String(), cmds, nil
+	return h, nil
 }
+
+// NodesCommand implements batch.Scheduler.
+func (j job) NodesCommand() string { return `scontrol show hostnames "$SLURM_JOB_NODELIST"` }
 
 // start is the run's starter options (Config.Start); without them HCOLL
 // is off for Open MPI, as under every launcher.
@@ -213,26 +125,25 @@ func srunEnv(j job, s plan.Step) []string {
 	return st.Env(j.start())
 }
 
-// jobName is the job's (and its steps') name: gpuaccept-TEST.
-func jobName(test string) string { return "gpuaccept-" + test }
-
-// stepLine is the rank starter's command line for one step.
-func stepLine(j job, s plan.Step) (string, error) {
-	wrapped := append([]string{"/bin/sh", "-c", rankWrapper, "$job/" + s.Name + layout.SlurmRanksExt}, s.Argv...)
+// StepStart implements batch.Scheduler: the rank starter's command line
+// for one step (mpirun of --mpi-flavor, or srun), and the environment
+// srun's MPI ranks need.
+func (j job) StepStart(b batch.Job, s plan.Step, wrapped []string) (string, []string, error) {
+	env := srunEnv(j, s)
 	mpi := rankstart.NeedsStarter(s) && s.MPI
 	if mpi && j.MPI == MPIMpirun {
 		var hs []string
-		if len(j.AllocHosts) > j.Topology.Nodes || j.Pinned {
-			hs = j.AllocHosts[:j.Topology.Nodes]
+		if len(j.AllocHosts) > b.Topology.Nodes || j.Pinned {
+			hs = j.AllocHosts[:b.Topology.Nodes]
 		}
 		argv, err := rankstart.Or(j.Config.Starter).Argv(plan.Step{Name: s.Name, Argv: wrapped, Env: s.Env, Procs: s.Procs, ProcsPerNode: s.ProcsPerNode, MPI: true},
 			rankstart.Merge(j.start(), rankstart.Options{Hosts: hs, AllowRoot: j.AllowRoot, ExtraArgs: j.Config.MPIArgs, Environ: j.Environ}))
 		if err != nil {
-			return "", fmt.Errorf("render script for %s: %w", j.Test, err)
+			return "", nil, err
 		}
-		return joinWithJob(argv), nil
+		return batch.JoinWithJob(argv), env, nil
 	}
-	o := rankstart.Options{JobName: jobName(j.Test) + "." + s.Name}
+	o := rankstart.Options{JobName: batch.JobName(b.Test) + "." + s.Name}
 	if mpi {
 		// The run's binding, and its MCA settings and HCOLL's switch as
 		// the environment (srun has no --mca; srunEnv exports them).
@@ -244,31 +155,31 @@ func stepLine(j job, s plan.Step) (string, error) {
 	if c := j.Config; c.ContainerImage != "" {
 		// The ranks write into the staging folder and run in the step's
 		// working folder, so the container sees both at the host's path.
-		if strings.ContainsAny(j.Dir, ",: \t\"'\\") {
-			return "", fmt.Errorf("render script for %s: results folder %q holds a comma, colon, blank or quote, which pyxis' --container-mounts cannot take: choose an --out without them", j.Test, j.Dir)
+		if strings.ContainsAny(b.Dir, ",: \t\"'\\") {
+			return "", nil, fmt.Errorf("results folder %q holds a comma, colon, blank or quote, which pyxis' --container-mounts cannot take: choose an --out without them", b.Dir)
 		}
-		mounts := j.Dir + ":" + j.Dir
+		mounts := b.Dir + ":" + b.Dir
 		if c.ContainerMounts != "" {
 			mounts = c.ContainerMounts + "," + mounts
 		}
 		o.ExtraArgs = append(o.ExtraArgs, "--container-image="+c.ContainerImage, "--container-mounts="+mounts,
-			"--container-workdir="+stepWork(j.Dir, s.Name))
+			"--container-workdir="+batch.StepWork(b.Dir, s.Name))
 	}
 	if j.Pinned && !single {
 		o.Hosts = j.AllocHosts[:(s.Procs+s.ProcsPerNode-1)/s.ProcsPerNode]
 	}
 	srun, err := rankstart.Lookup(rankstart.FlavorSrun)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	argv, err := srun.Argv(plan.Step{Name: s.Name, Argv: wrapped, Procs: s.Procs, ProcsPerNode: s.ProcsPerNode, MPI: s.MPI}, o)
 	if err != nil {
-		return "", fmt.Errorf("render script for %s: %w", j.Test, err)
+		return "", nil, err
 	}
 	// The starter's words end with the program: the node of a single
 	// step goes between them, as shell text.
 	argv = argv[:len(argv)-len(wrapped)]
-	line := joinWithJob(argv)
+	line := batch.JoinWithJob(argv)
 	if single && (s.Role != "" || s.Host > 0 || j.Pinned) {
 		// A server or client runs on its own node of the allocation, and
 		// the servers and clients of several pairs (ib_write_bw, one per
@@ -281,48 +192,7 @@ func stepLine(j job, s plan.Step) (string, error) {
 		if s.Role != "" || s.Host > 0 {
 			overlap = " --overlap"
 		}
-		line += fmt.Sprintf("%s --nodelist=\"$(sed -n %dp \"$job/%s\")\"", overlap, s.Host+1, hostsName)
+		line += overlap + " --nodelist=" + batch.HostWord(s.Host)
 	}
-	return line + " " + joinWithJob(wrapped), nil
-}
-
-// joinWithJob shell-joins argv, leaving a leading "$job/" of a word for
-// the shell to expand (inside double quotes); every other character is
-// quoted.
-func joinWithJob(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		if rest, ok := strings.CutPrefix(a, "$job/"); ok && validStep(rest) {
-			q[i] = `"$job/` + rest + `"`
-			continue
-		}
-		q[i] = shellWord(a)
-	}
-	return strings.Join(q, " ")
-}
-
-// shellWord quotes v for the script; a plan.HostRef becomes the node's name
-// read from the job's hosts file when the step starts, since the nodes are
-// known only once Slurm has allocated them, and a plan.HostListRef the
-// file's first N names joined by commas.
-func shellWord(v string) string {
-	if i, ok := plan.HostRefIndex(v); ok {
-		return fmt.Sprintf(`"$(sed -n %dp "$job/%s")"`, i+1, hostsName)
-	}
-	if n, ok := plan.HostListRefCount(v); ok {
-		return fmt.Sprintf(`"$(sed -n 1,%dp "$job/%s" | paste -sd, -)"`, n, hostsName)
-	}
-	return rankstart.ShellQuote(v)
-}
-
-// validStep reports whether s is a step folder name as plan.Validate allows
-// step names ([a-z0-9_.-]) with its suffix: nothing a double-quoted shell
-// word would expand.
-func validStep(s string) bool {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
-			return false
-		}
-	}
-	return s != ""
+	return line + " " + batch.JoinWithJob(wrapped), env, nil
 }

@@ -5,17 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/launchers/batch"
 )
 
 func ncclStep() plan.Step {
@@ -33,20 +32,12 @@ func TestRenderGolden(t *testing.T) {
 		name string
 		j    job
 	}{
-		{"batch-mpirun.sh", job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}},
-			Topology: topo, MPI: MPIMpirun, Batch: true, Time: "35", AllowRoot: true,
-			Environ: []string{"NCCL_IB_HCA=mlx5", "HOME=/root", "API_TOKEN=x"},
-			Config:  Config{Partition: "gpu", GPUs: GPUsPerNode, Exclusive: true, MPIArgs: []string{"--mca", "btl", "self,tcp"}}}},
-		{"batch-pmix-pyxis.sh", job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}},
-			Topology: topo, MPI: MPIPMIx, Batch: true, Time: "1:00:00",
-			Config: Config{Partition: "gpu", Account: "acct-1", QOS: "high", Reservation: "accept_2026", GPUs: GPUsGres, Exclusive: true,
-				SbatchArgs: []string{"--constraint=ib&nvlink", "--signal=B:USR1@60"}, Hosts: []string{"gpu-a01", "gpu-a02"},
-				ContainerImage: "nvcr.io#nvidia/pytorch:24.05-py3", ContainerMounts: "/shared:/shared,/opt/nccl-tests:/opt/nccl-tests"}}},
-		{"allocation-mpirun.sh", job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}},
-			Topology: topo, MPI: MPIMpirun, AllocHosts: []string{"n1", "n2", "n3"},
-			Config: Config{GPUs: GPUsNone}}},
-		{"batch-server-client.sh", job{Test: "ibperf.write_bw", Dir: "/shared/r/raw/ibperf.write_bw/.slurm", Plan: plan.Plan{Steps: []plan.Step{server, client}},
-			Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}}, MPI: MPIPMI2, Batch: true, Config: Config{GPUs: GPUsNone}}},
+		{"batch-mpirun.sh", job{Job: batch.Job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}}, Topology: topo, Batch: true}, MPI: MPIMpirun, Time: "35", AllowRoot: true, Environ: []string{"NCCL_IB_HCA=mlx5", "HOME=/root", "API_TOKEN=x"}, Config: Config{Partition: "gpu", GPUs: GPUsPerNode, Exclusive: true, MPIArgs: []string{"--mca", "btl", "self,tcp"}}}},
+		{"batch-pmix-pyxis.sh", job{Job: batch.Job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}}, Topology: topo, Batch: true}, MPI: MPIPMIx, Time: "1:00:00", Config: Config{Partition: "gpu", Account: "acct-1", QOS: "high", Reservation: "accept_2026", GPUs: GPUsGres, Exclusive: true,
+			SbatchArgs: []string{"--constraint=ib&nvlink", "--signal=B:USR1@60"}, Hosts: []string{"gpu-a01", "gpu-a02"},
+			ContainerImage: "nvcr.io#nvidia/pytorch:24.05-py3", ContainerMounts: "/shared:/shared,/opt/nccl-tests:/opt/nccl-tests"}}},
+		{"allocation-mpirun.sh", job{Job: batch.Job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}}, Topology: topo}, MPI: MPIMpirun, AllocHosts: []string{"n1", "n2", "n3"}, Config: Config{GPUs: GPUsNone}}},
+		{"batch-server-client.sh", job{Job: batch.Job{Test: "ibperf.write_bw", Dir: "/shared/r/raw/ibperf.write_bw/.slurm", Plan: plan.Plan{Steps: []plan.Step{server, client}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 1}}, Batch: true}, MPI: MPIPMI2, Config: Config{GPUs: GPUsNone}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			script, cmds, err := render(c.j)
@@ -104,8 +95,7 @@ func TestValidateRejects(t *testing.T) {
 }
 
 func TestRenderRejects(t *testing.T) {
-	base := job{Test: "nccl.all_reduce", Dir: "/r/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}},
-		MPI: MPIMpirun, Batch: true, Config: Config{GPUs: GPUsNone}}
+	base := job{Job: batch.Job{Test: "nccl.all_reduce", Dir: "/r/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, Batch: true}, MPI: MPIMpirun, Config: Config{GPUs: GPUsNone}}
 	for _, c := range []struct {
 		name string
 		edit func(*job)
@@ -151,21 +141,6 @@ func requestFor(t *testing.T, timeout time.Duration) launch.Request {
 func TestSrunErrors(t *testing.T) {
 	log := "srun: error:  mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:195: pmi/pmix: can not load PMIx library\nsome output\nsrun: error: MPI: Unable to load any plugin\n"
 	assert.Equal(t, strings.Join(srunErrorsIn(log), " | "), "srun: error:  mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:195: pmi/pmix: can not load PMIx library | srun: error: MPI: Unable to load any plugin")
-}
-
-// The rank wrapper's files, read back in rank order whatever order the
-// directory lists them in.
-func TestReadRanks(t *testing.T) {
-	dir := t.TempDir()
-	for name, line := range map[string]string{"10": "10 n2\n", "2": "2 n1\n", "9": "9 n2", "0": "0 n1\n", "junk": "x y z\n", "neg": "-1 n3\n"} {
-		assert.NilError(t, os.WriteFile(filepath.Join(dir, name), []byte(line), 0o644))
-	}
-	ranks := readRanks(dir)
-	assert.DeepEqual(t, ranks, []rankHost{{0, "n1"}, {2, "n1"}, {9, "n2"}, {10, "n2"}}, cmp.AllowUnexported(rankHost{}))
-	assert.Equal(t, hostList(ranks), "n1,n2")
-	assert.DeepEqual(t, rankHosts(ranks), []string{"n1", "", "n1", "", "", "", "", "", "", "n2", "n2"})
-	assert.DeepEqual(t, rankHosts(append(ranks, rankHost{maxRanks, "n9"})), rankHosts(ranks))
-	assert.Assert(t, readRanks(filepath.Join(dir, "missing")) == nil)
 }
 
 // Inside an allocation, hosts given pick some of its nodes (a
@@ -228,8 +203,7 @@ func TestRenderConcurrentPairsOverlap(t *testing.T) {
 		{"mpirun step", []plan.Step{ncclStep()}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, cmds, err := render(job{Test: "ibperf.write_bw", Dir: "/shared/r/raw/ibperf.write_bw/.slurm", Plan: plan.Plan{Steps: c.steps},
-				Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, MPI: MPIPMI2, Batch: true, Config: Config{GPUs: GPUsNone}})
+			_, cmds, err := render(job{Job: batch.Job{Test: "ibperf.write_bw", Dir: "/shared/r/raw/ibperf.write_bw/.slurm", Plan: plan.Plan{Steps: c.steps}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, Batch: true}, MPI: MPIPMI2, Config: Config{GPUs: GPUsNone}})
 			assert.NilError(t, err)
 			n := 0
 			for _, cmd := range cmds {
@@ -247,8 +221,7 @@ func TestRenderConcurrentPairsOverlap(t *testing.T) {
 // srun, the pmix/pmi2 start, is chosen by --slurm-mpi and refused as a
 // flavor.
 func TestMPIFlavor(t *testing.T) {
-	j := job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}},
-		Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, MPI: MPIMpirun, Batch: true, Environ: []string{"HOME=/root"}, Config: Config{GPUs: GPUsNone}}
+	j := job{Job: batch.Job{Test: "nccl.all_reduce", Dir: "/shared/results/raw/nccl.all_reduce/.slurm", Plan: plan.Plan{Steps: []plan.Step{ncclStep()}}, Topology: plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}, Batch: true}, MPI: MPIMpirun, Environ: []string{"HOME=/root"}, Config: Config{GPUs: GPUsNone}}
 	for _, c := range []struct{ flavor, want string }{
 		{"openmpi", `exec mpirun -np 16 --map-by ppr:8:node -x GPUACCEPT_HOSTS -x NCCL_DEBUG -x NCCL_TOPO_FILE -mca coll_hcoll_enable 0 /bin/sh -c`},
 		{"hpcx", `-x NCCL_TOPO_FILE -mca coll_hcoll_enable 0 /bin/sh -c`},

@@ -8,22 +8,28 @@
 //
 // The staging folder (RESULTS/raw/TEST/.slurm) must be on a filesystem every
 // node sees at the same path: ranks write their outputs there.
+//
+// This package is Slurm's half of the launcher: its flags, the #SBATCH
+// directives, how a step starts (mpirun, or srun with its PMI, pyxis'
+// container), and sbatch, squeue/sacct/scontrol and scancel behind
+// batch.Scheduler. The script's order and failure rules, the staging
+// folder, following the job and collecting its outputs are
+// launchers/batch's, shared with any other batch scheduler.
 package slurm
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
+	"github.com/gpuaccept/gpuaccept/launchers/batch"
 )
 
 // Name is the --launcher value.
@@ -47,7 +53,7 @@ type Launcher struct {
 
 	// exec runs Slurm's commands; nil runs them for real (tests replay
 	// captured answers through it).
-	exec func(ctx context.Context, env []string, name string, args ...string) (stdout, stderr string, err error)
+	exec batch.ExecFunc
 }
 
 // Name implements launch.Launcher.
@@ -84,53 +90,11 @@ func (l *Launcher) allocation() (string, error) {
 	return id, nil
 }
 
-// run runs a Slurm command with a bound on its run time and returns its
-// standard output; the error carries its standard error.
+// run runs a Slurm command (batch.Command) and returns its standard
+// output; the error is a *batch.CommandError.
 func (l *Launcher) run(ctx context.Context, name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	exe := l.exec
-	if exe == nil {
-		exe = execCommand
-	}
-	out, errOut, err := exe(ctx, l.environ(), name, args...)
-	if err != nil {
-		msg := strings.TrimSpace(errOut)
-		if msg == "" {
-			msg = strings.TrimSpace(out)
-		}
-		return out, &cmdError{cmd: name + " " + strings.Join(args, " "), msg: msg, err: err}
-	}
-	return out, nil
+	return batch.Command(ctx, l.exec, l.environ(), name, args...)
 }
-
-// execCommand runs a command and returns its standard output and error.
-func execCommand(ctx context.Context, env []string, name string, args ...string) (string, string, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return out.String(), errb.String(), err
-}
-
-// cmdError is a Slurm command that failed, with what it printed.
-type cmdError struct {
-	cmd, msg string
-	err      error
-}
-
-// Error leads with what the command said ("sbatch: error: Invalid partition
-// name specified"): tables cut long messages, and the command line, with
-// its paths, is the least telling part.
-func (e *cmdError) Error() string {
-	if e.msg == "" {
-		return fmt.Sprintf("%s: %v", e.cmd, e.err)
-	}
-	return fmt.Sprintf("%s (%s: %v)", e.msg, e.cmd, e.err)
-}
-
-func (e *cmdError) Unwrap() error { return e.err }
 
 // resolveMPI turns MPIAuto into the cluster's choice: slurm.conf's
 // MpiDefault when it is pmix or pmi2, else mpirun. An srun start the
@@ -221,15 +185,6 @@ func (l *Launcher) checkOpenMPIPMI2(ctx context.Context) error {
 	return errors.New("--slurm-mpi pmi2 cannot work with this Open MPI: ompi_info lists no s1/s2 pmix component (built without Slurm PMI-2, as Debian's is); use --slurm-mpi pmix or mpirun")
 }
 
-// stagingDir is where the job writes: RESULTS/raw/TEST/.slurm.
-func stagingDir(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("staging folder for %s: %w", dir, err)
-	}
-	return filepath.Join(abs, ".slurm"), nil
-}
-
 // newJob builds what render needs for req.
 func (l *Launcher) newJob(ctx context.Context, req launch.Request) (job, error) {
 	alloc, err := l.allocation()
@@ -240,12 +195,12 @@ func (l *Launcher) newJob(ctx context.Context, req launch.Request) (job, error) 
 	if err != nil {
 		return job{}, err
 	}
-	dir, err := stagingDir(req.Dir)
+	dir, err := batch.StagingDir(req.Dir, stagingName)
 	if err != nil {
 		return job{}, err
 	}
-	j := job{Test: req.Test, Dir: dir, Plan: req.Plan, Topology: req.Topology, MPI: mpi, Batch: alloc == "",
-		AllowRoot: os.Geteuid() == 0, Environ: l.environ(), Config: l.Config}
+	j := job{Job: batch.Job{Test: req.Test, Dir: dir, Plan: req.Plan, Topology: req.Topology, Batch: alloc == "", Hosts: l.Config.Hosts},
+		MPI: mpi, AllowRoot: os.Geteuid() == 0, Environ: l.environ(), Config: l.Config, l: l}
 	if j.Batch {
 		switch {
 		case l.Config.Time != "":
@@ -346,125 +301,93 @@ type autoMPIError struct{ error }
 
 func (e autoMPIError) Unwrap() error { return e.error }
 
-// Launch implements launch.Launcher.
+// Launch implements launch.Launcher: batch.Launch with this test's job.
 func (l *Launcher) Launch(ctx context.Context, req launch.Request) ([]plan.Output, error) {
 	j, err := l.newJob(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	script, cmds, err := render(j)
-	if err != nil {
-		return nil, err
-	}
-	// A staging folder from an earlier attempt would mix outputs.
-	if err := os.RemoveAll(j.Dir); err != nil {
-		return nil, fmt.Errorf("clear staging folder %s: %w", j.Dir, err)
-	}
-	if _, err := launch.MkdirRaw(req, "."); err != nil {
-		return nil, err
-	}
-	if err := os.Mkdir(j.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create staging folder: %w", err)
-	}
-	// The script holds the steps' environment, secrets included: only the
-	// redacted copy outlives the run.
-	defer os.RemoveAll(j.Dir)
-	path := filepath.Join(j.Dir, scriptName)
-	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
-		return nil, fmt.Errorf("write batch script: %w", err)
-	}
-	var end ending
-	if j.Batch {
-		end, err = l.submit(ctx, req, j, path)
-	} else {
-		end, err = l.runInAllocation(ctx, req, j, path)
-	}
-	if err != nil {
-		// The script that could not be submitted is kept for the user.
-		if werr := writeRedacted(req, layout.SlurmJobScript, strings.NewReader(script)); werr != nil {
-			err = fmt.Errorf("%w (and: %v)", err, werr)
-		}
-		return nil, err
-	}
-	return collect(req, j, cmds, end, script)
+	return batch.Launch(ctx, req, j.Job, j, j.options())
 }
 
-// ending is how a job (or the script inside an allocation) ended.
-type ending struct {
-	// State is the job's final state (submit mode); zero in allocation mode.
-	State JobState
-	// Stopped says why gpuaccept stopped it (timeout, Ctrl-C, a failed
-	// query); empty when it ended by itself.
-	Stopped string
+// stagingName is the staging folder's name in the test's raw folder.
+const stagingName = ".slurm"
+
+// options are Slurm's names and this launcher's timings for batch.
+func (j job) options() batch.Options {
+	o := batch.Options{ScriptFile: layout.SlurmJobScript, OutputFile: layout.SlurmJobOutput, RanksExt: layout.SlurmRanksExt,
+		RankVars: []string{"SLURM_PROCID"}, NodeVar: "SLURMD_NODENAME", CancelCommand: "scancel",
+		Poll: j.Config.Poll, PendingTimeout: j.Config.PendingTimeout}
+	if j.l != nil {
+		o.CancelWait, o.KillGrace, o.Environ = j.l.CancelWait, j.l.KillGrace, j.l.environ()
+	}
+	return o
 }
 
-// submit submits the script, follows the job to its end, and cancels it
-// when the test times out, ctx is cancelled or following fails.
-func (l *Launcher) submit(ctx context.Context, req launch.Request, j job, path string) (ending, error) {
-	// Ctrl-C while sbatch runs must not leave a job submitted whose id
-	// gpuaccept never learnt: sbatch finishes (bounded), then ctx counts.
-	out, err := l.run(context.WithoutCancel(ctx), "sbatch", "--parsable", "--chdir="+j.Dir, path)
+// Submit implements batch.Scheduler: sbatch --parsable.
+func (j job) Submit(ctx context.Context, b batch.Job, path string) (string, error) {
+	out, err := j.l.run(ctx, "sbatch", "--parsable", "--chdir="+b.Dir, path)
 	if err != nil {
-		return ending{}, fmt.Errorf("submit batch job for %s: %w", req.Test, err)
+		return "", err
 	}
-	id, err := parseJobID(out)
-	if err != nil {
-		return ending{}, fmt.Errorf("submit batch job for %s: %w", req.Test, err)
-	}
-	st, why := l.follow(ctx, id, req.Timeout)
-	if why != "" {
-		st = l.cancel(id, st)
-	}
-	return ending{State: st, Stopped: why}, nil
+	return parseJobID(out)
 }
 
-// follow polls the job until it ends, the test's timeout (counted from
-// the job's start) expires, the pending bound expires, ctx is cancelled, or
-// Slurm stops knowing the job. It returns the last state seen and, when it
-// gave up on the job, why.
-func (l *Launcher) follow(ctx context.Context, id string, timeout time.Duration) (JobState, string) {
-	poll := l.Config.Poll
-	if poll <= 0 {
-		poll = 2 * time.Second
+// Query implements batch.Scheduler (query).
+func (j job) Query(ctx context.Context, id string) (batch.State, error) {
+	st, err := j.l.query(ctx, id)
+	return st.batch(), err
+}
+
+// Cancel implements batch.Scheduler: scancel.
+func (j job) Cancel(ctx context.Context, id string) error {
+	_, err := j.l.run(ctx, "scancel", id)
+	return err
+}
+
+// CancelSteps implements batch.StepCanceller: scancel of the steps of the
+// allocation gpuaccept runs in whose name starts with prefix, those srun
+// started for this test that outlived their srun.
+func (j job) CancelSteps(ctx context.Context, prefix string) {
+	jobID := j.l.getenv("SLURM_JOB_ID")
+	if jobID == "" {
+		return
 	}
-	submitted := time.Now()
-	var started time.Time
-	var last JobState
-	unknown := 0
-	for {
-		st, err := l.query(ctx, id)
-		switch {
-		case err == nil:
-			unknown = 0
-			last = st
-			if st.Terminal() {
-				return st, ""
-			}
-			if started.IsZero() && st.State != "PENDING" && st.State != "CONFIGURING" {
-				started = time.Now()
-			}
-		case ctx.Err() == nil:
-			// Slurm may be briefly unreachable (controller restart); a
-			// job unknown for several polls in a row is lost.
-			unknown++
-			if unknown >= 5 {
-				return last, fmt.Sprintf("lost track of job %s: %v", id, err)
-			}
-		}
-		if ctx.Err() != nil {
-			return last, fmt.Sprintf("cancelled; job %s cancelled with scancel", id)
-		}
-		if !started.IsZero() && timeout > 0 && time.Since(started) > timeout {
-			return last, fmt.Sprintf("timed out after %s of running; job %s cancelled with scancel", time.Since(started).Round(time.Second), id)
-		}
-		if started.IsZero() && l.Config.PendingTimeout > 0 && time.Since(submitted) > l.Config.PendingTimeout {
-			return last, fmt.Sprintf("job %s still pending after %s (reason %s); cancelled with scancel", id, time.Since(submitted).Round(time.Second), last.Reason)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(poll):
+	out, err := j.l.run(ctx, "squeue", "-h", "-s", "-j", jobID, "-o", "%i|%j")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(out, "\n") {
+		step, name, ok := strings.Cut(strings.TrimSpace(line), "|")
+		if ok && strings.HasPrefix(name, prefix) {
+			_, _ = j.l.run(ctx, "scancel", step)
 		}
 	}
+}
+
+// ExplainStep implements batch.StepExplainer: srun's own complaints (an
+// MPI plugin that cannot load, a node list it cannot place) say more than
+// the status.
+func (j job) ExplainStep(code int, log string) string {
+	if errs := srunErrorsIn(log); len(errs) > 0 {
+		return fmt.Sprintf("srun failed (exit status %d): %s", code, strings.Join(errs, " | "))
+	}
+	return ""
+}
+
+// RanksFile names the file that lists, one "RANK HOST" line per rank in
+// rank order, the node each rank of a step ran on.
+func RanksFile(step string) string { return step + layout.SlurmRanksExt }
+
+// srunErrorsIn returns the first four "srun: error:" lines of out.
+func srunErrorsIn(out string) []string {
+	var errs []string
+	for _, line := range strings.Split(out, "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "srun: error:") && len(errs) < 4 {
+			errs = append(errs, line)
+		}
+	}
+	return errs
 }
 
 // query asks squeue for the job's state. A job squeue no longer lists
@@ -509,8 +432,8 @@ func (l *Launcher) query(ctx context.Context, id string) (JobState, error) {
 func (l *Launcher) sacct(ctx context.Context, id string) (JobState, bool, error) {
 	out, err := l.run(ctx, "sacct", "-n", "-P", "-X", "-j", id, "-o", sacctFields)
 	if err != nil {
-		var ce *cmdError
-		if errors.As(err, &ce) && strings.Contains(ce.msg, accountingDisabled) {
+		var ce *batch.CommandError
+		if errors.As(err, &ce) && strings.Contains(ce.Msg, accountingDisabled) {
 			// A cluster without accounting: scontrol is next.
 			return JobState{}, false, nil
 		}
@@ -525,90 +448,4 @@ func (l *Launcher) scontrol(ctx context.Context, id string) (JobState, bool, err
 		return JobState{}, false, err
 	}
 	return parseScontrol(out, id)
-}
-
-// cancel scancels the job and waits (bounded) until Slurm says it ended,
-// so the outputs are complete and nothing runs on; it returns the last
-// state seen.
-func (l *Launcher) cancel(id string, last JobState) JobState {
-	wait := l.CancelWait
-	if wait <= 0 {
-		wait = 2 * time.Minute
-	}
-	ctx, stop := context.WithTimeout(context.Background(), wait)
-	defer stop()
-	_, _ = l.run(ctx, "scancel", id)
-	for ctx.Err() == nil {
-		st, err := l.query(ctx, id)
-		if err == nil {
-			last = st
-			if st.Terminal() {
-				return st
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
-		// scancel again: a job submitted a moment ago may have been
-		// pending in a state the first one raced.
-		_, _ = l.run(ctx, "scancel", id)
-	}
-	return last
-}
-
-// runInAllocation runs the script with bash inside the current allocation,
-// as its own process group, and stops it on timeout or ctx cancellation:
-// SIGTERM (srun passes it to the tasks), SIGKILL after the grace period,
-// then scancel of any step of this test still alive.
-func (l *Launcher) runInAllocation(ctx context.Context, req launch.Request, j job, path string) (ending, error) {
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
-		defer cancel()
-	}
-	out, err := os.Create(filepath.Join(j.Dir, jobOutName))
-	if err != nil {
-		return ending{}, fmt.Errorf("create job output: %w", err)
-	}
-	defer out.Close()
-	cmd := exec.Command("bash", path)
-	cmd.Dir = j.Dir
-	cmd.Env = l.environ()
-	cmd.Stdout, cmd.Stderr = out, out
-	grace := l.KillGrace
-	if grace <= 0 {
-		grace = 10 * time.Second
-	}
-	// What the script left on this node ends with it, whichever way.
-	end, err := launch.RunGroup(ctx, cmd, launch.GroupStop{Name: jobName(req.Test), Grace: grace})
-	if err != nil {
-		return ending{}, fmt.Errorf("start the script inside allocation: %w", err)
-	}
-	if end.Stopped == "" {
-		return ending{}, nil
-	}
-	why := end.Stopped + "; steps stopped"
-	l.cancelSteps(l.getenv("SLURM_JOB_ID"), jobName(req.Test)+".")
-	return ending{Stopped: why}, nil
-}
-
-// cancelSteps scancels the steps of job whose name starts with prefix:
-// those srun started for this test and that outlived their srun.
-func (l *Launcher) cancelSteps(jobID, prefix string) {
-	if jobID == "" {
-		return
-	}
-	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
-	defer stop()
-	out, err := l.run(ctx, "squeue", "-h", "-s", "-j", jobID, "-o", "%i|%j")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(out, "\n") {
-		step, name, ok := strings.Cut(strings.TrimSpace(line), "|")
-		if ok && strings.HasPrefix(name, prefix) {
-			_, _ = l.run(ctx, "scancel", step)
-		}
-	}
 }

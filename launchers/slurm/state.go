@@ -3,6 +3,8 @@ package slurm
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpuaccept/gpuaccept/launchers/batch"
 )
 
 // JobState is what Slurm says about a job.
@@ -48,26 +50,14 @@ var meaning = map[string]string{
 }
 
 // String renders the state for messages: "job 12 TIMEOUT (the job reached
-// its time limit (--time); reason TimeLimit, exit code 0:15, nodes n[1-2])".
-func (s JobState) String() string {
-	var parts []string
-	if m := meaning[s.State]; m != "" {
-		parts = append(parts, m)
-	}
-	if s.Reason != "" && s.Reason != "None" {
-		parts = append(parts, "reason "+s.Reason)
-	}
-	if s.ExitCode != "" {
-		parts = append(parts, "exit code "+s.ExitCode)
-	}
-	if s.Nodes != "" && s.Nodes != "None assigned" {
-		parts = append(parts, "nodes "+s.Nodes)
-	}
-	out := fmt.Sprintf("job %s %s", s.ID, s.State)
-	if len(parts) > 0 {
-		out += " (" + strings.Join(parts, "; ") + ")"
-	}
-	return out
+// its time limit (--time); reason TimeLimit; exit code 0:15; nodes n[1-2])".
+func (s JobState) String() string { return s.batch().String() }
+
+// batch is the state as launchers/batch follows it: a job not yet started
+// is PENDING or CONFIGURING (its nodes booting).
+func (s JobState) batch() batch.State {
+	return batch.State{ID: s.ID, State: s.State, Ended: s.Terminal(), Queued: s.State == "PENDING" || s.State == "CONFIGURING",
+		Meaning: meaning[s.State], Reason: s.Reason, ExitCode: s.ExitCode, Nodes: s.Nodes, Source: s.Source}
 }
 
 // squeueFormat is the -o format parseSqueue reads.

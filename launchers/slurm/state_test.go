@@ -203,7 +203,6 @@ func FuzzParseStates(f *testing.F) {
 		_, _ = parseJobID(out)
 		_ = mpiTypes(out)
 		_ = srunErrorsIn(out)
-		_, _ = parseRankLine(out)
 		_, _ = jobMinutes(out)
 	})
 }

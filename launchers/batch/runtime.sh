@@ -1,0 +1,151 @@
+# The order of gpuaccept's step sequencer (framework/launch.Sequence).
+# Step N runs as step_N in the background, its output in NAME.log; once it
+# ended, its exit status is in NAME.exit, and what the sequence did to it
+# instead of letting it run to its end (not started, stopped) in NAME.why.
+failed=   # the first failure: "step X failed (exit status N)"
+running=  # the steps started that have not ended: their numbers
+stopped=  # set once the background steps were stopped after a failure
+
+# gpuaccept_fail WHY: the first failure keeps every later step from starting.
+gpuaccept_fail() { [ -n "$failed" ] || failed=$1; }
+
+# gpuaccept_seen N: whether step N's readiness line showed in its log.
+gpuaccept_seen() {
+	[ -z "${step_ready[$1]}" ] || return 0
+	grep -qF -e "${step_marker[$1]}" "$job/${step_name[$1]}.log" 2>/dev/null || return 1
+	step_ready[$1]=1
+}
+
+# gpuaccept_running N...: whether any of the steps is still running.
+gpuaccept_running() {
+	local n m
+	for n in "$@"; do
+		for m in $running; do [ "$m" != "$n" ] || return 0; done
+	done
+	return 1
+}
+
+# gpuaccept_start N: step N in the background, with a watchdog for its own
+# timeout.
+gpuaccept_start() {
+	local n=$1 name=${step_name[$1]}
+	step_ready[$n]= step_watch[$n]=
+	mkdir -p "$job/$name.work" "$job/$name$ranks"
+	( cd "$job/$name.work" || exit 1; "step_$n" ) >"$job/$name.log" 2>&1 &
+	step_pid[$n]=$!
+	running="$running $n"
+	if [ "${step_timeout[$n]}" -gt 0 ]; then
+		(
+			sleep "${step_timeout[$n]}" & s=$!
+			trap 'kill $s 2>/dev/null; exit 0' TERM
+			wait $s
+			gpuaccept_stop "timed out after ${step_timeout[$n]}s" "$n"
+		) &
+		step_watch[$n]=$!
+	fi
+}
+
+# gpuaccept_end N STATUS: step N ended; the sequencer's failure rule.
+gpuaccept_end() {
+	local n=$1 code=$2 name=${step_name[$1]} m w=
+	echo "$code" >"$job/$name.exit"
+	[ -z "${step_watch[$n]}" ] || kill "${step_watch[$n]}" 2>/dev/null
+	running=$(for m in $running; do [ "$m" = "$n" ] || printf ' %s' "$m"; done)
+	[ ! -f "$job/$name.why" ] || read -r w <"$job/$name.why"
+	case $w in
+	"timed out"*) gpuaccept_fail "step $name failed ($w)" ;;
+	esac
+	if [ -n "${step_marker[$n]}" ] && ! gpuaccept_seen "$n"; then
+		gpuaccept_fail "${step_unready[$n]}"
+	elif [ "$code" -ne 0 ]; then
+		gpuaccept_fail "step $name failed (exit status $code)"
+	fi
+}
+
+# gpuaccept_reap: note every step that has ended.
+gpuaccept_reap() {
+	local n
+	for n in $running; do
+		kill -0 "${step_pid[$n]}" 2>/dev/null && continue
+		wait "${step_pid[$n]}"
+		gpuaccept_end "$n" $?
+	done
+	return 0
+}
+
+# gpuaccept_stop WHY N...: stop the steps still running, SIGTERM then
+# SIGKILL after $grace seconds, each told why.
+gpuaccept_stop() {
+	local why=$1 n t=$((SECONDS + grace))
+	shift
+	for n in "$@"; do
+		kill -0 "${step_pid[$n]}" 2>/dev/null || continue
+		printf '%s\n' "$why" >"$job/${step_name[$n]}.why"
+		kill -TERM "${step_pid[$n]}" 2>/dev/null
+	done
+	for n in "$@"; do
+		while kill -0 "${step_pid[$n]}" 2>/dev/null && [ "$SECONDS" -lt "$t" ]; do sleep 1; done
+		kill -KILL "${step_pid[$n]}" 2>/dev/null
+	done
+}
+
+# gpuaccept_linger: after a failure the background steps still running
+# (servers whose clients ended or will never start) get $linger seconds to
+# end by themselves, then are stopped.
+gpuaccept_linger() {
+	[ -z "$stopped" ] || return 0
+	stopped=1
+	local t=$((SECONDS + linger))
+	gpuaccept_reap
+	while [ -n "$running" ] && [ "$SECONDS" -lt "$t" ]; do sleep 1; gpuaccept_reap; done
+	gpuaccept_stop "stopped after $failed" $running
+	gpuaccept_reap
+}
+
+# gpuaccept_blocked N...: after a failure the steps do not start.
+gpuaccept_blocked() {
+	[ -n "$failed" ] || return 1
+	local n
+	for n in "$@"; do printf 'not started: %s\n' "$failed" >"$job/${step_name[$n]}.why"; done
+	gpuaccept_linger
+	return 0
+}
+
+# gpuaccept_background N: a step with a readiness line; the next step
+# starts once the line shows or the step ended.
+gpuaccept_background() {
+	gpuaccept_blocked "$1" && return
+	gpuaccept_start "$1"
+	while :; do
+		gpuaccept_seen "$1" && return
+		gpuaccept_reap
+		gpuaccept_running "$1" || return
+		sleep 1
+	done
+}
+
+# gpuaccept_group N...: steps started together and waited for, then every
+# step started before them, unless a failure stops the rest.
+gpuaccept_group() {
+	gpuaccept_blocked "$@" && return
+	local n
+	for n in "$@"; do gpuaccept_start "$n"; done
+	for n in "$@"; do
+		gpuaccept_running "$n" || continue
+		wait "${step_pid[$n]}"
+		gpuaccept_end "$n" $?
+	done
+	gpuaccept_reap
+	while [ -n "$running" ] && [ -z "$failed" ]; do sleep 1; gpuaccept_reap; done
+}
+
+# gpuaccept_finish: the background steps left, after the last group.
+gpuaccept_finish() {
+	local n
+	[ -z "$failed" ] || gpuaccept_linger
+	for n in $running; do
+		wait "${step_pid[$n]}"
+		gpuaccept_end "$n" $?
+	done
+	return 0
+}
