@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
-
 )
 
 // The built-in catalog (issue 30): `list skus` shows every data-centre SKU
