@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
+	"github.com/gpuaccept/gpuaccept/framework/argmask"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
@@ -77,7 +78,7 @@ func (o *checkOptions) Validate() error {
 	if o.c.sku == "" || o.test == "" {
 		return usageError{errors.New("--sku and --test are required")}
 	}
-	if n := len(flagValues(o.args, "test")); n > 1 {
+	if n := len(argmask.FlagValues(o.args, "test")); n > 1 {
 		// A string flag keeps its last value: the logs of the others
 		// would be judged as that test's.
 		return usageError{fmt.Errorf("--test given %d times: check judges the logs of one test; run it once per test", n)}

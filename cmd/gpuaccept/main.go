@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
+	"github.com/gpuaccept/gpuaccept/framework/argmask"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
@@ -82,27 +83,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // printedThrough returns stdout and stderr behind the masking of
-// framework/redact, which also knows the values of this process's secret
-// variables, of the secret parameters args give (--param
-// env.HF_TOKEN=...), and whatever of args looks secret (--hosts
-// admin:pw@host1), wherever they show: an error quoting a piece of an
-// argument included; and with every control and format character
-// escaped (redact.Printed): a file name, host name or benchmark output
-// holding an ESC, a CR or a U+202E shows as \x1b, \r, \u202e.
+// framework/redact set up from args (argmask.Masking), with every control
+// and format character escaped (redact.Printed): a file name, host name or
+// benchmark output holding an ESC, a CR or a U+202E shows as \x1b, \r,
+// \u202e.
 func printedThrough(args []string, stdout, stderr io.Writer) (*redact.Writer, *redact.Writer) {
-	params := map[string]string{}
-	var known []string
-	for _, a := range args {
-		known = append(known, redact.Secrets(a)...)
-	}
-	for _, v := range flagValues(args, "param") {
-		if k, val, found := strings.Cut(v, "="); found {
-			params[k] = val
-			known = append(known, redact.Secrets(val)...)
-		}
-	}
-	known = append(known, siteSecrets(args)...)
-	red := redact.FromEnv(os.Environ(), params).With(known...)
+	red := argmask.Masking(args, os.Environ())
 	return red.Printed(stdout), red.Printed(stderr)
 }
 
@@ -362,21 +348,4 @@ func cmdPlugin(args []string) (int, error) {
 	}
 	pluginapi.Serve(p)
 	return exitOK, nil
-}
-
-// flagValues are the values a command line gives flag --name, as --name
-// VALUE or --name=VALUE, anywhere (also after a "--": baseline record
-// --repeat passes run flags there, whose secrets must be masked too): for
-// what must be known before the flags are parsed (masking) or that a
-// string flag would keep only the last of (a repeated --test).
-func flagValues(args []string, name string) []string {
-	var out []string
-	for i, a := range args {
-		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
-			out = append(out, v)
-		} else if a == "--"+name && i+1 < len(args) {
-			out = append(out, args[i+1])
-		}
-	}
-	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -202,43 +201,12 @@ func resultsDir(out, name string) (string, error) {
 	return dir, nil
 }
 
-// loadSite reads --site; "" is no site file. A malformed file is a usage
+// loadSite reads --site (site.LoadForRun); a malformed file is a usage
 // error listing its problems with file, line and field.
 func loadSite(path string) (*site.Site, error) {
-	if path == "" {
-		return nil, nil
-	}
-	s, err := site.Load(path)
+	s, err := site.LoadForRun(path)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	// The site's secret values join this process's environment, which
-	// every masking of the run reads (redact.FromEnv): they reach each
-	// rank, and so its output, the reports and the journal.
-	for _, kv := range s.SecretEnv() {
-		k, v, _ := strings.Cut(kv, "=")
-		if err := os.Setenv(k, v); err != nil {
-			return nil, fmt.Errorf("site %s: env %s: %w", path, k, err)
-		}
-	}
 	return s, nil
-}
-
-// siteSecrets are the secret values of the site file a command line names
-// (--site FILE or --site=FILE), for the masking of what the command
-// prints, which starts before the file is read for the run. A file that
-// cannot be read gives none: the command reports it.
-func siteSecrets(args []string) []string {
-	var out []string
-	for _, path := range flagValues(args, "site") {
-		s, err := site.Load(path)
-		if err != nil {
-			continue
-		}
-		for _, kv := range s.SecretEnv() {
-			_, v, _ := strings.Cut(kv, "=")
-			out = append(out, v)
-		}
-	}
-	return out
 }
