@@ -10,26 +10,8 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
-	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 	"github.com/gpuaccept/gpuaccept/launchers/k8s"
 )
-
-// checkSKU parses a SKU file (name is for messages) and checks it against
-// its plugins. The error lists every problem found by both, one a line in
-// line order, each with file, line and field.
-
-func checkSKU(ctx context.Context, d skucheck.Describer, data []byte, name string) (*sku.SKU, error) {
-	s, err := sku.Parse(data, name)
-	if s == nil {
-		return nil, err // not YAML: nothing to check further
-	}
-	// The kubernetes section is checked as the k8s launcher checks it at
-	// every run, so that a file validate passes no run rejects.
-	if err := sku.NewProblems(name, []error{err, skucheck.Check(ctx, d, s), k8s.CheckSKU(s)}); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
 
 func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
@@ -69,7 +51,9 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			files = names
 		}
-		bad, err := acceptance.ValidateSKUFiles(stdout, fsys, dir, files, func(data []byte, name string) (*sku.SKU, error) { return checkSKU(ctx, host, data, name) })
+		bad, err := acceptance.ValidateSKUFiles(stdout, fsys, dir, files, func(data []byte, name string) (*sku.SKU, error) {
+			return acceptance.SKUChecker(ctx, host, k8s.CheckSKU)(data, name)
+		})
 		if err != nil {
 			return exitUsage, usageError{err}
 		}
