@@ -14,34 +14,9 @@ import (
 	"github.com/gpuaccept/gpuaccept/launchers/k8s"
 )
 
-const baselineUsage = `Usage: gpuaccept baseline validate [--baselines DIR] [FILE...]
-  gpuaccept baseline show SKU [--yaml]     (--yaml: the SKU file itself, to start a site's own)
-  gpuaccept baseline record --sku SKU [--out FILE] [--nodes N --gpus-per-node G] RUN...
-  gpuaccept baseline record --sku SKU --repeat N [--out FILE] [--results DIR] -- RUN-FLAGS...
-  gpuaccept baseline diff OLD NEW          (SKU files, or SKU names)
-`
+var baselineUsage = help("baseline")
 
-const recordUsage = `Usage: gpuaccept baseline record --sku SKU [flags] RUN...
-       gpuaccept baseline record --sku SKU --repeat N [flags] -- RUN-FLAGS...
-
-Writes the SKU's file with the baseline entries of the recorded tests and
-scopes replaced by new ones: per message size the median of the runs, and
-fail/warn edges from their spread (baselines/README.md, Recording a
-baseline). Everything else in the file stays. A RUN is
-  - a results folder (its results.json: gpuaccept run, or check --out),
-  - a folder of raw outputs laid out as a results folder's raw/ (one
-    folder per test, e.g. nccl.all_reduce/all_reduce.log), or
-  - TEST=LOGFILE or TEST@NxG=LOGFILE, e.g. nccl.all_reduce=run1/all_reduce.log
-    or nccl.all_gather@8x4=big.log (a LOGFILE.json beside it, nccl-tests -J,
-    joins it);
-raw folders and logs need the scope they ran at: --nodes and
---gpus-per-node, or @NxG on the log. Runs that errored
-or failed a correctness check are refused.
-
-With --repeat N, record runs the suite N times itself (gpuaccept run with
-RUN-FLAGS, each into its own results folder under --results) and records
-from those runs.
-`
+var recordUsage = help("record")
 
 // cmdBaselineRecord is baseline record: flags -> acceptance.RecordBaseline.
 func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
@@ -100,13 +75,6 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, err
 	}
 	return exitOK, nil
-}
-
-func errOr(err error, s string) error {
-	if err != nil {
-		return err
-	}
-	return errors.New(s)
 }
 
 func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {

@@ -11,13 +11,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
 
-const listUsage = `Usage: gpuaccept list [skus|suites|tests|plugins|launchers] [flags]
-
-Lists the SKUs (the default) with where each comes from (built-in, or the
-file of --baselines DIR) and their suites, each SKU's suites with their
-tests, the tests plugins offer with their parameters, the plugins, or the
-launchers. --format json prints the same as a JSON array of objects.
-`
+var listUsage = help("list")
 
 // cmdList is the list command: flags -> listing.Write.
 func cmdList(args []string, stdout, stderr io.Writer) (int, error) {

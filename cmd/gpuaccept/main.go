@@ -8,13 +8,13 @@ package main
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -191,11 +191,7 @@ func (c *common) loadKey() error {
 	if c.signKey == "" {
 		return nil
 	}
-	var pass []byte
-	if p := os.Getenv(manifest.PassphraseEnv); p != "" {
-		pass = []byte(p)
-	}
-	k, err := manifest.LoadKey(c.signKey, pass)
+	k, err := manifest.LoadKeyEnv(c.signKey)
 	if err != nil {
 		return usageError{err}
 	}
@@ -299,16 +295,8 @@ func (c *common) getSKU(stderr io.Writer) (*sku.SKU, error) {
 	return s, nil
 }
 
-func (c *common) host() *pluginapi.Host {
-	names := pluginapi.Builtins()
-	var path []string
-	for _, p := range filepath.SplitList(c.pluginPath) {
-		if p != "" {
-			path = append(path, p)
-		}
-	}
-	return &pluginapi.Host{Builtin: names, Path: path}
-}
+// host is the command's plugin host (pluginapi.NewHost).
+func (c *common) host() *pluginapi.Host { return pluginapi.NewHost(c.pluginPath) }
 
 // finish writes the reports of a finished run (s judged it; nil when
 // unknown) and signs its results folder off (signoff.Finish), with the
@@ -323,13 +311,12 @@ func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (
 	})
 }
 
+// validFormat checks --format (report.CheckFormat).
 func validFormat(f string) error {
-	for _, k := range report.Formats {
-		if f == k {
-			return nil
-		}
+	if err := report.CheckFormat(f); err != nil {
+		return usageError{err}
 	}
-	return usageError{fmt.Errorf("unknown --format %q (known: %s)", f, strings.Join(report.Formats, ", "))}
+	return nil
 }
 
 // signalContext is a command's context, cancelled by Ctrl-C or SIGTERM; a
@@ -348,4 +335,20 @@ func cmdPlugin(args []string) (int, error) {
 	}
 	pluginapi.Serve(p)
 	return exitOK, nil
+}
+
+// helpFiles are the commands' help texts, one file a command (NAME.txt),
+// printed by --help as they are.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// help is the help text of the command name (help/NAME.txt); a missing
+// file is a programming error and panics at start.
+func help(name string) string {
+	data, err := helpFiles.ReadFile("help/" + name + ".txt")
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
 }
