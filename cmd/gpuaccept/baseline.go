@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
-	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/launchers/k8s"
 )
@@ -34,31 +32,9 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		host := c.host()
 		defer host.Close()
-		ctx := context.Background()
-		var fsys iofs.FS
-		var dir string
-		files := fs.Args()
-		if len(files) == 0 {
-			// Each file on its own, so that one bad file does not hide the
-			// problems of the others, as loading the catalog would.
-			if err := c.baselinesFolder(); err != nil {
-				return exitUsage, err
-			}
-			fsys, dir = c.skuFiles()
-			names, err := iofs.Glob(fsys, "*.yaml")
-			if err != nil || len(names) == 0 {
-				return exitUsage, usageError{fmt.Errorf("baseline validate: no SKU files (*.yaml) in %s", dir)}
-			}
-			files = names
-		}
-		bad, err := acceptance.ValidateSKUFiles(stdout, fsys, dir, files, func(data []byte, name string) (*sku.SKU, error) {
-			return acceptance.SKUChecker(ctx, host, k8s.CheckSKU)(data, name)
-		})
-		if err != nil {
-			return exitUsage, usageError{err}
-		}
-		if bad > 0 {
-			return exitUsage, fmt.Errorf("%d of %s %s malformed", bad, result.Count(len(files), "file"), result.Noun(bad, "is", "are"))
+		check := acceptance.SKUChecker(context.Background(), host, k8s.CheckSKU)
+		if err := acceptance.ValidateSKUs(stdout, &c.cats, fs.Args(), check); err != nil {
+			return exitUsage, err
 		}
 		return exitOK, nil
 	case "show":

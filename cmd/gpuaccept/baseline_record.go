@@ -25,7 +25,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	opt := &o.Record
 	fs := newFlags("baseline record", recordUsage, stderr)
 	fs.StringVar(&c.sku, "sku", "", "SKU whose file the entries go into (gpuaccept list skus)")
-	fs.StringVar(&c.baselinesDir, "baselines", "", baselinesUsage)
+	fs.StringVar(&c.cats.Dir, "baselines", "", baselinesUsage)
 	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders searched for external plugins")
 	fs.StringVar(&o.Out, "out", "", "write the SKU file here (default: standard output)")
 	fs.IntVar(&o.Nodes, "nodes", 0, "nodes the raw outputs and logs ran on")
@@ -59,7 +59,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	if o.SKU, err = cat.Get(c.sku); err != nil {
 		return exitUsage, usageError{err}
 	}
-	if o.File, err = c.skuFile(o.SKU); err != nil {
+	if o.File, err = c.cats.File(o.SKU); err != nil {
 		return exitUsage, err
 	}
 	opt.Now = time.Now().UTC()
@@ -69,7 +69,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	defer stop()
 	o.Plugins, o.Check, o.Version = host, acceptance.SKUChecker(ctx, host, k8s.CheckSKU), getVersion()
 	o.Command = "gpuaccept baseline record " + strings.Join(args, " ")
-	o.Inputs, o.RunArgs, o.Baselines = fs.Args(), fs.Args(), c.baselinesDir
+	o.Inputs, o.RunArgs, o.Baselines = fs.Args(), fs.Args(), c.cats.Dir
 	o.Run = func(args []string) (int, error) { return cmdRun(args, stderr, stderr) }
 	if err := acceptance.RecordBaseline(ctx, o); err != nil {
 		return exitUsage, err
@@ -80,7 +80,7 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
 	fs := newFlags("baseline diff", "Usage: gpuaccept baseline diff OLD NEW\n\nShows what changed between two SKU files: suites and tests added or removed, a suite's nodes and params, a test's params, min_gpus, skip and timeout; values per size (with the move in percent), bands, units, entries and points added or removed, and how many values stayed. OLD and NEW are SKU files, or names of SKUs (the built-in ones, or --baselines DIR's). Both must pass baseline validate.\n", stderr)
-	fs.StringVar(&c.baselinesDir, "baselines", "", baselinesUsage+" (for SKU names)")
+	fs.StringVar(&c.cats.Dir, "baselines", "", baselinesUsage+" (for SKU names)")
 	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders searched for external plugins")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage, usageError{err}

@@ -9,8 +9,6 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/argmask"
-	"github.com/gpuaccept/gpuaccept/framework/runner"
-	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
 
 var checkUsage = help("check")
@@ -59,7 +57,7 @@ func (o *checkOptions) Validate() error {
 }
 
 // cmdCheck is the check command: flags -> checkOptions ->
-// acceptance.Resolve -> runner.CheckInto -> signoff.Finish.
+// acceptance.Check -> signoff.Finish.
 func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	o := newCheckOptions(stderr)
 	if err := o.fs.Parse(args); err != nil {
@@ -70,36 +68,21 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, err
 	}
 	c := &o.c
-	s, err := c.getSKU(stderr)
+	s, err := c.cats.SKU(stderr, c.sku)
 	if err != nil {
 		return exitUsage, err
 	}
-	r, err := acceptance.Resolve(acceptance.Request{Command: acceptance.CommandCheck, SKU: s, Nodes: o.nodes, GPUsPerNode: o.gpus})
+	baseline, err := c.cats.File(s)
 	if err != nil {
-		return exitUsage, usageError{err}
+		return exitUsage, err
 	}
 	host := c.host()
 	defer host.Close()
 	ctx, stop := signalContext()
 	defer stop()
 	c.ctx = ctx
-	if err := acceptance.KnownTest(ctx, host, o.test); err != nil {
-		return exitUsage, usageError{err}
-	}
-	if err := skucheck.Check(ctx, host, s); err != nil {
-		return exitUsage, usageError{err}
-	}
-	var dir string
-	var baseline []byte
-	if c.out != "" {
-		if dir, err = acceptance.ResultsDir(c.out, ""); err != nil {
-			return exitUsage, usageError{err}
-		}
-		if baseline, err = c.skuFile(s); err != nil {
-			return exitUsage, err
-		}
-	}
-	res, err := runner.CheckInto(ctx, host, s, o.test, r.Topology, o.fs.Args(), getVersion(), dir, baseline)
+	res, err := acceptance.Check(ctx, acceptance.CheckOptions{SKU: s, Test: o.test, Nodes: o.nodes, GPUsPerNode: o.gpus, Files: o.fs.Args(),
+		Out: c.out, Baseline: baseline, Plugins: host, Version: getVersion()})
 	if err != nil {
 		return exitUsage, usageError{err}
 	}

@@ -45,7 +45,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) (int, error) {
 	ctx, stop := signalContext()
 	defer stop()
 	c.ctx = ctx
-	baseline, err := c.skuFile(s)
+	baseline, err := c.cats.File(s)
 	if err != nil {
 		return exitUsage, err
 	}

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/argmask"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
@@ -31,7 +29,6 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
-	"github.com/gpuaccept/gpuaccept/framework/skuauto"
 	_ "github.com/gpuaccept/gpuaccept/launchers/k8s"
 	_ "github.com/gpuaccept/gpuaccept/launchers/local"
 	_ "github.com/gpuaccept/gpuaccept/launchers/replay"
@@ -162,10 +159,9 @@ func newFlags(name, usage string, stderr io.Writer) *pflag.FlagSet {
 
 // common flags shared by run, check and demo.
 type common struct {
-	sku, baselinesDir, out, junit, format, pluginPath string
-	html                                              string
-	// cat is the SKU catalog, once catalog has loaded it.
-	cat *sku.Catalog
+	sku, out, junit, format, pluginPath, html string
+	// cats is the SKU catalog (--baselines: cats.Dir), loaded once.
+	cats acceptance.CatalogLoader
 	// outDeleted says the results folder is removed when the command ends
 	// (the demo without --out), so no message may send the user to it.
 	outDeleted bool
@@ -215,7 +211,7 @@ func (c *common) addOnly(fs *pflag.FlagSet, names ...string) {
 		case "sku":
 			fs.StringVar(&c.sku, "sku", "", "SKU whose baseline judges the results (gpuaccept list skus); run and health take auto: the SKU whose gpu_variant lists the GPU the nodes show")
 		case "baselines":
-			fs.StringVar(&c.baselinesDir, "baselines", "", baselinesUsage)
+			fs.StringVar(&c.cats.Dir, "baselines", "", baselinesUsage)
 		case "out":
 			fs.StringVar(&c.out, "out", "", "results folder (default gpuaccept-results/SKU-SUITE-TIME for runs; none for check)")
 		case "junit":
@@ -235,65 +231,9 @@ func (c *common) addOnly(fs *pflag.FlagSet, names ...string) {
 // baselinesUsage is --baselines' help.
 const baselinesUsage = "folder of the site's SKU files (SKU.yaml), used beside the built-in ones; a file named after a built-in SKU takes its place"
 
-// skuFiles is the folder of SKU files baseline validate checks,
-// --baselines or the built-in one, and its name for messages.
-func (c *common) skuFiles() (iofs.FS, string) {
-	if c.baselinesDir != "" {
-		return os.DirFS(c.baselinesDir), c.baselinesDir
-	}
-	return baselines.FS, "baselines"
-}
-
-// baselinesFolder checks --baselines (acceptance.BaselinesFolder).
-func (c *common) baselinesFolder() error {
-	if err := acceptance.BaselinesFolder(c.baselinesDir); err != nil {
-		return usageError{err}
-	}
-	return nil
-}
-
-// catalog loads the SKU files once (acceptance.LoadCatalog); each
+// catalog loads the SKU files once (acceptance.CatalogLoader); each
 // built-in SKU a site's file replaces is said on stderr, once.
-func (c *common) catalog(stderr io.Writer) (*sku.Catalog, error) {
-	if c.cat != nil {
-		return c.cat, nil
-	}
-	cat, over, err := acceptance.LoadCatalog(baselines.FS, c.baselinesDir)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	for _, n := range over {
-		fmt.Fprintf(stderr, "note: SKU %s from %s overrides the built-in one\n", n, cat.SKUs[n].File)
-	}
-	c.cat = cat
-	return cat, nil
-}
-
-// skuFile returns the content of the SKU file s was loaded from, to keep a
-// copy in the results folder.
-func (c *common) skuFile(s *sku.SKU) ([]byte, error) {
-	if c.cat == nil {
-		return nil, fmt.Errorf("SKU %s: no SKU files loaded", s.Name)
-	}
-	return c.cat.File(s.Name)
-}
-
-// getSKU loads the catalog and returns the --sku one.
-func (c *common) getSKU(stderr io.Writer) (*sku.SKU, error) {
-	cat, err := c.catalog(stderr)
-	if err != nil {
-		return nil, err
-	}
-	if c.sku == skuauto.Auto {
-		// run and health resolve auto before they get here.
-		return nil, usageError{fmt.Errorf("--sku auto reads the GPUs of the nodes a run or health check runs on, which this command has none of: give --sku NAME (gpuaccept list skus)")}
-	}
-	s, err := cat.Get(c.sku)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	return s, nil
-}
+func (c *common) catalog(stderr io.Writer) (*sku.Catalog, error) { return c.cats.Load(stderr) }
 
 // host is the command's plugin host (pluginapi.NewHost).
 func (c *common) host() *pluginapi.Host { return pluginapi.NewHost(c.pluginPath) }

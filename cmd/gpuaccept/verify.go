@@ -8,7 +8,6 @@ import (
 
 	"github.com/gpuaccept/gpuaccept"
 	"github.com/gpuaccept/gpuaccept/baselines"
-	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 )
@@ -31,23 +30,15 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() != 1 {
 		return exitUsage, usageError{errors.New("verify takes one RESULTS_DIR")}
 	}
-	o := signoff.Options{Version: getVersion(), AllowedSigners: allowed, Identity: identity, Builtin: baselines.FS, StrictBaseline: strict, Recordings: gpuaccept.Recordings}
-	if digest != "" {
-		d, err := manifest.ParseDigest(digest)
-		if err != nil {
-			return exitUsage, usageError{fmt.Errorf("--digest: %w", err)}
-		}
-		o.Digest = d
-	}
+	o := signoff.Options{Version: getVersion(), Builtin: baselines.FS, StrictBaseline: strict, Recordings: gpuaccept.Recordings}
+	var empty []string
 	for _, f := range []string{"digest", "allowed-signers", "identity"} {
-		// An empty value (--digest "$D" with D unset) would check nothing
-		// and still say OK.
 		if fs.Changed(f) && fs.Lookup(f).Value.String() == "" {
-			return exitUsage, usageError{fmt.Errorf("--%s is empty: give a value or leave the flag out", f)}
+			empty = append(empty, f)
 		}
 	}
-	if (allowed == "") != (identity == "") {
-		return exitUsage, usageError{errors.New("--allowed-signers and --identity go together: the file of allowed signers, and whose signature it must be")}
+	if err := o.Signers(digest, allowed, identity, empty); err != nil {
+		return exitUsage, usageError{err}
 	}
 	dir := fs.Arg(0)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {

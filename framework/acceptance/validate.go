@@ -88,3 +88,33 @@ func ValidateSKUFiles(w io.Writer, fsys iofs.FS, dir string, files []string, che
 	}
 	return bad, nil
 }
+
+// ValidateSKUs is baseline validate: files (paths), or with none every
+// *.yaml of the loader's folder (--baselines, else the built-in one),
+// each checked on its own (ValidateSKUFiles, with check) so that one bad
+// file does not hide the problems of the others, as loading the catalog
+// would. Errors: a --baselines that is no folder or holds no SKU file,
+// the folder's rules, and "N of M files are malformed".
+func ValidateSKUs(w io.Writer, l *CatalogLoader, files []string, check CheckSKUFile) error {
+	var fsys iofs.FS
+	var dir string
+	if len(files) == 0 {
+		if err := BaselinesFolder(l.Dir); err != nil {
+			return err
+		}
+		fsys, dir = l.Files()
+		names, err := iofs.Glob(fsys, "*.yaml")
+		if err != nil || len(names) == 0 {
+			return fmt.Errorf("baseline validate: no SKU files (*.yaml) in %s", dir)
+		}
+		files = names
+	}
+	bad, err := ValidateSKUFiles(w, fsys, dir, files, check)
+	if err != nil {
+		return err
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %s %s malformed", bad, result.Count(len(files), "file"), result.Noun(bad, "is", "are"))
+	}
+	return nil
+}

@@ -81,3 +81,39 @@ func TestWriteVerdict(t *testing.T) {
 	(&Result{Lines: []Line{{Kind: "MISMATCH", Text: "raw/x\nverify: OK"}, {Text: "plain"}}}).WriteLines(&b)
 	assert.Equal(t, b.String(), "MISMATCH raw/x\\nverify: OK\nplain\n")
 }
+
+// verify's --digest, --allowed-signers and --identity: a digest parsed,
+// the signers' file and identity together, an empty value refused.
+func TestSigners(t *testing.T) {
+	hex := strings.Repeat("ab", 32)
+	cases := []struct {
+		name                      string
+		digest, allowed, identity string
+		empty                     []string
+		want                      string
+	}{
+		{"none", "", "", "", nil, ""},
+		{"digest", "sha256:" + hex, "", "", nil, ""},
+		{"signers", "", "signers", "op@site", nil, ""},
+		{"bad digest", "sha256:xyz", "", "", nil, "--digest: "},
+		{"an empty value", "", "", "", []string{"digest"}, "--digest is empty: give a value or leave the flag out"},
+		{"identity alone", "", "", "op@site", nil, "--allowed-signers and --identity go together"},
+		{"signers alone", "", "signers", "", nil, "--allowed-signers and --identity go together"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var o Options
+			err := o.Signers(c.digest, c.allowed, c.identity, c.empty)
+			if c.want != "" {
+				assert.ErrorContains(t, err, c.want)
+				return
+			}
+			assert.NilError(t, err)
+			assert.Equal(t, o.AllowedSigners, c.allowed)
+			assert.Equal(t, o.Identity, c.identity)
+			if c.digest != "" {
+				assert.Equal(t, o.Digest, hex)
+			}
+		})
+	}
+}
