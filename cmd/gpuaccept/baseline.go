@@ -5,31 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
-	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
-	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 	"github.com/gpuaccept/gpuaccept/launchers/k8s"
 )
-
-// checkSKU parses a SKU file (name is for messages) and checks it against
-// its plugins. The error lists every problem found by both, one a line in
-// line order, each with file, line and field.
-
-func checkSKU(ctx context.Context, d skucheck.Describer, data []byte, name string) (*sku.SKU, error) {
-	s, err := sku.Parse(data, name)
-	if s == nil {
-		return nil, err // not YAML: nothing to check further
-	}
-	// The kubernetes section is checked as the k8s launcher checks it at
-	// every run, so that a file validate passes no run rejects.
-	if err := sku.NewProblems(name, []error{err, skucheck.Check(ctx, d, s), k8s.CheckSKU(s)}); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
 
 func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
@@ -52,29 +32,9 @@ func cmdBaseline(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		host := c.host()
 		defer host.Close()
-		ctx := context.Background()
-		var fsys iofs.FS
-		var dir string
-		files := fs.Args()
-		if len(files) == 0 {
-			// Each file on its own, so that one bad file does not hide the
-			// problems of the others, as loading the catalog would.
-			if err := c.baselinesFolder(); err != nil {
-				return exitUsage, err
-			}
-			fsys, dir = c.skuFiles()
-			names, err := iofs.Glob(fsys, "*.yaml")
-			if err != nil || len(names) == 0 {
-				return exitUsage, usageError{fmt.Errorf("baseline validate: no SKU files (*.yaml) in %s", dir)}
-			}
-			files = names
-		}
-		bad, err := acceptance.ValidateSKUFiles(stdout, fsys, dir, files, func(data []byte, name string) (*sku.SKU, error) { return checkSKU(ctx, host, data, name) })
-		if err != nil {
-			return exitUsage, usageError{err}
-		}
-		if bad > 0 {
-			return exitUsage, fmt.Errorf("%d of %s %s malformed", bad, result.Count(len(files), "file"), result.Noun(bad, "is", "are"))
+		check := acceptance.SKUChecker(context.Background(), host, k8s.CheckSKU)
+		if err := acceptance.ValidateSKUs(stdout, &c.cats, fs.Args(), check); err != nil {
+			return exitUsage, err
 		}
 		return exitOK, nil
 	case "show":

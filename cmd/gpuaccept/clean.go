@@ -11,20 +11,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/launchers/k8s"
 )
 
-const cleanUsage = `Usage: gpuaccept clean --run ID [--kubeconfig F] [--context C] [--namespace N]
-       gpuaccept clean --local
-
-Deletes what a Kubernetes run left behind (after a crash or a kill -9):
-every object labelled gpuaccept.dev/run=ID in the namespace, workloads
-first with foreground propagation, and waits until they are gone. The id is
-the one gpuaccept printed when the run started ("k8s: ... run ga-...").
-
---local kills and removes what gpuaccept processes that no longer live left
-on this host, where their watchdog died with them: their steps' pid
-namespaces still alive (by killing their init), their steps' cgroups with
-every process still in them, and their temp folders. Every run does this
-before its first step; --local does it now.
-`
+var cleanUsage = help("clean")
 
 func cmdClean(args []string, stdout, stderr io.Writer) (int, error) {
 	var runID, kubeconfig, kctx, ns string

@@ -1,41 +1,20 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/drain"
-	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
-	"github.com/gpuaccept/gpuaccept/framework/skucheck"
 )
 
-const healthUsage = `Usage: gpuaccept health --sku SKU|auto [--suite SUITE] [flags]
-
-Runs only the preflight tests (health checks) of the SKU's suite on every
-node through a launcher, judges them, prints a table and writes a results
-folder like a run (gpuaccept verify checks it); exit 0 healthy, 1 a node
-failed, 2 usage (a scope the launcher cannot give too), 3 a check could
-not run. Without --suite: the one suite of the SKU that has preflight
-tests (h200 has two: --suite node checks each node on its own).
-
---slurm-check runs them on this node only (no launcher, no scheduler
-call), prints one line ("gpuaccept health: OK"; "gpuaccept health: FAIL
-NODE CODE: REASON", exit 1; "gpuaccept health: ERROR NODE: MESSAGE", exit
-3) and sets the exit code, for Slurm's HealthCheckProgram, Prolog or
-Epilog (gpuaccept health --sku h200 --suite node --slurm-check); it
-writes a results folder only with --out. --taint-on-fail and --label mark the Kubernetes nodes checked
-(--kubeconfig, --context; deploy/health-rbac.yaml).
-`
+var healthUsage = help("health")
 
 // healthOptions are the flags of health.
 type healthOptions struct {
@@ -100,59 +79,22 @@ func (o *healthOptions) Validate() error {
 }
 
 // Complete resolves the flags into the health check's setup and
-// launcher: the SKU (--sku auto probes the nodes), the suite with
-// preflight tests, the topology, the parameters and the results folder
-// (with --slurm-check and no --out, a scratch one removed at the end:
-// cleanup removes it).
-func (o *healthOptions) Complete(sc *scope, stdout, stderr io.Writer) (setup acceptance.Setup, l launch.Launcher, cleanup func(), err error) {
-	c := &o.c
-	cleanup = func() {}
-	s, err := c.getSKU(stderr)
+// launcher (acceptance.Prepare): the SKU (--sku auto probed the nodes),
+// the suite with preflight tests, the topology, the parameters and the
+// results folder (with --slurm-check and no --out, a scratch one that
+// the Prepared's Cleanup removes).
+func (o *healthOptions) Complete(sc *scope, stdout, stderr io.Writer) (acceptance.Prepared, error) {
+	p, err := o.scope.prepare(acceptance.CommandHealth, &o.c, sc, o.suite, nil, stdout, stderr)
 	if err != nil {
-		return setup, nil, cleanup, err
+		return acceptance.Prepared{Cleanup: func() {}}, err
 	}
-	if err := skucheck.Check(sc.ctx, sc.host, s); err != nil {
-		return setup, nil, cleanup, usageError{err}
-	}
-	suite, _, err := acceptance.HealthSuite(sc.ctx, sc.host, s, o.suite)
+	p.SlurmCheck = o.slurmCheck
+	ready, err := p.Setup(sc.ctx)
 	if err != nil {
-		return setup, nil, cleanup, usageError{err}
+		return ready, usageError{err}
 	}
-	req := o.scope.request(acceptance.CommandHealth, sc, s, suite, nil)
-	req.SlurmCheck = o.slurmCheck
-	r, err := o.scope.resolve(req, stderr)
-	if err != nil {
-		return setup, nil, cleanup, err
-	}
-	newLauncher := o.scope.newLauncher(s, sc.site, false)
-	if l, err = newLauncher(r.Topology.Hosts); err != nil {
-		return setup, nil, cleanup, usageError{err}
-	}
-	baseline, err := c.skuFile(s)
-	if err != nil {
-		return setup, nil, cleanup, err
-	}
-	progress := stderr
-	if o.slurmCheck {
-		progress = io.Discard // the one line is all a prolog's log shows
-		if c.out == "" {
-			tmp, err := os.MkdirTemp("", "gpuaccept-health-")
-			if err != nil {
-				return setup, nil, cleanup, fmt.Errorf("health: scratch folder: %w", err)
-			}
-			cleanup = func() { os.RemoveAll(tmp) }
-			c.out, c.outDeleted = filepath.Join(tmp, "results"), true
-		}
-	}
-	dir, err := resultsDir(c.out, acceptance.DirName(s.Name, "health", time.Now()))
-	if err != nil {
-		return setup, nil, cleanup, err
-	}
-	c.out = dir
-	setup = acceptance.Setup{SKU: s, Suite: suite, Topology: r.Topology, Params: r.Params, Timeout: o.scope.timeout, Dir: c.out,
-		LauncherName: o.scope.launcher, NewLauncher: newLauncher, Plugins: sc.host, Version: getVersion(), Baseline: baseline,
-		Stdout: stdout, Stderr: progress, Notes: append(sc.autoNote, containmentNotes(o.scope.launcher, progress)...)}
-	return setup, l, cleanup, nil
+	o.c.out, o.c.outDeleted = ready.Setup.Dir, ready.Scratch
+	return ready, nil
 }
 
 // cmdHealth is the health command: flags -> healthOptions ->
@@ -174,12 +116,13 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 		return code, err
 	}
 	defer sc.close()
-	setup, l, cleanup, err := o.Complete(sc, stdout, stderr)
-	defer cleanup()
+	ready, err := o.Complete(sc, stdout, stderr)
+	defer ready.Cleanup()
 	if err != nil {
 		return exitUsage, err
 	}
-	res, err := acceptance.Health(sc.ctx, acceptance.RunOptions{Setup: setup, Launcher: l})
+	setup := ready.Setup
+	res, err := acceptance.Health(sc.ctx, acceptance.RunOptions{Setup: setup, Launcher: ready.Launcher})
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
@@ -190,7 +133,7 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	code, err = c.finish(res, setup.SKU, stdout, stderr)
 	fmt.Fprintf(stderr, "results: %s\n", c.out)
 	if o.taint || o.label {
-		if merr := markNodes(sc.ctx, o.fs.Lookup("kubeconfig").Value.String(), o.fs.Lookup("context").Value.String(), res, drain.Options{Taint: o.taint, Label: o.label}, stderr); merr != nil {
+		if merr := drain.Mark(sc.ctx, o.fs.Lookup("kubeconfig").Value.String(), o.fs.Lookup("context").Value.String(), res, drain.Options{Taint: o.taint, Label: o.label}, stderr); merr != nil {
 			err = errors.Join(err, merr)
 			if code == exitOK {
 				code = exitError
@@ -212,18 +155,4 @@ func slurmReport(c *common, res *result.Run, s *sku.SKU, stdout io.Writer) (int,
 		}
 	}
 	return code, nil
-}
-
-// markNodes taints and labels the Kubernetes nodes the health check
-// judged (drain.Kubernetes), saying each on stderr.
-func markNodes(ctx context.Context, kubeconfig, kubeContext string, res *result.Run, o drain.Options, stderr io.Writer) error {
-	client, err := drain.Dial(kubeconfig, kubeContext)
-	if err != nil {
-		return err
-	}
-	done, err := drain.Kubernetes(ctx, client, drain.VerdictsOf(res), o)
-	for _, d := range done {
-		fmt.Fprintln(stderr, d)
-	}
-	return err
 }

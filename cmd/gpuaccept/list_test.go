@@ -9,46 +9,7 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
-
-	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
-	"github.com/gpuaccept/gpuaccept/framework/result"
 )
-
-// list tests shows each test with the parameters it takes: once per plugin
-// when its tests share them, else under each test.
-func TestListTestsParams(t *testing.T) {
-	bindir := pluginapi.Param{Name: "bindir", Description: "binaries"}
-	port := pluginapi.Param{Name: "port", Default: "18515", Description: "TCP port"}
-	cases := []struct {
-		name string
-		d    pluginapi.Description
-		want string
-	}{
-		{"shared", pluginapi.Description{Name: "p", Tests: []pluginapi.TestInfo{
-			{Name: "a", Description: "A", Params: []pluginapi.Param{bindir}},
-			{Name: "b", Description: "B", Params: []pluginapi.Param{bindir}}}},
-			"p.a\tA\np.b\tB\n\tp parameters (--param KEY=VALUE):\n\t  bindir\tbinaries\n"},
-		{"per test", pluginapi.Description{Name: "p", Tests: []pluginapi.TestInfo{
-			{Name: "a", Description: "A", Params: []pluginapi.Param{bindir}},
-			{Name: "b", Description: "B", Params: []pluginapi.Param{bindir, port}}}},
-			"p.a\tA\n\tp.a parameters (--param KEY=VALUE):\n\t  bindir\tbinaries\n" +
-				"p.b\tB\n\tp.b parameters (--param KEY=VALUE):\n\t  bindir\tbinaries\n\t  port\tTCP port (default 18515)\n"},
-		{"none", pluginapi.Description{Name: "p", Tests: []pluginapi.TestInfo{{Name: "a", Description: "A"}}}, "p.a\tA\n"},
-		{"no tests", pluginapi.Description{Name: "p"}, ""},
-		{"metrics with what they mean", pluginapi.Description{Name: "p", Tests: []pluginapi.TestInfo{{Name: "a", Description: "A", Metrics: []pluginapi.MetricInfo{
-			{Name: "tokens", Unit: "tokens/s", Better: result.BetterHigher, Plot: result.PlotLabels, Record: true},
-			{Name: "time", Unit: "us", Better: result.BetterLower, Plot: result.PlotCurve},
-			{Name: "util", Unit: "%"}}}}},
-			"p.a\tA\n\tmetrics: tokens tokens/s (higher, labels, recorded), time us (lower, curve), util % (unknown)\n"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var b strings.Builder
-			listTests(&b, c.d)
-			assert.Equal(t, b.String(), c.want)
-		})
-	}
-}
 
 // The built-in catalog (issue 30): `list skus` shows every data-centre SKU
 // sold today and every seed SKU, each with a node and a multinode suite,

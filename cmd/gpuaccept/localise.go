@@ -12,15 +12,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/localise"
 )
 
-const localiseUsage = `Usage: gpuaccept localise --sku SKU --suite SUITE --hosts H1,H2,... [flags]
-
-Narrows the multi-node tests of a suite down to the node, HCA or link to
-pull, without running the suite first: the single-node suite on every node,
-the test on node pairs (or halves), and for ib_write_bw every HCA pair
-between two nodes. "gpuaccept run" does the same by itself after a
-multi-node test fails, or always with --localise. Exit code: 0 no suspect,
-1 suspects named, 2 usage, configuration or infrastructure error.
-`
+var localiseUsage = help("localise")
 
 // localiseFlags are the flags of localisation, shared by run and localise.
 type localiseFlags struct{ acceptance.LocaliseRequest }

@@ -8,21 +8,19 @@ package main
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
 
-	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
+	"github.com/gpuaccept/gpuaccept/framework/argmask"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
@@ -30,7 +28,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
-	"github.com/gpuaccept/gpuaccept/framework/skuauto"
+	buildinfo "github.com/gpuaccept/gpuaccept/framework/version"
 	_ "github.com/gpuaccept/gpuaccept/launchers/k8s"
 	_ "github.com/gpuaccept/gpuaccept/launchers/local"
 	_ "github.com/gpuaccept/gpuaccept/launchers/replay"
@@ -84,27 +82,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // printedThrough returns stdout and stderr behind the masking of
-// framework/redact, which also knows the values of this process's secret
-// variables, of the secret parameters args give (--param
-// env.HF_TOKEN=...), and whatever of args looks secret (--hosts
-// admin:pw@host1), wherever they show: an error quoting a piece of an
-// argument included; and with every control and format character
-// escaped (redact.Printed): a file name, host name or benchmark output
-// holding an ESC, a CR or a U+202E shows as \x1b, \r, \u202e.
+// framework/redact set up from args (argmask.Masking), with every control
+// and format character escaped (redact.Printed): a file name, host name or
+// benchmark output holding an ESC, a CR or a U+202E shows as \x1b, \r,
+// \u202e.
 func printedThrough(args []string, stdout, stderr io.Writer) (*redact.Writer, *redact.Writer) {
-	params := map[string]string{}
-	var known []string
-	for _, a := range args {
-		known = append(known, redact.Secrets(a)...)
-	}
-	for _, v := range flagValues(args, "param") {
-		if k, val, found := strings.Cut(v, "="); found {
-			params[k] = val
-			known = append(known, redact.Secrets(val)...)
-		}
-	}
-	known = append(known, siteSecrets(args)...)
-	red := redact.FromEnv(os.Environ(), params).With(known...)
+	red := argmask.Masking(args, os.Environ())
 	return red.Printed(stdout), red.Printed(stderr)
 }
 
@@ -147,22 +130,8 @@ func runMasked(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-func getVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v := bi.Main.Version; v != "" && v != "(devel)" {
-			return v
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return "dev-" + s.Value[:12]
-			}
-		}
-	}
-	return "dev"
-}
+// getVersion is this binary's version (framework/version.Of).
+func getVersion() string { return buildinfo.Of(version) }
 
 func newFlags(name, usage string, stderr io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
@@ -178,10 +147,9 @@ func newFlags(name, usage string, stderr io.Writer) *pflag.FlagSet {
 
 // common flags shared by run, check and demo.
 type common struct {
-	sku, baselinesDir, out, junit, format, pluginPath string
-	html                                              string
-	// cat is the SKU catalog, once catalog has loaded it.
-	cat *sku.Catalog
+	sku, out, junit, format, pluginPath, html string
+	// cats is the SKU catalog (--baselines: cats.Dir), loaded once.
+	cats acceptance.CatalogLoader
 	// outDeleted says the results folder is removed when the command ends
 	// (the demo without --out), so no message may send the user to it.
 	outDeleted bool
@@ -207,11 +175,7 @@ func (c *common) loadKey() error {
 	if c.signKey == "" {
 		return nil
 	}
-	var pass []byte
-	if p := os.Getenv(manifest.PassphraseEnv); p != "" {
-		pass = []byte(p)
-	}
-	k, err := manifest.LoadKey(c.signKey, pass)
+	k, err := manifest.LoadKeyEnv(c.signKey)
 	if err != nil {
 		return usageError{err}
 	}
@@ -235,7 +199,7 @@ func (c *common) addOnly(fs *pflag.FlagSet, names ...string) {
 		case "sku":
 			fs.StringVar(&c.sku, "sku", "", "SKU whose baseline judges the results (gpuaccept list skus); run and health take auto: the SKU whose gpu_variant lists the GPU the nodes show")
 		case "baselines":
-			fs.StringVar(&c.baselinesDir, "baselines", "", baselinesUsage)
+			fs.StringVar(&c.cats.Dir, "baselines", "", baselinesUsage)
 		case "out":
 			fs.StringVar(&c.out, "out", "", "results folder (default gpuaccept-results/SKU-SUITE-TIME for runs; none for check)")
 		case "junit":
@@ -255,76 +219,12 @@ func (c *common) addOnly(fs *pflag.FlagSet, names ...string) {
 // baselinesUsage is --baselines' help.
 const baselinesUsage = "folder of the site's SKU files (SKU.yaml), used beside the built-in ones; a file named after a built-in SKU takes its place"
 
-// skuFiles is the folder of SKU files baseline validate checks,
-// --baselines or the built-in one, and its name for messages.
-func (c *common) skuFiles() (iofs.FS, string) {
-	if c.baselinesDir != "" {
-		return os.DirFS(c.baselinesDir), c.baselinesDir
-	}
-	return baselines.FS, "baselines"
-}
-
-// baselinesFolder checks --baselines (acceptance.BaselinesFolder).
-func (c *common) baselinesFolder() error {
-	if err := acceptance.BaselinesFolder(c.baselinesDir); err != nil {
-		return usageError{err}
-	}
-	return nil
-}
-
-// catalog loads the SKU files once (acceptance.LoadCatalog); each
+// catalog loads the SKU files once (acceptance.CatalogLoader); each
 // built-in SKU a site's file replaces is said on stderr, once.
-func (c *common) catalog(stderr io.Writer) (*sku.Catalog, error) {
-	if c.cat != nil {
-		return c.cat, nil
-	}
-	cat, over, err := acceptance.LoadCatalog(baselines.FS, c.baselinesDir)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	for _, n := range over {
-		fmt.Fprintf(stderr, "note: SKU %s from %s overrides the built-in one\n", n, cat.SKUs[n].File)
-	}
-	c.cat = cat
-	return cat, nil
-}
+func (c *common) catalog(stderr io.Writer) (*sku.Catalog, error) { return c.cats.Load(stderr) }
 
-// skuFile returns the content of the SKU file s was loaded from, to keep a
-// copy in the results folder.
-func (c *common) skuFile(s *sku.SKU) ([]byte, error) {
-	if c.cat == nil {
-		return nil, fmt.Errorf("SKU %s: no SKU files loaded", s.Name)
-	}
-	return c.cat.File(s.Name)
-}
-
-// getSKU loads the catalog and returns the --sku one.
-func (c *common) getSKU(stderr io.Writer) (*sku.SKU, error) {
-	cat, err := c.catalog(stderr)
-	if err != nil {
-		return nil, err
-	}
-	if c.sku == skuauto.Auto {
-		// run and health resolve auto before they get here.
-		return nil, usageError{fmt.Errorf("--sku auto reads the GPUs of the nodes a run or health check runs on, which this command has none of: give --sku NAME (gpuaccept list skus)")}
-	}
-	s, err := cat.Get(c.sku)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	return s, nil
-}
-
-func (c *common) host() *pluginapi.Host {
-	names := pluginapi.Builtins()
-	var path []string
-	for _, p := range filepath.SplitList(c.pluginPath) {
-		if p != "" {
-			path = append(path, p)
-		}
-	}
-	return &pluginapi.Host{Builtin: names, Path: path}
-}
+// host is the command's plugin host (pluginapi.NewHost).
+func (c *common) host() *pluginapi.Host { return pluginapi.NewHost(c.pluginPath) }
 
 // finish writes the reports of a finished run (s judged it; nil when
 // unknown) and signs its results folder off (signoff.Finish), with the
@@ -339,13 +239,12 @@ func (c *common) finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (
 	})
 }
 
+// validFormat checks --format (report.CheckFormat).
 func validFormat(f string) error {
-	for _, k := range report.Formats {
-		if f == k {
-			return nil
-		}
+	if err := report.CheckFormat(f); err != nil {
+		return usageError{err}
 	}
-	return usageError{fmt.Errorf("unknown --format %q (known: %s)", f, strings.Join(report.Formats, ", "))}
+	return nil
 }
 
 // signalContext is a command's context, cancelled by Ctrl-C or SIGTERM; a
@@ -366,19 +265,18 @@ func cmdPlugin(args []string) (int, error) {
 	return exitOK, nil
 }
 
-// flagValues are the values a command line gives flag --name, as --name
-// VALUE or --name=VALUE, anywhere (also after a "--": baseline record
-// --repeat passes run flags there, whose secrets must be masked too): for
-// what must be known before the flags are parsed (masking) or that a
-// string flag would keep only the last of (a repeated --test).
-func flagValues(args []string, name string) []string {
-	var out []string
-	for i, a := range args {
-		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
-			out = append(out, v)
-		} else if a == "--"+name && i+1 < len(args) {
-			out = append(out, args[i+1])
-		}
+// helpFiles are the commands' help texts, one file a command (NAME.txt),
+// printed by --help as they are.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// help is the help text of the command name (help/NAME.txt); a missing
+// file is a programming error and panics at start.
+func help(name string) string {
+	data, err := helpFiles.ReadFile("help/" + name + ".txt")
+	if err != nil {
+		panic(err)
 	}
-	return out
+	return string(data)
 }

@@ -9,19 +9,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
-	"github.com/gpuaccept/gpuaccept/framework/launch"
-	"github.com/gpuaccept/gpuaccept/framework/proc"
-	"github.com/gpuaccept/gpuaccept/framework/skucheck"
-	"github.com/gpuaccept/gpuaccept/launchers/local"
 )
 
-const runUsage = `Usage: gpuaccept [run] --sku SKU|auto --suite SUITE [flags]
-
-Runs the SKU's suite through a launcher, judges every number against the
-SKU's baseline, prints a table and writes a results folder (raw outputs,
-results.json, junit.xml, report.html, summary.md, table.txt, the journal of
-finished tests, a copy of the baseline and the sign-off manifest.json).
-`
+var runUsage = help("run")
 
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	return runOrLocalise(acceptance.CommandRun, args, stdout, stderr)
@@ -90,58 +80,22 @@ func (o *runOptions) Validate() error {
 	return nil
 }
 
-// Complete resolves the flags into the run's setup and launcher: the
-// SKU (--sku auto probes the nodes), the topology, the parameters, the
-// results folder. sc is left open for the caller to close.
-func (o *runOptions) Complete(sc *scope, stdout, stderr io.Writer) (acceptance.Setup, launch.Launcher, error) {
-	c := &o.c
-	s, err := c.getSKU(stderr)
+// Complete resolves the flags into the run's setup and launcher
+// (acceptance.Prepare): the SKU (--sku auto probed the nodes), the
+// topology, the parameters, the results folder. sc is left open for the
+// caller to close.
+func (o *runOptions) Complete(sc *scope, stdout, stderr io.Writer) (acceptance.Prepared, error) {
+	p, err := o.scope.prepare(o.cmd, &o.c, sc, o.suite, o.tests, stdout, stderr)
 	if err != nil {
-		return acceptance.Setup{}, nil, err
+		return acceptance.Prepared{}, err
 	}
-	r, err := o.scope.resolve(o.scope.request(o.cmd, sc, s, o.suite, o.tests), stderr)
+	p.Localise, p.DryRun = o.lf.LocaliseRequest, o.dryRun
+	ready, err := p.Setup(sc.ctx)
 	if err != nil {
-		return acceptance.Setup{}, nil, err
+		return ready, usageError{err}
 	}
-	ls, err := o.lf.Resolve(s)
-	if err != nil {
-		return acceptance.Setup{}, nil, usageError{err}
-	}
-	// The run's launcher, on its hosts; a localisation's runs build
-	// theirs from the same options, each on its own hosts.
-	newLauncher := o.scope.newLauncher(s, sc.site, o.dryRun)
-	l, err := newLauncher(r.Topology.Hosts)
-	if err != nil {
-		if o.cmd == acceptance.CommandLocalise {
-			err = fmt.Errorf("launcher %s cannot run a test on the nodes given, so it cannot localise: %w", o.scope.launcher, err)
-		}
-		return acceptance.Setup{}, nil, usageError{err}
-	}
-	if err := skucheck.Check(sc.ctx, sc.host, s); err != nil {
-		return acceptance.Setup{}, nil, usageError{err}
-	}
-	// A dry run names the folder a run would write (batch scripts and
-	// manifests hold its paths) but creates nothing; given a folder a run
-	// would refuse, it still names that folder, and says so.
-	switch dir, err := resultsDir(c.out, acceptance.DirName(s.Name, o.suite, time.Now())); {
-	case err == nil:
-		c.out = dir
-	case !o.dryRun:
-		return acceptance.Setup{}, nil, err
-	default:
-		fmt.Fprintf(stderr, "note: %v: the run itself would stop here\n", err)
-	}
-	baseline, err := c.skuFile(s)
-	if err != nil {
-		return acceptance.Setup{}, nil, err
-	}
-	setup := acceptance.Setup{SKU: s, Suite: o.suite, Topology: r.Topology, Params: r.Params, Timeout: o.scope.timeout, DryRun: o.dryRun, Dir: c.out,
-		LauncherName: o.scope.launcher, NewLauncher: newLauncher, Plugins: sc.host, Version: getVersion(), Baseline: baseline,
-		Localise: ls, Stdout: stdout, Stderr: stderr}
-	if !o.dryRun {
-		setup.Notes = append(sc.autoNote, containmentNotes(o.scope.launcher, stderr)...)
-	}
-	return setup, l, nil
+	o.c.out = ready.Setup.Dir
+	return ready, nil
 }
 
 // runOrLocalise is the run command, and with cmd localise the localise
@@ -160,14 +114,15 @@ func runOrLocalise(cmd acceptance.Command, args []string, stdout, stderr io.Writ
 		return code, err
 	}
 	defer sc.close()
-	setup, l, err := o.Complete(sc, stdout, stderr)
+	ready, err := o.Complete(sc, stdout, stderr)
 	if err != nil {
 		return exitUsage, err
 	}
+	setup := ready.Setup
 	if cmd == acceptance.CommandLocalise {
 		return localiseOnly(sc.ctx, &o.c, setup, o.tests, stdout, stderr)
 	}
-	res, err := acceptance.Run(sc.ctx, acceptance.RunOptions{Setup: setup, Launcher: l, Only: o.tests, Retries: o.retries,
+	res, err := acceptance.Run(sc.ctx, acceptance.RunOptions{Setup: setup, Launcher: ready.Launcher, Only: o.tests, Retries: o.retries,
 		LocaliseAll: o.lf.Always, NoLocalise: o.lf.Never})
 	var nothing *acceptance.NothingJudgedError
 	switch {
@@ -181,20 +136,4 @@ func runOrLocalise(cmd acceptance.Command, args []string, stdout, stderr io.Writ
 	code, err = o.c.finish(res, setup.SKU, stdout, stderr)
 	fmt.Fprintf(stderr, "results: %s (report.html, junit.xml, results.json, raw/)\n", o.c.out)
 	return code, err
-}
-
-// containmentNotes says, once on w and as the run's notes, that the steps
-// the local launcher starts on this host are held less than fully
-// (proc.Weaker: no pid namespace, as in a pod without CAP_SYS_ADMIN),
-// naming what is missing; none when they are held fully or run elsewhere.
-func containmentNotes(launcherName string, w io.Writer) []string {
-	if launcherName != local.Name {
-		return nil
-	}
-	n := proc.Weaker()
-	if n == "" {
-		return nil
-	}
-	fmt.Fprintf(w, "warning: %s\n", n)
-	return []string{n}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -130,23 +129,12 @@ func (f *scopeFlags) complete(c *common, dryRun bool, probeNodes int, stderr io.
 // own launcher flags, hosts and site, sets c.sku to the SKU picked and
 // says the choice on stderr. Every refusal is a usage error.
 func (f *scopeFlags) auto(c *common, sc *scope, dryRun bool, probeNodes int, stderr io.Writer) (*skuauto.Choice, error) {
-	if dryRun {
-		return nil, usageError{fmt.Errorf("--sku auto runs %s on the nodes to read their GPUs, which a dry run does not: give --sku (gpuaccept list skus)", skuauto.ProbeTest)}
-	}
-	if f.launcher == k8s.Name && (sc.site == nil || sc.site.Kubernetes == nil || sc.site.Kubernetes.Pods.GPUResource == "") {
-		// A pod gets only the GPUs it asks for, and which resource names
-		// them (nvidia.com/gpu, amd.com/gpu) is the SKU's.
-		return nil, usageError{fmt.Errorf("--sku auto with --launcher k8s: the probe's pods must ask for GPUs, and the resource (nvidia.com/gpu, amd.com/gpu) is the SKU's: give it in the site file (--site, kubernetes.gpu_resource), or give --sku")}
-	}
-	cat, err := c.catalog(stderr)
-	if err != nil {
-		return nil, err
-	}
 	if probeNodes == 0 {
 		probeNodes = f.nodes
 	}
-	ch, err := acceptance.AutoSKU(sc.ctx, acceptance.AutoOptions{Catalog: cat, Plugins: sc.host, NewLauncher: f.newLauncher(nil, sc.site, false),
-		Nodes: probeNodes, GPUsPerNode: f.gpus, Hosts: hosts.Names(sc.hosts), Out: c.out, Timeout: f.timeout})
+	ch, err := acceptance.AutoSKU(sc.ctx, acceptance.AutoOptions{Catalog: func() (*sku.Catalog, error) { return c.catalog(stderr) },
+		Plugins: sc.host, NewLauncher: f.newLauncher(nil, sc.site, false), Nodes: probeNodes, GPUsPerNode: f.gpus, Hosts: hosts.Names(sc.hosts),
+		Out: c.out, Timeout: f.timeout, DryRun: dryRun, PodGPUs: f.launcher == k8s.Name, Site: sc.site})
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -155,30 +143,25 @@ func (f *scopeFlags) auto(c *common, sc *scope, dryRun bool, probeNodes int, std
 	return ch, nil
 }
 
-// request is the command's acceptance.Request from the scope flags.
-func (f *scopeFlags) request(cmd acceptance.Command, sc *scope, s *sku.SKU, suite string, tests []string) acceptance.Request {
+// prepare is the command's acceptance.Prepare from the scope flags, the
+// common flags and what complete read (sc).
+func (f *scopeFlags) prepare(cmd acceptance.Command, c *common, sc *scope, suite string, tests []string, stdout, stderr io.Writer) (acceptance.Prepare, error) {
+	cat, err := c.catalog(stderr)
+	if err != nil {
+		return acceptance.Prepare{}, err
+	}
 	var others []string
 	for _, n := range launch.Names() {
 		if n != local.Name {
 			others = append(others, n)
 		}
 	}
-	return acceptance.Request{Command: cmd, SKU: s, Suite: suite, Tests: tests, Params: f.params, Site: sc.site,
+	return acceptance.Prepare{Request: acceptance.Request{Command: cmd, Suite: suite, Tests: tests, Params: f.params, Site: sc.site,
 		Nodes: f.nodes, GPUsPerNode: f.gpus, Hosts: sc.hosts, AutoGPUs: sc.autoGPUs,
-		OneHost: f.launcher == local.Name, Launcher: f.launcher, OtherLaunchers: others}
-}
-
-// resolve resolves the command's request (acceptance.Resolve) and says
-// its notes on stderr.
-func (f *scopeFlags) resolve(r acceptance.Request, stderr io.Writer) (acceptance.Resolved, error) {
-	res, err := acceptance.Resolve(r)
-	if err != nil {
-		return res, usageError{err}
-	}
-	for _, n := range res.Notes {
-		fmt.Fprintf(stderr, "note: %s\n", n)
-	}
-	return res, nil
+		OneHost: f.launcher == local.Name, Launcher: f.launcher, OtherLaunchers: others},
+		Catalog: cat, SKUName: c.sku, Out: c.out, Timeout: f.timeout, Plugins: sc.host, OnThisHost: f.launcher == local.Name,
+		Launchers: func(s *sku.SKU, dryRun bool) acceptance.NewLauncher { return f.newLauncher(s, sc.site, dryRun) },
+		AutoNote:  sc.autoNote, Version: getVersion(), Stdout: stdout, Stderr: stderr, Now: time.Now()}, nil
 }
 
 // newLauncher builds the command's launcher, of SKU s (nil: none known
@@ -192,53 +175,12 @@ func (f *scopeFlags) newLauncher(s *sku.SKU, st *site.Site, dryRun bool) accepta
 	}
 }
 
-// resultsDir picks the results folder (acceptance.ResultsDir): --out, or
-// gpuaccept-results/NAME. Its errors are usage errors.
-func resultsDir(out, name string) (string, error) {
-	dir, err := acceptance.ResultsDir(out, name)
-	if err != nil {
-		return "", usageError{err}
-	}
-	return dir, nil
-}
-
-// loadSite reads --site; "" is no site file. A malformed file is a usage
+// loadSite reads --site (site.LoadForRun); a malformed file is a usage
 // error listing its problems with file, line and field.
 func loadSite(path string) (*site.Site, error) {
-	if path == "" {
-		return nil, nil
-	}
-	s, err := site.Load(path)
+	s, err := site.LoadForRun(path)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	// The site's secret values join this process's environment, which
-	// every masking of the run reads (redact.FromEnv): they reach each
-	// rank, and so its output, the reports and the journal.
-	for _, kv := range s.SecretEnv() {
-		k, v, _ := strings.Cut(kv, "=")
-		if err := os.Setenv(k, v); err != nil {
-			return nil, fmt.Errorf("site %s: env %s: %w", path, k, err)
-		}
-	}
 	return s, nil
-}
-
-// siteSecrets are the secret values of the site file a command line names
-// (--site FILE or --site=FILE), for the masking of what the command
-// prints, which starts before the file is read for the run. A file that
-// cannot be read gives none: the command reports it.
-func siteSecrets(args []string) []string {
-	var out []string
-	for _, path := range flagValues(args, "site") {
-		s, err := site.Load(path)
-		if err != nil {
-			continue
-		}
-		for _, kv := range s.SecretEnv() {
-			_, v, _ := strings.Cut(kv, "=")
-			out = append(out, v)
-		}
-	}
-	return out
 }

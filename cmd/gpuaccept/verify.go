@@ -8,47 +8,11 @@ import (
 
 	"github.com/gpuaccept/gpuaccept"
 	"github.com/gpuaccept/gpuaccept/baselines"
-	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
-	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 )
 
-const verifyUsage = `Usage: gpuaccept verify RESULTS_DIR [--digest sha256:HEX] [--allowed-signers FILE --identity ID] [flags]
-
-Checks a sign-off without rerunning anything: every file of the folder
-against the SHA-256 in manifest.json (an edited, missing or added file, a
-link or a pipe is named) and that no file holds a secret in clear; with
---digest, manifest.json against the
-sign-off digest printed at sign-off (a manifest made again is caught);
-with --allowed-signers and --identity, manifest.json.sig as ssh-keygen -Y
-verify -n gpuaccept checks it. Then it parses the raw outputs again and
-judges them against the kept baseline copy, comparing every verdict,
-message, number, check and host with those recorded; compares results.json
-value by value with the run re-derived from the journal; and renders
-junit.xml, report.html, summary.md and table.txt again, comparing them
-byte for byte: a report that renders otherwise is a finding whatever
-version the folder says made it (gpuaccept report DIR renders them
-again). Every file the manifest lists must be one of a results folder's
-layout (look-alike names are named as such), and results.json, journal
-lines and the manifest must give no key twice. The run's status is
-recomputed from its tests. The kept baseline copy is
-compared with this gpuaccept's built-in SKU file of that name: when it is
-a site's own, verify says so and which verdicts and bands the built-in
-one would give (a note; a finding with --strict-baseline), and a suite,
-skip or test the built-in file would not give is a finding. The runs of a
-localisation (results folders under localise/) are checked the same way,
-and what the localisation recorded from them (verdicts, figures, slow
-runs, node suspects) re-derived from them. What verify cannot recompute
-from the raw outputs and the SKU rules is a finding (README.md, "Reports
-and sign-off"): no journal, a suite not in the baseline, a parameter that
-changes the verdict, an error with no raw output, a raw folder no test
-claims, raw outputs that are the recordings gpuaccept ships in a run that
-is no replay. Exit 0 when
-everything matches, 1 when something does not, 2 when the folder cannot be
-read, 130 when interrupted (the exit codes of the verdicts themselves are
-gpuaccept report's).
-`
+var verifyUsage = help("verify")
 
 func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
@@ -66,23 +30,15 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() != 1 {
 		return exitUsage, usageError{errors.New("verify takes one RESULTS_DIR")}
 	}
-	o := signoff.Options{Version: getVersion(), AllowedSigners: allowed, Identity: identity, Builtin: baselines.FS, StrictBaseline: strict, Recordings: gpuaccept.Recordings}
-	if digest != "" {
-		d, err := manifest.ParseDigest(digest)
-		if err != nil {
-			return exitUsage, usageError{fmt.Errorf("--digest: %w", err)}
-		}
-		o.Digest = d
-	}
+	o := signoff.Options{Version: getVersion(), Builtin: baselines.FS, StrictBaseline: strict, Recordings: gpuaccept.Recordings}
+	var empty []string
 	for _, f := range []string{"digest", "allowed-signers", "identity"} {
-		// An empty value (--digest "$D" with D unset) would check nothing
-		// and still say OK.
 		if fs.Changed(f) && fs.Lookup(f).Value.String() == "" {
-			return exitUsage, usageError{fmt.Errorf("--%s is empty: give a value or leave the flag out", f)}
+			empty = append(empty, f)
 		}
 	}
-	if (allowed == "") != (identity == "") {
-		return exitUsage, usageError{errors.New("--allowed-signers and --identity go together: the file of allowed signers, and whose signature it must be")}
+	if err := o.Signers(digest, allowed, identity, empty); err != nil {
+		return exitUsage, usageError{err}
 	}
 	dir := fs.Arg(0)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -97,26 +53,14 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, oneLine{err}
 	}
-	// Every line printed is one line (redact.PrintableLine): a name with
-	// a line feed in it cannot print a "verify: OK" of its own.
-	for _, l := range res.Lines {
-		fmt.Fprintln(stdout, redact.PrintableLine(l.String()))
-	}
+	res.WriteLines(stdout)
 	if ctx.Err() != nil {
 		// Re-judging stopped half way: its differences say nothing.
 		return exitInterrupted, errors.New("verify: interrupted (Ctrl-C or SIGTERM) before every verdict was re-judged")
 	}
-	findings := res.Findings
-	for _, p := range signoff.ClearSecrets(dir) {
-		fmt.Fprintf(stdout, "MISMATCH %s\n", redact.PrintableLine(p))
-		findings++
-	}
-	if findings > 0 {
-		fmt.Fprintf(stdout, "verify: FAILED: %s; this folder is not the sign-off its manifest describes\n", result.Count(findings, "finding"))
+	if res.WriteVerdict(stdout, dir) {
 		return exitFail, nil
 	}
-	ok := res.OKLine()
-	fmt.Fprintln(stdout, redact.PrintableLine(ok))
 	return exitOK, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/framework/site"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skuauto"
 )
@@ -109,8 +110,9 @@ func ProbeDir(out string) (string, error) {
 // AutoOptions are the settings of AutoSKU: the run's own scope flags, as
 // given, and its launcher.
 type AutoOptions struct {
-	// Catalog holds the SKUs the nodes' GPUs are matched against.
-	Catalog *sku.Catalog
+	// Catalog loads the SKUs the nodes' GPUs are matched against, once
+	// the command line is known to allow a probe.
+	Catalog func() (*sku.Catalog, error)
 	// Plugins plans and parses skuauto.ProbeTest.
 	Plugins runner.Plugins
 	// NewLauncher builds the probe's launcher on its hosts, with no SKU
@@ -124,6 +126,13 @@ type AutoOptions struct {
 	Out string
 	// Timeout bounds the probe.
 	Timeout time.Duration
+	// DryRun is a dry run's --sku auto: refused, as the probe runs.
+	DryRun bool
+	// PodGPUs says the launcher's pods get only the GPUs they ask for
+	// (k8s), whose resource name (nvidia.com/gpu, amd.com/gpu) is the
+	// SKU's: Site must give it (kubernetes.gpu_resource).
+	PodGPUs bool
+	Site    *site.Site
 }
 
 // AutoSKU resolves --sku auto: it runs skuauto's probe on the nodes
@@ -131,8 +140,18 @@ type AutoOptions struct {
 // GPU they show (skuauto.Resolve). Every error is the command line's: it
 // says to give --sku.
 func AutoSKU(ctx context.Context, o AutoOptions) (*skuauto.Choice, error) {
+	if o.DryRun {
+		return nil, fmt.Errorf("--sku auto runs %s on the nodes to read their GPUs, which a dry run does not: give --sku (gpuaccept list skus)", skuauto.ProbeTest)
+	}
+	if o.PodGPUs && (o.Site == nil || o.Site.Kubernetes == nil || o.Site.Kubernetes.Pods.GPUResource == "") {
+		return nil, errors.New("--sku auto with --launcher k8s: the probe's pods must ask for GPUs, and the resource (nvidia.com/gpu, amd.com/gpu) is the SKU's: give it in the site file (--site, kubernetes.gpu_resource), or give --sku")
+	}
+	cat, err := o.Catalog()
+	if err != nil {
+		return nil, err
+	}
 	maxGPUs := 0
-	for _, s := range o.Catalog.SKUs {
+	for _, s := range cat.SKUs {
 		maxGPUs = max(maxGPUs, s.GPUsPerNode)
 	}
 	topo := ProbeTopology(o.Nodes, o.GPUsPerNode, o.Hosts, maxGPUs)
@@ -149,5 +168,5 @@ func AutoSKU(ctx context.Context, o AutoOptions) (*skuauto.Choice, error) {
 	if err != nil {
 		return nil, err
 	}
-	return skuauto.Resolve(o.Catalog, nodes, o.GPUsPerNode)
+	return skuauto.Resolve(cat, nodes, o.GPUsPerNode)
 }

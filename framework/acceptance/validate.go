@@ -1,6 +1,7 @@
 package acceptance
 
 import (
+	"context"
 	"fmt"
 	"io"
 	iofs "io/fs"
@@ -20,6 +21,29 @@ const MaxSKUFile = 64 << 20
 // it; the error lists every problem, one a line, each with file, line and
 // field. A nil SKU with an error is a file that is not a SKU file at all.
 type CheckSKUFile func(data []byte, name string) (*sku.SKU, error)
+
+// SKUChecker is the one CheckSKUFile of baseline validate, record and
+// diff: the file parsed (sku.Parse), checked against its plugins
+// (skucheck.Check) and by launcherCheck (nil: none; the k8s launcher's
+// check of the kubernetes section, which it runs at every run, so that a
+// file validate passes no run rejects), every problem of the three in one
+// error, in line order.
+func SKUChecker(ctx context.Context, d skucheck.Describer, launcherCheck func(*sku.SKU) error) CheckSKUFile {
+	return func(data []byte, name string) (*sku.SKU, error) {
+		s, err := sku.Parse(data, name)
+		if s == nil {
+			return nil, err // not YAML: nothing to check further
+		}
+		errs := []error{err, skucheck.Check(ctx, d, s)}
+		if launcherCheck != nil {
+			errs = append(errs, launcherCheck(s))
+		}
+		if err := sku.NewProblems(name, errs); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
 
 // ValidateSKUFiles checks SKU files each on its own, so that one bad file
 // does not hide the problems of the others, as loading the catalog would,
@@ -63,4 +87,34 @@ func ValidateSKUFiles(w io.Writer, fsys iofs.FS, dir string, files []string, che
 		}
 	}
 	return bad, nil
+}
+
+// ValidateSKUs is baseline validate: files (paths), or with none every
+// *.yaml of the loader's folder (--baselines, else the built-in one),
+// each checked on its own (ValidateSKUFiles, with check) so that one bad
+// file does not hide the problems of the others, as loading the catalog
+// would. Errors: a --baselines that is no folder or holds no SKU file,
+// the folder's rules, and "N of M files are malformed".
+func ValidateSKUs(w io.Writer, l *CatalogLoader, files []string, check CheckSKUFile) error {
+	var fsys iofs.FS
+	var dir string
+	if len(files) == 0 {
+		if err := BaselinesFolder(l.Dir); err != nil {
+			return err
+		}
+		fsys, dir = l.Files()
+		names, err := iofs.Glob(fsys, "*.yaml")
+		if err != nil || len(names) == 0 {
+			return fmt.Errorf("baseline validate: no SKU files (*.yaml) in %s", dir)
+		}
+		files = names
+	}
+	bad, err := ValidateSKUFiles(w, fsys, dir, files, check)
+	if err != nil {
+		return err
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %s %s malformed", bad, result.Count(len(files), "file"), result.Noun(bad, "is", "are"))
+	}
+	return nil
 }

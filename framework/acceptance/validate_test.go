@@ -2,8 +2,10 @@ package acceptance
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	iofs "io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,4 +64,32 @@ func TestValidateSKUFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// baseline validate: every file of --baselines (or the built-in folder)
+// without FILE arguments, each on its own; bad files counted in the
+// error; a folder that is none or holds no SKU file refused.
+func TestValidateFolder(t *testing.T) {
+	ctx := context.Background()
+	check := SKUChecker(ctx, h200Plugins, nil)
+	data, err := baselines.FS.ReadFile("h200.yaml")
+	assert.NilError(t, err)
+	site := t.TempDir()
+	assert.NilError(t, os.WriteFile(filepath.Join(site, "h200.yaml"), data, 0o644))
+	var w strings.Builder
+	assert.NilError(t, ValidateSKUs(&w, &CatalogLoader{Dir: site}, nil, check))
+	assert.Assert(t, strings.HasPrefix(w.String(), "ok  "+filepath.Join(site, "h200.yaml")+": sku h200, "), w.String())
+
+	bad := filepath.Join(site, "bad.yaml")
+	assert.NilError(t, os.WriteFile(bad, []byte("name: bad\n"), 0o644))
+	w.Reset()
+	err = ValidateSKUs(&w, &CatalogLoader{}, []string{filepath.Join(site, "h200.yaml"), bad}, check)
+	assert.Error(t, err, "1 of 2 files is malformed")
+	assert.Assert(t, strings.Contains(w.String(), "BAD "+bad), w.String())
+
+	empty := t.TempDir()
+	err = ValidateSKUs(&w, &CatalogLoader{Dir: empty}, nil, check)
+	assert.Error(t, err, "baseline validate: no SKU files (*.yaml) in "+empty)
+	err = ValidateSKUs(&w, &CatalogLoader{Dir: bad}, nil, check)
+	assert.ErrorContains(t, err, "is a file: give the folder that holds it")
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -114,6 +115,22 @@ func VerdictsOf(run *result.Run) Verdicts {
 	}
 	sort.Strings(v.Passed)
 	return v
+}
+
+// Mark taints and labels, as o asks, the Kubernetes nodes a health run
+// judged (VerdictsOf, Kubernetes) through the client of kubeconfig and
+// kubeContext (Dial), writing each node marked to w as a line. Errors:
+// the client cannot be built, or the nodes it could not mark.
+func Mark(ctx context.Context, kubeconfig, kubeContext string, run *result.Run, o Options, w io.Writer) error {
+	client, err := Dial(kubeconfig, kubeContext)
+	if err != nil {
+		return err
+	}
+	done, err := Kubernetes(ctx, client, VerdictsOf(run), o)
+	for _, d := range done {
+		fmt.Fprintln(w, d)
+	}
+	return err
 }
 
 // Kubernetes marks the nodes of v as o asks, each node by its name (the

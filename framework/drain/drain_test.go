@@ -199,3 +199,13 @@ func errorsCause(err error) error {
 	}
 	return err
 }
+
+// Mark without a cluster: a kubeconfig that cannot be read is the error,
+// and nothing is written.
+func TestMarkNoCluster(t *testing.T) {
+	var b strings.Builder
+	missing := t.TempDir() + "/no-kubeconfig"
+	err := Mark(context.Background(), missing, "", &result.Run{}, Options{Taint: true}, &b)
+	assert.ErrorContains(t, err, "no-kubeconfig")
+	assert.Equal(t, b.String(), "")
+}

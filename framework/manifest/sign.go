@@ -36,6 +36,16 @@ type Key struct {
 	signer ssh.Signer
 }
 
+// LoadKeyEnv is LoadKey with the passphrase from the environment
+// variable PassphraseEnv (unset or empty: none), as --sign-key reads it.
+func LoadKeyEnv(path string) (*Key, error) {
+	var pass []byte
+	if p := os.Getenv(PassphraseEnv); p != "" {
+		pass = []byte(p)
+	}
+	return LoadKey(path, pass)
+}
+
 // LoadKey reads the ssh private key in the file path (OpenSSH or PEM:
 // ed25519, RSA, ECDSA); passphrase decrypts an encrypted one and may be
 // nil when it is not. An encrypted key without passphrase, a wrong

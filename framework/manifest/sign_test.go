@@ -275,3 +275,19 @@ func FuzzDearmor(f *testing.F) {
 		_ = blob
 	})
 }
+
+// --sign-key's passphrase comes from PassphraseEnv; unset, an encrypted
+// key is refused saying where to give it.
+func TestLoadKeyEnv(t *testing.T) {
+	key, _ := newKey(t, "ed25519", "correct horse", "operator@site", "")
+	t.Setenv(PassphraseEnv, "")
+	_, err := LoadKeyEnv(key)
+	assert.ErrorContains(t, err, "is encrypted: give its passphrase in "+PassphraseEnv)
+	t.Setenv(PassphraseEnv, "wrong")
+	_, err = LoadKeyEnv(key)
+	assert.ErrorContains(t, err, "cannot decrypt it with the passphrase")
+	t.Setenv(PassphraseEnv, "correct horse")
+	k, err := LoadKeyEnv(key)
+	assert.NilError(t, err)
+	assert.Assert(t, k != nil)
+}

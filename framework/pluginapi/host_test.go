@@ -153,3 +153,20 @@ func TestHostChecksTheContract(t *testing.T) {
 	_, err = host(t, "role").Plan(ctx, "fake", PlanRequest{Test: "t", Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}}})
 	assert.ErrorContains(t, err, `plugin fake: plan t: step "t": role "server", but the test declares no roles`)
 }
+
+// A command's host serves the built-in plugins and looks for external
+// ones on every folder of --plugin-path, empty parts skipped.
+func TestNewHost(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		{"", nil},
+		{"/opt/a:/opt/b", []string{"/opt/a", "/opt/b"}},
+		{"::/opt/a:", []string{"/opt/a"}},
+	} {
+		h := NewHost(c.path)
+		assert.DeepEqual(t, h.Path, c.want)
+		assert.DeepEqual(t, h.Builtin, Builtins())
+	}
+}

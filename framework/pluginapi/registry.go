@@ -2,6 +2,7 @@ package pluginapi
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"sync"
 )
@@ -39,6 +40,20 @@ func Unregister(name string) {
 	builtinMu.Lock()
 	defer builtinMu.Unlock()
 	delete(builtin, name)
+}
+
+// NewHost is the plugin host of a command: the built-in plugins, and the
+// external ones found on pluginPath (folders, colon-separated as
+// --plugin-path and GPUACCEPT_PLUGIN_PATH give them; empty parts
+// skipped).
+func NewHost(pluginPath string) *Host {
+	var path []string
+	for _, p := range filepath.SplitList(pluginPath) {
+		if p != "" {
+			path = append(path, p)
+		}
+	}
+	return &Host{Builtin: Builtins(), Path: path}
 }
 
 // Builtins lists the registered plugins' names, sorted.

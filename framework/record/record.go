@@ -165,6 +165,19 @@ type Options struct {
 	Basis string
 }
 
+// ParseBasis reads --basis into Options.Basis: golden (or "", the
+// default) is "", reference is result.BasisReference; anything else is an
+// error naming the flag.
+func ParseBasis(basis string) (string, error) {
+	switch basis {
+	case "", result.BasisGolden:
+		return "", nil
+	case result.BasisReference:
+		return basis, nil
+	}
+	return "", fmt.Errorf("baseline record: --basis %q: want golden or reference", basis)
+}
+
 // DefaultOptions are the values documented in baselines/README.md.
 func DefaultOptions() Options {
 	return Options{MinFraction: 0.5, SteepFraction: 0.8, Fail: 10, Warn: 5, SteepFail: 15, SteepWarn: 8, WarnMax: 50}

@@ -446,3 +446,20 @@ func declared(t testing.TB) Options {
 	}
 	return o
 }
+
+// --basis: golden is the default, written as no basis; reference is
+// written; anything else is refused naming the flag.
+func TestParseBasis(t *testing.T) {
+	for _, c := range []struct{ in, want, err string }{
+		{"", "", ""}, {"golden", "", ""}, {"reference", "reference", ""},
+		{"floor", "", `baseline record: --basis "floor": want golden or reference`},
+	} {
+		got, err := ParseBasis(c.in)
+		if c.err != "" {
+			assert.Error(t, err, c.err)
+			continue
+		}
+		assert.NilError(t, err)
+		assert.Equal(t, got, c.want)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,15 @@ import (
 
 // Formats are the --format values.
 var Formats = []string{"table", "json", "markdown"}
+
+// CheckFormat refuses a --format value that is none of Formats, naming
+// the flag and the known ones.
+func CheckFormat(format string) error {
+	if !slices.Contains(Formats, format) {
+		return fmt.Errorf("unknown --format %q (known: %s)", format, strings.Join(Formats, ", "))
+	}
+	return nil
+}
 
 // Write renders run in the named format (table, json, markdown), masked
 // (see masked).

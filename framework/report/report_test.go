@@ -481,3 +481,12 @@ func TestRunNotesShown(t *testing.T) {
 	assert.NilError(t, HTML(&b, run, nil))
 	assert.Assert(t, strings.Contains(b.String(), note), "html")
 }
+
+// --format is one of Formats; anything else is refused naming the flag.
+func TestCheckFormat(t *testing.T) {
+	for _, f := range Formats {
+		assert.NilError(t, CheckFormat(f))
+	}
+	assert.Error(t, CheckFormat("yaml"), `unknown --format "yaml" (known: table, json, markdown)`)
+	assert.Error(t, CheckFormat(""), `unknown --format "" (known: table, json, markdown)`)
+}

@@ -290,6 +290,44 @@ func Load(dir string) (run *result.Run, recorded string, err error) {
 	return run, recorded, nil
 }
 
+// LoadFolder is Load of a folder handed over to be reported on or
+// checked: dir must be a folder, and the run's raw outputs (those of
+// every test and attempt) regular files inside dir reached through no
+// link (RawInFolder).
+func LoadFolder(dir string) (run *result.Run, recorded string, err error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, "", fmt.Errorf("results folder %s: not a folder", dir)
+	}
+	if run, recorded, err = Load(dir); err != nil {
+		return nil, "", err
+	}
+	if err := RawInFolder(dir, run); err != nil {
+		return nil, "", err
+	}
+	return run, recorded, nil
+}
+
+// RawInFolder refuses a run whose raw outputs (those of every test and
+// attempt) are not all regular files inside dir reached through no link:
+// report quotes them and verify re-parses them, so a FIFO would hang them
+// and a link out of the folder would quote or judge what is elsewhere. A
+// raw output that is missing is left to the reports (and the manifest).
+// The error names the test.
+func RawInFolder(dir string, run *result.Run) error {
+	var tests []result.Test
+	for _, t := range run.Tests {
+		tests = append(append(tests, t.Attempts...), t)
+	}
+	for _, t := range tests {
+		for _, r := range t.Raw {
+			if err := safefs.Check(dir, r); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+				return fmt.Errorf("raw output of %s: %w", t.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
 // DecodeOne decodes data, one JSON document, into v: a second document
 // after it (a results.json with another run appended, which a reader
 // taking the first or the last would see differently) is an error, as is

@@ -165,3 +165,47 @@ func TestWalk(t *testing.T) {
 	_, err = Walk(filepath.Join(t.TempDir(), "none"))
 	assert.ErrorContains(t, err, "read the raw outputs")
 }
+
+// A folder handed over is a folder, and its raw outputs regular files in
+// it reached through no link: a FIFO would hang report and verify, a link
+// out of the folder would have them quote or judge what is elsewhere. A
+// missing raw output is left to the reports.
+func TestLoadFolder(t *testing.T) {
+	cases := []struct {
+		name string
+		raw  func(dir string) // makes raw/t/a.log
+		want string
+	}{
+		{"regular file", func(dir string) {
+			assert.NilError(t, os.WriteFile(filepath.Join(dir, "raw/t/a.log"), []byte("x"), 0o644))
+		}, ""},
+		{"missing", func(string) {}, ""},
+		{"fifo", func(dir string) { assert.NilError(t, syscall.Mkfifo(filepath.Join(dir, "raw/t/a.log"), 0o644)) }, "raw output of t: "},
+		{"link out", func(dir string) {
+			out := filepath.Join(t.TempDir(), "elsewhere.log")
+			assert.NilError(t, os.WriteFile(out, []byte("x"), 0o644))
+			assert.NilError(t, os.Symlink(out, filepath.Join(dir, "raw/t/a.log")))
+		}, "raw output of t: "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			assert.NilError(t, os.MkdirAll(filepath.Join(dir, "raw/t"), 0o755))
+			c.raw(dir)
+			data := `{"status":"pass","sku":"h200","suite":"s","scope":"1x2","results_dir":"/was/here","tests":[{"name":"t","status":"pass","scope":"1x2","metrics":[],"raw":["raw/t/a.log"]}]}`
+			assert.NilError(t, os.WriteFile(filepath.Join(dir, layout.Results), []byte(data), 0o644))
+			run, recorded, err := LoadFolder(dir)
+			if c.want != "" {
+				assert.ErrorContains(t, err, c.want)
+				return
+			}
+			assert.NilError(t, err)
+			assert.Equal(t, run.Dir, dir)
+			assert.Equal(t, recorded, "/was/here")
+		})
+	}
+	f := filepath.Join(t.TempDir(), "file")
+	assert.NilError(t, os.WriteFile(f, nil, 0o644))
+	_, _, err := LoadFolder(f)
+	assert.Error(t, err, "results folder "+f+": not a folder")
+}

@@ -2,13 +2,42 @@ package signoff
 
 import (
 	"fmt"
-	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
+	"io"
 	"slices"
 	"strings"
 
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
+
+// WriteLines writes verify's account (Lines) to w, each line one line
+// (redact.PrintableLine): a name with a line feed in it cannot print a
+// "verify: OK" of its own.
+func (r *Result) WriteLines(w io.Writer) {
+	for _, l := range r.Lines {
+		fmt.Fprintln(w, redact.PrintableLine(l.String()))
+	}
+}
+
+// WriteVerdict writes verify's end to w: a MISMATCH line for each file of
+// dir holding a secret in clear (ClearSecrets), each a finding, then the
+// last line, "verify: FAILED" counting the findings or OKLine. It returns
+// whether the folder failed.
+func (r *Result) WriteVerdict(w io.Writer, dir string) (failed bool) {
+	findings := r.Findings
+	for _, p := range ClearSecrets(dir) {
+		fmt.Fprintf(w, "MISMATCH %s\n", redact.PrintableLine(p))
+		findings++
+	}
+	if findings > 0 {
+		fmt.Fprintf(w, "verify: FAILED: %s; this folder is not the sign-off its manifest describes\n", result.Count(findings, "finding"))
+		return true
+	}
+	fmt.Fprintln(w, redact.PrintableLine(r.OKLine()))
+	return false
+}
 
 // OKLine is verify's last line for a folder with no finding: how many
 // files match the manifest, the tests re-judged against which baseline,

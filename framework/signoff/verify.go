@@ -86,6 +86,29 @@ type Options struct {
 	AllowedSigners, Identity string
 }
 
+// Signers sets what verify checks the manifest against from its flags:
+// digest (--digest, "" for none) parsed into Digest, allowed and identity
+// (--allowed-signers, --identity), which go together. empty names the
+// flags given with an empty value (--digest "$D" with D unset), refused:
+// they would check nothing and still say OK. Errors name the flag.
+func (o *Options) Signers(digest, allowed, identity string, empty []string) error {
+	if digest != "" {
+		d, err := manifest.ParseDigest(digest)
+		if err != nil {
+			return fmt.Errorf("--digest: %w", err)
+		}
+		o.Digest = d
+	}
+	if len(empty) > 0 {
+		return fmt.Errorf("--%s is empty: give a value or leave the flag out", empty[0])
+	}
+	if (allowed == "") != (identity == "") {
+		return errors.New("--allowed-signers and --identity go together: the file of allowed signers, and whose signature it must be")
+	}
+	o.AllowedSigners, o.Identity = allowed, identity
+	return nil
+}
+
 // Result is what Verify found.
 type Result struct {
 	Manifest *manifest.Manifest

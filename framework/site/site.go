@@ -183,6 +183,28 @@ func Load(path string) (*Site, error) {
 	return Parse(data, path)
 }
 
+// LoadForRun reads --site for a run: "" is no site file (nil, nil). The
+// site's secret values join this process's environment, which every
+// masking of the run reads (redact.FromEnv): they reach each rank, and so
+// its output, the reports and the journal. Errors as Load's, or naming
+// the variable that could not be set.
+func LoadForRun(path string) (*Site, error) {
+	if path == "" {
+		return nil, nil
+	}
+	s, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range s.SecretEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			return nil, fmt.Errorf("site %s: env %s: %w", path, k, err)
+		}
+	}
+	return s, nil
+}
+
 // Parse reads a site file's content; name is its name for messages. A
 // malformed file gives a *sku.Problems error listing every problem with its
 // line and field, and a nil Site.

@@ -107,3 +107,24 @@ func TestStepRunsInShell(t *testing.T) {
 	assert.Assert(t, os.IsNotExist(err), "the path ran: %s", out)
 	assert.Assert(t, strings.Contains(string(out), "$(touch "), string(out))
 }
+
+// LoadForRun puts the site's secret env, and only it, into this process's
+// environment, where every masking of the run reads it; no --site is no
+// site, and a bad file is Load's error.
+func TestLoadForRun(t *testing.T) {
+	s, err := LoadForRun("")
+	assert.NilError(t, err)
+	assert.Assert(t, s == nil)
+	dir := t.TempDir()
+	f := filepath.Join(dir, "site.yaml")
+	assert.NilError(t, os.WriteFile(f, []byte("site: lab\nenv:\n  GA_LOADFORRUN_TOKEN: tok42\n  GA_LOADFORRUN_DEBUG: info\n"), 0o644))
+	t.Setenv("GA_LOADFORRUN_TOKEN", "")
+	t.Setenv("GA_LOADFORRUN_DEBUG", "")
+	s, err = LoadForRun(f)
+	assert.NilError(t, err)
+	assert.Equal(t, s.Name, "lab")
+	assert.Equal(t, os.Getenv("GA_LOADFORRUN_TOKEN"), "tok42")
+	assert.Equal(t, os.Getenv("GA_LOADFORRUN_DEBUG"), "", "not secret: the ranks get it from the site, not this process")
+	_, err = LoadForRun(filepath.Join(dir, "missing.yaml"))
+	assert.ErrorContains(t, err, "read site file")
+}
