@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0cplugin.proto\x12\x13gpuaccept.plugin.v1\"\x11\n\x0f\x44\x65scribeRequest\"I\n\x05Param\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x64\x65\x66\x61ult\x18\x02 \x01(\t\x12\x0c\n\x04unit\x18\x03 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\"\x96\x02\n\nMetricInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04unit\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0e\n\x06labels\x18\x04 \x03(\t\x12J\n\x0elabel_defaults\x18\x05 \x03(\x0b\x32\x32.gpuaccept.plugin.v1.MetricInfo.LabelDefaultsEntry\x12\x17\n\x0finstance_labels\x18\x06 \x03(\t\x12\x0e\n\x06\x62\x65tter\x18\x07 \x01(\t\x12\x0c\n\x04plot\x18\x08 \x01(\t\x12\x0e\n\x06record\x18\t \x01(\x08\x1a\x34\n\x12LabelDefaultsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xd8\x01\n\x08TestInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12*\n\x06params\x18\x03 \x03(\x0b\x32\x1a.gpuaccept.plugin.v1.Param\x12\x30\n\x07metrics\x18\x04 \x03(\x0b\x32\x1f.gpuaccept.plugin.v1.MetricInfo\x12\x15\n\rhca_map_param\x18\x05 \x01(\t\x12\x12\n\npair_label\x18\x06 \x01(\t\x12\r\n\x05roles\x18\x07 \x03(\t\x12\x11\n\tpreflight\x18\x08 \x01(\x08\"Z\n\x0b\x44\x65scription\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12,\n\x05tests\x18\x03 \x03(\x0b\x32\x1d.gpuaccept.plugin.v1.TestInfo\"M\n\x08Topology\x12\r\n\x05nodes\x18\x01 \x01(\x05\x12\x15\n\rgpus_per_node\x18\x02 \x01(\x05\x12\r\n\x05hosts\x18\x03 \x03(\t\x12\x0c\n\x04nics\x18\x04 \x03(\t\"\xb9\x01\n\x0bPlanRequest\x12\x0c\n\x04test\x18\x01 \x01(\t\x12<\n\x06params\x18\x02 \x03(\x0b\x32,.gpuaccept.plugin.v1.PlanRequest.ParamsEntry\x12/\n\x08topology\x18\x03 \x01(\x0b\x32\x1d.gpuaccept.plugin.v1.Topology\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x88\x02\n\x04Step\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0c\n\x04\x61rgv\x18\x03 \x03(\t\x12/\n\x03\x65nv\x18\x04 \x03(\x0b\x32\".gpuaccept.plugin.v1.Step.EnvEntry\x12\r\n\x05procs\x18\x05 \x01(\x05\x12\x16\n\x0eprocs_per_node\x18\x06 \x01(\x05\x12\x0b\n\x03mpi\x18\x07 \x01(\x08\x12\x0c\n\x04host\x18\x08 \x01(\x05\x12\x14\n\x0cready_marker\x18\t \x01(\t\x12\x12\n\ntimeout_ms\x18\n \x01(\x03\x12\r\n\x05\x66iles\x18\x0b \x03(\t\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"8\n\x0cPlanResponse\x12(\n\x05steps\x18\x01 \x03(\x0b\x32\x19.gpuaccept.plugin.v1.Step\"\xf2\x01\n\x06Output\x12\x0c\n\x04step\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0c\n\x04host\x18\x03 \x01(\t\x12\x11\n\texit_code\x18\x04 \x01(\x05\x12\x14\n\x0claunch_error\x18\x05 \x01(\t\x12\x0b\n\x03log\x18\x06 \x01(\t\x12\x35\n\x05\x66iles\x18\x07 \x03(\x0b\x32&.gpuaccept.plugin.v1.Output.FilesEntry\x12\x0f\n\x07\x63ommand\x18\x08 \x01(\t\x12\x12\n\nrank_hosts\x18\t \x03(\t\x1a,\n\nFilesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xe9\x01\n\x0cParseRequest\x12\x0c\n\x04test\x18\x01 \x01(\t\x12=\n\x06params\x18\x02 \x03(\x0b\x32-.gpuaccept.plugin.v1.ParseRequest.ParamsEntry\x12/\n\x08topology\x18\x03 \x01(\x0b\x32\x1d.gpuaccept.plugin.v1.Topology\x12,\n\x07outputs\x18\x04 \x03(\x0b\x32\x1b.gpuaccept.plugin.v1.Output\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xe3\x01\n\x06Metric\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01\x12\x0c\n\x04unit\x18\x03 \x01(\t\x12\x0c\n\x04size\x18\x04 \x01(\x03\x12\x37\n\x06labels\x18\x05 \x03(\x0b\x32\'.gpuaccept.plugin.v1.Metric.LabelsEntry\x12\x0e\n\x06\x63ycles\x18\x06 \x01(\x05\x12\x0b\n\x03min\x18\x07 \x01(\x01\x12\x0e\n\x06median\x18\x08 \x01(\x01\x12\x0b\n\x03max\x18\t \x01(\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"k\n\x05\x43heck\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02ok\x18\x02 \x01(\x08\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x0c\n\x04warn\x18\x04 \x01(\x08\x12\r\n\x05\x65rror\x18\x05 \x01(\x08\x12\x0c\n\x04host\x18\x06 \x01(\t\x12\x0c\n\x04\x63ode\x18\x07 \x01(\t\"<\n\nDiagnostic\x12\r\n\x05level\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06source\x18\x03 \x01(\t\"\x97\x02\n\rParseResponse\x12,\n\x07metrics\x18\x01 \x03(\x0b\x32\x1b.gpuaccept.plugin.v1.Metric\x12*\n\x06\x63hecks\x18\x02 \x03(\x0b\x32\x1a.gpuaccept.plugin.v1.Check\x12\x34\n\x0b\x64iagnostics\x18\x03 \x03(\x0b\x32\x1f.gpuaccept.plugin.v1.Diagnostic\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12:\n\x04info\x18\x05 \x03(\x0b\x32,.gpuaccept.plugin.v1.ParseResponse.InfoEntry\x1a+\n\tInfoEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x32\xf9\x01\n\x06Plugin\x12R\n\x08\x44\x65scribe\x12$.gpuaccept.plugin.v1.DescribeRequest\x1a .gpuaccept.plugin.v1.Description\x12K\n\x04Plan\x12 .gpuaccept.plugin.v1.PlanRequest\x1a!.gpuaccept.plugin.v1.PlanResponse\x12N\n\x05Parse\x12!.gpuaccept.plugin.v1.ParseRequest\x1a\".gpuaccept.plugin.v1.ParseResponseB:Z8github.com/gpuaccept/gpuaccept/framework/pluginapi/protob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0cplugin.proto\x12\x13gpuaccept.plugin.v1\"\x11\n\x0f\x44\x65scribeRequest\"I\n\x05Param\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x64\x65\x66\x61ult\x18\x02 \x01(\t\x12\x0c\n\x04unit\x18\x03 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\"\xaa\x02\n\nMetricInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04unit\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0e\n\x06labels\x18\x04 \x03(\t\x12J\n\x0elabel_defaults\x18\x05 \x03(\x0b\x32\x32.gpuaccept.plugin.v1.MetricInfo.LabelDefaultsEntry\x12\x17\n\x0finstance_labels\x18\x06 \x03(\t\x12\x0e\n\x06\x62\x65tter\x18\x07 \x01(\t\x12\x0c\n\x04plot\x18\x08 \x01(\t\x12\x0e\n\x06record\x18\t \x01(\x08\x12\x12\n\nkey_labels\x18\n \x03(\t\x1a\x34\n\x12LabelDefaultsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xd8\x01\n\x08TestInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12*\n\x06params\x18\x03 \x03(\x0b\x32\x1a.gpuaccept.plugin.v1.Param\x12\x30\n\x07metrics\x18\x04 \x03(\x0b\x32\x1f.gpuaccept.plugin.v1.MetricInfo\x12\x15\n\rhca_map_param\x18\x05 \x01(\t\x12\x12\n\npair_label\x18\x06 \x01(\t\x12\r\n\x05roles\x18\x07 \x03(\t\x12\x11\n\tpreflight\x18\x08 \x01(\x08\"Z\n\x0b\x44\x65scription\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12,\n\x05tests\x18\x03 \x03(\x0b\x32\x1d.gpuaccept.plugin.v1.TestInfo\"M\n\x08Topology\x12\r\n\x05nodes\x18\x01 \x01(\x05\x12\x15\n\rgpus_per_node\x18\x02 \x01(\x05\x12\r\n\x05hosts\x18\x03 \x03(\t\x12\x0c\n\x04nics\x18\x04 \x03(\t\"\xb9\x01\n\x0bPlanRequest\x12\x0c\n\x04test\x18\x01 \x01(\t\x12<\n\x06params\x18\x02 \x03(\x0b\x32,.gpuaccept.plugin.v1.PlanRequest.ParamsEntry\x12/\n\x08topology\x18\x03 \x01(\x0b\x32\x1d.gpuaccept.plugin.v1.Topology\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x88\x02\n\x04Step\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0c\n\x04\x61rgv\x18\x03 \x03(\t\x12/\n\x03\x65nv\x18\x04 \x03(\x0b\x32\".gpuaccept.plugin.v1.Step.EnvEntry\x12\r\n\x05procs\x18\x05 \x01(\x05\x12\x16\n\x0eprocs_per_node\x18\x06 \x01(\x05\x12\x0b\n\x03mpi\x18\x07 \x01(\x08\x12\x0c\n\x04host\x18\x08 \x01(\x05\x12\x14\n\x0cready_marker\x18\t \x01(\t\x12\x12\n\ntimeout_ms\x18\n \x01(\x03\x12\r\n\x05\x66iles\x18\x0b \x03(\t\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"8\n\x0cPlanResponse\x12(\n\x05steps\x18\x01 \x03(\x0b\x32\x19.gpuaccept.plugin.v1.Step\"\xf2\x01\n\x06Output\x12\x0c\n\x04step\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0c\n\x04host\x18\x03 \x01(\t\x12\x11\n\texit_code\x18\x04 \x01(\x05\x12\x14\n\x0claunch_error\x18\x05 \x01(\t\x12\x0b\n\x03log\x18\x06 \x01(\t\x12\x35\n\x05\x66iles\x18\x07 \x03(\x0b\x32&.gpuaccept.plugin.v1.Output.FilesEntry\x12\x0f\n\x07\x63ommand\x18\x08 \x01(\t\x12\x12\n\nrank_hosts\x18\t \x03(\t\x1a,\n\nFilesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xe9\x01\n\x0cParseRequest\x12\x0c\n\x04test\x18\x01 \x01(\t\x12=\n\x06params\x18\x02 \x03(\x0b\x32-.gpuaccept.plugin.v1.ParseRequest.ParamsEntry\x12/\n\x08topology\x18\x03 \x01(\x0b\x32\x1d.gpuaccept.plugin.v1.Topology\x12,\n\x07outputs\x18\x04 \x03(\x0b\x32\x1b.gpuaccept.plugin.v1.Output\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xe3\x01\n\x06Metric\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01\x12\x0c\n\x04unit\x18\x03 \x01(\t\x12\x0c\n\x04size\x18\x04 \x01(\x03\x12\x37\n\x06labels\x18\x05 \x03(\x0b\x32\'.gpuaccept.plugin.v1.Metric.LabelsEntry\x12\x0e\n\x06\x63ycles\x18\x06 \x01(\x05\x12\x0b\n\x03min\x18\x07 \x01(\x01\x12\x0e\n\x06median\x18\x08 \x01(\x01\x12\x0b\n\x03max\x18\t \x01(\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"k\n\x05\x43heck\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02ok\x18\x02 \x01(\x08\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x0c\n\x04warn\x18\x04 \x01(\x08\x12\r\n\x05\x65rror\x18\x05 \x01(\x08\x12\x0c\n\x04host\x18\x06 \x01(\t\x12\x0c\n\x04\x63ode\x18\x07 \x01(\t\"<\n\nDiagnostic\x12\r\n\x05level\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06source\x18\x03 \x01(\t\"\x97\x02\n\rParseResponse\x12,\n\x07metrics\x18\x01 \x03(\x0b\x32\x1b.gpuaccept.plugin.v1.Metric\x12*\n\x06\x63hecks\x18\x02 \x03(\x0b\x32\x1a.gpuaccept.plugin.v1.Check\x12\x34\n\x0b\x64iagnostics\x18\x03 \x03(\x0b\x32\x1f.gpuaccept.plugin.v1.Diagnostic\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12:\n\x04info\x18\x05 \x03(\x0b\x32,.gpuaccept.plugin.v1.ParseResponse.InfoEntry\x1a+\n\tInfoEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x32\xf9\x01\n\x06Plugin\x12R\n\x08\x44\x65scribe\x12$.gpuaccept.plugin.v1.DescribeRequest\x1a .gpuaccept.plugin.v1.Description\x12K\n\x04Plan\x12 .gpuaccept.plugin.v1.PlanRequest\x1a!.gpuaccept.plugin.v1.PlanResponse\x12N\n\x05Parse\x12!.gpuaccept.plugin.v1.ParseRequest\x1a\".gpuaccept.plugin.v1.ParseResponseB:Z8github.com/gpuaccept/gpuaccept/framework/pluginapi/protob\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'plugin_pb2', globals())
@@ -40,45 +40,45 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _PARAM._serialized_start=56
   _PARAM._serialized_end=129
   _METRICINFO._serialized_start=132
-  _METRICINFO._serialized_end=410
-  _METRICINFO_LABELDEFAULTSENTRY._serialized_start=358
-  _METRICINFO_LABELDEFAULTSENTRY._serialized_end=410
-  _TESTINFO._serialized_start=413
-  _TESTINFO._serialized_end=629
-  _DESCRIPTION._serialized_start=631
-  _DESCRIPTION._serialized_end=721
-  _TOPOLOGY._serialized_start=723
-  _TOPOLOGY._serialized_end=800
-  _PLANREQUEST._serialized_start=803
-  _PLANREQUEST._serialized_end=988
-  _PLANREQUEST_PARAMSENTRY._serialized_start=943
-  _PLANREQUEST_PARAMSENTRY._serialized_end=988
-  _STEP._serialized_start=991
-  _STEP._serialized_end=1255
-  _STEP_ENVENTRY._serialized_start=1213
-  _STEP_ENVENTRY._serialized_end=1255
-  _PLANRESPONSE._serialized_start=1257
-  _PLANRESPONSE._serialized_end=1313
-  _OUTPUT._serialized_start=1316
-  _OUTPUT._serialized_end=1558
-  _OUTPUT_FILESENTRY._serialized_start=1514
-  _OUTPUT_FILESENTRY._serialized_end=1558
-  _PARSEREQUEST._serialized_start=1561
-  _PARSEREQUEST._serialized_end=1794
-  _PARSEREQUEST_PARAMSENTRY._serialized_start=943
-  _PARSEREQUEST_PARAMSENTRY._serialized_end=988
-  _METRIC._serialized_start=1797
-  _METRIC._serialized_end=2024
-  _METRIC_LABELSENTRY._serialized_start=1979
-  _METRIC_LABELSENTRY._serialized_end=2024
-  _CHECK._serialized_start=2026
-  _CHECK._serialized_end=2133
-  _DIAGNOSTIC._serialized_start=2135
-  _DIAGNOSTIC._serialized_end=2195
-  _PARSERESPONSE._serialized_start=2198
-  _PARSERESPONSE._serialized_end=2477
-  _PARSERESPONSE_INFOENTRY._serialized_start=2434
-  _PARSERESPONSE_INFOENTRY._serialized_end=2477
-  _PLUGIN._serialized_start=2480
-  _PLUGIN._serialized_end=2729
+  _METRICINFO._serialized_end=430
+  _METRICINFO_LABELDEFAULTSENTRY._serialized_start=378
+  _METRICINFO_LABELDEFAULTSENTRY._serialized_end=430
+  _TESTINFO._serialized_start=433
+  _TESTINFO._serialized_end=649
+  _DESCRIPTION._serialized_start=651
+  _DESCRIPTION._serialized_end=741
+  _TOPOLOGY._serialized_start=743
+  _TOPOLOGY._serialized_end=820
+  _PLANREQUEST._serialized_start=823
+  _PLANREQUEST._serialized_end=1008
+  _PLANREQUEST_PARAMSENTRY._serialized_start=963
+  _PLANREQUEST_PARAMSENTRY._serialized_end=1008
+  _STEP._serialized_start=1011
+  _STEP._serialized_end=1275
+  _STEP_ENVENTRY._serialized_start=1233
+  _STEP_ENVENTRY._serialized_end=1275
+  _PLANRESPONSE._serialized_start=1277
+  _PLANRESPONSE._serialized_end=1333
+  _OUTPUT._serialized_start=1336
+  _OUTPUT._serialized_end=1578
+  _OUTPUT_FILESENTRY._serialized_start=1534
+  _OUTPUT_FILESENTRY._serialized_end=1578
+  _PARSEREQUEST._serialized_start=1581
+  _PARSEREQUEST._serialized_end=1814
+  _PARSEREQUEST_PARAMSENTRY._serialized_start=963
+  _PARSEREQUEST_PARAMSENTRY._serialized_end=1008
+  _METRIC._serialized_start=1817
+  _METRIC._serialized_end=2044
+  _METRIC_LABELSENTRY._serialized_start=1999
+  _METRIC_LABELSENTRY._serialized_end=2044
+  _CHECK._serialized_start=2046
+  _CHECK._serialized_end=2153
+  _DIAGNOSTIC._serialized_start=2155
+  _DIAGNOSTIC._serialized_end=2215
+  _PARSERESPONSE._serialized_start=2218
+  _PARSERESPONSE._serialized_end=2497
+  _PARSERESPONSE_INFOENTRY._serialized_start=2454
+  _PARSERESPONSE_INFOENTRY._serialized_end=2497
+  _PLUGIN._serialized_start=2500
+  _PLUGIN._serialized_end=2749
 # @@protoc_insertion_point(module_scope)

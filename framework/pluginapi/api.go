@@ -137,6 +137,14 @@ func (t TestInfo) check() error {
 				return fmt.Errorf("metric %s: instance label %q is not one of its labels", m.Name, l)
 			}
 		}
+		for _, l := range m.KeyLabels {
+			if !slices.ContainsFunc(m.Labels, func(k string) bool { k, _, _ = strings.Cut(k, "="); return k == l }) {
+				return fmt.Errorf("metric %s: key label %q is not one of its labels", m.Name, l)
+			}
+			if slices.Contains(m.InstanceLabels, l) {
+				return fmt.Errorf("metric %s: label %q is both a key label and an instance label", m.Name, l)
+			}
+		}
 	}
 	for i, r := range t.Roles {
 		if !roleName(r) {
@@ -244,6 +252,12 @@ type MetricInfo struct {
 	// measured: baseline record folds them, so one entry judges every
 	// GPU. Nil: none.
 	InstanceLabels []string `json:"instance_labels,omitempty"`
+	// KeyLabels are the labels (keys of Labels) saying what was measured
+	// in a way every baseline entry must name, even where all of a run's
+	// points share one value (nccl-tests' placement, a training run's
+	// model and layer count): baseline record writes them into every
+	// entry. Nil: none.
+	KeyLabels []string `json:"key_labels,omitempty"`
 	// Better is which way the metric's values improve: result.BetterHigher
 	// (a rate), result.BetterLower (a time), or unknown (""). skucheck
 	// holds a baseline entry's band to it (a floor for higher, a ceiling
@@ -262,7 +276,7 @@ type MetricInfo struct {
 // Meaning returns what m declares the metric means, as a run keeps it
 // (result.Test.Meanings).
 func (m MetricInfo) Meaning() result.Meaning {
-	return result.Meaning{Name: m.Name, Unit: m.Unit, Better: m.Better, Plot: m.Plot, Record: m.Record}
+	return result.Meaning{Name: m.Name, Unit: m.Unit, Better: m.Better, Plot: m.Plot, Record: m.Record, KeyLabels: m.KeyLabels}
 }
 
 // Meanings returns the meanings of t's metrics, in their order; nil for

@@ -86,7 +86,7 @@ func (s *server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.Descr
 		}
 		for _, m := range t.Metrics {
 			ti.Metrics = append(ti.Metrics, &pb.MetricInfo{Name: m.Name, Unit: m.Unit, Description: m.Description, Labels: m.Labels, LabelDefaults: m.LabelDefaults, InstanceLabels: m.InstanceLabels,
-				Better: string(m.Better), Plot: string(m.Plot), Record: m.Record})
+				Better: string(m.Better), Plot: string(m.Plot), Record: m.Record, KeyLabels: m.KeyLabels})
 		}
 		out.Tests = append(out.Tests, ti)
 	}
@@ -151,7 +151,7 @@ func (c *client) Describe(ctx context.Context) (Description, error) {
 		}
 		for _, m := range t.Metrics {
 			ti.Metrics = append(ti.Metrics, MetricInfo{Name: m.Name, Unit: m.Unit, Description: m.Description, Labels: m.Labels, LabelDefaults: m.LabelDefaults, InstanceLabels: m.InstanceLabels,
-				Better: result.Better(m.Better), Plot: result.Plot(m.Plot), Record: m.Record})
+				Better: result.Better(m.Better), Plot: result.Plot(m.Plot), Record: m.Record, KeyLabels: m.KeyLabels})
 		}
 		out.Tests = append(out.Tests, ti)
 	}

@@ -265,6 +265,9 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 		return ok && m.Record
 	}
 	instance := func(test, label string) bool { return slices.Contains(opt.Instance[test], label) }
+	key := func(test, label string) bool {
+		return slices.ContainsFunc(opt.Meanings[test], func(m result.Meaning) bool { return slices.Contains(m.KeyLabels, label) })
+	}
 	if err := opt.check(); err != nil {
 		return nil, err
 	}
@@ -299,9 +302,10 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 	}
 	// Labels that do not vary within a test (type=float, redop=sum) stay
 	// out of the entries, as in hand-written files; those that vary tell
-	// its curves apart. placement always shows.
+	// its curves apart. A key label its plugin declares always shows
+	// (nccl-tests' placement, a training run's model and layers).
 	keep := func(tk curveKey, label string) bool {
-		return label == "placement" || len(labelVals[tk][label]) > 1 && !instance(tk.test, label)
+		return key(tk.test, label) || len(labelVals[tk][label]) > 1 && !instance(tk.test, label)
 	}
 	for _, s := range samples {
 		tk := curveKey{test: s.Test, scope: s.Scope}

@@ -49,6 +49,9 @@ type Meaning struct {
 	// Record: baseline record records the metric when --metric names
 	// none. Only a metric better higher may be (record derives floors).
 	Record bool `json:"record,omitempty"`
+	// KeyLabels are labels every recorded baseline entry names, even where
+	// a run's points share one value (pluginapi.MetricInfo.KeyLabels).
+	KeyLabels []string `json:"key_labels,omitempty"`
 }
 
 // MeaningOf returns the meaning ms declare for the metric name, and

@@ -68,10 +68,10 @@ var commandParams = []pluginapi.Param{
 var metrics = []pluginapi.MetricInfo{
 	{Name: "tokens_per_s", Unit: "tokens/s", Description: "tokens trained per second per GPU, median of the judged steps",
 		Labels: []string{"model", "layers", "dtype", "gpu", "host"}, InstanceLabels: []string{"gpu", "host"},
-		Better: result.BetterHigher, Plot: result.PlotLabels, Record: true},
+		KeyLabels: []string{"model", "layers"}, Better: result.BetterHigher, Plot: result.PlotLabels, Record: true},
 	{Name: "tflops", Unit: "TFLOPS", Description: "model TFLOP/s per GPU, median of the judged steps: (6*N + 12*L*H*S) x tokens/s / 1e12 (PaLM appendix B) for train.gpu and train.node, the framework's own for train.command; against the datasheet bf16 figure it is the MFU",
 		Labels: []string{"model", "layers", "dtype", "gpu", "host"}, InstanceLabels: []string{"gpu", "host"},
-		Better: result.BetterHigher, Plot: result.PlotLabels, Record: true},
+		KeyLabels: []string{"model", "layers"}, Better: result.BetterHigher, Plot: result.PlotLabels, Record: true},
 }
 
 // Plugin implements pluginapi.Plugin for the training tests.

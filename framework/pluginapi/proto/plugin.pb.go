@@ -192,7 +192,13 @@ type MetricInfo struct {
 	Plot string `protobuf:"bytes,8,opt,name=plot,proto3" json:"plot,omitempty"`
 	// record: baseline record records the metric when --metric names none
 	// (nccl-tests' busbw). Requires better "higher": record derives floors.
-	Record        bool `protobuf:"varint,9,opt,name=record,proto3" json:"record,omitempty"`
+	Record bool `protobuf:"varint,9,opt,name=record,proto3" json:"record,omitempty"`
+	// key_labels: the labels (of labels) that say what was measured in a
+	// way every baseline entry must name, even where a run's points all
+	// share one value (nccl-tests' placement; a training run's model and
+	// layer count): baseline record writes them into every entry, so a
+	// recording judges only what it measured.
+	KeyLabels     []string `protobuf:"bytes,10,rep,name=key_labels,json=keyLabels,proto3" json:"key_labels,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -288,6 +294,13 @@ func (x *MetricInfo) GetRecord() bool {
 		return x.Record
 	}
 	return false
+}
+
+func (x *MetricInfo) GetKeyLabels() []string {
+	if x != nil {
+		return x.KeyLabels
+	}
+	return nil
 }
 
 type TestInfo struct {
@@ -1344,7 +1357,7 @@ const file_framework_pluginapi_proto_plugin_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\adefault\x18\x02 \x01(\tR\adefault\x12\x12\n" +
 	"\x04unit\x18\x03 \x01(\tR\x04unit\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\"\xf8\x02\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\"\x97\x03\n" +
 	"\n" +
 	"MetricInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -1355,7 +1368,10 @@ const file_framework_pluginapi_proto_plugin_proto_rawDesc = "" +
 	"\x0finstance_labels\x18\x06 \x03(\tR\x0einstanceLabels\x12\x16\n" +
 	"\x06better\x18\a \x01(\tR\x06better\x12\x12\n" +
 	"\x04plot\x18\b \x01(\tR\x04plot\x12\x16\n" +
-	"\x06record\x18\t \x01(\bR\x06record\x1a@\n" +
+	"\x06record\x18\t \x01(\bR\x06record\x12\x1d\n" +
+	"\n" +
+	"key_labels\x18\n" +
+	" \x03(\tR\tkeyLabels\x1a@\n" +
 	"\x12LabelDefaultsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x02\n" +

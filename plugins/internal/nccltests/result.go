@@ -405,13 +405,15 @@ var curveDefaults = map[string]string{"type": "float", "redop": "sum"}
 func MetricInfos(tool string) []pluginapi.MetricInfo {
 	return []pluginapi.MetricInfo{
 		// busbw is what the family's PERFORMANCE.md compares across
-		// collectives and scales: the figure recorded and drawn.
+		// collectives and scales: the figure recorded and drawn. A
+		// recorded entry always names its placement: in-place and
+		// out-of-place are different curves even when a run gives one.
 		{Name: "busbw", Unit: "GB/s", Description: "bus bandwidth per size (" + tool + " doc/PERFORMANCE.md)", Labels: curveLabels, LabelDefaults: curveDefaults,
-			Better: result.BetterHigher, Plot: result.PlotCurve, Record: true},
+			KeyLabels: []string{"placement"}, Better: result.BetterHigher, Plot: result.PlotCurve, Record: true},
 		{Name: "algbw", Unit: "GB/s", Description: "algorithm bandwidth per size: size / time", Labels: curveLabels, LabelDefaults: curveDefaults,
-			Better: result.BetterHigher, Plot: result.PlotCurve},
+			KeyLabels: []string{"placement"}, Better: result.BetterHigher, Plot: result.PlotCurve},
 		{Name: "time", Unit: "us", Description: "time per operation per size", Labels: curveLabels, LabelDefaults: curveDefaults,
-			Better: result.BetterLower, Plot: result.PlotCurve},
+			KeyLabels: []string{"placement"}, Better: result.BetterLower, Plot: result.PlotCurve},
 		// Not drawn: it repeats the curve's points, latency-bound ones
 		// included.
 		{Name: "avg_busbw", Unit: "GB/s", Description: tool + "' own average over every size (latency-bound sizes included)", Better: result.BetterHigher},
