@@ -173,8 +173,10 @@ func (m MetricInfo) checkMeaning() error {
 		return fmt.Errorf("unit %q: want a unit on one line without surrounding spaces (\"GB/s\", \"tokens/s\")", m.Unit)
 	case m.Better != result.BetterUnknown && m.Better != result.BetterHigher && m.Better != result.BetterLower:
 		return fmt.Errorf("better %q is not %q, %q or empty (unknown)", m.Better, result.BetterHigher, result.BetterLower)
-	case m.Plot != result.PlotNone && m.Plot != result.PlotCurve && m.Plot != result.PlotLabels:
-		return fmt.Errorf("plot %q is not %q, %q or empty (not drawn)", m.Plot, result.PlotCurve, result.PlotLabels)
+	case m.Plot != result.PlotNone && m.Plot != result.PlotCurve && m.Plot != result.PlotLabels && m.Plot != result.PlotSteps:
+		return fmt.Errorf("plot %q is not %q, %q, %q or empty (not drawn)", m.Plot, result.PlotCurve, result.PlotLabels, result.PlotSteps)
+	case m.Plot == result.PlotSteps && !slices.ContainsFunc(m.Labels, func(k string) bool { return k == "step" }):
+		return fmt.Errorf("plot %q needs the label \"step\" among its labels", m.Plot)
 	case m.Record && m.Better != result.BetterHigher:
 		return fmt.Errorf("record without better %q: baseline record derives floors under the runs' values", result.BetterHigher)
 	case m.Record && m.Unit == "":

@@ -45,7 +45,8 @@ func TestDescriptionCheck(t *testing.T) {
 			ti.Metrics[0].Better, ti.Metrics[0].Plot = result.BetterLower, result.PlotCurve
 		})},
 		{name: "unknown direction", d: paired(func(ti *TestInfo) { ti.Metrics[0].Better = "up" }), want: `metric bw_avg: better "up" is not "higher", "lower" or empty`},
-		{name: "unknown plot", d: paired(func(ti *TestInfo) { ti.Metrics[0].Plot = "bars" }), want: `metric bw_avg: plot "bars" is not "curve", "labels" or empty`},
+		{name: "unknown plot", d: paired(func(ti *TestInfo) { ti.Metrics[0].Plot = "bars" }), want: `metric bw_avg: plot "bars" is not "curve", "labels", "steps" or empty`},
+		{name: "steps without a step label", d: paired(func(ti *TestInfo) { ti.Metrics[0].Plot = result.PlotSteps }), want: `metric bw_avg: plot "steps" needs the label "step" among its labels`},
 		{name: "recorded without a direction", d: paired(func(ti *TestInfo) { ti.Metrics[0].Record = true }), want: `metric bw_avg: record without better "higher"`},
 		{name: "recorded time", d: paired(func(ti *TestInfo) { ti.Metrics[0].Record, ti.Metrics[0].Better = true, result.BetterLower }), want: `record without better "higher"`},
 		{name: "unit on two lines", d: paired(func(ti *TestInfo) { ti.Metrics[0].Unit = "Gb/s\nx" }), want: `metric bw_avg: unit "Gb/s\nx": want a unit on one line`},

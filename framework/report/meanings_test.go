@@ -3,13 +3,16 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/plugins/gemm"
 	"github.com/gpuaccept/gpuaccept/plugins/hbm"
 	"github.com/gpuaccept/gpuaccept/plugins/hostlink"
@@ -136,4 +139,53 @@ func TestUnjudgedHeadlineFollowsDeclarations(t *testing.T) {
 			assert.Equal(t, h.Value, c.value)
 		})
 	}
+}
+
+// A training run (this project's H100, issue 32: trainbench.py, 30 steps
+// on one GPU) draws its judged figures as bars and its per-step tokens/s
+// over the steps beside them: a step series is drawn even where a baseline
+// judges other metrics.
+func TestPlotStepsRealTrainingRun(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/recordings/h100x1-2026-12-07/issue32/train-4/results.json")
+	assert.NilError(t, err)
+	var run result.Run
+	assert.NilError(t, json.Unmarshal(data, &run))
+	var test result.Test
+	for _, x := range run.Tests {
+		if x.Name == "train.gpu" {
+			test = x
+		}
+	}
+	assert.Equal(t, test.Name, "train.gpu")
+	// The run predates the step series: add each step's tokens/s as the
+	// plugin reports it now, from the run's raw output.
+	raw, err := os.ReadFile("../../testdata/recordings/h100x1-2026-12-07/issue32/train-4/raw/train.gpu/single.log")
+	assert.NilError(t, err)
+	steps := 0
+	for _, l := range strings.Split(string(raw), "\n") {
+		var s struct {
+			Kind string  `json:"kind"`
+			Step int     `json:"step"`
+			TPS  float64 `json:"tokens_per_s"`
+		}
+		if json.Unmarshal([]byte(l), &s) == nil && s.Kind == "train_step" {
+			steps++
+			test.Metrics = append(test.Metrics, result.Judged{Metric: result.Metric{Name: "step_tokens_per_s", Value: s.TPS, Unit: "tokens/s", Labels: map[string]string{"step": fmt.Sprint(s.Step), "gpu": "0", "host": "vm"}}})
+		}
+	}
+	assert.Equal(t, steps, 30)
+	test.Meanings = append(test.Meanings, result.Meaning{Name: "step_tokens_per_s", Unit: "tokens/s", Plot: result.PlotSteps})
+	kept, err := os.ReadFile("../../testdata/recordings/h100x1-2026-12-07/issue32/train-4/baseline/h100.yaml")
+	assert.NilError(t, err)
+	golden, err := sku.Parse(kept, "h100.yaml")
+	assert.NilError(t, err)
+	figs, err := Plot(test, golden)
+	assert.NilError(t, err)
+	kinds := map[string]result.Plot{}
+	for _, f := range figs {
+		kinds[f.Metric] = f.Kind
+		assert.Assert(t, len(f.SVG) > 0)
+	}
+	assert.DeepEqual(t, kinds, map[string]result.Plot{"tflops": result.PlotLabels, "tokens_per_s": result.PlotLabels, "step_tokens_per_s": result.PlotSteps})
+	assert.DeepEqual(t, figs[len(figs)-1].Curves, []string{"step_tokens_per_s {gpu=0, host=vm}"})
 }

@@ -114,14 +114,13 @@ func testName(n string) string {
 // metric is drawable when declared with a plot kind and measured so: a
 // curve needs points with a size. None for a test whose plugin declares
 // nothing (an old results folder, a plugin without meanings).
-func plottedMetrics(s *sku.SKU, t result.Test) []result.Meaning {
+func plottedMetrics(s *sku.SKU, t result.Test) (out []result.Meaning) {
 	measured := map[string]bool{}
 	for _, m := range t.Metrics {
-		if mn, ok := result.MeaningOf(t.Meanings, m.Name); ok && (mn.Plot == result.PlotCurve && m.Size > 0 || mn.Plot == result.PlotLabels) {
+		if mn, ok := result.MeaningOf(t.Meanings, m.Name); ok && (mn.Plot == result.PlotCurve && m.Size > 0 || mn.Plot == result.PlotLabels || mn.Plot == result.PlotSteps && m.Labels["step"] != "") {
 			measured[m.Name] = true
 		}
 	}
-	var out []result.Meaning
 	seen := map[string]bool{}
 	if s != nil {
 		for _, e := range s.Entries(testName(t.Name), t.Scope) {
@@ -132,6 +131,16 @@ func plottedMetrics(s *sku.SKU, t result.Test) []result.Meaning {
 			}
 		}
 	}
+	// Step series are drawn beside whatever is judged: they show how the
+	// judged median came about (warm-up, a slowdown mid-run).
+	defer func() {
+		for _, mn := range t.Meanings {
+			if mn.Plot == result.PlotSteps && measured[mn.Name] && !seen[mn.Name] {
+				out = append(out, mn)
+				seen[mn.Name] = true
+			}
+		}
+	}()
 	if len(out) > 0 {
 		return out
 	}
@@ -184,8 +193,11 @@ func Plot(t result.Test, s *sku.SKU) ([]Figure, error) {
 	var figs []Figure
 	for _, mn := range plottedMetrics(s, t) {
 		figure := plotMetric
-		if mn.Plot == result.PlotLabels {
+		switch mn.Plot {
+		case result.PlotLabels:
 			figure = plotLabels
+		case result.PlotSteps:
+			figure = plotSteps
 		}
 		f, err := figure(t, s, mn.Name)
 		if err != nil {
@@ -447,6 +459,70 @@ func plotLabels(t result.Test, _ *sku.SKU, metric string) (Figure, error) {
 	if p.Y.Max == 0 {
 		p.Y.Max = 1
 	}
+	svg, err := render(p)
+	fig.SVG = svg
+	return fig, err
+}
+
+// plotSteps draws a metric over its "step" label, one line per set of
+// the other labels (each GPU's tokens/s at each training step).
+func plotSteps(t result.Test, _ *sku.SKU, metric string) (Figure, error) {
+	fig := Figure{Metric: metric, Kind: result.PlotSteps}
+	lines := map[string]plotter.XYs{}
+	var order []string
+	for _, m := range t.Metrics {
+		st, err := strconv.Atoi(m.Labels["step"])
+		if m.Name != metric || err != nil || math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+			continue
+		}
+		fig.Unit = m.Unit
+		rest := map[string]string{}
+		for k, v := range m.Labels {
+			if k != "step" {
+				rest[k] = v
+			}
+		}
+		n := metric
+		if len(rest) > 0 {
+			var kv []string
+			for k, v := range rest {
+				kv = append(kv, k+"="+v)
+			}
+			sort.Strings(kv)
+			n += " {" + strings.Join(kv, ", ") + "}"
+		}
+		if _, ok := lines[n]; !ok {
+			order = append(order, n)
+		}
+		lines[n] = append(lines[n], plotter.XY{X: float64(st), Y: m.Value})
+	}
+	if len(order) == 0 {
+		return fig, fmt.Errorf("no measured values")
+	}
+	sort.Strings(order)
+	p := plot.New()
+	p.Add(plotter.NewGrid())
+	for i, n := range order {
+		xy := lines[n]
+		sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return fig, err
+		}
+		l.Color, l.Width = otherColors[i%len(otherColors)], vg.Points(1.5)
+		if i == 0 {
+			l.Color = placementColor["out-of-place"]
+		}
+		p.Add(l)
+		if len(order) <= 8 {
+			p.Legend.Add(n, l)
+		}
+		fig.Curves = append(fig.Curves, n)
+	}
+	p.Title.Text = fmt.Sprintf("%s: %s per step", t.Name, metric)
+	p.X.Label.Text = "step"
+	p.Y.Label.Text = fmt.Sprintf("%s (%s)", metric, fig.Unit)
+	p.Y.Min = 0
 	svg, err := render(p)
 	fig.SVG = svg
 	return fig, err

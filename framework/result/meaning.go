@@ -33,6 +33,11 @@ const (
 	// PlotLabels: one value per label set, no size: a bar per set
 	// (gemm's tflops per dtype, a training run's tokens/s).
 	PlotLabels Plot = "labels"
+	// PlotSteps: values over the integer label "step", one line per set
+	// of the other labels (a training run's tokens/s at each step, warm-up
+	// included): drawn beside what is judged, never judged itself unless
+	// a baseline names it.
+	PlotSteps Plot = "steps"
 )
 
 // Meaning is what the plugin of a test declares a metric means: its unit,

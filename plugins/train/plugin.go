@@ -74,14 +74,22 @@ var metrics = []pluginapi.MetricInfo{
 		KeyLabels: []string{"model", "layers"}, Better: result.BetterHigher, Plot: result.PlotLabels, Record: true},
 }
 
+// stepMetric is each step's tokens/s per GPU, warm-up included: drawn in
+// report.html over the steps (result.PlotSteps), so a reader sees how the
+// judged median came about; no direction, so nothing records, judges or
+// localises by it unless a baseline names it.
+var stepMetric = pluginapi.MetricInfo{Name: "step_tokens_per_s", Unit: "tokens/s",
+	Description: "tokens per second per GPU at each training step, warm-up included (drawn, not judged)",
+	Labels:      []string{"step", "gpu", "host"}, InstanceLabels: []string{"gpu", "host"}, Plot: result.PlotSteps}
+
 // Plugin implements pluginapi.Plugin for the training tests.
 type Plugin struct{}
 
 // Describe implements pluginapi.Plugin.
 func (Plugin) Describe(context.Context) (pluginapi.Description, error) {
 	return pluginapi.Description{Name: PluginName, Version: Version, Tests: []pluginapi.TestInfo{
-		{Name: "gpu", Description: "trainbench.py: a Qwen2.5-shaped decoder (bf16, AdamW, random weights) trained on every GPU of each node at once, one process per GPU: tokens/s and model TFLOP/s per GPU; gates: finite and falling loss, no OOM, no crash", Params: benchParams, Metrics: metrics},
-		{Name: "node", Description: "trainbench.py as one data-parallel job (DistributedDataParallel) over all GPUs of each node: tokens/s and model TFLOP/s per GPU; the same gates", Params: benchParams, Metrics: metrics},
+		{Name: "gpu", Description: "trainbench.py: a Qwen2.5-shaped decoder (bf16, AdamW, random weights) trained on every GPU of each node at once, one process per GPU: tokens/s and model TFLOP/s per GPU; gates: finite and falling loss, no OOM, no crash", Params: benchParams, Metrics: append(metrics[:len(metrics):len(metrics)], stepMetric)},
+		{Name: "node", Description: "trainbench.py as one data-parallel job (DistributedDataParallel) over all GPUs of each node: tokens/s and model TFLOP/s per GPU; the same gates", Params: benchParams, Metrics: append(metrics[:len(metrics):len(metrics)], stepMetric)},
 		{Name: "command", Description: "the site's own training command (Megatron-LM, Primus, torchtitan, NeMo), its log read: TFLOP/s and tokens/s per GPU, the same gates", Params: commandParams, Metrics: metrics},
 	}}, nil
 }
@@ -273,6 +281,15 @@ func judgeBench(p *result.Parsed, topo plan.Topology, b bench) {
 			p.Checks = append(p.Checks, result.Check{Name: "train config " + k.String(), OK: false, Error: true, Host: k.host,
 				Message: k.String() + ": no train_config line: the output was cut or the process died before training"})
 			continue
+		}
+		for _, st := range lg.Steps {
+			if st.TokensPerSecPerGPU > 0 {
+				sl := map[string]string{"step": strconv.Itoa(st.Iter), "gpu": strconv.Itoa(k.gpu)}
+				if k.host != "" {
+					sl["host"] = k.host
+				}
+				p.Metrics = append(p.Metrics, result.Metric{Name: stepMetric.Name, Value: st.TokensPerSecPerGPU, Unit: stepMetric.Unit, Labels: sl})
+			}
 		}
 		var tps, tfl []float64
 		for _, st := range trainlog.Judged(*lg, 0) {
