@@ -146,8 +146,8 @@ func TestWorkloadReadmeExample(t *testing.T) {
 	block := readme[i+j+len("```yaml\n"):]
 	block = block[:strings.Index(block, "```")]
 	dir := t.TempDir()
-	assert.NilError(t, os.WriteFile(filepath.Join(dir, "readme-site.yaml"), []byte("sku: readme-site\n"+block), 0o644))
-	code, out, errs := cli(t, "check", "--baselines", dir, "--sku", "readme-site", "--test", "workload.command", "--nodes", "1", "--gpus-per-node", "1", "--format", "json", vllmDocsLog)
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, "mysite.yaml"), []byte(block), 0o644))
+	code, out, errs := cli(t, "check", "--baselines", dir, "--sku", "mysite", "--test", "workload.command", "--nodes", "1", "--gpus-per-node", "1", "--format", "json", vllmDocsLog)
 	assert.Equal(t, code, 0, out+errs)
 	assert.Assert(t, strings.Contains(out, `"message": "2 points inside their bands; not judged, no baseline entry at scope 1x1: output_tokens_per_s"`), out)
 }

@@ -152,13 +152,16 @@ func readBench(r io.Reader, name string, b *bench) error {
 				Warmup: string(l.Warmup) == "true", Millis: l.Ms, TFLOPSPerGPU: l.TFLOPS, TokensPerSecPerGPU: l.TPS, Loss: loss, HasLoss: ok, PeakMemGiB: l.PeakMem})
 		case "error":
 			msg := fmt.Sprintf("%s: %s", k, l.Message)
+			if gpu < 0 { // the script's own, before any GPU started
+				msg = fmt.Sprintf("%s: %s", hostOr(l.Host), l.Message)
+			}
 			switch l.Error {
 			case "oom":
 				b.log(k).Failures = append(b.log(k).Failures, trainlog.Failure{Kind: trainlog.KindOOM, Line: n, Text: clip(l.Message)})
 			case "crash":
 				b.log(k).Failures = append(b.log(k).Failures, trainlog.Failure{Kind: trainlog.KindCrash, Line: n, Text: clip(l.Message)})
 			default:
-				b.setup = append(b.setup, fmt.Sprintf("%s:%d: %s", name, n, strings.TrimPrefix(msg, "host unknown GPU -1: ")))
+				b.setup = append(b.setup, fmt.Sprintf("%s:%d: %s", name, n, msg))
 			}
 		}
 	}
@@ -234,6 +237,13 @@ func strayFailure(text string) string {
 		return trainlog.KindCrash
 	}
 	return ""
+}
+
+func hostOr(h string) string {
+	if h == "" {
+		return "host unknown"
+	}
+	return h
 }
 
 func clip(s string) string {

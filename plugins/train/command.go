@@ -46,6 +46,11 @@ func parseCommand(req pluginapi.ParseRequest, s settings) result.Parsed {
 		}
 		if read == 0 && o.ExitCode != 0 {
 			errs = append(errs, fmt.Sprintf("step %s exited with status %d", o.Step, o.ExitCode))
+		} else if o.ExitCode != 0 {
+			p.Checks = append(p.Checks, exitCheck(o))
+		}
+		if s.logFile != "" && o.Files[s.logFile] == "" && o.LaunchError == "" {
+			errs = append(errs, fmt.Sprintf("step %s: the log file %s (parameter log) was not written", o.Step, s.logFile))
 		}
 	}
 	if judged == 0 && len(errs) == 0 && !failedCheck(p) {

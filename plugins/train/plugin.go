@@ -104,8 +104,22 @@ type settings struct {
 	env     map[string]string
 }
 
+// steps is the steps parameter given to the script, else its default.
+func (s settings) steps() int {
+	for i := 0; i+1 < len(s.args); i++ {
+		if s.args[i] == "--steps" {
+			n, _ := strconv.Atoi(s.args[i+1])
+			return n
+		}
+	}
+	return 30
+}
+
 func parseParams(test string, p map[string]string) (settings, error) {
-	s := settings{python: "python3"}
+	s := settings{python: "python3", warmup: 5}
+	if test == "command" {
+		s.warmup = 0
+	}
 	declared := benchParams
 	if test == "command" {
 		declared = commandParams
@@ -165,6 +179,9 @@ func parseParams(test string, p map[string]string) (settings, error) {
 		return nil
 	})
 	s.env = env
+	if err == nil && test != "command" && s.steps() <= s.warmup {
+		err = &pluginapi.ParamError{Name: "steps", Err: fmt.Errorf("%d steps leave none after the %d of warm-up: give more steps than warmup", s.steps(), s.warmup)}
+	}
 	if err == nil && test == "command" && s.command == "" {
 		err = &pluginapi.ParamError{Name: "command", Err: fmt.Errorf("required: the training command to run")}
 	}
@@ -247,6 +264,8 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 		}
 		if o.ExitCode != 0 && len(b.logs) == 0 && len(b.setup) == 0 {
 			errs = append(errs, fmt.Sprintf("step %s exited with status %d and printed no result", o.Step, o.ExitCode))
+		} else if o.ExitCode != 0 {
+			p.Checks = append(p.Checks, exitCheck(o))
 		}
 	}
 	judgeBench(&p, req.Topology, b)
@@ -353,6 +372,15 @@ func judgeBench(p *result.Parsed, topo plan.Topology, b bench) {
 			p.Info["hosts"] = strings.Join(sortedStrings(hostsList), ",")
 		}
 	}
+}
+
+// exitCheck is the error a step that exited non-zero leaves, whatever
+// its log shows: a run killed without a word (the OOM killer, a crash in
+// native code) printed good steps before it died, and those are no
+// sign-off.
+func exitCheck(o plan.Output) result.Check {
+	return result.Check{Name: "exit status " + o.Step, OK: false, Error: true, Host: o.Host,
+		Message: fmt.Sprintf("step %s exited with status %d: the run did not end cleanly, whatever its log shows", o.Step, o.ExitCode)}
 }
 
 func failedCheck(p result.Parsed) bool {

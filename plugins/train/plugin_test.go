@@ -101,6 +101,27 @@ func TestParseBroken(t *testing.T) {
 	assert.ErrorContains(t, errOf(p), "no trainbench.py line")
 	p = parse(t, "gpu", nil, noConfig)
 	assert.Assert(t, strings.Contains(strings.Join(failed(p), ","), "train config vm GPU 0"), failed(p))
+
+	// A whole, good log from a step that then exited non-zero (killed
+	// without a word after its last step) is no sign-off: an error.
+	for _, test := range []string{"gpu", "command"} {
+		log := rec + "train-1/raw/train.gpu/single.log"
+		params := map[string]string(nil)
+		if test == "command" {
+			log, params = "../../testdata/field/train/torchtitan-checkpoint-debug/train.log", map[string]string{"command": "x"}
+		}
+		p, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: test, Params: params,
+			Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}},
+			Outputs:  []plan.Output{{Step: "single", Log: log, ExitCode: 1}}})
+		assert.NilError(t, err)
+		assert.Assert(t, strings.Contains(strings.Join(failed(p), ","), "exit status single"), "%s: %v", test, failed(p))
+	}
+	// A log file the command was to write and did not is an error.
+	p, err = Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "command", Params: map[string]string{"command": "x", "log": "train.log"},
+		Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}},
+		Outputs:  []plan.Output{{Step: "command", Log: "../../testdata/field/train/torchtitan-checkpoint-debug/train.log"}}})
+	assert.NilError(t, err)
+	assert.ErrorContains(t, errOf(p), "the log file train.log (parameter log) was not written")
 }
 
 func errOf(p result.Parsed) error {
@@ -129,6 +150,7 @@ func TestPlan(t *testing.T) {
 		{"command", map[string]string{"command": "bash examples/run_pretrain.sh"}, "bash -c bash examples/run_pretrain.sh", ""},
 		{"gpu", map[string]string{"model": "llama"}, "", `parameter model: "llama" is not one of`},
 		{"gpu", map[string]string{"layers": "0"}, "", `parameter layers: "0" is not auto or a positive layer count`},
+		{"gpu", map[string]string{"steps": "5"}, "", "parameter steps: 5 steps leave none after the 5 of warm-up"},
 		{"command", nil, "", "parameter command: required"},
 		{"command", map[string]string{"command": "x", "log": "../etc/passwd"}, "", "must be a path inside the step's working folder"},
 		{"step", nil, "", "unknown test train.step"},
