@@ -22,12 +22,13 @@ import (
 	"github.com/gpuaccept/gpuaccept/plugins/health"
 	"github.com/gpuaccept/gpuaccept/plugins/hostlink"
 	"github.com/gpuaccept/gpuaccept/plugins/nccl"
+	"github.com/gpuaccept/gpuaccept/plugins/train"
 )
 
 // h200Plugins are the plugins of every test of the h200 SKU file, which
 // must validate as a whole.
 var h200Plugins = inProcess{nccl.PluginName: nccl.Plugin{}, gemm.PluginName: gemm.Plugin{}, hbm.PluginName: hbm.Plugin{},
-	hostlink.PluginName: hostlink.Plugin{}, health.PluginName: health.Plugin{}}
+	hostlink.PluginName: hostlink.Plugin{}, health.PluginName: health.Plugin{}, train.PluginName: train.Plugin{}}
 
 // Names lets the in-process plugins stand for the host where recording
 // looks tests up (TestCatalog).

@@ -165,6 +165,12 @@ func notSecret(name string) bool {
 	if strings.Contains(lower, "tokens") {
 		return !secretName.MatchString(strings.ReplaceAll(lower, "tokens", "_"))
 	}
+	// "tokenizer" names the model's tokenizer (NeMo's
+	// tokenizer=<...ByteLevelTokenizer object at 0x7f...>, a tokenizer
+	// model's path), unless another part of the name says secret.
+	if strings.Contains(lower, "tokenizer") {
+		return !secretName.MatchString(strings.ReplaceAll(lower, "tokenizer", "_"))
+	}
 	return false
 }
 

@@ -582,6 +582,10 @@ var rules = []*rule{
 				return nil // Python: sorted(..., key=lambda r: ...) is code
 			case v[0] == '{' || v[0] == '[':
 				return nil // a structure: its secret members are masked one by one
+			case bareKey(name) && pyCall.Match(v):
+				return nil // Python in a traceback: scope[key] = result.result() is code
+			case literalValue(v):
+				return nil // NeMo's add_extra_token_to_sequence=True: a setting, never a secret
 			case indicatorLen(v) > 0:
 				// YAML's "password: |": the lines after it are the value.
 				m[7] = m[6] + indicatorLen(v)
@@ -1772,3 +1776,17 @@ func (r *Redactor) segmentSplit(st *state, line []byte) []byte {
 // and a terminal does not show: NUL, and ESC with the CSI or OSC sequence
 // it starts (colours, a title).
 var splitter = regexp.MustCompile("\x00|\x1b(?:\\[[0-?]*[ -/]*[@-~]|\\][^\x07\x1b]*(?:\x07|\x1b\\\\)|[@-_])?")
+
+// literalValue says v is a Python or JSON literal (True, False, None,
+// true, false, null), which no secret is.
+func literalValue(v []byte) bool {
+	switch string(v) {
+	case "True", "False", "None", "true", "false", "null":
+		return true
+	}
+	return false
+}
+
+// pyCall is a value that is a Python call (result.result(), f(x)): code
+// quoted in a traceback, not a secret.
+var pyCall = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*\([^()]*\)$`)
