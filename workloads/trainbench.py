@@ -446,6 +446,11 @@ def main(argv):
         for p in procs:
             if p.poll() is None:
                 p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except Exception:
+                p.kill()
         sys.exit(143)
 
     signal.signal(signal.SIGTERM, stop)
@@ -453,10 +458,26 @@ def main(argv):
     import subprocess
     for i in range(len(gpus)):
         procs.append(subprocess.Popen(base + ["--child", str(i), "--child-gpus", ",".join(map(str, gpus)), "--port", str(o.port)]))
+    # One GPU's process failing ends the others: DDP ranks would wait on
+    # it in a collective until their timeout, and a sign-off needs every
+    # GPU anyway.
     rc = 0
-    for p in procs:
-        if p.wait() != 0:
+    while any(p.poll() is None for p in procs):
+        if any(p.poll() not in (None, 0) for p in procs):
             rc = 1
+            for p in procs:
+                if p.poll() is None:
+                    p.terminate()
+            for p in procs:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            break
+        time.sleep(0.5)
+    if any(p.returncode != 0 for p in procs):
+        rc = 1
     return rc
 
 

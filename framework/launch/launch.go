@@ -120,8 +120,15 @@ func rawRoot(req Request) (root, rel string) {
 	return req.Dir, "."
 }
 
+// MaxCollect is the most a collected file may hold, bytes (1 GiB): a
+// workload writing without end (a link to /dev/zero) must not fill the
+// disk the results folder is on. What a file holds past it is cut, and the
+// step's output says so.
+const MaxCollect = 1 << 30
+
 // CollectFile copies a file a step wrote (read from src) into req.Dir,
-// masking secrets, and returns its path there.
+// masking secrets, and returns its path there. A file over MaxCollect is
+// kept cut at that size, and the error says so.
 func CollectFile(req Request, step, name string, src io.Reader) (string, error) {
 	if name == "" || strings.Contains(name, "..") || filepath.IsAbs(name) {
 		return "", fmt.Errorf("collect file %q of step %s: not a plain relative name", name, step)
@@ -130,12 +137,18 @@ func CollectFile(req Request, step, name string, src io.Reader) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("collect file %s of step %s: %w", name, step, err)
 	}
-	if _, err := req.Redactor.Copy(f, src); err != nil {
+	lim := &io.LimitedReader{R: src, N: MaxCollect}
+	if _, err := req.Redactor.Copy(f, lim); err != nil {
 		f.Close()
 		return "", fmt.Errorf("collect file %s of step %s: %w", name, step, err)
 	}
 	if err := f.Close(); err != nil {
 		return "", fmt.Errorf("collect file %s of step %s: %w", name, step, err)
+	}
+	if lim.N == 0 {
+		if n, _ := src.Read(make([]byte, 1)); n > 0 {
+			return p, fmt.Errorf("collect file %s of step %s: larger than %d bytes: kept cut at that size", name, step, MaxCollect)
+		}
 	}
 	return p, nil
 }

@@ -73,6 +73,9 @@ func runFacts(s Sample) string {
 func SetProvenance(data []byte, text string) []byte {
 	var block strings.Builder
 	block.WriteString(provenanceBegin + "\n")
+	// A carriage return is a line break to YAML too: a run folder's name
+	// holding one must not end the comment and start an entry.
+	text = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(text)
 	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		block.WriteString(strings.TrimRight("# "+l, " ") + "\n")
 	}

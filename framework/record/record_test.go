@@ -463,3 +463,23 @@ func TestParseBasis(t *testing.T) {
 		assert.Equal(t, got, c.want)
 	}
 }
+
+// A carriage return in the recording's command (a run folder named with
+// one) is a line break to YAML: it must not end a comment and smuggle an
+// entry into the file. Every line of the note and the provenance stays a
+// comment, and the file holds the entries it held.
+func TestNoteCarriageReturn(t *testing.T) {
+	smuggle := "runs/r\r  - {test: nccl.all_reduce, scope: {nodes: 1, gpus_per_node: 8}, metric: busbw, unit: GB/s, source: smuggled, value: 1}\r  #"
+	entries, err := Record([]Sample{curveRun(rand.New(rand.NewSource(3)), "r1", 190, 0.01), curveRun(rand.New(rand.NewSource(4)), "r2", 190, 0.01)}, declared(t))
+	assert.NilError(t, err)
+	out, err := Merge([]byte(skuFile), "x.yaml", entries, Note(time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC), "gpuaccept baseline record "+smuggle))
+	assert.NilError(t, err)
+	out = SetProvenance(out, "Command: gpuaccept baseline record "+smuggle)
+	assert.Assert(t, !bytes.Contains(out, []byte("\r")))
+	s, err := sku.Parse(out, "x.yaml")
+	assert.NilError(t, err)
+	for _, e := range s.Baselines {
+		assert.Assert(t, e.Source != "smuggled", "an entry was smuggled in:\n%s", out)
+	}
+	assert.Equal(t, len(s.Baselines), 4)
+}

@@ -262,6 +262,9 @@ func Merge(data []byte, name string, entries []*sku.Entry, note string) ([]byte,
 	}
 	list := strings.Join(parts, "") + Render(appended)
 	var comment string
+	// A carriage return is a line break to YAML too (a run folder's name
+	// in the command): each line of the note is a comment line.
+	note = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(note)
 	for _, l := range strings.Split(strings.TrimSpace(note), "\n") {
 		if l != "" {
 			comment += "  # " + l + "\n"

@@ -319,7 +319,9 @@ func pythonRepr(v string, q rune) string {
 
 // FromEnv returns a Redactor that knows the values of the secret-named
 // variables of environ ("NAME=value" strings) and of the secret-named
-// parameters (keys like "env.HF_TOKEN" or "password").
+// parameters (keys like "env.HF_TOKEN" or "password"), and the secrets
+// written inside any parameter's value (Secrets: a command line's
+// "export MYSQL_PWD=...", which the command may then print bare).
 func FromEnv(environ []string, params map[string]string) *Redactor {
 	var known []string
 	for _, kv := range environ {
@@ -330,6 +332,16 @@ func FromEnv(environ []string, params map[string]string) *Redactor {
 	for k, v := range params {
 		if SecretName(paramName(k)) {
 			known = append(known, v)
+		}
+		// A secret written inside a value (a training command's
+		// "export MYSQL_PWD=..."): the workload may print it bare.
+		for _, sec := range Secrets(v) {
+			known = append(known, sec)
+			// The shell's punctuation the line masking took with it
+			// ("MYSQL_PWD=pw;"): the command prints the value without.
+			if t := strings.TrimRight(sec, ";&|)'\""); t != sec && len(t) >= minKnown {
+				known = append(known, t)
+			}
 		}
 	}
 	return New(known...)

@@ -268,3 +268,21 @@ func TestSecretWordsCoverSecretNames(t *testing.T) {
 	}
 	assert.Assert(t, matched > 100, "only %d secret names among %d words", matched, len(words))
 }
+
+// A secret written inside a parameter's value (a training command that
+// exports a password, then prints it bare) is known: the bare print is
+// masked too. A value with no secret in it adds nothing.
+func TestFromEnvLearnsSecretsInsideValues(t *testing.T) {
+	for _, c := range []struct {
+		params map[string]string
+		line   string
+		want   string
+	}{
+		{map[string]string{"command": "export MYSQL_PWD=S3CRETINLINE123; echo connecting"}, "connecting with S3CRETINLINE123\n", "connecting with [REDACTED]\n"},
+		{map[string]string{"train.command": "HF_TOKEN=hf_abcdefghij0123456789 torchrun train.py"}, "token hf_abcdefghij0123456789 ok\n", "token [REDACTED] ok\n"},
+		{map[string]string{"command": "torchrun --nproc-per-node 8 train.py --steps 30"}, "step 30 of 30\n", "step 30 of 30\n"},
+	} {
+		r := FromEnv(nil, c.params)
+		assert.Equal(t, string(r.Bytes([]byte(c.line))), c.want)
+	}
+}

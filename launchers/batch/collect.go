@@ -2,8 +2,10 @@ package batch
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -119,9 +122,15 @@ func collectStep(req launch.Request, j Job, s Scheduler, o Options, st plan.Step
 		}
 	}
 	for _, name := range st.Files {
-		src, err := os.Open(filepath.Join(stepWork(j.Dir, st.Name), name))
-		if err != nil {
+		// The step's folder is the workload's to fill: a link, FIFO or
+		// device there is refused, not collected.
+		src, err := safefs.Open(stepWork(j.Dir, st.Name), name)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue // not written: the plugin sees it missing and says so
+		}
+		if err != nil {
+			addErr(fmt.Sprintf("collect file %s of step %s: %v", name, st.Name, err))
+			continue
 		}
 		p, err := launch.CollectFile(req, st.Name, name, src)
 		src.Close()

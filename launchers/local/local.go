@@ -11,11 +11,12 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/proc"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
@@ -212,9 +214,15 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 		}
 	}
 	for _, f := range s.Files {
-		src, err := os.Open(filepath.Join(work, f))
-		if err != nil {
+		// The step's own folder is the workload's to fill: a link to
+		// /etc/shadow, a FIFO or /dev/zero there must not be collected.
+		src, err := safefs.Open(work, f)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue // not written: the plugin sees it missing and says so
+		}
+		if err != nil {
+			out.LaunchError = strings.TrimPrefix(out.LaunchError+"; ", "; ") + fmt.Sprintf("collect file %s of step %s: %v", f, s.Name, err)
+			continue
 		}
 		p, err := launch.CollectFile(req, s.Name, f, src)
 		src.Close()

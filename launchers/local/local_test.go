@@ -252,3 +252,39 @@ func TestRefusesBadEnvNames(t *testing.T) {
 		assert.ErrorContains(t, err, want)
 	}
 }
+
+// A file a step is to leave for collection is the workload's to write: a
+// link to a file outside (a root-owned secret), a FIFO (which would block
+// the collector for good) or a device is refused by name, not collected;
+// a regular file is collected.
+func TestCollectRefusesWhatIsNoFile(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "shadow")
+	assert.NilError(t, os.WriteFile(secret, []byte("root:$6$hash\n"), 0o600))
+	for _, c := range []struct {
+		name, script, want string
+	}{
+		{"link", "ln -s " + secret + " out.log", "link"},
+		{"fifo", "mkfifo out.log", "FIFO"},
+		{"device", "ln -s /dev/zero out.log", "link"},
+		{"file", "echo step 1 > out.log", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := sh("p", c.script)
+			s.Files = []string{"out.log"}
+			r := req(t, s)
+			outs, err := (&Launcher{}).Launch(context.Background(), r)
+			assert.NilError(t, err)
+			o := outs[0]
+			if c.want == "" {
+				assert.Equal(t, o.LaunchError, "")
+				data, err := os.ReadFile(o.Files["out.log"])
+				assert.NilError(t, err)
+				assert.Equal(t, string(data), "step 1\n")
+				return
+			}
+			assert.Equal(t, o.Files["out.log"], "")
+			assert.ErrorContains(t, errString(o.LaunchError), "collect file out.log of step p")
+			assert.ErrorContains(t, errString(o.LaunchError), c.want)
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,7 +91,15 @@ type bench struct {
 	stray int
 	trace []trainlog.Failure
 	lines int
+	// bad are the script's lines that could not be read (cut, garbled,
+	// over lineMax, naming no valid host), "FILE:LINE: why": skipped, and
+	// said, so one bad line does not lose the run's other steps.
+	bad []string
 }
+
+// hostName is what a host name in the script's lines may be: what
+// socket.gethostname() gives, never a space, quote or control character.
+var hostName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
 
 // readBench reads trainbench.py's lines; name is the file's name for
 // messages. It returns an error only for a read failure or an output
@@ -99,12 +108,22 @@ func readBench(r io.Reader, name string, b *bench) error {
 	if b.configs == nil {
 		b.configs, b.logs = map[gpuKey]*config{}, map[gpuKey]*trainlog.Log{}
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), lineMax)
+	br := bufio.NewReaderSize(r, 64<<10)
 	n, found := 0, 0
-	for sc.Scan() {
+	for {
+		raw, long, err := readLine(br)
+		if err != nil && len(raw) == 0 && !long {
+			if err != io.EOF {
+				return fmt.Errorf("read %s at line %d: %w", name, n+1, err)
+			}
+			break
+		}
 		n++
-		text := strings.TrimSpace(sc.Text())
+		if long {
+			b.bad = append(b.bad, fmt.Sprintf("%s:%d: a line over %d bytes", name, n, lineMax))
+			continue
+		}
+		text := strings.TrimSpace(string(raw))
 		if !strings.HasPrefix(text, "{") {
 			if text != "" {
 				b.stray++
@@ -119,6 +138,10 @@ func readBench(r io.Reader, name string, b *bench) error {
 			b.stray++
 			continue
 		}
+		if l.Host != "" && !hostName.MatchString(l.Host) {
+			b.bad = append(b.bad, fmt.Sprintf("%s:%d: host %q is no host name", name, n, clip(l.Host)))
+			continue
+		}
 		found++
 		gpu := -1
 		if l.GPU != nil {
@@ -129,7 +152,8 @@ func readBench(r io.Reader, name string, b *bench) error {
 		case "train_config":
 			c := &config{}
 			if err := json.Unmarshal([]byte(text), c); err != nil {
-				return fmt.Errorf("%s:%d: train_config: %w", name, n, err)
+				b.bad = append(b.bad, fmt.Sprintf("%s:%d: train_config: %v", name, n, err))
+				continue
 			}
 			c.line = n
 			b.configs[k] = c
@@ -139,7 +163,8 @@ func readBench(r io.Reader, name string, b *bench) error {
 		case "train_step":
 			loss, ok, err := lossOf(l.Loss)
 			if err != nil {
-				return fmt.Errorf("%s:%d: train_step loss: %w", name, n, err)
+				b.bad = append(b.bad, fmt.Sprintf("%s:%d: train_step loss: %v", name, n, err))
+				continue
 			}
 			lg := b.log(k)
 			of := 0
@@ -166,13 +191,27 @@ func readBench(r io.Reader, name string, b *bench) error {
 		}
 	}
 	b.lines += n
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read %s at line %d: %w", name, n+1, err)
-	}
 	if found == 0 {
 		return fmt.Errorf("%s: no trainbench.py line in %d line(s)", name, n)
 	}
 	return nil
+}
+
+// readLine reads one line without its newline; long is true, and the
+// line dropped, when it runs past lineMax.
+func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
+	for {
+		part, isPrefix, err := br.ReadLine()
+		if !long {
+			line = append(line, part...)
+		}
+		if len(line) > lineMax {
+			long, line = true, nil
+		}
+		if err != nil || !isPrefix {
+			return line, long, err
+		}
+	}
 }
 
 func (b *bench) log(k gpuKey) *trainlog.Log {

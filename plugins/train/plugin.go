@@ -269,6 +269,10 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 		}
 	}
 	judgeBench(&p, req.Topology, b)
+	if len(b.bad) > 0 {
+		p.Checks = append(p.Checks, result.Check{Name: "lines read", OK: false, Warn: true,
+			Message: fmt.Sprintf("%d line(s) of trainbench.py's output could not be read and were skipped: %s", len(b.bad), strings.Join(b.bad[:min(len(b.bad), 3)], "; "))})
+	}
 	if len(b.setup) > 0 {
 		errs = append(errs, "the workload could not run (setup, not hardware): "+strings.Join(b.setup, "; "))
 	}

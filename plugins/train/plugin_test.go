@@ -116,6 +116,24 @@ func TestParseBroken(t *testing.T) {
 		assert.NilError(t, err)
 		assert.Assert(t, strings.Contains(strings.Join(failed(p), ","), "exit status single"), "%s: %v", test, failed(p))
 	}
+	// One hostile line (a host that is no host name, a line over the
+	// limit, a loss that is no number) is skipped and said, not allowed
+	// to lose the run's other steps.
+	hostile := filepath.Join(dir, "hostile.log")
+	extra := `{"kind":"train_step","gpu":1,"step":1,"loss":1,"tokens_per_s":1,"host":"bad host"}` + "\n" +
+		`{"kind":"train_step","gpu":0,"step":31,"loss":{"x":1},"tokens_per_s":1,"host":"vm"}` + "\n" + strings.Repeat("x", 70<<10) + "\n"
+	assert.NilError(t, os.WriteFile(hostile, append(append([]byte(nil), whole...), extra...), 0o644))
+	p = parse(t, "gpu", nil, hostile)
+	assert.Equal(t, p.Error, "")
+	assert.Assert(t, len(p.Metrics) > 2, p.Metrics)
+	var warned string
+	for _, c := range p.Checks {
+		if c.Name == "lines read" {
+			warned = c.Message
+		}
+	}
+	assert.Assert(t, strings.Contains(warned, "3 line(s)") && strings.Contains(warned, `host "bad host" is no host name`), warned)
+
 	// A log file the command was to write and did not is an error.
 	p, err = Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "command", Params: map[string]string{"command": "x", "log": "train.log"},
 		Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 1}},
