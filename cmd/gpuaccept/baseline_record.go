@@ -11,6 +11,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/record"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/internal/cliopts"
 	"github.com/gpuaccept/gpuaccept/launchers/k8s"
 )
 
@@ -20,13 +21,13 @@ var recordUsage = help("record")
 
 // cmdBaselineRecord is baseline record: flags -> acceptance.RecordBaseline.
 func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
-	var c common
+	var c cliopts.Common
 	o := acceptance.RecordOptions{Record: record.DefaultOptions(), Stdout: stdout, Stderr: stderr}
 	opt := &o.Record
-	fs := newFlags("baseline record", recordUsage, stderr)
-	fs.StringVar(&c.sku, "sku", "", "SKU whose file the entries go into (gpuaccept list skus)")
-	fs.StringVar(&c.cats.Dir, "baselines", "", baselinesUsage)
-	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders searched for external plugins")
+	fs := cliopts.NewFlags("baseline record", recordUsage, stderr)
+	fs.StringVar(&c.SKU, "sku", "", "SKU whose file the entries go into (gpuaccept list skus)")
+	fs.StringVar(&c.Cats.Dir, "baselines", "", cliopts.BaselinesUsage)
+	fs.StringVar(&c.PluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders searched for external plugins")
 	fs.StringVar(&o.Out, "out", "", "write the SKU file here (default: standard output)")
 	fs.IntVar(&o.Nodes, "nodes", 0, "nodes the raw outputs and logs ran on")
 	fs.IntVar(&o.GPUsPerNode, "gpus-per-node", 0, "GPUs per node the raw outputs and logs ran on")
@@ -42,34 +43,34 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.IntVar(&o.Repeat, "repeat", 0, "run the suite this many times and record from those runs (run flags after --)")
 	fs.StringVar(&o.Results, "results", "", "with --repeat: folder for the runs' results folders (default gpuaccept-results/record-SKU-TIME)")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usageError{err}
+		return exitUsage, cliopts.Usage(err)
 	}
-	if c.sku == "" {
-		return exitUsage, usageError{errors.New("baseline record: --sku is required: the entries go into that SKU's file")}
+	if c.SKU == "" {
+		return exitUsage, cliopts.Usage(errors.New("baseline record: --sku is required: the entries go into that SKU's file"))
 	}
 	basis, err := record.ParseBasis(opt.Basis)
 	if err != nil {
-		return exitUsage, usageError{err}
+		return exitUsage, cliopts.Usage(err)
 	}
 	opt.Basis = basis
-	cat, err := c.catalog(stderr)
+	cat, err := c.Catalog(stderr)
 	if err != nil {
 		return exitUsage, err
 	}
-	if o.SKU, err = cat.Get(c.sku); err != nil {
-		return exitUsage, usageError{err}
+	if o.SKU, err = cat.Get(c.SKU); err != nil {
+		return exitUsage, cliopts.Usage(err)
 	}
-	if o.File, err = c.cats.File(o.SKU); err != nil {
+	if o.File, err = c.Cats.File(o.SKU); err != nil {
 		return exitUsage, err
 	}
 	opt.Now = time.Now().UTC()
-	host := c.host()
+	host := c.Host()
 	defer host.Close()
-	ctx, stop := signalContext()
+	ctx, stop := cliopts.SignalContext()
 	defer stop()
 	o.Plugins, o.Check, o.Version = host, acceptance.SKUChecker(ctx, host, k8s.CheckSKU), getVersion()
 	o.Command = "gpuaccept baseline record " + strings.Join(args, " ")
-	o.Inputs, o.RunArgs, o.Baselines = fs.Args(), fs.Args(), c.cats.Dir
+	o.Inputs, o.RunArgs, o.Baselines = fs.Args(), fs.Args(), c.Cats.Dir
 	o.Run = func(args []string) (int, error) { return cmdRun(args, stderr, stderr) }
 	if err := acceptance.RecordBaseline(ctx, o); err != nil {
 		return exitUsage, err
@@ -78,20 +79,20 @@ func cmdBaselineRecord(args []string, stdout, stderr io.Writer) (int, error) {
 }
 
 func cmdBaselineDiff(args []string, stdout, stderr io.Writer) (int, error) {
-	var c common
-	fs := newFlags("baseline diff", "Usage: gpuaccept baseline diff OLD NEW\n\nShows what changed between two SKU files: suites and tests added or removed, a suite's nodes and params, a test's params, min_gpus, skip and timeout; values per size (with the move in percent), bands, units, entries and points added or removed, and how many values stayed. OLD and NEW are SKU files, or names of SKUs (the built-in ones, or --baselines DIR's). Both must pass baseline validate.\n", stderr)
-	fs.StringVar(&c.cats.Dir, "baselines", "", baselinesUsage+" (for SKU names)")
-	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders searched for external plugins")
+	var c cliopts.Common
+	fs := cliopts.NewFlags("baseline diff", "Usage: gpuaccept baseline diff OLD NEW\n\nShows what changed between two SKU files: suites and tests added or removed, a suite's nodes and params, a test's params, min_gpus, skip and timeout; values per size (with the move in percent), bands, units, entries and points added or removed, and how many values stayed. OLD and NEW are SKU files, or names of SKUs (the built-in ones, or --baselines DIR's). Both must pass baseline validate.\n", stderr)
+	fs.StringVar(&c.Cats.Dir, "baselines", "", cliopts.BaselinesUsage+" (for SKU names)")
+	fs.StringVar(&c.PluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders searched for external plugins")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usageError{err}
+		return exitUsage, cliopts.Usage(err)
 	}
 	if fs.NArg() != 2 {
-		return exitUsage, usageError{errors.New("baseline diff: want OLD and NEW (SKU files or SKU names)")}
+		return exitUsage, cliopts.Usage(errors.New("baseline diff: want OLD and NEW (SKU files or SKU names)"))
 	}
-	host := c.host()
+	host := c.Host()
 	defer host.Close()
 	ctx := context.Background()
-	catalog := func() (*sku.Catalog, error) { return c.catalog(stderr) }
+	catalog := func() (*sku.Catalog, error) { return c.Catalog(stderr) }
 	skus, err := acceptance.DiffSKUs(ctx, [2]string{fs.Arg(0), fs.Arg(1)}, catalog, host, acceptance.SKUChecker(ctx, host, k8s.CheckSKU))
 	if err != nil {
 		return exitUsage, err

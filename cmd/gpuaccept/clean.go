@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/proc"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/internal/cliopts"
 	"github.com/gpuaccept/gpuaccept/launchers/k8s"
 )
 
@@ -17,7 +18,7 @@ func cmdClean(args []string, stdout, stderr io.Writer) (int, error) {
 	var runID, kubeconfig, kctx, ns string
 	var local bool
 	var timeout time.Duration
-	fs := newFlags("clean", cleanUsage, stderr)
+	fs := cliopts.NewFlags("clean", cleanUsage, stderr)
 	fs.StringVar(&runID, "run", "", "run id to clean up (ga-...)")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	fs.StringVar(&kctx, "context", "", "kubeconfig context (default its current context)")
@@ -25,10 +26,10 @@ func cmdClean(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "give up waiting for the objects to go after this long")
 	fs.BoolVar(&local, "local", false, "kill and remove what killed gpuaccept processes left on this host (pid namespaces, cgroups, temp folders)")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usageError{err}
+		return exitUsage, cliopts.Usage(err)
 	}
 	if (runID == "" && !local) || fs.NArg() > 0 {
-		return exitUsage, usageError{errors.New("clean: want --run ID (a Kubernetes run) or --local, and no arguments")}
+		return exitUsage, cliopts.Usage(errors.New("clean: want --run ID (a Kubernetes run) or --local, and no arguments"))
 	}
 	if local {
 		done, err := proc.Clean()
@@ -45,7 +46,7 @@ func cmdClean(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitOK, nil
 		}
 	}
-	ctx, stop := signalContext()
+	ctx, stop := cliopts.SignalContext()
 	defer stop()
 	n, err := k8s.Clean(ctx, k8s.CleanOptions{Kubeconfig: kubeconfig, Context: kctx, Namespace: ns, Timeout: timeout}, runID)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/internal/cliopts"
 )
 
 // The conventions people expect of a command line (issue 22).
@@ -92,9 +93,9 @@ func TestDemoJSONIsJSON(t *testing.T) {
 
 // Ctrl-C on demo exits 130, as on run (README, Exit codes), not 1.
 func TestDemoInterruptedExits130(t *testing.T) {
-	old := signalContext
-	defer func() { signalContext = old }()
-	signalContext = func() (context.Context, context.CancelFunc) {
+	old := cliopts.SignalContext
+	defer func() { cliopts.SignalContext = old }()
+	cliopts.SignalContext = func() (context.Context, context.CancelFunc) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // Ctrl-C before the first test ends
 		return ctx, cancel

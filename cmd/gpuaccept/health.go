@@ -12,14 +12,15 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/drain"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/internal/cliopts"
 )
 
 var healthUsage = help("health")
 
 // healthOptions are the flags of health.
 type healthOptions struct {
-	c                        common
-	scope                    scopeFlags
+	c                        cliopts.Common
+	scope                    cliopts.ScopeFlags
 	suite                    string
 	slurmCheck, taint, label bool
 	fs                       *pflag.FlagSet
@@ -27,16 +28,17 @@ type healthOptions struct {
 
 func newHealthOptions(stderr io.Writer) *healthOptions {
 	o := &healthOptions{}
-	fs := newFlags("health", healthUsage, stderr)
+	fs := cliopts.NewFlags("health", healthUsage, stderr)
 	o.fs = fs
-	o.c.add(fs)
-	o.c.addSign(fs)
+	o.c.Add(fs)
+	o.c.Version = getVersion()
+	o.c.AddSign(fs)
 	fs.StringVar(&o.suite, "suite", "", "suite whose preflight tests run (default: the SKU's one suite that has them)")
-	o.scope.add(fs, 10*time.Minute)
+	o.scope.Add(fs, 10*time.Minute)
 	fs.BoolVar(&o.slurmCheck, "slurm-check", false, "Slurm HealthCheckProgram/Prolog/Epilog mode: this node only, one line, the exit code; no results folder unless --out")
 	fs.BoolVar(&o.taint, "taint-on-fail", false, "Kubernetes: taint each failed node "+drain.TaintKey+"="+drain.TaintValue+":NoSchedule (fault codes in annotation "+drain.CodeAnnotation+"), untaint it once it passes")
 	fs.BoolVar(&o.label, "label", false, "Kubernetes: label each checked node "+drain.LabelKey+"="+drain.LabelFailed+" or "+drain.LabelPassed)
-	o.scope.bind()
+	o.scope.Bind()
 	return o
 }
 
@@ -54,26 +56,26 @@ func (o *healthOptions) marks() []string {
 // Validate checks the flags alone, before anything is read or started.
 func (o *healthOptions) Validate() error {
 	if o.fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q (health takes flags only)", o.fs.Args())}
+		return cliopts.Usage(fmt.Errorf("unexpected arguments %q (health takes flags only)", o.fs.Args()))
 	}
 	if o.slurmCheck {
 		for _, f := range []string{"launcher", "hosts", "hostfile", "nodes", "taint-on-fail", "label"} {
 			if o.fs.Changed(f) {
-				return usageError{fmt.Errorf("--slurm-check runs on this node only and marks it through its exit code: --%s does not go with it", f)}
+				return cliopts.Usage(fmt.Errorf("--slurm-check runs on this node only and marks it through its exit code: --%s does not go with it", f))
 			}
 		}
 	}
-	if err := o.scope.validate(o.marks()...); err != nil {
+	if err := o.scope.Validate(o.marks()...); err != nil {
 		return err
 	}
-	if err := validFormat(o.c.format); err != nil {
+	if err := cliopts.ValidFormat(o.c.Format); err != nil {
 		return err
 	}
-	if err := o.c.loadKey(); err != nil {
+	if err := o.c.LoadKey(); err != nil {
 		return err
 	}
-	if o.c.sku == "" {
-		return usageError{errors.New("--sku is required (gpuaccept list skus)")}
+	if o.c.SKU == "" {
+		return cliopts.Usage(errors.New("--sku is required (gpuaccept list skus)"))
 	}
 	return nil
 }
@@ -83,17 +85,17 @@ func (o *healthOptions) Validate() error {
 // the suite with preflight tests, the topology, the parameters and the
 // results folder (with --slurm-check and no --out, a scratch one that
 // the Prepared's Cleanup removes).
-func (o *healthOptions) Complete(sc *scope, stdout, stderr io.Writer) (acceptance.Prepared, error) {
-	p, err := o.scope.prepare(acceptance.CommandHealth, &o.c, sc, o.suite, nil, stdout, stderr)
+func (o *healthOptions) Complete(sc *cliopts.Scope, stdout, stderr io.Writer) (acceptance.Prepared, error) {
+	p, err := o.scope.Prepare(acceptance.CommandHealth, &o.c, sc, o.suite, nil, stdout, stderr)
 	if err != nil {
 		return acceptance.Prepared{Cleanup: func() {}}, err
 	}
 	p.SlurmCheck = o.slurmCheck
-	ready, err := p.Setup(sc.ctx)
+	ready, err := p.Setup(sc.Ctx)
 	if err != nil {
-		return ready, usageError{err}
+		return ready, cliopts.Usage(err)
 	}
-	o.c.out, o.c.outDeleted = ready.Setup.Dir, ready.Scratch
+	o.c.Out, o.c.OutDeleted = ready.Setup.Dir, ready.Scratch
 	return ready, nil
 }
 
@@ -102,7 +104,7 @@ func (o *healthOptions) Complete(sc *scope, stdout, stderr io.Writer) (acceptanc
 func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	o := newHealthOptions(stderr)
 	if err := o.fs.Parse(args); err != nil {
-		return exitUsage, usageError{err}
+		return exitUsage, cliopts.Usage(err)
 	}
 	if err := o.Validate(); err != nil {
 		return exitUsage, err
@@ -111,29 +113,29 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	if o.slurmCheck {
 		probeNodes = 1
 	}
-	sc, code, err := o.scope.complete(&o.c, false, probeNodes, stderr)
+	sc, code, err := o.scope.Complete(&o.c, false, probeNodes, stderr)
 	if err != nil {
 		return code, err
 	}
-	defer sc.close()
+	defer sc.Close()
 	ready, err := o.Complete(sc, stdout, stderr)
 	defer ready.Cleanup()
 	if err != nil {
 		return exitUsage, err
 	}
 	setup := ready.Setup
-	res, err := acceptance.Health(sc.ctx, acceptance.RunOptions{Setup: setup, Launcher: ready.Launcher})
+	res, err := acceptance.Health(sc.Ctx, acceptance.RunOptions{Setup: setup, Launcher: ready.Launcher})
 	if err != nil {
-		return exitUsage, usageError{err}
+		return exitUsage, cliopts.Usage(err)
 	}
 	c := &o.c
 	if o.slurmCheck {
 		return slurmReport(c, res, setup.SKU, stdout)
 	}
-	code, err = c.finish(res, setup.SKU, stdout, stderr)
-	fmt.Fprintf(stderr, "results: %s\n", c.out)
+	code, err = c.Finish(res, setup.SKU, stdout, stderr)
+	fmt.Fprintf(stderr, "results: %s\n", c.Out)
 	if o.taint || o.label {
-		if merr := drain.Mark(sc.ctx, o.fs.Lookup("kubeconfig").Value.String(), o.fs.Lookup("context").Value.String(), res, drain.Options{Taint: o.taint, Label: o.label}, stderr); merr != nil {
+		if merr := drain.Mark(sc.Ctx, o.fs.Lookup("kubeconfig").Value.String(), o.fs.Lookup("context").Value.String(), res, drain.Options{Taint: o.taint, Label: o.label}, stderr); merr != nil {
 			err = errors.Join(err, merr)
 			if code == exitOK {
 				code = exitError
@@ -146,11 +148,11 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 // slurmReport prints the one line of --slurm-check and returns its exit
 // code; the results folder is written (and signed off) only when --out
 // asked for it.
-func slurmReport(c *common, res *result.Run, s *sku.SKU, stdout io.Writer) (int, error) {
+func slurmReport(c *cliopts.Common, res *result.Run, s *sku.SKU, stdout io.Writer) (int, error) {
 	line, code := acceptance.HealthLine(res, acceptance.SlurmNode())
 	fmt.Fprintln(stdout, line)
-	if !c.outDeleted {
-		if _, err := c.finish(res, s, io.Discard, io.Discard); err != nil {
+	if !c.OutDeleted {
+		if _, err := c.Finish(res, s, io.Discard, io.Discard); err != nil {
 			return exitUsage, err
 		}
 	}

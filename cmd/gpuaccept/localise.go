@@ -4,44 +4,21 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
-
-	"github.com/spf13/pflag"
 
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
-	"github.com/gpuaccept/gpuaccept/framework/localise"
+	"github.com/gpuaccept/gpuaccept/internal/cliopts"
 )
 
 var localiseUsage = help("localise")
-
-// localiseFlags are the flags of localisation, shared by run and localise.
-type localiseFlags struct{ acceptance.LocaliseRequest }
-
-func (lf *localiseFlags) add(fs *pflag.FlagSet, cmd string) {
-	r := &lf.LocaliseRequest
-	if cmd == "run" {
-		fs.BoolVar(&r.Always, "localise", false, "localise every multi-node test after the run, not only those that failed")
-		fs.BoolVar(&r.Never, "no-localise", false, "do not localise multi-node tests that fail")
-	}
-	fs.StringVar(&r.Strategy, "localise-strategy", localise.Auto, fmt.Sprintf("how node pairs are chosen: %s (auto: every pair up to %d nodes, random matchings up to %d, bisection above)",
-		strings.Join(localise.Strategies, ", "), localise.AllPairsMax, localise.MatchingMax))
-	fs.Float64Var(&r.Tolerance, "localise-tolerance", localise.DefaultTolerance, "fraction below the reference (the upper quartile of a stage's runs) that makes a run slow")
-	fs.IntVar(&r.Matchings, "localise-matchings", localise.DefaultMatchings, "random matchings drawn by the matching strategy")
-	fs.Uint64Var(&r.Seed, "localise-seed", 0, "seed of the random matchings (the same seed repeats the same pairs)")
-	fs.StringVar(&r.Suite, "localise-suite", "", `single-node suite run on every node (default: the SKU's "singlenode", else its first 1-node suite; "none" skips the stage)`)
-	fs.StringArrayVar(&r.Tests, "localise-test", nil, "run only this test of the single-node suite on every node (repeatable)")
-	fs.StringVar(&r.NICs, "nics", "", "comma-separated HCAs of every node (mlx5_0,...): ib_write_bw tests are then localised HCA pair by HCA pair")
-	fs.IntVar(&r.Parallel, "localise-parallel", 0, "most localisation runs in flight at once (0: a whole round)")
-}
 
 // localiseOnly is the localise command after its flags: it picks the
 // suite's multi-node tests to localise (--test, or all not skipped), then
 // localises them on the hosts given (acceptance.Localise) without a suite
 // run before, and signs the folder off.
-func localiseOnly(ctx context.Context, c *common, setup acceptance.Setup, only []string, stdout, stderr io.Writer) (int, error) {
+func localiseOnly(ctx context.Context, c *cliopts.Common, setup acceptance.Setup, only []string, stdout, stderr io.Writer) (int, error) {
 	names, err := acceptance.LocaliseTests(setup.SKU, setup.Suite, only)
 	if err != nil {
-		return exitUsage, usageError{err}
+		return exitUsage, cliopts.Usage(err)
 	}
 	run, err := acceptance.Localise(ctx, acceptance.LocaliseOptions{Setup: setup, Tests: names})
 	if err != nil {
@@ -50,7 +27,7 @@ func localiseOnly(ctx context.Context, c *common, setup acceptance.Setup, only [
 	if setup.DryRun {
 		return exitOK, nil
 	}
-	code, err := c.finish(run, setup.SKU, stdout, stderr)
-	fmt.Fprintf(stderr, "results: %s (report.html, junit.xml, results.json, localise/)\n", c.out)
+	code, err := c.Finish(run, setup.SKU, stdout, stderr)
+	fmt.Fprintf(stderr, "results: %s (report.html, junit.xml, results.json, localise/)\n", c.Out)
 	return code, err
 }

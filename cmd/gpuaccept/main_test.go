@@ -23,6 +23,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
+	"github.com/gpuaccept/gpuaccept/internal/cliopts"
 )
 
 // crashPlugin plans a harmless step and panics when asked to parse: a
@@ -630,9 +631,9 @@ func TestExitCodes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("exit %d/%s", c.code, c.name), func(t *testing.T) {
 			if c.interrupt {
-				old := signalContext
-				defer func() { signalContext = old }()
-				signalContext = func() (context.Context, context.CancelFunc) {
+				old := cliopts.SignalContext
+				defer func() { cliopts.SignalContext = old }()
+				cliopts.SignalContext = func() (context.Context, context.CancelFunc) {
 					ctx, cancel := context.WithCancel(context.Background())
 					cancel() // Ctrl-C before the first test ends
 					return ctx, cancel

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
+	"github.com/gpuaccept/gpuaccept/internal/cliopts"
 )
 
 var runUsage = help("run")
@@ -26,9 +27,9 @@ func cmdLocalise(args []string, stdout, stderr io.Writer) (int, error) {
 // tests.
 type runOptions struct {
 	cmd     acceptance.Command
-	c       common
-	scope   scopeFlags
-	lf      localiseFlags
+	c       cliopts.Common
+	scope   cliopts.ScopeFlags
+	lf      cliopts.LocaliseFlags
 	suite   string
 	tests   []string
 	dryRun  bool
@@ -39,43 +40,44 @@ type runOptions struct {
 func newRunOptions(cmd acceptance.Command, stderr io.Writer) *runOptions {
 	o := &runOptions{cmd: cmd}
 	// gpuaccept --help lands here: show the commands too.
-	fs := newFlags("run", topUsage()+"\n"+runUsage, stderr)
+	fs := cliopts.NewFlags("run", topUsage()+"\n"+runUsage, stderr)
 	if cmd == acceptance.CommandLocalise {
-		fs = newFlags(string(cmd), localiseUsage, stderr)
+		fs = cliopts.NewFlags(string(cmd), localiseUsage, stderr)
 	}
 	o.fs = fs
-	o.c.add(fs)
-	o.c.addSign(fs)
+	o.c.Add(fs)
+	o.c.Version = getVersion()
+	o.c.AddSign(fs)
 	fs.StringVar(&o.suite, "suite", "", "suite to run (gpuaccept list suites)")
-	o.scope.add(fs, 30*time.Minute)
+	o.scope.Add(fs, 30*time.Minute)
 	fs.StringArrayVar(&o.tests, "test", nil, "run only this test of the suite (repeatable)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print the exact commands without running them")
 	fs.IntVar(&o.retries, "retries", 0, "run a test that failed or errored up to this many more times; every attempt is reported, a pass on a retry is a warn")
-	o.lf.add(fs, string(cmd))
-	o.scope.bind()
+	o.lf.Add(fs, string(cmd))
+	o.scope.Bind()
 	return o
 }
 
 // Validate checks the flags alone, before anything is read or started.
 func (o *runOptions) Validate() error {
 	if o.fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q (run takes flags only)", o.fs.Args())}
+		return cliopts.Usage(fmt.Errorf("unexpected arguments %q (run takes flags only)", o.fs.Args()))
 	}
-	if err := o.scope.validate(); err != nil {
+	if err := o.scope.Validate(); err != nil {
 		return err
 	}
-	if err := validFormat(o.c.format); err != nil {
+	if err := cliopts.ValidFormat(o.c.Format); err != nil {
 		return err
 	}
-	if err := o.c.loadKey(); err != nil {
+	if err := o.c.LoadKey(); err != nil {
 		return err
 	}
-	if o.c.sku == "" || o.suite == "" {
-		return usageError{errors.New("--sku and --suite are required (gpuaccept list suites)")}
+	if o.c.SKU == "" || o.suite == "" {
+		return cliopts.Usage(errors.New("--sku and --suite are required (gpuaccept list suites)"))
 	}
 	if o.retries < 0 || o.retries > acceptance.MaxRetries {
 		// Each attempt keeps its raw outputs: no bound fills the disk.
-		return usageError{fmt.Errorf("--retries %d: want 0 to %d", o.retries, acceptance.MaxRetries)}
+		return cliopts.Usage(fmt.Errorf("--retries %d: want 0 to %d", o.retries, acceptance.MaxRetries))
 	}
 	return nil
 }
@@ -84,17 +86,17 @@ func (o *runOptions) Validate() error {
 // (acceptance.Prepare): the SKU (--sku auto probed the nodes), the
 // topology, the parameters, the results folder. sc is left open for the
 // caller to close.
-func (o *runOptions) Complete(sc *scope, stdout, stderr io.Writer) (acceptance.Prepared, error) {
-	p, err := o.scope.prepare(o.cmd, &o.c, sc, o.suite, o.tests, stdout, stderr)
+func (o *runOptions) Complete(sc *cliopts.Scope, stdout, stderr io.Writer) (acceptance.Prepared, error) {
+	p, err := o.scope.Prepare(o.cmd, &o.c, sc, o.suite, o.tests, stdout, stderr)
 	if err != nil {
 		return acceptance.Prepared{}, err
 	}
 	p.Localise, p.DryRun = o.lf.LocaliseRequest, o.dryRun
-	ready, err := p.Setup(sc.ctx)
+	ready, err := p.Setup(sc.Ctx)
 	if err != nil {
-		return ready, usageError{err}
+		return ready, cliopts.Usage(err)
 	}
-	o.c.out = ready.Setup.Dir
+	o.c.Out = ready.Setup.Dir
 	return ready, nil
 }
 
@@ -104,36 +106,36 @@ func (o *runOptions) Complete(sc *scope, stdout, stderr io.Writer) (acceptance.P
 func runOrLocalise(cmd acceptance.Command, args []string, stdout, stderr io.Writer) (int, error) {
 	o := newRunOptions(cmd, stderr)
 	if err := o.fs.Parse(args); err != nil {
-		return exitUsage, usageError{err}
+		return exitUsage, cliopts.Usage(err)
 	}
 	if err := o.Validate(); err != nil {
 		return exitUsage, err
 	}
-	sc, code, err := o.scope.complete(&o.c, o.dryRun, 0, stderr)
+	sc, code, err := o.scope.Complete(&o.c, o.dryRun, 0, stderr)
 	if err != nil {
 		return code, err
 	}
-	defer sc.close()
+	defer sc.Close()
 	ready, err := o.Complete(sc, stdout, stderr)
 	if err != nil {
 		return exitUsage, err
 	}
 	setup := ready.Setup
 	if cmd == acceptance.CommandLocalise {
-		return localiseOnly(sc.ctx, &o.c, setup, o.tests, stdout, stderr)
+		return localiseOnly(sc.Ctx, &o.c, setup, o.tests, stdout, stderr)
 	}
-	res, err := acceptance.Run(sc.ctx, acceptance.RunOptions{Setup: setup, Launcher: ready.Launcher, Only: o.tests, Retries: o.retries,
+	res, err := acceptance.Run(sc.Ctx, acceptance.RunOptions{Setup: setup, Launcher: ready.Launcher, Only: o.tests, Retries: o.retries,
 		LocaliseAll: o.lf.Always, NoLocalise: o.lf.Never})
 	var nothing *acceptance.NothingJudgedError
 	switch {
 	case errors.As(err, &nothing):
 		return exitNothingJudged, err
 	case err != nil:
-		return exitUsage, usageError{err}
+		return exitUsage, cliopts.Usage(err)
 	case o.dryRun:
 		return exitOK, nil
 	}
-	code, err = o.c.finish(res, setup.SKU, stdout, stderr)
-	fmt.Fprintf(stderr, "results: %s (report.html, junit.xml, results.json, raw/)\n", o.c.out)
+	code, err = o.c.Finish(res, setup.SKU, stdout, stderr)
+	fmt.Fprintf(stderr, "results: %s (report.html, junit.xml, results.json, raw/)\n", o.c.Out)
 	return code, err
 }

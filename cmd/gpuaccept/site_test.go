@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
+	"github.com/gpuaccept/gpuaccept/internal/cliopts"
 )
 
 // A bad site file stops the run before anything, with exit code 2 and each
@@ -163,8 +164,8 @@ func TestExamplesHaveABaseline(t *testing.T) {
 	sbatch := strings.Split(strings.TrimSpace(string(out)), "\n")[1:] // after the script's own line
 	assert.Assert(t, strings.Contains(readFile(t, "../../examples/slurm/gpuaccept.sbatch"), "#SBATCH --nodes=1\n"))
 
-	var c common
-	cat, err := c.catalog(io.Discard)
+	var c cliopts.Common
+	cat, err := c.Catalog(io.Discard)
 	assert.NilError(t, err)
 	for name, args := range map[string][]string{"README headline": headline, "gpuaccept.sbatch": sbatch} {
 		s, err := cat.Get(after(args, "--sku"))

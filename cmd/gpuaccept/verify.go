@@ -10,25 +10,26 @@ import (
 	"github.com/gpuaccept/gpuaccept/baselines"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
+	"github.com/gpuaccept/gpuaccept/internal/cliopts"
 )
 
 var verifyUsage = help("verify")
 
 func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
-	var c common
+	var c cliopts.Common
 	var digest, allowed, identity string
 	var strict bool
-	fs := newFlags("verify", verifyUsage, stderr)
+	fs := cliopts.NewFlags("verify", verifyUsage, stderr)
 	fs.StringVar(&digest, "digest", "", "sign-off digest printed at sign-off (sha256:HEX): manifest.json must be that one")
 	fs.StringVar(&allowed, "allowed-signers", "", "allowed signers file (ssh-keygen(1), ALLOWED SIGNERS) to check manifest.json.sig against")
 	fs.StringVar(&identity, "identity", "", "the signer's identity in --allowed-signers (operator@site)")
 	fs.BoolVar(&strict, "strict-baseline", false, "a kept baseline copy that is not this gpuaccept's built-in SKU file is a finding, not a note")
-	fs.StringVar(&c.pluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables (env GPUACCEPT_PLUGIN_PATH)")
+	fs.StringVar(&c.PluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables (env GPUACCEPT_PLUGIN_PATH)")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage, usageError{err}
+		return exitUsage, cliopts.Usage(err)
 	}
 	if fs.NArg() != 1 {
-		return exitUsage, usageError{errors.New("verify takes one RESULTS_DIR")}
+		return exitUsage, cliopts.Usage(errors.New("verify takes one RESULTS_DIR"))
 	}
 	o := signoff.Options{Version: getVersion(), Builtin: baselines.FS, StrictBaseline: strict, Recordings: gpuaccept.Recordings}
 	var empty []string
@@ -38,16 +39,16 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 	if err := o.Signers(digest, allowed, identity, empty); err != nil {
-		return exitUsage, usageError{err}
+		return exitUsage, cliopts.Usage(err)
 	}
 	dir := fs.Arg(0)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return exitUsage, usageError{fmt.Errorf("results folder %s: not a folder", dir)}
+		return exitUsage, cliopts.Usage(fmt.Errorf("results folder %s: not a folder", dir))
 	}
-	host := c.host()
+	host := c.Host()
 	defer host.Close()
 	o.Plugins = host
-	ctx, stop := signalContext()
+	ctx, stop := cliopts.SignalContext()
 	defer stop()
 	res, err := signoff.Verify(ctx, dir, o)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/runner"
+	"github.com/gpuaccept/gpuaccept/internal/cliopts"
 )
 
 // p2poffAllReduce is nccl.all_reduce of the real H200 run with NVLink
@@ -81,7 +82,7 @@ func rejudgedAs(t *testing.T, dir, name string, params map[string]string) {
 	assert.NilError(t, err)
 	s, err := resultsdir.KeptBaseline(dir, run.SKU)
 	assert.NilError(t, err)
-	host := (&common{}).host()
+	host := (&cliopts.Common{}).Host()
 	defer host.Close()
 	editJournalTest(t, dir, name, func(tt *result.Test) {
 		tt.Params = params

@@ -1,4 +1,4 @@
-package main
+package cliopts
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/hosts"
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/site"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/framework/skuauto"
@@ -21,23 +22,23 @@ import (
 	"github.com/gpuaccept/gpuaccept/launchers/rankstart"
 )
 
-// scopeFlags are the flags of where and how tests run, declared once for
+// ScopeFlags are the flags of where and how tests run, declared once for
 // run, localise and health so that the commands cannot drift apart.
-type scopeFlags struct {
+type ScopeFlags struct {
 	launcher, hostList, hostFile, mpiFlavor, siteFile string
 	nodes, gpus                                       int
 	timeout                                           time.Duration
 	params, mpiArgs                                   []string
 	launchers                                         *launch.Configs
 	// bindErr is launch.Bind's: a flag name two launchers (or a launcher
-	// and the command) bind; validate returns it.
+	// and the command) bind; Validate returns it.
 	bindErr error
 	fs      *pflag.FlagSet
 }
 
-// add adds the scope flags to fs; timeout is --timeout's default. The
-// launchers' own flags are bound by bind, after the command's flags.
-func (f *scopeFlags) add(fs *pflag.FlagSet, timeout time.Duration) {
+// Add adds the scope flags to fs; timeout is --timeout's default. The
+// launchers' own flags are bound by Bind, after the command's flags.
+func (f *ScopeFlags) Add(fs *pflag.FlagSet, timeout time.Duration) {
 	f.fs = fs
 	fs.StringVar(&f.launcher, "launcher", local.Name, "where the steps run: "+strings.Join(launch.Names(), ", "))
 	fs.IntVar(&f.nodes, "nodes", 0, "number of nodes (default: the hosts given, else the suite's)")
@@ -51,102 +52,104 @@ func (f *scopeFlags) add(fs *pflag.FlagSet, timeout time.Duration) {
 	fs.DurationVar(&f.timeout, "timeout", timeout, "time limit per test; on expiry everything the test started is stopped")
 }
 
-// bind adds the launchers' flags (launch.Bind).
-func (f *scopeFlags) bind() { f.launchers, f.bindErr = launch.Bind(f.fs) }
+// Bind adds the launchers' flags (launch.Bind).
+func (f *ScopeFlags) Bind() { f.launchers, f.bindErr = launch.Bind(f.fs) }
 
-// validate checks the scope flags alone, before anything is read: a
+// Validate checks the scope flags alone, before anything is read: a
 // launcher's flags only with that launcher (launch.Configs.Check; also are
 // launcher flags the command reads whatever the launcher).
-func (f *scopeFlags) validate(also ...string) error {
+func (f *ScopeFlags) Validate(also ...string) error {
 	if f.bindErr != nil {
 		return f.bindErr
 	}
 	if err := f.launchers.Check(f.launcher, also...); err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	if err := (acceptance.Request{Nodes: f.nodes, GPUsPerNode: f.gpus}).Validate(); err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	if f.timeout <= 0 {
-		return usageError{fmt.Errorf("--timeout %s: want a limit above zero, such as 30m: a test without one could hang the run, and what it started, for ever", f.timeout)}
+		return UsageError{fmt.Errorf("--timeout %s: want a limit above zero, such as 30m: a test without one could hang the run, and what it started, for ever", f.timeout)}
 	}
 	return nil
 }
 
-// scope is what the scope flags give once read: the site file, the hosts,
+// Scope is what the scope flags give once read: the site file, the hosts,
 // the plugin host and the command's signal context, and what --sku auto
-// found. close releases the plugin host and the context.
-type scope struct {
-	site     *site.Site
-	hosts    []hosts.Host
-	host     *pluginapi.Host
-	ctx      context.Context
+// found. Close releases the plugin host and the context.
+type Scope struct {
+	site  *site.Site
+	hosts []hosts.Host
+	host  *pluginapi.Host
+	// Ctx is the command's signal context; Close cancels it.
+	Ctx      context.Context
 	autoGPUs int
 	autoNote []string
-	close    func()
+	// Close releases the plugin host and cancels Ctx.
+	Close func()
 }
 
-// complete reads the site file and the hosts, starts the plugin host and
-// the signal context (into c.ctx), and resolves --sku auto (its probe on
+// Complete reads the site file and the hosts, starts the plugin host and
+// the signal context (into c.Ctx), and resolves --sku auto (its probe on
 // probeNodes nodes, 0: by the scope's rule). On error nothing is left
 // open; the code is the exit code.
-func (f *scopeFlags) complete(c *common, dryRun bool, probeNodes int, stderr io.Writer) (*scope, int, error) {
+func (f *ScopeFlags) Complete(c *Common, dryRun bool, probeNodes int, stderr io.Writer) (*Scope, int, error) {
 	st, err := loadSite(f.siteFile)
 	if err != nil {
-		return nil, exitUsage, err
+		return nil, result.ExitUsage, err
 	}
-	if err := st.CheckScopes(c.host().Names()); err != nil {
-		return nil, exitUsage, usageError{err}
+	if err := st.CheckScopes(c.Host().Names()); err != nil {
+		return nil, result.ExitUsage, UsageError{err}
 	}
 	if !f.fs.Changed("mpi-flavor") {
 		f.mpiFlavor = "" // the site's mpi.flavor, else Open MPI
 	}
 	hs, err := acceptance.ReadHosts(f.hostList, f.hostFile)
 	if err != nil {
-		return nil, exitUsage, usageError{err}
+		return nil, result.ExitUsage, UsageError{err}
 	}
-	host := c.host()
-	ctx, stop := signalContext()
-	c.ctx = ctx
-	sc := &scope{site: st, hosts: hs, host: host, ctx: ctx, close: func() { stop(); host.Close() }}
-	if c.sku != skuauto.Auto {
-		return sc, exitOK, nil
+	host := c.Host()
+	ctx, stop := SignalContext()
+	c.Ctx = ctx
+	sc := &Scope{site: st, hosts: hs, host: host, Ctx: ctx, Close: func() { stop(); host.Close() }}
+	if c.SKU != skuauto.Auto {
+		return sc, result.ExitPass, nil
 	}
 	ch, err := f.auto(c, sc, dryRun, probeNodes, stderr)
 	if err != nil {
 		interrupted := ctx.Err() != nil // before close cancels ctx
-		sc.close()
+		sc.Close()
 		if interrupted {
-			return nil, exitInterrupted, fmt.Errorf("--sku auto: interrupted (Ctrl-C or SIGTERM) while %s read the nodes' GPUs", skuauto.ProbeTest)
+			return nil, result.ExitInterrupted, fmt.Errorf("--sku auto: interrupted (Ctrl-C or SIGTERM) while %s read the nodes' GPUs", skuauto.ProbeTest)
 		}
-		return nil, exitUsage, err
+		return nil, result.ExitUsage, err
 	}
 	sc.autoGPUs, sc.autoNote = ch.GPUsPerNode, []string{ch.Note()}
-	return sc, exitOK, nil
+	return sc, result.ExitPass, nil
 }
 
 // auto runs --sku auto's probe (acceptance.AutoSKU) with the command's
-// own launcher flags, hosts and site, sets c.sku to the SKU picked and
+// own launcher flags, hosts and site, sets c.SKU to the SKU picked and
 // says the choice on stderr. Every refusal is a usage error.
-func (f *scopeFlags) auto(c *common, sc *scope, dryRun bool, probeNodes int, stderr io.Writer) (*skuauto.Choice, error) {
+func (f *ScopeFlags) auto(c *Common, sc *Scope, dryRun bool, probeNodes int, stderr io.Writer) (*skuauto.Choice, error) {
 	if probeNodes == 0 {
 		probeNodes = f.nodes
 	}
-	ch, err := acceptance.AutoSKU(sc.ctx, acceptance.AutoOptions{Catalog: func() (*sku.Catalog, error) { return c.catalog(stderr) },
+	ch, err := acceptance.AutoSKU(sc.Ctx, acceptance.AutoOptions{Catalog: func() (*sku.Catalog, error) { return c.Catalog(stderr) },
 		Plugins: sc.host, NewLauncher: f.newLauncher(nil, sc.site, false), Nodes: probeNodes, GPUsPerNode: f.gpus, Hosts: hosts.Names(sc.hosts),
-		Out: c.out, Timeout: f.timeout, DryRun: dryRun, PodGPUs: f.launcher == k8s.Name, Site: sc.site})
+		Out: c.Out, Timeout: f.timeout, DryRun: dryRun, PodGPUs: f.launcher == k8s.Name, Site: sc.site})
 	if err != nil {
-		return nil, usageError{err}
+		return nil, UsageError{err}
 	}
 	fmt.Fprintln(stderr, ch.Line())
-	c.sku = ch.SKU.Name
+	c.SKU = ch.SKU.Name
 	return ch, nil
 }
 
-// prepare is the command's acceptance.Prepare from the scope flags, the
-// common flags and what complete read (sc).
-func (f *scopeFlags) prepare(cmd acceptance.Command, c *common, sc *scope, suite string, tests []string, stdout, stderr io.Writer) (acceptance.Prepare, error) {
-	cat, err := c.catalog(stderr)
+// Prepare is the command's acceptance.Prepare from the scope flags, the
+// common flags and what Complete read (sc).
+func (f *ScopeFlags) Prepare(cmd acceptance.Command, c *Common, sc *Scope, suite string, tests []string, stdout, stderr io.Writer) (acceptance.Prepare, error) {
+	cat, err := c.Catalog(stderr)
 	if err != nil {
 		return acceptance.Prepare{}, err
 	}
@@ -159,14 +162,14 @@ func (f *scopeFlags) prepare(cmd acceptance.Command, c *common, sc *scope, suite
 	return acceptance.Prepare{Request: acceptance.Request{Command: cmd, Suite: suite, Tests: tests, Params: f.params, Site: sc.site,
 		Nodes: f.nodes, GPUsPerNode: f.gpus, Hosts: sc.hosts, AutoGPUs: sc.autoGPUs,
 		OneHost: f.launcher == local.Name, Launcher: f.launcher, OtherLaunchers: others},
-		Catalog: cat, SKUName: c.sku, Out: c.out, Timeout: f.timeout, Plugins: sc.host, OnThisHost: f.launcher == local.Name,
+		Catalog: cat, SKUName: c.SKU, Out: c.Out, Timeout: f.timeout, Plugins: sc.host, OnThisHost: f.launcher == local.Name,
 		Launchers: func(s *sku.SKU, dryRun bool) acceptance.NewLauncher { return f.newLauncher(s, sc.site, dryRun) },
-		AutoNote:  sc.autoNote, Version: getVersion(), Stdout: stdout, Stderr: stderr, Now: time.Now()}, nil
+		AutoNote:  sc.autoNote, Version: c.Version, Stdout: stdout, Stderr: stderr, Now: time.Now()}, nil
 }
 
 // newLauncher builds the command's launcher, of SKU s (nil: none known
 // yet) with the site file, on the hosts each run gives it.
-func (f *scopeFlags) newLauncher(s *sku.SKU, st *site.Site, dryRun bool) acceptance.NewLauncher {
+func (f *ScopeFlags) newLauncher(s *sku.SKU, st *site.Site, dryRun bool) acceptance.NewLauncher {
 	opts := launch.Options{MPIFlavor: f.mpiFlavor, MPIArgs: f.mpiArgs, SKU: s, DryRun: dryRun, Site: st}
 	return func(hosts []string) (launch.Launcher, error) {
 		o := opts
@@ -180,7 +183,7 @@ func (f *scopeFlags) newLauncher(s *sku.SKU, st *site.Site, dryRun bool) accepta
 func loadSite(path string) (*site.Site, error) {
 	s, err := site.LoadForRun(path)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, UsageError{err}
 	}
 	return s, nil
 }
