@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/torchbench"
 	"github.com/gpuaccept/gpuaccept/plugins/internal/trainlog"
 )
 
@@ -24,7 +25,7 @@ func parseCommand(req pluginapi.ParseRequest, s settings) result.Parsed {
 			errs = append(errs, fmt.Sprintf("step %s: %s", o.Step, o.LaunchError))
 		}
 		read := 0
-		for _, path := range paths(o) {
+		for _, path := range torchbench.Paths(o) {
 			name := filepath.Base(path)
 			f, err := os.Open(path)
 			if err != nil {
@@ -103,15 +104,6 @@ func judgeLog(p *result.Parsed, l trainlog.Log, warmup int, host, name string) {
 	if l.Formula != "" {
 		p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Message: fmt.Sprintf("%s: %s log; TFLOP/s by its formula: %s", name, l.Writer, l.Formula)})
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 func sortedStrings(s []string) []string {

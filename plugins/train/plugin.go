@@ -23,6 +23,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/torchbench"
 	"github.com/gpuaccept/gpuaccept/plugins/internal/trainlog"
 	"github.com/gpuaccept/gpuaccept/workloads"
 )
@@ -251,7 +252,7 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 		if o.LaunchError != "" {
 			errs = append(errs, fmt.Sprintf("step %s: %s", o.Step, o.LaunchError))
 		}
-		for _, path := range paths(o) {
+		for _, path := range torchbench.Paths(o) {
 			f, err := os.Open(path)
 			if err != nil {
 				errs = append(errs, fmt.Sprintf("open %s: %v", filepath.Base(path), err))
@@ -402,18 +403,4 @@ func cloneLabels(m map[string]string) map[string]string {
 		c[k] = v
 	}
 	return c
-}
-
-// paths are the files of an output to read: its log, then its files.
-func paths(o plan.Output) []string {
-	var out []string
-	if o.Log != "" {
-		out = append(out, o.Log)
-	}
-	for _, n := range sortedKeys(o.Files) {
-		if p := o.Files[n]; p != "" && p != o.Log {
-			out = append(out, p)
-		}
-	}
-	return out
 }
