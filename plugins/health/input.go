@@ -8,13 +8,13 @@ package health
 // is sniffed.
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
 
+	"github.com/gpuaccept/gpuaccept/plugins/internal/lines"
 	"github.com/gpuaccept/gpuaccept/plugins/internal/textdiag"
 )
 
@@ -126,36 +126,7 @@ func kindOf(name string) string {
 // readLines calls fn for each line of r (no line end, at most maxLine
 // bytes kept of it), numbered from 1.
 func readLines(r io.Reader, fn func(text string, no int)) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	no := 0
-	var buf []byte
-	for {
-		chunk, isPrefix, err := br.ReadLine()
-		if len(chunk) > 0 || isPrefix || err == nil {
-			if len(buf) < maxLine {
-				room := maxLine - len(buf)
-				if len(chunk) > room {
-					chunk = chunk[:room]
-				}
-				buf = append(buf, chunk...)
-			}
-			if !isPrefix && err == nil {
-				no++
-				fn(string(buf), no)
-				buf = buf[:0]
-			}
-		}
-		if err == io.EOF {
-			if len(buf) > 0 {
-				no++
-				fn(string(buf), no)
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
+	return lines.Each(r, maxLine, func(line []byte, no int, _ bool) { fn(string(line), no) })
 }
 
 var tagged = regexp.MustCompile(`^([^|]{1,255})\|([a-z0-9-]{1,32})\|`)

@@ -1,7 +1,6 @@
 package train
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuaccept/gpuaccept/plugins/internal/lines"
 	"github.com/gpuaccept/gpuaccept/plugins/internal/trainlog"
 )
 
@@ -108,108 +108,92 @@ func readBench(r io.Reader, name string, b *bench) error {
 	if b.configs == nil {
 		b.configs, b.logs = map[gpuKey]*config{}, map[gpuKey]*trainlog.Log{}
 	}
-	br := bufio.NewReaderSize(r, 64<<10)
 	n, found := 0, 0
-	for {
-		raw, long, err := readLine(br)
-		if err != nil && len(raw) == 0 && !long {
-			if err != io.EOF {
-				return fmt.Errorf("read %s at line %d: %w", name, n+1, err)
-			}
-			break
-		}
-		n++
-		if long {
-			b.bad = append(b.bad, fmt.Sprintf("%s:%d: a line over %d bytes", name, n, lineMax))
-			continue
-		}
-		text := strings.TrimSpace(string(raw))
-		if !strings.HasPrefix(text, "{") {
-			if text != "" {
-				b.stray++
-				if kind := strayFailure(text); kind != "" {
-					b.trace = append(b.trace, trainlog.Failure{Kind: kind, Line: n, Text: clip(text)})
-				}
-			}
-			continue
-		}
-		var l benchLine
-		if err := json.Unmarshal([]byte(text), &l); err != nil || l.Kind == "" {
-			b.stray++
-			continue
-		}
-		if l.Host != "" && !hostName.MatchString(l.Host) {
-			b.bad = append(b.bad, fmt.Sprintf("%s:%d: host %q is no host name", name, n, clip(l.Host)))
-			continue
-		}
-		found++
-		gpu := -1
-		if l.GPU != nil {
-			gpu = *l.GPU
-		}
-		k := gpuKey{l.Host, gpu}
-		switch l.Kind {
-		case "train_config":
-			c := &config{}
-			if err := json.Unmarshal([]byte(text), c); err != nil {
-				b.bad = append(b.bad, fmt.Sprintf("%s:%d: train_config: %v", name, n, err))
-				continue
-			}
-			c.line = n
-			b.configs[k] = c
-			lg := b.log(k)
-			lg.Info = map[string]string{"model": c.Model, "layers": strconv.Itoa(c.Layers), "seq_length": strconv.Itoa(c.Seq),
-				"micro_batch_size": strconv.Itoa(c.MicroBatch), "world_size": strconv.Itoa(c.WorldSize), "gpu": c.Name, "torchversion": c.Torch}
-		case "train_step":
-			loss, ok, err := lossOf(l.Loss)
-			if err != nil {
-				b.bad = append(b.bad, fmt.Sprintf("%s:%d: train_step loss: %v", name, n, err))
-				continue
-			}
-			lg := b.log(k)
-			of := 0
-			if c := b.configs[k]; c != nil {
-				of = c.Steps
-				c.stepsSeen++
-				c.peakMemGiB = math.Max(c.peakMemGiB, l.PeakMem)
-			}
-			lg.Steps = append(lg.Steps, trainlog.Step{Iter: l.Step, Of: of, Line: n, Host: l.Host, GPU: strconv.Itoa(gpu),
-				Warmup: string(l.Warmup) == "true", Millis: l.Ms, TFLOPSPerGPU: l.TFLOPS, TokensPerSecPerGPU: l.TPS, Loss: loss, HasLoss: ok, PeakMemGiB: l.PeakMem})
-		case "error":
-			msg := fmt.Sprintf("%s: %s", k, l.Message)
-			if gpu < 0 { // the script's own, before any GPU started
-				msg = fmt.Sprintf("%s: %s", hostOr(l.Host), l.Message)
-			}
-			switch l.Error {
-			case "oom":
-				b.log(k).Failures = append(b.log(k).Failures, trainlog.Failure{Kind: trainlog.KindOOM, Line: n, Text: clip(l.Message)})
-			case "crash":
-				b.log(k).Failures = append(b.log(k).Failures, trainlog.Failure{Kind: trainlog.KindCrash, Line: n, Text: clip(l.Message)})
-			default:
-				b.setup = append(b.setup, fmt.Sprintf("%s:%d: %s", name, n, msg))
-			}
-		}
-	}
+	err := lines.Each(r, lineMax, func(raw []byte, no int, long bool) {
+		n = no
+		b.line(raw, no, long, name, &found)
+	})
 	b.lines += n
+	if err != nil {
+		return fmt.Errorf("read %s at line %d: %w", name, n+1, err)
+	}
 	if found == 0 {
 		return fmt.Errorf("%s: no trainbench.py line in %d line(s)", name, n)
 	}
 	return nil
 }
 
-// readLine reads one line without its newline; long is true, and the
-// line dropped, when it runs past lineMax.
-func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
-	for {
-		part, isPrefix, err := br.ReadLine()
-		if !long {
-			line = append(line, part...)
+// line reads one line of trainbench.py's output (n: its 1-based number;
+// long: cut at lineMax) into b; found counts the script's lines.
+func (b *bench) line(raw []byte, n int, long bool, name string, found *int) {
+	if long {
+		b.bad = append(b.bad, fmt.Sprintf("%s:%d: a line over %d bytes", name, n, lineMax))
+		return
+	}
+	text := strings.TrimSpace(string(raw))
+	if !strings.HasPrefix(text, "{") {
+		if text != "" {
+			b.stray++
+			if kind := strayFailure(text); kind != "" {
+				b.trace = append(b.trace, trainlog.Failure{Kind: kind, Line: n, Text: clip(text)})
+			}
 		}
-		if len(line) > lineMax {
-			long, line = true, nil
+		return
+	}
+	var l benchLine
+	if err := json.Unmarshal([]byte(text), &l); err != nil || l.Kind == "" {
+		b.stray++
+		return
+	}
+	if l.Host != "" && !hostName.MatchString(l.Host) {
+		b.bad = append(b.bad, fmt.Sprintf("%s:%d: host %q is no host name", name, n, clip(l.Host)))
+		return
+	}
+	*found++
+	gpu := -1
+	if l.GPU != nil {
+		gpu = *l.GPU
+	}
+	k := gpuKey{l.Host, gpu}
+	switch l.Kind {
+	case "train_config":
+		c := &config{}
+		if err := json.Unmarshal([]byte(text), c); err != nil {
+			b.bad = append(b.bad, fmt.Sprintf("%s:%d: train_config: %v", name, n, err))
+			return
 		}
-		if err != nil || !isPrefix {
-			return line, long, err
+		c.line = n
+		b.configs[k] = c
+		lg := b.log(k)
+		lg.Info = map[string]string{"model": c.Model, "layers": strconv.Itoa(c.Layers), "seq_length": strconv.Itoa(c.Seq),
+			"micro_batch_size": strconv.Itoa(c.MicroBatch), "world_size": strconv.Itoa(c.WorldSize), "gpu": c.Name, "torchversion": c.Torch}
+	case "train_step":
+		loss, ok, err := lossOf(l.Loss)
+		if err != nil {
+			b.bad = append(b.bad, fmt.Sprintf("%s:%d: train_step loss: %v", name, n, err))
+			return
+		}
+		lg := b.log(k)
+		of := 0
+		if c := b.configs[k]; c != nil {
+			of = c.Steps
+			c.stepsSeen++
+			c.peakMemGiB = math.Max(c.peakMemGiB, l.PeakMem)
+		}
+		lg.Steps = append(lg.Steps, trainlog.Step{Iter: l.Step, Of: of, Line: n, Host: l.Host, GPU: strconv.Itoa(gpu),
+			Warmup: string(l.Warmup) == "true", Millis: l.Ms, TFLOPSPerGPU: l.TFLOPS, TokensPerSecPerGPU: l.TPS, Loss: loss, HasLoss: ok, PeakMemGiB: l.PeakMem})
+	case "error":
+		msg := fmt.Sprintf("%s: %s", k, l.Message)
+		if gpu < 0 { // the script's own, before any GPU started
+			msg = fmt.Sprintf("%s: %s", hostOr(l.Host), l.Message)
+		}
+		switch l.Error {
+		case "oom":
+			b.log(k).Failures = append(b.log(k).Failures, trainlog.Failure{Kind: trainlog.KindOOM, Line: n, Text: clip(l.Message)})
+		case "crash":
+			b.log(k).Failures = append(b.log(k).Failures, trainlog.Failure{Kind: trainlog.KindCrash, Line: n, Text: clip(l.Message)})
+		default:
+			b.setup = append(b.setup, fmt.Sprintf("%s:%d: %s", name, n, msg))
 		}
 	}
 }

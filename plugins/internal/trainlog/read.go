@@ -1,7 +1,6 @@
 package trainlog
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpuaccept/gpuaccept/plugins/internal/lines"
 )
 
 // Writers Read tells apart, as Log.Writer names them.
@@ -166,32 +167,9 @@ func Read(r io.Reader) (Log, error) {
 		seen:    map[int]bool{},
 		markers: map[string]bool{},
 	}
-	br := bufio.NewReaderSize(r, 64<<10)
 	n := 0
-	var buf []byte
-	for {
-		chunk, isPrefix, err := br.ReadLine()
-		if len(chunk) > 0 || isPrefix || err == nil {
-			if len(buf) < maxLine {
-				room := maxLine - len(buf)
-				if len(chunk) > room {
-					chunk = chunk[:room]
-				}
-				buf = append(buf, chunk...)
-			}
-			if isPrefix {
-				continue
-			}
-			n++
-			rd.line(n, buf)
-			buf = buf[:0]
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return Log{}, fmt.Errorf("reading training log at line %d: %w", n+1, err)
-		}
+	if err := lines.Each(r, maxLine, func(line []byte, no int, _ bool) { n = no; rd.line(no, line) }); err != nil {
+		return Log{}, fmt.Errorf("reading training log at line %d: %w", n+1, err)
 	}
 	return rd.finish(n)
 }
