@@ -3,7 +3,6 @@ package workload
 // This file: reading declared metrics out of any output, line by line.
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/lines"
 )
 
 // maxLine bounds the part of one line a pattern sees (a hostile output of
@@ -74,38 +74,12 @@ var number = regexp.MustCompile(`^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-
 // only when r cannot be read.
 func Read(r io.Reader, name string, ds []Declared) (Reading, error) {
 	var out Reading
-	br := bufio.NewReaderSize(r, 64<<10)
-	var line []byte
-	n := 0
-	for {
-		line = line[:0]
-		long := false
-		var err error
-		for {
-			var chunk []byte
-			chunk, err = br.ReadSlice('\n')
-			if room := maxLine - len(line); room > 0 {
-				line = append(line, chunk[:min(len(chunk), room)]...)
-			}
-			if len(line) >= maxLine && len(chunk) > 0 && chunk[len(chunk)-1] != '\n' {
-				long = true
-			}
-			if !errors.Is(err, bufio.ErrBufferFull) {
-				break
-			}
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return out, fmt.Errorf("read %s: %w", name, err)
-		}
-		if len(line) == 0 && errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		n++
+	err := lines.Each(r, maxLine, func(line []byte, n int, long bool) {
 		if long {
 			out.Warnings = append(out.Warnings, result.Diagnostic{Level: result.Warning, Source: fmt.Sprintf("%s:%d", name, n),
 				Message: fmt.Sprintf("line longer than %d bytes: only its first %d bytes were read", maxLine, maxLine)})
 		}
-		text := strings.TrimRight(string(line), "\r\n")
+		text := string(line)
 		for _, d := range ds {
 			m := d.re.FindStringSubmatch(text)
 			if m == nil {
@@ -113,10 +87,11 @@ func Read(r io.Reader, name string, ds []Declared) (Reading, error) {
 			}
 			out.match(d, m, name, n, text)
 		}
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
+	})
+	if err != nil {
+		return out, fmt.Errorf("read %s: %w", name, err)
 	}
+	return out, nil
 }
 
 // match records the value of d that m (d's submatches on line n) gives.

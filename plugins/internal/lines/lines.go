@@ -1,7 +1,7 @@
 // Package lines reads a tool's output line by line with a bound on what
 // one line may hold, so that a hostile output of gigabytes on one line
-// costs the reader no more than the bound. The health, trainlog and train
-// readers share it.
+// costs the reader no more than the bound. The health, trainlog, train and
+// workload readers share it.
 package lines
 
 import (
