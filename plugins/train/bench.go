@@ -71,13 +71,7 @@ type gpuKey struct {
 	gpu  int
 }
 
-func (k gpuKey) String() string {
-	h := k.host
-	if h == "" {
-		h = "host unknown"
-	}
-	return fmt.Sprintf("%s GPU %d", h, k.gpu)
-}
+func (k gpuKey) String() string { return fmt.Sprintf("%s GPU %d", hostOr(k.host), k.gpu) }
 
 // bench is trainbench.py's output, one log per GPU.
 type bench struct {
@@ -262,6 +256,7 @@ func strayFailure(text string) string {
 	return ""
 }
 
+// hostOr is h, or "host unknown" for an output naming no host.
 func hostOr(h string) string {
 	if h == "" {
 		return "host unknown"

@@ -2,9 +2,9 @@ package train
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
@@ -87,10 +87,10 @@ func judgeLog(p *result.Parsed, l trainlog.Log, warmup int, host, name string) {
 		labels["host"] = host
 	}
 	if len(tps) > 0 {
-		p.Metrics = append(p.Metrics, result.Metric{Name: "tokens_per_s", Value: trainlog.Median(tps), Unit: "tokens/s", Labels: cloneLabels(labels)})
+		p.Metrics = append(p.Metrics, result.Metric{Name: "tokens_per_s", Value: trainlog.Median(tps), Unit: "tokens/s", Labels: maps.Clone(labels)})
 	}
 	if len(tfl) > 0 {
-		p.Metrics = append(p.Metrics, result.Metric{Name: "tflops", Value: trainlog.Median(tfl), Unit: "TFLOPS", Labels: cloneLabels(labels)})
+		p.Metrics = append(p.Metrics, result.Metric{Name: "tflops", Value: trainlog.Median(tfl), Unit: "TFLOPS", Labels: maps.Clone(labels)})
 	}
 	if p.Info == nil {
 		p.Info = map[string]string{}
@@ -104,9 +104,4 @@ func judgeLog(p *result.Parsed, l trainlog.Log, warmup int, host, name string) {
 	if l.Formula != "" {
 		p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Message: fmt.Sprintf("%s: %s log; TFLOP/s by its formula: %s", name, l.Writer, l.Formula)})
 	}
-}
-
-func sortedStrings(s []string) []string {
-	sort.Strings(s)
-	return s
 }

@@ -15,8 +15,10 @@ package train
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -102,22 +104,12 @@ type settings struct {
 	command string
 	logFile string
 	warmup  int
+	steps   int // the script's --steps
 	env     map[string]string
 }
 
-// steps is the steps parameter given to the script, else its default.
-func (s settings) steps() int {
-	for i := 0; i+1 < len(s.args); i++ {
-		if s.args[i] == "--steps" {
-			n, _ := strconv.Atoi(s.args[i+1])
-			return n
-		}
-	}
-	return 30
-}
-
 func parseParams(test string, p map[string]string) (settings, error) {
-	s := settings{python: "python3", warmup: 5}
+	s := settings{python: "python3", warmup: 5, steps: 30}
 	if test == "command" {
 		s.warmup = 0
 	}
@@ -146,6 +138,9 @@ func parseParams(test string, p map[string]string) (settings, error) {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
 				return fmt.Errorf("%q is not a positive integer", v)
+			}
+			if k == "steps" {
+				s.steps = n
 			}
 			s.args = append(s.args, "--"+strings.ReplaceAll(k, "_", "-"), v)
 		case "warmup":
@@ -180,8 +175,8 @@ func parseParams(test string, p map[string]string) (settings, error) {
 		return nil
 	})
 	s.env = env
-	if err == nil && test != "command" && s.steps() <= s.warmup {
-		err = &pluginapi.ParamError{Name: "steps", Err: fmt.Errorf("%d steps leave none after the %d of warm-up: give more steps than warmup", s.steps(), s.warmup)}
+	if err == nil && test != "command" && s.steps <= s.warmup {
+		err = &pluginapi.ParamError{Name: "steps", Err: fmt.Errorf("%d steps leave none after the %d of warm-up: give more steps than warmup", s.steps, s.warmup)}
 	}
 	if err == nil && test == "command" && s.command == "" {
 		err = &pluginapi.ParamError{Name: "command", Err: fmt.Errorf("required: the training command to run")}
@@ -331,7 +326,7 @@ func judgeBench(p *result.Parsed, topo plan.Topology, b bench) {
 		}
 		p.Metrics = append(p.Metrics,
 			result.Metric{Name: "tokens_per_s", Value: trainlog.Median(tps), Unit: "tokens/s", Labels: labels},
-			result.Metric{Name: "tflops", Value: trainlog.Median(tfl), Unit: "TFLOPS", Labels: cloneLabels(labels)})
+			result.Metric{Name: "tflops", Value: trainlog.Median(tfl), Unit: "TFLOPS", Labels: maps.Clone(labels)})
 		p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Message: fmt.Sprintf(
 			"%s: %s, %d of %d layers (%s), seq %d x micro-batch %d, %s, world size %d; %d judged of %d steps; peak memory %.1f GiB; FLOP per token %.4g: %s",
 			k, c.Model, c.Layers, c.LayersFull, c.LayersWhy, c.Seq, c.MicroBatch, c.Mode, c.WorldSize, len(tps), c.stepsSeen, c.peakMemGiB, c.FlopsPerTok, c.Formula)})
@@ -355,10 +350,7 @@ func judgeBench(p *result.Parsed, topo plan.Topology, b bench) {
 	}
 	for h, n := range hosts {
 		if n < topo.GPUsPerNode {
-			name := h
-			if name == "" {
-				name = "host unknown"
-			}
+			name := hostOr(h)
 			p.Checks = append(p.Checks, result.Check{Name: "GPUs trained " + name, OK: false, Host: h,
 				Message: fmt.Sprintf("%s: %d GPU(s) trained, the topology has %d per node", name, n, topo.GPUsPerNode)})
 		}
@@ -374,7 +366,7 @@ func judgeBench(p *result.Parsed, topo plan.Topology, b bench) {
 			if p.Info == nil {
 				p.Info = map[string]string{}
 			}
-			p.Info["hosts"] = strings.Join(sortedStrings(hostsList), ",")
+			p.Info["hosts"] = strings.Join(slices.Sorted(slices.Values(hostsList)), ",")
 		}
 	}
 }
@@ -395,12 +387,4 @@ func failedCheck(p result.Parsed) bool {
 		}
 	}
 	return false
-}
-
-func cloneLabels(m map[string]string) map[string]string {
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }
