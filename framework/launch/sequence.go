@@ -54,6 +54,13 @@ type StepFunc func(ctx context.Context, i int, ready func()) plan.Output
 // and are stopped ("stopped after step client1 failed (exit status 1)"),
 // rather than waiting for a client until the test's timeout.
 //
+// Monitors. A step with Role plan.Monitor (the telemetry sampler beside
+// a test) starts in the background like a server: the next step starts
+// once its ReadyMarker showed, it ended, or MonitorReadyWait passed (a
+// sampler slow to start never holds the test up). No step waits for a
+// monitor, and a monitor never fails the plan: once every other step has
+// ended the monitors are stopped with the cause MonitorStopped.
+//
 // Timeouts. Timeout bounds the whole plan and a step's own Timeout that
 // step alone, from its start. When the plan's time is up (or ctx is
 // cancelled) every running step is stopped through its ctx and the steps
@@ -73,6 +80,15 @@ type Sequence struct {
 	// before they are stopped; zero means DefaultLinger.
 	Linger time.Duration
 }
+
+// MonitorStopped is the stop cause (StopReason) of a monitor step once the
+// test's own steps ended: its LaunchError starts with it, which is no
+// failure.
+const MonitorStopped = "stopped: the test's steps ended"
+
+// MonitorReadyWait bounds how long the next step waits for a monitor's
+// ReadyMarker.
+const MonitorReadyWait = 30 * time.Second
 
 // stopCause is why a Sequence stopped a step, read back by StopReason.
 type stopCause struct{ why string }
@@ -137,6 +153,8 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 		failure string                // the first failure: "step X failed (...)"
 		failed  = make(chan struct{}) // closed with the first failure
 		all     []*run
+		// monitors run beside the rest and are stopped at the end.
+		monitors []*run
 	)
 	start := func(i int) *run {
 		s := q.Steps[i]
@@ -156,7 +174,7 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 			mu.Lock()
 			defer mu.Unlock()
 			outs[i] = o
-			if why := stepFailure(s, o, closed(r.ready)); why != "" && failure == "" {
+			if why := stepFailure(s, o, closed(r.ready)); why != "" && failure == "" && s.Role != plan.Monitor {
 				failure = why
 				close(failed)
 			}
@@ -177,6 +195,9 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 		defer t.Stop()
 		expired := false
 		for _, r := range all {
+			if q.Steps[r.i].Role == plan.Monitor {
+				continue // stopped with the rest at the end
+			}
 			if !expired {
 				select {
 				case <-r.done:
@@ -208,6 +229,20 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 			continue
 		}
 		s := q.Steps[i]
+		if s.Role == plan.Monitor {
+			r := start(i)
+			monitors = append(monitors, r)
+			t := time.NewTimer(MonitorReadyWait)
+			select {
+			case <-r.ready:
+			case <-r.done:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			i++
+			continue
+		}
 		if s.ReadyMarker != "" {
 			r := start(i)
 			select {
@@ -234,6 +269,9 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 		// Everything started so far ends before the next step starts,
 		// unless a failure means the rest stop instead.
 		for _, r := range all {
+			if q.Steps[r.i].Role == plan.Monitor {
+				continue
+			}
 			select {
 			case <-r.done:
 			case <-failed:
@@ -245,6 +283,12 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 		stopBackground(why)
 	}
 	for _, r := range all {
+		if q.Steps[r.i].Role != plan.Monitor {
+			<-r.done
+		}
+	}
+	for _, r := range monitors {
+		r.stop(&stopCause{MonitorStopped})
 		<-r.done
 	}
 	return outs

@@ -307,3 +307,37 @@ func TestStopReason(t *testing.T) {
 	got := StopReason(timedOut, began)
 	assert.Assert(t, strings.HasPrefix(got, "timed out after 1.5"), got)
 }
+
+// A monitor (the telemetry sampler) runs beside the test's steps: the
+// test does not wait for it, it is stopped with MonitorStopped once they
+// ended, and its failing (a sampler that exits 1, or never shows its
+// marker) fails nothing. A failing step still stops the rest at once,
+// not after Linger spent waiting on the monitor.
+func TestSequenceMonitors(t *testing.T) {
+	hang := make(chan struct{})
+	defer close(hang)
+	mon := plan.Step{Name: "telemetry.0", Role: plan.Monitor, ReadyMarker: "sampling"}
+	cases := []struct {
+		name string
+		do   map[string]behaviour
+		want map[string]string
+	}{
+		{"steps pass", map[string]behaviour{"telemetry.0": {until: hang}, "work": {}},
+			map[string]string{"telemetry.0": MonitorStopped + "; fake killed", "work": ""}},
+		{"monitor fails alone", map[string]behaviour{"telemetry.0": {neverReady: true, exit: 1}, "work": {}},
+			map[string]string{"telemetry.0": "", "work": ""}},
+		{"step fails", map[string]behaviour{"telemetry.0": {until: hang}, "work": {exit: 1}},
+			map[string]string{"telemetry.0": MonitorStopped + "; fake killed", "work": ""}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			steps := []plan.Step{mon, {Name: "work", Procs: 1, ProcsPerNode: 1}}
+			r := &recorder{do: c.do}
+			began := time.Now()
+			outs := Sequence{Steps: steps, Timeout: time.Minute, Linger: 20 * time.Second, Run: r.run(steps)}.Launch(context.Background())
+			assert.DeepEqual(t, launchErrors(outs), c.want)
+			assert.Assert(t, time.Since(began) < 5*time.Second, "took %s: waited on the monitor", time.Since(began))
+			before(t, r.events(), "start telemetry.0", "start work")
+		})
+	}
+}

@@ -197,14 +197,19 @@ func TopologyHosts(t Topology) func(i int) (string, error) {
 	}
 }
 
+// Monitor is the Role of a step that runs beside a test's own steps (the
+// telemetry sampler): launchers start it first and stop it, not as a
+// failure, once the others ended (launch.Sequence).
+const Monitor = "monitor"
+
 // Step is one program start: a single process, or an MPI job of several
 // processes that a rank starter (mpirun, srun) launches together.
 type Step struct {
 	// Name identifies the step within its plan; it names the step's raw
 	// output files, so it is a short word ([a-z0-9_.-]).
 	Name string `json:"name"`
-	// Role is empty for symmetric workloads, or "server"/"client" for paired
-	// ones such as ib_write_bw.
+	// Role is empty for symmetric workloads, "server"/"client" for paired
+	// ones such as ib_write_bw, or Monitor.
 	Role string `json:"role,omitempty"`
 	// Argv is the program and its arguments. Relative paths in it are
 	// relative to the step's working directory, which the launcher creates

@@ -5,6 +5,7 @@
 failed=   # the first failure: "step X failed (exit status N)"
 running=  # the steps started that have not ended: their numbers
 stopped=  # set once the background steps were stopped after a failure
+monitors= # the monitor steps (the telemetry sampler): never waited for
 
 # gpuaccept_fail WHY: the first failure keeps every later step from starting.
 gpuaccept_fail() { [ -n "$failed" ] || failed=$1; }
@@ -124,6 +125,21 @@ gpuaccept_background() {
 	done
 }
 
+# gpuaccept_monitor N: a step beside the others (plan.Monitor): the next
+# step starts once its readiness line showed, it ended, or 30 s passed;
+# nothing waits for it, it fails nothing, and gpuaccept_finish stops it.
+gpuaccept_monitor() {
+	gpuaccept_blocked "$1" && return
+	local n=$1 m t=$((SECONDS + 30))
+	gpuaccept_start "$n"
+	running=$(for m in $running; do [ "$m" = "$n" ] || printf ' %s' "$m"; done)
+	monitors="$monitors $n"
+	while [ "$SECONDS" -lt "$t" ] && kill -0 "${step_pid[$n]}" 2>/dev/null; do
+		gpuaccept_seen "$n" && return
+		sleep 1
+	done
+}
+
 # gpuaccept_group N...: steps started together and waited for, then every
 # step started before them, unless a failure stops the rest.
 gpuaccept_group() {
@@ -146,6 +162,12 @@ gpuaccept_finish() {
 	for n in $running; do
 		wait "${step_pid[$n]}"
 		gpuaccept_end "$n" $?
+	done
+	[ -z "$monitors" ] || gpuaccept_stop "stopped: the test's steps ended" $monitors
+	for n in $monitors; do
+		wait "${step_pid[$n]}"
+		echo $? >"$job/${step_name[$n]}.exit"
+		[ -z "${step_watch[$n]}" ] || kill "${step_watch[$n]}" 2>/dev/null
 	done
 	return 0
 }

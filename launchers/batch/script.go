@@ -148,12 +148,17 @@ func Render(j Job, s Scheduler, o Options) (string, []string, error) {
 	return b.String(), cmds, nil
 }
 
-// groups is the sequence's calls, in launch.Sequence's order: a step with
-// a ReadyMarker in the background, consecutive clients without one
+// groups is the sequence's calls, in launch.Sequence's order: a monitor
+// beside the rest, a step with a ReadyMarker in the background, consecutive clients without one
 // together, any other step alone.
 func groups(steps []plan.Step) []string {
 	var out []string
 	for i := 0; i < len(steps); {
+		if steps[i].Role == plan.Monitor {
+			out = append(out, fmt.Sprintf("gpuaccept_monitor %d", i))
+			i++
+			continue
+		}
 		if steps[i].ReadyMarker != "" {
 			out = append(out, fmt.Sprintf("gpuaccept_background %d", i))
 			i++

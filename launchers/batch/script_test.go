@@ -157,6 +157,26 @@ func TestScriptSequence(t *testing.T) {
 			within: 20 * time.Second,
 		},
 		{
+			// A monitor (the telemetry sampler) runs beside the step,
+			// is stopped once it ended and fails nothing, as in
+			// launch.Sequence.
+			name: "a monitor beside a step",
+			steps: []plan.Step{{Name: "telemetry.0", Role: plan.Monitor, Argv: []string{"/bin/sh", "-c", "echo sampling; exec sleep 300"},
+				Procs: 1, ProcsPerNode: 1, ReadyMarker: "sampling"}, sh("work", "", "exit 0")},
+			want:   map[string]string{"telemetry.0": "stopped: the test's steps ended", "work": ""},
+			code:   map[string]int{"telemetry.0": -1, "work": 0},
+			within: 20 * time.Second,
+		},
+		{
+			// A monitor that fails to start fails nothing either.
+			name: "a monitor that exits",
+			steps: []plan.Step{{Name: "telemetry.0", Role: plan.Monitor, Argv: []string{"/bin/sh", "-c", "exit 1"},
+				Procs: 1, ProcsPerNode: 1, ReadyMarker: "sampling"}, sh("work", "", "exit 0")},
+			want:   map[string]string{"telemetry.0": "", "work": ""},
+			code:   map[string]int{"telemetry.0": 1, "work": 0},
+			within: 20 * time.Second,
+		},
+		{
 			// A step's own Timeout stops that step alone, and is a
 			// failure.
 			name:  "a step's own timeout",
