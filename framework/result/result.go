@@ -260,6 +260,10 @@ type Test struct {
 	// plugin. None in folders made before plugins declared them, or for a
 	// plugin that declares none: such a test's metrics are not plotted.
 	Meanings []Meaning `json:"meanings,omitempty"`
+	// Telemetry is what the test's GPUs did while it ran, sampled beside
+	// it (the telemetry plugin's monitor steps, raw/TEST/telemetry.N.log);
+	// nil when nothing was sampled.
+	Telemetry *Telemetry `json:"telemetry,omitempty"`
 }
 
 // Run is the verdict of a whole suite run.

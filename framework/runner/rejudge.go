@@ -3,7 +3,9 @@ package runner
 // This file: re-judging a results folder's raw outputs for verify.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -72,6 +74,11 @@ func Rejudge(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *
 			diffs = append(diffs, metricDiffs(label, t.Metrics, got.Metrics)...)
 			rewritten := strings.HasPrefix(t.Message, "stopped: ") || want != t.Status
 			diffs = append(diffs, verdictDiffs(label, t, got, rewritten, run.Dir, dir)...)
+			// What the telemetry showed explains verdicts in every
+			// report: it must come from the samples in raw/ too.
+			if !sameJSON(t.Telemetry, got.Telemetry) {
+				diffs = append(diffs, fmt.Sprintf("%s: the telemetry recorded is not what its raw samples show", label))
+			}
 		}
 	}
 	return diffs
@@ -117,7 +124,7 @@ func VerdictDiffs(label string, had, got result.Test) []string {
 }
 
 func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, run *result.Run, t result.Test) (result.Test, error) {
-	parsed, topo, err := parseAgain(ctx, plugins, dir, run, t)
+	parsed, topo, monitors, err := parseAgain(ctx, plugins, dir, run, t)
 	if err != nil {
 		return result.Test{}, err
 	}
@@ -128,7 +135,7 @@ func rejudgeTest(ctx context.Context, plugins Plugins, s *sku.SKU, dir string, r
 		got = preflightVerdict(s, name, t.Scope, got)
 	}
 	got.Name = t.Name
-	return got, nil
+	return withTelemetry(got, telemetryOf(ctx, plugins, topo, monitors)), nil
 }
 
 // Hardware parses the raw outputs of every test and attempt of run (a
@@ -144,7 +151,7 @@ func Hardware(ctx context.Context, plugins Plugins, dir string, run *result.Run)
 			if len(t.Raw) == 0 {
 				continue
 			}
-			parsed, _, err := parseAgain(ctx, plugins, dir, run, t)
+			parsed, _, _, err := parseAgain(ctx, plugins, dir, run, t)
 			if err == nil {
 				var ds []result.Device
 				if _, ds, err = result.StripHardware(parsed); err == nil {
@@ -162,16 +169,17 @@ func Hardware(ctx context.Context, plugins Plugins, dir string, run *result.Run)
 // dir) again, as they were parsed when it ran, and returns what the
 // plugin made of them and the topology it was given; the error says why
 // its outputs cannot be read. A plugin's failure is a parse error of the
-// result, as when it ran.
-func parseAgain(ctx context.Context, plugins Plugins, dir string, run *result.Run, t result.Test) (result.Parsed, plan.Topology, error) {
+// result, as when it ran. The telemetry sampled beside the test is not
+// the plugin's: its outputs come back apart (monitors).
+func parseAgain(ctx context.Context, plugins Plugins, dir string, run *result.Run, t result.Test) (parsed result.Parsed, topo plan.Topology, monitors []plan.Output, err error) {
 	rawName, err := resultsdir.RawFolder(t)
 	if err != nil {
-		return result.Parsed{}, plan.Topology{}, err
+		return result.Parsed{}, plan.Topology{}, nil, err
 	}
 	folder := filepath.Join(dir, layout.Raw, rawName)
 	outs, err := resultsdir.ReadOutputs(dir, rawName)
 	if err != nil {
-		return result.Parsed{}, plan.Topology{}, err
+		return result.Parsed{}, plan.Topology{}, nil, err
 	}
 	// The plugin opens what it is handed, out of process: only regular
 	// files of this test's folder, reached through no link (safefs).
@@ -187,30 +195,31 @@ func parseAgain(ctx context.Context, plugins Plugins, dir string, run *result.Ru
 	for i := range outs {
 		if outs[i].Log != "" {
 			if outs[i].Log, err = inFolder(outs[i].Log); err != nil {
-				return result.Parsed{}, plan.Topology{}, err
+				return result.Parsed{}, plan.Topology{}, nil, err
 			}
 		}
 		for k, v := range outs[i].Files {
 			if outs[i].Files[k], err = inFolder(v); err != nil {
-				return result.Parsed{}, plan.Topology{}, err
+				return result.Parsed{}, plan.Topology{}, nil, err
 			}
 		}
 	}
 	if err := t.Scope.Check(); err != nil {
-		return result.Parsed{}, plan.Topology{}, fmt.Errorf("scope %s: %w", t.Scope, err)
+		return result.Parsed{}, plan.Topology{}, nil, fmt.Errorf("scope %s: %w", t.Scope, err)
 	}
-	topo := plan.Topology{Scope: t.Scope, Hosts: run.Hosts}
+	topo = plan.Topology{Scope: t.Scope, Hosts: run.Hosts}
 	// check names run N of several "TEST[FILE]"; the baseline knows TEST.
 	name, _, _ := strings.Cut(t.Name, "[")
 	pluginName, test, err := SplitName(name)
 	if err != nil {
-		return result.Parsed{}, plan.Topology{}, err
+		return result.Parsed{}, plan.Topology{}, nil, err
 	}
-	parsed, err := plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Params: t.Params, Topology: topo, Outputs: outs})
+	outs, monitors = splitMonitors(outs)
+	parsed, err = plugins.Parse(ctx, pluginName, pluginapi.ParseRequest{Test: test, Params: t.Params, Topology: topo, Outputs: outs})
 	if err != nil {
 		parsed = result.Parsed{Error: "parse: " + err.Error()}
 	}
-	return parsed, topo, nil
+	return parsed, topo, monitors, nil
 }
 
 func metricDiffs(label string, recorded, got []result.Judged) []string {
@@ -268,4 +277,12 @@ func metricDiffs(label string, recorded, got []result.Judged) []string {
 		}
 	}
 	return diffs
+}
+
+// sameJSON says whether a and b write the same JSON: a value read back
+// from a results folder against one made again (nil and empty alike).
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }

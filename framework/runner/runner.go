@@ -76,6 +76,11 @@ type Runner struct {
 	// Baseline is the content of the SKU file that judges the run; it is
 	// kept in the results folder (layout.Baseline) for verification.
 	Baseline []byte
+	// Telemetry samples every node's GPUs beside each test (the telemetry
+	// plugin's monitor steps, about 1 Hz): kept in the test's result
+	// (result.Test.Telemetry), its samples in raw/TEST/, and a slow
+	// number explained by them (judge.Explain).
+	Telemetry bool
 }
 
 // Events receives a run's progress as it happens.
@@ -346,6 +351,12 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 		r.progress("%-24s error %s", st.Test, t.Message)
 		return t
 	}
+	if r.Telemetry {
+		var note string
+		if pl, note = withMonitors(ctx, r.Plugins, pl, topo, nil); note != "" {
+			t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Warning, Message: note})
+		}
+	}
 	timeout := r.Timeout
 	if st.Timeout > 0 {
 		timeout = st.Timeout
@@ -393,8 +404,10 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 	if err := writeOutputs(r.Dir, dir, outs, red); err != nil {
 		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Warning, Message: err.Error()})
 	}
-	t = r.judge(ctx, t, pluginName, test, params, topo, outs)
-	for _, o := range outs {
+	work, monitors := splitMonitors(outs)
+	t = r.judge(ctx, t, pluginName, test, params, topo, work)
+	t = withTelemetry(t, telemetryOf(ctx, r.Plugins, topo, monitors))
+	for _, o := range work {
 		if len(o.RankHosts) > 0 {
 			if t.RankHosts == nil {
 				t.RankHosts = map[string][]string{}
