@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/gpuaccept/gpuaccept/framework/burnin"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/internal/cliopts"
 )
@@ -30,6 +31,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, err
 	}
 	dir := fs.Arg(0)
+	if burnin.IsBurnIn(dir) {
+		return c.RebuildBurnIn(dir, stdout, stderr)
+	}
 	run, err := c.LoadRun(dir)
 	if err != nil {
 		return exitUsage, err

@@ -30,6 +30,7 @@ type runOptions struct {
 	c       cliopts.Common
 	scope   cliopts.ScopeFlags
 	lf      cliopts.LocaliseFlags
+	bi      cliopts.BurnInFlags
 	suite   string
 	tests   []string
 	dryRun  bool
@@ -54,6 +55,9 @@ func newRunOptions(cmd acceptance.Command, stderr io.Writer) *runOptions {
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print the exact commands without running them")
 	fs.IntVar(&o.retries, "retries", 0, "run a test that failed or errored up to this many more times; every attempt is reported, a pass on a retry is a warn")
 	o.lf.Add(fs, string(cmd))
+	if cmd == acceptance.CommandRun {
+		o.bi.Add(fs)
+	}
 	o.scope.Bind()
 	return o
 }
@@ -71,6 +75,11 @@ func (o *runOptions) Validate() error {
 	}
 	if err := o.c.LoadKey(); err != nil {
 		return err
+	}
+	if err := o.bi.Validate(o.c.Out, o.dryRun); o.cmd == acceptance.CommandRun && err != nil {
+		return err
+	} else if o.suite == "" {
+		o.suite = o.bi.Suite()
 	}
 	if o.c.SKU == "" || o.suite == "" {
 		return cliopts.Usage(errors.New("--sku and --suite are required (gpuaccept list suites)"))
@@ -92,6 +101,9 @@ func (o *runOptions) Complete(sc *cliopts.Scope, stdout, stderr io.Writer) (acce
 		return acceptance.Prepared{}, err
 	}
 	p.Localise, p.DryRun = o.lf.LocaliseRequest, o.dryRun
+	if o.bi.Resume != "" {
+		p.Out, p.Resume = o.bi.Resume, true
+	}
 	ready, err := p.Setup(sc.Ctx)
 	if err != nil {
 		return ready, cliopts.Usage(err)
@@ -124,8 +136,12 @@ func runOrLocalise(cmd acceptance.Command, args []string, stdout, stderr io.Writ
 	if cmd == acceptance.CommandLocalise {
 		return localiseOnly(sc.Ctx, &o.c, setup, o.tests, stdout, stderr)
 	}
-	res, err := acceptance.Run(sc.Ctx, acceptance.RunOptions{Setup: setup, Launcher: ready.Launcher, Only: o.tests, Retries: o.retries,
-		LocaliseAll: o.lf.Always, NoLocalise: o.lf.Never})
+	ro := acceptance.RunOptions{Setup: setup, Launcher: ready.Launcher, Only: o.tests, Retries: o.retries,
+		LocaliseAll: o.lf.Always, NoLocalise: o.lf.Never, Telemetry: o.bi.Telemetry}
+	if o.bi.On() {
+		return o.c.BurnIn(sc.Ctx, &o.bi, ro, stdout, stderr)
+	}
+	res, err := acceptance.Run(sc.Ctx, ro)
 	var nothing *acceptance.NothingJudgedError
 	switch {
 	case errors.As(err, &nothing):

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept"
 	"github.com/gpuaccept/gpuaccept/baselines"
+	"github.com/gpuaccept/gpuaccept/framework/burnin"
 	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/internal/cliopts"
@@ -50,6 +51,9 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 	o.Plugins = host
 	ctx, stop := cliopts.SignalContext()
 	defer stop()
+	if burnin.IsBurnIn(dir) {
+		return cliopts.VerifyBurnIn(ctx, dir, o, stdout)
+	}
 	res, err := signoff.Verify(ctx, dir, o)
 	if err != nil {
 		return exitUsage, oneLine{err}

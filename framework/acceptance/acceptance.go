@@ -141,6 +141,9 @@ type RunOptions struct {
 	// LocaliseAll localises every multi-node test after the run, not
 	// only those that failed or errored; NoLocalise none. At most one.
 	LocaliseAll, NoLocalise bool
+	// Telemetry samples every node's GPUs beside each test
+	// (runner.Runner.Telemetry).
+	Telemetry bool
 }
 
 // NothingJudgedError is a dry run's answer when the run would not be
@@ -270,7 +273,8 @@ func Run(ctx context.Context, o RunOptions) (*result.Run, error) {
 	sr := newSubRunner(o.Setup)
 	lc := sr.config(ctx)
 	r := &runner.Runner{Plugins: o.Plugins, Launcher: o.Launcher, SKU: s, Dir: o.Dir, Timeout: o.Timeout, Params: o.Params, Only: o.Only,
-		DryRun: o.DryRun, Progress: o.Stderr, Version: o.Version, Retries: o.Retries, Baseline: o.Baseline, Notes: o.Notes}
+		DryRun: o.DryRun, Progress: o.Stderr, Version: o.Version, Retries: o.Retries, Baseline: o.Baseline, Notes: o.Notes,
+		Telemetry: o.Telemetry}
 	if o.DryRun {
 		r.Progress = o.Stdout
 	} else {

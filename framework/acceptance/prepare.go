@@ -35,7 +35,10 @@ type Prepare struct {
 	// DryRun is run's and localise's --dry-run.
 	DryRun bool
 	// Out is --out ("": gpuaccept-results/NAME); Timeout is --timeout.
-	Out     string
+	Out string
+	// Resume says Out is an earlier burn-in's folder (run --resume),
+	// taken as it is.
+	Resume  bool
 	Timeout time.Duration
 	// Plugins plan, parse and describe the tests.
 	Plugins Plugins
@@ -142,6 +145,8 @@ func (p Prepare) Setup(ctx context.Context) (Prepared, error) {
 	// manifests hold its paths) but creates nothing; given a folder a run
 	// would refuse, it still names that folder, and says so.
 	switch dir, err = ResultsDir(p.Out, DirName(s.Name, kind, p.Now)); {
+	case p.Resume:
+		dir, err = p.Out, nil
 	case err == nil:
 	case !p.DryRun:
 		return out, err

@@ -222,9 +222,19 @@ func (m *Manifest) find(p string) *Entry {
 // refuses to replace an existing manifest: rewriting it would bless
 // whatever was changed since the run.
 func Write(dir, version, sku string) (*Manifest, error) {
+	return WriteWith(dir, version, sku, "")
+}
+
+// WriteWith is Write for a folder whose baseline copy lies elsewhere
+// than baseline/SKU.yaml: baseline is its path in dir (a burn-in's, its
+// first cycle's copy); "" is the default.
+func WriteWith(dir, version, sku, baseline string) (*Manifest, error) {
 	m, err := Build(dir, version, sku)
 	if err != nil {
 		return nil, err
+	}
+	if baseline != "" {
+		m.Baseline = m.find(baseline)
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

@@ -1,0 +1,389 @@
+// Package burnin runs a suite over and over for a time or a number of
+// cycles (gpuaccept run --duration / --cycles), each cycle a whole results
+// folder of its own (cycle-0001/, signed off as it ends, so that Ctrl-C, a
+// timeout or kill -9 loses no finished cycle), and judges the run across
+// its cycles (Judge: drift, spread, new errors). The burn-in folder holds
+// the cycles, burnin.json (the plan, the cycles, the findings: written
+// again after every cycle) and, once it ends, its own report and a
+// manifest over everything. It never knows a tool's output: what it reads
+// of a cycle is its result.Run.
+package burnin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
+	"github.com/gpuaccept/gpuaccept/framework/strictjson"
+)
+
+// File is the burn-in's record in its folder; cycles are the folders
+// CycleDir names.
+const File = "burnin.json"
+
+// MaxCycles bounds --cycles and the cycles a folder may hold: 10^5 cycles
+// of a minute each are ten weeks.
+const MaxCycles = 100000
+
+// CycleDir is cycle n's folder name in the burn-in folder: cycle-0001.
+func CycleDir(n int) string { return fmt.Sprintf("cycle-%04d", n) }
+
+var cycleName = regexp.MustCompile(`^cycle-([0-9]{4,6})$`)
+
+// Plan is what the burn-in was asked to do.
+type Plan struct {
+	// Duration is how long cycles start for (0: Cycles alone); the cycle
+	// running when it is up runs to its end.
+	Duration time.Duration `json:"duration_ns,omitempty"`
+	// Cycles is how many cycles run at most (0: Duration alone).
+	Cycles int `json:"cycles,omitempty"`
+	// Drift is the fall, a fraction, that fails a point (RuleDrift).
+	Drift float64 `json:"drift"`
+}
+
+// Cycle is one cycle as the burn-in keeps it.
+type Cycle struct {
+	// N counts from 1; Dir is its folder, relative to the burn-in's.
+	N   int    `json:"n"`
+	Dir string `json:"dir"`
+	// Status is the cycle's verdict (result.Run.Status), Message its first
+	// failed or errored test's message.
+	Status  result.Status `json:"status"`
+	Message string        `json:"message,omitempty"`
+	Started time.Time     `json:"started"`
+	// Duration is the cycle's run time in nanoseconds.
+	Duration time.Duration `json:"duration_ns"`
+	// Interrupted says the cycle was cut short (Ctrl-C, a timeout, kill):
+	// kept, and not judged.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// lastOnly: listed only as the last cycle so far.
+	lastOnly bool
+}
+
+// MaxListed bounds the cycles a record lists by name beside the first
+// and the last: every cycle that did not pass, up to this many. A burn-in
+// of 10^4 cycles keeps its record, and its memory, the size of its
+// failures, not of its length; every cycle stays in its folder.
+const MaxListed = 200
+
+// Record is burnin.json: the burn-in's plan, cycles and verdict.
+type Record struct {
+	SKU      string     `json:"sku"`
+	Suite    string     `json:"suite"`
+	Scope    plan.Scope `json:"scope"`
+	Launcher string     `json:"launcher"`
+	Plan     Plan       `json:"plan"`
+	Started  time.Time  `json:"started"`
+	// Ran is how many cycles ran, Spent their run time in nanoseconds,
+	// ByStatus how many ended with each verdict (interrupted ones under
+	// "interrupted").
+	Ran      int            `json:"ran"`
+	Spent    time.Duration  `json:"spent_ns"`
+	ByStatus map[string]int `json:"by_status"`
+	// Listed are the first cycle, every cycle that did not pass (up to
+	// MaxListed) and the last, in order.
+	Listed []Cycle `json:"listed"`
+	// Unlisted counts the cycles that did not pass beyond MaxListed.
+	Unlisted int `json:"unlisted,omitempty"`
+	// Findings are the cross-cycle rules' (Judge.Findings).
+	Findings []Finding `json:"findings,omitempty"`
+	// WorstDrift is the largest fall of any point (a fraction) and
+	// WorstPoint what fell.
+	WorstDrift float64 `json:"worst_drift"`
+	WorstPoint string  `json:"worst_point,omitempty"`
+	// Status is the burn-in's verdict: the worst of its judged cycles' and
+	// of its findings; skip when no cycle was judged.
+	Status result.Status `json:"status"`
+	// Notes say what the verdict leaves out (interrupted cycles).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// interrupted is ByStatus's key for cycles cut short.
+const interrupted = "interrupted"
+
+// add counts cycle c into the record.
+func (rec *Record) add(c Cycle) {
+	rec.Ran++
+	rec.Spent += c.Duration
+	if rec.ByStatus == nil {
+		rec.ByStatus = map[string]int{}
+	}
+	key := string(c.Status)
+	if c.Interrupted {
+		key = interrupted
+		if len(rec.Notes) < MaxListed {
+			rec.Notes = append(rec.Notes, fmt.Sprintf("cycle %d was interrupted: kept in %s, not judged", c.N, c.Dir))
+		}
+	}
+	rec.ByStatus[key]++
+	// The last cycle listed is kept only while it is the last, unless it
+	// is listed for its own sake.
+	if n := len(rec.Listed); n > 0 && rec.Listed[n-1].lastOnly {
+		rec.Listed = rec.Listed[:n-1]
+	}
+	notable := c.Interrupted || c.Status != result.Pass
+	switch {
+	case rec.Ran == 1 || (notable && len(rec.Listed) < MaxListed+1):
+		rec.Listed = append(rec.Listed, c)
+	default:
+		if notable {
+			rec.Unlisted++
+		}
+		c.lastOnly = true
+		rec.Listed = append(rec.Listed, c)
+	}
+}
+
+// Options are a burn-in's settings.
+type Options struct {
+	Plan
+	// Dir is the burn-in folder: created fresh, or an earlier burn-in's
+	// with Resume.
+	Dir string
+	// Resume continues the burn-in in Dir: its plan, start and cycles
+	// are read back, and the cycles left (by count, or the time left of
+	// Duration, counted as the sum of the cycles' run times) run on.
+	Resume bool
+	// SKU, Suite, Scope and Launcher are recorded.
+	SKU, Suite, Launcher string
+	Scope                plan.Scope
+	// RunCycle runs one cycle into dir (created by it) and signs it off,
+	// Ctrl-C included; the error is for a cycle that could not run at all.
+	RunCycle func(ctx context.Context, n int, dir string) (*result.Run, error)
+	// Load reads a finished cycle's folder back (resultsdir.Load).
+	Load func(dir string) (*result.Run, error)
+	// Progress receives one line per cycle.
+	Progress io.Writer
+}
+
+// Run runs (or, with Resume, continues) the burn-in and returns its
+// record, written to Dir/File after every cycle. The error is for a
+// burn-in that cannot go on (a folder not writable, a cycle that could
+// not start); the record then holds every cycle that ended.
+func Run(ctx context.Context, o Options) (*Record, error) {
+	rec, j, err := open(o)
+	if err != nil {
+		return nil, err
+	}
+	for ctx.Err() == nil {
+		n := rec.Ran + 1
+		if (rec.Plan.Cycles > 0 && n > rec.Plan.Cycles) || (rec.Plan.Duration > 0 && rec.Spent >= rec.Plan.Duration) || n > MaxCycles {
+			break
+		}
+		dir := CycleDir(n)
+		run, err := o.RunCycle(ctx, n, filepath.Join(o.Dir, dir))
+		if err != nil {
+			return rec, fmt.Errorf("burn-in cycle %d: %w", n, err)
+		}
+		c := summarise(n, dir, run)
+		j.Add(c, run)
+		rec.add(c)
+		conclude(rec, j)
+		if err := Save(o.Dir, rec); err != nil {
+			return rec, err
+		}
+		if o.Progress != nil {
+			fmt.Fprintln(o.Progress, Line(rec))
+		}
+	}
+	return rec, nil
+}
+
+// open starts the record, or reads an earlier one back with its cycles
+// judged again.
+func open(o Options) (*Record, *Judge, error) {
+	if o.Drift <= 0 || o.Drift >= 1 {
+		return nil, nil, fmt.Errorf("burn-in drift band %g: want a fraction between 0 and 1", o.Drift)
+	}
+	if !o.Resume {
+		if o.Cycles < 0 || o.Cycles > MaxCycles || o.Duration < 0 || (o.Cycles == 0 && o.Duration == 0) {
+			return nil, nil, fmt.Errorf("burn-in: want a duration or 1 to %d cycles", MaxCycles)
+		}
+		if err := safefs.MkdirAll(o.Dir, "."); err != nil {
+			return nil, nil, fmt.Errorf("create burn-in folder: %w", err)
+		}
+		rec := &Record{SKU: o.SKU, Suite: o.Suite, Scope: o.Scope, Launcher: o.Launcher, Plan: o.Plan, Started: time.Now().UTC(),
+			ByStatus: map[string]int{}, Listed: []Cycle{}, Status: result.Skip}
+		return rec, NewJudge(o.Drift, rec.Started), Save(o.Dir, rec)
+	}
+	rec, err := Read(o.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec.SKU != o.SKU || rec.Suite != o.Suite || rec.Scope != o.Scope {
+		return nil, nil, fmt.Errorf("resume %s: it is a burn-in of SKU %s suite %s at %s, not of %s %s at %s", o.Dir, rec.SKU, rec.Suite, rec.Scope, o.SKU, o.Suite, o.Scope)
+	}
+	again, j, err := Rederive(o.Dir, rec.Plan, rec.Started, o.Load)
+	if err != nil {
+		return nil, nil, err
+	}
+	again.SKU, again.Suite, again.Scope, again.Launcher = rec.SKU, rec.Suite, rec.Scope, rec.Launcher
+	return again, j, Save(o.Dir, again)
+}
+
+// Rederive reads the cycles of the burn-in folder dir back in order
+// (load: resultsdir.Load) and judges them as the burn-in did: what
+// verify and --resume compare with burnin.json.
+func Rederive(dir string, p Plan, started time.Time, load func(string) (*result.Run, error)) (*Record, *Judge, error) {
+	names, err := Cycles(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	j := NewJudge(p.Drift, started)
+	rec := &Record{Plan: p, Started: started, ByStatus: map[string]int{}, Listed: []Cycle{}}
+	for i, name := range names {
+		run, err := load(filepath.Join(dir, name))
+		if err != nil {
+			return nil, nil, fmt.Errorf("read burn-in cycle %s: %w", name, err)
+		}
+		c := summarise(i+1, name, run)
+		j.Add(c, run)
+		rec.add(c)
+	}
+	conclude(rec, j)
+	return rec, j, nil
+}
+
+// Cycles lists the cycle folders of dir in order; an error names a gap
+// (cycle-0003 without cycle-0002) or a cycle folder that is a link.
+func Cycles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list the cycles of %s: %w", dir, err)
+	}
+	var ns []int
+	for _, e := range ents {
+		m := cycleName.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		if e.Type()&fs.ModeType != fs.ModeDir {
+			return nil, fmt.Errorf("burn-in %s: %s is %s, not a folder", dir, e.Name(), safefs.Kind(e.Type()))
+		}
+		n, _ := strconv.Atoi(m[1])
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	names := make([]string, len(ns))
+	for i, n := range ns {
+		if n != i+1 {
+			return nil, fmt.Errorf("burn-in %s: %s follows cycle %d", dir, CycleDir(n), i)
+		}
+		names[i] = CycleDir(n)
+	}
+	return names, nil
+}
+
+// summarise is cycle n (its folder dir) as the burn-in keeps it.
+func summarise(n int, dir string, run *result.Run) Cycle {
+	c := Cycle{N: n, Dir: dir, Status: run.Status, Started: run.Started, Duration: run.Duration}
+	for _, t := range run.Tests {
+		if strings.Contains(t.Message, "interrupted (Ctrl-C or SIGTERM)") || strings.Contains(t.Message, "the run's time ran out") {
+			c.Interrupted = true
+		}
+		if c.Message == "" && (t.Status == result.Fail || t.Status == result.Error) {
+			c.Message = t.Name + ": " + t.Message
+		}
+	}
+	return c
+}
+
+// conclude sets the record's verdict from its cycles and j.
+func conclude(rec *Record, j *Judge) {
+	rec.Findings = j.Findings()
+	rec.WorstDrift, rec.WorstPoint = j.WorstDrift()
+	st := result.Skip
+	for k, n := range rec.ByStatus {
+		if k != interrupted && n > 0 {
+			st = result.Worst(st, result.Status(k))
+		}
+	}
+	if st != result.Skip {
+		for _, f := range rec.Findings {
+			st = result.Worst(st, f.Status)
+		}
+	}
+	rec.Status = st
+}
+
+// Line is the progress line after each cycle: the cycle, the time or
+// cycles left, the last cycle's verdict and the worst drift so far.
+func Line(rec *Record) string {
+	n := rec.Ran
+	var b strings.Builder
+	fmt.Fprintf(&b, "burn-in cycle %d", n)
+	if rec.Plan.Cycles > 0 {
+		fmt.Fprintf(&b, " of %d", rec.Plan.Cycles)
+	}
+	if rec.Plan.Duration > 0 {
+		left := max(rec.Plan.Duration-rec.Spent, 0)
+		fmt.Fprintf(&b, ", %s of %s left", left.Round(time.Second), rec.Plan.Duration)
+	}
+	if l := len(rec.Listed); l > 0 {
+		fmt.Fprintf(&b, ": %s", rec.Listed[l-1].Status)
+	}
+	fmt.Fprintf(&b, "; worst drift %.1f%%", 100*rec.WorstDrift)
+	if rec.WorstPoint != "" {
+		fmt.Fprintf(&b, " (%s)", rec.WorstPoint)
+	}
+	if f := len(rec.Findings); f > 0 {
+		fmt.Fprintf(&b, "; %s", result.Count(f, "finding"))
+	}
+	return b.String()
+}
+
+// Save writes rec to dir/File (replaced whole, never through a link).
+func Save(dir string, rec *Record) error {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", File, err)
+	}
+	if err := safefs.WriteFile(dir, File, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", File, err)
+	}
+	return nil
+}
+
+// maxRecord bounds burnin.json read back: 10^5 cycles of ~300 bytes.
+const maxRecord = 64 << 20
+
+// Read reads dir/File back; an error says the folder is no burn-in's or
+// its record does not read.
+func Read(dir string) (*Record, error) {
+	data, err := safefs.ReadFile(dir, File, maxRecord)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s is no burn-in folder (no %s)", dir, File)
+		}
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, File), err)
+	}
+	if err := strictjson.DuplicateKey(data); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, File), err)
+	}
+	var rec Record
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, File), err)
+	}
+	return &rec, nil
+}
+
+// IsBurnIn says whether dir is a burn-in folder (holds File).
+func IsBurnIn(dir string) bool {
+	_, err := safefs.Lstat(dir, File)
+	return err == nil
+}
