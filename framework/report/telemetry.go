@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/gpuaccept/gpuaccept/framework/judge"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
@@ -300,8 +301,9 @@ const maxTelemetryGPUs = 2
 // telemetry, one short line: each GPU that showed a slowdown, new errors
 // or a PCIe link below its maximum, with its SM clock's range ("vm GPU 0
 // HW slowdown in 12 of 40 samples; SM clock 1.11-1.98 GHz"), the first
-// maxTelemetryGPUs of them, then how many more; "" where the telemetry
-// shows none of these (or there is none).
+// maxTelemetryGPUs of them, then how many more, every control character
+// escaped (redact.PrintableLine); "" where the telemetry shows none of
+// these (or there is none).
 func TelemetryLine(t result.Test) string {
 	if t.Telemetry == nil {
 		return ""
@@ -329,7 +331,9 @@ func TelemetryLine(t result.Test) string {
 	if len(parts) > maxTelemetryGPUs {
 		parts = append(parts[:maxTelemetryGPUs], fmt.Sprintf("%d more GPUs alike", len(parts)-maxTelemetryGPUs))
 	}
-	return strings.Join(parts, " | ")
+	// One line, whatever a host name or an error holds (a line feed, an
+	// escape sequence): each report it goes into shows it as a line.
+	return redact.PrintableLine(strings.Join(parts, " | "))
 }
 
 // telemetryLines are TelemetryLine of each test that has one, "telemetry

@@ -203,6 +203,29 @@ func TestTelemetryEscapedAndMasked(t *testing.T) {
 	assert.Assert(t, !strings.Contains(md.String(), "<script"), md.String())
 }
 
+// TelemetryLine stays one short line: a host name's line feed or escape
+// sequence is shown escaped, not acted on, and past maxTelemetryGPUs the
+// GPUs are counted.
+func TestTelemetryLine(t *testing.T) {
+	slowLine := " HW slowdown in 12 of 40 samples; SM clock 0.34-1.98 GHz"
+	cases := []struct {
+		name string
+		gpus []result.GPUTelemetry
+		want string
+	}{
+		{"escaped", []result.GPUTelemetry{h100("node1\nPASS\x1b[2J", "0", true)}, `node1\nPASS\x1b[2J GPU 0` + slowLine},
+		{"no host", []result.GPUTelemetry{h100("", "3", true)}, "GPU 3" + slowLine},
+		{"healthy", []result.GPUTelemetry{h100("vm", "0", false)}, ""},
+		{"four slowed", []result.GPUTelemetry{h100("vm", "0", true), h100("vm", "1", true), h100("vm", "2", false), h100("vm", "3", true), h100("vm", "4", true)},
+			"vm GPU 0" + slowLine + " | vm GPU 1" + slowLine + " | 2 more GPUs alike"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, TelemetryLine(result.Test{Telemetry: &result.Telemetry{GPUs: c.gpus}}), c.want)
+		})
+	}
+}
+
 // A test without telemetry shows no telemetry section.
 func TestNoTelemetrySection(t *testing.T) {
 	var page bytes.Buffer
