@@ -88,12 +88,13 @@ func slowdownReasons(series []result.TelemetryPoint) []string {
 }
 
 // TelemetryPlot draws t's telemetry: one figure per quantity some GPU's
-// series shows (telemetryQuantities), one line per GPU named as gpuName,
-// over seconds since the test started (telemetryStart). The points at
-// which a slowdown reason was active are marked with a red cross, the
-// legend naming the reasons ("vm GPU 0 slowdown: HW slowdown"); the power
-// figure draws each enforced power limit as a dashed line (Figure.Ceiling:
-// the highest). None for a test without telemetry.
+// series shows (telemetryQuantities), one line per GPU named as gpuName
+// (in the legend up to maxLegendGPUs GPUs), over seconds since the test
+// started (telemetryStart). The points at which a slowdown reason was
+// active are marked with a red cross, the legend naming the reasons ("vm
+// GPU 0 slowdown: HW slowdown"); the power figure draws each enforced
+// power limit as a dashed line (Figure.Ceiling: the highest). None for a
+// test without telemetry.
 func TelemetryPlot(t result.Test) ([]Figure, error) {
 	if t.Telemetry == nil {
 		return nil, nil
@@ -112,6 +113,12 @@ func TelemetryPlot(t result.Test) ([]Figure, error) {
 	return figs, nil
 }
 
+// maxLegendGPUs bounds a telemetry figure's legend, which must fit its
+// height: past it, the GPUs' lines are drawn unnamed (the table under the
+// figures names each), and only the first maxLegendGPUs slowed ones are
+// named.
+const maxLegendGPUs = 16
+
 // telemetryFigure draws one quantity; false where no GPU's series shows it.
 func telemetryFigure(t result.Test, q telemetryQuantity, start float64) (Figure, bool, error) {
 	fig := Figure{Metric: q.name, Unit: q.unit}
@@ -119,6 +126,7 @@ func telemetryFigure(t result.Test, q telemetryQuantity, start float64) (Figure,
 	p.Add(plotter.NewGrid())
 	minX, maxX, maxY := math.Inf(1), math.Inf(-1), 0.0
 	var limits []float64
+	slowed := 0
 	for i, g := range t.Telemetry.GPUs {
 		var xy, slow plotter.XYs
 		for _, pt := range g.Series {
@@ -148,7 +156,9 @@ func telemetryFigure(t result.Test, q telemetryQuantity, start float64) (Figure,
 		l.Color, l.Width = col, vg.Points(1.5)
 		p.Add(l)
 		name := gpuName(g)
-		p.Legend.Add(name, l)
+		if len(t.Telemetry.GPUs) <= maxLegendGPUs {
+			p.Legend.Add(name, l)
+		}
 		fig.Curves = append(fig.Curves, name)
 		if len(slow) > 0 {
 			sc, err := plotter.NewScatter(slow)
@@ -157,7 +167,9 @@ func telemetryFigure(t result.Test, q telemetryQuantity, start float64) (Figure,
 			}
 			sc.Shape, sc.Color, sc.Radius = draw.CrossGlyph{}, failColor, vg.Points(3.5)
 			p.Add(sc)
-			p.Legend.Add(name+" slowdown: "+strings.Join(slowdownReasons(g.Series), ", "), sc)
+			if slowed++; slowed <= maxLegendGPUs {
+				p.Legend.Add(name+" slowdown: "+strings.Join(slowdownReasons(g.Series), ", "), sc)
+			}
 		}
 		if q.unit == "W" && g.PowerLimit > 0 && !containsFloat(limits, g.PowerLimit) {
 			limits = append(limits, g.PowerLimit)

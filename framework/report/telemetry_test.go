@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +156,21 @@ func TestTelemetryReports(t *testing.T) {
 			assert.Equal(t, props["telemetry"], c.line)
 		})
 	}
+}
+
+// A figure's legend fits its height: past maxLegendGPUs GPUs their lines
+// are drawn unnamed, the slowed ones still named (up to as many).
+func TestTelemetryLegendBounded(t *testing.T) {
+	var gpus []result.GPUTelemetry
+	for i := range maxLegendGPUs + 1 {
+		gpus = append(gpus, h100("vm", strconv.Itoa(i), i == 3))
+	}
+	figs, err := TelemetryPlot(result.Test{Name: "gemm.burn", Started: testStart, Telemetry: &result.Telemetry{GPUs: gpus}})
+	assert.NilError(t, err)
+	sm := string(figs[0].SVG)
+	assert.Equal(t, len(figs[0].Curves), maxLegendGPUs+1)
+	assert.Assert(t, !strings.Contains(sm, ">vm GPU 0<"), "a GPU named past the legend's bound")
+	assert.Assert(t, strings.Contains(sm, ">vm GPU 3 slowdown: HW slowdown<"))
 }
 
 // The time axis is the benchmark's: seconds since the test started, or
