@@ -25,6 +25,9 @@ type htmlTest struct {
 	Tables   []perTable
 	Judged   []htmlPoint
 	Attempts int
+	// Tel is the test's telemetry section (TelemetryPlot, telemetryRows);
+	// nil for a test without telemetry.
+	Tel *htmlTelemetry
 }
 
 // htmlPoint is a point outside its band, with the name of its curve in
@@ -64,7 +67,9 @@ type htmlPage struct {
 // per test its plots (measured curves against the baseline band, see Plot),
 // tables of per-node or per-pair numbers where the metrics carry such
 // labels, the points outside their bands, checks and diagnostics; then a
-// section per localisation: the suspects with their evidence, per stage
+// the telemetry sampled beside it (what its GPUs did while it ran:
+// TelemetryPlot's figures on the test's time axis, a row per GPU, the
+// sampler's notes); then a section per localisation: the suspects with their evidence, per stage
 // its runs (slow ones marked, each linked to its own report.html) and,
 // for node pairs (up to 32 nodes) and HCA pairs, a matrix of figures. s is
 // the SKU that judged the run, for the bands; nil draws curves only.
@@ -86,6 +91,16 @@ func HTML(w io.Writer, run *result.Run, s *sku.SKU) error {
 			ht.Figures = append(ht.Figures, htmlFigure{Figure: f, Inline: template.HTML(f.SVG)}) // #nosec: gonum's SVG escapes its text
 		}
 		ht.Tables = perTables(t)
+		if t.Telemetry != nil {
+			tfigs, err := TelemetryPlot(t)
+			if err != nil {
+				return err
+			}
+			ht.Tel = &htmlTelemetry{Rows: telemetryRows(t.Telemetry), Notes: t.Telemetry.Notes}
+			for _, f := range tfigs {
+				ht.Tel.Figures = append(ht.Tel.Figures, htmlFigure{Figure: f, Inline: template.HTML(f.SVG)}) // #nosec: gonum's SVG escapes its text
+			}
+		}
 		name := curveNamer(t.Metrics)
 		for _, m := range t.Metrics {
 			if m.Status == result.Fail || m.Status == result.Warn {
@@ -228,7 +243,15 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; } dt
 {{$k := .Key}}{{range .Rows}}<tr class="{{.Status}}"><td>{{index .Labels $k}}</td><td>{{curveBut . $k}}</td><td>{{if .Size}}{{bytes .Size}}{{end}}</td><td>{{num .Value}} {{.Unit}}{{with .CyclesText}}<br>{{.}}{{end}}</td><td>{{deref .Expected}}</td><td>{{upper .Status}}</td></tr>
 {{end}}</table>
 {{end}}
-{{if .Checks}}<table class="checks"><tr><th>Check</th><th>Result</th></tr>
+{{with .Tel}}<section class="telemetry">
+<h3>Telemetry: what the GPUs did while it ran</h3>
+{{range .Figures}}<div class="plot telemetry" data-metric="{{.Metric}}" data-curves="{{len .Curves}}">{{.Inline}}</div>
+{{end}}{{if .Rows}}<table class="telemetry"><tr><th>GPU</th><th>Tool</th><th>Samples</th><th>SM clock MHz min/median/max</th><th>Temp max C</th><th>HBM temp max C</th><th>Power max of limit W</th><th>Slowdowns</th><th>PCIe</th><th>New errors</th></tr>
+{{range .Rows}}<tr><td>{{.GPU}}</td><td>{{.Tool}}</td><td>{{.Samples}}</td><td>{{.SMClock}}</td><td>{{.Temp}}</td><td>{{.MemTemp}}</td><td>{{.Power}}</td><td{{if .Slow}} class="warn"{{end}}>{{if .Slowdown}}{{.Slowdown}}{{else}}none{{end}}</td><td{{if .Downgraded}} class="fail"{{end}}>{{.PCIe}}</td><td{{if .Errored}} class="fail"{{end}}>{{range $i, $e := .NewErrors}}{{if $i}}<br>{{end}}{{$e}}{{else}}none{{end}}</td></tr>
+{{end}}</table>{{end}}
+{{range .Notes}}<p class="note">telemetry note: {{.}}</p>
+{{end}}</section>
+{{end}}{{if .Checks}}<table class="checks"><tr><th>Check</th><th>Result</th></tr>
 {{range .Checks}}<tr class="{{if .OK}}pass{{else if .Warn}}warn{{else}}fail{{end}}"><td>{{.Name}}</td><td>{{if .OK}}ok{{else}}{{checkText .}}{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Diagnostics}}<pre class="diagnostics">{{range .Diagnostics}}{{.Level}}: {{.Message}}{{if .Source}} ({{.Source}}){{end}}

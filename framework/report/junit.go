@@ -197,6 +197,11 @@ func properties(run *result.Run, t result.Test) [][2]string {
 	if t.Status != result.Error {
 		props = append(props, efficiencyProperties(t)...)
 	}
+	if l := TelemetryLine(t); l != "" {
+		// What its GPUs did that may explain its numbers (a slowdown, new
+		// errors), as the table says it.
+		props = append(props, [2]string{"telemetry", l})
+	}
 	return props
 }
 

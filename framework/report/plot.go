@@ -214,15 +214,7 @@ func plotMetric(t result.Test, s *sku.SKU, metric string) (Figure, error) {
 	p.X.Label.Text = "message size"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = sizeTicks{}
-	p.Y.Tick.Marker = plot.TickerFunc(func(min, max float64) []plot.Tick {
-		ts := plot.DefaultTicks{}.Ticks(min, max)
-		for i := range ts {
-			if ts[i].Label != "" {
-				ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
-			}
-		}
-		return ts
-	})
+	p.Y.Tick.Marker = plainTicks
 	p.Add(plotter.NewGrid())
 
 	type curvePts struct {
@@ -352,6 +344,18 @@ func plotMetric(t result.Test, s *sku.SKU, metric string) (Figure, error) {
 	fig.SVG = svg
 	return fig, err
 }
+
+// plainTicks are gonum's default ticks labelled as the numbers read
+// ("750", not "750.00").
+var plainTicks = plot.TickerFunc(func(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
+})
 
 // render draws p as an SVG document (no XML prolog) of the figure size,
 // the legend right of the plot area, where it covers no curve, band,

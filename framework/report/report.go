@@ -302,9 +302,11 @@ func basisTally(run *result.Run) string {
 
 var header = []string{"Test", "Status", "Basis", "Measured", "Baseline: band", "Detail"}
 
-// Table writes the verdict table people read, then each localisation (its
-// suspects, a line per stage and the slow runs), then the one-line summary,
-// every control and format character of it escaped (printable).
+// Table writes the verdict table people read, a line per test whose
+// telemetry shows a slowdown or new errors (TelemetryLine), then each
+// localisation (its suspects, a line per stage and the slow runs), then
+// the one-line summary, every control and format character of it escaped
+// (printable).
 func Table(w io.Writer, run *result.Run) error {
 	return printable(w, func(w io.Writer) error { return table(w, run) })
 }
@@ -336,6 +338,10 @@ func table(w io.Writer, run *result.Run) error {
 		if err := writeEfficiency(w, run, false); err != nil {
 			return fmt.Errorf("write table: %w", err)
 		}
+		if ls := telemetryLines(run); len(ls) > 0 {
+			// A line per test, not a column: the table stays narrow.
+			fmt.Fprintf(w, "\n%s\n", strings.Join(ls, "\n"))
+		}
 	}
 	if err := tableLocalisations(w, run); err != nil {
 		return fmt.Errorf("write table: %w", err)
@@ -366,9 +372,10 @@ func SKUSourceLine(run *result.Run) string {
 	return fmt.Sprintf("SKU %s was read from the site's file %s, not from the files gpuaccept carries: its bands, floors and entries judged this run (gpuaccept verify compares them with the built-in SKU)", run.SKU, run.SKUSource)
 }
 
-// Markdown writes the verdict table as Markdown, for a ticket or PR comment,
-// every control and format character escaped (printable) and no text from
-// a run able to open a link, an image or HTML (mdCell, mdEscape).
+// Markdown writes the verdict table as Markdown, for a ticket or PR
+// comment, the TelemetryLine of each test that has one under it, every
+// control and format character escaped (printable) and no text from a run
+// able to open a link, an image or HTML (mdCell, mdEscape).
 func Markdown(w io.Writer, run *result.Run) error {
 	return printable(w, func(w io.Writer) error { return markdown(w, run) })
 }
@@ -400,6 +407,12 @@ func markdown(w io.Writer, run *result.Run) error {
 	}
 	if err := writeEfficiency(w, run, true); err != nil {
 		return fmt.Errorf("write markdown: %w", err)
+	}
+	if ls := telemetryLines(run); len(ls) > 0 {
+		fmt.Fprintln(w)
+		for _, l := range ls {
+			fmt.Fprintf(w, "- %s\n", mdEscape(l))
+		}
 	}
 	if err := mdFindings(w, run); err != nil {
 		return err

@@ -83,6 +83,12 @@ func TestByteDiff(t *testing.T) {
 // signed off by gpuaccept version.
 func signedFolder(t *testing.T, version string) string {
 	t.Helper()
+	return signedFolderWith(t, version, nil)
+}
+
+// signedFolderWith is signedFolder whose test carries tel.
+func signedFolderWith(t *testing.T, version string, tel *result.Telemetry) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "results")
 	assert.NilError(t, os.MkdirAll(dir, 0o755))
 	data, err := baselines.FS.ReadFile("h200.yaml")
@@ -94,7 +100,7 @@ func signedFolder(t *testing.T, version string) string {
 		Started: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Tests: []result.Test{}}
 	w, err := journal.Create(dir, run, []string{"nccl.all_reduce"})
 	assert.NilError(t, err)
-	tst := result.Test{Name: "nccl.all_reduce", Status: result.Skip, Message: "needs at least 2 GPUs, scope 1x1 has 1", Scope: one, Metrics: []result.Judged{}}
+	tst := result.Test{Name: "nccl.all_reduce", Status: result.Skip, Message: "needs at least 2 GPUs, scope 1x1 has 1", Scope: one, Metrics: []result.Judged{}, Telemetry: tel}
 	assert.NilError(t, w.Add(tst))
 	run.Tests = append(run.Tests, tst)
 	run.Duration = 3 * time.Second
@@ -129,6 +135,31 @@ func TestWriteReportsRenderAgain(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, res.Findings, 0, lines(res))
 	assert.DeepEqual(t, res.Rederived, []string{layout.Results})
+	assert.DeepEqual(t, res.Rerendered, []string{layout.JUnit, layout.HTML, layout.Markdown, layout.Table})
+}
+
+// The telemetry a test carries renders again byte for byte from the
+// journal: report.html's figures and table, the table's and summary.md's
+// line, junit.xml's property. Its figures are a real nvidia-smi sampling's
+// (testdata/recordings/h100x1-2026-12-07/smi/query-gpu.csv: idle 345 MHz,
+// 71.69 W, 38 C, clocks.max.sm 1980 MHz, power.limit 700 W, PCIe gen 5
+// x16); the HW slowdown sample at 1110 MHz and the load power and
+// temperature are placeholders.
+func TestTelemetryReportsRenderAgain(t *testing.T) {
+	t0 := float64(time.Date(2026, 12, 1, 9, 0, 2, 0, time.UTC).Unix())
+	g := result.GPUTelemetry{Host: "vm", GPU: "0", Tool: "nvidia-smi", Samples: 3, First: t0, Last: t0 + 2, PowerLimit: 700, PCIeGen: 5, PCIeWidth: 16,
+		SMClock: &result.Range{Min: 345, Median: 1110, Max: 1980}, Power: &result.Range{Min: 71.69, Median: 650, Max: 650}, Temp: &result.Range{Min: 38, Median: 62, Max: 62},
+		Slowdown: map[string]int{"hw_slowdown": 1},
+		Series:   []result.TelemetryPoint{{T: t0, SMClock: 345, Power: 71.69, Temp: 38}, {T: t0 + 1, SMClock: 1110, Power: 650, Temp: 62, Slowdown: "hw_slowdown"}, {T: t0 + 2, SMClock: 1980, Power: 650, Temp: 62}}}
+	dir := signedFolderWith(t, "v1", &result.Telemetry{GPUs: []result.GPUTelemetry{g}})
+	for _, f := range []string{layout.HTML, layout.Markdown, layout.Table, layout.JUnit} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		assert.NilError(t, err)
+		assert.Assert(t, strings.Contains(string(data), "HW slowdown in 1 of 3 samples"), "%s lacks the telemetry", f)
+	}
+	res, err := Verify(context.Background(), dir, Options{Version: "v1"})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Findings, 0, lines(res))
 	assert.DeepEqual(t, res.Rerendered, []string{layout.JUnit, layout.HTML, layout.Markdown, layout.Table})
 }
 
