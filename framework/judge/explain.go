@@ -82,7 +82,7 @@ func explainPoint(gpus []result.GPUTelemetry, labels map[string]string, fastest 
 // 1.76), HW slowdown in 12 of 40 samples, 87 C"; "" when nothing.
 func gpuWhy(g result.GPUTelemetry, fastest float64) string {
 	var parts []string
-	slow := slowdownText(g)
+	slow := SlowdownText(g)
 	if slow != "" {
 		parts = append(parts, slow)
 	}
@@ -118,9 +118,10 @@ func gpuWhy(g result.GPUTelemetry, fastest float64) string {
 	return s + ": " + strings.Join(parts, ", ")
 }
 
-// slowdownText names the slowdown reasons a GPU showed, most frequent
-// first: "HW slowdown active in 12 of 40 samples".
-func slowdownText(g result.GPUTelemetry) string {
+// SlowdownText names the slowdown reasons a GPU showed, most frequent
+// first, in every report's words: "HW slowdown in 12 of 40 samples"; ""
+// when it showed none.
+func SlowdownText(g result.GPUTelemetry) string {
 	if len(g.Slowdown) == 0 {
 		return ""
 	}
@@ -139,7 +140,7 @@ func slowdownText(g result.GPUTelemetry) string {
 	})
 	var out []string
 	for _, r := range names {
-		out = append(out, fmt.Sprintf("%s active in %d of %d samples", SlowdownName(r), g.Slowdown[r], g.Samples))
+		out = append(out, fmt.Sprintf("%s in %d of %d samples", SlowdownName(r), g.Slowdown[r], g.Samples))
 	}
 	return strings.Join(out, ", ")
 }

@@ -215,30 +215,6 @@ func containsFloat(xs []float64, x float64) bool {
 	return false
 }
 
-// slowdownText is the slowdown reasons a GPU showed, most frequent first,
-// named as judge.SlowdownName names them: "HW slowdown in 12 of 40
-// samples, SW power cap in 3 of 40 samples"; "" for none.
-func slowdownText(g result.GPUTelemetry) string {
-	reasons := make([]string, 0, len(g.Slowdown))
-	for r, n := range g.Slowdown {
-		if n > 0 {
-			reasons = append(reasons, r)
-		}
-	}
-	sort.Slice(reasons, func(i, j int) bool {
-		a, b := g.Slowdown[reasons[i]], g.Slowdown[reasons[j]]
-		if a != b {
-			return a > b
-		}
-		return reasons[i] < reasons[j]
-	})
-	parts := make([]string, len(reasons))
-	for i, r := range reasons {
-		parts[i] = fmt.Sprintf("%s in %d of %d samples", judge.SlowdownName(r), g.Slowdown[r], g.Samples)
-	}
-	return strings.Join(parts, ", ")
-}
-
 // pcieText is a GPU's PCIe link as last sampled: "gen 5 x16", with
 // "below its maximum while busy" where a sample showed it so; "" where
 // the tool showed no link.
@@ -292,7 +268,7 @@ func telemetryRows(tel *result.Telemetry) []telemetryRow {
 	var out []telemetryRow
 	for _, g := range tel.GPUs {
 		r := telemetryRow{GPU: gpuName(g), Tool: g.Tool, Samples: g.Samples, SMClock: rangeText(g.SMClock), Temp: maxText(g.Temp), MemTemp: maxText(g.MemTemp),
-			Slowdown: slowdownText(g), PCIe: pcieText(g), NewErrors: g.NewErrors, Downgraded: g.PCIeDowngraded, Errored: len(g.NewErrors) > 0}
+			Slowdown: judge.SlowdownText(g), PCIe: pcieText(g), NewErrors: g.NewErrors, Downgraded: g.PCIeDowngraded, Errored: len(g.NewErrors) > 0}
 		r.Slow = r.Slowdown != ""
 		if g.Power != nil {
 			r.Power = fmt.Sprintf("%.0f", g.Power.Max)
@@ -323,7 +299,7 @@ func TelemetryLine(t result.Test) string {
 	var parts []string
 	for _, g := range t.Telemetry.GPUs {
 		var what []string
-		if s := slowdownText(g); s != "" {
+		if s := judge.SlowdownText(g); s != "" {
 			what = append(what, s)
 		}
 		if len(g.NewErrors) > 0 {
