@@ -87,6 +87,10 @@ type series struct {
 	crossedAt                    time.Duration
 	crossedFrom, crossedTo       float64
 	unit                         string
+	// band is the fall that fails this point: the drift band, or the
+	// point's own band where its baseline entry allows more
+	// (result.Judged.Tolerance; a datasheet floor's is no noise figure).
+	band float64
 }
 
 // NewJudge judges cycles of a burn-in started at started, a fall of more
@@ -165,10 +169,13 @@ func (j *Judge) point(n int, after time.Duration, t result.Test, m result.Judged
 				peer[k] = v
 			}
 		}
-		s = &series{test: t.Name, point: point, host: m.Labels["host"], gpu: m.Labels["gpu"], unit: m.Unit,
+		s = &series{test: t.Name, point: point, host: m.Labels["host"], gpu: m.Labels["gpu"], unit: m.Unit, band: j.drift,
 			peer: t.Name + "\x00" + m.Name + fmt.Sprint(m.Size) + "\x00" + labelText(peer), higher: mn.Better != result.BetterLower}
 		j.series[key] = s
 		j.order = append(j.order, key)
+	}
+	if m.Basis != result.BasisFloor && m.Tolerance > s.band && m.Tolerance < 1 {
+		s.band = m.Tolerance
 	}
 	v := m.Value
 	s.n++
@@ -182,14 +189,10 @@ func (j *Judge) point(n int, after time.Duration, t result.Test, m result.Judged
 	if len(s.last) > Window {
 		s.last = s.last[1:]
 	}
-	if s.n < 2 {
-		return
+	if s.n <= Window {
+		return // the point's own reference is still being measured
 	}
 	from, now := median(s.first), median(s.last)
-	if s.n <= Window {
-		// Still inside the reference window: compare with its start.
-		from, now = s.first[0], v
-	}
 	if from == 0 {
 		return
 	}
@@ -198,7 +201,7 @@ func (j *Judge) point(n int, after time.Duration, t result.Test, m result.Judged
 		fall = (now - from) / from
 	}
 	s.worst = max(s.worst, fall)
-	if fall > j.drift && s.crossed == 0 {
+	if fall > s.band && s.crossed == 0 {
 		s.crossed, s.crossedAt, s.crossedFrom, s.crossedTo = n, after, from, now
 	}
 }
@@ -232,7 +235,7 @@ func (j *Judge) Findings() []Finding {
 			Cycle: s.crossed, After: s.crossedAt,
 			Message: fmt.Sprintf("%s %s %s %.1f%% (%.4g → %.4g %s, median of %d cycles) by cycle %d, %s into the burn-in: more than the %.0f%% band; worst %.1f%%",
 				s.test, s.point, dir, 100*math.Abs(s.crossedTo-s.crossedFrom)/s.crossedFrom, s.crossedFrom, s.crossedTo, s.unit, Window,
-				s.crossed, s.crossedAt.Round(time.Second), 100*j.drift, 100*s.worst)})
+				s.crossed, s.crossedAt.Round(time.Second), 100*s.band, 100*s.worst)})
 	}
 	return append(out, j.spread()...)
 }

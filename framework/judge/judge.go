@@ -487,6 +487,13 @@ func apply(j *result.Judged, e *sku.Entry, ref float64, b sku.Band, labels strin
 	j.Source = e.Source
 	j.Basis = e.Kind()
 	j.Status, j.Band, j.Message = against(labelledText(j.Metric, e.Unit, labels), j.Value, ref, b, result.FigureName(e.Kind()))
+	switch {
+	case ref == 0:
+	case b.Min.IsSet():
+		j.Tolerance = (ref - b.Min.Limit(ref)) / ref
+	case b.Max.IsSet():
+		j.Tolerance = (b.Max.Limit(ref) - ref) / ref
+	}
 }
 
 // Value judges one value v (in unit) against reference ref and band b. It

@@ -204,6 +204,11 @@ type Judged struct {
 	// public measurement) or "floor" (a fraction of the datasheet figure)
 	// (framework/sku, BasisGolden ...).
 	Basis string `json:"basis,omitempty"`
+	// Tolerance is how far the band lets the point fall from Expected
+	// before it fails, a fraction of it (0.19 for "-19%"): under it for a
+	// floor, over it for a ceiling; 0 where no band edge bounds it. A
+	// burn-in's drift rule allows a point at least this much.
+	Tolerance float64 `json:"tolerance,omitempty"`
 	// Summary, when set, says this is not a measured point but one number
 	// computed from the curve: "peak", "largest" or "mean 64 MiB..4 GiB"
 	// (see the baseline semantics in baselines/README.md). Size is then the
