@@ -264,8 +264,11 @@ func (j *Judge) spread() []Finding {
 		for i, s := range group {
 			cvs[i] = cv(s)
 		}
-		typical := median(cvs)
 		for i, s := range group {
+			// Its peers' without its own: of two GPUs, the steady one
+			// is the scattering one's measure.
+			others := append(append([]float64(nil), cvs[:i]...), cvs[i+1:]...)
+			typical := median(others)
 			if cvs[i] > MinSpread && cvs[i] > SpreadFactor*typical {
 				out = append(out, Finding{Rule: RuleSpread, Status: result.Warn, Test: s.test, Point: s.point, Host: s.host, GPU: s.gpu,
 					Message: fmt.Sprintf("%s %s scatters %.1f%% cycle to cycle (coefficient of variation over %d cycles), its %d peers %.1f%% (median)",
