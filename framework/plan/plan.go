@@ -197,14 +197,21 @@ func TopologyHosts(t Topology) func(i int) (string, error) {
 	}
 }
 
+// RoleMonitor is the Step.Role of a step that runs beside a test's
+// steps (the telemetry sampler): launchers start it before them, wait for
+// its ReadyMarker, and once the test's steps ended stop it with SIGTERM,
+// which ends it, not fails it.
+const RoleMonitor = "monitor"
+
 // Step is one program start: a single process, or an MPI job of several
 // processes that a rank starter (mpirun, srun) launches together.
 type Step struct {
 	// Name identifies the step within its plan; it names the step's raw
 	// output files, so it is a short word ([a-z0-9_.-]).
 	Name string `json:"name"`
-	// Role is empty for symmetric workloads, or "server"/"client" for paired
-	// ones such as ib_write_bw.
+	// Role is empty for symmetric workloads, "server"/"client" for paired
+	// ones such as ib_write_bw, or RoleMonitor ("monitor": runs beside the
+	// test's steps and is stopped, not failed, once they ended).
 	Role string `json:"role,omitempty"`
 	// Argv is the program and its arguments. Relative paths in it are
 	// relative to the step's working directory, which the launcher creates
