@@ -107,6 +107,7 @@ func (r *amdReader) line(line string, no int) {
 	if r.columns == nil {
 		// What amd-smi prints before its table ("'CTRL' + 'C' to stop
 		// watching output:"), or a pasted prompt.
+		r.out.before(line)
 		return
 	}
 	cells := amdCells(line)

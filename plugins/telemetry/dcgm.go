@@ -79,8 +79,9 @@ func (r *dcgmReader) line(line string, no int) {
 		return
 	}
 	if r.columns == nil {
-		// dcgmi's own messages before a table ("Error setting watches").
-		r.out.bad(no, "a line before any #Entity header")
+		// dcgmi's own messages before a table ("Error setting watches"),
+		// or a pasted prompt.
+		r.out.before(line)
 		return
 	}
 	if len(f) < 2 {

@@ -279,7 +279,13 @@ func (nd *node) finish(t *result.Telemetry, samples []Sample) []string {
 		sampled = sampled || len(r.Samples) > 0
 	}
 	if !sampled && !nd.none {
-		notes = append(notes, nd.host+": the sampler read no sample")
+		said := ""
+		for _, r := range nd.readings() {
+			if r.Before != "" && said == "" {
+				said = " (it printed: " + r.Before + ")"
+			}
+		}
+		notes = append(notes, nd.host+": the sampler read no sample"+said)
 	}
 	if !nd.ended {
 		notes = append(notes, nd.host+": the log ends without the sampler's end line (it was killed, not stopped by TERM, or its log was cut): errors at the end unknown")

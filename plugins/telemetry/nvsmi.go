@@ -206,7 +206,9 @@ func (r *nvsmiReader) line(line string, no int) {
 		return
 	}
 	if r.columns == nil {
-		r.out.bad(no, "a value line before any CSV header")
+		// nvidia-smi's own messages ("Failed to initialize NVML: Driver/library
+		// version mismatch"), or a pasted prompt.
+		r.out.before(line)
 		return
 	}
 	cells := strings.Split(line, ",")

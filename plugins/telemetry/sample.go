@@ -55,6 +55,16 @@ type Reading struct {
 	// values under 7 columns").
 	Unparsed      int
 	FirstUnparsed string
+	// Before is the first line the tool printed before any header (an
+	// error such as "Error setting watches", a pasted prompt): shown when
+	// no sample was read.
+	Before string
+}
+
+func (r *Reading) before(line string) {
+	if r.Before == "" {
+		r.Before = strings.TrimSpace(line)
+	}
 }
 
 func (r *Reading) bad(no int, why string) {
