@@ -134,7 +134,13 @@ func (nd *node) line(sec, text string, no int) {
 		nd.none = true
 		nd.notes = append(nd.notes, nd.host+": "+text)
 	case "kernel-log":
-		nd.notes = append(nd.notes, nd.host+": kernel log not read, XIDs unknown ("+strings.TrimPrefix(text, "@")+")")
+		why := text
+		if w, ok := strings.CutPrefix(text, "@absent "); ok {
+			why = "no " + w + " on PATH"
+		} else if w, ok := strings.CutPrefix(text, "@refused "); ok {
+			why = w + " (refused: not root, or kernel.dmesg_restrict)"
+		}
+		nd.notes = append(nd.notes, nd.host+": kernel log not read, new XIDs unknown: "+why)
 	case "xid":
 		nd.xids = append(nd.xids, text)
 	case "replay-start", "replay-end":
@@ -147,7 +153,7 @@ func (nd *node) line(sec, text string, no int) {
 		switch sec {
 		case secNvsmi:
 			if nd.nvsmi == nil {
-				nd.nvsmi = &nvsmiReader{host: nd.host}
+				nd.nvsmi = &nvsmiReader{host: nd.host, start: nd.start, interval: nd.interval}
 			}
 			nd.nvsmi.line(text, no)
 		case secDCGM:

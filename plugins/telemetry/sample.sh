@@ -25,7 +25,9 @@ say begin "gpuaccept-telemetry 1 start=$(date +%s) interval_ms=$iv"
 # The kernel log's XID lines now, to print the new ones at the end. dmesg
 # is refused without root where dmesg_restrict is set: say so, sample on.
 kl=0
-if have dmesg && dmesg >/dev/null 2>&1; then
+if ! have dmesg; then
+	say kernel-log "@absent dmesg"
+elif dmesg >/dev/null 2>&1; then
 	kl=1
 	x0=$(dmesg | grep -c 'NVRM: Xid')
 else
