@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"strconv"
@@ -262,7 +263,23 @@ func firstOf(v ...string) string {
 // error; lines that cannot be read are counted in Reading.Unparsed. The
 // error is r's.
 func ReadNvidiaSMI(r io.Reader, host string) (Reading, error) {
+	return ReadNvidiaSMIWithHeader(r, host, "")
+}
+
+// ReadNvidiaSMIWithHeader is ReadNvidiaSMI for a CSV written with
+// --format=csv,noheader: header is the header line nvidia-smi would have
+// printed for the query ("timestamp, name, pci.bus_id, ...", units in
+// brackets or not). A header in r still replaces it. Errors: a header
+// that names no field the reader knows, r's.
+func ReadNvidiaSMIWithHeader(r io.Reader, host, header string) (Reading, error) {
 	rd := &nvsmiReader{host: host}
+	if header != "" {
+		cols, ok := nvsmiHeader(header)
+		if !ok {
+			return Reading{}, fmt.Errorf("read nvidia-smi CSV of %s: header %q names no --query-gpu field read (timestamp, index, clocks.sm, power.draw, ...)", host, header)
+		}
+		rd.columns = cols
+	}
 	err := lines.Each(r, maxLine, func(l []byte, no int, _ bool) { rd.line(string(l), no) })
 	return rd.out, err
 }
