@@ -195,3 +195,38 @@ func TestSlowdowns(t *testing.T) {
 		assert.Equal(t, strings.Join(Slowdowns(c.mask), "+"), c.want, "mask %#x", c.mask)
 	}
 }
+
+// One cell of each kind nvidia-smi prints, as its --help-query-gpu
+// describes them: a value with or without its unit, the not-shown
+// spellings, the reasons bitmask in hex and the per-reason words.
+func TestNvsmiCells(t *testing.T) {
+	for _, c := range []struct {
+		field, cell string
+		ok          bool
+		check       func(Sample) bool
+	}{
+		{"clocks.sm", "1980 MHz", true, func(s Sample) bool { return s.SMClock == 1980 }},
+		{"clocks.current.sm", "1980", true, func(s Sample) bool { return s.SMClock == 1980 }},
+		{"power.draw", "[N/A]", true, func(s Sample) bool { return math.IsNaN(s.Power) }},
+		{"power.draw", "[Not Supported]", true, func(s Sample) bool { return math.IsNaN(s.Power) }},
+		{"power.draw", "ERR!", false, nil},
+		{"utilization.gpu", "83 %", true, func(s Sample) bool { return s.Util == 83 }},
+		{"clocks_event_reasons.active", "0x0000000000000048", true, func(s Sample) bool { return s.HasReasons && s.Reasons == 0x48 }},
+		{"clocks_throttle_reasons.active", "0x0000000000000001", true, func(s Sample) bool { return s.Reasons == 0x1 }},
+		{"clocks_event_reasons.hw_slowdown", "Active", true, func(s Sample) bool { return s.Reasons == 0x8 }},
+		{"clocks_throttle_reasons.sw_power_cap", "Not Active", true, func(s Sample) bool { return s.HasReasons && s.Reasons == 0 }},
+		{"clocks_event_reasons.hw_slowdown", "[N/A]", true, func(s Sample) bool { return !s.HasReasons }},
+		{"timestamp", "2026/12/08 00:31:02.123", true, func(s Sample) bool { return s.T == 1796689862.123 }},
+		{"timestamp", "Tue Dec  8 00:31:02 2026", false, nil},
+		{"ecc.errors.uncorrected.volatile.total", "[N/A]", true, func(s Sample) bool { return s.ECCUncorrected == -1 }},
+		{"ecc.errors.uncorrected.volatile.total", "2", true, func(s Sample) bool { return s.ECCUncorrected == 2 }},
+		{"pcie.link.width.current", "16", true, func(s Sample) bool { return s.PCIeWidth == 16 }},
+	} {
+		s := newSample("n", "nvidia-smi")
+		ok := nvsmiColumn[c.field](&s, c.cell)
+		assert.Equal(t, ok, c.ok, "%s %q", c.field, c.cell)
+		if c.check != nil {
+			assert.Assert(t, c.check(s), "%s %q: %+v", c.field, c.cell, s)
+		}
+	}
+}

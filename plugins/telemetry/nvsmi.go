@@ -53,6 +53,37 @@ var nvsmiColumn = map[string]func(*Sample, string) bool{
 	"pcie.link.width.max":                   small(func(s *Sample) *int { return &s.PCIeWidthMax }),
 }
 
+// Per-reason columns (clocks_event_reasons.hw_slowdown, ...: "Active" or
+// "Not Active"), the bits of NVML's bitmask they stand for (nvidia-smi
+// --help-query-gpu names them; sample.go cites the bits).
+func init() {
+	for name, bit := range map[string]uint64{
+		"gpu_idle": 0x1, "applications_clocks_setting": 0x2, "sw_power_cap": 0x4, "hw_slowdown": 0x8, "sync_boost": 0x10,
+		"sw_thermal_slowdown": 0x20, "hw_thermal_slowdown": 0x40, "hw_power_brake_slowdown": 0x80, "display_clock_setting": 0x100,
+	} {
+		for _, prefix := range []string{"clocks_event_reasons.", "clocks_throttle_reasons."} {
+			nvsmiColumn[prefix+name] = reasonFlag(bit)
+		}
+	}
+	nvsmiColumn["power.draw.average"] = nvsmiColumn["power.draw"]
+}
+
+// reasonFlag reads a per-reason column: "Active" sets bit.
+func reasonFlag(bit uint64) func(*Sample, string) bool {
+	return func(s *Sample, v string) bool {
+		switch strings.TrimSpace(v) {
+		case "Active":
+			s.Reasons |= bit
+			s.HasReasons = true
+		case "Not Active":
+			s.HasReasons = true
+		default:
+			return notShown(v)
+		}
+		return true
+	}
+}
+
 // notShown says v is how a tool says it has no value: nvidia-smi prints
 // "[N/A]", "[Not Supported]", "N/A" (older drivers), "[Unknown Error]";
 // dcgmi and amd-smi print "N/A".
