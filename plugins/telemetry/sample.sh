@@ -50,17 +50,22 @@ finish() {
 		dmesg 2>/dev/null | grep 'NVRM: Xid' | tail -n +"$((x0 + 1))" | tag xid
 	fi
 	say end "gpuaccept-telemetry: stopped"
-	rm -rf "$d"
+	[ -z "$d" ] || rm -rf "$d"
 	exit 0
 }
 trap finish TERM INT
-d=$(mktemp -d "${TMPDIR:-/tmp}/gpuaccept-telemetry.XXXXXX") || exit 1
-mkfifo "$d/p" || exit 1
+d=$(mktemp -d "${TMPDIR:-/tmp}/gpuaccept-telemetry.XXXXXX" 2>/dev/null) && mkfifo "$d/p" 2>/dev/null || {
+	[ -z "$d" ] || rm -rf "$d"
+	say none "no FIFO for the sampler in ${TMPDIR:-/tmp} (mktemp -d or mkfifo failed): nothing sampled"
+	d=
+}
 # The sampler writes into a FIFO and tag reads it, so that $pid is the
 # sampler itself, which TERM must stop, not a pipeline's last command.
 sec=
 run() { sec=$1; shift; "$@" >"$d/p" 2>&1 & pid=$!; tag "$sec" <"$d/p" & tpid=$!; }
-if have nvidia-smi; then
+if [ -z "$d" ]; then
+	:
+elif have nvidia-smi; then
 	tool=nvidia-smi
 	full=timestamp,index,uuid,serial,pci.bus_id,utilization.gpu,clocks.sm,clocks.mem,power.draw,enforced.power.limit,temperature.gpu,temperature.memory,clocks_event_reasons.active,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,pcie.link.gen.current,pcie.link.width.current,pcie.link.gen.max,pcie.link.width.max
 	core=timestamp,index,uuid,pci.bus_id,utilization.gpu,clocks.sm,clocks.mem,power.draw,temperature.gpu
