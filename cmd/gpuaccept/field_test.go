@@ -29,7 +29,10 @@ type fieldCase struct {
 	// TrainLog holds what plugins/internal/trainlog's own test asserts of
 	// a training log (its reader and gates, case by case).
 	TrainLog any `yaml:"trainlog"`
-	Expect   struct {
+	// Telemetry holds what plugins/telemetry's own test asserts of a
+	// tool's samples (its readers and summary, case by case).
+	Telemetry any `yaml:"telemetry"`
+	Expect    struct {
 		Status string `yaml:"status"`
 		// Message holds substrings the test's message must contain.
 		Message []string `yaml:"message"`

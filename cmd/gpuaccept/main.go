@@ -38,6 +38,7 @@ import (
 	_ "github.com/gpuaccept/gpuaccept/plugins/mori"
 	_ "github.com/gpuaccept/gpuaccept/plugins/nccl"
 	_ "github.com/gpuaccept/gpuaccept/plugins/rccl"
+	_ "github.com/gpuaccept/gpuaccept/plugins/telemetry"
 	_ "github.com/gpuaccept/gpuaccept/plugins/train"
 	_ "github.com/gpuaccept/gpuaccept/plugins/workload"
 )
