@@ -59,6 +59,12 @@ func Explain(t result.Test) result.Test {
 // nothing.
 func explainPoint(gpus []result.GPUTelemetry, labels map[string]string, fastest float64) string {
 	host, gpu := labels["host"], labels["gpu"]
+	if oneHost(gpus) {
+		// One node: the sampler may name it as the launcher does
+		// (localhost, the Kubernetes node) and the benchmark by its
+		// host name (a pod's); the GPU index alone tells them apart.
+		host = ""
+	}
 	var whys []string
 	for _, g := range gpus {
 		if host != "" && g.Host != "" && g.Host != host {
@@ -75,6 +81,16 @@ func explainPoint(gpus []result.GPUTelemetry, labels map[string]string, fastest 
 		whys = append(whys[:2], fmt.Sprintf("%d more GPUs alike", len(whys)-2))
 	}
 	return strings.Join(whys, "; ")
+}
+
+// oneHost says every GPU sampled is on one node.
+func oneHost(gpus []result.GPUTelemetry) bool {
+	for _, g := range gpus[1:] {
+		if g.Host != gpus[0].Host {
+			return false
+		}
+	}
+	return true
 }
 
 // gpuWhy is what one GPU's telemetry shows that slows it down: "while
