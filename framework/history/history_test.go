@@ -76,7 +76,7 @@ func stores() []store {
 // dropped when t ends, and returns its URL.
 func newPostgres(t testing.TB) string {
 	t.Helper()
-	admin := testenv.Need(t, "GPUACCEPT_TEST_POSTGRES", "postgres")
+	admin := testenv.NeedPostgres(t)
 	db, err := sql.Open("pgx", admin)
 	assert.NilError(t, err)
 	t.Cleanup(func() { db.Close() })
@@ -432,4 +432,3 @@ func TestShow(t *testing.T) {
 		assert.Assert(t, err != nil)
 	}
 }
-

@@ -175,20 +175,41 @@ func Table(w io.Writer, points []Point, by string) error {
 		keep = append(keep, p)
 	}
 	sort.SliceStable(keep, func(i, j int) bool { return first(keep[i]) < first(keep[j]) })
-	for _, p := range keep {
-		gpu := cmpOr(p.GPUSerial, p.GPUUUID)
-		nic := p.NIC
-		if p.NICGUID != "" {
-			nic += " " + p.NICGUID
-		}
-		v := "-"
-		if !math.IsNaN(p.Value) {
-			v = valueText(p.Value, p.Unit)
-		}
-		rows = append(rows, []string{first(p), p.At.UTC().Format("2006-01-02 15:04"), p.Host, gpu, nic, p.Test,
-			metricText(p.Metric, p.Labels, p.Size), v, strings.ToUpper(p.Status), shortDigest(p.Digest)})
+	// The grouping column comes first and is not repeated.
+	cols := []struct {
+		by, name string
+		of       func(Point) string
+	}{
+		{"", "Time (UTC)", func(p Point) string { return p.At.UTC().Format("2006-01-02 15:04") }},
+		{ByNode, "Host", func(p Point) string { return p.Host }},
+		{ByGPU, "GPU serial", func(p Point) string { return cmpOr(p.GPUSerial, p.GPUUUID) }},
+		{ByNIC, "NIC", func(p Point) string { return strings.TrimSpace(p.NIC + " " + p.NICGUID) }},
+		{ByTest, "Test", func(p Point) string { return p.Test }},
+		{"", "Metric", func(p Point) string { return metricText(p.Metric, p.Labels, p.Size) }},
+		{"", "Value", func(p Point) string {
+			if math.IsNaN(p.Value) {
+				return "-"
+			}
+			return valueText(p.Value, p.Unit)
+		}},
+		{"", "Status", func(p Point) string { return strings.ToUpper(p.Status) }},
+		{"", "Run", func(p Point) string { return shortDigest(p.Digest) }},
 	}
-	header := []string{map[string]string{ByNode: "Node", ByGPU: "GPU serial", ByNIC: "NIC", ByTest: "Test"}[by], "Time (UTC)", "Host", "GPU serial", "NIC", "Test", "Metric", "Value", "Status", "Run"}
+	header := []string{map[string]string{ByNode: "Node", ByGPU: "GPU serial", ByNIC: "NIC", ByTest: "Test"}[by]}
+	for _, c := range cols {
+		if c.by != by {
+			header = append(header, c.name)
+		}
+	}
+	for _, p := range keep {
+		row := []string{first(p)}
+		for _, c := range cols {
+			if c.by != by {
+				row = append(row, c.of(p))
+			}
+		}
+		rows = append(rows, row)
+	}
 	var b strings.Builder
 	t := tablewriter.NewTable(&b, tablewriter.WithRowAutoWrap(tw.WrapNone), tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header(header)
