@@ -20,6 +20,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
@@ -430,5 +431,50 @@ func TestShow(t *testing.T) {
 		code, err := Main(context.Background(), bad, nil, &out, &out)
 		assert.Equal(t, code, result.ExitUsage)
 		assert.Assert(t, err != nil)
+	}
+}
+
+// How a point finds its host, GPU and NIC: from its labels and the
+// devices of that host, a key left empty where the outputs do not say.
+// The NIC's name and GUID are those a real ibstat printed (plugins/health
+// testdata: mlx5_0, node GUID 0x00155dfffe3411eb).
+func TestPointsOfHardware(t *testing.T) {
+	gpuA := result.Device{Host: "n1", Kind: result.GPUDevice, UUID: "GPU-7f9ee361-df4c-fbf8-f54f-326008e9c35c", Serial: serial30, BusID: "00000000:00:06.0"}
+	gpuB := result.Device{Host: "n1", Kind: result.GPUDevice, UUID: "GPU-9f772a7a-dd7a-ccae-5ec0-32c40aaef8cb", Serial: serial32, BusID: "00000000:00:07.0"}
+	nic := result.Device{Host: "n1", Kind: result.NICDevice, Name: "mlx5_0", GUID: "0x00155dfffe3411eb"}
+	one := plan.Scope{Nodes: 1, GPUsPerNode: 1}
+	cases := []struct {
+		name    string
+		hosts   []string
+		devices []result.Device
+		scope   plan.Scope
+		labels  map[string]string
+		want    Point
+	}{
+		{"one GPU, no label: the test ran on it", nil, []result.Device{gpuA}, one, nil,
+			Point{Host: "n1", GPUUUID: gpuA.UUID, GPUSerial: serial30}},
+		{"an index on a host of two GPUs names none", nil, []result.Device{gpuA, gpuB}, plan.Scope{Nodes: 1, GPUsPerNode: 2}, map[string]string{"host": "n1", "gpu": "1"},
+			Point{Host: "n1"}},
+		{"a UUID label names its GPU", nil, []result.Device{gpuA, gpuB}, plan.Scope{Nodes: 1, GPUsPerNode: 2}, map[string]string{"gpu": gpuB.UUID},
+			Point{Host: "n1", GPUUUID: gpuB.UUID, GPUSerial: serial32}},
+		{"a device without a host is the single node's", []string{"n7"}, []result.Device{{Kind: result.GPUDevice, Serial: serial30}}, one, nil,
+			Point{Host: "n7", GPUSerial: serial30}},
+		{"an hca label names its NIC", nil, []result.Device{gpuA, nic}, plan.Scope{Nodes: 2, GPUsPerNode: 1}, map[string]string{"host": "n1", "hca": "mlx5_0"},
+			Point{Host: "n1", NIC: "mlx5_0", NICGUID: nic.GUID}},
+		{"a pair names two NICs, no GUID", nil, []result.Device{nic}, plan.Scope{Nodes: 2, GPUsPerNode: 1}, map[string]string{"pair": "mlx5_0:mlx5_0"},
+			Point{NIC: "mlx5_0:mlx5_0"}},
+		{"two hosts and no host label: none", []string{"n1", "n2"}, []result.Device{gpuA}, plan.Scope{Nodes: 2, GPUsPerNode: 1}, nil,
+			Point{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			run := &result.Run{Hosts: c.hosts, Scope: c.scope, Hardware: c.devices, Tests: []result.Test{{Name: "t.t", Scope: c.scope,
+				Metrics: []result.Judged{{Metric: result.Metric{Name: "m", Value: 1, Labels: c.labels}, Status: result.Pass}}}}}
+			ps := PointsOf(run)
+			assert.Equal(t, len(ps), 1)
+			got := ps[0]
+			assert.DeepEqual(t, [5]string{got.Host, got.GPUUUID, got.GPUSerial, got.NIC, got.NICGUID},
+				[5]string{c.want.Host, c.want.GPUUUID, c.want.GPUSerial, c.want.NIC, c.want.NICGUID})
+		})
 	}
 }

@@ -151,7 +151,8 @@ func RunOf(run *result.Run, digest, folder string) Run {
 // attempt of each, whose verdict stands), with the hardware each was
 // measured on (run.Hardware, hardware.json's devices):
 //   - Host: the point's label "host"; else the run's only host (its one
-//     Hosts entry, or the one host its devices name); else empty.
+//     Hosts entry, or for a single-node run the one host its devices
+//     name); else empty.
 //   - GPU UUID and serial: the GPU of the host whose UUID, serial or bus
 //     id the label "gpu" gives; else the host's only GPU when the point
 //     has a "gpu" label or its test ran on one GPU (scope 1x1); else
@@ -165,10 +166,14 @@ func RunOf(run *result.Run, digest, folder string) Run {
 // the host's when the run has one node. A summary point (peak, mean)
 // carries its summary as the label "summary".
 func PointsOf(run *result.Run) []Point {
+	// The run's only host: the one it names, else, for a single-node
+	// run, the one its devices name. A run of several nodes whose
+	// outputs named only one is not taken for that one.
+	oneNode := run.Scope.Nodes <= 1
 	onlyHost := ""
 	if len(run.Hosts) == 1 {
 		onlyHost = run.Hosts[0]
-	} else {
+	} else if len(run.Hosts) == 0 && oneNode {
 		hosts := map[string]bool{}
 		for _, d := range run.Hardware {
 			if d.Host != "" {
@@ -181,7 +186,6 @@ func PointsOf(run *result.Run) []Point {
 			}
 		}
 	}
-	oneNode := run.Scope.Nodes <= 1
 	devicesOf := func(host, kind string) []result.Device {
 		var out []result.Device
 		for _, d := range run.Hardware {

@@ -8,6 +8,9 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // Run is one results folder in the store.
@@ -85,9 +88,12 @@ func (p Point) MarshalJSON() ([]byte, error) {
 // selects all.
 type Filter struct {
 	Host string
-	// GPU matches a GPU serial or UUID.
+	// GPU matches a GPU's UUID when it holds a dash (NVIDIA's
+	// "GPU-...", AMD's), else its serial.
 	GPU string
-	// NIC matches a NIC GUID or adapter name.
+	// NIC matches a NIC's GUID when it is one (hex digits, with 0x or
+	// colons: "0xa088c20300a1b2c3", "7cfe:9003:00a5:95c0"), else its
+	// adapter name ("mlx5_3").
 	NIC    string
 	Test   string
 	Metric string
@@ -107,24 +113,21 @@ func labelsText(l map[string]string) string {
 
 const pointColumns = "digest, seq, test, metric, labels, size, value, unit, band, expected, status, basis, at, host, gpu_uuid, gpu_serial, nic, nic_guid"
 
-// pointBatch is how many points one INSERT carries: 18 columns x 500 is
-// 9,000 parameters, under SQLite's 32,766 and PostgreSQL's 65,535.
+// pointBatch is how many points one INSERT carries into SQLite: 18
+// columns x 500 is 9,000 parameters, under its limit of 32,766.
 const pointBatch = 500
 
 // Insert implements Store.
 func (s *sqlStore) Insert(ctx context.Context, r Run, points []Point) (added bool, err error) {
+	if s.pg {
+		return s.insertCopy(ctx, r, points)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("history store %s: %w", s.where, err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO runs (digest, folder, sku, suite, scope, launcher, status, started, version, command, imported)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING`),
-		r.Digest, r.Folder, r.SKU, r.Suite, r.Scope, r.Launcher, r.Status, stamp(r.Started), r.Version, r.Command, stamp(r.Imported))
-	if err != nil {
-		return false, fmt.Errorf("history store %s: add run %s: %w", s.where, r.Digest, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	if added, err = s.insertRun(ctx, tx, r); err != nil || !added {
 		return false, err
 	}
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", 18), ", ") + ")"
@@ -138,23 +141,91 @@ func (s *sqlStore) Insert(ctx context.Context, r Run, points []Point) (added boo
 				b.WriteString(", ")
 			}
 			b.WriteString(one)
-			var v, e any
-			if !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) {
-				v = p.Value
-			}
-			if p.Expected != nil {
-				e = *p.Expected
-			}
-			args = append(args, r.Digest, start+i, p.Test, p.Metric, labelsText(p.Labels), p.Size, v, p.Unit, p.Band, e,
-				p.Status, p.Basis, stamp(p.At), p.Host, p.GPUUUID, p.GPUSerial, p.NIC, p.NICGUID)
+			args = append(args, pointRow(r.Digest, start+i, p)...)
 		}
-		if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return false, fmt.Errorf("history store %s: add the points of run %s: %w", s.where, r.Digest, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("history store %s: add run %s: %w", s.where, r.Digest, err)
 	}
+	return true, nil
+}
+
+// execer is a transaction or a connection.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// insertRun adds r's row, or nothing when its digest is in already
+// (added false).
+func (s *sqlStore) insertRun(ctx context.Context, tx execer, r Run) (added bool, err error) {
+	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO runs (digest, folder, sku, suite, scope, launcher, status, started, version, command, imported)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING`),
+		r.Digest, r.Folder, r.SKU, r.Suite, r.Scope, r.Launcher, r.Status, stamp(r.Started), r.Version, r.Command, stamp(r.Imported))
+	if err != nil {
+		return false, fmt.Errorf("history store %s: add run %s: %w", s.where, r.Digest, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("history store %s: add run %s: %w", s.where, r.Digest, err)
+	}
+	return n > 0, nil
+}
+
+// pointRow is p's values in pointColumns' order: a value that is no
+// finite number, and no expected value, as NULL.
+func pointRow(digest string, seq int, p Point) []any {
+	var v, e any
+	if !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) {
+		v = p.Value
+	}
+	if p.Expected != nil {
+		e = *p.Expected
+	}
+	return []any{digest, int64(seq), p.Test, p.Metric, labelsText(p.Labels), p.Size, v, p.Unit, p.Band, e,
+		p.Status, p.Basis, stamp(p.At), p.Host, p.GPUUUID, p.GPUSerial, p.NIC, p.NICGUID}
+}
+
+// insertCopy is Insert for PostgreSQL: the points go in with COPY (pgx's
+// CopyFrom), several times faster than INSERTs, in the transaction that
+// adds the run.
+func (s *sqlStore) insertCopy(ctx context.Context, r Run, points []Point) (added bool, err error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return false, fmt.Errorf("history store %s: %w", s.where, err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		return false, fmt.Errorf("history store %s: %w", s.where, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			// A cancelled ctx must not keep the rollback from running.
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	if added, err = s.insertRun(ctx, conn, r); err != nil || !added {
+		return false, err
+	}
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("not a pgx connection: %T", dc)
+		}
+		_, err := c.Conn().CopyFrom(ctx, pgx.Identifier{"points"}, strings.Split(strings.ReplaceAll(pointColumns, " ", ""), ","),
+			pgx.CopyFromSlice(len(points), func(i int) ([]any, error) { return pointRow(r.Digest, i, points[i]), nil }))
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("history store %s: add the points of run %s: %w", s.where, r.Digest, err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return false, fmt.Errorf("history store %s: add run %s: %w", s.where, r.Digest, err)
+	}
+	committed = true
 	return true, nil
 }
 
@@ -171,11 +242,21 @@ func (s *sqlStore) Points(ctx context.Context, f Filter) ([]Point, error) {
 	if f.Host != "" {
 		add("p.host = ?", f.Host)
 	}
-	if f.GPU != "" {
-		add("(p.gpu_serial = ? OR p.gpu_uuid = ?)", f.GPU, f.GPU)
+	// One column each, not an OR of two: an OR keeps SQLite from the
+	// index of either with the test's.
+	switch {
+	case f.GPU == "":
+	case strings.Contains(f.GPU, "-"):
+		add("p.gpu_uuid = ?", f.GPU)
+	default:
+		add("p.gpu_serial = ?", f.GPU)
 	}
-	if f.NIC != "" {
-		add("(p.nic_guid = ? OR p.nic = ?)", f.NIC, f.NIC)
+	switch {
+	case f.NIC == "":
+	case isGUID(f.NIC):
+		add("p.nic_guid = ?", f.NIC)
+	default:
+		add("p.nic = ?", f.NIC)
 	}
 	if f.Test != "" {
 		add("p.test = ?", f.Test)
@@ -247,4 +328,11 @@ func (s *sqlStore) Runs(ctx context.Context) ([]Run, error) {
 		return nil, fmt.Errorf("history store %s: read runs: %w", s.where, err)
 	}
 	return out, nil
+}
+
+// isGUID says s reads as a GUID: hex digits, with an optional 0x and
+// colons.
+func isGUID(s string) bool {
+	h := strings.ReplaceAll(strings.TrimPrefix(strings.ToLower(s), "0x"), ":", "")
+	return h != "" && strings.Trim(h, "0123456789abcdef") == ""
 }
