@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
@@ -287,12 +289,26 @@ type Delta struct {
 // Compare sets each point of run (with its Hardware, as Import reads it)
 // against the store's values of the same part and series: against
 // AgainstAcceptance (the part's acceptance value), AgainstLast (its latest
-// value from another run) or a run's digest ("sha256:HEX", that run's
-// value). Points the store holds nothing to compare with are left out;
-// summary points are keyed with their labels as measured. The error is
-// the store's.
+// value from another run) or a run's digest ("sha256:HEX" as printed at
+// sign-off, or the bare hex: that run's value). The run's own points, if
+// it is in the store already (same results folder, run.Dir), are not
+// compared with. Points the store holds nothing to compare with are left
+// out. The error is a bad against, or the store's.
 func Compare(ctx context.Context, s Store, run *result.Run, against string) (map[Key]Delta, error) {
 	out := map[Key]Delta{}
+	if against != AgainstAcceptance && against != AgainstLast {
+		hex, err := manifest.ParseDigest(against)
+		if err != nil {
+			return nil, fmt.Errorf("compare with %q: want acceptance, last or a run's digest: %w", against, err)
+		}
+		against = "sha256:" + hex
+	}
+	dir := run.Dir
+	if dir != "" {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+	}
 	mine := PointsOf(run)
 	asked := map[Filter]bool{}
 	var earlier []Point
@@ -337,7 +353,7 @@ func Compare(ctx context.Context, s Store, run *result.Run, against string) (map
 			ps := byKey[part.Kind+"\x00"+part.ID+"\x00"+seriesKey(p)]
 			var other []Point
 			for _, q := range ps {
-				if q.Digest != "" && !sameRun(q, run) {
+				if dir == "" || q.Folder != dir {
 					other = append(other, q)
 				}
 			}
@@ -358,8 +374,3 @@ func Compare(ctx context.Context, s Store, run *result.Run, against string) (map
 	return out, nil
 }
 
-// sameRun says q is a point of run itself, already in the store: same
-// results folder.
-func sameRun(q Point, run *result.Run) bool {
-	return run.Dir != "" && q.Folder == run.Dir
-}

@@ -334,6 +334,15 @@ func TestBusyDrift(t *testing.T) {
 			assert.Assert(t, bf16 != nil, "no delta for gemm.matmul bf16 in %v", deltas)
 			assert.Equal(t, percent(bf16.Change), "-59%")
 			assert.Equal(t, len(deltas), 9)
+
+			// The healthy run by its digest, bare: the same figures.
+			healthy, err := manifest.Digest(filepath.Join(h100, "issue30/node-1"))
+			assert.NilError(t, err)
+			byDigest, err := Compare(context.Background(), s, busy, strings.TrimPrefix(healthy, "sha256:"))
+			assert.NilError(t, err)
+			assert.DeepEqual(t, byDigest, deltas)
+			_, err = Compare(context.Background(), s, busy, "yesterday")
+			assert.ErrorContains(t, err, "want acceptance, last or a run's digest")
 		})
 	}
 }
@@ -476,5 +485,37 @@ func TestPointsOfHardware(t *testing.T) {
 			assert.DeepEqual(t, [5]string{got.Host, got.GPUUUID, got.GPUSerial, got.NIC, got.NICGUID},
 				[5]string{c.want.Host, c.want.GPUUUID, c.want.GPUSerial, c.want.NIC, c.want.NICGUID})
 		})
+	}
+}
+
+// A GPU's, a NIC's, a host's and a test's trend are read through their
+// index, not a scan of every point (the benchmark's 10^6 points: a scan
+// takes a second, the index milliseconds).
+func TestTrendsUseIndexes(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "h.db")).(*SQLite)
+	cases := []struct {
+		f     Filter
+		index string
+	}{
+		{Filter{GPU: serial30, Test: "nccl.all_reduce", Metric: "busbw"}, "points_by_serial"},
+		{Filter{GPU: "GPU-7f9ee361-df4c-fbf8-f54f-326008e9c35c"}, "points_by_uuid"},
+		{Filter{NIC: "0x00155dfffe3411eb", Test: "ibperf.ib_write_bw"}, "points_by_nic"},
+		{Filter{Host: "node17"}, "points_by_host"},
+		{Filter{Test: "hbm.bandwidth"}, "points_by_test"},
+	}
+	for _, c := range cases {
+		query, args := pointsQuery(c.f)
+		rows, err := s.db.Query("EXPLAIN QUERY PLAN "+query, args...)
+		assert.NilError(t, err)
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			assert.NilError(t, rows.Scan(&id, &parent, &unused, &detail))
+			plan = append(plan, detail)
+		}
+		assert.NilError(t, rows.Err())
+		rows.Close()
+		assert.Assert(t, strings.Contains(strings.Join(plan, "\n"), "INDEX "+c.index), "%+v: %s", c.f, strings.Join(plan, "; "))
 	}
 }

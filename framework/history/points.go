@@ -229,8 +229,9 @@ func (s *sqlStore) insertCopy(ctx context.Context, r Run, points []Point) (added
 	return true, nil
 }
 
-// Points implements Store.
-func (s *sqlStore) Points(ctx context.Context, f Filter) ([]Point, error) {
+// pointsQuery is the SELECT of Points for f, with ? placeholders, and its
+// arguments.
+func pointsQuery(f Filter) (string, []any) {
 	var where []string
 	var args []any
 	add := func(cond string, vals ...string) {
@@ -272,6 +273,12 @@ func (s *sqlStore) Points(ctx context.Context, f Filter) ([]Point, error) {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
 	query += " ORDER BY p.at, p.digest, p.seq"
+	return query, args
+}
+
+// Points implements Store.
+func (s *sqlStore) Points(ctx context.Context, f Filter) ([]Point, error) {
+	query, args := pointsQuery(f)
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("history store %s: read points: %w", s.where, err)
