@@ -373,4 +373,3 @@ func Compare(ctx context.Context, s Store, run *result.Run, against string) (map
 	}
 	return out, nil
 }
-
