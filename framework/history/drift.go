@@ -152,6 +152,9 @@ func valueText(v float64, unit string) string {
 // percent is a change as "-9%", "+0.4%": one decimal below 10%.
 func percent(c float64) string {
 	pct := c * 100
+	if math.Abs(pct) < 0.05 {
+		return "+0%" // not "-0%" for a change that rounds to none
+	}
 	if math.Abs(pct) >= 10 {
 		return fmt.Sprintf("%+.0f%%", pct)
 	}

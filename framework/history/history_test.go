@@ -360,6 +360,8 @@ func TestDriftLineText(t *testing.T) {
 		{"a node never accepted", DriftLine{Part: Part{"node", "n1", "node n1"}, Host: "n1", Test: "nccl.all_reduce", Metric: "busbw",
 			Labels: map[string]string{"placement": "in-place"}, Unit: "GB/s", FirstAt: at, Last: 3.14159, Change: 0.004},
 			"node n1: nccl.all_reduce busbw{placement=in-place} 3.142 GB/s, +0.4% since its first run (not accepted) on 2026-12-01"},
+		{"a change that rounds to none", DriftLine{Part: Part{"gpu", "S", "GPU S"}, Test: "hbm.bandwidth", Metric: "bw", Unit: "GB/s", FirstAt: at, Accepted: true, Last: 3091, Change: -0.0004},
+			"GPU S: hbm.bandwidth bw 3091 GB/s, +0% since its acceptance on 2026-12-01"},
 		{"no change", DriftLine{Part: Part{"gpu", "S", "GPU S"}, Test: "hbm.bandwidth", Metric: "bw", Unit: "GB/s", FirstAt: at, Accepted: true, Last: 3000},
 			"GPU S: hbm.bandwidth bw 3000 GB/s, +0% since its acceptance on 2026-12-01"},
 	}

@@ -281,9 +281,17 @@ func trends(points []Point) ([]trend, error) {
 			pl.Legend.Add(s.part.Name+" "+metricText(p.Metric, p.Labels, p.Size), l, sc)
 			pl.Add(l, sc)
 		}
-		pl.Legend.Top = true
-		c := vgsvg.New(8*vg.Inch, 4*vg.Inch)
-		pl.Draw(draw.New(c))
+		// The legend beside the plot, not over its points (as
+		// framework/report draws its figures).
+		legend := pl.Legend
+		pl.Legend = plot.NewLegend()
+		legend.Top, legend.Left, legend.Padding = true, true, vg.Points(3)
+		c := vgsvg.New(10*vg.Inch, 4*vg.Inch)
+		dc := draw.New(c)
+		r := legend.Rectangle(dc)
+		legendW := r.Max.X - r.Min.X + vg.Points(12)
+		pl.Draw(draw.Crop(dc, 0, -legendW, 0, 0))
+		legend.Draw(draw.Crop(dc, 10*vg.Inch-legendW+vg.Points(6), 0, 0, -vg.Points(24)))
 		var buf bytes.Buffer
 		if _, err := c.WriteTo(&buf); err != nil {
 			return nil, fmt.Errorf("plot %s: %w", f.title, err)
