@@ -438,6 +438,13 @@ func TestShow(t *testing.T) {
 		assert.Equal(t, code, result.ExitPass)
 		assert.Assert(t, strings.Contains(out.String(), c.want), "%s: %s", c.format, out.String())
 	}
+	for _, args := range [][]string{nil, {"drift"}} {
+		out.Reset()
+		code, err := Main(context.Background(), Options{By: ByGPU, Format: "json", Store: loc, Host: "nosuchhost"}, args, &out, &out)
+		assert.NilError(t, err)
+		assert.Equal(t, code, result.ExitPass)
+		assert.Equal(t, out.String(), "[]\n", "nothing selected is an empty list for scripts, not null")
+	}
 	for _, bad := range []Options{{By: "rack", Format: "table"}, {By: ByGPU, Format: "csv"}} {
 		code, err := Main(context.Background(), bad, nil, &out, &out)
 		assert.Equal(t, code, result.ExitUsage)

@@ -107,6 +107,9 @@ func Main(ctx context.Context, o Options, args []string, stdout, stderr io.Write
 	}
 	switch o.Format {
 	case "json":
+		if points == nil {
+			points = []Point{} // [], not null, for scripts
+		}
 		return result.ExitPass, writeJSON(stdout, points)
 	case "html":
 		return result.ExitPass, HTML(stdout, s.Where(), points, nil)
@@ -121,6 +124,9 @@ func Main(ctx context.Context, o Options, args []string, stdout, stderr io.Write
 func showDrift(ctx context.Context, s Store, f Filter, format string, lines []DriftLine, w io.Writer) error {
 	switch format {
 	case "json":
+		if lines == nil {
+			lines = []DriftLine{}
+		}
 		return writeJSON(w, lines)
 	case "html":
 		points, err := s.Points(ctx, f)
