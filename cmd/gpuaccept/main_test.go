@@ -137,7 +137,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, cmd := range []string{"run", "check", "demo", "list", "baseline", "report", "verify"} {
+	for _, cmd := range []string{"run", "check", "demo", "list", "baseline", "report", "verify", "history"} {
 		code, _, errs := cli(t, cmd, "--help")
 		assert.Equal(t, code, 0, cmd)
 		assert.Assert(t, strings.Contains(errs, "Usage: gpuaccept"), errs)

@@ -36,3 +36,12 @@ func Missing(t testing.TB, format string, args ...any) {
 	}
 	t.Skipf(format, args...)
 }
+
+// NeedPostgres returns the URL of the PostgreSQL superuser on the server
+// the "postgres" service started (GPUACCEPT_TEST_POSTGRES), or skips t
+// (fails it under GPUACCEPT_INTEGRATION=required) when it is not up.
+// Tests make a database of their own through it.
+func NeedPostgres(t testing.TB) string {
+	t.Helper()
+	return Need(t, "GPUACCEPT_TEST_POSTGRES", "postgres")
+}
