@@ -10,8 +10,6 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/drain"
-	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/sku"
 	"github.com/gpuaccept/gpuaccept/internal/cliopts"
 )
 
@@ -130,7 +128,7 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	c := &o.c
 	if o.slurmCheck {
-		return slurmReport(c, res, setup.SKU, stdout)
+		return c.SlurmReport(res, setup.SKU, stdout)
 	}
 	code, err = c.Finish(res, setup.SKU, stdout, stderr)
 	fmt.Fprintf(stderr, "results: %s\n", c.Out)
@@ -143,18 +141,4 @@ func cmdHealth(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 	return code, err
-}
-
-// slurmReport prints the one line of --slurm-check and returns its exit
-// code; the results folder is written (and signed off) only when --out
-// asked for it.
-func slurmReport(c *cliopts.Common, res *result.Run, s *sku.SKU, stdout io.Writer) (int, error) {
-	line, code := acceptance.HealthLine(res, acceptance.SlurmNode())
-	fmt.Fprintln(stdout, line)
-	if !c.OutDeleted {
-		if _, err := c.Finish(res, s, io.Discard, io.Discard); err != nil {
-			return exitUsage, err
-		}
-	}
-	return code, nil
 }

@@ -55,7 +55,15 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "plugin" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// Every run the tests make would go to the user's results store
+	// (history.DefaultPath): to one of this test binary's own instead.
+	state, err := os.MkdirTemp("", "gpuaccept-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
 	code := m.Run()
+	os.RemoveAll(state)
 	if standinBuilt != "" {
 		os.RemoveAll(filepath.Dir(standinBuilt))
 	}

@@ -33,13 +33,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, cliopts.Usage(errors.New("verify takes one RESULTS_DIR"))
 	}
 	o := signoff.Options{Version: getVersion(), Builtin: baselines.FS, StrictBaseline: strict, Recordings: gpuaccept.Recordings}
-	var empty []string
-	for _, f := range []string{"digest", "allowed-signers", "identity"} {
-		if fs.Changed(f) && fs.Lookup(f).Value.String() == "" {
-			empty = append(empty, f)
-		}
-	}
-	if err := o.Signers(digest, allowed, identity, empty); err != nil {
+	if err := o.Signers(digest, allowed, identity, cliopts.GivenEmpty(fs, "digest", "allowed-signers", "identity")); err != nil {
 		return exitUsage, cliopts.Usage(err)
 	}
 	dir := fs.Arg(0)

@@ -21,6 +21,8 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/history"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
@@ -57,6 +59,9 @@ type Common struct {
 	SKU, Out, JUnit, Format, PluginPath, HTML string
 	// Cats is the SKU catalog (--baselines: Cats.Dir), loaded once.
 	Cats acceptance.CatalogLoader
+	// History is --history: the results store a finished folder is
+	// appended to (history.Append); "" the default, history.Off none.
+	History string
 	// OutDeleted says the results folder is removed when the command ends
 	// (the demo without --out), so no message may send the user to it.
 	OutDeleted bool
@@ -95,7 +100,7 @@ func (c *Common) LoadKey() error {
 }
 
 // CommonFlags are the flags of Common, in the order Add adds them.
-var CommonFlags = []string{"sku", "baselines", "out", "junit", "html", "format", "plugin-path"}
+var CommonFlags = []string{"sku", "baselines", "out", "junit", "html", "format", "plugin-path", "history"}
 
 // Add adds every common flag: those of the commands that run or judge
 // tests and report on them (run, localise, check).
@@ -121,6 +126,8 @@ func (c *Common) AddOnly(fs *pflag.FlagSet, names ...string) {
 			fs.StringVar(&c.Format, "format", "table", "report on stdout: table, json or markdown")
 		case "plugin-path":
 			fs.StringVar(&c.PluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables (env GPUACCEPT_PLUGIN_PATH)")
+		case "history":
+			AddHistory(fs, &c.History)
 		default:
 			panic("AddOnly: no common flag " + n)
 		}
@@ -146,10 +153,23 @@ func (c *Common) Finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (
 	// The hardware list is read from the raw outputs by the plugins.
 	host := c.Host()
 	defer host.Close()
-	return signoff.Finish(c.Ctx, run, s, signoff.FinishOptions{
+	code, err := signoff.Finish(c.Ctx, run, s, signoff.FinishOptions{
 		Recorded: c.Recorded, JUnit: c.JUnit, HTML: c.HTML, Format: c.Format,
 		Key: c.Key, OutDeleted: c.OutDeleted, Stdout: stdout, Stderr: stderr, Plugins: host,
 	})
+	// Every signed folder goes to the results store, keyed by the
+	// hardware its raw outputs show; a replay of recordings measured no
+	// hardware here, and a store that fails loses the run nothing.
+	if err == nil && run.Dir != "" && !c.OutDeleted && run.Launcher != "replay" {
+		ctx := c.Ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		if herr := history.Append(ctx, c.History, run.Dir); herr != nil {
+			fmt.Fprintln(stderr, redact.PrintableLine(redact.String("warning: "+herr.Error())))
+		}
+	}
+	return code, err
 }
 
 // ValidFormat checks --format (report.CheckFormat); a bad one is a
@@ -165,4 +185,17 @@ func ValidFormat(f string) error {
 // variable so that a test can interrupt a command in process.
 var SignalContext = func() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// GivenEmpty are the flags among names given on the command line with an
+// empty value ("--digest ”"), which a command refuses rather than reads
+// as not given.
+func GivenEmpty(fs *pflag.FlagSet, names ...string) []string {
+	var empty []string
+	for _, f := range names {
+		if fs.Changed(f) && fs.Lookup(f).Value.String() == "" {
+			empty = append(empty, f)
+		}
+	}
+	return empty
 }

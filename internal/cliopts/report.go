@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/gpuaccept/gpuaccept/framework/acceptance"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
@@ -39,4 +40,18 @@ func (c *Common) LoadRun(dir string) (*result.Run, error) {
 	}
 	c.Recorded = recorded
 	return run, nil
+}
+
+// SlurmReport prints the one line of health --slurm-check and returns its
+// exit code; the results folder is written (and signed off) only when
+// --out asked for it.
+func (c *Common) SlurmReport(res *result.Run, s *sku.SKU, stdout io.Writer) (int, error) {
+	line, code := acceptance.HealthLine(res, acceptance.SlurmNode())
+	fmt.Fprintln(stdout, line)
+	if !c.OutDeleted {
+		if _, err := c.Finish(res, s, io.Discard, io.Discard); err != nil {
+			return result.ExitUsage, err
+		}
+	}
+	return code, nil
 }
