@@ -71,7 +71,25 @@ type Judge struct {
 	started time.Time
 	series  map[string]*series
 	order   []string
-	other   []Finding // cycles, errors: as they come
+	other   []Finding // cycles, errors: as they come, MaxListed at most
+	// unlisted counts the findings past MaxListed, per rule, and the
+	// worst status among them.
+	unlisted map[string]int
+	worstOut result.Status
+}
+
+// note keeps finding f, or counts it once MaxListed are kept: what a
+// burn-in holds stays the size of what it lists.
+func (j *Judge) note(f Finding) {
+	if len(j.other) < MaxListed {
+		j.other = append(j.other, f)
+		return
+	}
+	if j.unlisted == nil {
+		j.unlisted = map[string]int{}
+	}
+	j.unlisted[f.Rule]++
+	j.worstOut = result.Worst(j.worstOut, f.Status)
 }
 
 // series is one point's values over the cycles.
@@ -109,14 +127,14 @@ func (j *Judge) Add(c Cycle, run *result.Run) {
 	}
 	after := c.Started.Add(c.Duration).Sub(j.started)
 	if c.Status == result.Fail || c.Status == result.Error {
-		j.other = append(j.other, Finding{Rule: RuleCycle, Status: c.Status, Cycle: c.N, After: after,
+		j.note(Finding{Rule: RuleCycle, Status: c.Status, Cycle: c.N, After: after,
 			Message: fmt.Sprintf("cycle %d %s: %s", c.N, c.Status, c.Message)})
 	}
 	for _, t := range run.Tests {
 		if t.Telemetry != nil {
 			for _, g := range t.Telemetry.GPUs {
 				if len(g.NewErrors) > 0 {
-					j.other = append(j.other, Finding{Rule: RuleErrors, Status: result.Fail, Test: t.Name, Host: g.Host, GPU: g.GPU, Cycle: c.N, After: after,
+					j.note(Finding{Rule: RuleErrors, Status: result.Fail, Test: t.Name, Host: g.Host, GPU: g.GPU, Cycle: c.N, After: after,
 						Message: fmt.Sprintf("GPU %s%s during %s of cycle %d: %s", g.GPU, onHost(g.Host), t.Name, c.N, strings.Join(g.NewErrors, ", "))})
 				}
 			}
@@ -222,6 +240,12 @@ func (j *Judge) WorstDrift() (float64, string) {
 // came, then each point's drift, then each GPU's spread.
 func (j *Judge) Findings() []Finding {
 	out := append([]Finding(nil), j.other...)
+	for _, rule := range []string{RuleCycle, RuleErrors} {
+		if n := j.unlisted[rule]; n > 0 {
+			out = append(out, Finding{Rule: rule, Status: j.worstOut,
+				Message: fmt.Sprintf("%d more %s findings past the first %d (every cycle is in its folder)", n, rule, MaxListed)})
+		}
+	}
 	for _, k := range j.order {
 		s := j.series[k]
 		if s.crossed == 0 {

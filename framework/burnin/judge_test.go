@@ -29,7 +29,7 @@ import (
 // command) and judges its raw outputs again against the built-in SKU
 // skuName, as a burn-in cycle on that board is judged today (the
 // reference entries and their bands, the plugins' metric meanings).
-func recorded(t *testing.T, rel, skuName string) *result.Run {
+func recorded(t testing.TB, rel, skuName string) *result.Run {
 	t.Helper()
 	dir := filepath.Join("..", "..", "testdata", "recordings", rel)
 	run, _, err := resultsdir.Load(dir)
