@@ -31,7 +31,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, err
 	}
 	dir := fs.Arg(0)
-	if burnin.IsBurnIn(dir) {
+	if c.Version = getVersion(); burnin.IsBurnIn(dir) {
 		return c.RebuildBurnIn(dir, stdout, stderr)
 	}
 	run, err := c.LoadRun(dir)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/gpuaccept/gpuaccept/framework/burnin"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
@@ -42,7 +43,8 @@ func BurnIn(ctx context.Context, o BurnInOptions) (*burnin.Record, string, int, 
 		return nil, "", result.ExitUsage, err
 	}
 	cycle := o.RunOptions
-	cycle.NoLocalise, cycle.LocaliseAll, cycle.Telemetry = true, false, true
+	// Telemetry beside every test, but a replay runs nothing to sample.
+	cycle.NoLocalise, cycle.LocaliseAll, cycle.Telemetry = true, false, o.LauncherName != "replay"
 	rec, err := burnin.Run(ctx, burnin.Options{Plan: o.Plan, Dir: o.Dir, Resume: o.Resume, SKU: o.SKU.Name, Suite: o.Suite,
 		Scope: o.Topology.Scope, Launcher: o.LauncherName, Progress: o.Stderr, Load: loadRun,
 		RunCycle: func(ctx context.Context, n int, dir string) (*result.Run, error) {
@@ -101,9 +103,12 @@ func RebuildBurnIn(ctx context.Context, dir, version string, key *manifest.Key, 
 		return nil, "", err
 	}
 	for _, n := range names {
-		if _, err := manifest.Read(dir + "/" + n); err != nil {
+		if burnin.Unstarted(filepath.Join(dir, n)) {
+			continue // killed as it began: nothing to rebuild
+		}
+		if _, err := manifest.Read(filepath.Join(dir, n)); err != nil {
 			fmt.Fprintf(w, "burn-in %s: %s was not signed off (interrupted): rebuilding it from its journal\n", dir, n)
-			if err := rebuildCycle(ctx, dir+"/"+n); err != nil {
+			if err := rebuildCycle(ctx, filepath.Join(dir, n)); err != nil {
 				return nil, "", fmt.Errorf("rebuild %s: %w", n, err)
 			}
 		}

@@ -24,8 +24,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 	"github.com/gpuaccept/gpuaccept/framework/strictjson"
 )
@@ -186,6 +188,20 @@ func Run(ctx context.Context, o Options) (*Record, error) {
 		dir := CycleDir(n)
 		run, err := o.RunCycle(ctx, n, filepath.Join(o.Dir, dir))
 		if err != nil {
+			// What the cycle left (Ctrl-C during its sign-off) is kept as
+			// it reads back, so that the record is what its folders show.
+			if back, lerr := o.Load(filepath.Join(o.Dir, dir)); lerr == nil {
+				c := summarise(n, dir, back)
+				j.Add(c, back)
+				rec.add(c)
+				conclude(rec, j)
+				if serr := Save(o.Dir, rec); serr != nil {
+					err = errors.Join(err, serr)
+				}
+			}
+			if ctx.Err() != nil {
+				return rec, nil
+			}
 			return rec, fmt.Errorf("burn-in cycle %d: %w", n, err)
 		}
 		c := summarise(n, dir, run)
@@ -245,6 +261,11 @@ func Rederive(dir string, p Plan, started time.Time, load func(string) (*result.
 	j := NewJudge(p.Drift, started)
 	rec := &Record{Plan: p, Started: started, ByStatus: map[string]int{}, Listed: []Cycle{}}
 	for i, name := range names {
+		if Unstarted(filepath.Join(dir, name)) {
+			// Killed as it began: nothing to judge, its number kept.
+			rec.add(Cycle{N: i + 1, Dir: name, Status: result.Error, Message: "killed before it recorded anything", Interrupted: true})
+			continue
+		}
 		run, err := load(filepath.Join(dir, name))
 		if err != nil {
 			return nil, nil, fmt.Errorf("read burn-in cycle %s: %w", name, err)
@@ -255,6 +276,17 @@ func Rederive(dir string, p Plan, started time.Time, load func(string) (*result.
 	}
 	conclude(rec, j)
 	return rec, j, nil
+}
+
+// Unstarted says the cycle folder dir holds neither a journal nor
+// results.json: the burn-in was killed as the cycle began.
+func Unstarted(dir string) bool {
+	for _, f := range []string{layout.Journal, layout.Results} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Cycles lists the cycle folders of dir in order; an error names a gap
@@ -289,16 +321,27 @@ func Cycles(dir string) ([]string, error) {
 
 // summarise is cycle n (its folder dir) as the burn-in keeps it.
 func summarise(n int, dir string, run *result.Run) Cycle {
-	c := Cycle{N: n, Dir: dir, Status: run.Status, Started: run.Started, Duration: run.Duration}
+	c := Cycle{N: n, Dir: dir, Status: run.Status, Started: run.Started, Duration: run.Duration, Interrupted: Interrupted(run)}
 	for _, t := range run.Tests {
-		if strings.Contains(t.Message, "interrupted (Ctrl-C or SIGTERM)") || strings.Contains(t.Message, "the run's time ran out") {
-			c.Interrupted = true
-		}
 		if c.Message == "" && (t.Status == result.Fail || t.Status == result.Error) {
 			c.Message = t.Name + ": " + t.Message
 		}
 	}
 	return c
+}
+
+// Interrupted says run was cut short (Ctrl-C or SIGTERM, the run's time
+// limit, or killed and rebuilt from its journal): a test stopped, not
+// started or not finished for that reason. Such a cycle is kept and not
+// judged.
+func Interrupted(run *result.Run) bool {
+	for _, t := range run.Tests {
+		m := t.Message
+		if strings.Contains(m, "interrupted (Ctrl-C or SIGTERM)") || strings.Contains(m, "the run's time ran out") || m == journal.Interrupted {
+			return true
+		}
+	}
+	return false
 }
 
 // conclude sets the record's verdict from its cycles and j.

@@ -211,8 +211,8 @@ func Verify(ctx context.Context, dir string, load func(string) (*result.Run, err
 		return nil, rec, err
 	}
 	again.SKU, again.Suite, again.Scope, again.Launcher = rec.SKU, rec.Suite, rec.Scope, rec.Launcher
-	if Text(again) != Text(rec) || again.Status != rec.Status {
-		problems = append(problems, fmt.Sprintf("%s is not what its cycles show: recorded %s, re-derived %s", File, Verdict(rec), Verdict(again)))
+	if a, b := Text(rec), Text(again); a != b || again.Status != rec.Status {
+		problems = append(problems, fmt.Sprintf("%s is not what its cycles show: %s", File, firstDiff(a, b)))
 	}
 	for _, name := range []string{TextReport, HTMLReport} {
 		var want []byte
@@ -231,4 +231,22 @@ func Verify(ctx context.Context, dir string, load func(string) (*result.Run, err
 		}
 	}
 	return problems, rec, nil
+}
+
+// firstDiff names the first line where recorded and derived differ.
+func firstDiff(recorded, derived string) string {
+	r, d := strings.Split(recorded, "\n"), strings.Split(derived, "\n")
+	for i := range max(len(r), len(d)) {
+		var a, b string
+		if i < len(r) {
+			a = r[i]
+		}
+		if i < len(d) {
+			b = d[i]
+		}
+		if a != b {
+			return fmt.Sprintf("line %d recorded %q, re-derived %q", i+1, a, b)
+		}
+	}
+	return "the verdict differs"
 }

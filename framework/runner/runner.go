@@ -406,7 +406,11 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 	}
 	work, monitors := splitMonitors(outs)
 	t = r.judge(ctx, t, pluginName, test, params, topo, work)
-	t = withTelemetry(t, telemetryOf(ctx, r.Plugins, topo, monitors))
+	// Parsed as verify parses them again: whether or not the run was
+	// stopped (Ctrl-C), within the time parsing is given.
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parseTimeout)
+	t = withTelemetry(t, telemetryOf(tctx, r.Plugins, topo, monitors))
+	cancel()
 	for _, o := range work {
 		if len(o.RankHosts) > 0 {
 			if t.RankHosts == nil {

@@ -40,6 +40,12 @@ func VerifyBurnIn(ctx context.Context, dir string, o Options, w io.Writer) (fail
 		if err != nil {
 			return []string{err.Error()}
 		}
+		if res.Run != nil && burnin.Interrupted(res.Run) {
+			// A cycle cut short is kept, not judged: its files are held
+			// by the burn-in's manifest; the tests it never finished have
+			// nothing to re-judge.
+			return nil
+		}
 		var out []string
 		for _, l := range res.Lines {
 			if l.Kind == Mismatch || l.Kind == Rejudged {
