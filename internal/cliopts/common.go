@@ -17,12 +17,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpuaccept/gpuaccept/framework/acceptance"
+	"github.com/gpuaccept/gpuaccept/framework/history"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
+	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/report"
 	"github.com/gpuaccept/gpuaccept/framework/result"
-	"github.com/gpuaccept/gpuaccept/framework/history"
-	"github.com/gpuaccept/gpuaccept/framework/redact"
 	"github.com/gpuaccept/gpuaccept/framework/signoff"
 	"github.com/gpuaccept/gpuaccept/framework/sku"
 )
