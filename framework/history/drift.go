@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
 )
 
 // partLabels are the labels that name the part a point was measured on,
@@ -372,6 +373,68 @@ func Compare(ctx context.Context, s Store, run *result.Run, against string) (map
 				d.Change = (p.Value - ref.Value) / math.Abs(ref.Value)
 			}
 			out[KeyOf(t.Name, m.Metric)] = d
+		}
+	}
+	return out, nil
+}
+
+// CheckAgainst checks a --compare value: "" (none), AgainstAcceptance,
+// AgainstLast or a run's digest (manifest.ParseDigest).
+func CheckAgainst(against string) error {
+	switch against {
+	case "", AgainstAcceptance, AgainstLast:
+		return nil
+	}
+	if _, err := manifest.ParseDigest(against); err != nil {
+		return fmt.Errorf("%q: want acceptance, last or a run's digest (sha256:HEX): %w", against, err)
+	}
+	return nil
+}
+
+// CompareFolder is --compare: the finished, sealed results folder dir
+// (its run and hardware read back, as Import reads them) set against the
+// store loc names (a --history value), against AgainstAcceptance,
+// AgainstLast or a run's digest, as one line per point that has an
+// earlier value of the same part, in the run's order: "GPU
+// 1651624103756 on vm: gemm.matmul tflops{dtype=bf16} 317.9 TFLOPS,
+// -57% against its acceptance on 2026-12-07 (734.5 TFLOPS)". The
+// deltas are the store's, not the folder's: they go to the terminal,
+// never into a signed folder (no raw output proves them).
+func CompareFolder(ctx context.Context, loc, dir, against string) ([]string, error) {
+	s, err := Open(ctx, loc)
+	if err != nil {
+		return nil, fmt.Errorf("compare with %s: %w", against, err)
+	}
+	defer s.Close()
+	run, _, err := resultsdir.LoadFolder(dir)
+	if err != nil {
+		return nil, fmt.Errorf("compare %s: %w", dir, err)
+	}
+	if run.Hardware, _, err = resultsdir.ReadHardware(dir); err != nil {
+		return nil, fmt.Errorf("compare %s: %w", dir, err)
+	}
+	run.Dir = dir
+	deltas, err := Compare(ctx, s, run, against)
+	if err != nil {
+		return nil, err
+	}
+	what := "against its acceptance on"
+	switch against {
+	case AgainstAcceptance:
+	case AgainstLast:
+		what = "against its last run on"
+	default:
+		what = "against run " + against + " on"
+	}
+	var out []string
+	for _, t := range run.Tests {
+		for _, m := range t.Metrics {
+			d, ok := deltas[KeyOf(t.Name, m.Metric)]
+			if !ok {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: %s %s %s, %s %s %s (%s)", d.Part.Name, t.Name, metricText(m.Name, m.Labels, m.Size),
+				valueText(d.Value, m.Unit), percent(d.Change), what, d.AgainstAt.UTC().Format("2006-01-02"), valueText(d.Against, m.Unit)))
 		}
 	}
 	return out, nil

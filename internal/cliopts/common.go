@@ -62,6 +62,8 @@ type Common struct {
 	// History is --history: the results store a finished folder is
 	// appended to (history.Append); "" the default, history.Off none.
 	History string
+	// Compare is --compare: acceptance, last or a digest; "" none.
+	Compare string
 	// OutDeleted says the results folder is removed when the command ends
 	// (the demo without --out), so no message may send the user to it.
 	OutDeleted bool
@@ -85,9 +87,13 @@ func (c *Common) AddSign(fs *pflag.FlagSet) {
 }
 
 // LoadKey loads --sign-key, so that a key that cannot sign stops the
-// command before it runs anything; a key that cannot be loaded is a
-// UsageError.
+// command before it runs anything, and checks --compare, the other flag
+// of what the command does once its folder is signed; a key that cannot
+// be loaded or a --compare that names nothing is a UsageError.
 func (c *Common) LoadKey() error {
+	if err := history.CheckAgainst(c.Compare); err != nil {
+		return UsageError{fmt.Errorf("--compare: %w", err)}
+	}
 	if c.SignKey == "" {
 		return nil
 	}
@@ -100,7 +106,7 @@ func (c *Common) LoadKey() error {
 }
 
 // CommonFlags are the flags of Common, in the order Add adds them.
-var CommonFlags = []string{"sku", "baselines", "out", "junit", "html", "format", "plugin-path", "history"}
+var CommonFlags = []string{"sku", "baselines", "out", "junit", "html", "format", "plugin-path", "history", "compare"}
 
 // Add adds every common flag: those of the commands that run or judge
 // tests and report on them (run, localise, check).
@@ -128,6 +134,8 @@ func (c *Common) AddOnly(fs *pflag.FlagSet, names ...string) {
 			fs.StringVar(&c.PluginPath, "plugin-path", os.Getenv("GPUACCEPT_PLUGIN_PATH"), "folders (colon-separated) searched for external gpuaccept-plugin-NAME executables (env GPUACCEPT_PLUGIN_PATH)")
 		case "history":
 			AddHistory(fs, &c.History)
+		case "compare":
+			fs.StringVar(&c.Compare, "compare", "", "after the report, each point against the results store's earlier value of the same GPU, NIC or node: acceptance, last, or a run's digest (sha256:...)")
 		default:
 			panic("AddOnly: no common flag " + n)
 		}
@@ -160,14 +168,22 @@ func (c *Common) Finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (
 	// Every signed folder goes to the results store, keyed by the
 	// hardware its raw outputs show; a replay of recordings measured no
 	// hardware here, and a store that fails loses the run nothing.
+	ctx := c.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if err == nil && run.Dir != "" && !c.OutDeleted && run.Launcher != "replay" {
-		ctx := c.Ctx
-		if ctx == nil {
-			ctx = context.Background()
-		}
 		if herr := history.Append(ctx, c.History, run.Dir); herr != nil {
 			fmt.Fprintln(stderr, redact.PrintableLine(redact.String("warning: "+herr.Error())))
 		}
+	}
+	if err == nil && run.Dir != "" && !c.OutDeleted && c.Compare != "" {
+		// A JSON report on stdout stays one JSON document.
+		w := stdout
+		if c.Format == "json" {
+			w = stderr
+		}
+		c.compare(ctx, run.Dir, w, stderr)
 	}
 	return code, err
 }
@@ -198,4 +214,18 @@ func GivenEmpty(fs *pflag.FlagSet, names ...string) []string {
 		}
 	}
 	return empty
+}
+
+// compare prints --compare's lines for the signed folder dir; a store
+// that cannot answer is a warning, as for the append.
+func (c *Common) compare(ctx context.Context, dir string, stdout, stderr io.Writer) {
+	lines, err := history.CompareFolder(ctx, c.History, dir, c.Compare)
+	if err != nil {
+		fmt.Fprintln(stderr, redact.PrintableLine(redact.String("warning: --compare: "+err.Error())))
+		return
+	}
+	fmt.Fprintf(stdout, "compared with the results store (--compare %s): %s\n", redact.PrintableLine(c.Compare), result.Count(len(lines), "point"))
+	for _, l := range lines {
+		fmt.Fprintln(stdout, "  "+redact.PrintableLine(redact.String(l)))
+	}
 }
