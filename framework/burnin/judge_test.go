@@ -2,7 +2,6 @@ package burnin
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/gpuaccept/gpuaccept/baselines"
-	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
@@ -42,7 +40,7 @@ func recorded(t testing.TB, rel, skuName string) *result.Run {
 		if len(tt.Raw) == 0 {
 			continue
 		}
-		got, err := runner.JudgeAgain(context.Background(), builtins{}, s, dir, run, tt)
+		got, err := runner.JudgeAgain(context.Background(), pluginapi.InProcess{}, s, dir, run, tt)
 		assert.NilError(t, err, "%s %s", rel, tt.Name)
 		run.Tests[i] = got
 	}
@@ -113,40 +111,4 @@ func strip(point string) string {
 		}
 	}
 	return strings.Join(keep, " ")
-}
-
-// builtins are the built-in plugins in process (runner.Plugins and
-// runner.Describer).
-type builtins struct{}
-
-func (builtins) plugin(name string) (pluginapi.Plugin, error) {
-	p, ok := pluginapi.Builtin(name)
-	if !ok {
-		return nil, fmt.Errorf("no built-in plugin %s", name)
-	}
-	return p, nil
-}
-
-func (b builtins) Plan(ctx context.Context, name string, req pluginapi.PlanRequest) (plan.Plan, error) {
-	p, err := b.plugin(name)
-	if err != nil {
-		return plan.Plan{}, err
-	}
-	return p.Plan(ctx, req)
-}
-
-func (b builtins) Parse(ctx context.Context, name string, req pluginapi.ParseRequest) (result.Parsed, error) {
-	p, err := b.plugin(name)
-	if err != nil {
-		return result.Parsed{}, err
-	}
-	return p.Parse(ctx, req)
-}
-
-func (builtins) Describe(ctx context.Context, name string) (pluginapi.Description, error) {
-	p, ok := pluginapi.Builtin(name)
-	if !ok {
-		return pluginapi.Description{}, fmt.Errorf("no built-in plugin %s", name)
-	}
-	return p.Describe(ctx)
 }

@@ -1,10 +1,14 @@
 package pluginapi
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"sync"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 )
 
 // The plugins compiled into gpuaccept register here from their package's
@@ -74,4 +78,45 @@ func Builtin(name string) (p Plugin, ok bool) {
 	defer builtinMu.Unlock()
 	p, ok = builtin[name]
 	return p, ok
+}
+
+// InProcess calls the built-in plugins in this process, without the
+// host's plugin processes: what a test that re-judges real outputs
+// needs of runner.Plugins and runner.Describer. An unknown name is an
+// error naming it.
+type InProcess struct{}
+
+func (InProcess) plugin(name string) (Plugin, error) {
+	p, ok := Builtin(name)
+	if !ok {
+		return nil, fmt.Errorf("no built-in plugin %s", name)
+	}
+	return p, nil
+}
+
+// Plan plans req with the built-in plugin name.
+func (b InProcess) Plan(ctx context.Context, name string, req PlanRequest) (plan.Plan, error) {
+	p, err := b.plugin(name)
+	if err != nil {
+		return plan.Plan{}, err
+	}
+	return p.Plan(ctx, req)
+}
+
+// Parse parses req with the built-in plugin name.
+func (b InProcess) Parse(ctx context.Context, name string, req ParseRequest) (result.Parsed, error) {
+	p, err := b.plugin(name)
+	if err != nil {
+		return result.Parsed{}, err
+	}
+	return p.Parse(ctx, req)
+}
+
+// Describe describes the built-in plugin name.
+func (b InProcess) Describe(ctx context.Context, name string) (Description, error) {
+	p, err := b.plugin(name)
+	if err != nil {
+		return Description{}, err
+	}
+	return p.Describe(ctx)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,7 +96,7 @@ func TestVerifyBurnIn(t *testing.T) {
 			dir := burnInOf(t, 3)
 			c.tamper(t, dir)
 			var out bytes.Buffer
-			failed, err := VerifyBurnIn(context.Background(), dir, Options{Version: "v1", Plugins: builtins{}}, &out)
+			failed, err := VerifyBurnIn(context.Background(), dir, Options{Version: "v1", Plugins: pluginapi.InProcess{}}, &out)
 			assert.NilError(t, err)
 			assert.Equal(t, failed, c.want != "", out.String())
 			if c.want == "" {
@@ -139,40 +138,4 @@ func TestResumeBurnIn(t *testing.T) {
 	names, err := burnin.Cycles(dir)
 	assert.NilError(t, err)
 	assert.Equal(t, len(names), 5)
-}
-
-// builtins are the built-in plugins in process (runner.Plugins and
-// runner.Describer): verify re-judges each cycle's raw outputs with them.
-type builtins struct{}
-
-func (builtins) plugin(name string) (pluginapi.Plugin, error) {
-	p, ok := pluginapi.Builtin(name)
-	if !ok {
-		return nil, fmt.Errorf("no built-in plugin %s", name)
-	}
-	return p, nil
-}
-
-func (b builtins) Plan(ctx context.Context, name string, req pluginapi.PlanRequest) (plan.Plan, error) {
-	p, err := b.plugin(name)
-	if err != nil {
-		return plan.Plan{}, err
-	}
-	return p.Plan(ctx, req)
-}
-
-func (b builtins) Parse(ctx context.Context, name string, req pluginapi.ParseRequest) (result.Parsed, error) {
-	p, err := b.plugin(name)
-	if err != nil {
-		return result.Parsed{}, err
-	}
-	return p.Parse(ctx, req)
-}
-
-func (b builtins) Describe(ctx context.Context, name string) (pluginapi.Description, error) {
-	p, err := b.plugin(name)
-	if err != nil {
-		return pluginapi.Description{}, err
-	}
-	return p.Describe(ctx)
 }
