@@ -67,6 +67,11 @@ func (o *runOptions) Validate() error {
 	if o.fs.NArg() > 0 {
 		return cliopts.Usage(fmt.Errorf("unexpected arguments %q (run takes flags only)", o.fs.Args()))
 	}
+	if err := o.bi.Validate(o.c.Out, o.dryRun, &o.c, &o.scope); o.cmd == acceptance.CommandRun && err != nil {
+		return err
+	} else if o.suite == "" {
+		o.suite = o.bi.Suite()
+	}
 	if err := o.scope.Validate(); err != nil {
 		return err
 	}
@@ -75,11 +80,6 @@ func (o *runOptions) Validate() error {
 	}
 	if err := o.c.LoadKey(); err != nil {
 		return err
-	}
-	if err := o.bi.Validate(o.c.Out, o.dryRun); o.cmd == acceptance.CommandRun && err != nil {
-		return err
-	} else if o.suite == "" {
-		o.suite = o.bi.Suite()
 	}
 	if o.c.SKU == "" || o.suite == "" {
 		return cliopts.Usage(errors.New("--sku and --suite are required (gpuaccept list suites)"))

@@ -5,6 +5,7 @@ package acceptance
 // across cycles by framework/burnin.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
+	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
 // BurnInOptions are the settings of BurnIn.
@@ -42,14 +45,23 @@ func BurnIn(ctx context.Context, o BurnInOptions) (*burnin.Record, string, int, 
 	if err := o.RunOptions.Validate(); err != nil {
 		return nil, "", result.ExitUsage, err
 	}
+	if o.Resume {
+		// Every cycle is judged by the baseline the first was: a resume
+		// with another SKU file would mix two verdicts in one burn-in.
+		first, err := safefs.ReadFile(filepath.Join(o.Dir, burnin.CycleDir(1)), filepath.Join(layout.Baseline, o.SKU.Name+".yaml"), 64<<20)
+		if err == nil && !bytes.Equal(first, o.Baseline) {
+			return nil, "", result.ExitUsage, fmt.Errorf("resume %s: its cycles were judged by another %s baseline than this one (%s): give the same --baselines", o.Dir, o.SKU.Name, o.SKU.Source)
+		}
+	}
 	cycle := o.RunOptions
 	// Telemetry beside every test, but a replay runs nothing to sample.
 	cycle.NoLocalise, cycle.LocaliseAll, cycle.Telemetry = true, false, o.LauncherName != "replay"
 	rec, err := burnin.Run(ctx, burnin.Options{Plan: o.Plan, Dir: o.Dir, Resume: o.Resume, SKU: o.SKU.Name, Suite: o.Suite,
 		Scope: o.Topology.Scope, Launcher: o.LauncherName, Progress: o.Stderr, Load: loadRun,
-		RunCycle: func(ctx context.Context, n int, dir string) (*result.Run, error) {
+		RunCycle: func(ctx context.Context, n int, dir, note string) (*result.Run, error) {
 			c := cycle
 			c.Dir = dir
+			c.Notes = append(append([]string(nil), cycle.Notes...), note)
 			run, err := Run(ctx, c)
 			if err != nil {
 				return nil, err
@@ -98,6 +110,9 @@ func RebuildBurnIn(ctx context.Context, dir, version string, key *manifest.Key, 
 	if err != nil {
 		return nil, "", err
 	}
+	if err := burnin.CheckSealed(dir); err != nil {
+		return nil, "", err
+	}
 	names, err := burnin.Cycles(dir)
 	if err != nil {
 		return nil, "", err
@@ -113,11 +128,10 @@ func RebuildBurnIn(ctx context.Context, dir, version string, key *manifest.Key, 
 			}
 		}
 	}
-	again, _, err := burnin.Rederive(dir, rec.Plan, rec.Started, loadRun)
+	again, _, err := burnin.Rederive(dir, rec, loadRun)
 	if err != nil {
 		return nil, "", err
 	}
-	again.SKU, again.Suite, again.Scope, again.Launcher = rec.SKU, rec.Suite, rec.Scope, rec.Launcher
 	if err := burnin.Save(dir, again); err != nil {
 		return nil, "", err
 	}

@@ -32,7 +32,7 @@ func BenchmarkBurnIn10k(b *testing.B) {
 		var at1k uint64
 		start := time.Now()
 		_, err := Run(context.Background(), Options{Plan: Plan{Cycles: cycles, Drift: DefaultDrift}, Dir: dir, SKU: "h100", Suite: "burnin",
-			RunCycle: func(_ context.Context, n int, _ string) (*result.Run, error) {
+			RunCycle: func(_ context.Context, n int, _, _ string) (*result.Run, error) {
 				if n == 1000 {
 					at1k = heapInUse()
 				}

@@ -11,6 +11,8 @@ package burnin
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,6 +86,10 @@ const MaxListed = 200
 
 // Record is burnin.json: the burn-in's plan, cycles and verdict.
 type Record struct {
+	// ID ties the cycles to this burn-in: each cycle's run carries
+	// CycleNote(ID, n, drift) among its notes, so that a cycle copied,
+	// renumbered or taken from another burn-in is told apart.
+	ID       string     `json:"id"`
 	SKU      string     `json:"sku"`
 	Suite    string     `json:"suite"`
 	Scope    plan.Scope `json:"scope"`
@@ -162,9 +169,10 @@ type Options struct {
 	// SKU, Suite, Scope and Launcher are recorded.
 	SKU, Suite, Launcher string
 	Scope                plan.Scope
-	// RunCycle runs one cycle into dir (created by it) and signs it off,
-	// Ctrl-C included; the error is for a cycle that could not run at all.
-	RunCycle func(ctx context.Context, n int, dir string) (*result.Run, error)
+	// RunCycle runs cycle n into dir (created by it) with note among its
+	// run's notes (result.Run.Notes, CycleNote) and signs it off, Ctrl-C
+	// included; the error is for a cycle that could not run at all.
+	RunCycle func(ctx context.Context, n int, dir, note string) (*result.Run, error)
 	// Load reads a finished cycle's folder back (resultsdir.Load).
 	Load func(dir string) (*result.Run, error)
 	// Progress receives one line per cycle.
@@ -186,7 +194,7 @@ func Run(ctx context.Context, o Options) (*Record, error) {
 			break
 		}
 		dir := CycleDir(n)
-		run, err := o.RunCycle(ctx, n, filepath.Join(o.Dir, dir))
+		run, err := o.RunCycle(ctx, n, filepath.Join(o.Dir, dir), CycleNote(rec.ID, n, rec.Plan.Drift))
 		if err != nil {
 			// What the cycle left (Ctrl-C during its sign-off) is kept as
 			// it reads back, so that the record is what its folders show.
@@ -231,7 +239,11 @@ func open(o Options) (*Record, *Judge, error) {
 		if err := safefs.MkdirAll(o.Dir, "."); err != nil {
 			return nil, nil, fmt.Errorf("create burn-in folder: %w", err)
 		}
-		rec := &Record{SKU: o.SKU, Suite: o.Suite, Scope: o.Scope, Launcher: o.Launcher, Plan: o.Plan, Started: time.Now().UTC(),
+		id := make([]byte, 8)
+		if _, err := rand.Read(id); err != nil {
+			return nil, nil, fmt.Errorf("burn-in id: %w", err)
+		}
+		rec := &Record{ID: hex.EncodeToString(id), SKU: o.SKU, Suite: o.Suite, Scope: o.Scope, Launcher: o.Launcher, Plan: o.Plan, Started: time.Now().UTC(),
 			ByStatus: map[string]int{}, Listed: []Cycle{}, Status: result.Skip}
 		return rec, NewJudge(o.Drift, rec.Started), Save(o.Dir, rec)
 	}
@@ -242,40 +254,78 @@ func open(o Options) (*Record, *Judge, error) {
 	if rec.SKU != o.SKU || rec.Suite != o.Suite || rec.Scope != o.Scope {
 		return nil, nil, fmt.Errorf("resume %s: it is a burn-in of SKU %s suite %s at %s, not of %s %s at %s", o.Dir, rec.SKU, rec.Suite, rec.Scope, o.SKU, o.Suite, o.Scope)
 	}
-	again, j, err := Rederive(o.Dir, rec.Plan, rec.Started, o.Load)
+	if rec.Launcher != o.Launcher {
+		return nil, nil, fmt.Errorf("resume %s: it ran with launcher %s, not %s: give --launcher %s and its flags", o.Dir, rec.Launcher, o.Launcher, rec.Launcher)
+	}
+	if err := CheckSealed(o.Dir); err != nil {
+		return nil, nil, fmt.Errorf("resume %s: %w", o.Dir, err)
+	}
+	again, j, err := Rederive(o.Dir, rec, o.Load)
 	if err != nil {
 		return nil, nil, err
 	}
-	again.SKU, again.Suite, again.Scope, again.Launcher = rec.SKU, rec.Suite, rec.Scope, rec.Launcher
 	return again, j, Save(o.Dir, again)
 }
 
 // Rederive reads the cycles of the burn-in folder dir back in order
-// (load: resultsdir.Load) and judges them as the burn-in did: what
-// verify and --resume compare with burnin.json.
-func Rederive(dir string, p Plan, started time.Time, load func(string) (*result.Run, error)) (*Record, *Judge, error) {
+// (load: resultsdir.Load) and judges them as the burn-in did, from what
+// rec says it was (its id, SKU, suite, scope, launcher, plan and start):
+// the record verify, report and --resume compare with burnin.json. An
+// error names a cycle that is not that burn-in's cycle of its number
+// (another burn-in's, a copy, renumbered, of another SKU or scope) or
+// that started before the one before it ended.
+func Rederive(dir string, rec *Record, load func(string) (*result.Run, error)) (*Record, *Judge, error) {
 	names, err := Cycles(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	j := NewJudge(p.Drift, started)
-	rec := &Record{Plan: p, Started: started, ByStatus: map[string]int{}, Listed: []Cycle{}}
+	j := NewJudge(rec.Plan.Drift, rec.Started)
+	again := &Record{ID: rec.ID, SKU: rec.SKU, Suite: rec.Suite, Scope: rec.Scope, Launcher: rec.Launcher, Plan: rec.Plan, Started: rec.Started,
+		ByStatus: map[string]int{}, Listed: []Cycle{}}
+	var ended time.Time
 	for i, name := range names {
+		n := i + 1
 		if Unstarted(filepath.Join(dir, name)) {
 			// Killed as it began: nothing to judge, its number kept.
-			rec.add(Cycle{N: i + 1, Dir: name, Status: result.Error, Message: "killed before it recorded anything", Interrupted: true})
+			again.add(Cycle{N: n, Dir: name, Status: result.Error, Message: "killed before it recorded anything", Interrupted: true})
 			continue
 		}
 		run, err := load(filepath.Join(dir, name))
 		if err != nil {
 			return nil, nil, fmt.Errorf("read burn-in cycle %s: %w", name, err)
 		}
-		c := summarise(i+1, name, run)
+		if err := belongs(rec, n, run); err != nil {
+			return nil, nil, fmt.Errorf("burn-in %s: %s: %w", dir, name, err)
+		}
+		if run.Started.Before(ended) || run.Started.Before(rec.Started) {
+			return nil, nil, fmt.Errorf("burn-in %s: %s started at %s, before the cycle before it ended (%s) or the burn-in began", dir, name,
+				run.Started.Format(time.RFC3339Nano), ended.Format(time.RFC3339Nano))
+		}
+		ended = run.Started.Add(run.Duration)
+		c := summarise(n, name, run)
 		j.Add(c, run)
-		rec.add(c)
+		again.add(c)
 	}
-	conclude(rec, j)
-	return rec, j, nil
+	conclude(again, j)
+	return again, j, nil
+}
+
+// CycleNote is the note every cycle's run carries: "burn-in ID: cycle N
+// (drift band 0.05)".
+func CycleNote(id string, n int, drift float64) string {
+	return fmt.Sprintf("burn-in %s: cycle %d (drift band %g)", id, n, drift)
+}
+
+// belongs says why run is not cycle n of the burn-in rec; nil when it is.
+func belongs(rec *Record, n int, run *result.Run) error {
+	if !slices.Contains(run.Notes, CycleNote(rec.ID, n, rec.Plan.Drift)) {
+		return fmt.Errorf("not cycle %d of burn-in %s (drift band %g): its run has no note %q", n, rec.ID, rec.Plan.Drift, CycleNote(rec.ID, n, rec.Plan.Drift))
+	}
+	if run.SKU != rec.SKU || run.Suite != rec.Suite || run.Scope != rec.Scope || run.Launcher != rec.Launcher {
+		return fmt.Errorf("a run of SKU %s suite %s at %s via %s, not the burn-in's SKU %s suite %s at %s via %s",
+			run.SKU, run.Suite, run.Scope, run.Launcher, rec.SKU, rec.Suite, rec.Scope, rec.Launcher)
+	}
+	return nil
 }
 
 // Unstarted says the cycle folder dir holds neither a journal nor
@@ -322,8 +372,18 @@ func Cycles(dir string) ([]string, error) {
 // summarise is cycle n (its folder dir) as the burn-in keeps it.
 func summarise(n int, dir string, run *result.Run) Cycle {
 	c := Cycle{N: n, Dir: dir, Status: run.Status, Started: run.Started, Duration: run.Duration, Interrupted: Interrupted(run)}
+	if c.Interrupted {
+		// What its tests that were not cut short showed still counts: a
+		// failure is no less one for a Ctrl-C after it.
+		c.Status = result.Skip
+		for _, t := range run.Tests {
+			if !cut(t) {
+				c.Status = result.Worst(c.Status, t.Status)
+			}
+		}
+	}
 	for _, t := range run.Tests {
-		if c.Message == "" && (t.Status == result.Fail || t.Status == result.Error) {
+		if c.Message == "" && (t.Status == result.Fail || t.Status == result.Error) && !(c.Interrupted && cut(t)) {
 			c.Message = t.Name + ": " + t.Message
 		}
 	}
@@ -331,17 +391,23 @@ func summarise(n int, dir string, run *result.Run) Cycle {
 }
 
 // Interrupted says run was cut short (Ctrl-C or SIGTERM, the run's time
-// limit, or killed and rebuilt from its journal): a test stopped, not
-// started or not finished for that reason. Such a cycle is kept and not
-// judged.
+// limit, or killed and rebuilt from its journal): one of its tests was
+// stopped, not started or not finished for that reason. Such a cycle
+// is kept; its other tests' verdicts count, its cut ones do not.
 func Interrupted(run *result.Run) bool {
-	for _, t := range run.Tests {
-		m := t.Message
-		if strings.Contains(m, "interrupted (Ctrl-C or SIGTERM)") || strings.Contains(m, "the run's time ran out") || m == journal.Interrupted {
-			return true
-		}
+	return slices.ContainsFunc(run.Tests, cut)
+}
+
+// cut says test t was cut short by the run's end, in the words the
+// runner and the journal give it (runner's notRunWhy and stopped,
+// journal.Interrupted); an ERROR at most, never a verdict on hardware.
+func cut(t result.Test) bool {
+	if t.Status != result.Error {
+		return false
 	}
-	return false
+	m := t.Message
+	return m == journal.Interrupted || strings.HasPrefix(m, "not run: the run was interrupted (Ctrl-C or SIGTERM)") ||
+		strings.HasPrefix(m, "not run: the run's time ran out") || strings.HasPrefix(m, "stopped: the run was interrupted (Ctrl-C or SIGTERM)")
 }
 
 // conclude sets the record's verdict from its cycles and j.
@@ -359,7 +425,17 @@ func conclude(rec *Record, j *Judge) {
 			st = result.Worst(st, f.Status)
 		}
 	}
+	if !Done(rec) && rec.Ran > 0 {
+		// A burn-in stopped short of its plan is no burn-in of that
+		// plan, whatever its cycles showed.
+		st = result.Worst(st, result.Error)
+	}
 	rec.Status = st
+}
+
+// Done says the burn-in ran its plan: its cycles, or its duration.
+func Done(rec *Record) bool {
+	return (rec.Plan.Cycles > 0 && rec.Ran >= rec.Plan.Cycles) || (rec.Plan.Duration > 0 && rec.Spent >= rec.Plan.Duration) || rec.Ran >= MaxCycles
 }
 
 // Line is the progress line after each cycle: the cycle, the time or

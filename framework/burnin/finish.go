@@ -7,6 +7,7 @@ package burnin
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -61,6 +62,7 @@ func Text(rec *Record) string {
 		_ = tw.Append([]string{fmt.Sprint(c.N), st, c.Duration.Round(time.Second).String(), c.Message})
 	}
 	_ = tw.Render()
+	fmt.Fprintf(&b, "%s ran; listed: the first, each that did not pass, and the last\n", result.Count(rec.Ran, "cycle"))
 	if rec.Unlisted > 0 {
 		fmt.Fprintf(&b, "%s more did not pass (not listed; every cycle is in its folder)\n", result.Count(rec.Unlisted, "cycle"))
 	}
@@ -91,8 +93,12 @@ func Verdict(rec *Record) string {
 	if len(rules) > 0 {
 		find = strings.Join(rules, ", ")
 	}
-	return fmt.Sprintf("BURN-IN %s: %s judged over %s (drift band %.0f%%, worst drift %.1f%%); %s",
-		strings.ToUpper(string(rec.Status)), result.Count(judged, "cycle"), rec.Spent.Round(time.Second), 100*rec.Plan.Drift, 100*rec.WorstDrift, find)
+	short := ""
+	if !Done(rec) {
+		short = fmt.Sprintf(" (stopped short of its plan, %s: --resume continues it)", planText(rec.Plan))
+	}
+	return fmt.Sprintf("BURN-IN %s%s: %s judged over %s (drift band %.0f%%, worst drift %.1f%%); %s",
+		strings.ToUpper(string(rec.Status)), short, result.Count(judged, "cycle"), rec.Spent.Round(time.Second), 100*rec.Plan.Drift, 100*rec.WorstDrift, find)
 }
 
 func planText(p Plan) string {
@@ -152,6 +158,14 @@ func Finish(dir string, rec *Record, version string, key *manifest.Key) (string,
 	if err := WriteReports(dir, rec); err != nil {
 		return "", err
 	}
+	if m, err := manifest.Read(dir); err == nil {
+		if ps, err := manifest.Check(dir, m); err == nil && len(ps) == 0 {
+			// Nothing changed since it was sealed (a report or a
+			// --resume with no cycle left): the seal, and the digest
+			// people hold, stay.
+			return manifest.Digest(dir)
+		}
+	}
 	for _, name := range []string{layout.Manifest, layout.SigFile} {
 		// A burn-in resumed or rebuilt is sealed again over what it
 		// holds now: the cycles keep their own manifests. Remove takes a
@@ -206,13 +220,15 @@ func Verify(ctx context.Context, dir string, load func(string) (*result.Run, err
 			problems = append(problems, n+": "+p)
 		}
 	}
-	again, _, err := Rederive(dir, rec.Plan, rec.Started, load)
+	again, _, err := Rederive(dir, rec, load)
 	if err != nil {
-		return nil, rec, err
+		problems = append(problems, err.Error())
+		return problems, rec, nil
 	}
-	again.SKU, again.Suite, again.Scope, again.Launcher = rec.SKU, rec.Suite, rec.Scope, rec.Launcher
 	if a, b := Text(rec), Text(again); a != b || again.Status != rec.Status {
 		problems = append(problems, fmt.Sprintf("%s is not what its cycles show: %s", File, firstDiff(a, b)))
+	} else if ja, jb := recordJSON(rec), recordJSON(again); ja != jb {
+		problems = append(problems, fmt.Sprintf("%s is not what its cycles show: %s", File, firstDiff(ja, jb)))
 	}
 	for _, name := range []string{TextReport, HTMLReport} {
 		var want []byte
@@ -249,4 +265,69 @@ func firstDiff(recorded, derived string) string {
 		}
 	}
 	return "the verdict differs"
+}
+
+// recordJSON is rec as burnin.json writes it.
+func recordJSON(rec *Record) string {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err.Error()
+	}
+	return string(data)
+}
+
+// CheckSealed refuses to go on with (report, --resume) a burn-in folder
+// changed since it was sealed: with a manifest, only what a burn-in
+// writes as it goes may differ from it (File and its reports, rewritten
+// after every cycle, derived again from the cycles anyway; the files of
+// cycles after the last it lists); and every cycle that was signed off
+// must still match its own manifest. A folder never sealed (killed before
+// its end) is held to its cycles' manifests alone.
+func CheckSealed(dir string) error {
+	names, err := Cycles(dir)
+	if err != nil {
+		return err
+	}
+	var bad []string
+	if m, err := manifest.Read(dir); err == nil {
+		sealed := map[string]bool{}
+		for _, f := range m.Files {
+			if c, _, ok := strings.Cut(f.Path, "/"); ok && cycleName.MatchString(c) {
+				sealed[c] = true
+			}
+		}
+		ps, err := manifest.Check(dir, m)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			c, _, _ := strings.Cut(p.Path, "/")
+			switch {
+			case p.Path == File || p.Path == TextReport || p.Path == HTMLReport:
+			case cycleName.MatchString(c) && !sealed[c] && strings.HasPrefix(p.What, "added since the run"):
+			default:
+				bad = append(bad, p.String())
+			}
+		}
+	}
+	for _, n := range names {
+		m, err := manifest.Read(filepath.Join(dir, n))
+		if err != nil {
+			continue // never signed off: rebuilt from its journal, or killed as it began
+		}
+		ps, err := manifest.Check(filepath.Join(dir, n), m)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			bad = append(bad, n+"/"+p.String())
+		}
+	}
+	if len(bad) > 0 {
+		if len(bad) > 5 {
+			bad = append(bad[:5], fmt.Sprintf("and %d more", len(bad)-5))
+		}
+		return fmt.Errorf("the folder changed since it was sealed (gpuaccept verify %s names every difference): %s", dir, strings.Join(bad, "; "))
+	}
+	return nil
 }

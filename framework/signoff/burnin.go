@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/burnin"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
@@ -40,14 +41,16 @@ func VerifyBurnIn(ctx context.Context, dir string, o Options, w io.Writer) (fail
 		if err != nil {
 			return []string{err.Error()}
 		}
-		if res.Run != nil && burnin.Interrupted(res.Run) {
-			// A cycle cut short is kept, not judged: its files are held
-			// by the burn-in's manifest; the tests it never finished have
-			// nothing to re-judge.
-			return nil
-		}
+		// A cycle cut short keeps its tests that were never started or
+		// finished with no raw output: what verify says of those, and
+		// only of those, is no finding of the burn-in; every other line
+		// (its files, the tests that did run) stands.
+		cut := res.Run != nil && burnin.Interrupted(res.Run)
 		var out []string
 		for _, l := range res.Lines {
+			if cut && cutLine(l.Text) {
+				continue
+			}
 			if l.Kind == Mismatch || l.Kind == Rejudged {
 				out = append(out, l.String())
 			}
@@ -78,4 +81,19 @@ func VerifyBurnIn(ctx context.Context, dir string, o Options, w io.Writer) (fail
 func (o Options) forCycle() Options {
 	o.Digest, o.AllowedSigners, o.Identity = "", "", ""
 	return o
+}
+
+// cutLine says a line of verify's account is about a test a cycle cut
+// short never finished (runner's notRunWhy, journal.Interrupted, verify's
+// own word for their raw outputs).
+func cutLine(text string) bool {
+	for _, w := range []string{"recorded an error with no raw output (not run: the run was interrupted (Ctrl-C or SIGTERM)",
+		"recorded an error with no raw output (not run: the run's time ran out",
+		"recorded an error with no raw output (not finished: the run stopped before this test ended",
+		"the raw outputs of a test that did not finish"} {
+		if strings.Contains(text, w) {
+			return true
+		}
+	}
+	return false
 }

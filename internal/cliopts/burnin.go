@@ -44,14 +44,23 @@ func (b *BurnInFlags) Add(fs *pflag.FlagSet) {
 func (b *BurnInFlags) On() bool { return b.Duration > 0 || b.Cycles > 0 || b.Resume != "" }
 
 // Validate checks the flags alone; out is --out and dryRun --dry-run.
-func (b *BurnInFlags) Validate(out string, dryRun bool) error {
+// With --resume, the burn-in's own SKU, launcher and scope fill in what
+// the command line leaves out (c's --sku, scope's --launcher, --nodes,
+// --gpus-per-node), so that `run --resume DIR` continues it as it ran.
+func (b *BurnInFlags) Validate(out string, dryRun bool, c *Common, scope *ScopeFlags) error {
+	if b.fs == nil {
+		return nil // a command without the flags (localise)
+	}
+	changed := b.fs.Changed
 	switch {
-	case b.Duration < 0:
+	case b.Duration < 0 || (changed("duration") && b.Duration == 0):
 		return Usage(fmt.Errorf("--duration %s: want a time above zero", b.Duration))
-	case b.Cycles < 0 || b.Cycles > burnin.MaxCycles:
+	case b.Cycles < 0 || b.Cycles > burnin.MaxCycles || (changed("cycles") && b.Cycles == 0):
 		return Usage(fmt.Errorf("--cycles %d: want 1 to %d", b.Cycles, burnin.MaxCycles))
 	case math.IsNaN(b.DriftPct) || b.DriftPct <= 0 || b.DriftPct >= 100:
-		return Usage(fmt.Errorf("--drift %g: want a percentage between 0 and 100", b.DriftPct))
+		return Usage(fmt.Errorf("--drift %g: want a percentage above 0 and below 100", b.DriftPct))
+	case changed("drift") && !b.On():
+		return Usage(errors.New("--drift judges a burn-in: give it with --duration or --cycles"))
 	case b.Resume != "" && (b.Duration > 0 || b.Cycles > 0 || b.fs.Changed("drift")):
 		return Usage(errors.New("--resume takes the burn-in's own --duration, --cycles and --drift: give none of them"))
 	case b.Resume != "" && out != "":
@@ -65,6 +74,18 @@ func (b *BurnInFlags) Validate(out string, dryRun bool) error {
 			return Usage(fmt.Errorf("--resume: %w", err))
 		}
 		b.resumed = rec
+		if c.SKU == "" {
+			c.SKU = rec.SKU
+		}
+		if !changed("launcher") {
+			scope.launcher = rec.Launcher
+		}
+		if !changed("nodes") {
+			scope.nodes = rec.Scope.Nodes
+		}
+		if !changed("gpus-per-node") {
+			scope.gpus = rec.Scope.GPUsPerNode
+		}
 	}
 	return nil
 }
