@@ -107,15 +107,42 @@ type Stack struct {
 	// Collective is the torch.distributed call the threads wait in
 	// ("all_reduce"), "" when none of the frames is one.
 	Collective string
-	Line       int
+	// Host is the node of the evidence step that dumped it; "" elsewhere.
+	Host string
+	Line int
 }
 
 // XID is one NVRM Xid line: the GPU's PCI address and the code.
 type XID struct {
+	// Host is the node of the evidence step that read it; "" elsewhere.
+	Host string
 	PCI  string
 	Code int
 	Line int
 }
+
+// Proc is one process of the test on a node, as the evidence step saw
+// it (its procs section): "PID STATE WCHAN ARGS".
+type Proc struct {
+	Host string
+	PID  int
+	// State is /proc/PID/stat's: R running, S sleeping, D uninterruptible
+	// (in the kernel: a driver call that does not return), T stopped
+	// (SIGSTOP), Z exited and not reaped.
+	State string
+	// Wchan is the kernel function it sleeps in, "-" or "0" for none.
+	Wchan string
+	Args  string
+	Line  int
+}
+
+// Stuck says the process cannot take part in a collective: stopped, or
+// held in the kernel.
+func (p Proc) Stuck() bool { return p.State == "T" || p.State == "D" }
+
+// EvidencePrefix heads every line the evidence step (Script) prints:
+// "gpuaccept-evidence|HOST|SECTION|TEXT".
+const EvidencePrefix = "gpuaccept-evidence|"
 
 // Evidence is what one file shows of a hang.
 type Evidence struct {
@@ -127,6 +154,12 @@ type Evidence struct {
 	RAS    *RAS
 	Stacks []Stack
 	XIDs   []XID
+	// Procs are the test's processes the evidence step listed.
+	Procs []Proc
+	// GPUs are the evidence step's GPU state lines, by host.
+	GPUs map[string][]string
+	// Notes are what the evidence step could not collect.
+	Notes []string
 	// Lines is how many lines were read.
 	Lines int
 }
@@ -176,9 +209,34 @@ func Read(name string, r io.Reader) (Evidence, error) {
 		}
 	}
 	n := 0
+	host := ""
 	for sc.Scan() {
 		n++
 		line := sc.Text()
+		// The evidence step's own lines: its sections are read here, the
+		// tools' output it carries as any line, on its node.
+		if rest, ok := strings.CutPrefix(line, EvidencePrefix); ok {
+			parts := strings.SplitN(rest, "|", 3)
+			if len(parts) == 3 {
+				host, line = parts[0], parts[2]
+				switch parts[1] {
+				case "procs":
+					if p, ok := readProc(host, line, n); ok {
+						e.Procs = append(e.Procs, p)
+					}
+					continue
+				case "gpus":
+					if e.GPUs == nil {
+						e.GPUs = map[string][]string{}
+					}
+					e.GPUs[host] = append(e.GPUs[host], line)
+					continue
+				case "note":
+					e.Notes = append(e.Notes, host+": "+line)
+					continue
+				}
+			}
+		}
 		// A terminal wraps a long watchdog line ("... OpTy" / "pe=..."):
 		// joined until its end shows, at most three lines.
 		at := n
@@ -193,7 +251,7 @@ func Read(name string, r io.Reader) (Evidence, error) {
 			pending, pendingAt = line, n
 			continue
 		}
-		e.read(line, at, &inRAS, &inJob)
+		e.read(line, at, host, &inRAS, &inJob)
 		// py-spy: "Thread ID (active): "MainThread"" then its frames.
 		if m := threadRe.FindStringSubmatch(line); m != nil {
 			if stack != nil {
@@ -207,7 +265,7 @@ func Read(name string, r io.Reader) (Evidence, error) {
 		}
 		if m := frameRe.FindStringSubmatch(line); m != nil && (len(waitingTh) > 0 || stack != nil) {
 			if stack == nil {
-				stack = &Stack{Threads: waitingTh, Idle: waitIdle, Top: m[1] + " (" + m[2] + ")", Line: n}
+				stack = &Stack{Threads: waitingTh, Idle: waitIdle, Top: m[1] + " (" + m[2] + ")", Host: host, Line: n}
 				waitingTh = nil
 			}
 			if stack.Collective == "" && collectives[m[1]] && strings.Contains(m[2], "distributed_c10d.py") {
@@ -221,13 +279,30 @@ func Read(name string, r io.Reader) (Evidence, error) {
 	}
 	endStack()
 	if pending != "" {
-		e.read(pending, pendingAt, &inRAS, &inJob)
+		e.read(pending, pendingAt, host, &inRAS, &inJob)
 	}
 	e.Lines = n
 	if err := sc.Err(); err != nil {
 		return e, fmt.Errorf("reading %s after line %d: %w", name, n, err)
 	}
 	return e, nil
+}
+
+// readProc reads a procs line, "PID STATE WCHAN ARGS".
+func readProc(host, line string, n int) (Proc, bool) {
+	f := strings.SplitN(strings.TrimSpace(line), " ", 4)
+	if len(f) < 3 {
+		return Proc{}, false
+	}
+	pid := atoi(f[0])
+	if pid <= 0 || len(f[1]) != 1 {
+		return Proc{}, false
+	}
+	p := Proc{Host: host, PID: pid, State: f[1], Wchan: f[2], Line: n}
+	if len(f) == 4 {
+		p.Args = strings.TrimSpace(f[3])
+	}
+	return p, true
 }
 
 func atoi64(s string) int64 {
@@ -247,7 +322,7 @@ func atoi(s string) int {
 }
 
 // read takes one (joined) line.
-func (e *Evidence) read(line string, n int, inRAS, inJob *bool) {
+func (e *Evidence) read(line string, n int, host string, inRAS, inJob *bool) {
 	if m := watchdogRe.FindStringSubmatch(line); m != nil {
 		w := Wait{Rank: atoi(m[1]), Seq: atoi64(m[2]), Op: m[3], Numel: -1, TimeoutMS: atoi64(m[5]), RanMS: atoi64(m[6]), Line: n}
 		if m[4] != "" {
@@ -268,7 +343,7 @@ func (e *Evidence) read(line string, n int, inRAS, inJob *bool) {
 		return
 	}
 	if m := xidRe.FindStringSubmatch(line); m != nil {
-		e.XIDs = append(e.XIDs, XID{PCI: strings.ToLower(m[1]), Code: atoi(m[2]), Line: n})
+		e.XIDs = append(e.XIDs, XID{Host: host, PCI: strings.ToLower(m[1]), Code: atoi(m[2]), Line: n})
 		return
 	}
 	t := strings.TrimSpace(line)
@@ -319,13 +394,66 @@ type Suspect struct {
 // timeout, an IB timeout (a link, not an end) or a RAS report of ranks
 // ahead names none.
 func (e Evidence) Suspect(host string) *Suspect {
-	if len(e.XIDs) > 0 && host != "" {
-		var parts []string
-		for _, x := range e.XIDs {
-			parts = append(parts, fmt.Sprintf("GPU %s XID %d", x.PCI, x.Code))
-		}
-		return &Suspect{Host: host, Reason: host + " " + strings.Join(dedup(parts), ", ")}
+	if s := e.Suspects(host); len(s) > 0 {
+		return &s[0]
 	}
+	return nil
+}
+
+// Suspects returns every node the evidence names, in the order first
+// named (see Suspect): a node with an XID, a node where a process of the
+// test is stopped (T) or held in the kernel (D) when the time ran out, a
+// RAS mismatch's node. host is the node a file without evidence lines of
+// its own was read on ("" when unknown).
+func (e Evidence) Suspects(host string) []Suspect {
+	var out []Suspect
+	at := map[string]int{}
+	add := func(h, why string) {
+		if i, ok := at[h]; ok {
+			if !strings.Contains(out[i].Reason, why) {
+				out[i].Reason += "; " + why
+			}
+			return
+		}
+		at[h] = len(out)
+		out = append(out, Suspect{Host: h, Reason: why})
+	}
+	for _, x := range e.XIDs {
+		h := x.Host
+		if h == "" {
+			h = host
+		}
+		if h != "" {
+			add(h, fmt.Sprintf("%s GPU %s XID %d", h, x.PCI, x.Code))
+		}
+	}
+	for _, p := range e.Procs {
+		if p.Stuck() {
+			what := "stopped (state T)"
+			if p.State == "D" {
+				what = "held in the kernel (state D, in " + p.Wchan + ")"
+			}
+			add(p.Host, fmt.Sprintf("%s pid %d (%s) %s", p.Host, p.PID, short(p.Args), what))
+		}
+	}
+	if s := e.rasSuspect(); s != nil {
+		add(s.Host, s.Reason)
+		out[at[s.Host]].Ranks = s.Ranks
+	}
+	return out
+}
+
+// short cuts a command line for a reason: its program and first words.
+func short(args string) string {
+	f := strings.Fields(args)
+	if len(f) > 3 {
+		f = append(f[:3], "...")
+	}
+	return strings.Join(f, " ")
+}
+
+// rasSuspect is a RAS mismatch's node when its listed ranks are behind.
+func (e Evidence) rasSuspect() *Suspect {
 	if r := e.RAS; r != nil && len(r.Listed) > 0 {
 		at, ok := r.listedAt()
 		behind := ok
@@ -350,6 +478,29 @@ func (e Evidence) Suspect(host string) *Suspect {
 		}
 	}
 	return nil
+}
+
+// Merge adds o's evidence to e's (the evidence of several files, one
+// node's each), o's lines numbered as in its own file.
+func (e *Evidence) Merge(o Evidence) {
+	e.Waits = append(e.Waits, o.Waits...)
+	e.Progress = append(e.Progress, o.Progress...)
+	e.IB = append(e.IB, o.IB...)
+	e.Warns += o.Warns
+	if e.RAS == nil {
+		e.RAS = o.RAS
+	}
+	e.Stacks = append(e.Stacks, o.Stacks...)
+	e.XIDs = append(e.XIDs, o.XIDs...)
+	e.Procs = append(e.Procs, o.Procs...)
+	for h, g := range o.GPUs {
+		if e.GPUs == nil {
+			e.GPUs = map[string][]string{}
+		}
+		e.GPUs[h] = append(e.GPUs[h], g...)
+	}
+	e.Notes = append(e.Notes, o.Notes...)
+	e.Lines += o.Lines
 }
 
 func dedup(s []string) []string {
@@ -420,6 +571,13 @@ func (e Evidence) Summary() string {
 	}
 	if len(e.XIDs) > 0 {
 		parts = append(parts, fmt.Sprintf("%d XID lines", len(e.XIDs)))
+	}
+	if len(e.Procs) > 0 {
+		hosts := map[string]bool{}
+		for _, p := range e.Procs {
+			hosts[p.Host] = true
+		}
+		parts = append(parts, fmt.Sprintf("%d processes of the test on %d nodes", len(e.Procs), len(hosts)))
 	}
 	return strings.Join(parts, "; ")
 }

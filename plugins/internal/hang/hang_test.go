@@ -1,14 +1,21 @@
 package hang
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	"gotest.tools/v3/assert"
+
+	"github.com/gpuaccept/gpuaccept/framework/plan"
 )
 
 // fieldDir holds the real hangs (testdata/field/README.md has the format;
@@ -232,4 +239,52 @@ func FuzzRead(f *testing.F) {
 		_ = e.Summary()
 		_ = e.Suspect("h")
 	})
+}
+
+// The evidence script, run for real beside a stopped process of the same
+// test (same GPUACCEPT_HOSTS) and a running one, lists both with their
+// states and names this host for the stopped one; a process of another
+// test is not listed.
+func TestScriptFindsAStoppedRank(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	hosts := "hangtest-" + strconv.Itoa(os.Getpid())
+	start := func(hostsEnv string) *exec.Cmd {
+		c := exec.Command("sleep", "60")
+		c.Env = append(os.Environ(), plan.HostsEnv+"="+hostsEnv)
+		assert.NilError(t, c.Start())
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+		return c
+	}
+	stopped, running, other := start(hosts), start(hosts), start(hosts+"-other")
+	assert.NilError(t, stopped.Process.Signal(syscall.SIGSTOP))
+	// The kernel shows the stop once the signal is delivered.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", stopped.Process.Pid))
+		if strings.Contains(string(b), ") T ") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	sh := exec.Command("/bin/sh", "-c", Script, "gpuaccept-evidence", "0")
+	sh.Env = append(os.Environ(), plan.HostsEnv+"="+hosts)
+	out, err := sh.CombinedOutput()
+	assert.NilError(t, err, string(out))
+	e, err := Read("evidence.0.log", strings.NewReader(string(out)))
+	assert.NilError(t, err)
+	states := map[int]string{}
+	for _, p := range e.Procs {
+		states[p.PID] = p.State
+	}
+	assert.Equal(t, states[stopped.Process.Pid], "T", "%s", out)
+	assert.Equal(t, states[running.Process.Pid], "S", "%s", out)
+	_, listed := states[other.Process.Pid]
+	assert.Assert(t, !listed, "a process of another test listed:\n%s", out)
+	hn, _ := os.Hostname()
+	s := e.Suspects("")
+	assert.Equal(t, len(s), 1, "%+v", s)
+	assert.Equal(t, s[0].Host, hn)
+	assert.Assert(t, strings.Contains(s[0].Reason, fmt.Sprintf("pid %d (sleep 60) stopped (state T)", stopped.Process.Pid)), s[0].Reason)
 }
