@@ -140,6 +140,14 @@ gpuaccept_monitor() {
 	done
 }
 
+# gpuaccept_evidence N: an evidence step (plan.Evidence), which
+# launch.Sequence runs only when the test's time runs out; the batch script
+# collects no evidence yet (the job is cancelled from outside), so it says
+# so and never runs it as a step.
+gpuaccept_evidence() {
+	printf '%s\n' "not run: a batch job collects no evidence at its timeout yet" >"$job/${step_name[$1]}.why"
+}
+
 # gpuaccept_group N...: steps started together and waited for, then every
 # step started before them, unless a failure stops the rest.
 gpuaccept_group() {

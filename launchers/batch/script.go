@@ -148,12 +148,19 @@ func Render(j Job, s Scheduler, o Options) (string, []string, error) {
 	return b.String(), cmds, nil
 }
 
-// groups is the sequence's calls, in launch.Sequence's order: a monitor
+// groups is the sequence's calls, in launch.Sequence's order: an evidence
+// step noted as not run (the script does not collect evidence at a
+// timeout yet, and never runs it as a step), a monitor
 // beside the rest, a step with a ReadyMarker in the background, consecutive clients without one
 // together, any other step alone.
 func groups(steps []plan.Step) []string {
 	var out []string
 	for i := 0; i < len(steps); {
+		if steps[i].Role == plan.Evidence {
+			out = append(out, fmt.Sprintf("gpuaccept_evidence %d", i))
+			i++
+			continue
+		}
 		if steps[i].Role == plan.Monitor {
 			out = append(out, fmt.Sprintf("gpuaccept_monitor %d", i))
 			i++

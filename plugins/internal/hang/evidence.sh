@@ -41,7 +41,7 @@ else
 	for d in /proc/[0-9]*; do
 		p=${d#/proc/}
 		[ "$p" != "$me" ] || continue
-		env=$(tr '\0' '\n' <"$d/environ" 2>/dev/null) || continue
+		env=$(tr '\0' '\n' 2>/dev/null <"$d/environ") || continue
 		printf '%s\n' "$env" | grep -qxF "GPUACCEPT_HOSTS=$GPUACCEPT_HOSTS" || continue
 		[ -z "$mark" ] || ! printf '%s\n' "$env" | grep -qxF "GPUACCEPT_STEP_MARK=$mark" || continue
 		stat=$(cat "$d/stat" 2>/dev/null) || continue
@@ -50,7 +50,7 @@ else
 		rest=${rest#* }
 		ppid=${rest%% *}
 		[ "$ppid" != "$me" ] || continue
-		args=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)
+		args=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline")
 		case $args in *gpuaccept-evidence*) continue ;; esac
 		wchan=$(cat "$d/wchan" 2>/dev/null)
 		printf '%s %s %s %s\n' "$p" "$state" "${wchan:--}" "$args" | say procs
@@ -63,7 +63,7 @@ n=0
 for p in $pids; do
 	n=$((n + 1))
 	[ "$n" -le 8 ] || { note "stacks of the first 8 processes only"; break; }
-	args=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)
+	args=$(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline")
 	echo "== $p" | say stack
 	case $args in
 	*python*)
