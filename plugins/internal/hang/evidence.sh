@@ -3,6 +3,7 @@
 # node's index. Every line is "gpuaccept-evidence|HOST|SECTION|TEXT":
 #   gpus     nvidia-smi's GPU state (utilisation, memory, temperature, power)
 #   xid      the driver's Xid lines in the kernel log
+#   ras      node 0 only: ncclras's report of the job, where NCCL has it
 #   procs    "PID STATE WCHAN ARGS" of each process of the test on this node
 #            (those whose environment holds this test's GPUACCEPT_HOSTS)
 #   stack    a process's stacks: py-spy dump for Python, else eu-stack or
@@ -27,6 +28,12 @@ if log=$(bound dmesg 2>/dev/null) || log=$(bound journalctl -k --no-pager 2>/dev
 	printf '%s\n' "$log" | grep -E 'NVRM: Xid' | tail -n 50 | say xid
 else
 	note "kernel log not readable (dmesg, journalctl -k): no XIDs"
+fi
+
+# NCCL's RAS (NCCL 2.24 and later) answers for the whole job which ranks
+# are missing or behind, from any node where a rank runs: asked once.
+if [ "$node" = 0 ] && have ncclras; then
+	bound ncclras 2>&1 | say ras
 fi
 
 # The test's processes: every step of a test has GPUACCEPT_HOSTS set to

@@ -288,3 +288,21 @@ func TestScriptFindsAStoppedRank(t *testing.T) {
 	assert.Equal(t, s[0].Host, hn)
 	assert.Assert(t, strings.Contains(s[0].Reason, fmt.Sprintf("pid %d (sleep 60) stopped (state T)", stopped.Process.Pid)), s[0].Reason)
 }
+
+// A RAS report the evidence step carries (its ras section) is read as the
+// report itself: the prefix is the evidence step's, the lines NCCL's.
+func TestEvidenceCarriesRAS(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(fieldDir, "nccl-1911-ras-mismatch-allgather", "ras.txt"))
+	assert.NilError(t, err)
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
+		b.WriteString(EvidencePrefix + "node0|ras|" + l + "\n")
+	}
+	e, err := Read("evidence.0.log", strings.NewReader(b.String()))
+	assert.NilError(t, err)
+	assert.Assert(t, e.RAS != nil)
+	assert.Equal(t, e.RAS.Ranks, 32)
+	assert.Equal(t, e.RAS.Errors, "MISMATCH")
+	assert.Equal(t, len(e.RAS.Listed), 2)
+	assert.Equal(t, e.RAS.Counts[640], 30)
+}
