@@ -168,12 +168,12 @@ func TestScriptSequence(t *testing.T) {
 			within: 20 * time.Second,
 		},
 		{
-			// An evidence step never runs as a step: the batch script
-			// collects no evidence at its timeout yet, and says so.
+			// An evidence step never runs as a step: only when the
+			// script is told the test's time ran out (evidence_test.go).
 			name: "an evidence step",
 			steps: []plan.Step{sh("work", "", "exit 0"), {Name: "evidence.0", Role: plan.Evidence, Argv: []string{"/bin/sh", "-c", "touch ../evidence-ran"},
 				Procs: 1, ProcsPerNode: 1}},
-			want:   map[string]string{"work": "", "evidence.0": "not run: a batch job collects no evidence at its timeout yet"},
+			want:   map[string]string{"work": "", "evidence.0": launch.EvidenceNotRun},
 			code:   map[string]int{"work": 0, "evidence.0": -1},
 			within: 20 * time.Second,
 		},
