@@ -550,6 +550,9 @@ func (e Evidence) Summary() string {
 		sort.Ints(ranks)
 		parts = append(parts, fmt.Sprintf("ranks %s timed out in %s SeqNum %d after %d s", Ranges(ranks), w.Op, w.Seq, w.TimeoutMS/1000))
 	}
+	if e.Warns > 0 {
+		parts = append(parts, fmt.Sprintf("%d NCCL WARN lines", e.Warns))
+	}
 	if len(e.IB) > 0 {
 		parts = append(parts, fmt.Sprintf("%s: IB completion status 12 (retry exceeded) from peer %s", e.IB[0].Host, e.IB[0].Peer))
 	}
