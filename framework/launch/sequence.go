@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -169,6 +170,9 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 		// being collected: nothing starts after it.
 		expired   = make(chan struct{})
 		collected chan struct{}
+		// ended is set once the test's steps all ended: a timer firing
+		// after it collects nothing.
+		ended atomic.Bool
 	)
 	for i, s := range q.Steps {
 		if s.Role == plan.Evidence {
@@ -189,6 +193,9 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 		collected = make(chan struct{})
 		t := time.AfterFunc(q.Timeout, func() {
 			defer close(collected)
+			if ended.Load() {
+				return
+			}
 			close(expired)
 			q.collect(parent, evidence, outs, &mu)
 			stopAll(&stopCause{why: "timed out", timedOut: true})
@@ -350,6 +357,7 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 			<-r.done
 		}
 	}
+	ended.Store(true)
 	for _, r := range monitors {
 		r.stop(&stopCause{why: MonitorStopped})
 		<-r.done
