@@ -315,7 +315,7 @@ func TestEvidence(t *testing.T) {
 
 	dir := t.TempDir()
 	ev := filepath.Join(dir, "evidence.1.log")
-	assert.NilError(t, os.WriteFile(ev, []byte("gpuaccept-evidence|gpu-node-2|procs|4242 T do_signal_stop all_reduce_perf -b 8 -e 4G\n"), 0o644))
+	assert.NilError(t, os.WriteFile(ev, []byte("gpuaccept-evidence|gpu-node-2|procs|4242 T do_signal_stop - all_reduce_perf -b 8 -e 4G\n"), 0o644))
 	log := rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log"
 	for _, c := range []struct {
 		name   string

@@ -4,8 +4,10 @@
 #   gpus     nvidia-smi's GPU state (utilisation, memory, temperature, power)
 #   xid      the driver's Xid lines in the kernel log
 #   ras      node 0 only: ncclras's report of the job, where NCCL has it
-#   procs    "PID STATE WCHAN ARGS" of each process of the test on this node
-#            (those whose environment holds this test's GPUACCEPT_HOSTS)
+#   procs    "PID STATE WCHAN RANK ARGS" of each process of the test on this
+#            node (those whose environment holds this test's
+#            GPUACCEPT_HOSTS); RANK from the MPI or Slurm environment, "-"
+#            when none
 #   stack    a process's stacks: py-spy dump for Python, else eu-stack or
 #            gdb where present; "stack|== PID" heads each
 #   note     what could not be collected, and why
@@ -60,7 +62,9 @@ else
 		args=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline")
 		case $args in *gpuaccept-evidence*) continue ;; esac
 		wchan=$(cat "$d/wchan" 2>/dev/null)
-		printf '%s %s %s %s\n' "$p" "$state" "${wchan:--}" "$args" | say procs
+		rank=$(printf '%s\n' "$env" | grep -E '^(OMPI_COMM_WORLD_RANK|PMIX_RANK|PMI_RANK|SLURM_PROCID)=' | head -n 1)
+		rank=${rank#*=}
+		printf '%s %s %s %s %s\n' "$p" "$state" "${wchan:--}" "${rank:--}" "$args" | say procs
 		pids="$pids $p"
 	done
 	[ -n "$pids" ] || note "no process of the test found on this node"

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -122,10 +123,13 @@ type XID struct {
 }
 
 // Proc is one process of the test on a node, as the evidence step saw
-// it (its procs section): "PID STATE WCHAN ARGS".
+// it (its procs section): "PID STATE WCHAN RANK ARGS".
 type Proc struct {
 	Host string
 	PID  int
+	// Rank is the MPI rank its environment names, -1 when none (one
+	// process driving all of a node's GPUs, or no MPI).
+	Rank int
 	// State is /proc/PID/stat's: R running, S sleeping, D uninterruptible
 	// (in the kernel: a driver call that does not return), T stopped
 	// (SIGSTOP), Z exited and not reaped.
@@ -160,6 +164,9 @@ type Evidence struct {
 	GPUs map[string][]string
 	// Notes are what the evidence step could not collect.
 	Notes []string
+	// Nodes are the host names evidence steps gave themselves
+	// (EvidencePrefix lines), in the order first seen.
+	Nodes []string
 	// Lines is how many lines were read.
 	Lines int
 }
@@ -219,6 +226,9 @@ func Read(name string, r io.Reader) (Evidence, error) {
 			parts := strings.SplitN(rest, "|", 3)
 			if len(parts) == 3 {
 				host, line = parts[0], parts[2]
+				if !slices.Contains(e.Nodes, host) {
+					e.Nodes = append(e.Nodes, host)
+				}
 				switch parts[1] {
 				case "procs":
 					if p, ok := readProc(host, line, n); ok {
@@ -288,19 +298,19 @@ func Read(name string, r io.Reader) (Evidence, error) {
 	return e, nil
 }
 
-// readProc reads a procs line, "PID STATE WCHAN ARGS".
+// readProc reads a procs line, "PID STATE WCHAN RANK ARGS".
 func readProc(host, line string, n int) (Proc, bool) {
-	f := strings.SplitN(strings.TrimSpace(line), " ", 4)
-	if len(f) < 3 {
+	f := strings.SplitN(strings.TrimSpace(line), " ", 5)
+	if len(f) < 4 {
 		return Proc{}, false
 	}
 	pid := atoi(f[0])
 	if pid <= 0 || len(f[1]) != 1 {
 		return Proc{}, false
 	}
-	p := Proc{Host: host, PID: pid, State: f[1], Wchan: f[2], Line: n}
-	if len(f) == 4 {
-		p.Args = strings.TrimSpace(f[3])
+	p := Proc{Host: host, PID: pid, State: f[1], Wchan: f[2], Rank: atoi(f[3]), Line: n}
+	if len(f) == 5 {
+		p.Args = strings.TrimSpace(f[4])
 	}
 	return p, true
 }
@@ -427,14 +437,40 @@ func (e Evidence) Suspects(host string) []Suspect {
 			add(h, fmt.Sprintf("%s GPU %s XID %d", h, x.PCI, x.Code))
 		}
 	}
+	// The stuck processes of each host, with the ranks they are.
+	var hosts []string
+	stuck := map[string][]Proc{}
 	for _, p := range e.Procs {
 		if p.Stuck() {
-			what := "stopped (state T)"
-			if p.State == "D" {
-				what = "held in the kernel (state D, in " + p.Wchan + ")"
+			if stuck[p.Host] == nil {
+				hosts = append(hosts, p.Host)
 			}
-			add(p.Host, fmt.Sprintf("%s pid %d (%s) %s", p.Host, p.PID, short(p.Args), what))
+			stuck[p.Host] = append(stuck[p.Host], p)
 		}
+	}
+	for _, h := range hosts {
+		ps := stuck[h]
+		var ranks []int
+		for _, p := range ps {
+			if p.Rank >= 0 {
+				ranks = append(ranks, p.Rank)
+			}
+		}
+		sort.Ints(ranks)
+		p := ps[0]
+		what := "stopped (state T)"
+		if p.State == "D" {
+			what = "held in the kernel (state D, in " + p.Wchan + ")"
+		}
+		why := fmt.Sprintf("%s pid %d (%s) %s", h, p.PID, short(p.Args), what)
+		if len(ps) > 1 {
+			why += fmt.Sprintf(", and %d more of its processes", len(ps)-1)
+		}
+		if len(ranks) > 0 {
+			why = fmt.Sprintf("ranks %s (%s) never went on: ", Ranges(ranks), h) + why
+		}
+		add(h, why)
+		out[at[h]].Ranks = ranks
 	}
 	if s := e.rasSuspect(); s != nil {
 		add(s.Host, s.Reason)
@@ -500,6 +536,11 @@ func (e *Evidence) Merge(o Evidence) {
 		e.GPUs[h] = append(e.GPUs[h], g...)
 	}
 	e.Notes = append(e.Notes, o.Notes...)
+	for _, n := range o.Nodes {
+		if !slices.Contains(e.Nodes, n) {
+			e.Nodes = append(e.Nodes, n)
+		}
+	}
 	e.Lines += o.Lines
 }
 

@@ -188,6 +188,12 @@ func TestSuspect(t *testing.T) {
 		{name: "ras listed behind", text: strings.NewReplacer("operation 640", "operation 642").Replace(string(ras)), want: "10.137.190.124", reason: "ranks 12-13 (10.137.190.124) launched AllGather only up to operation 641"},
 		// The driver's XID line, as health's tests give it, read on a node.
 		{name: "xid", text: "[ 8123.4] NVRM: Xid (PCI:0000:00:06.0): 79, pid=1, GPU has fallen off the bus.\n", host: "node2", want: "node2", reason: "node2 GPU 0000:00:06.0 XID 79"},
+		// The evidence step's procs lines of a node whose ranks were
+		// stopped (the stand-in's and SIGSTOP's state): its ranks named.
+		{name: "stopped ranks", text: "gpuaccept-evidence|node2|procs|5001 T do_signal_stop 9 all_reduce_perf -b 8\n" +
+			"gpuaccept-evidence|node2|procs|5000 T do_signal_stop 8 all_reduce_perf -b 8\n" +
+			"gpuaccept-evidence|node1|procs|4000 S futex_wait_queue 0 all_reduce_perf -b 8\n",
+			want: "node2", reason: "ranks 8-9 (node2) never went on: node2 pid 5001 (all_reduce_perf -b 8) stopped (state T), and 1 more of its processes"},
 		{name: "xid without a host", text: "[ 8123.4] NVRM: Xid (PCI:0000:00:06.0): 79, pid=1, GPU has fallen off the bus.\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -102,7 +103,7 @@ func Checks(work, evidence []plan.Output, reached string) ([]result.Check, []res
 		for _, s := range e.Suspects(o.Host) {
 			// The node as the launcher named it, not as its hostname
 			// says: localisation pins runs to the launcher's names.
-			if o.Host != "" && s.Host != o.Host && len(s.Ranks) == 0 {
+			if o.Host != "" && s.Host != o.Host && slices.Contains(e.Nodes, s.Host) {
 				s.Reason = strings.Replace(s.Reason, s.Host, o.Host, 1)
 				s.Host = o.Host
 			}
