@@ -32,7 +32,10 @@ type fieldCase struct {
 	// Telemetry holds what plugins/telemetry's own test asserts of a
 	// tool's samples (its readers and summary, case by case).
 	Telemetry any `yaml:"telemetry"`
-	Expect    struct {
+	// Hang holds what plugins/internal/hang's own test asserts of a hung
+	// run's logs, RAS reports and stacks (its reader and suspect).
+	Hang   any `yaml:"hang"`
+	Expect struct {
 		Status string `yaml:"status"`
 		// Message holds substrings the test's message must contain.
 		Message []string `yaml:"message"`

@@ -21,6 +21,9 @@ type GroupStop struct {
 	// launcher stops the remote side of a single-host step first, since
 	// closing the connection does not stop a command without a terminal.
 	First func()
+	// HostPIDs: the step shares gpuaccept's pid namespace
+	// (proc.Options.HostPIDs), for an evidence step.
+	HostPIDs bool
 }
 
 // GroupEnd says how a step's process group ended (RunGroup).
@@ -47,7 +50,7 @@ type GroupEnd struct {
 // name the program in it.
 func RunGroup(ctx context.Context, cmd *exec.Cmd, st GroupStop) (GroupEnd, error) {
 	began := time.Now()
-	g, err := proc.Start(cmd, proc.Options{Name: st.Name})
+	g, err := proc.Start(cmd, proc.Options{Name: st.Name, HostPIDs: st.HostPIDs})
 	if err != nil {
 		return GroupEnd{}, err
 	}

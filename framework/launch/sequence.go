@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuaccept/gpuaccept/framework/plan"
@@ -66,6 +67,14 @@ type StepFunc func(ctx context.Context, i int, ready func()) plan.Output
 // cancelled) every running step is stopped through its ctx and the steps
 // not started yet say "not started: the test timed out first" (or
 // "cancelled first"). Launch returns once every started step has returned.
+//
+// Evidence. A step with Role plan.Evidence is not started with the rest:
+// when the plan's Timeout runs out, every evidence step starts at once,
+// while the test's steps still run (their stacks and GPU state are what it
+// collects), each bounded by its own Timeout (DefaultEvidenceTimeout when
+// zero); once they all returned the test's steps are stopped ("timed
+// out"). A plan that ends in time, or is cancelled, runs none: their
+// outputs say EvidenceNotRun.
 type Sequence struct {
 	// Steps are the plan's steps, as the launcher runs them.
 	Steps []plan.Step
@@ -86,12 +95,26 @@ type Sequence struct {
 // failure.
 const MonitorStopped = "stopped: the test's steps ended"
 
+// DefaultEvidenceTimeout bounds an evidence step without a Timeout of its
+// own: long enough for nvidia-smi, the kernel log and a stack dump of each
+// rank of a node, short enough that a hung test does not wait much longer.
+const DefaultEvidenceTimeout = 60 * time.Second
+
+// EvidenceNotRun is the LaunchError of an evidence step that did not run
+// because the test did not time out; it is no failure.
+const EvidenceNotRun = "not run: the test did not time out"
+
 // MonitorReadyWait bounds how long the next step waits for a monitor's
 // ReadyMarker.
 const MonitorReadyWait = 30 * time.Second
 
 // stopCause is why a Sequence stopped a step, read back by StopReason.
-type stopCause struct{ why string }
+// timedOut: the plan's time ran out (after its evidence was collected),
+// said as a deadline is.
+type stopCause struct {
+	why      string
+	timedOut bool
+}
 
 func (c *stopCause) Error() string { return c.why }
 
@@ -103,10 +126,11 @@ func (c *stopCause) Error() string { return c.why }
 // word for word.
 func StopReason(ctx context.Context, began time.Time) string {
 	var sc *stopCause
-	if errors.As(context.Cause(ctx), &sc) {
+	cause := errors.As(context.Cause(ctx), &sc)
+	if cause && !sc.timedOut {
 		return sc.why
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if cause || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		if began.IsZero() {
 			return "timed out"
 		}
@@ -138,18 +162,58 @@ func closed(c chan struct{}) bool {
 // Launch runs the steps (see Sequence) and returns one Output per step,
 // in plan order.
 func (q Sequence) Launch(ctx context.Context) []plan.Output {
-	if q.Timeout > 0 {
+	outs := make([]plan.Output, len(q.Steps))
+	var (
+		mu       sync.Mutex
+		evidence []int
+		// expired is closed once the plan's time ran out and evidence is
+		// being collected: nothing starts after it.
+		expired   = make(chan struct{})
+		collected chan struct{}
+		// ended is set once the test's steps all ended: a timer firing
+		// after it collects nothing.
+		ended atomic.Bool
+	)
+	for i, s := range q.Steps {
+		if s.Role == plan.Evidence {
+			evidence = append(evidence, i)
+		}
+	}
+	if q.Timeout > 0 && len(evidence) == 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, q.Timeout)
 		defer cancel()
+	} else if q.Timeout > 0 {
+		// The steps keep running while the evidence is collected, so
+		// their ctx has no deadline: the timer stops them after it.
+		parent := ctx
+		var stopAll context.CancelCauseFunc
+		ctx, stopAll = context.WithCancelCause(ctx)
+		defer stopAll(nil)
+		collected = make(chan struct{})
+		t := time.AfterFunc(q.Timeout, func() {
+			defer close(collected)
+			if ended.Load() {
+				return
+			}
+			close(expired)
+			q.collect(parent, evidence, outs, &mu)
+			stopAll(&stopCause{why: "timed out", timedOut: true})
+		})
+		defer func() {
+			if !t.Stop() {
+				<-collected
+			}
+			q.evidenceNotRun(evidence, outs)
+		}()
+	} else {
+		defer q.evidenceNotRun(evidence, outs)
 	}
 	linger := q.Linger
 	if linger <= 0 {
 		linger = DefaultLinger
 	}
-	outs := make([]plan.Output, len(q.Steps))
 	var (
-		mu      sync.Mutex
 		failure string                // the first failure: "step X failed (...)"
 		failed  = make(chan struct{}) // closed with the first failure
 		all     []*run
@@ -174,7 +238,7 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 			mu.Lock()
 			defer mu.Unlock()
 			outs[i] = o
-			if why := stepFailure(s, o, closed(r.ready)); why != "" && failure == "" && s.Role != plan.Monitor {
+			if why := stepFailure(s, o, closed(r.ready)); why != "" && failure == "" && s.Role != plan.Monitor && s.Role != plan.Evidence {
 				failure = why
 				close(failed)
 			}
@@ -208,7 +272,7 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 					return // every step is stopped through ctx already
 				}
 			}
-			r.stop(&stopCause{"stopped after " + why})
+			r.stop(&stopCause{why: "stopped after " + why})
 		}
 	}
 	blocked := ""
@@ -216,19 +280,25 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 		if blocked == "" {
 			// The test's own end first: the steps it stopped fail too,
 			// but they are not what kept the rest from starting.
-			if ctx.Err() != nil {
+			if closed(expired) {
+				blocked = "not started: the test timed out first"
+			} else if ctx.Err() != nil {
 				blocked = "not started: the test " + StopReason(ctx, time.Time{}) + " first"
 			} else if why := firstFailure(); why != "" {
 				blocked = "not started: " + why
 				stopBackground(why)
 			}
 		}
+		s := q.Steps[i]
+		if s.Role == plan.Evidence {
+			i++ // run by the timer alone
+			continue
+		}
 		if blocked != "" {
 			outs[i] = q.notStarted(i, blocked)
 			i++
 			continue
 		}
-		s := q.Steps[i]
 		if s.Role == plan.Monitor {
 			r := start(i)
 			monitors = append(monitors, r)
@@ -287,11 +357,45 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 			<-r.done
 		}
 	}
+	ended.Store(true)
 	for _, r := range monitors {
-		r.stop(&stopCause{MonitorStopped})
+		r.stop(&stopCause{why: MonitorStopped})
 		<-r.done
 	}
 	return outs
+}
+
+// collect runs the evidence steps idx together, each bounded by its own
+// Timeout or DefaultEvidenceTimeout, under ctx (the caller's, without
+// the plan's deadline), and returns once all returned.
+func (q Sequence) collect(ctx context.Context, idx []int, outs []plan.Output, mu *sync.Mutex) {
+	var wg sync.WaitGroup
+	for _, i := range idx {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := q.Steps[i].Timeout
+			if d <= 0 {
+				d = DefaultEvidenceTimeout
+			}
+			c, cancel := context.WithTimeout(ctx, d)
+			defer cancel()
+			o := q.Run(c, i, func() {})
+			mu.Lock()
+			outs[i] = o
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+}
+
+// evidenceNotRun fills the outputs of the evidence steps that did not run.
+func (q Sequence) evidenceNotRun(idx []int, outs []plan.Output) {
+	for _, i := range idx {
+		if outs[i].Step == "" && outs[i].LaunchError == "" && outs[i].Log == "" {
+			outs[i] = q.notStarted(i, EvidenceNotRun)
+		}
+	}
 }
 
 // stepFailure says how a step that ended failed ("step client1 failed

@@ -287,7 +287,7 @@ func TestStopReason(t *testing.T) {
 	cancelled, cancel2 := context.WithCancel(context.Background())
 	cancel2()
 	stopped, stop := context.WithCancelCause(context.Background())
-	stop(&stopCause{"stopped after step c failed (exit status 1)"})
+	stop(&stopCause{why: "stopped after step c failed (exit status 1)"})
 	// A step timeout under a stopped parent: the parent's reason wins,
 	// as it ended first.
 	under, cancel3 := context.WithTimeout(stopped, time.Hour)
@@ -340,4 +340,57 @@ func TestSequenceMonitors(t *testing.T) {
 			before(t, r.events(), "start telemetry.0", "start work")
 		})
 	}
+}
+
+// Evidence steps run only when the test's time runs out, all at once,
+// while the test's steps still run (a stack dump needs the hung process),
+// and only once they returned are the steps stopped, as timed out; a test
+// that ends in time, or is cancelled, runs none. An evidence step is
+// bounded by its own timeout and fails nothing.
+func TestSequenceEvidence(t *testing.T) {
+	hang := make(chan struct{})
+	defer close(hang)
+	ev := func(name string, timeout time.Duration) plan.Step {
+		return plan.Step{Name: name, Role: plan.Evidence, Timeout: timeout}
+	}
+	t.Run("timed out", func(t *testing.T) {
+		steps := []plan.Step{{Name: "work"}, {Name: "after"}, ev("evidence.0", 0), ev("evidence.1", 100*time.Millisecond)}
+		r := &recorder{do: map[string]behaviour{"work": {until: hang}, "evidence.1": {until: hang}}}
+		outs := Sequence{Steps: steps, Timeout: 200 * time.Millisecond, Run: r.run(steps)}.Launch(context.Background())
+		ev := r.events()
+		// Evidence starts before the hung step is stopped, and ends (or
+		// is cut at its own bound) before it.
+		before(t, ev, "start work", "start evidence.0")
+		before(t, ev, "end evidence.0", "stopped work")
+		before(t, ev, "stopped evidence.1", "stopped work")
+		assert.Assert(t, strings.HasPrefix(outs[0].LaunchError, "timed out after "), outs[0].LaunchError)
+		assert.Equal(t, outs[1].LaunchError, "not started: the test timed out first")
+		assert.Equal(t, outs[2].LaunchError, "")
+		assert.Equal(t, outs[2].Step, "evidence.0")
+		assert.Assert(t, strings.HasPrefix(outs[3].LaunchError, "timed out after 1"), outs[3].LaunchError)
+	})
+	t.Run("in time", func(t *testing.T) {
+		steps := []plan.Step{{Name: "work"}, ev("evidence.0", 0)}
+		r := &recorder{do: map[string]behaviour{}}
+		outs := Sequence{Steps: steps, Timeout: time.Minute, Run: r.run(steps)}.Launch(context.Background())
+		assert.DeepEqual(t, r.events(), []string{"start work", "end work"})
+		assert.DeepEqual(t, outs[1], plan.Output{Step: "evidence.0", Role: plan.Evidence, ExitCode: -1, LaunchError: EvidenceNotRun})
+	})
+	t.Run("failed", func(t *testing.T) {
+		steps := []plan.Step{{Name: "work"}, {Name: "next"}, ev("evidence.0", 0)}
+		r := &recorder{do: map[string]behaviour{"work": {exit: 1}}}
+		outs := Sequence{Steps: steps, Timeout: time.Minute, Run: r.run(steps)}.Launch(context.Background())
+		assert.DeepEqual(t, r.events(), []string{"start work", "end work"})
+		assert.Equal(t, outs[2].LaunchError, EvidenceNotRun)
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(100*time.Millisecond, cancel)
+		steps := []plan.Step{{Name: "work"}, ev("evidence.0", 0)}
+		r := &recorder{do: map[string]behaviour{"work": {until: hang}}}
+		outs := Sequence{Steps: steps, Timeout: time.Minute, Run: r.run(steps)}.Launch(ctx)
+		assert.DeepEqual(t, r.events(), []string{"start work", "stopped work"})
+		assert.Equal(t, outs[0].LaunchError, "cancelled; fake killed")
+		assert.Equal(t, outs[1].LaunchError, EvidenceNotRun)
+	})
 }

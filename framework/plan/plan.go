@@ -202,6 +202,14 @@ func TopologyHosts(t Topology) func(i int) (string, error) {
 // failure, once the others ended (launch.Sequence).
 const Monitor = "monitor"
 
+// Evidence is the Role of a step that collects what a hung test's nodes
+// show (GPU state, new XIDs, the ranks' stacks): launchers start it only
+// when the test's time runs out, before they stop anything, bound it by
+// its own Timeout (launch.DefaultEvidenceTimeout when zero), and then
+// stop the test's steps (launch.Sequence). A test that ends in time never
+// runs it.
+const Evidence = "evidence"
+
 // Step is one program start: a single process, or an MPI job of several
 // processes that a rank starter (mpirun, srun) launches together.
 type Step struct {
@@ -209,7 +217,7 @@ type Step struct {
 	// output files, so it is a short word ([a-z0-9_.-]).
 	Name string `json:"name"`
 	// Role is empty for symmetric workloads, "server"/"client" for paired
-	// ones such as ib_write_bw, or Monitor.
+	// ones such as ib_write_bw, Monitor or Evidence.
 	Role string `json:"role,omitempty"`
 	// Argv is the program and its arguments. Relative paths in it are
 	// relative to the step's working directory, which the launcher creates

@@ -127,6 +127,10 @@ const MarkEnv = "GPUACCEPT_STEP_MARK"
 type Options struct {
 	// Name is the step's name, used in its cgroup's name.
 	Name string
+	// HostPIDs starts the step in gpuaccept's own pid namespace, never
+	// one of its own: an evidence step (plan.Evidence) must see the other
+	// steps' processes, by their pids here, to dump their stacks.
+	HostPIDs bool
 }
 
 // Group is a started step: its first process (the leader), the process
@@ -243,7 +247,7 @@ func (s *session) start(cmd *exec.Cmd, o Options) (*Group, error) {
 		testHookCgroup(cg.path)
 	}
 	ns := s.pidns()
-	if !nsFits(cmd.SysProcAttr) {
+	if !nsFits(cmd.SysProcAttr) || o.HostPIDs {
 		ns = nsOff
 	}
 	// What to try, in order: a start that the cgroup or the namespace

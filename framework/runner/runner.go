@@ -405,6 +405,7 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Warning, Message: err.Error()})
 	}
 	work, monitors := splitMonitors(outs)
+	work = evidenceRun(work)
 	t = r.judge(ctx, t, pluginName, test, params, topo, work)
 	// Parsed as verify parses them again: whether or not the run was
 	// stopped (Ctrl-C), within the time parsing is given.
@@ -426,6 +427,21 @@ func (r *Runner) runTest(ctx context.Context, su *sku.Suite, st *sku.SuiteTest, 
 	t.Raw = rawPaths(r.Dir, outs)
 	r.progress("%-24s %-5s %s (%s)", st.Test, t.Status, t.Message, t.Duration.Round(time.Millisecond))
 	return t
+}
+
+// evidenceRun drops the evidence steps that did not run (the test ended
+// in time: launch.EvidenceNotRun) from a test's outputs: its plugin is
+// handed the evidence only of a test that timed out. They stay in
+// outputs.json, which says they were planned and why they did not run.
+func evidenceRun(outs []plan.Output) []plan.Output {
+	kept := outs[:0:0]
+	for _, o := range outs {
+		if o.Role == plan.Evidence && o.LaunchError == launch.EvidenceNotRun {
+			continue
+		}
+		kept = append(kept, o)
+	}
+	return kept
 }
 
 // notRunWhy says, for a test that was not started because the run's
@@ -465,7 +481,8 @@ func stopReason(ctx context.Context, timeout time.Duration, outs []plan.Output, 
 
 // stopped makes a stopped test's message say so first: a stop is no parse
 // or launch failure of its own. What the plugin said (the step's launch
-// error, "context canceled") stays as a diagnostic and what was measured
+// error, "context canceled") stays as a diagnostic, unless the test failed
+// (its message names what failed, after the stop), and what was measured
 // before the stop is kept.
 func stopped(t result.Test, why string) result.Test {
 	msg := "stopped: " + why
@@ -474,7 +491,11 @@ func stopped(t result.Test, why string) result.Test {
 	} else {
 		msg += "; nothing was measured before the stop"
 	}
-	if t.Message != "" {
+	if t.Status == result.Fail && t.Message != "" {
+		// A fail names what failed (the node a hung test's evidence
+		// names): the verdict, not a footnote of the stop.
+		msg = "stopped: " + why + "; " + t.Message
+	} else if t.Message != "" {
 		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Info, Message: "as judged: " + t.Message})
 	}
 	if t.Status != result.Error && t.Status != result.Fail {

@@ -89,6 +89,19 @@
 // are STANDIN_DEGRADE_LINK's pair: both ends of one slow link measure the
 // same bandwidth, and a perftest client's table is the one judged.
 //
+// Hanging on a chosen node, so that naming a hung node can be tested
+// without one (issue 34): as a rank stopped with SIGSTOP on that node,
+// which is how a hang is made on a GPU machine too,
+//
+//	STANDIN_HANG_HOST   NAME[,NAME...]: when any of them is in
+//	                    GPUACCEPT_HOSTS, the nccl-tests replay hangs
+//	STANDIN_HANG_AFTER  the message size (bytes, the size column) of the
+//	                    last result row printed before the hang; unset:
+//	                    the header only. The process then stops itself
+//	                    (SIGSTOP: state T, what the evidence step sees)
+//	                    and, continued, sleeps until killed; every rank
+//	                    under mpirun stops so, rank 0 after its rows.
+//
 // A degraded run without its degraded recording set is an error (exit 6),
 // never a silent healthy replay.
 //
@@ -109,6 +122,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -138,7 +152,11 @@ func run() int {
 	dir := c.dir
 	name := strings.TrimSuffix(filepath.Base(os.Args[0]), "_mpi")
 	test := strings.TrimSuffix(name, "_perf")
+	hung := overlap(splitList(os.Getenv("STANDIN_HANG_HOST")), splitList(os.Getenv("GPUACCEPT_HOSTS")))
 	if r := rank(os.Getenv); r != "" && r != "0" {
+		if hung {
+			hangHere()
+		}
 		return waitAndExit()
 	}
 	folder := recordingFolder(dir, test)
@@ -149,6 +167,10 @@ func run() int {
 		return 1
 	}
 	defer f.Close()
+	if hung {
+		replayUntil(f, os.Getenv("STANDIN_HANG_AFTER"))
+		hangHere()
+	}
 	if _, err := io.Copy(os.Stdout, f); err != nil {
 		fmt.Fprintf(os.Stderr, "standin: %v\n", err)
 		return 1
@@ -530,6 +552,45 @@ func splitAfter(data []byte, marker string) (head, rest []byte) {
 		return data, nil
 	}
 	return data[:i+end+1], data[i+end+1:]
+}
+
+// replayUntil prints the recording through its first result row of size
+// after (the row's first column), or its header (the lines before the
+// first row) when after is "".
+func replayUntil(r io.Reader, after string) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		f := strings.Fields(line)
+		row := len(f) > 0 && !strings.HasPrefix(line, "#") && isDigits(f[0])
+		if row && after == "" {
+			return
+		}
+		fmt.Println(line)
+		if row && f[0] == after {
+			return
+		}
+	}
+}
+
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// hangHere stops the process as a hung rank (SIGSTOP) and, once
+// continued, sleeps until it is killed.
+func hangHere() {
+	os.Stdout.Sync()
+	_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 func waitAndExit() int {

@@ -21,6 +21,12 @@
 //   - The staging folder (RESULTS/raw/TEST/.NAME, on a filesystem every
 //     node sees): created per attempt, removed after, as the script in it
 //     holds the steps' environment unmasked.
+//   - Evidence steps (plan.Evidence): noted as not run, and run by the
+//     script only when it gets SIGUSR1 (runtime.sh's gpuaccept_timed_out),
+//     which a submitted job whose test timed out gets first from a
+//     Signaller (Slurm: scancel --signal=USR1 --batch), before the steps
+//     are stopped and the job cancelled. Inside an allocation the script
+//     is stopped at once: no evidence there yet.
 //   - Submitting, following the job to its end (Follow: the test's timeout
 //     counted from the job's start, a pending bound, a job the scheduler
 //     lost), cancelling it and waiting for its end (Cancel); or, inside an
@@ -67,6 +73,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 )
 
@@ -100,6 +107,20 @@ type Scheduler interface {
 	// Cancel asks the scheduler to end the job (queued or running).
 	Cancel(ctx context.Context, id string) error
 }
+
+// Signaller is a Scheduler that can signal a running job's batch script
+// (Slurm: scancel --signal=USR1 --batch). A submitted test with evidence
+// steps (plan.Evidence) that runs out of time is signalled first: the
+// script runs its evidence steps while the test's steps still run, then
+// stops them and ends; the job is cancelled after it, as always.
+type Signaller interface {
+	SignalEvidence(ctx context.Context, id string) error
+}
+
+// DefaultEvidenceWait bounds how long a signalled job has to collect its
+// evidence and end before it is cancelled: the evidence steps' own bound
+// and the stop's grace, with room for the scheduler's polling.
+const DefaultEvidenceWait = launch.DefaultEvidenceTimeout + 45*time.Second
 
 // StepExplainer is a Scheduler that reads a failed step's log for the
 // starter's own complaint ("srun failed (exit status 1): srun: error:
@@ -212,6 +233,9 @@ type Options struct {
 	PendingTimeout time.Duration
 	// CancelWait bounds the wait for a cancelled job to end; zero: 2 min.
 	CancelWait time.Duration
+	// EvidenceWait bounds the wait for a signalled job (Signaller) to
+	// collect its evidence and end; zero: DefaultEvidenceWait.
+	EvidenceWait time.Duration
 	// KillGrace is how long the script run inside an allocation has
 	// between SIGTERM and SIGKILL; zero means 10 s.
 	KillGrace time.Duration

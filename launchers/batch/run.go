@@ -87,10 +87,49 @@ func submit(ctx context.Context, req launch.Request, j Job, s Scheduler, o Optio
 		return ending{}, fmt.Errorf("submit batch job for %s: %w", req.Test, err)
 	}
 	st, why := Follow(ctx, s, id, req.Timeout, o)
+	if sg, ok := s.(Signaller); ok && strings.HasPrefix(why, "timed out") && hasEvidence(j.Plan) && ctx.Err() == nil {
+		st = awaitEvidence(ctx, s, sg, id, st, o)
+	}
 	if why != "" {
 		st = Cancel(s, id, st, o)
 	}
 	return ending{State: st, Stopped: why}, nil
+}
+
+// hasEvidence says the plan has evidence steps.
+func hasEvidence(p plan.Plan) bool {
+	for _, s := range p.Steps {
+		if s.Role == plan.Evidence {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitEvidence signals job id's script that the test's time ran out and
+// polls until the job ended (its evidence collected, its steps stopped),
+// o.EvidenceWait passed, or ctx ended; it returns the last state seen.
+func awaitEvidence(ctx context.Context, s Scheduler, sg Signaller, id string, last State, o Options) State {
+	wait := or(o.EvidenceWait, DefaultEvidenceWait)
+	ctx, stop := context.WithTimeout(ctx, wait)
+	defer stop()
+	if sg.SignalEvidence(ctx, id) != nil {
+		return last
+	}
+	poll := or(o.Poll, DefaultPoll)
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(poll):
+		}
+		if st, err := s.Query(ctx, id); err == nil {
+			last = st
+			if st.Ended {
+				return st
+			}
+		}
+	}
+	return last
 }
 
 // lostAfter is how many queries in a row may fail (a controller

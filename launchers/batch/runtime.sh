@@ -6,6 +6,7 @@ failed=   # the first failure: "step X failed (exit status N)"
 running=  # the steps started that have not ended: their numbers
 stopped=  # set once the background steps were stopped after a failure
 monitors= # the monitor steps (the telemetry sampler): never waited for
+evidence= # the evidence steps: run only when the test's time runs out
 
 # gpuaccept_fail WHY: the first failure keeps every later step from starting.
 gpuaccept_fail() { [ -n "$failed" ] || failed=$1; }
@@ -139,6 +140,37 @@ gpuaccept_monitor() {
 		sleep 1
 	done
 }
+
+# gpuaccept_evidence N: an evidence step (plan.Evidence), run only by
+# gpuaccept_timed_out; until then it did not run (launch.EvidenceNotRun).
+gpuaccept_evidence() {
+	evidence="$evidence $1"
+	printf '%s\n' "not run: the test did not time out" >"$job/${step_name[$1]}.why"
+}
+
+# gpuaccept_timed_out: SIGUSR1 from gpuaccept (the scheduler's signal to
+# the batch script, batch.Signaller) once the test's time ran out: the
+# evidence steps run while the test's steps still do, each bounded by its
+# own timeout, and only then are the steps stopped, as timed out
+# (launch.Sequence's rule). The job is cancelled after it.
+gpuaccept_timed_out() {
+	trap '' USR1
+	local n m
+	for n in $evidence; do
+		rm -f "$job/${step_name[$n]}.why"
+		gpuaccept_start "$n"
+	done
+	for n in $evidence; do
+		wait "${step_pid[$n]}"
+		echo $? >"$job/${step_name[$n]}.exit"
+		[ -z "${step_watch[$n]}" ] || kill "${step_watch[$n]}" 2>/dev/null
+		running=$(for m in $running; do [ "$m" = "$n" ] || printf ' %s' "$m"; done)
+	done
+	gpuaccept_fail "the test timed out first"
+	stopped=1
+	gpuaccept_stop "timed out after ${SECONDS}s of the job" $running
+}
+trap gpuaccept_timed_out USR1
 
 # gpuaccept_group N...: steps started together and waited for, then every
 # step started before them, unless a failure stops the rest.

@@ -118,7 +118,11 @@ func Render(j Job, s Scheduler, o Options) (string, []string, error) {
 		}
 		cmds = append(cmds, line)
 		fmt.Fprintf(&b, "\n# step %s: %d process(es), %d per node\n", st.Name, st.Procs, st.ProcsPerNode)
-		fmt.Fprintf(&b, "step_name[%d]=%s step_timeout[%d]=%d step_marker[%d]=%s\n", i, st.Name, i, seconds(st.Timeout, 0), i, rankstart.ShellQuote(st.ReadyMarker))
+		timeout := seconds(st.Timeout, 0)
+		if st.Role == plan.Evidence {
+			timeout = seconds(st.Timeout, launch.DefaultEvidenceTimeout)
+		}
+		fmt.Fprintf(&b, "step_name[%d]=%s step_timeout[%d]=%d step_marker[%d]=%s\n", i, st.Name, i, timeout, i, rankstart.ShellQuote(st.ReadyMarker))
 		if st.ReadyMarker != "" {
 			// launch.Sequence's words for a server that ended too soon.
 			fmt.Fprintf(&b, "step_unready[%d]=%s\n", i, rankstart.ShellQuote(fmt.Sprintf("step %s ended before its readiness line %q showed", st.Name, st.ReadyMarker)))
@@ -148,12 +152,25 @@ func Render(j Job, s Scheduler, o Options) (string, []string, error) {
 	return b.String(), cmds, nil
 }
 
-// groups is the sequence's calls, in launch.Sequence's order: a monitor
+// groups is the sequence's calls, in launch.Sequence's order: an evidence
+// step noted (run only when the script is told the test's time ran out:
+// runtime.sh's gpuaccept_timed_out), a monitor
 // beside the rest, a step with a ReadyMarker in the background, consecutive clients without one
 // together, any other step alone.
 func groups(steps []plan.Step) []string {
 	var out []string
+	// Noted before anything starts: the test may time out in its first
+	// group.
+	for i, s := range steps {
+		if s.Role == plan.Evidence {
+			out = append(out, fmt.Sprintf("gpuaccept_evidence %d", i))
+		}
+	}
 	for i := 0; i < len(steps); {
+		if steps[i].Role == plan.Evidence {
+			i++
+			continue
+		}
 		if steps[i].Role == plan.Monitor {
 			out = append(out, fmt.Sprintf("gpuaccept_monitor %d", i))
 			i++

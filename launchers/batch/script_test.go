@@ -168,6 +168,16 @@ func TestScriptSequence(t *testing.T) {
 			within: 20 * time.Second,
 		},
 		{
+			// An evidence step never runs as a step: only when the
+			// script is told the test's time ran out (evidence_test.go).
+			name: "an evidence step",
+			steps: []plan.Step{sh("work", "", "exit 0"), {Name: "evidence.0", Role: plan.Evidence, Argv: []string{"/bin/sh", "-c", "touch ../evidence-ran"},
+				Procs: 1, ProcsPerNode: 1}},
+			want:   map[string]string{"work": "", "evidence.0": launch.EvidenceNotRun},
+			code:   map[string]int{"work": 0, "evidence.0": -1},
+			within: 20 * time.Second,
+		},
+		{
 			// A monitor that fails to start fails nothing either.
 			name: "a monitor that exits",
 			steps: []plan.Step{{Name: "telemetry.0", Role: plan.Monitor, Argv: []string{"/bin/sh", "-c", "exit 1"},

@@ -192,7 +192,7 @@ func (l *Launcher) runStep(ctx context.Context, req launch.Request, s plan.Step,
 	cmd.Stdout, cmd.Stderr = sw, sw
 
 	// Whatever the step left running ends with it, and its output is in.
-	end, err := launch.RunGroup(ctx, cmd, launch.GroupStop{Name: s.Name, Grace: l.killGrace()})
+	end, err := launch.RunGroup(ctx, cmd, launch.GroupStop{Name: s.Name, Grace: l.killGrace(), HostPIDs: s.Role == plan.Evidence})
 	if err != nil {
 		out.LaunchError = fmt.Sprintf("start %s: %v", argv[0], err)
 		fmt.Fprintf(logw, "gpuaccept: %s\n", out.LaunchError)

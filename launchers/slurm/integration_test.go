@@ -251,6 +251,21 @@ func TestClusterOwnTimeoutCancels(t *testing.T) {
 	assertNoStandin(t)
 }
 
+// A hung collective's evidence under Slurm: gpuaccept's own timeout
+// signals the batch script first (scancel --signal=USR1 --batch), which
+// runs each node's evidence step while the stopped ranks are still there;
+// the test fails naming a node, and the job is gone after.
+func TestClusterHangEvidence(t *testing.T) {
+	r := gpuaccept(t, "ndmv4-2x8", "--timeout", "20s", "--param", "evidence=true",
+		"--param", "env.STANDIN_HANG_HOST=@host0@", "--param", "env.STANDIN_HANG_AFTER=268435456")
+	assert.Equal(t, r.code, 1, "%s\n%s", r.stdout, r.stderr) // the test failed, naming a node
+	msg := r.results.Tests[0].Message
+	assert.Assert(t, strings.Contains(msg, "stopped (state T)"), msg)
+	assert.Assert(t, strings.Contains(raw(t, r, "evidence.0.log"), "|procs|"), raw(t, r, "evidence.0.log"))
+	assertGone(t, jobID(t, r))
+	assertNoStandin(t)
+}
+
 func TestClusterBadPartition(t *testing.T) {
 	r := gpuaccept(t, "ndmv4-2x8", "--partition", "nosuch")
 	assert.Equal(t, r.code, 3, "%s\n%s", r.stdout, r.stderr) // the test errored

@@ -345,6 +345,14 @@ func (j job) Cancel(ctx context.Context, id string) error {
 	return err
 }
 
+// SignalEvidence implements batch.Signaller: SIGUSR1 to the job's batch
+// script alone (scancel --signal=USR1 --batch), which then runs the
+// test's evidence steps before it stops the others.
+func (j job) SignalEvidence(ctx context.Context, id string) error {
+	_, err := j.l.run(ctx, "scancel", "--signal=USR1", "--batch", id)
+	return err
+}
+
 // CancelSteps implements batch.StepCanceller: scancel of the steps of the
 // allocation gpuaccept runs in whose name starts with prefix, those srun
 // started for this test that outlived their srun.

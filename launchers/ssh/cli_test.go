@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -188,4 +189,64 @@ func TestCLICtrlC(t *testing.T) {
 	}
 	outputs := read(t, filepath.Join(out, "raw/nccl.all_reduce/outputs.json"))
 	assert.Assert(t, strings.Contains(outputs, "cancelled; rank starter and remote ranks killed"), outputs)
+}
+
+// A collective that hangs on one node (the stand-in's ranks stop
+// themselves, rank 0 after the 256 MiB row, as ranks stopped with SIGSTOP):
+// when the test's time runs out the evidence steps run on both hosts over
+// ssh before anything is stopped, and find the stopped ranks; the test
+// fails naming the host, the evidence is in raw/, and no rank is left on
+// either host. Both loopback names are one machine, so each host's
+// evidence sees every rank: both are named here, where two machines would
+// name the one.
+func TestCLIHangNamesTheNode(t *testing.T) {
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		testenv.Missing(t, "mpirun not installed (scripts/testenv.sh up ssh): %v", err)
+	}
+	l := sshd(t)
+	hosts := testenv.Need(t, "GPUACCEPT_SSH_HOSTS", "ssh")
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	out := filepath.Join(t.TempDir(), "results")
+	args := append(suiteFlags(t), sshFlags(t)...)
+	args = append(args, "--hosts", hosts, "--out", out, "--timeout", "30s", "--format", "json", "--param", "evidence=true",
+		"--param", "env.STANDIN_HANG_HOST="+strings.Split(hosts, ",")[1], "--param", "env.STANDIN_HANG_AFTER=268435456",
+		"--param", "env.STANDIN_PIDFILE="+pidfile)
+	code, stdout, stderr := runCLI(t, args...)
+	assert.Equal(t, code, 1, stdout+stderr)
+	var doc struct {
+		Tests []struct {
+			Status, Message string
+			Checks          []struct {
+				Name, Host, Message string
+				OK                  bool
+			}
+		}
+	}
+	assert.NilError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+	assert.Equal(t, len(doc.Tests), 1)
+	got := doc.Tests[0]
+	assert.Equal(t, got.Status, "fail", got.Message)
+	assert.Assert(t, strings.Contains(got.Message, "stopped: timed out after"), got.Message)
+	assert.Assert(t, strings.Contains(got.Message, "timed out after 256 MiB (the largest size measured)"), got.Message)
+	assert.Assert(t, strings.Contains(got.Message, "stopped (state T)"), got.Message)
+	named := map[string]bool{}
+	for _, c := range got.Checks {
+		if c.Name == "hang.suspect" && !c.OK {
+			named[c.Host] = true
+		}
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		assert.Assert(t, named[h], "%s not named: %+v", h, got.Checks)
+	}
+	for i := range 2 {
+		ev := read(t, filepath.Join(out, "raw/nccl.all_reduce", "evidence."+strconv.Itoa(i)+".log"))
+		assert.Assert(t, strings.Contains(ev, "|procs|"), ev)
+	}
+	for _, h := range l.Hosts {
+		alive := alivePids(t, l, h, pidfile)
+		for end := time.Now().Add(10 * time.Second); alive != "" && time.Now().Before(end); alive = alivePids(t, l, h, pidfile) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		assert.Equal(t, alive, "", "on %s", h)
+	}
 }

@@ -6,6 +6,7 @@ package nccl
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/hang"
 	"github.com/gpuaccept/gpuaccept/plugins/internal/nccltests"
 )
 
@@ -44,6 +46,7 @@ var Params = []pluginapi.Param{
 	{Name: "op", Description: "reduction (-o), e.g. sum, all; empty: sum"},
 	{Name: "json", Default: "true", Description: "ask for -J JSON output (nccl-tests >= 2.17); false for older binaries"},
 	{Name: "mode", Description: "single: one process per node drives all its GPUs (-g G); mpi: one MPI rank per GPU (-g 1). Empty: single on one node, mpi on several"},
+	{Name: "evidence", Default: "false", Description: "true: when the test's time runs out, first collect each node's evidence (GPU state, new XIDs, the ranks' processes and stacks: py-spy, eu-stack or gdb where present), then stop the ranks; a node the evidence names fails the test (check hang.suspect, with the host). Sets NCCL_DEBUG=WARN unless env.NCCL_DEBUG is given. Runs under the local, ssh and k8s launchers"},
 	{Name: "extra", Description: "extra nccl-tests arguments, space-separated"},
 	{Name: "env.NAME", Description: "environment variable NAME for every rank (e.g. env.NCCL_TOPO_FILE=/etc/topo.xml)"},
 }
@@ -70,6 +73,7 @@ type settings struct {
 	sweep          nccltests.SweepParams
 	bindir, suffix string
 	json           bool
+	evidence       bool
 	env            map[string]string
 }
 
@@ -89,6 +93,8 @@ func parseParams(p map[string]string) (settings, error) {
 			s.suffix = v
 		case "json":
 			s.json, err = pluginapi.BoolParam(k, v)
+		case "evidence":
+			s.evidence, err = pluginapi.BoolParam(k, v)
 		}
 		return err
 	})
@@ -115,7 +121,17 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	if s.bindir != "" {
 		bin = filepath.Join(s.bindir, bin)
 	}
-	step, err := s.sweep.Sweep(bin, s.env).Step(req.Test, req.Topology)
+	env := s.env
+	if _, set := env["NCCL_DEBUG"]; s.evidence && !set {
+		// NCCL's WARN lines (a timed-out IB completion, a peer gone) are
+		// the ranks' own account of a hang, and cost nothing until then.
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["NCCL_DEBUG"] = "WARN"
+	}
+	step, err := s.sweep.Sweep(bin, env).Step(req.Test, req.Topology)
 	if err != nil {
 		return plan.Plan{}, fmt.Errorf("nccl.%s: %w", req.Test, err)
 	}
@@ -123,7 +139,11 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 		step.Argv = append(step.Argv, "-J", JSONName(req.Test))
 		step.Files = []string{JSONName(req.Test)}
 	}
-	return plan.Plan{Steps: []plan.Step{step}}, nil
+	p := plan.Plan{Steps: []plan.Step{step}}
+	if s.evidence {
+		p.Steps = append(p.Steps, hang.Steps(req.Topology.Nodes)...)
+	}
+	return p, nil
 }
 
 // Parse implements pluginapi.Plugin.
@@ -139,11 +159,29 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 			expectMax, factor = nccltests.Expected(s.sweep.MaxBytes, s.sweep.StepFactor)
 		}
 	}
-	p := nccltests.Results(req.Outputs, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor})
+	work, evidence := hang.Split(req.Outputs)
+	p := nccltests.Results(work, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor})
+	checks, diags := hang.Checks(work, evidence, reached(p.Metrics))
+	p.Checks = append(p.Checks, checks...)
+	p.Diagnostics = append(p.Diagnostics, diags...)
 	if strings.Contains(p.Error, refusedJSON) {
 		p.Error += "; " + jsonHint
 	}
 	return p, nil
+}
+
+// reached is the largest message size measured ("256 MiB"), "" when none.
+func reached(ms []result.Metric) string {
+	var max int64
+	for _, m := range ms {
+		if m.Size > max {
+			max = m.Size
+		}
+	}
+	if max == 0 {
+		return ""
+	}
+	return result.FormatBytes(max)
 }
 
 // refusedJSON is getopt's refusal of -J by an nccl-tests that predates it

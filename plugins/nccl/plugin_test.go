@@ -288,3 +288,60 @@ func TestOldNCCLTestsRefuseJSONHint(t *testing.T) {
 	p = parse(t, "all_reduce", twoGPUs, map[string]string{"maxbytes": "4G"}, plan.Output{Step: "all_reduce", Log: log2, ExitCode: 1})
 	assert.Assert(t, strings.Contains(p.Error, "invalid option -- 'Q'") && !strings.Contains(p.Error, "json=false"), p.Error)
 }
+
+// evidence=true adds one evidence step per node and NCCL_DEBUG=WARN
+// (unless the site set NCCL_DEBUG); Parse hands a timed-out run's
+// evidence to the hang reader: a node where a rank was stopped fails the
+// test naming the host, an evidence step that did not run is no evidence.
+func TestEvidence(t *testing.T) {
+	topo := plan.Topology{Scope: plan.Scope{Nodes: 2, GPUsPerNode: 8}}
+	p, err := Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: "all_reduce", Params: map[string]string{"evidence": "true"}, Topology: topo})
+	assert.NilError(t, err)
+	assert.Equal(t, len(p.Steps), 3)
+	assert.Equal(t, p.Steps[0].Env["NCCL_DEBUG"], "WARN")
+	for i, s := range p.Steps[1:] {
+		assert.Equal(t, s.Role, plan.Evidence)
+		assert.Equal(t, s.Host, i)
+	}
+	assert.NilError(t, pluginapi.CheckRoles(p, nil))
+	p, err = Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: "all_reduce", Params: map[string]string{"evidence": "true", "env.NCCL_DEBUG": "INFO"}, Topology: topo})
+	assert.NilError(t, err)
+	assert.Equal(t, p.Steps[0].Env["NCCL_DEBUG"], "INFO")
+	p, err = Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: "all_reduce", Topology: topo})
+	assert.NilError(t, err)
+	assert.Equal(t, len(p.Steps), 1, "evidence is asked for")
+	_, hasDebug := p.Steps[0].Env["NCCL_DEBUG"]
+	assert.Assert(t, !hasDebug)
+
+	dir := t.TempDir()
+	ev := filepath.Join(dir, "evidence.1.log")
+	assert.NilError(t, os.WriteFile(ev, []byte("gpuaccept-evidence|gpu-node-2|procs|4242 T do_signal_stop - all_reduce_perf -b 8 -e 4G\n"), 0o644))
+	log := rec + "h200-1x2-healthy/nccl.all_reduce/all_reduce.log"
+	for _, c := range []struct {
+		name   string
+		ev     plan.Output
+		status bool // a failed hang.suspect check
+	}{
+		{"stopped rank", plan.Output{Step: "evidence.1", Role: plan.Evidence, Host: "node2", Log: ev}, true},
+		{"not run", plan.Output{Step: "evidence.1", Role: plan.Evidence, Host: "node2", Log: ev, ExitCode: -1, LaunchError: "not run: a batch job collects no evidence at its timeout yet"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			parsed, err := Plugin{}.Parse(context.Background(), pluginapi.ParseRequest{Test: "all_reduce", Topology: plan.Topology{Scope: plan.Scope{Nodes: 1, GPUsPerNode: 2}},
+				Outputs: []plan.Output{{Step: "all_reduce", Log: log}, c.ev}})
+			assert.NilError(t, err)
+			var got *result.Check
+			for i, ch := range parsed.Checks {
+				if ch.Name == "hang.suspect" {
+					got = &parsed.Checks[i]
+				}
+			}
+			if !c.status {
+				assert.Assert(t, got == nil, "%+v", got)
+				return
+			}
+			assert.Assert(t, got != nil && !got.OK, "%+v", parsed.Checks)
+			assert.Equal(t, got.Host, "node2")
+			assert.Assert(t, strings.Contains(got.Message, "timed out after 4 GiB (the largest size measured): node2 pid 4242 (all_reduce_perf -b 8 ...) stopped (state T)"), got.Message)
+		})
+	}
+}

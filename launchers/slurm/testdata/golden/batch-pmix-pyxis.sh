@@ -28,6 +28,8 @@ linger=10 grace=10 ranks=.ranks
 failed=   # the first failure: "step X failed (exit status N)"
 running=  # the steps started that have not ended: their numbers
 stopped=  # set once the background steps were stopped after a failure
+monitors= # the monitor steps (the telemetry sampler): never waited for
+evidence= # the evidence steps: run only when the test's time runs out
 
 # gpuaccept_fail WHY: the first failure keeps every later step from starting.
 gpuaccept_fail() { [ -n "$failed" ] || failed=$1; }
@@ -147,6 +149,52 @@ gpuaccept_background() {
 	done
 }
 
+# gpuaccept_monitor N: a step beside the others (plan.Monitor): the next
+# step starts once its readiness line showed, it ended, or 30 s passed;
+# nothing waits for it, it fails nothing, and gpuaccept_finish stops it.
+gpuaccept_monitor() {
+	gpuaccept_blocked "$1" && return
+	local n=$1 m t=$((SECONDS + 30))
+	gpuaccept_start "$n"
+	running=$(for m in $running; do [ "$m" = "$n" ] || printf ' %s' "$m"; done)
+	monitors="$monitors $n"
+	while [ "$SECONDS" -lt "$t" ] && kill -0 "${step_pid[$n]}" 2>/dev/null; do
+		gpuaccept_seen "$n" && return
+		sleep 1
+	done
+}
+
+# gpuaccept_evidence N: an evidence step (plan.Evidence), run only by
+# gpuaccept_timed_out; until then it did not run (launch.EvidenceNotRun).
+gpuaccept_evidence() {
+	evidence="$evidence $1"
+	printf '%s\n' "not run: the test did not time out" >"$job/${step_name[$1]}.why"
+}
+
+# gpuaccept_timed_out: SIGUSR1 from gpuaccept (the scheduler's signal to
+# the batch script, batch.Signaller) once the test's time ran out: the
+# evidence steps run while the test's steps still do, each bounded by its
+# own timeout, and only then are the steps stopped, as timed out
+# (launch.Sequence's rule). The job is cancelled after it.
+gpuaccept_timed_out() {
+	trap '' USR1
+	local n m
+	for n in $evidence; do
+		rm -f "$job/${step_name[$n]}.why"
+		gpuaccept_start "$n"
+	done
+	for n in $evidence; do
+		wait "${step_pid[$n]}"
+		echo $? >"$job/${step_name[$n]}.exit"
+		[ -z "${step_watch[$n]}" ] || kill "${step_watch[$n]}" 2>/dev/null
+		running=$(for m in $running; do [ "$m" = "$n" ] || printf ' %s' "$m"; done)
+	done
+	gpuaccept_fail "the test timed out first"
+	stopped=1
+	gpuaccept_stop "timed out after ${SECONDS}s of the job" $running
+}
+trap gpuaccept_timed_out USR1
+
 # gpuaccept_group N...: steps started together and waited for, then every
 # step started before them, unless a failure stops the rest.
 gpuaccept_group() {
@@ -169,6 +217,12 @@ gpuaccept_finish() {
 	for n in $running; do
 		wait "${step_pid[$n]}"
 		gpuaccept_end "$n" $?
+	done
+	[ -z "$monitors" ] || gpuaccept_stop "stopped: the test's steps ended" $monitors
+	for n in $monitors; do
+		wait "${step_pid[$n]}"
+		echo $? >"$job/${step_name[$n]}.exit"
+		[ -z "${step_watch[$n]}" ] || kill "${step_watch[$n]}" 2>/dev/null
 	done
 	return 0
 }
