@@ -131,11 +131,16 @@ func (d DriftLine) String() string {
 	if d.Host != "" && d.Part.Kind != "node" {
 		where += " on " + d.Host
 	}
-	of := []string{cmpOr(d.SKU, "no SKU")}
+	var of []string
+	if d.SKU != "" {
+		of = append(of, d.SKU)
+	}
 	if d.Part.Kind == "node" && d.GPUModel != "" {
 		of = append(of, d.GPUModel)
 	}
-	where += " (" + strings.Join(of, ", ") + ")"
+	if len(of) > 0 {
+		where += " (" + strings.Join(of, ", ") + ")"
+	}
 	return fmt.Sprintf("%s: %s %s %s, %s %s %s", where, d.Test, metricText(d.Metric, d.Labels, d.Size), valueText(d.Last, d.Unit),
 		percent(d.Change), since, d.FirstAt.UTC().Format("2006-01-02"))
 }

@@ -369,7 +369,7 @@ func trends(points []Point) ([]trend, error) {
 			c := trendColors[i%len(trendColors)]
 			l.Color, sc.Color = c, c
 			p := s.points[0]
-			pl.Legend.Add(s.part.Name+" ("+cmpOr(p.SKU, "no SKU")+") "+metricText(p.Metric, p.Labels, p.Size), l, sc)
+			pl.Legend.Add(s.part.Name+" ("+p.SKU+") "+metricText(p.Metric, p.Labels, p.Size), l, sc)
 			pl.Add(l, sc)
 		}
 		// The legend beside the plot, not over its points (as
