@@ -24,7 +24,7 @@
 //     Indexes serve trends per GPU serial, GPU UUID, host, NIC GUID and
 //     test.
 //   - points.gpu_model (migrations/0002_gpu_model.sql): the GPU model
-//     hardware.json names for the point, ” where unknown. A series
+//     hardware.json names for the point, empty where unknown. A series
 //     (Drift, Latest, Compare, the plots) is one part of one SKU and one
 //     GPU model: never compared across them.
 //
