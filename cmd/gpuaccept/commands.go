@@ -37,7 +37,7 @@ func init() {
 		{name: "report", usage: "report RESULTS_DIR", what: "rebuild every report of a results folder", run: cmdReport},
 		{name: "verify", usage: "verify RESULTS_DIR [--digest D] [--allowed-signers F --identity ID]",
 			what: "check a sign-off: every file, verdicts re-judged, reports re-derived", run: cmdVerify},
-		{name: "history", usage: "history [import DIR... | drift] [--by node|gpu|nic|test] [--format F]",
+		{name: "history", usage: "history [import DIR... | drift] [--by node|gpu|nic|test] [--all] [--format F]",
 			what: "every result by GPU serial, NIC and node; drift since acceptance", run: cmdHistory},
 		{name: "clean", usage: "clean --run ID | --local", what: "delete what a Kubernetes run, or killed local runs, left behind", run: cmdClean},
 		{name: "version", usage: "version", run: func(_ []string, stdout, _ io.Writer) (int, error) {

@@ -23,9 +23,16 @@
 //     and GUID PointsOf finds for it (empty where the outputs do not say).
 //     Indexes serve trends per GPU serial, GPU UUID, host, NIC GUID and
 //     test.
+//   - points.gpu_model (migrations/0002_gpu_model.sql): the GPU model
+//     hardware.json names for the point, empty where unknown. A series
+//     (Drift, Latest, Compare, the plots) is one part of one SKU and one
+//     GPU model: never compared across them.
 //
 // A folder is imported only when sealed (its files match its
 // manifest.json), once: a second import of the same digest adds nothing.
+// gpuaccept history import also verifies it first as gpuaccept verify
+// does (ImportVerified, with the command's Verifier) and refuses one with
+// findings; a burn-in folder imports as its cycles.
 // The store points at the folder and never changes it; gpuaccept verify
 // still works on it. A store that cannot be reached or written returns an
 // error that the commands print as a warning (Append): the folder can be

@@ -72,6 +72,15 @@ func seriesKey(p Point) string {
 	return p.Test + "\x00" + p.Metric + "\x00" + labelsText(l) + "\x00" + strconv.FormatInt(p.Size, 10)
 }
 
+// seriesOf is the key of p's series: its part (PartOf), its run's SKU,
+// its GPU model (empty where unknown) and what it measured (seriesKey).
+// Values of one host name under two SKUs or GPU models are two series,
+// never compared: recordings of every kind of machine are all of host
+// "vm".
+func seriesOf(part Part, p Point) string {
+	return part.Kind + "\x00" + part.ID + "\x00" + p.SKU + "\x00" + p.GPUModel + "\x00" + seriesKey(p)
+}
+
 // accepted says p's verdict accepted the part: pass, or warn (a pass with
 // a remark).
 func accepted(p Point) bool {
@@ -82,6 +91,10 @@ func accepted(p Point) bool {
 // acceptance value.
 type DriftLine struct {
 	Part Part `json:"part"`
+	// SKU is the runs' SKU and GPUModel the GPU model (empty where
+	// unknown): a series is of one part, one SKU and one GPU model.
+	SKU      string `json:"sku"`
+	GPUModel string `json:"gpu_model,omitempty"`
 	// Host is where the latest value was measured.
 	Host   string            `json:"host,omitempty"`
 	Test   string            `json:"test"`
@@ -105,8 +118,10 @@ type DriftLine struct {
 	Change float64 `json:"change"`
 }
 
-// String is the line people read: "mlx5_3 on node17: ibperf.ib_write_bw
-// bw_avg at 4 MiB 361 Gb/s, -9% since its acceptance on 2026-12-01".
+// String is the line people read: "mlx5_3 on node17 (h200x8):
+// ibperf.ib_write_bw bw_avg at 4 MiB 361 Gb/s, -9% since its acceptance
+// on 2026-12-01"; a node's line names the GPU model too, where known:
+// "node vm (h100x1, NVIDIA H100 80GB HBM3): ...".
 func (d DriftLine) String() string {
 	since := "since its acceptance on"
 	if !d.Accepted {
@@ -115,6 +130,16 @@ func (d DriftLine) String() string {
 	where := d.Part.Name
 	if d.Host != "" && d.Part.Kind != "node" {
 		where += " on " + d.Host
+	}
+	var of []string
+	if d.SKU != "" {
+		of = append(of, d.SKU)
+	}
+	if d.Part.Kind == "node" && d.GPUModel != "" {
+		of = append(of, d.GPUModel)
+	}
+	if len(of) > 0 {
+		where += " (" + strings.Join(of, ", ") + ")"
 	}
 	return fmt.Sprintf("%s: %s %s %s, %s %s %s", where, d.Test, metricText(d.Metric, d.Labels, d.Size), valueText(d.Last, d.Unit),
 		percent(d.Change), since, d.FirstAt.UTC().Format("2006-01-02"))
@@ -177,7 +202,7 @@ func group(points []Point) []series {
 		if !ok || math.IsNaN(p.Value) {
 			continue
 		}
-		k := part.Kind + "\x00" + part.ID + "\x00" + seriesKey(p)
+		k := seriesOf(part, p)
 		i, seen := idx[k]
 		if !seen {
 			i = len(out)
@@ -203,7 +228,7 @@ func acceptance(ps []Point) (Point, bool) {
 // Drift compares, for every part and series that f selects and that the
 // store holds from two runs or more, the latest value with the part's own
 // acceptance value (DriftLine). A GPU's series spans every host it was
-// measured on. Lines are sorted by part, test, metric, labels and size.
+// measured on; a series is of one SKU and one GPU model (seriesOf). Lines are sorted by part, test, metric, labels and size.
 func Drift(ctx context.Context, s Store, f Filter) ([]DriftLine, error) {
 	points, err := s.Points(ctx, f)
 	if err != nil {
@@ -216,7 +241,7 @@ func Drift(ctx context.Context, s Store, f Filter) ([]DriftLine, error) {
 		if first.Digest == last.Digest {
 			continue
 		}
-		d := DriftLine{Part: g.part, Host: last.Host, Test: last.Test, Metric: last.Metric, Labels: withoutPart(last.Labels), Size: last.Size, Unit: last.Unit,
+		d := DriftLine{Part: g.part, SKU: last.SKU, GPUModel: last.GPUModel, Host: last.Host, Test: last.Test, Metric: last.Metric, Labels: withoutPart(last.Labels), Size: last.Size, Unit: last.Unit,
 			First: first.Value, FirstAt: first.At, FirstRun: first.Digest, Accepted: ok,
 			Last: last.Value, LastAt: last.At, LastRun: last.Digest, LastStatus: last.Status}
 		if first.Value != 0 {
@@ -228,6 +253,9 @@ func Drift(ctx context.Context, s Store, f Filter) ([]DriftLine, error) {
 		a, b := out[i], out[j]
 		if a.Part != b.Part {
 			return a.Part.Kind+a.Part.ID < b.Part.Kind+b.Part.ID
+		}
+		if a.SKU != b.SKU || a.GPUModel != b.GPUModel {
+			return a.SKU+"\x00"+a.GPUModel < b.SKU+"\x00"+b.GPUModel
 		}
 		if a.Test != b.Test {
 			return a.Test < b.Test
@@ -314,6 +342,9 @@ func Compare(ctx context.Context, s Store, run *result.Run, against string) (map
 		}
 	}
 	mine := PointsOf(run)
+	for i := range mine {
+		mine[i].SKU = run.SKU // as Points fills it from the run's row
+	}
 	asked := map[Filter]bool{}
 	var earlier []Point
 	for _, p := range mine {
@@ -343,7 +374,7 @@ func Compare(ctx context.Context, s Store, run *result.Run, against string) (map
 	}
 	byKey := map[string][]Point{}
 	for _, g := range group(earlier) {
-		byKey[g.part.Kind+"\x00"+g.part.ID+"\x00"+seriesKey(g.points[0])] = g.points
+		byKey[seriesOf(g.part, g.points[0])] = g.points
 	}
 	i := 0
 	for _, t := range run.Tests {
@@ -354,7 +385,7 @@ func Compare(ctx context.Context, s Store, run *result.Run, against string) (map
 			if !ok || math.IsNaN(p.Value) {
 				continue
 			}
-			ps := byKey[part.Kind+"\x00"+part.ID+"\x00"+seriesKey(p)]
+			ps := byKey[seriesOf(part, p)]
 			var other []Point
 			for _, q := range ps {
 				if dir == "" || q.Folder != dir {

@@ -47,6 +47,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// trust is a Verifier that finds nothing: these tests are of the store,
+// and their folders are real ones, some re-sealed by moved; the command's
+// verify is tested in cmd/gpuaccept (TestHistoryForged).
+func trust(context.Context, string) error { return nil }
+
 // h100 is the recordings of one H100 (testdata/recordings/h100x1-2026-12-07).
 const h100 = "../../testdata/recordings/h100x1-2026-12-07"
 
@@ -250,7 +255,7 @@ func TestMovedGPUKeepsHistory(t *testing.T) {
 			assert.NilError(t, err)
 			assert.Equal(t, len(lines), 5)
 			// bf16: 734.45 on node17 against 773.87 on vm, -5.1%.
-			assert.Equal(t, lines[0].String(), "GPU 1651624103756 on node17: gemm.matmul tflops{dtype=bf16,mode=alone} 734.5 TFLOPS, -5.1% since its acceptance on 2026-12-07")
+			assert.Equal(t, lines[0].String(), "GPU 1651624103756 on node17 (h100): gemm.matmul tflops{dtype=bf16,mode=alone} 734.5 TFLOPS, -5.1% since its acceptance on 2026-12-07")
 		})
 	}
 }
@@ -315,8 +320,8 @@ func TestBusyDrift(t *testing.T) {
 			assert.Equal(t, code, result.ExitPass)
 			// copy: 1526.12 busy against 3025.14 healthy.
 			assert.Equal(t, out.String(), ""+
-				"GPU 1651624103756 on vm: hbm.bandwidth bw{op=copy} at 1 GiB 1526 GB/s, -50% since its acceptance on 2026-12-07\n"+
-				"GPU 1651624103756 on vm: hbm.bandwidth bw{op=triad} at 1 GiB 1472 GB/s, -52% since its acceptance on 2026-12-07\n")
+				"GPU 1651624103756 on vm (h100): hbm.bandwidth bw{op=copy} at 1 GiB 1526 GB/s, -50% since its acceptance on 2026-12-07\n"+
+				"GPU 1651624103756 on vm (h100): hbm.bandwidth bw{op=triad} at 1 GiB 1472 GB/s, -52% since its acceptance on 2026-12-07\n")
 
 			busy, _, err := resultsdir.Load(filepath.Join(h100, "issue30/busy-reference"))
 			assert.NilError(t, err)
@@ -360,6 +365,12 @@ func TestDriftLineText(t *testing.T) {
 		{"a node never accepted", DriftLine{Part: Part{"node", "n1", "node n1"}, Host: "n1", Test: "nccl.all_reduce", Metric: "busbw",
 			Labels: map[string]string{"placement": "in-place"}, Unit: "GB/s", FirstAt: at, Last: 3.14159, Change: 0.004},
 			"node n1: nccl.all_reduce busbw{placement=in-place} 3.142 GB/s, +0.4% since its first run (not accepted) on 2026-12-01"},
+		{"a node of a SKU and GPU model", DriftLine{Part: Part{"node", "vm", "node vm"}, SKU: "h200", GPUModel: "NVIDIA H200", Host: "vm", Test: "gemm.matmul", Metric: "tflops",
+			Unit: "TFLOPS", FirstAt: at, Accepted: true, Last: 700, Change: -0.05},
+			"node vm (h200, NVIDIA H200): gemm.matmul tflops 700 TFLOPS, -5% since its acceptance on 2026-12-01"},
+		{"a GPU of a SKU: its model is its serial's", DriftLine{Part: Part{"gpu", "S", "GPU S"}, SKU: "h100", GPUModel: "NVIDIA H100 80GB HBM3", Host: "vm", Test: "hbm.bandwidth", Metric: "bw",
+			Unit: "GB/s", FirstAt: at, Accepted: true, Last: 3000},
+			"GPU S on vm (h100): hbm.bandwidth bw 3000 GB/s, +0% since its acceptance on 2026-12-01"},
 		{"a change that rounds to none", DriftLine{Part: Part{"gpu", "S", "GPU S"}, Test: "hbm.bandwidth", Metric: "bw", Unit: "GB/s", FirstAt: at, Accepted: true, Last: 3091, Change: -0.0004},
 			"GPU S: hbm.bandwidth bw 3091 GB/s, +0% since its acceptance on 2026-12-01"},
 		{"no change", DriftLine{Part: Part{"gpu", "S", "GPU S"}, Test: "hbm.bandwidth", Metric: "bw", Unit: "GB/s", FirstAt: at, Accepted: true, Last: 3000},
@@ -423,7 +434,7 @@ func TestAppendUnreachable(t *testing.T) {
 func TestShow(t *testing.T) {
 	loc := filepath.Join(t.TempDir(), "h.db")
 	var out bytes.Buffer
-	code, err := Main(context.Background(), Options{By: ByNode, Format: "table", Store: loc}, []string{"import", filepath.Join(h100, "issue32/train-1"), filepath.Join(h100, "issue32/busy")}, &out, &out)
+	code, err := Main(context.Background(), Options{By: ByNode, Format: "table", Store: loc, Verify: trust}, []string{"import", filepath.Join(h100, "issue32/train-1"), filepath.Join(h100, "issue32/busy")}, &out, &out)
 	assert.NilError(t, err)
 	assert.Equal(t, code, result.ExitPass)
 	assert.Equal(t, strings.Count(out.String(), "imported "), 2, out.String())
@@ -526,5 +537,149 @@ func TestTrendsUseIndexes(t *testing.T) {
 		assert.NilError(t, rows.Err())
 		rows.Close()
 		assert.Assert(t, strings.Contains(strings.Join(plan, "\n"), "INDEX "+c.index), "%+v: %s", c.f, strings.Join(plan, "; "))
+	}
+}
+
+// Recordings of every kind of machine are of host "vm": an H100 node run
+// and an H200 one (neither with a hardware.json, so their points are the
+// node's) are two series each, never one drifting into the other.
+func TestDriftKeepsSKUsApart(t *testing.T) {
+	h200 := "../../testdata/recordings/h200x1-2026-12-01/node"
+	s := open(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := context.Background()
+	sku := map[string]string{}
+	for _, d := range []string{h100 + "/issue28/node-1", h200 + "/node-1", h100 + "/issue28/node-2", h200 + "/node-2"} {
+		ims, err := ImportVerified(ctx, s, d, trust)
+		assert.NilError(t, err)
+		assert.Equal(t, len(ims), 1)
+		assert.Assert(t, ims[0].NoHardware && strings.Contains(ims[0].String(), "no GPU serial: the folder has no hardware.json"), ims[0].String())
+	}
+	runs, err := s.Runs(ctx)
+	assert.NilError(t, err)
+	for _, r := range runs {
+		sku[r.Digest] = r.SKU
+	}
+	lines, err := Drift(ctx, s, Filter{Test: "gemm.matmul"})
+	assert.NilError(t, err)
+	seen := map[string]bool{}
+	for _, l := range lines {
+		assert.Equal(t, l.Part, Part{"node", "vm", "node vm"})
+		assert.Equal(t, sku[l.FirstRun], l.SKU, "%s", l)
+		assert.Equal(t, sku[l.LastRun], l.SKU, "%s", l)
+		seen[l.SKU] = true
+	}
+	// Both SKUs measured node vm's gemm: one store line per SKU, not one
+	// across them.
+	assert.DeepEqual(t, seen, map[string]bool{"h100-sxm": true, "h200": true})
+}
+
+// What ImportVerified imports: a folder its verifier passes; none that it
+// refuses (the error names the folder and the verifier's words), none
+// without a verifier; each cycle of a burn-in, a cycle killed before it
+// wrote anything skipped.
+func TestImportVerified(t *testing.T) {
+	ctx := context.Background()
+	one := h100 + "/issue30/node-4"
+	refuse := func(_ context.Context, dir string) error { return errors.New("2 findings") }
+	for _, c := range []struct {
+		name   string
+		verify Verifier
+		want   string
+	}{{"refused", refuse, "node-4: 2 findings"}, {"no verifier", nil, "no verifier"}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := open(t, filepath.Join(t.TempDir(), "h.db"))
+			ims, err := ImportVerified(ctx, s, one, c.verify)
+			assert.ErrorContains(t, err, c.want)
+			assert.Equal(t, len(ims), 0)
+			runs, points := count(t, s)
+			assert.Equal(t, runs+points, 0)
+		})
+	}
+	t.Run("burn-in", func(t *testing.T) {
+		// A burn-in folder as framework/burnin leaves it: burnin.json and
+		// cycle-NNNN/ results folders, the last killed as it began.
+		dir := t.TempDir()
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, "burnin.json"), []byte("{}\n"), 0o644))
+		for i, src := range []string{one, h100 + "/issue30/busy-floor"} {
+			assert.NilError(t, os.CopyFS(filepath.Join(dir, fmt.Sprintf("cycle-%04d", i+1)), os.DirFS(src)))
+		}
+		assert.NilError(t, os.Mkdir(filepath.Join(dir, "cycle-0003"), 0o755))
+		var verified []string
+		verify := func(_ context.Context, d string) error { verified = append(verified, filepath.Base(d)); return nil }
+		s := open(t, filepath.Join(t.TempDir(), "h.db"))
+		ims, err := ImportVerified(ctx, s, dir, verify)
+		assert.NilError(t, err)
+		assert.DeepEqual(t, verified, []string{"cycle-0001", "cycle-0002"})
+		assert.Equal(t, len(ims), 3)
+		assert.Assert(t, ims[0].Added && ims[1].Added && ims[2].Unstarted, "%v", ims)
+		assert.Assert(t, strings.HasPrefix(ims[2].String(), "skipped ") && strings.HasSuffix(ims[2].String(), "cycle-0003: a burn-in cycle killed before it wrote anything"), ims[2].String())
+		runs, points := count(t, s)
+		assert.Equal(t, runs, 2)
+		assert.Equal(t, points, ims[0].Points+ims[1].Points)
+	})
+}
+
+// gpuaccept history lists the latest point of each part and series unless
+// --all, and says so; --by nic with no NIC says no point matches; drift
+// --by gpu keeps the GPUs' lines.
+func TestLatestAndBy(t *testing.T) {
+	ctx := context.Background()
+	loc := filepath.Join(t.TempDir(), "h.db")
+	var out bytes.Buffer
+	code, err := Main(ctx, Options{By: ByNode, Format: "table", Store: loc, Verify: trust},
+		[]string{"import", h100 + "/issue30/node-4", h100 + "/issue30/busy-floor", h100 + "/issue28/node-1", h100 + "/issue28/node-2"}, &out, &out)
+	assert.NilError(t, err, out.String())
+	assert.Equal(t, code, result.ExitPass)
+	s := open(t, loc)
+	all, err := s.Points(ctx, Filter{})
+	assert.NilError(t, err)
+	latest := Latest(all)
+	assert.Assert(t, len(latest) < len(all), "%d of %d", len(latest), len(all))
+	// Every series' latest point, once: no two of one key, and the one
+	// kept is the newest of its key.
+	newest := map[string]Point{}
+	for _, p := range all {
+		part, _ := PartOf(p)
+		newest[seriesOf(part, p)] = p
+	}
+	assert.Equal(t, len(latest), len(newest))
+	for _, p := range latest {
+		part, _ := PartOf(p)
+		assert.Equal(t, newest[seriesOf(part, p)].Digest, p.Digest)
+	}
+	for _, c := range []struct {
+		o    Options
+		args []string
+		want string
+	}{
+		{Options{By: ByNode, Format: "table"}, nil, fmt.Sprintf("The latest value of each part and series: %d rows of %d points", len(latest), len(all))},
+		{Options{By: ByNIC, Format: "table"}, nil, "no point in history store " + loc + " matches and names a NIC (--by nic)\n"},
+		{Options{By: ByNIC, Format: "table"}, []string{"drift"}, "was measured by two runs or more of one SKU and GPU model (--by nic: of the NICs alone)\n"},
+	} {
+		out.Reset()
+		c.o.Store = loc
+		code, err := Main(ctx, c.o, c.args, &out, &out)
+		assert.NilError(t, err)
+		assert.Equal(t, code, result.ExitPass)
+		assert.Assert(t, strings.Contains(out.String(), c.want), out.String())
+	}
+	out.Reset()
+	code, err = Main(ctx, Options{By: ByNode, Format: "table", Store: loc, All: true}, nil, &out, &out)
+	assert.NilError(t, err)
+	assert.Equal(t, code, result.ExitPass)
+	assert.Assert(t, !strings.Contains(out.String(), "The latest value"), out.String())
+	assert.Equal(t, strings.Count(out.String(), "│ vm "), len(all))
+
+	lines, err := Drift(ctx, s, Filter{})
+	assert.NilError(t, err)
+	gpus := ByDrift(lines, ByGPU)
+	assert.Assert(t, len(gpus) > 0 && len(gpus) < len(lines), "%d of %d", len(gpus), len(lines))
+	for _, l := range gpus {
+		assert.Equal(t, l.Part.Kind, "gpu")
+	}
+	byTest := ByDrift(lines, ByTest)
+	assert.Equal(t, len(byTest), len(lines))
+	for i := 1; i < len(byTest); i++ {
+		assert.Assert(t, byTest[i-1].Test <= byTest[i].Test)
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuaccept/gpuaccept/framework/burnin"
 	"github.com/gpuaccept/gpuaccept/framework/manifest"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir"
+	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 )
 
 // Imported says what Import did with one results folder.
@@ -24,15 +26,86 @@ type Imported struct {
 	Added bool
 	// Points is how many points the folder holds.
 	Points int
+	// NoHardware says the folder has no hardware.json: its points carry
+	// no GPU serial or UUID and no NIC GUID (none is guessed), so --by
+	// gpu and --serial do not find them.
+	NoHardware bool
+	// Unstarted says the folder is a burn-in cycle killed before it
+	// wrote anything (burnin.Unstarted): nothing to import, nothing done.
+	Unstarted bool
 }
 
-// String says it in one line: "imported DIR: 23 points (sha256:...)" or
-// "skipped DIR: already in the store (sha256:...)".
+// String says it in one line: "imported DIR: 23 points (sha256:...)",
+// "imported DIR: 9 points, no GPU serial: the folder has no
+// hardware.json (sha256:...)", "skipped DIR: already in the store
+// (sha256:...)" or "skipped DIR: a burn-in cycle killed before it wrote
+// anything".
 func (i Imported) String() string {
-	if !i.Added {
+	switch {
+	case i.Unstarted:
+		return fmt.Sprintf("skipped %s: a burn-in cycle killed before it wrote anything", i.Folder)
+	case !i.Added:
 		return fmt.Sprintf("skipped %s: already in the store (%s)", i.Folder, i.Digest)
+	case i.NoHardware:
+		return fmt.Sprintf("imported %s: %s, no GPU serial: the folder has no %s (%s)", i.Folder, result.Count(i.Points, "point"), layout.Hardware, i.Digest)
 	}
 	return fmt.Sprintf("imported %s: %s (%s)", i.Folder, result.Count(i.Points, "point"), i.Digest)
+}
+
+// Verifier checks the results folder dir as gpuaccept verify does
+// (signoff.Verify: seal, re-parse, re-judge; the command sets it, as
+// this package does not know the plugins); an error says why the folder
+// is not what its manifest describes, naming its first findings.
+type Verifier func(ctx context.Context, dir string) error
+
+// ImportVerified is gpuaccept history import of dir: each results folder
+// verified first (verify; nil refuses every folder: an unverified
+// folder could be a forged one, its numbers hand-written) and imported
+// (Import) only without findings. A burn-in folder (burnin.IsBurnIn)
+// imports each of its cycles so, in order; a cycle killed before it
+// wrote anything (burnin.Unstarted) is skipped (Imported.Unstarted). The
+// error joins those of every folder that was not imported; the others
+// are imported still.
+func ImportVerified(ctx context.Context, s Store, dir string, verify Verifier) ([]Imported, error) {
+	dirs := []string{dir}
+	isBurnIn := burnin.IsBurnIn(dir)
+	if isBurnIn {
+		cycles, err := burnin.Cycles(dir)
+		if err != nil {
+			return nil, fmt.Errorf("import %s: %w", dir, err)
+		}
+		if len(cycles) == 0 {
+			return nil, fmt.Errorf("import %s: a burn-in folder without a cycle-NNNN folder", dir)
+		}
+		dirs = dirs[:0]
+		for _, c := range cycles {
+			dirs = append(dirs, filepath.Join(dir, c))
+		}
+	}
+	var out []Imported
+	var errs []error
+	for _, d := range dirs {
+		if isBurnIn && burnin.Unstarted(d) {
+			abs, _ := filepath.Abs(d)
+			out = append(out, Imported{Folder: cmpOr(abs, d), Unstarted: true})
+			continue
+		}
+		if verify == nil {
+			errs = append(errs, fmt.Errorf("import %s: no verifier: a folder is imported only once gpuaccept verify finds nothing", d))
+			continue
+		}
+		if err := verify(ctx, d); err != nil {
+			errs = append(errs, fmt.Errorf("import %s: %w", d, err))
+			continue
+		}
+		im, err := Import(ctx, s, d)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, im)
+	}
+	return out, errors.Join(errs...)
 }
 
 // maxProblems is how many files a refusal of a folder that does not match
@@ -46,7 +119,9 @@ const maxProblems = 3
 // of gpuaccept verify: no re-judging); the error names the files that do
 // not. A folder whose digest is already in the store is skipped
 // (Imported.Added false): importing twice adds nothing, and the folder
-// is never changed.
+// is never changed. Import does not re-judge the folder: gpuaccept
+// history import goes through ImportVerified; Append, of a folder this
+// process has just written, does not.
 func Import(ctx context.Context, s Store, dir string) (Imported, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -78,11 +153,11 @@ func Import(ctx context.Context, s Store, dir string) (Imported, error) {
 	if err != nil {
 		return out, fmt.Errorf("import %s: %w", abs, err)
 	}
-	devices, _, err := resultsdir.ReadHardware(abs)
+	devices, ok, err := resultsdir.ReadHardware(abs)
 	if err != nil {
 		return out, fmt.Errorf("import %s: %w", abs, err)
 	}
-	run.Hardware = devices
+	run.Hardware, out.NoHardware = devices, !ok
 	r := RunOf(run, out.Digest, abs)
 	points := PointsOf(run)
 	out.Points = len(points)
@@ -99,7 +174,10 @@ const appendTimeout = time.Minute
 // Append adds the finished results folder dir to the store loc names (a
 // --history value, Open): what run, check, health and localise call after
 // sealing their folder. It returns nil when the store is off (loc Off) or
-// already holds the folder. An error (the store unreachable, full, or
+// already holds the folder. It does not verify the folder (Import, not
+// ImportVerified): the folder was written and sealed by this process a
+// moment before, from outputs it read itself; re-judging it would double
+// the run's end for nothing a forger could use. An error (the store unreachable, full, or
 // the folder unsealed) is for the caller to print as a warning and not
 // to fail the run on: the folder can be imported later with gpuaccept
 // history import. It gives up after a minute.
@@ -118,6 +196,19 @@ func Append(ctx context.Context, loc, dir string) error {
 		return fmt.Errorf("history not recorded (gpuaccept history import %s later): %w", dir, err)
 	}
 	return nil
+}
+
+// oneModel is the name every GPU of gpus has, "" when they differ or
+// none is named.
+func oneModel(gpus []result.Device) string {
+	model := ""
+	for _, g := range gpus {
+		if g.Name == "" || model != "" && g.Name != model {
+			return ""
+		}
+		model = g.Name
+	}
+	return model
 }
 
 // CommandOf says which command made run: "check" (gpuaccept check's
@@ -157,6 +248,8 @@ func RunOf(run *result.Run, digest, folder string) Run {
 //     id the label "gpu" gives; else the host's only GPU when the point
 //     has a "gpu" label or its test ran on one GPU (scope 1x1); else
 //     empty (which of several GPUs an index is, is not in the outputs).
+//   - GPU model: that GPU's name; else the name every GPU of the host
+//     shares; else empty.
 //   - NIC: the label "hca" or "nic" (the adapter's name), else "pair"
 //     (ibperf's "SERVER_HCA:CLIENT_HCA", two adapters); NIC GUID: the
 //     GUID of the adapter of that name on the host, only for a point that
@@ -226,7 +319,9 @@ func PointsOf(run *result.Run) []Point {
 				gpu = &gpus[0]
 			}
 			if gpu != nil {
-				p.GPUUUID, p.GPUSerial = gpu.UUID, gpu.Serial
+				p.GPUUUID, p.GPUSerial, p.GPUModel = gpu.UUID, gpu.Serial, gpu.Name
+			} else {
+				p.GPUModel = oneModel(gpus)
 			}
 			p.NIC = m.Labels["hca"]
 			if p.NIC == "" {

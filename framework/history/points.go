@@ -64,6 +64,10 @@ type Point struct {
 	// NIC is the adapter's name (mlx5_3), NICGUID its node GUID.
 	NIC     string `json:"nic,omitempty"`
 	NICGUID string `json:"nic_guid,omitempty"`
+	// GPUModel is the model of the point's GPU as hardware.json names it
+	// ("NVIDIA H100 80GB HBM3"), else of every GPU of its host when they
+	// are one model; empty when the folder does not say.
+	GPUModel string `json:"gpu_model,omitempty"`
 	// SKU, Folder and Command are the run's, filled by Points.
 	SKU     string `json:"sku,omitempty"`
 	Folder  string `json:"folder,omitempty"`
@@ -111,10 +115,13 @@ func labelsText(l map[string]string) string {
 	return string(data)
 }
 
-const pointColumns = "digest, seq, test, metric, labels, size, value, unit, band, expected, status, basis, at, host, gpu_uuid, gpu_serial, nic, nic_guid"
+const pointColumns = "digest, seq, test, metric, labels, size, value, unit, band, expected, status, basis, at, host, gpu_uuid, gpu_serial, nic, nic_guid, gpu_model"
 
-// pointBatch is how many points one INSERT carries into SQLite: 18
-// columns x 500 is 9,000 parameters, under its limit of 32,766.
+// nPointColumns is how many columns pointColumns names.
+const nPointColumns = 19
+
+// pointBatch is how many points one INSERT carries into SQLite: 19
+// columns x 500 is 9,500 parameters, under its limit of 32,766.
 const pointBatch = 500
 
 // Insert implements Store.
@@ -130,12 +137,12 @@ func (s *sqlStore) Insert(ctx context.Context, r Run, points []Point) (added boo
 	if added, err = s.insertRun(ctx, tx, r); err != nil || !added {
 		return false, err
 	}
-	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", 18), ", ") + ")"
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", nPointColumns), ", ") + ")"
 	for start := 0; start < len(points); start += pointBatch {
 		batch := points[start:min(start+pointBatch, len(points))]
 		var b strings.Builder
 		b.WriteString("INSERT INTO points (" + pointColumns + ") VALUES ")
-		args := make([]any, 0, 18*len(batch))
+		args := make([]any, 0, nPointColumns*len(batch))
 		for i, p := range batch {
 			if i > 0 {
 				b.WriteString(", ")
@@ -185,7 +192,7 @@ func pointRow(digest string, seq int, p Point) []any {
 		e = *p.Expected
 	}
 	return []any{digest, int64(seq), p.Test, p.Metric, labelsText(p.Labels), p.Size, v, p.Unit, p.Band, e,
-		p.Status, p.Basis, stamp(p.At), p.Host, p.GPUUUID, p.GPUSerial, p.NIC, p.NICGUID}
+		p.Status, p.Basis, stamp(p.At), p.Host, p.GPUUUID, p.GPUSerial, p.NIC, p.NICGUID, p.GPUModel}
 }
 
 // insertCopy is Insert for PostgreSQL: the points go in with COPY (pgx's
@@ -268,7 +275,7 @@ func pointsQuery(f Filter) (string, []any) {
 	if f.Digest != "" {
 		add("p.digest = ?", f.Digest)
 	}
-	query := "SELECT p.digest, p.seq, p.test, p.metric, p.labels, p.size, p.value, p.unit, p.band, p.expected, p.status, p.basis, p.at, p.host, p.gpu_uuid, p.gpu_serial, p.nic, p.nic_guid, r.sku, r.folder, r.command FROM points p JOIN runs r ON r.digest = p.digest"
+	query := "SELECT p.digest, p.seq, p.test, p.metric, p.labels, p.size, p.value, p.unit, p.band, p.expected, p.status, p.basis, p.at, p.host, p.gpu_uuid, p.gpu_serial, p.nic, p.nic_guid, p.gpu_model, r.sku, r.folder, r.command FROM points p JOIN runs r ON r.digest = p.digest"
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -290,7 +297,7 @@ func (s *sqlStore) Points(ctx context.Context, f Filter) ([]Point, error) {
 		var labels, at string
 		var v, e sql.NullFloat64
 		if err := rows.Scan(&p.Digest, &p.Seq, &p.Test, &p.Metric, &labels, &p.Size, &v, &p.Unit, &p.Band, &e, &p.Status, &p.Basis, &at,
-			&p.Host, &p.GPUUUID, &p.GPUSerial, &p.NIC, &p.NICGUID, &p.SKU, &p.Folder, &p.Command); err != nil {
+			&p.Host, &p.GPUUUID, &p.GPUSerial, &p.NIC, &p.NICGUID, &p.GPUModel, &p.SKU, &p.Folder, &p.Command); err != nil {
 			return nil, fmt.Errorf("history store %s: read points: %w", s.where, err)
 		}
 		p.Value = math.NaN()

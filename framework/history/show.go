@@ -36,6 +36,13 @@ type Options struct {
 	Format string
 	// Store is the --history value (Open).
 	Store string
+	// All lists every point; without it the table and JSON hold the
+	// latest point of each part and series (Latest). The HTML plot has
+	// every point whatever All says.
+	All bool
+	// Verify checks each folder before import (ImportVerified): the
+	// command sets it to gpuaccept verify's checks; nil imports nothing.
+	Verify Verifier
 }
 
 // The groupings of --by.
@@ -47,8 +54,11 @@ const (
 )
 
 // Main runs gpuaccept history with args, the words after the flags: none
-// (list the points o selects), "import DIR..." (Import each folder) or
-// "drift" (Drift). It returns the exit code and the error to print: a
+// (list the points o selects: the latest of each part and series unless
+// o.All), "import DIR..." (ImportVerified: each folder, or each cycle of
+// a burn-in folder, verified with o.Verify, then imported) or "drift"
+// (Drift, its lines kept and ordered by --by as the table's rows are:
+// ByDrift). It returns the exit code and the error to print: a
 // bad flag or word is result.ExitUsage, as is a store that does not open
 // or a folder that does not import (every other folder is imported
 // still).
@@ -83,12 +93,13 @@ func Main(ctx context.Context, o Options, args []string, stdout, stderr io.Write
 	case "import":
 		var errs []error
 		for _, dir := range args {
-			im, err := Import(ctx, s, dir)
+			ims, err := ImportVerified(ctx, s, dir, o.Verify)
+			for _, im := range ims {
+				fmt.Fprintln(stdout, redact.PrintableLine(im.String()))
+			}
 			if err != nil {
 				errs = append(errs, err)
-				continue
 			}
-			fmt.Fprintln(stdout, im)
 		}
 		if len(errs) > 0 {
 			return result.ExitUsage, errors.Join(errs...)
@@ -99,11 +110,15 @@ func Main(ctx context.Context, o Options, args []string, stdout, stderr io.Write
 		if err != nil {
 			return result.ExitUsage, err
 		}
-		return result.ExitPass, showDrift(ctx, s, f, o.Format, lines, stdout)
+		return result.ExitPass, showDrift(ctx, s, f, o.Format, ByDrift(lines, o.By), o.By, stdout)
 	}
 	points, err := s.Points(ctx, f)
 	if err != nil {
 		return result.ExitUsage, err
+	}
+	all := len(points)
+	if !o.All && o.Format != "html" {
+		points = Latest(points)
 	}
 	switch o.Format {
 	case "json":
@@ -114,14 +129,85 @@ func Main(ctx context.Context, o Options, args []string, stdout, stderr io.Write
 	case "html":
 		return result.ExitPass, HTML(stdout, s.Where(), points, nil)
 	}
+	points = byPart(points, o.By)
 	if len(points) == 0 {
-		fmt.Fprintf(stdout, "no point in history store %s matches\n", s.Where())
+		what := ""
+		if o.By == ByGPU || o.By == ByNIC {
+			what = " and names a " + strings.ToUpper(o.By) + " (--by " + o.By + ")"
+		}
+		fmt.Fprintf(stdout, "no point in history store %s matches%s\n", s.Where(), what)
 		return result.ExitPass, nil
+	}
+	if !o.All {
+		fmt.Fprintf(stdout, "The latest value of each part and series: %s of %s in history store %s (--all lists every one).\n",
+			result.Count(len(points), "row"), result.Count(all, "point"), s.Where())
 	}
 	return result.ExitPass, Table(stdout, points, o.By)
 }
 
-func showDrift(ctx context.Context, s Store, f Filter, format string, lines []DriftLine, w io.Writer) error {
+// Latest keeps, of points (oldest first, as Points returns them), the
+// latest of each part and series (seriesOf: one part, SKU, GPU model and
+// test, metric, labels and size), in time order. A point that names no
+// part is kept by its run's SKU and series alone; a value that is no
+// number (an ERROR) is kept too: the latest verdict is what a reader
+// needs.
+func Latest(points []Point) []Point {
+	last := map[string]int{}
+	for i, p := range points {
+		part, _ := PartOf(p)
+		last[seriesOf(part, p)] = i
+	}
+	out := make([]Point, 0, len(last))
+	for i, p := range points {
+		part, _ := PartOf(p)
+		if last[seriesOf(part, p)] == i {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// byPart leaves out of points, grouped by by, those that name no part of
+// that kind: by gpu, the points of no GPU; by nic, of no NIC.
+func byPart(points []Point, by string) []Point {
+	if by != ByGPU && by != ByNIC {
+		return points
+	}
+	var out []Point
+	for _, p := range points {
+		if by == ByGPU && cmpOr(p.GPUSerial, p.GPUUUID) != "" || by == ByNIC && cmpOr(p.NICGUID, p.NIC) != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ByDrift keeps and orders drift lines as --by does the table's rows: by
+// gpu, the GPUs' lines only, by serial; by nic, the NICs' only, by GUID
+// or name; by test, every line by test; by node, every line by the host
+// of its latest value. Lines that tie keep Drift's order.
+func ByDrift(lines []DriftLine, by string) []DriftLine {
+	var out []DriftLine
+	for _, l := range lines {
+		if by == ByGPU && l.Part.Kind != "gpu" || by == ByNIC && l.Part.Kind != "nic" {
+			continue
+		}
+		out = append(out, l)
+	}
+	key := func(l DriftLine) string {
+		switch by {
+		case ByTest:
+			return l.Test
+		case ByNode:
+			return l.Host
+		}
+		return l.Part.ID
+	}
+	sort.SliceStable(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	return out
+}
+
+func showDrift(ctx context.Context, s Store, f Filter, format string, lines []DriftLine, by string, w io.Writer) error {
 	switch format {
 	case "json":
 		if lines == nil {
@@ -136,7 +222,11 @@ func showDrift(ctx context.Context, s Store, f Filter, format string, lines []Dr
 		return HTML(w, s.Where(), points, lines)
 	}
 	if len(lines) == 0 {
-		_, err := fmt.Fprintf(w, "no part in history store %s was measured by two runs or more\n", s.Where())
+		what := ""
+		if by == ByGPU || by == ByNIC {
+			what = " (--by " + by + ": of the " + strings.ToUpper(by) + "s alone)"
+		}
+		_, err := fmt.Fprintf(w, "no part in history store %s was measured by two runs or more of one SKU and GPU model%s\n", s.Where(), what)
 		return err
 	}
 	var b strings.Builder
@@ -173,13 +263,7 @@ func Table(w io.Writer, points []Point, by string) error {
 		ByTest: func(p Point) string { return p.Test },
 	}[by]
 	var rows [][]string
-	var keep []Point
-	for _, p := range points {
-		if (by == ByGPU || by == ByNIC) && first(p) == "" {
-			continue
-		}
-		keep = append(keep, p)
-	}
+	keep := byPart(points, by)
 	sort.SliceStable(keep, func(i, j int) bool { return first(keep[i]) < first(keep[j]) })
 	// The grouping column comes first and is not repeated.
 	cols := []struct {
@@ -191,6 +275,7 @@ func Table(w io.Writer, points []Point, by string) error {
 		{ByGPU, "GPU serial", func(p Point) string { return cmpOr(p.GPUSerial, p.GPUUUID) }},
 		{ByNIC, "NIC", func(p Point) string { return strings.TrimSpace(p.NIC + " " + p.NICGUID) }},
 		{ByTest, "Test", func(p Point) string { return p.Test }},
+		{"", "SKU", func(p Point) string { return p.SKU }},
 		{"", "Metric", func(p Point) string { return metricText(p.Metric, p.Labels, p.Size) }},
 		{"", "Value", func(p Point) string {
 			if math.IsNaN(p.Value) {
@@ -284,7 +369,7 @@ func trends(points []Point) ([]trend, error) {
 			c := trendColors[i%len(trendColors)]
 			l.Color, sc.Color = c, c
 			p := s.points[0]
-			pl.Legend.Add(s.part.Name+" "+metricText(p.Metric, p.Labels, p.Size), l, sc)
+			pl.Legend.Add(s.part.Name+" ("+p.SKU+") "+metricText(p.Metric, p.Labels, p.Size), l, sc)
 			pl.Add(l, sc)
 		}
 		// The legend beside the plot, not over its points (as
