@@ -27,7 +27,7 @@ var amdColumn = map[string]func(*Sample, string) bool{
 	"SINGLE_ECC":  count(func(s *Sample) *int64 { return &s.ECCCorrected }),
 	"DOUBLE_ECC":  count(func(s *Sample) *int64 { return &s.ECCUncorrected }),
 	"PCIE_REPLAY": count(func(s *Sample) *int64 { return &s.Replays }),
-	"GPU":         func(s *Sample, v string) bool { s.GPU = v; _, err := strconv.Atoi(v); return err == nil },
+	"GPU":         func(s *Sample, v string) bool { var ok bool; s.GPU, ok = gpuIndex(v); return ok },
 	"TIMESTAMP": func(s *Sample, v string) bool {
 		t, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || t < 0 {

@@ -20,7 +20,11 @@ type Sample struct {
 	Host, GPU, Tool string
 	// UUID, Serial and BusID identify the GPU where the tool shows them;
 	// BusID is the PCI address as the tool prints it ("00000000:3B:00.0").
+	// Each is letters, digits and -_.: only: a value with other bytes is
+	// dropped (Reading.Refused).
 	UUID, Serial, BusID string
+	// refused names the identity column dropped from this sample, if any.
+	refused string
 	// T is the sample's time, Unix seconds (0: the tool printed none and
 	// the sampler's start time was not known).
 	T float64
@@ -55,6 +59,12 @@ type Reading struct {
 	// values under 7 columns").
 	Unparsed      int
 	FirstUnparsed string
+	// Refused counts the identity values (uuid, serial, PCI address) that
+	// were not letters, digits and -_.: and were dropped from their
+	// samples; FirstRefused says which was first ("line 3: uuid"), without
+	// the value.
+	Refused      int
+	FirstRefused string
 	// Before is the first line the tool printed before any header (an
 	// error such as "Error setting watches", a pasted prompt): shown when
 	// no sample was read.
@@ -65,6 +75,28 @@ func (r *Reading) before(line string) {
 	if r.Before == "" {
 		r.Before = strings.TrimSpace(line)
 	}
+}
+
+func (r *Reading) refuse(no int, what string) {
+	r.Refused++
+	if r.FirstRefused == "" {
+		r.FirstRefused = fmt.Sprintf("line %d: %s not letters, digits and -_.:", no, what)
+	}
+}
+
+// gpuIndex reads a tool's GPU index: a non-negative whole number, blanks
+// around it trimmed ("timestamp, index" prints " 0"), given back in its
+// plain form ("0", not "00" or "+0") so that every tool's "0" joins.
+func gpuIndex(v string) (string, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" || strings.Trim(v, "0123456789") != "" || len(v) > 9 {
+		return "", false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return "", false
+	}
+	return strconv.Itoa(n), true
 }
 
 func (r *Reading) bad(no int, why string) {
