@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/plugins/internal/lines"
@@ -162,6 +163,14 @@ func (nd *node) piece(sec, text string, no int, cut bool) {
 		return
 	}
 	long := cut || len(text) >= cutWidth
+	if _, ok := strings.CutPrefix(text, "@partial "); ok && !long {
+		if nd.partial == nil {
+			nd.partial = map[string]int{}
+		}
+		nd.partial[sec]++
+		delete(nd.cont, sec)
+		return
+	}
 	if nd.cont[sec] {
 		if !long {
 			delete(nd.cont, sec)
@@ -174,13 +183,6 @@ func (nd *node) piece(sec, text string, no int, cut bool) {
 		}
 		nd.cont[sec] = true
 		nd.cut[sec]++
-		return
-	}
-	if _, ok := strings.CutPrefix(text, "@partial "); ok {
-		if nd.partial == nil {
-			nd.partial = map[string]int{}
-		}
-		nd.partial[sec]++
 		return
 	}
 	nd.line(sec, text, no)
@@ -448,15 +450,23 @@ func identOK(v string) bool {
 const maxQuoted = 300
 
 // clean makes a tool's text fit for a note: blanks around it trimmed, at
-// most maxQuoted bytes, control bytes (ESC of a terminal sequence, CR)
-// and invalid UTF-8 as Go escapes.
+// most maxQuoted bytes, control characters (ESC of a terminal sequence,
+// CR, BEL) as Go escapes ("\x1b"), invalid UTF-8 as U+FFFD.
 func clean(s string) string {
 	s = strings.TrimSpace(s)
 	if len(s) > maxQuoted {
-		s = strings.ToValidUTF8(s[:maxQuoted], "") + "..."
+		s = s[:maxQuoted] + "..."
 	}
-	q := strconv.QuoteToGraphic(s)
-	return strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`)
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if unicode.IsGraphic(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToGraphic(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
 
 func rdOf(r *nvsmiReader) *Reading {
