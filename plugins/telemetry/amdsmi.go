@@ -136,7 +136,7 @@ func (r *amdReader) line(line string, no int) {
 	if s.T == 0 && r.start > 0 {
 		s.T = r.start + float64(r.round)*r.interval
 	}
-	r.out.Samples = append(r.out.Samples, s)
+	r.out.add(s)
 }
 
 // ReadAMDSMI reads the table of amd-smi monitor (with --watch or not, any

@@ -122,7 +122,7 @@ func (r *dcgmReader) line(line string, no int) {
 			return
 		}
 	}
-	r.out.Samples = append(r.out.Samples, s)
+	r.out.add(s)
 }
 
 // ReadDCGM reads the table of dcgmi dmon -e IDS of host. ids are the -e

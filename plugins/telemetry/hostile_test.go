@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"gotest.tools/v3/assert"
 )
@@ -201,4 +202,22 @@ func TestNotesClean(t *testing.T) {
 	}
 	assert.Assert(t, strings.Contains(tel.Notes[1], `\x1b]0;x\a`), tel.Notes[1])
 	assert.Assert(t, strings.Contains(tel.Notes[2], `Failed \x1b[2J to initialize NVML`), tel.Notes[2])
+}
+
+// A reading keeps at most maxSamples samples and counts the rest in a
+// note; the identity strings of its samples are one copy, not the lines
+// they were cut from.
+func TestSampleBound(t *testing.T) {
+	defer func(n int) { maxSamples = n }(maxSamples)
+	maxSamples = 3
+	csv := "timestamp, index, uuid, serial, pci.bus_id, utilization.gpu [%]\n" +
+		strings.Repeat("2026/12/08 00:31:02.123, 0, GPU-5a1e, 1654922005512, 00000000:00:06.0, 3 %\n", 5)
+	rd, err := ReadNvidiaSMI(strings.NewReader(csv), "node0")
+	assert.NilError(t, err)
+	assert.Equal(t, len(rd.Samples), 3)
+	assert.Equal(t, rd.Dropped, 2)
+	assert.Equal(t, unsafe.StringData(rd.Samples[0].UUID), unsafe.StringData(rd.Samples[2].UUID))
+	tel, err := ReadTool(strings.NewReader(csv), "node0")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, tel.Notes, []string{"2 samples of nvidia-smi past the first 3 not kept: ranges, counts and series are of the first"})
 }

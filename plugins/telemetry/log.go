@@ -345,6 +345,9 @@ func (nd *node) finish(t *result.Telemetry, samples []Sample) []string {
 		if x.rd != nil && x.rd.Unparsed > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d lines of %s output could not be read (first: %s)", nd.name(), x.rd.Unparsed, x.tool, clean(x.rd.FirstUnparsed)))
 		}
+		if x.rd != nil && x.rd.Dropped > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d samples of %s past the first %d not kept: ranges, counts and series are of the first", nd.name(), x.rd.Dropped, x.tool, maxSamples))
+		}
 		if x.rd != nil && x.rd.Refused > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d values of %s output dropped (first: %s)", nd.name(), x.rd.Refused, x.tool, x.rd.FirstRefused))
 		}
@@ -560,6 +563,9 @@ func ReadTool(r io.Reader, host string) (result.Telemetry, error) {
 	t := result.Telemetry{GPUs: Summarise(best.Samples)}
 	if best.Unparsed > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d lines of %s output could not be read (first: %s)", best.Unparsed, bestTool, clean(best.FirstUnparsed)))
+	}
+	if best.Dropped > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d samples of %s past the first %d not kept: ranges, counts and series are of the first", best.Dropped, bestTool, maxSamples))
 	}
 	if best.Refused > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d values of %s output dropped (first: %s)", best.Refused, bestTool, best.FirstRefused))

@@ -296,7 +296,7 @@ func (r *nvsmiReader) line(line string, no int) {
 	if s.T == 0 && r.start > 0 {
 		s.T = r.start + float64(r.round)*r.interval
 	}
-	r.out.Samples = append(r.out.Samples, s)
+	r.out.add(s)
 }
 
 func firstOf(v ...string) string {
