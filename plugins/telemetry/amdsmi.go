@@ -27,7 +27,7 @@ var amdColumn = map[string]func(*Sample, string) bool{
 	"SINGLE_ECC":  count(func(s *Sample) *int64 { return &s.ECCCorrected }),
 	"DOUBLE_ECC":  count(func(s *Sample) *int64 { return &s.ECCUncorrected }),
 	"PCIE_REPLAY": count(func(s *Sample) *int64 { return &s.Replays }),
-	"GPU":         func(s *Sample, v string) bool { s.GPU = v; _, err := strconv.Atoi(v); return err == nil },
+	"GPU":         func(s *Sample, v string) bool { var ok bool; s.GPU, ok = gpuIndex(v); return ok },
 	"TIMESTAMP": func(s *Sample, v string) bool {
 		t, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || t < 0 {
@@ -136,7 +136,7 @@ func (r *amdReader) line(line string, no int) {
 	if s.T == 0 && r.start > 0 {
 		s.T = r.start + float64(r.round)*r.interval
 	}
-	r.out.Samples = append(r.out.Samples, s)
+	r.out.add(s)
 }
 
 // ReadAMDSMI reads the table of amd-smi monitor (with --watch or not, any

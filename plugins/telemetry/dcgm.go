@@ -94,8 +94,9 @@ func (r *dcgmReader) line(line string, no int) {
 		// GPUs sampled.
 		return
 	}
-	if _, err := strconv.Atoi(id); err != nil {
-		r.out.bad(no, "entity id "+strconv.Quote(id)+" is no number")
+	id, ok := gpuIndex(id)
+	if !ok {
+		r.out.bad(no, "entity id "+strconv.Quote(f[1])+" is no GPU index (a whole number from 0)")
 		return
 	}
 	vals := f[2:]
@@ -121,7 +122,7 @@ func (r *dcgmReader) line(line string, no int) {
 			return
 		}
 	}
-	r.out.Samples = append(r.out.Samples, s)
+	r.out.add(s)
 }
 
 // ReadDCGM reads the table of dcgmi dmon -e IDS of host. ids are the -e

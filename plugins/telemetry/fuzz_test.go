@@ -82,6 +82,14 @@ func FuzzReadLog(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Identities reach results.json only as letters, digits and -_.:.
+		for _, g := range tel.GPUs {
+			for _, v := range []string{g.Host, g.GPU, g.UUID, g.Serial} {
+				if v != "" && !identOK(v) {
+					t.Fatalf("identity %q kept", v)
+				}
+			}
+		}
 		if _, err := json.Marshal(tel); err != nil {
 			t.Fatal(err)
 		}

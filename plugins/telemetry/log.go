@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/plugins/internal/lines"
@@ -38,6 +39,39 @@ type node struct {
 	xids                   []string
 	notes                  []string
 	ended, none            bool
+	// cont: the section's last line was a piece cut by sample.sh's fold
+	// (or by the reader's bound), so its next line continues it; cut and
+	// partial count the lines cut and the streams that ended mid-line,
+	// by section; dropped counts notes and XID lines past their bounds.
+	cont         map[string]bool
+	cut, partial map[string]int
+	droppedNotes int
+	droppedXIDs  int
+	badHost      bool // the log's host name was refused (cleanHost)
+}
+
+// cutWidth is the width sample.sh's fold cuts a line at: a line of the
+// tool of this many bytes or more is a piece of a longer one.
+const cutWidth = 4096
+
+// maxNotes and maxXIDs bound what one node's lines may add to the notes
+// and to its XID lines: a hostile log of millions of such lines is
+// counted, not held.
+const (
+	maxNotes = 100
+	maxXIDs  = 1000
+)
+
+// maxNodes bounds the nodes one log may name: a run's log is one node's,
+// a merged one of a cluster's few thousand at most.
+const maxNodes = 4096
+
+func (nd *node) note(s string) {
+	if len(nd.notes) >= maxNotes {
+		nd.droppedNotes++
+		return
+	}
+	nd.notes = append(nd.notes, s)
 }
 
 // ReadLog reads one log of sample.sh (the lines of one node, or of
@@ -48,17 +82,21 @@ func ReadLog(r io.Reader) (t result.Telemetry, sampler bool, err error) {
 	nodes := map[string]*node{}
 	var order []string
 	var raw strings.Builder // the lines, should r be no sampler's log
-	tagged, n := 0, 0
+	tagged, n, tooMany := 0, 0, 0
 	get := func(h string) *node {
 		nd, ok := nodes[h]
 		if !ok {
-			nd = &node{host: h, interval: 1}
+			if len(nodes) >= maxNodes {
+				return nil
+			}
+			host, good := cleanHost(h)
+			nd = &node{host: host, interval: 1, badHost: !good}
 			nodes[h] = nd
 			order = append(order, h)
 		}
 		return nd
 	}
-	err = lines.Each(r, maxLine, func(l []byte, no int, _ bool) {
+	err = lines.Each(r, maxLine, func(l []byte, no int, cut bool) {
 		n++
 		line := string(l)
 		h, rest, ok1 := strings.Cut(line, "|")
@@ -71,7 +109,12 @@ func ReadLog(r io.Reader) (t result.Telemetry, sampler bool, err error) {
 			return
 		}
 		tagged++
-		get(h).line(sec, text, no)
+		nd := get(h)
+		if nd == nil {
+			tooMany++
+			return
+		}
+		nd.piece(sec, text, no, cut)
 	})
 	if err != nil {
 		return t, tagged > 0, err
@@ -91,6 +134,9 @@ func ReadLog(r io.Reader) (t result.Telemetry, sampler bool, err error) {
 	for _, h := range order {
 		t.Notes = append(t.Notes, nodes[h].finish(&t, samples)...)
 	}
+	if tooMany > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d lines of nodes past the first %d named in the log not read", tooMany, maxNodes))
+	}
 	return t, true, nil
 }
 
@@ -106,6 +152,41 @@ var (
 	startRe    = regexp.MustCompile(`\bstart=(\d+)`)
 	intervalRe = regexp.MustCompile(`\binterval_ms=(\d+)`)
 )
+
+// piece reads one tagged line of sec: a line sample.sh cut (cutWidth
+// bytes or more, or cut by the reader's bound) and the pieces that
+// continue it are counted, not read; "@partial TEXT", the last line of a
+// stream that ended without its line end, likewise.
+func (nd *node) piece(sec, text string, no int, cut bool) {
+	if sec == "begin" || sec == "end" {
+		nd.line(sec, text, no)
+		return
+	}
+	long := cut || len(text) >= cutWidth
+	if _, ok := strings.CutPrefix(text, "@partial "); ok && !long {
+		if nd.partial == nil {
+			nd.partial = map[string]int{}
+		}
+		nd.partial[sec]++
+		delete(nd.cont, sec)
+		return
+	}
+	if nd.cont[sec] {
+		if !long {
+			delete(nd.cont, sec)
+		}
+		return
+	}
+	if long {
+		if nd.cont == nil {
+			nd.cont, nd.cut = map[string]bool{}, map[string]int{}
+		}
+		nd.cont[sec] = true
+		nd.cut[sec]++
+		return
+	}
+	nd.line(sec, text, no)
+}
 
 func (nd *node) line(sec, text string, no int) {
 	switch sec {
@@ -132,7 +213,7 @@ func (nd *node) line(sec, text string, no int) {
 		nd.ended = true
 	case "none":
 		nd.none = true
-		nd.notes = append(nd.notes, nd.host+": "+text)
+		nd.note(nd.name() + ": " + clean(text))
 	case "kernel-log":
 		why := text
 		if w, ok := strings.CutPrefix(text, "@absent "); ok {
@@ -140,14 +221,18 @@ func (nd *node) line(sec, text string, no int) {
 		} else if w, ok := strings.CutPrefix(text, "@refused "); ok {
 			why = w + " (refused: not root, or kernel.dmesg_restrict)"
 		}
-		nd.notes = append(nd.notes, nd.host+": kernel log not read, new XIDs unknown: "+why)
+		nd.note(nd.name() + ": kernel log not read, new XIDs unknown: " + clean(why))
 	case "xid":
+		if len(nd.xids) >= maxXIDs {
+			nd.droppedXIDs++
+			return
+		}
 		nd.xids = append(nd.xids, text)
 	case "replay-start", "replay-end":
 		nd.replay(sec, text)
 	case secNvsmi, secDCGM, secAMD:
 		if strings.HasPrefix(text, "@exit ") {
-			nd.notes = append(nd.notes, fmt.Sprintf("%s: %s stopped sampling by itself (%s) before the test's steps ended", nd.host, toolOf(sec), strings.TrimPrefix(text, "@")))
+			nd.note(fmt.Sprintf("%s: %s stopped sampling by itself (%s) before the test's steps ended", nd.name(), toolOf(sec), clean(strings.TrimPrefix(text, "@"))))
 			return
 		}
 		switch sec {
@@ -232,12 +317,39 @@ func (nd *node) samples() []Sample {
 // returns its notes.
 func (nd *node) finish(t *result.Telemetry, samples []Sample) []string {
 	notes := nd.notes
+	if nd.droppedNotes > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d more notes of the sampler not kept", nd.name(), nd.droppedNotes))
+	}
+	if nd.badHost {
+		notes = append(notes, nd.name()+": the log's host name is not letters, digits and -_.: (at most 253 bytes): refused, its GPUs are the planned node's")
+	}
+	for _, sec := range []string{secNvsmi, secDCGM, secAMD, "replay-start", "replay-end", "xid", "kernel-log", "none"} {
+		what := sec
+		if sec == secNvsmi || sec == secDCGM || sec == secAMD {
+			what = toolOf(sec) + " output"
+		}
+		if c := nd.cut[sec]; c > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d lines of %s of %d bytes or more cut and not read (a stream without line ends?)", nd.name(), c, what, cutWidth))
+		}
+		if c := nd.partial[sec]; c > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %s ended mid-line: its last line not read", nd.name(), what))
+		}
+	}
+	if nd.droppedXIDs > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d kernel-log XID lines past the first %d not read", nd.name(), nd.droppedXIDs, maxXIDs))
+	}
 	for _, x := range []struct {
 		rd   *Reading
 		tool string
 	}{{rdOf(nd.nvsmi), "nvidia-smi"}, {rdOfD(nd.dcgm), "dcgmi"}, {rdOfA(nd.amd), "amd-smi"}} {
 		if x.rd != nil && x.rd.Unparsed > 0 {
-			notes = append(notes, fmt.Sprintf("%s: %d lines of %s output could not be read (first: %s)", nd.host, x.rd.Unparsed, x.tool, x.rd.FirstUnparsed))
+			notes = append(notes, fmt.Sprintf("%s: %d lines of %s output could not be read (first: %s)", nd.name(), x.rd.Unparsed, x.tool, clean(x.rd.FirstUnparsed)))
+		}
+		if x.rd != nil && x.rd.Dropped > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d samples of %s past the first %d not kept: ranges, counts and series are of the first", nd.name(), x.rd.Dropped, x.tool, maxSamples))
+		}
+		if x.rd != nil && x.rd.Refused > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d values of %s output dropped (first: %s)", nd.name(), x.rd.Refused, x.tool, x.rd.FirstRefused))
 		}
 	}
 	bus := map[string]string{} // busKey -> GPU of this host
@@ -269,15 +381,15 @@ func (nd *node) finish(t *result.Telemetry, samples []Sample) []string {
 		if g := gpu(bus[k]); g != nil && bus[k] != "" {
 			g.NewErrors = append(g.NewErrors, msg)
 		} else {
-			notes = append(notes, fmt.Sprintf("%s: GPU at %s: %s", nd.host, k, msg))
+			notes = append(notes, fmt.Sprintf("%s: GPU at %s: %s", nd.name(), k, msg))
 		}
 	}
 	for _, x := range nd.xids {
 		k := xidBus(x)
 		if g := gpu(bus[k]); k != "" && bus[k] != "" && g != nil {
-			g.NewErrors = append(g.NewErrors, "kernel log: "+strings.TrimSpace(x))
+			g.NewErrors = append(g.NewErrors, "kernel log: "+clean(x))
 		} else {
-			notes = append(notes, nd.host+": kernel log, naming no GPU sampled: "+strings.TrimSpace(x))
+			notes = append(notes, nd.name()+": kernel log, naming no GPU sampled: "+clean(x))
 		}
 	}
 	sampled := false
@@ -288,15 +400,76 @@ func (nd *node) finish(t *result.Telemetry, samples []Sample) []string {
 		said := ""
 		for _, r := range nd.readings() {
 			if r.Before != "" && said == "" {
-				said = " (it printed: " + r.Before + ")"
+				said = " (it printed: " + clean(r.Before) + ")"
 			}
 		}
-		notes = append(notes, nd.host+": the sampler read no sample"+said)
+		notes = append(notes, nd.name()+": the sampler read no sample"+said)
 	}
 	if !nd.ended {
-		notes = append(notes, nd.host+": the log ends without the sampler's end line (it was killed, not stopped by TERM, or its log was cut): errors at the end unknown")
+		notes = append(notes, nd.name()+": the log ends without the sampler's end line (it was killed, not stopped by TERM, or its log was cut): errors at the end unknown")
 	}
 	return notes
+}
+
+// name is how notes name the node: its host, or a stand-in for a host
+// name refused.
+func (nd *node) name() string {
+	if nd.badHost {
+		return "(host name refused)"
+	}
+	return nd.host
+}
+
+// maxHost bounds a host name: DNS's 253 bytes.
+const maxHost = 253
+
+// cleanHost returns h when it is a host name results may carry (1 to
+// maxHost bytes of letters, digits and -_.:), ok false and "" else: the
+// name a node gives itself is a value of the node, not to be trusted with
+// escape sequences or markup in results.json and the reports.
+func cleanHost(h string) (string, bool) {
+	if len(h) > maxHost || !identOK(h) {
+		return "", false
+	}
+	return h, true
+}
+
+// identOK reports whether v is a non-empty identity value (host, uuid,
+// serial, PCI address) of letters, digits and -_.: only.
+func identOK(v string) bool {
+	if v == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// maxQuoted bounds a tool's text quoted in a note or an error.
+const maxQuoted = 300
+
+// clean makes a tool's text fit for a note: blanks around it trimmed, at
+// most maxQuoted bytes, control characters (ESC of a terminal sequence,
+// CR, BEL) as Go escapes ("\x1b"), invalid UTF-8 as U+FFFD.
+func clean(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > maxQuoted {
+		s = s[:maxQuoted] + "..."
+	}
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if unicode.IsGraphic(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToGraphic(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
 
 func rdOf(r *nvsmiReader) *Reading {
@@ -389,7 +562,13 @@ func ReadTool(r io.Reader, host string) (result.Telemetry, error) {
 	}
 	t := result.Telemetry{GPUs: Summarise(best.Samples)}
 	if best.Unparsed > 0 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%d lines of %s output could not be read (first: %s)", best.Unparsed, bestTool, best.FirstUnparsed))
+		t.Notes = append(t.Notes, fmt.Sprintf("%d lines of %s output could not be read (first: %s)", best.Unparsed, bestTool, clean(best.FirstUnparsed)))
+	}
+	if best.Dropped > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d samples of %s past the first %d not kept: ranges, counts and series are of the first", best.Dropped, bestTool, maxSamples))
+	}
+	if best.Refused > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d values of %s output dropped (first: %s)", best.Refused, bestTool, best.FirstRefused))
 	}
 	return t, nil
 }

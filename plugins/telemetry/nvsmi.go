@@ -28,10 +28,10 @@ const NvidiaSMIFields = "timestamp,index,uuid,serial,pci.bus_id,utilization.gpu,
 // before driver 535).
 var nvsmiColumn = map[string]func(*Sample, string) bool{
 	"timestamp":                             func(s *Sample, v string) bool { return setTime(s, v) },
-	"index":                                 func(s *Sample, v string) bool { s.GPU = v; return v != "" },
-	"uuid":                                  func(s *Sample, v string) bool { s.UUID = shown(v); return true },
-	"serial":                                func(s *Sample, v string) bool { s.Serial = shown(v); return true },
-	"pci.bus_id":                            func(s *Sample, v string) bool { s.BusID = shown(v); return true },
+	"index":                                 func(s *Sample, v string) bool { var ok bool; s.GPU, ok = gpuIndex(v); return ok },
+	"uuid":                                  ident("uuid", func(s *Sample) *string { return &s.UUID }),
+	"serial":                                ident("serial", func(s *Sample) *string { return &s.Serial }),
+	"pci.bus_id":                            ident("pci.bus_id", func(s *Sample) *string { return &s.BusID }),
 	"utilization.gpu":                       num(func(s *Sample) *float64 { return &s.Util }),
 	"clocks.sm":                             num(func(s *Sample) *float64 { return &s.SMClock }),
 	"clocks.current.sm":                     num(func(s *Sample) *float64 { return &s.SMClock }),
@@ -94,6 +94,24 @@ func notShown(v string) bool {
 		return true
 	}
 	return false
+}
+
+// ident reads an identity column: not shown is "", a value of other
+// bytes than letters, digits and -_.: is dropped and the sample marks the
+// column refused (an escape sequence or markup must not reach
+// results.json), the row still read.
+func ident(name string, field func(*Sample) *string) func(*Sample, string) bool {
+	return func(s *Sample, v string) bool {
+		v = shown(v)
+		if v != "" && !identOK(v) {
+			if s.refused == "" {
+				s.refused = name
+			}
+			v = ""
+		}
+		*field(s) = v
+		return true
+	}
 }
 
 func shown(v string) string {
@@ -261,6 +279,9 @@ func (r *nvsmiReader) line(line string, no int) {
 			return
 		}
 	}
+	if s.refused != "" {
+		r.out.refuse(no, s.refused)
+	}
 	if s.GPU == "" {
 		// A query without index: the bus id or uuid names the GPU.
 		s.GPU = firstOf(s.BusID, s.UUID, "0")
@@ -275,7 +296,7 @@ func (r *nvsmiReader) line(line string, no int) {
 	if s.T == 0 && r.start > 0 {
 		s.T = r.start + float64(r.round)*r.interval
 	}
-	r.out.Samples = append(r.out.Samples, s)
+	r.out.add(s)
 }
 
 func firstOf(v ...string) string {

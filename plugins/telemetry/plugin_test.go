@@ -301,7 +301,7 @@ if [ $n -le 2 ]; then cat %[2]q/dmesg-nvrm.txt; else cat %[3]q; fi
 // (the test's steps must not wait for it in vain) and waits for TERM.
 func TestSampleScriptNoTool(t *testing.T) {
 	bin := t.TempDir()
-	for _, tool := range []string{"sh", "sed", "tr", "date", "mktemp", "mkfifo", "rm", "sleep", "grep", "head", "tail", "hostname", "cat"} {
+	for _, tool := range []string{"sh", "sed", "tr", "date", "mktemp", "mkfifo", "rm", "sleep", "grep", "head", "tail", "hostname", "cat", "fold"} {
 		if p, err := exec.LookPath(tool); err == nil {
 			assert.NilError(t, os.Symlink(p, filepath.Join(bin, tool)))
 		}

@@ -5,19 +5,34 @@
 # $1: the sampling interval in ms; $2: the node's index in the topology.
 iv=${1:-1000}
 node=${2:-}
+# cap cuts every line a tool prints into pieces of at most 4096 bytes
+# ($1: another width) before tag's read holds it: a stream that never
+# prints a line end (a broken sampler, a hostile tool) would else fill
+# the shell's memory and lose every later sample. Parse knows a piece of exactly 4096 bytes
+# as a cut line. Without fold (coreutils, busybox) lines are read whole.
+if command -v fold >/dev/null 2>&1; then
+	cap() { fold -b -w "${1:-4096}"; }
+else
+	cap() { cat; }
+fi
 # The node's name: under Kubernetes the Node's (GPUACCEPT_NODE_NAME, or
 # the file a rank pod left it in), else the node's entry of
 # GPUACCEPT_HOSTS, else the host name.
 h=${GPUACCEPT_NODE_NAME:-}
 if [ -z "$h" ] && [ -r /etc/gpuaccept-node-name ]; then
-	h=$(sed -n 1p /etc/gpuaccept-node-name)
+	h=$(cap 255 </etc/gpuaccept-node-name | sed -n 1p)
 fi
 if [ -z "$h" ] && [ -n "$node" ] && [ -n "${GPUACCEPT_HOSTS:-}" ]; then
 	h=$(printf '%s\n' "$GPUACCEPT_HOSTS" | tr ',' '\n' | sed -n "$((node + 1))p")
 fi
 [ -n "$h" ] || h=$(hostname 2>/dev/null || uname -n)
-h=$(printf '%s' "$h" | tr -d '|')
-tag() { while IFS= read -r l || [ -n "$l" ]; do printf '%s|%s|%s\n' "$h" "$1" "$l"; done; }
+h=$(printf '%s' "$h" | tr -d '|\n' | cap 255 | sed -n 1p)
+# tag prints each line of its input as HOST|SECTION|TEXT; a last line
+# without its line end (the stream ended mid-line) as "@partial TEXT".
+tag() {
+	while IFS= read -r l; do printf '%s|%s|%s\n' "$h" "$1" "$l"; done
+	[ -z "$l" ] || printf '%s|%s|@partial %s\n' "$h" "$1" "$l"
+}
 say() { printf '%s|%s|%s\n' "$h" "$1" "$2"; }
 have() { command -v "$1" >/dev/null 2>&1; }
 pid= tpid= spid= tool=none
@@ -29,13 +44,13 @@ if ! have dmesg; then
 	say kernel-log "@absent dmesg"
 elif dmesg >/dev/null 2>&1; then
 	kl=1
-	x0=$(dmesg | grep -c 'NVRM: Xid')
+	x0=$(dmesg | cap | grep -c 'NVRM: Xid')
 else
-	say kernel-log "@refused dmesg: $(dmesg 2>&1 >/dev/null | head -n 1)"
+	say kernel-log "@refused dmesg: $(dmesg 2>&1 >/dev/null | cap | head -n 1)"
 fi
 # PCIe replays are no --query-gpu field: nvidia-smi -q -d PCIE shows them
 # ("Replays Since Reset"), read at the start and at the end.
-replays() { nvidia-smi -q -d PCIE 2>&1 | grep -e '^GPU ' -e 'Replays Since Reset' | tag "$1"; }
+replays() { nvidia-smi -q -d PCIE 2>&1 | cap | grep -e '^GPU ' -e 'Replays Since Reset' | tag "$1"; }
 # TERM (or INT) stops the sampler and its reader, prints what changed
 # since the start and ends the step with status 0: being stopped is how
 # a monitor ends.
@@ -47,7 +62,7 @@ finish() {
 	[ -z "$tpid" ] || wait "$tpid" 2>/dev/null
 	[ "$tool" != nvidia-smi ] || replays replay-end
 	if [ "$kl" = 1 ]; then
-		dmesg 2>/dev/null | grep 'NVRM: Xid' | tail -n +"$((x0 + 1))" | tag xid
+		dmesg 2>/dev/null | cap | grep 'NVRM: Xid' | tail -n +"$((x0 + 1))" | tag xid
 	fi
 	say end "gpuaccept-telemetry: stopped"
 	[ -z "$d" ] || rm -rf "$d"
@@ -62,7 +77,7 @@ d=$(mktemp -d "${TMPDIR:-/tmp}/gpuaccept-telemetry.XXXXXX" 2>/dev/null) && mkfif
 # The sampler writes into a FIFO and tag reads it, so that $pid is the
 # sampler itself, which TERM must stop, not a pipeline's last command.
 sec=
-run() { sec=$1; shift; "$@" >"$d/p" 2>&1 & pid=$!; tag "$sec" <"$d/p" & tpid=$!; }
+run() { sec=$1; shift; "$@" >"$d/p" 2>&1 & pid=$!; cap <"$d/p" | tag "$sec" & tpid=$!; }
 if [ -z "$d" ]; then
 	:
 elif have nvidia-smi; then
