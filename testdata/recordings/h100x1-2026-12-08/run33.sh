@@ -7,8 +7,8 @@
 set -u
 # The SKU of whichever board came: h100 or h200.
 SKU=h100; nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && SKU=h200
-R=$OUT/r; mkdir -p $R; cd $R
-exec > >(tee $R/run33.log) 2>&1
+R=/tmp/r33; mkdir -p $R; cd $R
+exec > >(tee $OUT/run33.log) 2>&1
 gunzip -c $OLDPWD/.thirdparty/bin/gpuaccept.gz > /tmp/gpuaccept; chmod +x /tmp/gpuaccept
 G=/tmp/gpuaccept
 date -u; hostname; python3 -c "import torch; print(torch.__version__, torch.version.cuda)"
@@ -23,20 +23,22 @@ while time.time() < end:
     for _ in range(50): c = a @ b
     torch.cuda.synchronize()
 PY
-echo "== burn-in pass: 3 cycles"; T0=$(date +%s)
-timeout -s INT 170 $G run --sku $SKU --launcher local --gpus-per-node 1 --cycles 3 --out bi-pass > bi-pass.stdout 2>&1; echo "bi-pass rc=$? took $(( $(date +%s) - T0 ))s"
+echo "== burn-in pass: 4 cycles"; T0=$(date +%s)
+timeout -s INT 200 $G run --sku $SKU --launcher local --gpus-per-node 1 --cycles 4 --out bi-pass > bi-pass.stdout 2>&1; echo "bi-pass rc=$? took $(( $(date +%s) - T0 ))s"
 grep -a "^burn-in cycle\|^BURN-IN\|FAIL\|ERROR" bi-pass.stdout | head -20
-echo "== burn-in with a competing matmul from cycle 4 of 6"; T0=$(date +%s)
-( while [ ! -d bi-drift/cycle-0004 ]; do sleep 1; done; echo "competing matmul starts $(date -u +%T)";
+tar czf $OUT/r1-pass.tgz bi-pass bi-pass.stdout smi-lms-idle.csv 2>/dev/null
+echo "== burn-in with a competing matmul from cycle 3 of 5"; T0=$(date +%s)
+( while [ ! -d bi-drift/cycle-0003 ]; do sleep 1; done; echo "competing matmul starts $(date -u +%T)";
   nvidia-smi --query-gpu=$F --format=csv -lms 1000 > smi-lms-compete.csv 2>&1 & S=$!
   python3 /tmp/compete.py 400 > compete.log 2>&1 & P=$!
   while [ ! -f bi-drift/burnin.txt ]; do sleep 1; done; kill $P $S 2>/dev/null; wait $P $S 2>/dev/null; echo "competing matmul stopped $(date -u +%T)" ) &
 W=$!
-timeout -s INT 270 $G run --sku $SKU --launcher local --gpus-per-node 1 --cycles 6 --out bi-drift > bi-drift.stdout 2>&1; echo "bi-drift rc=$? took $(( $(date +%s) - T0 ))s"
+timeout -s INT 230 $G run --sku $SKU --launcher local --gpus-per-node 1 --cycles 5 --out bi-drift > bi-drift.stdout 2>&1; echo "bi-drift rc=$? took $(( $(date +%s) - T0 ))s"
 wait $W
 grep -a "^burn-in cycle\|^BURN-IN\|^FAIL\|^WARN\|^ERROR" bi-drift.stdout | head -20
 for d in bi-pass bi-drift; do $G verify $d > verify-$d.stdout 2>&1; echo "verify $d rc=$?"; tail -1 verify-$d.stdout | cut -c1-300; done
-grep -o "while GPU[^;\"]*" bi-drift/cycle-000[4-6]/results.json | head -5
+grep -o "while GPU[^;\"]*" bi-drift/cycle-000[3-5]/results.json | head -5
+tar czf $OUT/r2-drift.tgz bi-drift bi-drift.stdout smi-lms-compete.csv compete.log verify-bi-*.stdout 2>/dev/null
 
 echo "== issue 34: nccl-tests all_reduce hung by SIGSTOP, evidence at the timeout"; T0=$(date +%s)
 NP=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])')
@@ -51,5 +53,6 @@ grep -a "nccl.all_reduce\|hang.suspect" hang.stdout | cut -c1-400 | head -8
 ls hang/raw/nccl.all_reduce/ 2>/dev/null
 pkill -CONT -f build/all_reduce_perf; pkill -KILL -f build/all_reduce_perf
 $G verify hang > verify-hang.stdout 2>&1; echo "verify hang rc=$?"; tail -1 verify-hang.stdout | cut -c1-300
+tar czf $OUT/r3-hang.tgz hang hang.stdout verify-hang.stdout nccl-build.log skus 2>/dev/null
 date -u
-cd $OUT && tar czf r.tgz r && rm -rf r
+true
