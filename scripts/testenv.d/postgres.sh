@@ -4,13 +4,13 @@
 #
 # One cluster made with initdb in a temp folder, owned by and run as an
 # unprivileged user (PostgreSQL refuses to run as root: nobody when this
-# script runs as root, else the caller), listening on 127.0.0.1:17830 only,
+# script runs as root, else the caller), listening on 127.0.0.1:17880 only,
 # no Unix socket, trust authentication for loopback: nothing but this
 # machine reaches it. fsync is off: the tests need no durability across a
 # power cut, and it halves the benchmark's insert time.
 #
 # Variables for the tests: GPUACCEPT_TEST_POSTGRES, the superuser's URL
-# (postgres://postgres@127.0.0.1:17830/postgres?sslmode=disable); each test
+# (postgres://postgres@127.0.0.1:17880/postgres?sslmode=disable); each test
 # makes and drops its own database through it.
 #
 # Cold, "up postgres" takes about a minute (measured 2026-12-08 on a
@@ -19,7 +19,7 @@
 # 61 MB) downloads in about 25 s and unpacks and configures in 13 to 40 s;
 # initdb and start take under a second. Warm (installed), under a second.
 
-postgres_port=17830
+postgres_port=17880
 
 postgres_state() { echo "$state/postgres"; }
 
