@@ -118,7 +118,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"--sku", "h999", "--suite", "singlenode"}, `unknown SKU "h999" (known: a100-40gb, a100-80gb, a100-ndmv4, b200, b200-a4`},
-		{[]string{"--sku", "h200", "--suite", "nope"}, `SKU h200 has no suite "nope" (known: multinode, node, singlenode, train)`},
+		{[]string{"--sku", "h200", "--suite", "nope"}, `SKU h200 has no suite "nope" (known: burnin, multinode, node, singlenode, train)`},
 		{[]string{"--sku", "h200"}, "--sku and --suite are required"},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--launcher", "carrier-pigeon"}, `unknown launcher "carrier-pigeon" (known: `},
 		{[]string{"--sku", "h200", "--suite", "singlenode", "--format", "xml"}, `unknown --format "xml"`},
