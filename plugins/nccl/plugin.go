@@ -142,6 +142,8 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	p := plan.Plan{Steps: []plan.Step{step}}
 	if s.evidence {
 		p.Steps = append(p.Steps, hang.Steps(req.Topology.Nodes)...)
+		// The evidence step lists the ranks by this value alone.
+		p = hang.Mark(p)
 	}
 	return p, nil
 }
@@ -161,7 +163,7 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	}
 	work, evidence := hang.Split(req.Outputs)
 	p := nccltests.Results(work, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor})
-	checks, diags := hang.Checks(work, evidence, reached(p.Metrics))
+	checks, diags := hang.Checks(work, evidence, reached(p.Metrics), req.Topology.Hosts)
 	p.Checks = append(p.Checks, checks...)
 	p.Diagnostics = append(p.Diagnostics, diags...)
 	if strings.Contains(p.Error, refusedJSON) {
