@@ -110,16 +110,20 @@ const MonitorReadyWait = 30 * time.Second
 
 // stopCause is why a Sequence stopped a step, read back by StopReason.
 // timedOut: the plan's time ran out (after its evidence was collected),
-// said as a deadline is.
+// said as a deadline is; limit is the plan's Timeout and evidence how
+// long collecting took, so the time out is not said to be the two added.
 type stopCause struct {
-	why      string
-	timedOut bool
+	why             string
+	timedOut        bool
+	limit, evidence time.Duration
 }
 
 func (c *stopCause) Error() string { return c.why }
 
 // StopReason says why a step's ctx ended, for its LaunchError: "timed
-// out after D" (D since began; "timed out" when began is zero),
+// out after D" (D since began; "timed out" when began is zero; a plan
+// whose evidence was collected first: "timed out after LIMIT; evidence
+// collected in D"),
 // "cancelled" (Ctrl-C, SIGTERM), or why the Sequence stopped it ("stopped
 // after step client1 failed (exit status 1)"). The runner tells a test cut
 // short by its time limit or by Ctrl-C by the first two, so they are kept
@@ -133,6 +137,9 @@ func StopReason(ctx context.Context, began time.Time) string {
 	if cause || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		if began.IsZero() {
 			return "timed out"
+		}
+		if cause && sc.limit > 0 {
+			return fmt.Sprintf("timed out after %s; evidence collected in %s", sc.limit, sc.evidence.Round(time.Millisecond))
 		}
 		return fmt.Sprintf("timed out after %s", time.Since(began).Round(time.Millisecond))
 	}
@@ -197,8 +204,9 @@ func (q Sequence) Launch(ctx context.Context) []plan.Output {
 				return
 			}
 			close(expired)
+			began := time.Now()
 			q.collect(parent, evidence, outs, &mu)
-			stopAll(&stopCause{why: "timed out", timedOut: true})
+			stopAll(&stopCause{why: "timed out", timedOut: true, limit: q.Timeout, evidence: time.Since(began)})
 		})
 		defer func() {
 			if !t.Stop() {

@@ -306,6 +306,10 @@ func TestStopReason(t *testing.T) {
 	}
 	got := StopReason(timedOut, began)
 	assert.Assert(t, strings.HasPrefix(got, "timed out after 1.5"), got)
+	// After evidence: the limit, and the evidence's time apart.
+	afterEvidence, stop2 := context.WithCancelCause(context.Background())
+	stop2(&stopCause{why: "timed out", timedOut: true, limit: 3 * time.Second, evidence: time.Minute})
+	assert.Equal(t, StopReason(afterEvidence, began), "timed out after 3s; evidence collected in 1m0s")
 }
 
 // A monitor (the telemetry sampler) runs beside the test's steps: the
@@ -363,7 +367,8 @@ func TestSequenceEvidence(t *testing.T) {
 		before(t, ev, "start work", "start evidence.0")
 		before(t, ev, "end evidence.0", "stopped work")
 		before(t, ev, "stopped evidence.1", "stopped work")
-		assert.Assert(t, strings.HasPrefix(outs[0].LaunchError, "timed out after "), outs[0].LaunchError)
+		// The limit, not the limit and the evidence's time added.
+		assert.Assert(t, strings.HasPrefix(outs[0].LaunchError, "timed out after 200ms; evidence collected in "), outs[0].LaunchError)
 		assert.Equal(t, outs[1].LaunchError, "not started: the test timed out first")
 		assert.Equal(t, outs[2].LaunchError, "")
 		assert.Equal(t, outs[2].Step, "evidence.0")

@@ -494,7 +494,7 @@ func stopped(t result.Test, why string) result.Test {
 	if t.Status == result.Fail && t.Message != "" {
 		// A fail names what failed (the node a hung test's evidence
 		// names): the verdict, not a footnote of the stop.
-		msg = "stopped: " + why + "; " + t.Message
+		msg = "stopped: " + why + "; " + unsaid(t.Message, why)
 	} else if t.Message != "" {
 		t.Diagnostics = append(t.Diagnostics, result.Diagnostic{Level: result.Info, Message: "as judged: " + t.Message})
 	}
@@ -504,6 +504,27 @@ func stopped(t result.Test, why string) result.Test {
 	}
 	t.Message = msg
 	return t
+}
+
+// unsaid is msg without the "; "-separated parts why says already (a
+// plugin that quotes its step's launch error, "timed out after 3.7s;
+// process group killed", would say the stop twice); why's "(limit D)"
+// is not part of what it says.
+func unsaid(msg, why string) string {
+	said := map[string]bool{}
+	for _, p := range strings.Split(why, "; ") {
+		said[p] = true
+		if head, _, ok := strings.Cut(p, " (limit "); ok {
+			said[head] = true
+		}
+	}
+	var kept []string
+	for _, p := range strings.Split(msg, "; ") {
+		if !said[p] {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "; ")
 }
 
 // writeOutputs records the outputs of a test with paths relative to dir,

@@ -63,6 +63,11 @@ func TestStopped(t *testing.T) {
 			"stopped: timed out after 4s of running (limit 1s); job 7 cancelled with scancel; nothing was measured before the stop", result.Error},
 		{"scheduler time limit", live, "wait for job: context deadline exceeded", result.Test{Status: result.Fail, Message: "busbw low", Metrics: points},
 			"stopped: timed out after 2s (limit 1s); wait for job: context deadline exceeded; busbw low", result.Fail},
+		// The trial's hung nccl test: the plugin's message quotes the
+		// step's launch error; the stop is said once.
+		{"hung, evidence names a node", live, "timed out after 1s; evidence collected in 1m0s; process group killed",
+			result.Test{Status: result.Fail, Message: "hang.suspect: timed out after 256 MiB (the largest size measured): vm pid 1156 (all_reduce_perf -b 8 ...) stopped (state T); timed out after 1s; evidence collected in 1m0s; process group killed; output ends at 256 MiB but sizes up to 4 GiB were asked for: truncated", Metrics: points},
+			"stopped: timed out after 1s (limit 1s); evidence collected in 1m0s; process group killed; hang.suspect: timed out after 256 MiB (the largest size measured): vm pid 1156 (all_reduce_perf -b 8 ...) stopped (state T); output ends at 256 MiB but sizes up to 4 GiB were asked for: truncated", result.Fail},
 		{"not stopped", live, "", result.Test{Status: result.Pass, Message: "18 points inside their bands"}, "18 points inside their bands", result.Pass},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -46,7 +46,7 @@ var Params = []pluginapi.Param{
 	{Name: "op", Description: "reduction (-o), e.g. sum, all; empty: sum"},
 	{Name: "json", Default: "true", Description: "ask for -J JSON output (nccl-tests >= 2.17); false for older binaries"},
 	{Name: "mode", Description: "single: one process per node drives all its GPUs (-g G); mpi: one MPI rank per GPU (-g 1). Empty: single on one node, mpi on several"},
-	{Name: "evidence", Default: "false", Description: "true: when the test's time runs out, first collect each node's evidence (GPU state, new XIDs, the ranks' processes and stacks: py-spy, eu-stack or gdb where present), then stop the ranks; a node the evidence names fails the test (check hang.suspect, with the host). Sets NCCL_DEBUG=WARN unless env.NCCL_DEBUG is given. Runs under the local, ssh and k8s launchers"},
+	{Name: "evidence", Default: "false", Description: "true: when the test's time runs out, first collect each node's evidence (GPU state, new XIDs, the ranks' processes and stacks: py-spy, eu-stack or gdb where present), then stop the ranks; a node the evidence names fails the test (check hang.suspect, with the host). Sets NCCL_DEBUG=WARN unless env.NCCL_DEBUG is given. Collected by the local and ssh launchers, and by Slurm for a submitted job; not yet inside a Slurm allocation nor by k8s (the evidence step says \"not run\")"},
 	{Name: "extra", Description: "extra nccl-tests arguments, space-separated"},
 	{Name: "env.NAME", Description: "environment variable NAME for every rank (e.g. env.NCCL_TOPO_FILE=/etc/topo.xml)"},
 }
@@ -142,6 +142,8 @@ func (Plugin) Plan(_ context.Context, req pluginapi.PlanRequest) (plan.Plan, err
 	p := plan.Plan{Steps: []plan.Step{step}}
 	if s.evidence {
 		p.Steps = append(p.Steps, hang.Steps(req.Topology.Nodes)...)
+		// The evidence step lists the ranks by this value alone.
+		p = hang.Mark(p)
 	}
 	return p, nil
 }
@@ -161,7 +163,7 @@ func (Plugin) Parse(_ context.Context, req pluginapi.ParseRequest) (result.Parse
 	}
 	work, evidence := hang.Split(req.Outputs)
 	p := nccltests.Results(work, nccltests.Options{Test: req.Test, Topology: req.Topology, ExpectMax: expectMax, Factor: factor})
-	checks, diags := hang.Checks(work, evidence, reached(p.Metrics))
+	checks, diags := hang.Checks(work, evidence, reached(p.Metrics), req.Topology.Hosts)
 	p.Checks = append(p.Checks, checks...)
 	p.Diagnostics = append(p.Diagnostics, diags...)
 	if strings.Contains(p.Error, refusedJSON) {

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/pluginapi"
 	"github.com/gpuaccept/gpuaccept/framework/result"
+	"github.com/gpuaccept/gpuaccept/plugins/internal/hang"
 )
 
 const rec = "../../testdata/recordings/"
@@ -304,6 +305,16 @@ func TestEvidence(t *testing.T) {
 		assert.Equal(t, s.Host, i)
 	}
 	assert.NilError(t, pluginapi.CheckRoles(p, nil))
+	// Every step carries the same random test id, the evidence step's
+	// only way to tell the test's processes; another plan, another id.
+	id := p.Steps[0].Env[hang.TestIDEnv]
+	assert.Assert(t, len(id) >= 26, "test id %q", id)
+	for _, s := range p.Steps {
+		assert.Equal(t, s.Env[hang.TestIDEnv], id, s.Name)
+	}
+	again, err := Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: "all_reduce", Params: map[string]string{"evidence": "true"}, Topology: topo})
+	assert.NilError(t, err)
+	assert.Assert(t, again.Steps[0].Env[hang.TestIDEnv] != id, "two plans share test id %q", id)
 	p, err = Plugin{}.Plan(context.Background(), pluginapi.PlanRequest{Test: "all_reduce", Params: map[string]string{"evidence": "true", "env.NCCL_DEBUG": "INFO"}, Topology: topo})
 	assert.NilError(t, err)
 	assert.Equal(t, p.Steps[0].Env["NCCL_DEBUG"], "INFO")

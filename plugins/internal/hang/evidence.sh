@@ -5,9 +5,12 @@
 #   xid      the driver's Xid lines in the kernel log
 #   ras      node 0 only: ncclras's report of the job, where NCCL has it
 #   procs    "PID STATE WCHAN RANK ARGS" of each process of the test on this
-#            node (those whose environment holds this test's
-#            GPUACCEPT_HOSTS); RANK from the MPI or Slurm environment, "-"
-#            when none
+#            node: those of this step's own uid whose environment holds
+#            this test's GPUACCEPT_TEST_ID (a random value per test, so
+#            another user's or another test's process is never listed nor
+#            traced); RANK from the MPI or Slurm environment, "-" when
+#            none; ARGS with control characters made spaces, at most 4096
+#            bytes
 #   stack    a process's stacks: py-spy dump for Python, else eu-stack or
 #            gdb where present; "stack|== PID" heads each
 #   note     what could not be collected, and why
@@ -15,7 +18,8 @@
 # bounds the whole step (launch.DefaultEvidenceTimeout).
 node=${1:-0}
 host=$(hostname 2>/dev/null || uname -n 2>/dev/null || echo "node$node")
-say() { sed "s/^/gpuaccept-evidence|$host|$1|/"; }
+# Every tool's line is kept to printable text but its line ends.
+say() { LC_ALL=C tr '\000-\011\013-\037\177' ' ' | sed "s/^/gpuaccept-evidence|$host|$1|/"; }
 note() { printf '%s\n' "$*" | say note; }
 have() { command -v "$1" >/dev/null 2>&1; }
 bound() { if have timeout; then timeout 15 "$@"; else "$@"; fi; }
@@ -38,20 +42,34 @@ if [ "$node" = 0 ] && have ncclras; then
 	bound ncclras 2>&1 | say ras
 fi
 
-# The test's processes: every step of a test has GPUACCEPT_HOSTS set to
-# the same list (framework/plan.HostsEnv); this step's own processes carry
-# its own step mark (GPUACCEPT_STEP_MARK) or descend from this shell.
+# The test's processes: every step of a test has GPUACCEPT_TEST_ID set to
+# the same random value (hang.Mark), which only the launcher and the
+# test's own processes know; this step's own processes carry its own step
+# mark (GPUACCEPT_STEP_MARK) or descend from this shell. A process of
+# another uid is never listed: its environment is its owner's to write,
+# and a debugger of ours must never attach to it.
 me=$$
+uid=$(id -u 2>/dev/null)
 mark=${GPUACCEPT_STEP_MARK:-}
 pids=
-if [ -z "${GPUACCEPT_HOSTS:-}" ]; then
-	note "GPUACCEPT_HOSTS unset: the test's processes cannot be told apart"
+# owned: pid $1's uids (real, effective, saved, fs) are all ours.
+owned() {
+	set -- $(grep '^Uid:' "/proc/$1/status" 2>/dev/null)
+	[ "$#" -ge 5 ] && [ "$2" = "$uid" ] && [ "$3" = "$uid" ] && [ "$4" = "$uid" ] && [ "$5" = "$uid" ]
+}
+# clean makes a process's words one printable line: NULs, newlines and
+# other control characters become spaces (no forged line, no terminal
+# escape), at most 4096 bytes.
+clean() { LC_ALL=C tr '\000-\037\177' ' ' 2>/dev/null | head -c 4096; }
+if [ -z "${GPUACCEPT_TEST_ID:-}" ] || [ -z "$uid" ]; then
+	note "GPUACCEPT_TEST_ID or the uid unknown: the test's processes cannot be told apart"
 else
 	for d in /proc/[0-9]*; do
 		p=${d#/proc/}
 		[ "$p" != "$me" ] || continue
+		owned "$p" || continue
 		env=$(tr '\0' '\n' 2>/dev/null <"$d/environ") || continue
-		printf '%s\n' "$env" | grep -qxF "GPUACCEPT_HOSTS=$GPUACCEPT_HOSTS" || continue
+		printf '%s\n' "$env" | grep -qxF "GPUACCEPT_TEST_ID=$GPUACCEPT_TEST_ID" || continue
 		[ -z "$mark" ] || ! printf '%s\n' "$env" | grep -qxF "GPUACCEPT_STEP_MARK=$mark" || continue
 		stat=$(cat "$d/stat" 2>/dev/null) || continue
 		rest=${stat##*) }
@@ -59,10 +77,10 @@ else
 		rest=${rest#* }
 		ppid=${rest%% *}
 		[ "$ppid" != "$me" ] || continue
-		args=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline")
+		args=$(clean <"$d/cmdline")
 		case $args in *gpuaccept-evidence*) continue ;; esac
-		wchan=$(cat "$d/wchan" 2>/dev/null)
-		rank=$(printf '%s\n' "$env" | grep -E '^(OMPI_COMM_WORLD_RANK|PMIX_RANK|PMI_RANK|SLURM_PROCID)=' | head -n 1)
+		wchan=$(clean <"$d/wchan")
+		rank=$(printf '%s\n' "$env" | grep -E '^(OMPI_COMM_WORLD_RANK|PMIX_RANK|PMI_RANK|SLURM_PROCID)=[0-9]+$' | head -n 1)
 		rank=${rank#*=}
 		printf '%s %s %s %s %s\n' "$p" "$state" "${wchan:--}" "${rank:--}" "$args" | say procs
 		pids="$pids $p"
@@ -74,7 +92,9 @@ n=0
 for p in $pids; do
 	n=$((n + 1))
 	[ "$n" -le 8 ] || { note "stacks of the first 8 processes only"; break; }
-	args=$(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline")
+	# Checked again: the pid may have ended and been reused since.
+	owned "$p" || { note "pid $p ended or changed owner: no stacks"; continue; }
+	args=$(clean <"/proc/$p/cmdline")
 	echo "== $p" | say stack
 	case $args in
 	*python*)

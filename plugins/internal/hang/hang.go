@@ -12,7 +12,6 @@
 package hang
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"regexp"
@@ -20,9 +19,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpuaccept/gpuaccept/plugins/internal/lines"
 )
 
-// MaxLine bounds one line read (bytes); a longer line is read in part.
+// MaxLine bounds one line read (bytes); of a longer line the first
+// MaxLine bytes are read (Evidence.Cut counts them) and the lines after
+// it are read as any.
 const MaxLine = 1 << 20
 
 // Wait is one rank's watchdog report of a collective that did not end:
@@ -169,6 +172,27 @@ type Evidence struct {
 	Nodes []string
 	// Lines is how many lines were read.
 	Lines int
+	// Cut counts the lines longer than MaxLine, read in part.
+	Cut int
+	// BadHosts counts the EvidencePrefix lines skipped because their
+	// host is no node name (ValidHost).
+	BadHosts int
+}
+
+// ValidHost reports whether h can name a node: a host name or an IPv4 or
+// IPv6 address, 1 to 253 bytes of letters, digits and "-._:" (no space,
+// control character or "|"), not starting with "-".
+func ValidHost(h string) bool {
+	if h == "" || len(h) > 253 || h[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == ':') {
+			return false
+		}
+	}
+	return true
 }
 
 var (
@@ -193,13 +217,21 @@ var (
 	collectives = map[string]bool{"all_reduce": true, "broadcast": true, "all_gather": true, "all_gather_into_tensor": true, "reduce_scatter": true, "reduce_scatter_tensor": true, "all_to_all": true, "all_to_all_single": true, "barrier": true, "send": true, "recv": true, "reduce": true, "gather": true, "scatter": true, "all_gather_object": true, "broadcast_object_list": true}
 )
 
-// Read reads one file's evidence. name is for errors only. It fails only
-// when the reader does; a file with nothing of a hang in it gives an
-// empty Evidence.
-func Read(name string, r io.Reader) (Evidence, error) {
+// Read reads one file of a test's own output (a rank's log) for the
+// evidence of a hang. name is for errors only. It fails only when the
+// reader does; a file with nothing of a hang in it gives an empty
+// Evidence. EvidencePrefix lines are read as any other line, never as an
+// evidence step's sections: a rank can print them.
+func Read(name string, r io.Reader) (Evidence, error) { return read(name, r, false) }
+
+// ReadEvidence reads an evidence step's log (Script's output): its
+// EvidencePrefix lines are the step's sections, on the node they name; a
+// line whose host is no ValidHost is skipped (Evidence.BadHosts). Only
+// the logs of plan.Evidence steps are read with it.
+func ReadEvidence(name string, r io.Reader) (Evidence, error) { return read(name, r, true) }
+
+func read(name string, r io.Reader, evidence bool) (Evidence, error) {
 	var e Evidence
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), MaxLine)
 	var (
 		pending   string // a watchdog report the terminal wrapped
 		pendingAt int
@@ -217,13 +249,20 @@ func Read(name string, r io.Reader) (Evidence, error) {
 	}
 	n := 0
 	host := ""
-	for sc.Scan() {
-		n++
-		line := sc.Text()
+	err := lines.Each(r, MaxLine, func(b []byte, no int, cut bool) {
+		n = no
+		if cut {
+			e.Cut++
+		}
+		line := string(b)
 		// The evidence step's own lines: its sections are read here, the
 		// tools' output it carries as any line, on its node.
-		if rest, ok := strings.CutPrefix(line, EvidencePrefix); ok {
+		if rest, ok := strings.CutPrefix(line, EvidencePrefix); ok && evidence {
 			parts := strings.SplitN(rest, "|", 3)
+			if len(parts) == 3 && !ValidHost(parts[0]) {
+				e.BadHosts++
+				return
+			}
 			if len(parts) == 3 {
 				host, line = parts[0], parts[2]
 				if !slices.Contains(e.Nodes, host) {
@@ -234,16 +273,16 @@ func Read(name string, r io.Reader) (Evidence, error) {
 					if p, ok := readProc(host, line, n); ok {
 						e.Procs = append(e.Procs, p)
 					}
-					continue
+					return
 				case "gpus":
 					if e.GPUs == nil {
 						e.GPUs = map[string][]string{}
 					}
 					e.GPUs[host] = append(e.GPUs[host], line)
-					continue
+					return
 				case "note":
 					e.Notes = append(e.Notes, host+": "+line)
-					continue
+					return
 				}
 			}
 		}
@@ -254,12 +293,12 @@ func Read(name string, r io.Reader) (Evidence, error) {
 			line, at = pending+line, pendingAt
 			if !strings.Contains(line, "before timing out") && n-pendingAt < 3 {
 				pending = line
-				continue
+				return
 			}
 			pending = ""
 		} else if strings.Contains(line, "Watchdog caught collective operation timeout") && !strings.Contains(line, "before timing out") {
 			pending, pendingAt = line, n
-			continue
+			return
 		}
 		e.read(line, at, host, &inRAS, &inJob)
 		// py-spy: "Thread ID (active): "MainThread"" then its frames.
@@ -271,7 +310,7 @@ func Read(name string, r io.Reader) (Evidence, error) {
 				waitIdle = m[2] == "idle"
 			}
 			waitingTh = append(waitingTh, m[1])
-			continue
+			return
 		}
 		if m := frameRe.FindStringSubmatch(line); m != nil && (len(waitingTh) > 0 || stack != nil) {
 			if stack == nil {
@@ -281,18 +320,24 @@ func Read(name string, r io.Reader) (Evidence, error) {
 			if stack.Collective == "" && collectives[m[1]] && strings.Contains(m[2], "distributed_c10d.py") {
 				stack.Collective = m[1]
 			}
-			continue
+			return
 		}
 		if stack != nil {
 			endStack()
 		}
-	}
+	})
 	endStack()
 	if pending != "" {
 		e.read(pending, pendingAt, host, &inRAS, &inJob)
 	}
 	e.Lines = n
-	if err := sc.Err(); err != nil {
+	if e.Cut > 0 {
+		e.Notes = append(e.Notes, fmt.Sprintf("%s: %s longer than %d bytes read in part", name, plural(e.Cut, "line"), MaxLine))
+	}
+	if e.BadHosts > 0 {
+		e.Notes = append(e.Notes, fmt.Sprintf("%s: %s skipped: the host is no node name", name, plural(e.BadHosts, "evidence line")))
+	}
+	if err != nil {
 		return e, fmt.Errorf("reading %s after line %d: %w", name, n, err)
 	}
 	return e, nil
@@ -313,6 +358,13 @@ func readProc(host, line string, n int) (Proc, bool) {
 		p.Args = strings.TrimSpace(f[4])
 	}
 	return p, true
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
 }
 
 func atoi64(s string) int64 {

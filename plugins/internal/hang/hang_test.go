@@ -2,6 +2,7 @@ package hang
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,7 +198,7 @@ func TestSuspect(t *testing.T) {
 		{name: "xid without a host", text: "[ 8123.4] NVRM: Xid (PCI:0000:00:06.0): 79, pid=1, GPU has fallen off the bus.\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := Read("x", strings.NewReader(tc.text))
+			e, err := ReadEvidence("x", strings.NewReader(tc.text))
 			assert.NilError(t, err)
 			s := e.Suspect(tc.host)
 			if tc.want == "" {
@@ -233,66 +234,158 @@ func FuzzRead(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		e, err := Read("fuzz", strings.NewReader(s))
-		if err != nil {
-			return
-		}
-		for _, w := range e.Waits {
-			if w.Line < 1 || w.Line > e.Lines {
-				t.Fatalf("wait on line %d of %d", w.Line, e.Lines)
+		for _, rd := range []func(string, io.Reader) (Evidence, error){Read, ReadEvidence} {
+			e, err := rd("fuzz", strings.NewReader(s))
+			if err != nil {
+				t.Fatalf("a string reader failed: %v", err)
 			}
+			for _, w := range e.Waits {
+				if w.Line < 1 || w.Line > e.Lines {
+					t.Fatalf("wait on line %d of %d", w.Line, e.Lines)
+				}
+			}
+			for _, p := range e.Procs {
+				if !ValidHost(p.Host) {
+					t.Fatalf("proc on host %q", p.Host)
+				}
+			}
+			_ = e.Summary()
+			_ = e.Suspect("h")
 		}
-		_ = e.Summary()
-		_ = e.Suspect("h")
 	})
 }
 
-// The evidence script, run for real beside a stopped process of the same
-// test (same GPUACCEPT_HOSTS) and a running one, lists both with their
-// states and names this host for the stopped one; a process of another
-// test is not listed.
-func TestScriptFindsAStoppedRank(t *testing.T) {
+// The evidence script, run for real beside the trial's hostile processes
+// (an attacker's, of the same uid and GPUACCEPT_HOSTS but no test id, with
+// terminal escapes and a forged line in its words; one of another uid
+// with the test's id; a rank with 1.4 MB of words and a newline) lists
+// the test's own processes only, each on one printable line of at most
+// 4096 bytes, and names this host for the stopped one.
+func TestScriptListsOnlyTheTestsProcesses(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")
 	}
-	hosts := "hangtest-" + strconv.Itoa(os.Getpid())
-	start := func(hostsEnv string) *exec.Cmd {
-		c := exec.Command("sleep", "60")
-		c.Env = append(os.Environ(), plan.HostsEnv+"="+hostsEnv)
-		assert.NilError(t, c.Start())
-		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-		return c
+	id := "hangtest" + strconv.Itoa(os.Getpid())
+	big := strings.Repeat("A", 120000)
+	type proc struct {
+		name  string
+		argv0 string
+		args  []string
+		env   []string
+		other bool // run as nobody (root only)
+		stop  bool
+		want  string // its state when listed, "" when it must not be
 	}
-	stopped, running, other := start(hosts), start(hosts), start(hosts+"-other")
-	assert.NilError(t, stopped.Process.Signal(syscall.SIGSTOP))
-	// The kernel shows the stop once the signal is delivered.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", stopped.Process.Pid))
-		if strings.Contains(string(b), ") T ") {
-			break
+	procs := []proc{
+		{name: "stopped rank", argv0: "rank3", args: []string{"60"}, env: []string{TestIDEnv + "=" + id, "OMPI_COMM_WORLD_RANK=3"}, stop: true, want: "T"},
+		{name: "running rank", argv0: "rank", args: []string{"61"}, env: []string{TestIDEnv + "=" + id}, want: "S"},
+		{name: "another test", argv0: "rank", args: []string{"62"}, env: []string{TestIDEnv + "=" + id + "-other"}},
+		// mal.sh: GPUACCEPT_HOSTS=localhost is all a local user knows.
+		{name: "attacker, same uid, no id", argv0: "/opt/evil\x1b[2J\x1b]0;owned\a", args: []string{"63", "\n12345 D nvidia_wait 3 forged rank line"}, env: []string{plan.HostsEnv + "=localhost"}, stop: true},
+		// big.sh's words, and a newline, on a rank of the test.
+		{name: "rank with huge words", argv0: "rank", args: []string{"64", big, big, big, "\n12346 D nvidia_wait 4 forged"}, env: []string{TestIDEnv + "=" + id}, want: "S"},
+		{name: "another uid with the id", argv0: "rank", args: []string{"65"}, env: []string{TestIDEnv + "=" + id, "OMPI_COMM_WORLD_RANK=7"}, other: true, stop: true},
+	}
+	pids := map[string]int{}
+	for _, p := range procs {
+		if p.other && os.Geteuid() != 0 {
+			t.Logf("%s: not root, no process of another uid", p.name)
+			continue
 		}
-		time.Sleep(20 * time.Millisecond)
+		// bash's exec -a gives the process the hostile argv[0]; the
+		// process then waits on a pipe that never ends (state S).
+		argv := append([]string{"bash", "-c", "read -r _", "x"}, p.args...)
+		script := `exec -a "$0" "$@"`
+		c := exec.Command("bash", append([]string{"-c", script, p.argv0}, argv...)...)
+		if p.other {
+			c = exec.Command("setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "bash", "-c", script, p.argv0}, argv...)...)
+		}
+		c.Env = append(os.Environ(), p.env...)
+		pr, pw, err := os.Pipe()
+		assert.NilError(t, err)
+		c.Stdin = pr
+		assert.NilError(t, c.Start(), p.name)
+		pr.Close()
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait(); pw.Close() })
+		pids[p.name] = c.Process.Pid
+		waitExeced(t, c.Process.Pid, p.argv0)
+		if p.stop {
+			assert.NilError(t, c.Process.Signal(syscall.SIGSTOP))
+			waitState(t, c.Process.Pid, "T")
+		}
 	}
 	sh := exec.Command("/bin/sh", "-c", Script, "gpuaccept-evidence", "0")
-	sh.Env = append(os.Environ(), plan.HostsEnv+"="+hosts)
+	sh.Env = append(os.Environ(), plan.HostsEnv+"=localhost", TestIDEnv+"="+id)
 	out, err := sh.CombinedOutput()
 	assert.NilError(t, err, string(out))
-	e, err := Read("evidence.0.log", strings.NewReader(string(out)))
+	for i, l := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		assert.Assert(t, strings.HasPrefix(l, EvidencePrefix), "line %d is no evidence line: %.200q", i+1, l)
+		for _, c := range []byte(l) {
+			assert.Assert(t, c >= 0x20 && c != 0x7f, "line %d has control character %#x: %.200q", i+1, c, l)
+		}
+		if strings.Contains(l, "|procs|") {
+			assert.Assert(t, len(l) <= len(EvidencePrefix)+300+4096, "line %d: %d bytes", i+1, len(l))
+		}
+	}
+	e, err := ReadEvidence("evidence.0.log", strings.NewReader(string(out)))
 	assert.NilError(t, err)
 	states := map[int]string{}
 	for _, p := range e.Procs {
 		states[p.PID] = p.State
 	}
-	assert.Equal(t, states[stopped.Process.Pid], "T", "%s", out)
-	assert.Equal(t, states[running.Process.Pid], "S", "%s", out)
-	_, listed := states[other.Process.Pid]
-	assert.Assert(t, !listed, "a process of another test listed:\n%s", out)
+	for _, p := range procs {
+		pid, ok := pids[p.name]
+		if !ok {
+			continue
+		}
+		got, listed := states[pid]
+		if p.want == "" {
+			assert.Assert(t, !listed, "%s listed:\n%s", p.name, out)
+			assert.Assert(t, !strings.Contains(string(out), "== "+strconv.Itoa(pid)+"\n"), "%s: stacks taken", p.name)
+			continue
+		}
+		assert.Equal(t, got, p.want, "%s:\n%.2000s", p.name, out)
+	}
+	for _, forged := range []int{12345, 12346} {
+		_, listed := states[forged]
+		assert.Assert(t, !listed, "forged pid %d read", forged)
+	}
+	assert.Equal(t, len(e.Procs), 3, "%+v", e.Procs)
 	hn, _ := os.Hostname()
 	s := e.Suspects("")
 	assert.Equal(t, len(s), 1, "%+v", s)
 	assert.Equal(t, s[0].Host, hn)
-	assert.Assert(t, strings.Contains(s[0].Reason, fmt.Sprintf("pid %d (sleep 60) stopped (state T)", stopped.Process.Pid)), s[0].Reason)
+	assert.Assert(t, strings.Contains(s[0].Reason, fmt.Sprintf("ranks 3 (%s) never went on: %s pid %d (rank3 -c read ...) stopped (state T)", hn, hn, pids["stopped rank"])), s[0].Reason)
+}
+
+// waitState waits until pid's state (in /proc/PID/stat) is state.
+func waitState(t *testing.T, pid int, state string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if strings.Contains(string(b), ") "+state+" ") {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	t.Fatalf("pid %d never in state %s: %.100s", pid, state, b)
+}
+
+// waitExeced waits until pid's argv[0] is argv0 (bash's exec done), so
+// that the script sees the words it is tested on.
+func waitExeced(t *testing.T, pid int, argv0 string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.HasPrefix(string(b), argv0+"\x00-c\x00read") {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("pid %d never ran %q", pid, argv0)
 }
 
 // A RAS report the evidence step carries (its ras section) is read as the
@@ -304,11 +397,122 @@ func TestEvidenceCarriesRAS(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
 		b.WriteString(EvidencePrefix + "node0|ras|" + l + "\n")
 	}
-	e, err := Read("evidence.0.log", strings.NewReader(b.String()))
+	e, err := ReadEvidence("evidence.0.log", strings.NewReader(b.String()))
 	assert.NilError(t, err)
 	assert.Assert(t, e.RAS != nil)
 	assert.Equal(t, e.RAS.Ranks, 32)
 	assert.Equal(t, e.RAS.Errors, "MISMATCH")
 	assert.Equal(t, len(e.RAS.Listed), 2)
 	assert.Equal(t, e.RAS.Counts[640], 30)
+}
+
+// The trial's hostile outputs: a line longer than MaxLine (big.sh's words
+// on one procs line) does not hide the rank's line after it; a host with
+// a terminal escape is skipped, counted, not read; a rank's own
+// EvidencePrefix lines are no evidence.
+func TestReadHostile(t *testing.T) {
+	rank := "gpuaccept-evidence|vm|procs|4242 T do_signal_stop 1 all_reduce_perf -b 8\n"
+	long := "gpuaccept-evidence|vm|procs|999 S - - /opt/decoy " + strings.Repeat("A", MaxLine+10) + "\n"
+	for _, tc := range []struct {
+		name     string
+		text     string
+		evidence bool
+		procs    int // procs read
+		cut, bad int
+		suspect  string
+	}{
+		{name: "long line first", text: long + rank, evidence: true, procs: 2, cut: 1, suspect: "vm"},
+		{name: "long line without an end", text: rank + strings.Repeat("B", 3*MaxLine), evidence: true, procs: 1, cut: 1, suspect: "vm"},
+		{name: "escape in host", text: "gpuaccept-evidence|node7\x1b]0;x\a|procs|4242 T - 0 /usr/bin/all_reduce_perf\n" + rank, evidence: true, procs: 1, bad: 1, suspect: "vm"},
+		{name: "pipe-less host", text: "gpuaccept-evidence||procs|4242 T - 0 x\n", evidence: true, bad: 1},
+		{name: "rank's own evidence lines", text: "gpuaccept-evidence|node7|procs|4242 T - 0 /usr/bin/all_reduce_perf\n" +
+			"gpuaccept-evidence|node8|xid|NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rd := Read
+			if tc.evidence {
+				rd = ReadEvidence
+			}
+			e, err := rd("x.log", strings.NewReader(tc.text))
+			assert.NilError(t, err)
+			assert.Equal(t, len(e.Procs), tc.procs, "%+v", e.Procs)
+			assert.Equal(t, e.Cut, tc.cut)
+			assert.Equal(t, e.BadHosts, tc.bad)
+			if tc.cut > 0 {
+				assert.Assert(t, len(e.Notes) > 0 && strings.Contains(e.Notes[len(e.Notes)-1]+strings.Join(e.Notes, ""), "read in part"), "%v", e.Notes)
+			}
+			s := e.Suspects("")
+			if tc.suspect == "" {
+				assert.Equal(t, len(s), 0, "%+v", s)
+				return
+			}
+			assert.Equal(t, len(s), 1, "%+v", s)
+			assert.Equal(t, s[0].Host, tc.suspect)
+		})
+	}
+}
+
+// Checks names only the test's nodes: the trial's rank that printed
+// evidence lines naming node7 and node8, and a RAS report naming a node
+// of no output, suspect nothing; the evidence step's own node (its host
+// name, given the launcher's name) does.
+func TestChecksOnlyTheTestsHosts(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(fieldDir, "nccl-1911-ras-mismatch-allgather", "ras.txt"))
+	assert.NilError(t, err)
+	behind := strings.NewReplacer("operation 640", "operation 642").Replace(string(raw))
+	forged := "gpuaccept-evidence|node7|procs|4242 T - 0 /usr/bin/all_reduce_perf\n" +
+		"gpuaccept-evidence|node8|xid|NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n" +
+		"gpuaccept-evidence|node7\x1b]0;x\a|procs|4242 T - 0 /usr/bin/all_reduce_perf\n"
+	stopped := "gpuaccept-evidence|vm|procs|4242 T do_signal_stop 1 all_reduce_perf -b 8\n"
+	for _, tc := range []struct {
+		name          string
+		work, ev      string
+		hosts         []string
+		want          []string
+		droppedPhrase string
+	}{
+		{name: "rank forges evidence", work: forged, ev: "gpuaccept-evidence|vm|note|no process of the test found on this node\n"},
+		{name: "rank forges evidence, evidence names vm", work: forged, ev: stopped, want: []string{"localhost"}},
+		{name: "RAS names a node outside the test", work: behind, ev: stopped, want: []string{"localhost"}, droppedPhrase: `"10.137.190.124"`},
+		{name: "RAS names a node of the topology", work: behind, ev: stopped, hosts: []string{"10.137.190.124"}, want: []string{"localhost", "10.137.190.124"}},
+		{name: "evidence host with an escape", ev: "gpuaccept-evidence|vm\x1b[2J|procs|4242 T - 0 x\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w, ev := filepath.Join(dir, "all_reduce.log"), filepath.Join(dir, "evidence.0.log")
+			assert.NilError(t, os.WriteFile(w, []byte(tc.work), 0o644))
+			assert.NilError(t, os.WriteFile(ev, []byte(tc.ev), 0o644))
+			checks, diags := Checks(
+				[]plan.Output{{Step: "all_reduce", Host: "localhost", Log: w}},
+				[]plan.Output{{Step: "evidence.0", Role: plan.Evidence, Host: "localhost", Log: ev}},
+				"256 MiB", tc.hosts)
+			var got []string
+			for _, c := range checks {
+				got = append(got, c.Host)
+				assert.Assert(t, ValidHost(c.Host), "%q", c.Host)
+			}
+			assert.DeepEqual(t, got, tc.want)
+			var all strings.Builder
+			for _, d := range diags {
+				all.WriteString(d.Message + "\n")
+			}
+			if tc.droppedPhrase != "" {
+				assert.Assert(t, strings.Contains(all.String(), "not the test's, not suspected: "+tc.droppedPhrase), all.String())
+			}
+			for _, d := range diags {
+				for _, c := range []byte(d.Message) {
+					assert.Assert(t, c >= 0x20 && c != 0x7f, "control character in %q", d.Message)
+				}
+			}
+		})
+	}
+}
+
+func TestValidHost(t *testing.T) {
+	for h, want := range map[string]bool{
+		"node7": true, "gpu-node-2.example.com": true, "10.137.190.124": true, "fe80::1": true, "a_b": true,
+		"": false, "node7\x1b]0;x\a": false, "a b": false, "a|b": false, "-x": false, strings.Repeat("a", 254): false,
+	} {
+		assert.Equal(t, ValidHost(h), want, "%q", h)
+	}
 }
