@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/judge"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
@@ -118,7 +119,9 @@ func PreflightCheck(ctx context.Context, plugins Plugins, s *sku.SKU, dir string
 		case t.Preflight && !declared:
 			diffs = append(diffs, fmt.Sprintf("%s: recorded as a preflight test, but plugin %s does not declare it one", t.Name, p))
 			continue
-		case declared && !t.Preflight:
+		case declared && !t.Preflight && t.Message != journal.Interrupted:
+			// A test the run never finished (killed, rebuilt from its
+			// journal) recorded no flag at all.
 			diffs = append(diffs, fmt.Sprintf("%s: plugin %s declares it a preflight test, but the run did not record it as one", t.Name, p))
 		}
 		if !declared || len(t.Raw) == 0 {
