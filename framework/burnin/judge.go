@@ -7,7 +7,6 @@ package burnin
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -210,7 +209,7 @@ func (j *Judge) point(n int, after time.Duration, t result.Test, m result.Judged
 	if s.n <= Window {
 		return // the point's own reference is still being measured
 	}
-	from, now := median(s.first), median(s.last)
+	from, now := result.Median(s.first), result.Median(s.last)
 	if from == 0 {
 		return
 	}
@@ -292,7 +291,7 @@ func (j *Judge) spread() []Finding {
 			// Its peers' without its own: of two GPUs, the steady one
 			// is the scattering one's measure.
 			others := append(append([]float64(nil), cvs[:i]...), cvs[i+1:]...)
-			typical := median(others)
+			typical := result.Median(others)
 			if cvs[i] > MinSpread && cvs[i] > SpreadFactor*typical {
 				out = append(out, Finding{Rule: RuleSpread, Status: result.Warn, Test: s.test, Point: s.point, Host: s.host, GPU: s.gpu,
 					Message: fmt.Sprintf("%s %s scatters %.1f%% cycle to cycle (coefficient of variation over %d cycles), its %d peers %.1f%% (median)",
@@ -310,18 +309,6 @@ func cv(s *series) float64 {
 	return math.Sqrt(s.m2/float64(s.n-1)) / math.Abs(s.mean)
 }
 
-func median(vs []float64) float64 {
-	c := slices.Clone(vs)
-	sort.Float64s(c)
-	n := len(c)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return c[n/2]
-	}
-	return (c[n/2-1] + c[n/2]) / 2
-}
 
 // labelText renders labels sorted, "k=v k=v".
 func labelText(l map[string]string) string {

@@ -199,14 +199,14 @@ func DefaultOptions() Options {
 // one) cannot show. fail is at most 99 and warn at most 94: a wider floor
 // could never fail.
 func Band(values []float64, floorFail, floorWarn float64) (median, fail, warn float64) {
-	m := Median(values)
+	m := result.Median(values)
 	dev := make([]float64, len(values))
 	lowest := m
 	for i, v := range values {
 		dev[i] = math.Abs(v - m)
 		lowest = math.Min(lowest, v)
 	}
-	sigma := 1.4826 * Median(dev)
+	sigma := 1.4826 * result.Median(dev)
 	worst := 0.0
 	if m > 0 {
 		worst = 100 * (m - lowest) / m
@@ -222,19 +222,6 @@ func Band(values []float64, floorFail, floorWarn float64) (median, fail, warn fl
 	return m, math.Min(fail, 99), math.Min(warn, 94)
 }
 
-// Median of values; NaN for none. values is not changed.
-func Median(values []float64) float64 {
-	if len(values) == 0 {
-		return math.NaN()
-	}
-	v := append([]float64(nil), values...)
-	sort.Float64s(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
-}
 
 // key identifies a curve: test, scope, the metric and its labels.
 type curveKey struct {
@@ -382,7 +369,7 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 		peak := 0.0
 		for s, vs := range c.values {
 			sizes = append(sizes, s)
-			peak = math.Max(peak, Median(vs))
+			peak = math.Max(peak, result.Median(vs))
 		}
 		sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
 		e := &sku.Entry{Test: k.test, Scope: k.scope, Metric: k.metric, Unit: c.unit, Labels: c.labels, Basis: opt.Basis,
@@ -403,7 +390,7 @@ func Record(samples []Sample, opt Options) ([]*sku.Entry, error) {
 		}
 		for _, s := range sizes {
 			vs := c.values[s]
-			med := Median(vs)
+			med := result.Median(vs)
 			if peak <= 0 || med < opt.MinFraction*peak {
 				continue
 			}

@@ -87,10 +87,10 @@ func judgeLog(p *result.Parsed, l trainlog.Log, warmup int, host, name string) {
 		labels["host"] = host
 	}
 	if len(tps) > 0 {
-		p.Metrics = append(p.Metrics, result.Metric{Name: "tokens_per_s", Value: trainlog.Median(tps), Unit: "tokens/s", Labels: maps.Clone(labels)})
+		p.Metrics = append(p.Metrics, result.Metric{Name: "tokens_per_s", Value: result.Median(tps), Unit: "tokens/s", Labels: maps.Clone(labels)})
 	}
 	if len(tfl) > 0 {
-		p.Metrics = append(p.Metrics, result.Metric{Name: "tflops", Value: trainlog.Median(tfl), Unit: "TFLOPS", Labels: maps.Clone(labels)})
+		p.Metrics = append(p.Metrics, result.Metric{Name: "tflops", Value: result.Median(tfl), Unit: "TFLOPS", Labels: maps.Clone(labels)})
 	}
 	if p.Info == nil {
 		p.Info = map[string]string{}

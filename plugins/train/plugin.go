@@ -325,8 +325,8 @@ func judgeBench(p *result.Parsed, topo plan.Topology, b bench) {
 			labels["host"] = k.host
 		}
 		p.Metrics = append(p.Metrics,
-			result.Metric{Name: "tokens_per_s", Value: trainlog.Median(tps), Unit: "tokens/s", Labels: labels},
-			result.Metric{Name: "tflops", Value: trainlog.Median(tfl), Unit: "TFLOPS", Labels: maps.Clone(labels)})
+			result.Metric{Name: "tokens_per_s", Value: result.Median(tps), Unit: "tokens/s", Labels: labels},
+			result.Metric{Name: "tflops", Value: result.Median(tfl), Unit: "TFLOPS", Labels: maps.Clone(labels)})
 		p.Diagnostics = append(p.Diagnostics, result.Diagnostic{Level: result.Info, Message: fmt.Sprintf(
 			"%s: %s, %d of %d layers (%s), seq %d x micro-batch %d, %s, world size %d; %d judged of %d steps; peak memory %.1f GiB; FLOP per token %.4g: %s",
 			k, c.Model, c.Layers, c.LayersFull, c.LayersWhy, c.Seq, c.MicroBatch, c.Mode, c.WorldSize, len(tps), c.stepsSeen, c.peakMemGiB, c.FlopsPerTok, c.Formula)})

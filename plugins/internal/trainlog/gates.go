@@ -3,7 +3,6 @@ package trainlog
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/gpuaccept/gpuaccept/framework/result"
@@ -31,7 +30,7 @@ const FlatTolerance = 0.01
 // quarter-mean difference a fall must exceed to pass and a rise to FAIL;
 // a FAIL blames the hardware, so it asks for stronger evidence. The
 // step-to-step noise sigma comes from successive differences d of the
-// judged losses, robustly: sigma = 1.4826 x median|d - median(d)| / sqrt(2)
+// judged losses, robustly: sigma = 1.4826 x median|d - result.Median(d)| / sqrt(2)
 // (one loss spike does not inflate it, a steady trend shifts d without
 // widening it), and the difference of two means of q steps each has a
 // standard error of sigma x sqrt(2/q). Excerpts of a few noisy steps (the
@@ -211,27 +210,14 @@ func noiseSigma(ss []Step) float64 {
 	for i := 1; i < len(ss); i++ {
 		d = append(d, ss[i].Loss-ss[i-1].Loss)
 	}
-	med := median(d)
+	med := result.Median(d)
 	dev := make([]float64, len(d))
 	for i, x := range d {
 		dev[i] = math.Abs(x - med)
 	}
-	return 1.4826 * median(dev) / math.Sqrt2
+	return 1.4826 * result.Median(dev) / math.Sqrt2
 }
 
-// median returns the median of xs (sorting a copy); NaN when empty.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-}
 
 // noOOM fails, as an error of the setup, on an out-of-memory line.
 func noOOM(l Log) result.Check {
@@ -285,6 +271,3 @@ func ranToEnd(l Log) result.Check {
 // plugin takes its throughput from.
 func Judged(l Log, warmup int) []Step { return sortedJudged(l.Steps, warmup) }
 
-// Median is the middle of xs (the mean of the two middle ones for an even
-// count); NaN for none.
-func Median(xs []float64) float64 { return median(xs) }
