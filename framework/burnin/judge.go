@@ -309,7 +309,6 @@ func cv(s *series) float64 {
 	return math.Sqrt(s.m2/float64(s.n-1)) / math.Abs(s.mean)
 }
 
-
 // labelText renders labels sorted, "k=v k=v".
 func labelText(l map[string]string) string {
 	keys := make([]string, 0, len(l))

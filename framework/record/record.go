@@ -222,7 +222,6 @@ func Band(values []float64, floorFail, floorWarn float64) (median, fail, warn fl
 	return m, math.Min(fail, 99), math.Min(warn, 94)
 }
 
-
 // key identifies a curve: test, scope, the metric and its labels.
 type curveKey struct {
 	test   string

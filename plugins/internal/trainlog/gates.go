@@ -218,7 +218,6 @@ func noiseSigma(ss []Step) float64 {
 	return 1.4826 * result.Median(dev) / math.Sqrt2
 }
 
-
 // noOOM fails, as an error of the setup, on an out-of-memory line.
 func noOOM(l Log) result.Check {
 	c := result.Check{Name: GateNoOOM}
@@ -270,4 +269,3 @@ func ranToEnd(l Log) result.Check {
 // writer marked Warmup and the first warmup of the rest): the steps a
 // plugin takes its throughput from.
 func Judged(l Log, warmup int) []Step { return sortedJudged(l.Steps, warmup) }
-
