@@ -27,7 +27,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuaccept/gpuaccept/framework/journal"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
 	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
@@ -377,13 +376,13 @@ func summarise(n int, dir string, run *result.Run) Cycle {
 		// failure is no less one for a Ctrl-C after it.
 		c.Status = result.Skip
 		for _, t := range run.Tests {
-			if !cut(t) {
+			if !result.CutShort(t) {
 				c.Status = result.Worst(c.Status, t.Status)
 			}
 		}
 	}
 	for _, t := range run.Tests {
-		if c.Message == "" && (t.Status == result.Fail || t.Status == result.Error) && !(c.Interrupted && cut(t)) {
+		if c.Message == "" && (t.Status == result.Fail || t.Status == result.Error) && !(c.Interrupted && result.CutShort(t)) {
 			c.Message = t.Name + ": " + t.Message
 		}
 	}
@@ -395,19 +394,7 @@ func summarise(n int, dir string, run *result.Run) Cycle {
 // stopped, not started or not finished for that reason. Such a cycle
 // is kept; its other tests' verdicts count, its cut ones do not.
 func Interrupted(run *result.Run) bool {
-	return slices.ContainsFunc(run.Tests, cut)
-}
-
-// cut says test t was cut short by the run's end, in the words the
-// runner and the journal give it (runner's notRunWhy and stopped,
-// journal.Interrupted); an ERROR at most, never a verdict on hardware.
-func cut(t result.Test) bool {
-	if t.Status != result.Error {
-		return false
-	}
-	m := t.Message
-	return m == journal.Interrupted || strings.HasPrefix(m, "not run: the run was interrupted (Ctrl-C or SIGTERM)") ||
-		strings.HasPrefix(m, "not run: the run's time ran out") || strings.HasPrefix(m, "stopped: the run was interrupted (Ctrl-C or SIGTERM)")
+	return slices.ContainsFunc(run.Tests, result.CutShort)
 }
 
 // conclude sets the record's verdict from its cycles and j.

@@ -183,7 +183,7 @@ func SaveBaseline(dir, sku string, data []byte) error {
 
 // Interrupted is the message of a planned test the journal has no result
 // for.
-const Interrupted = "not finished: the run stopped before this test ended (its raw outputs, if any, are in the results folder)"
+const Interrupted = result.NotFinished
 
 // Read rebuilds the run journaled in dir: the header, every finished test,
 // every finished localisation, and, for a run that stopped early, each planned test that did not finish

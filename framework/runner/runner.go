@@ -181,7 +181,7 @@ func (r *Runner) Run(ctx context.Context, suiteName string, topo plan.Topology) 
 		switch err := ctx.Err(); {
 		case err != nil:
 			t = result.Test{Name: st.Test, Status: result.Error, Scope: topo.Scope,
-				Message: "not run: " + notRunWhy(err), Metrics: []result.Judged{}}
+				Message: result.NotRun + notRunWhy(err), Metrics: []result.Judged{}}
 		case bad != "":
 			t = skippedForBadNodes(result.Test{Name: st.Test, Scope: topo.Scope, Metrics: []result.Judged{}}, bad)
 			r.progress("%-24s skip  %s", st.Test, bad)
@@ -449,9 +449,9 @@ func evidenceRun(outs []plan.Output) []plan.Output {
 // "context canceled".
 func notRunWhy(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return "the run's time ran out before this test started"
+		return result.RunTimeUp + " before this test started"
 	}
-	return "the run was interrupted (Ctrl-C or SIGTERM) before this test started"
+	return result.RunInterrupted + " before this test started"
 }
 
 // stopReason says why a test was stopped before its steps ended: the run
@@ -466,7 +466,7 @@ func stopReason(ctx context.Context, timeout time.Duration, outs []plan.Output, 
 		}
 		switch {
 		case ctx.Err() != nil && strings.HasPrefix(head, "cancelled"):
-			return fmt.Sprintf("the run was interrupted (Ctrl-C or SIGTERM) after %s%s", took.Round(time.Millisecond), rest)
+			return fmt.Sprintf("%s after %s%s", result.RunInterrupted, took.Round(time.Millisecond), rest)
 		case strings.HasPrefix(head, "timed out"):
 			return head + " (limit " + timeout.String() + ")" + rest
 		case strings.Contains(o.LaunchError, context.DeadlineExceeded.Error()):
@@ -474,7 +474,7 @@ func stopReason(ctx context.Context, timeout time.Duration, outs []plan.Output, 
 		}
 	}
 	if ctx.Err() != nil {
-		return fmt.Sprintf("the run was interrupted (Ctrl-C or SIGTERM) after %s", took.Round(time.Millisecond))
+		return fmt.Sprintf("%s after %s", result.RunInterrupted, took.Round(time.Millisecond))
 	}
 	return ""
 }
@@ -485,7 +485,7 @@ func stopReason(ctx context.Context, timeout time.Duration, outs []plan.Output, 
 // (its message names what failed, after the stop), and what was measured
 // before the stop is kept.
 func stopped(t result.Test, why string) result.Test {
-	msg := "stopped: " + why
+	msg := result.Stopped + why
 	if n := len(t.Metrics); n > 0 {
 		msg += fmt.Sprintf("; the %s measured before the stop %s kept", result.Count(n, "point"), result.Noun(n, "is", "are"))
 	} else {

@@ -84,16 +84,9 @@ func (o Options) forCycle() Options {
 }
 
 // cutLine says a line of verify's account is about a test a cycle cut
-// short never finished (runner's notRunWhy, journal.Interrupted, verify's
-// own word for their raw outputs).
+// short never finished (result.CutMessage): one with no raw output, or
+// verify's own word for the raw outputs of one.
 func cutLine(text string) bool {
-	for _, w := range []string{"recorded an error with no raw output (not run: the run was interrupted (Ctrl-C or SIGTERM)",
-		"recorded an error with no raw output (not run: the run's time ran out",
-		"recorded an error with no raw output (not finished: the run stopped before this test ended",
-		"the raw outputs of a test that did not finish"} {
-		if strings.Contains(text, w) {
-			return true
-		}
-	}
-	return false
+	_, quoted, ok := strings.Cut(text, "recorded an error with no raw output (")
+	return ok && result.CutMessage(quoted) || strings.Contains(text, "the raw outputs of a test that did not finish")
 }
