@@ -55,7 +55,7 @@ func BurnIn(ctx context.Context, o BurnInOptions) (*burnin.Record, string, int, 
 	}
 	cycle := o.RunOptions
 	// Telemetry beside every test, but a replay runs nothing to sample.
-	cycle.NoLocalise, cycle.LocaliseAll, cycle.Telemetry = true, false, o.LauncherName != "replay"
+	cycle.NoLocalise, cycle.LocaliseAll, cycle.Telemetry = true, false, o.LauncherName != result.ReplayLauncher
 	rec, err := burnin.Run(ctx, burnin.Options{Plan: o.Plan, Dir: o.Dir, Resume: o.Resume, SKU: o.SKU.Name, Suite: o.Suite,
 		Scope: o.Topology.Scope, Launcher: o.LauncherName, Progress: o.Stderr, Load: loadRun,
 		RunCycle: func(ctx context.Context, n int, dir, note string) (*result.Run, error) {

@@ -29,3 +29,9 @@ func CutMessage(text string) bool {
 
 // CutShort says test t is an ERROR the run's end made (CutMessage).
 func CutShort(t Test) bool { return t.Status == Error && CutMessage(t.Message) }
+
+// ReplayLauncher is the name of the launcher that replays recorded
+// outputs (launchers/replay, gpuaccept demo): such a run measured no
+// hardware here, so nothing samples telemetry beside it, the results
+// store does not take it, and verify calls it no sign-off.
+const ReplayLauncher = "replay"

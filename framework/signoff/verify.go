@@ -580,10 +580,6 @@ func listOr(set map[string]bool) string {
 // may well be a real run's too.
 const minRecording = 256
 
-// replayLauncher is the launcher name of runs replayed from recordings
-// (gpuaccept demo, --launcher replay).
-const replayLauncher = "replay"
-
 // checkRecordings finds the raw outputs of the folder (manifest m's
 // files under raw/ and the localisations' raw/, by their SHA-256) that
 // are byte for byte a file of recs, the recordings this gpuaccept ships:
@@ -628,11 +624,11 @@ func (r *Result) checkRecordings(recs iofs.FS, run *result.Run, m *manifest.Mani
 	if len(found) == 0 {
 		return
 	}
-	if run.Launcher == replayLauncher || run.Launcher == CheckSuite {
+	if run.Launcher == result.ReplayLauncher || run.Launcher == CheckSuite {
 		// A replay (the demo) or a check of the files says what it is,
 		// and names no cluster: said, not a finding.
 		r.Replay = true
-		r.add(Note, "%s of the raw outputs are the recordings this gpuaccept ships (%s): the run is a %s of them (launcher %s), no sign-off of any cluster's hardware", result.Count(len(found), "file"), first, map[bool]string{true: "replay", false: "check"}[run.Launcher == replayLauncher], run.Launcher)
+		r.add(Note, "%s of the raw outputs are the recordings this gpuaccept ships (%s): the run is a %s of them (launcher %s), no sign-off of any cluster's hardware", result.Count(len(found), "file"), first, map[bool]string{true: "replay", false: "check"}[run.Launcher == result.ReplayLauncher], run.Launcher)
 		return
 	}
 	r.add(Mismatch, "%s of the raw outputs are byte for byte the recordings this gpuaccept ships (%s): they were recorded on the project's own machine, not on the cluster this run (launcher %s) names", result.Count(len(found), "file"), first, run.Launcher)

@@ -172,7 +172,7 @@ func (c *Common) Finish(run *result.Run, s *sku.SKU, stdout, stderr io.Writer) (
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err == nil && run.Dir != "" && !c.OutDeleted && run.Launcher != "replay" {
+	if err == nil && run.Dir != "" && !c.OutDeleted && run.Launcher != result.ReplayLauncher {
 		if herr := history.Append(ctx, c.History, run.Dir); herr != nil {
 			fmt.Fprintln(stderr, redact.PrintableLine(redact.String("warning: "+herr.Error())))
 		}

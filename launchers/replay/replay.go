@@ -20,12 +20,13 @@ import (
 
 	"github.com/gpuaccept/gpuaccept/framework/launch"
 	"github.com/gpuaccept/gpuaccept/framework/plan"
+	"github.com/gpuaccept/gpuaccept/framework/result"
 	"github.com/gpuaccept/gpuaccept/framework/resultsdir/layout"
 	"github.com/gpuaccept/gpuaccept/framework/safefs"
 )
 
 // Name is the --launcher value.
-const Name = "replay"
+const Name = result.ReplayLauncher
 
 func init() {
 	launch.Register(Name, func() launch.Config { return &Config{} })
