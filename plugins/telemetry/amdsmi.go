@@ -61,14 +61,11 @@ func amdCells(line string) []string {
 // (Unix seconds); without, a row of a GPU already seen starts the next
 // round, at start + round * interval.
 type amdReader struct {
-	host     string
-	columns  []func(*Sample, string) bool
-	skip     bool // inside the process table of monitor -q
-	start    float64
-	interval float64
-	round    int
-	seen     map[string]bool
-	out      Reading
+	host    string
+	columns []func(*Sample, string) bool
+	skip    bool // inside the process table of monitor -q
+	rounds
+	out Reading
 }
 
 // amdHeader reports whether f is a header of monitor's table: it starts
@@ -126,15 +123,8 @@ func (r *amdReader) line(line string, no int) {
 		r.out.bad(no, "no GPU index")
 		return
 	}
-	if r.seen == nil || r.seen[s.GPU] {
-		if r.seen != nil {
-			r.round++
-		}
-		r.seen = map[string]bool{}
-	}
-	r.seen[s.GPU] = true
-	if s.T == 0 && r.start > 0 {
-		s.T = r.start + float64(r.round)*r.interval
+	if t := r.next(s.GPU); s.T == 0 {
+		s.T = t
 	}
 	r.out.add(s)
 }

@@ -46,14 +46,11 @@ var dcgmByName = map[string]int{"SMCLK": 100, "MMCLK": 101, "TMPTR": 150, "MMTMP
 // a GPU already seen in the current round starts the next round, at
 // start + round * interval.
 type dcgmReader struct {
-	host     string
-	ids      []int // the -e field ids, in column order; nil: by header names
-	columns  []func(*Sample, string) bool
-	start    float64 // Unix seconds of the first round; 0: unknown
-	interval float64 // seconds between rounds
-	round    int
-	seen     map[string]bool
-	out      Reading
+	host    string
+	ids     []int // the -e field ids, in column order; nil: by header names
+	columns []func(*Sample, string) bool
+	rounds  // dcgmi dmon prints no time
+	out     Reading
 }
 
 func (r *dcgmReader) line(line string, no int) {
@@ -104,18 +101,9 @@ func (r *dcgmReader) line(line string, no int) {
 		r.out.bad(no, strconv.Itoa(len(vals))+" values under "+strconv.Itoa(len(r.columns))+" columns")
 		return
 	}
-	if r.seen == nil || r.seen[id] {
-		if r.seen != nil {
-			r.round++
-		}
-		r.seen = map[string]bool{}
-	}
-	r.seen[id] = true
+	t := r.next(id)
 	s := newSample(r.host, "dcgmi")
-	s.GPU = id
-	if r.start > 0 {
-		s.T = r.start + float64(r.round)*r.interval
-	}
+	s.GPU, s.T = id, t
 	for i, v := range vals {
 		if c := r.columns[i]; c != nil && !c(&s, v) {
 			r.out.bad(no, "column "+strconv.Itoa(i+1)+": "+strconv.Quote(v)+" is not a value of its field")

@@ -238,17 +238,17 @@ func (nd *node) line(sec, text string, no int) {
 		switch sec {
 		case secNvsmi:
 			if nd.nvsmi == nil {
-				nd.nvsmi = &nvsmiReader{host: nd.host, start: nd.start, interval: nd.interval}
+				nd.nvsmi = &nvsmiReader{host: nd.host, rounds: rounds{start: nd.start, interval: nd.interval}}
 			}
 			nd.nvsmi.line(text, no)
 		case secDCGM:
 			if nd.dcgm == nil {
-				nd.dcgm = &dcgmReader{host: nd.host, ids: nd.fields, start: nd.start, interval: nd.interval}
+				nd.dcgm = &dcgmReader{host: nd.host, ids: nd.fields, rounds: rounds{start: nd.start, interval: nd.interval}}
 			}
 			nd.dcgm.line(text, no)
 		case secAMD:
 			if nd.amd == nil {
-				nd.amd = &amdReader{host: nd.host, start: nd.start, interval: nd.interval}
+				nd.amd = &amdReader{host: nd.host, rounds: rounds{start: nd.start, interval: nd.interval}}
 			}
 			nd.amd.line(text, no)
 		}

@@ -222,13 +222,9 @@ func setTime(s *Sample, v string) bool {
 type nvsmiReader struct {
 	host    string
 	columns []func(*Sample, string) bool // nil: a column not read
-	// Without a timestamp column, a row of a GPU already seen in the
-	// current round starts the next, at start + round * interval (0:
-	// start unknown).
-	start, interval float64
-	round           int
-	seen            map[string]bool
-	out             Reading
+	// Without a timestamp column, rows are timed by their rounds.
+	rounds
+	out Reading
 }
 
 // header reports whether line is a --query-gpu CSV header, and its
@@ -286,15 +282,8 @@ func (r *nvsmiReader) line(line string, no int) {
 		// A query without index: the bus id or uuid names the GPU.
 		s.GPU = firstOf(s.BusID, s.UUID, "0")
 	}
-	if r.seen == nil || r.seen[s.GPU] {
-		if r.seen != nil {
-			r.round++
-		}
-		r.seen = map[string]bool{}
-	}
-	r.seen[s.GPU] = true
-	if s.T == 0 && r.start > 0 {
-		s.T = r.start + float64(r.round)*r.interval
+	if t := r.next(s.GPU); s.T == 0 {
+		s.T = t
 	}
 	r.out.add(s)
 }
