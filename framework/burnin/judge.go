@@ -7,7 +7,6 @@ package burnin
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
 
@@ -155,7 +154,7 @@ func headline(t result.Test) []result.Judged {
 		if mn, ok := result.MeaningOf(t.Meanings, m.Name); !ok || !mn.Record || math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
 			continue
 		}
-		k := m.Name + " " + labelText(m.Labels)
+		k := m.Name + " " + result.LabelText(m.Labels, nil)
 		if old, ok := largest[k]; !ok || m.Size > old.Size {
 			if !ok {
 				keys = append(keys, k)
@@ -171,23 +170,19 @@ func headline(t result.Test) []result.Judged {
 }
 
 func (j *Judge) point(n int, after time.Duration, t result.Test, m result.Judged) {
-	point := m.Name + " " + labelText(m.Labels)
+	point := m.Name + " " + result.LabelText(m.Labels, nil)
 	if m.Size > 0 {
-		point = fmt.Sprintf("%s at %s %s", m.Name, result.FormatBytes(m.Size), labelText(m.Labels))
+		point = fmt.Sprintf("%s at %s %s", m.Name, result.FormatBytes(m.Size), result.LabelText(m.Labels, nil))
 	}
 	point = strings.TrimSpace(point)
 	key := t.Name + "\x00" + point
 	s := j.series[key]
 	if s == nil {
 		mn, _ := result.MeaningOf(t.Meanings, m.Name)
-		peer := map[string]string{}
-		for k, v := range m.Labels {
-			if k != "host" && k != "gpu" {
-				peer[k] = v
-			}
-		}
+		// Its peers: the same point on the run's other GPUs.
+		instance := map[string]string{"host": "", "gpu": ""}
 		s = &series{test: t.Name, point: point, host: m.Labels["host"], gpu: m.Labels["gpu"], unit: m.Unit, band: j.drift,
-			peer: t.Name + "\x00" + m.Name + fmt.Sprint(m.Size) + "\x00" + labelText(peer), higher: mn.Better != result.BetterLower}
+			peer: t.Name + "\x00" + m.Name + fmt.Sprint(m.Size) + "\x00" + result.LabelText(m.Labels, instance), higher: mn.Better != result.BetterLower}
 		j.series[key] = s
 		j.order = append(j.order, key)
 	}
@@ -309,19 +304,6 @@ func cv(s *series) float64 {
 	return math.Sqrt(s.m2/float64(s.n-1)) / math.Abs(s.mean)
 }
 
-// labelText renders labels sorted, "k=v k=v".
-func labelText(l map[string]string) string {
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + l[k]
-	}
-	return strings.Join(parts, " ")
-}
 
 func onHost(h string) string {
 	if h == "" {
