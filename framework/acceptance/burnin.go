@@ -94,11 +94,6 @@ func loadRun(dir string) (*result.Run, error) {
 	return run, err
 }
 
-// VerifyBurnIn verifies a burn-in folder (burnin.Verify), each cycle by
-// verifyCycle; it returns the problems and the record.
-func VerifyBurnIn(ctx context.Context, dir string, verifyCycle func(ctx context.Context, dir string) []string) ([]string, *burnin.Record, error) {
-	return burnin.Verify(ctx, dir, loadRun, verifyCycle)
-}
 
 // RebuildBurnIn re-derives a burn-in folder's record from its cycles
 // (after kill -9: the record of the last cycle that ended), each cycle

@@ -137,8 +137,8 @@ func HTML(w io.Writer, rec *Record) error {
 	}{rec, Verdict(rec), planText(rec.Plan), rec.Started.Format(time.RFC3339)})
 }
 
-// WriteReports writes burnin.txt and burnin.html into dir, masked.
-func WriteReports(dir string, rec *Record) error {
+// writeReports writes burnin.txt and burnin.html into dir, masked.
+func writeReports(dir string, rec *Record) error {
 	var h bytes.Buffer
 	if err := HTML(&h, rec); err != nil {
 		return fmt.Errorf("render %s: %w", HTMLReport, err)
@@ -155,7 +155,7 @@ func WriteReports(dir string, rec *Record) error {
 // folder (every cycle's files too), signs it with key when given, and
 // returns the sign-off digest.
 func Finish(dir string, rec *Record, version string, key *manifest.Key) (string, error) {
-	if err := WriteReports(dir, rec); err != nil {
+	if err := writeReports(dir, rec); err != nil {
 		return "", err
 	}
 	if m, err := manifest.Read(dir); err == nil {
