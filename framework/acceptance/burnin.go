@@ -94,7 +94,6 @@ func loadRun(dir string) (*result.Run, error) {
 	return run, err
 }
 
-
 // RebuildBurnIn re-derives a burn-in folder's record from its cycles
 // (after kill -9: the record of the last cycle that ended), each cycle
 // left unsigned first signed off from its journal by rebuildCycle

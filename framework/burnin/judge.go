@@ -304,7 +304,6 @@ func cv(s *series) float64 {
 	return math.Sqrt(s.m2/float64(s.n-1)) / math.Abs(s.mean)
 }
 
-
 func onHost(h string) string {
 	if h == "" {
 		return ""
