@@ -15,7 +15,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -334,19 +333,6 @@ func mean(v []float64) float64 {
 	return s / float64(len(v))
 }
 
-func median(v []float64) float64 {
-	c := append([]float64(nil), v...)
-	sort.Float64s(c)
-	n := len(c)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return c[n/2]
-	}
-	return (c[n/2-1] + c[n/2]) / 2
-}
-
 // near is the agreement asked of a report value and the text's, both
 // printed with 2 decimals.
 func near(a, b float64) bool { return math.Abs(a-b) <= 0.011+1e-6*math.Abs(a) }
@@ -463,7 +449,7 @@ func intranode(p *result.Parsed, topo plan.Topology, s settings, text *Output, r
 				if hi > 0 {
 					p.Metrics = append(p.Metrics, result.Metric{Name: "rank_spread", Value: round2(100 * (hi - lo) / hi), Unit: "%", Labels: labels("phase", ph.name)})
 				}
-				med := median(rankMeans)
+				med := result.Median(rankMeans)
 				var slow []string
 				for i, v := range rankMeans {
 					if v < med*(1-s.rankTol/100) {
